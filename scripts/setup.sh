@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what kcm needs on a fresh Debian 12 machine, skipping what is present.
+# Idempotent: safe to run before every `make run` / `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=(mariadb-server mariadb-backup mariadb-client postgresql-15 postgresql-15-mysql-fdw iptables)
+# Optional tools used by benchmarks and config checks; installed when the package is available.
+optional_packages=(etcd-server prometheus)
+
+missing=()
+for pkg in "${debian_packages[@]}" "${optional_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  echo "setup: installing Debian packages: ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -qq
+  # Engines must not start system-wide instances: kcm's agent starts its own.
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  for svc in mariadb postgresql etcd prometheus; do
+    "${sudo_cmd[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 || "${sudo_cmd[@]}" service "$svc" stop >/dev/null 2>&1 || true
+  done
+fi
+
+# npm dependencies: install when node_modules is missing or older than the lock file.
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing npm dependencies"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
