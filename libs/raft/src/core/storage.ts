@@ -1,0 +1,167 @@
+// The storage contract between the core and its adapters, and the in-memory reference.
+//
+// The core only *reads* storage, synchronously (LogReader). Writes happen in the driver,
+// from a Ready, through Storage.persist: one call per Ready, synced when Ready.mustSync.
+// Adapters keep the un-compacted log in memory so reads stay synchronous; the durable
+// copy (LevelDB) is what survives a crash.
+
+import { CompactedError, SnapshotOutOfDateError, UnavailableError } from './errors';
+import type { ConfState, Entry, HardState, Snapshot } from './types';
+
+export interface InitialState {
+  hardState: HardState;
+  confState: ConfState;
+}
+
+/** What the core reads. Indices follow the paper: the log is [firstIndex, lastIndex]. */
+export interface LogReader {
+  initialState(): InitialState;
+  /** Index of the first entry still in the log (snapshot index + 1). */
+  firstIndex(): number;
+  lastIndex(): number;
+  /**
+   * Term of entry i for i in [firstIndex - 1, lastIndex] (firstIndex - 1 is the snapshot's).
+   * Throws CompactedError below that range and UnavailableError above it.
+   */
+  term(index: number): number;
+  /** Entries [lo, hi), at least one entry even if it alone exceeds maxBytes. */
+  entries(lo: number, hi: number, maxBytes?: number): Entry[];
+  snapshot(): Snapshot;
+}
+
+export interface PersistUpdate {
+  hardState?: HardState;
+  /** Appended after truncating any existing entries at or above entries[0].index. */
+  entries?: Entry[];
+  /** Replaces the whole log up to snapshot.meta.index (a snapshot received from the leader). */
+  snapshot?: Snapshot;
+}
+
+export interface Storage extends LogReader {
+  /**
+   * One atomic write of everything a Ready asks to persist. When `sync` is true the
+   * promise resolves only after the data is on stable storage; the driver sends the
+   * Ready's messages only after that.
+   */
+  persist(update: PersistUpdate, sync: boolean): Promise<void>;
+  /**
+   * Records a snapshot the local state machine took at `index` (<= applied) and
+   * discards log entries up to `index`, keeping entries after it.
+   */
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const emptyHardState = (): HardState => ({ term: 0, vote: null, commit: 0 });
+
+export function entryBytes(e: Entry): number {
+  return e.data.byteLength + 24;
+}
+
+/** Takes entries from the front of `ents` while their total stays within maxBytes (at least one). */
+export function limitSize(ents: Entry[], maxBytes: number | undefined): Entry[] {
+  if (maxBytes === undefined || ents.length === 0) return ents;
+  let size = entryBytes(ents[0]);
+  let n = 1;
+  for (; n < ents.length; n++) {
+    size += entryBytes(ents[n]);
+    if (size > maxBytes) break;
+  }
+  return n === ents.length ? ents : ents.slice(0, n);
+}
+
+/**
+ * The in-memory reference Storage. `ents[0]` is a dummy entry holding the snapshot's
+ * index and term, so term(firstIndex - 1) needs no special case.
+ */
+export class MemoryStorage implements Storage {
+  private hardState: HardState = emptyHardState();
+  private snap: Snapshot = { meta: { index: 0, term: 0, conf: { voters: [], learners: [] } }, data: new Uint8Array() };
+  private ents: Entry[] = [{ index: 0, term: 0, type: 'normal', data: new Uint8Array() }];
+
+  /** A fresh storage for a brand-new group whose initial members are `voters`. */
+  static bootstrap(voters: string[], learners: string[] = []): MemoryStorage {
+    const s = new MemoryStorage();
+    s.snap = { ...s.snap, meta: { ...s.snap.meta, conf: { voters: [...voters], learners: [...learners] } } };
+    return s;
+  }
+
+  initialState(): InitialState {
+    return { hardState: { ...this.hardState }, confState: cloneConf(this.snap.meta.conf) };
+  }
+
+  firstIndex(): number {
+    return this.ents[0].index + 1;
+  }
+
+  lastIndex(): number {
+    return this.ents[0].index + this.ents.length - 1;
+  }
+
+  term(index: number): number {
+    const offset = this.ents[0].index;
+    if (index < offset) throw new CompactedError(index, offset + 1);
+    if (index - offset >= this.ents.length) throw new UnavailableError(index, this.lastIndex());
+    return this.ents[index - offset].term;
+  }
+
+  entries(lo: number, hi: number, maxBytes?: number): Entry[] {
+    const offset = this.ents[0].index;
+    if (lo <= offset) throw new CompactedError(lo, offset + 1);
+    if (hi > this.lastIndex() + 1) throw new UnavailableError(hi - 1, this.lastIndex());
+    return limitSize(this.ents.slice(lo - offset, hi - offset), maxBytes);
+  }
+
+  snapshot(): Snapshot {
+    return this.snap;
+  }
+
+  async persist(update: PersistUpdate, _sync: boolean): Promise<void> {
+    this.persistNow(update);
+  }
+
+  /** Synchronous persist, for the simulator and tests that drive the core by hand. */
+  persistNow(update: PersistUpdate): void {
+    if (update.snapshot) this.applySnapshot(update.snapshot);
+    if (update.entries && update.entries.length > 0) this.append(update.entries);
+    if (update.hardState) this.hardState = { ...update.hardState };
+  }
+
+  async createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
+    this.createSnapshotNow(index, conf, data);
+  }
+
+  createSnapshotNow(index: number, conf: ConfState, data: Uint8Array): void {
+    const offset = this.ents[0].index;
+    if (index <= this.snap.meta.index) throw new SnapshotOutOfDateError(index, this.snap.meta.index);
+    if (index > this.lastIndex()) throw new UnavailableError(index, this.lastIndex());
+    const term = this.ents[index - offset].term;
+    this.snap = { meta: { index, term, conf: cloneConf(conf) }, data };
+    this.ents = this.ents.slice(index - offset);
+    this.ents[0] = { index, term, type: 'normal', data: new Uint8Array() };
+  }
+
+  async close(): Promise<void> {}
+
+  private applySnapshot(snap: Snapshot): void {
+    if (snap.meta.index <= this.snap.meta.index) throw new SnapshotOutOfDateError(snap.meta.index, this.snap.meta.index);
+    this.snap = { meta: { ...snap.meta, conf: cloneConf(snap.meta.conf) }, data: snap.data };
+    this.ents = [{ index: snap.meta.index, term: snap.meta.term, type: 'normal', data: new Uint8Array() }];
+  }
+
+  private append(entries: Entry[]): void {
+    const first = this.firstIndex();
+    // Entries already compacted into the snapshot are committed and identical: skip them.
+    if (entries[entries.length - 1].index < first) return;
+    if (entries[0].index < first) entries = entries.slice(first - entries[0].index);
+    const at = entries[0].index - this.ents[0].index;
+    if (at > this.ents.length) {
+      throw new UnavailableError(entries[0].index, this.lastIndex());
+    }
+    this.ents = this.ents.slice(0, at).concat(entries);
+  }
+}
+
+export function cloneConf(c: ConfState): ConfState {
+  return { voters: [...c.voters], learners: [...c.learners] };
+}

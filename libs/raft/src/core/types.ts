@@ -1,0 +1,154 @@
+// The vocabulary shared by the pure core, the storage and transport adapters, the
+// driver and the simulator. The core never does I/O: it is fed ticks and messages and
+// hands back a Ready that says what to persist, send and apply (see ready.ts).
+
+/** A member's identity: an opaque, stable string (the manager uses `host:port`). */
+export type NodeId = string;
+
+export type EntryType = 'normal' | 'conf';
+
+/**
+ * One log entry. `data` is opaque to Raft for 'normal' entries; for 'conf' entries it
+ * is an encoded ConfChange (see encodeConfChange). An empty 'normal' entry is the
+ * no-op a new leader appends to commit an entry of its own term.
+ */
+export interface Entry {
+  term: number;
+  index: number;
+  type: EntryType;
+  data: Uint8Array;
+}
+
+/** What must be on stable storage before any vote or append response leaves the process. */
+export interface HardState {
+  term: number;
+  vote: NodeId | null;
+  commit: number;
+}
+
+/** Membership. Learners receive the log but never count toward any quorum. */
+export interface ConfState {
+  voters: NodeId[];
+  learners: NodeId[];
+}
+
+/**
+ * Single-server membership changes (Raft thesis section 4.1): one at a time, each
+ * takes effect on a node as soon as the entry is appended to its log (not when committed).
+ */
+export type ConfChangeType = 'addLearner' | 'promote' | 'remove';
+
+export interface ConfChange {
+  type: ConfChangeType;
+  node: NodeId;
+}
+
+export interface SnapshotMeta {
+  index: number;
+  term: number;
+  conf: ConfState;
+}
+
+export interface Snapshot {
+  meta: SnapshotMeta;
+  /** The state machine image, opaque to Raft. */
+  data: Uint8Array;
+}
+
+export type MessageType =
+  | 'PreVote'
+  | 'PreVoteResp'
+  | 'Vote'
+  | 'VoteResp'
+  | 'App' // AppendEntries
+  | 'AppResp'
+  | 'Heartbeat'
+  | 'HeartbeatResp'
+  | 'Snap' // InstallSnapshot (the transport streams it in chunks)
+  | 'TimeoutNow' // leadership transfer: the target campaigns at once
+  | 'ReadIndex' // a follower forwards a read to the leader
+  | 'ReadIndexResp';
+
+/**
+ * One Raft message. Field use by type:
+ * - PreVote/Vote: term (the campaign term; for PreVote the term the sender would use),
+ *   index/logTerm = candidate's last log index/term; context 'transfer' on a forced
+ *   campaign after TimeoutNow so that leases/check-quorum do not reject it.
+ * - App: index/logTerm = the entry before `entries`; commit = leader commit.
+ * - AppResp: index = last index the follower now matches (on success) or the rejected
+ *   index (on reject); rejectHint/logTerm = fast backtracking hint.
+ * - Heartbeat/HeartbeatResp: commit; context carries ReadIndex round ids.
+ * - Snap: snapshot. AppResp answers it.
+ * - ReadIndex/ReadIndexResp: context = the caller's request id; index = read index.
+ */
+export interface Message {
+  type: MessageType;
+  from: NodeId;
+  to: NodeId;
+  term: number;
+  logTerm?: number;
+  index?: number;
+  entries?: Entry[];
+  commit?: number;
+  reject?: boolean;
+  rejectHint?: number;
+  snapshot?: Snapshot;
+  context?: Uint8Array;
+}
+
+export type Role = 'follower' | 'preCandidate' | 'candidate' | 'leader';
+
+/** Volatile state the driver may want to observe (leader changes). */
+export interface SoftState {
+  leader: NodeId | null;
+  role: Role;
+}
+
+/** A completed ReadIndex request: the caller may serve its read once applied >= index. */
+export interface ReadState {
+  index: number;
+  requestCtx: Uint8Array;
+}
+
+/**
+ * Everything the driver must do, in order: persist (hardState, entries, snapshot) with
+ * one synced write when mustSync, then send messages, then apply snapshot and
+ * committedEntries, then call advance(ready).
+ */
+export interface Ready {
+  softState?: SoftState;
+  hardState?: HardState;
+  /** New entries to append to stable storage (they may overwrite a conflicting suffix). */
+  entries: Entry[];
+  /** A snapshot received from the leader, to persist and apply. */
+  snapshot?: Snapshot;
+  committedEntries: Entry[];
+  messages: Message[];
+  readStates: ReadState[];
+  /** True when hardState term/vote or entries changed: the write must be synced. */
+  mustSync: boolean;
+}
+
+/** The tunables and the injected randomness. The core has no clock: time is ticks. */
+export interface RaftConfig {
+  id: NodeId;
+  /** Ticks without hearing from a leader before campaigning. Randomized in [n, 2n). */
+  electionTick: number;
+  heartbeatTick: number;
+  /** Injected randomness, e.g. a seeded PRNG in the simulator. Returns [0, 1). */
+  random: () => number;
+  preVote?: boolean; // default true
+  checkQuorum?: boolean; // default true
+  /** Flow control: at most this many App messages in flight per follower in replicate state. */
+  maxInflightMsgs?: number; // default 256
+  /** Flow control: at most this many bytes of entries in flight per follower. */
+  maxInflightBytes?: number; // default 8 MiB
+  /** Bytes of entries per App message. */
+  maxSizePerMsg?: number; // default 1 MiB
+  /** Proposals beyond this many bytes of uncommitted entries are rejected (ErrProposalOverloaded). */
+  maxUncommittedEntriesSize?: number; // default 64 MiB
+  /** Committed entries handed out per Ready, bounding one apply batch. */
+  maxCommittedSizePerReady?: number; // default 16 MiB
+  /** The last index already applied by the state machine (on restart). */
+  applied?: number;
+}
