@@ -1,0 +1,7 @@
+// @kcm/common: small on purpose. Logger, environment configuration, shutdown ordering.
+export { createLogger, silentLogger, isLogLevel } from './logger';
+export type { Logger, LoggerOptions } from './logger';
+export { ConfigError, envString, envInt, envList, isLoopbackHost } from './config';
+export type { Env } from './config';
+export { createShutdown } from './shutdown';
+export type { Shutdown } from './shutdown';
