@@ -1,0 +1,44 @@
+// The metadata state machine: one apply switch over the numbered command kinds.
+
+import { CommandKind, type Command } from './commands';
+import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
+import { applyMachineFactsRecorded, applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
+import { refused, type ApplyOutcome } from './outcome';
+import { applyPortsAllocated, applyPortsReleased } from './ports';
+import type { MetaState } from './state';
+
+/**
+ * Applies one committed command to the state, in place. Deterministic: the same
+ * state and command give the same state and outcome on every member.
+ */
+export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
+  switch (cmd.kind) {
+    case CommandKind.MachineRegistered:
+      return applyMachineRegistered(state, cmd);
+    case CommandKind.MachineRemoved:
+      return applyMachineRemoved(state, cmd);
+    case CommandKind.MachineStatusSet:
+      return applyMachineStatusSet(state, cmd);
+    case CommandKind.MachineFactsRecorded:
+      return applyMachineFactsRecorded(state, cmd);
+    case CommandKind.JobSubmitted:
+      return applyJobSubmitted(state, cmd);
+    case CommandKind.JobStarted:
+      return applyJobStarted(state, cmd);
+    case CommandKind.JobStepDone:
+      return applyJobStepDone(state, cmd);
+    case CommandKind.JobProgress:
+      return applyJobProgress(state, cmd);
+    case CommandKind.JobFinished:
+      return applyJobFinished(state, cmd);
+    case CommandKind.PortsAllocated:
+      return applyPortsAllocated(state, cmd);
+    case CommandKind.PortsReleased:
+      return applyPortsReleased(state, cmd);
+    default: {
+      // A command from a newer kcm: refuse it identically everywhere rather than guess.
+      const unknown: { kind: number } = cmd;
+      return refused('INVALID_PARAS', `unknown command kind ${unknown.kind}`);
+    }
+  }
+}

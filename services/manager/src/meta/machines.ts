@@ -1,0 +1,52 @@
+// Apply functions of the machines domain.
+
+import type { MachineFactsRecorded, MachineRegistered, MachineRemoved, MachineStatusSet } from './commands';
+import { accepted, refused, type ApplyOutcome } from './outcome';
+import { machineKey, type MetaState } from './state';
+
+export function applyMachineRegistered(state: MetaState, cmd: MachineRegistered): ApplyOutcome<null> {
+  const key = machineKey(cmd.hostaddr, cmd.machineType);
+  if (state.machines[key]) return refused('CONFLICT', `machine ${cmd.hostaddr} is already registered as ${cmd.machineType}`);
+  const clash = Object.values(state.machines).find(
+    (m) => m.hostaddr === cmd.hostaddr && m.portLow <= cmd.portHigh && cmd.portLow <= m.portHigh,
+  );
+  if (clash) {
+    return refused(
+      'CONFLICT',
+      `port_range ${cmd.portLow}-${cmd.portHigh} overlaps ${clash.portLow}-${clash.portHigh} of ${cmd.hostaddr} as ${clash.machineType}; keep the ranges of one host apart`,
+    );
+  }
+  const { kind: _kind, at, ...fields } = cmd;
+  state.machines[key] = { ...fields, nodeStats: 'running', registeredAt: at };
+  return accepted(null);
+}
+
+export function applyMachineRemoved(state: MetaState, cmd: MachineRemoved): ApplyOutcome<null> {
+  const key = machineKey(cmd.hostaddr, cmd.machineType);
+  if (!state.machines[key]) return refused('NOT_FOUND', `machine ${cmd.hostaddr} is not registered as ${cmd.machineType}`);
+  const inUse = Object.entries(state.ports[cmd.hostaddr] ?? {}).filter(([, a]) => a.machineType === cmd.machineType);
+  if (inUse.length > 0) {
+    const ports = inUse.map(([p]) => p).join(', ');
+    return refused('CONFLICT', `machine ${cmd.hostaddr} (${cmd.machineType}) still has instances on ports ${ports}; delete them first`);
+  }
+  delete state.machines[key];
+  return accepted(null);
+}
+
+export function applyMachineStatusSet(state: MetaState, cmd: MachineStatusSet): ApplyOutcome<{ changed: number }> {
+  const records = Object.values(state.machines).filter((m) => m.hostaddr === cmd.hostaddr);
+  if (records.length === 0) return refused('NOT_FOUND', `machine ${cmd.hostaddr} is not registered`);
+  let changed = 0;
+  for (const m of records) {
+    if (m.nodeStats !== cmd.nodeStats) changed++;
+    m.nodeStats = cmd.nodeStats;
+  }
+  return accepted({ changed });
+}
+
+export function applyMachineFactsRecorded(state: MetaState, cmd: MachineFactsRecorded): ApplyOutcome<null> {
+  const records = Object.values(state.machines).filter((m) => m.hostaddr === cmd.hostaddr);
+  if (records.length === 0) return refused('NOT_FOUND', `machine ${cmd.hostaddr} is not registered`);
+  for (const m of records) m.facts = cmd.facts;
+  return accepted(null);
+}

@@ -1,0 +1,10 @@
+// What applying a command returns. Apply never throws for a domain refusal: every member
+// must reach the same verdict from the same state, and the proposer turns a refusal
+// into a KcmError with the same catalog name (see propose.ts).
+
+export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS';
+
+export type ApplyOutcome<T = unknown> = { ok: true; value: T } | { ok: false; refusal: RefusalName; message: string };
+
+export const accepted = <T>(value: T): ApplyOutcome<T> => ({ ok: true, value });
+export const refused = (refusal: RefusalName, message: string): ApplyOutcome<never> => ({ ok: false, refusal, message });

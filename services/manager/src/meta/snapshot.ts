@@ -1,0 +1,16 @@
+// The whole metadata state as one serialised image, for Raft snapshots.
+
+import { emptyMetaState, type MetaState } from './state';
+
+const SNAPSHOT_FORMAT = 1;
+
+export function snapshotMeta(state: MetaState): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify({ format: SNAPSHOT_FORMAT, state }));
+}
+
+export function restoreMeta(image: Uint8Array): MetaState {
+  if (image.byteLength === 0) return emptyMetaState();
+  const parsed = JSON.parse(new TextDecoder().decode(image)) as { format: number; state: MetaState };
+  if (parsed.format !== SNAPSHOT_FORMAT) throw new Error(`unsupported metadata snapshot format ${parsed.format}`);
+  return { ...emptyMetaState(), ...parsed.state };
+}

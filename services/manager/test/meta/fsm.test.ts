@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import { CommandKind, decodeCommand, encodeCommand, type Command, type MachineRegistered } from '../../src/meta/commands';
+import { applyCommand } from '../../src/meta/fsm';
+import { runnableJobs } from '../../src/meta/jobs';
+import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
+import { emptyMetaState, type MetaState } from '../../src/meta/state';
+
+const at = 1_700_000_000_000;
+
+function machine(hostaddr: string, machineType: 'storage' | 'computer', portLow: number, portHigh: number): MachineRegistered {
+  return {
+    kind: CommandKind.MachineRegistered, at, hostaddr, machineType, portLow, portHigh, rackId: 'r1',
+    datadir: '/d', logdir: '/l', walLogDir: '/w', compDatadir: '/c', totalMemMb: 1024, totalCpuCores: 2, facts: null,
+  };
+}
+
+/** Applies through the wire encoding, as a follower would. */
+function apply(state: MetaState, cmd: Command) {
+  return applyCommand(state, decodeCommand(encodeCommand(cmd)));
+}
+
+function submit(state: MetaState, lockKey: string | null, requestId: string | null = null) {
+  const out = apply(state, { kind: CommandKind.JobSubmitted, at, jobType: 'create_machine', sentJobType: 'create_machine', paras: {}, requestId, lockKey });
+  if (!out.ok) throw new Error(out.message);
+  return out.value as { jobId: string; duplicate: boolean };
+}
+
+describe('machines', () => {
+  it('refuses a second registration of the same host and type, and overlapping port ranges on one host', () => {
+    const s = emptyMetaState();
+    expect(apply(s, machine('127.0.2.1', 'storage', 57000, 57100)).ok).toBe(true);
+    expect(apply(s, machine('127.0.2.1', 'storage', 58000, 58100))).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+    expect(apply(s, machine('127.0.2.1', 'computer', 57050, 57200))).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+    expect(apply(s, machine('127.0.2.1', 'computer', 57101, 57200)).ok).toBe(true);
+  });
+
+  it('set_machine moves every registration of the host; unknown hosts are NOT_FOUND', () => {
+    const s = emptyMetaState();
+    apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
+    apply(s, machine('127.0.2.1', 'computer', 57101, 57200));
+    expect(apply(s, { kind: CommandKind.MachineStatusSet, at, hostaddr: '127.0.2.1', nodeStats: 'dead', reason: 'operator' })).toEqual({ ok: true, value: { changed: 2 } });
+    expect(Object.values(s.machines).map((m) => m.nodeStats)).toEqual(['dead', 'dead']);
+    expect(apply(s, { kind: CommandKind.MachineStatusSet, at, hostaddr: '127.0.2.9', nodeStats: 'dead', reason: 'operator' })).toMatchObject({ ok: false, refusal: 'NOT_FOUND' });
+  });
+
+  it('refuses to delete a machine that still has allocated ports', () => {
+    const s = emptyMetaState();
+    apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
+    const alloc = apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'job:1' });
+    expect(apply(s, { kind: CommandKind.MachineRemoved, at, hostaddr: '127.0.2.1', machineType: 'storage' })).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+    apply(s, { kind: CommandKind.PortsReleased, at, hostaddr: '127.0.2.1', ports: alloc.ok ? (alloc.value as number[]) : [] });
+    expect(apply(s, { kind: CommandKind.MachineRemoved, at, hostaddr: '127.0.2.1', machineType: 'storage' }).ok).toBe(true);
+  });
+});
+
+describe('port allocator', () => {
+  it('never hands out a port twice and reuses released ports', () => {
+    const s = emptyMetaState();
+    apply(s, machine('127.0.2.1', 'storage', 57000, 57009));
+    const seen = new Set<number>();
+    for (let i = 0; i < 5; i++) {
+      const out = apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 2, owner: `job:${i}` });
+      expect(out.ok).toBe(true);
+      for (const p of out.ok ? (out.value as number[]) : []) {
+        expect(seen.has(p)).toBe(false);
+        seen.add(p);
+      }
+    }
+    expect(apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'x' })).toMatchObject({ ok: false, refusal: 'NO_RESOURCES' });
+    apply(s, { kind: CommandKind.PortsReleased, at, hostaddr: '127.0.2.1', ports: [57003] });
+    expect(apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'y' })).toEqual({ ok: true, value: [57003] });
+  });
+});
+
+describe('jobs', () => {
+  it('the same request id returns the same job and never creates a second one', () => {
+    const s = emptyMetaState();
+    const first = submit(s, null, 'req-1');
+    const again = submit(s, null, 'req-1');
+    expect(again).toEqual({ jobId: first.jobId, duplicate: true });
+    expect(Object.keys(s.jobs)).toHaveLength(1);
+  });
+
+  it('records a step output once; a repeated report keeps the first output', () => {
+    const s = emptyMetaState();
+    const { jobId } = submit(s, null);
+    apply(s, { kind: CommandKind.JobStarted, at, jobId, stepNames: ['a', 'b'] });
+    expect(apply(s, { kind: CommandKind.JobStepDone, at, jobId, step: 0, output: { n: 1 } })).toEqual({ ok: true, value: { output: { n: 1 }, duplicate: false } });
+    expect(apply(s, { kind: CommandKind.JobStepDone, at, jobId, step: 0, output: { n: 2 } })).toEqual({ ok: true, value: { output: { n: 1 }, duplicate: true } });
+    expect(apply(s, { kind: CommandKind.JobStepDone, at, jobId, step: 5, output: null })).toMatchObject({ ok: false, refusal: 'INVALID_PARAS' });
+    apply(s, { kind: CommandKind.JobFinished, at, jobId, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} } });
+    expect(s.jobs[jobId].status).toBe('done');
+    expect(apply(s, { kind: CommandKind.JobStepDone, at, jobId, step: 1, output: null })).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+  });
+
+  it('jobs sharing a lock key run one at a time in submission order; others run freely', () => {
+    const s = emptyMetaState();
+    const a = submit(s, 'cluster:1').jobId;
+    const b = submit(s, 'cluster:1').jobId;
+    const c = submit(s, 'cluster:2').jobId;
+    const d = submit(s, null).jobId;
+    expect(runnableJobs(s).map((j) => j.id)).toEqual([a, c, d]);
+    apply(s, { kind: CommandKind.JobFinished, at, jobId: a, outcome: { ok: false, errorCode: 1, errorInfo: 'x', attachment: null } });
+    expect(runnableJobs(s).map((j) => j.id)).toEqual([b, c, d]);
+  });
+});
+
+describe('snapshot', () => {
+  it('round-trips the whole state, and the restored state applies the next command identically', () => {
+    const s = emptyMetaState();
+    apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
+    apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 3, owner: 'job:1' });
+    submit(s, 'cluster:1', 'req-9');
+    const restored = restoreMeta(snapshotMeta(s));
+    expect(restored).toEqual(JSON.parse(JSON.stringify(s)));
+    const next: Command = { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 2, owner: 'job:2' };
+    expect(apply(restored, next)).toEqual(apply(s, next));
+    expect(submit(restored, null, 'req-9').duplicate).toBe(true);
+  });
+});
