@@ -1,0 +1,52 @@
+// Host facts: what the manager needs to place instances on this machine.
+
+import { access, statfs } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { HostFactsReply } from '../agent-proto';
+
+/** Where Debian's packages put the engines; overridable for other layouts. */
+export interface EnginePaths {
+  mariadbd: string;
+  postgres: string;
+}
+
+export const debianEnginePaths: EnginePaths = {
+  mariadbd: '/usr/sbin/mariadbd',
+  postgres: '/usr/lib/postgresql/15/bin/postgres',
+};
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Free bytes of the filesystem holding dir; a dir not created yet is measured at its nearest existing parent. */
+export async function freeBytes(dir: string): Promise<number> {
+  let probe = path.resolve(dir);
+  for (;;) {
+    try {
+      const st = await statfs(probe);
+      return st.bavail * st.bsize;
+    } catch (err) {
+      const parent = path.dirname(probe);
+      if (parent === probe) throw err;
+      probe = parent;
+    }
+  }
+}
+
+export async function hostFacts(dirs: string[], engines: EnginePaths = debianEnginePaths): Promise<HostFactsReply> {
+  const disks = await Promise.all(dirs.map(async (dir) => ({ dir, free_bytes: await freeBytes(dir) })));
+  return {
+    cores: os.availableParallelism(),
+    memory_mb: Math.floor(os.totalmem() / (1024 * 1024)),
+    disks,
+    mariadb_installed: await exists(engines.mariadbd),
+    postgres_installed: await exists(engines.postgres),
+  };
+}

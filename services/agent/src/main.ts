@@ -1,0 +1,20 @@
+// kcm-agent: `tsx services/agent/src/main.ts --host 127.0.2.1 --port 58100`
+
+import { parseArgs } from 'node:util';
+import { createLogger, createShutdown } from '@kcm/common';
+import { startAgent } from './server';
+
+const { values } = parseArgs({
+  options: {
+    host: { type: 'string', default: process.env.KCM_AGENT_HOST ?? '127.0.0.1' },
+    port: { type: 'string', default: process.env.KCM_AGENT_PORT ?? '58100' },
+  },
+});
+
+const logger = createLogger({ name: 'agent', base: { host: values.host } });
+const agent = await startAgent({ hostaddr: values.host!, port: Number(values.port), logger });
+const shutdown = createShutdown(logger);
+shutdown.add('agent grpc server', () => agent.stop());
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => void shutdown.run(signal).then(() => process.exit(0)));
+}

@@ -1,0 +1,74 @@
+// The agent's gRPC server: binds <hostaddr>:<port> and routes each rpc to its capability.
+// The agent knows nothing of clusters; it executes commands on this host.
+
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from '@kcm/common';
+import { AgentService, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from './agent-proto';
+import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
+import { prepareDirs } from './capabilities/prepare-dirs';
+
+export const AGENT_VERSION = '0.1.0';
+
+export interface AgentOptions {
+  hostaddr: string;
+  port: number;
+  logger: Logger;
+  engines?: EnginePaths;
+}
+
+export interface RunningAgent {
+  /** `host:port` actually bound. */
+  address: string;
+  stop(): Promise<void>;
+}
+
+/** Adapts an async capability to a grpc unary handler; failures become INTERNAL with the reason. */
+function unary<Req, Res>(logger: Logger, name: string, run: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    run(call.request).then(
+      (reply) => callback(null, reply),
+      (err: unknown) => {
+        logger.error({ err, rpc: name }, 'agent command failed');
+        callback({ code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) });
+      },
+    );
+  };
+}
+
+export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
+  const startedAt = Date.now();
+  const engines = opts.engines ?? debianEnginePaths;
+  const server = new grpc.Server();
+  server.addService(AgentService.service, {
+    Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => ({
+      hostaddr: opts.hostaddr,
+      version: AGENT_VERSION,
+      uptime_ms: Date.now() - startedAt,
+      pid: process.pid,
+    })),
+    HostFacts: unary(opts.logger, 'HostFacts', (req: HostFactsRequest) => hostFacts(req.dirs, engines)),
+    PrepareDirs: unary(opts.logger, 'PrepareDirs', async (req: PrepareDirsRequest) => {
+      const reply = await prepareDirs(req.dirs);
+      opts.logger.info({ op_id: req.op_id, dirs: req.dirs, problems: reply.problems }, 'prepared directories');
+      return reply;
+    }),
+  });
+  const bindAddress = `${opts.hostaddr.includes(':') ? `[${opts.hostaddr}]` : opts.hostaddr}:${opts.port}`;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(bindAddress, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+  });
+  const address = `${opts.hostaddr}:${port}`;
+  opts.logger.info({ address }, 'agent listening');
+  return {
+    address,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.tryShutdown(() => resolve());
+        // Do not let a stuck in-flight call hold shutdown forever.
+        setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2000).unref();
+      }),
+  };
+}
