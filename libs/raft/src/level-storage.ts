@@ -1,0 +1,383 @@
+// Storage on LevelDB (`level`, classic-level underneath): the durable home of one Raft
+// node's hard state, log and snapshot, and of its state machine's keys.
+//
+// Layout (level-keys.ts): one database, one-byte tags per kind, log entries keyed by
+// 8-byte big-endian index so key order is index order. Values use the compact binary
+// codec in codec/entry-codec.ts.
+//
+// Reads are synchronous: the un-compacted log, hard state and snapshot are loaded into
+// an in-memory mirror (a MemoryStorage) at open, and every LogReader call is served from it.
+//
+// When the mirror changes: AFTER the LevelDB write resolved, never before. The core keeps
+// the entries of a Ready in its own unstable log until advance(), and the driver calls
+// advance() only after persist() resolved, so nothing needs storage to show them earlier.
+// Updating afterwards keeps one invariant simple: what LogReader shows is what the disk
+// holds (durably, once a synced write resolved). A failed write changes nothing, and no
+// reader (e.g. the leader building App messages) ever sees entries a crash could lose.
+// The cost is a contract on the driver: do not advance() before persist() resolves.
+//
+// Writes are serialised (one queue for the log, one for the state machine) so that disk
+// order and mirror order are call order, even if a caller does not await between calls.
+// After a write error the storage should be considered failed and the node stopped.
+
+import { Level } from 'level';
+import { SnapshotOutOfDateError, StoppedError, UnavailableError } from './core/errors';
+import { MemoryStorage } from './core/storage';
+import type { InitialState, PersistUpdate, Storage } from './core/storage';
+import type { ConfState, Entry, Snapshot } from './core/types';
+import {
+  decodeEntryValue,
+  decodeHardState,
+  decodeIndex,
+  decodeSnapshotMeta,
+  encodeEntryValue,
+  encodeHardState,
+  encodeIndex,
+  encodeSnapshotMeta,
+} from './codec/entry-codec';
+import {
+  appliedIndexKey,
+  entryIndexOfKey,
+  entryKey,
+  entryKeyRange,
+  hardStateKey,
+  snapshotDataKey,
+  snapshotMetaKey,
+  stateMachineKey,
+  stateMachineKeyName,
+  stateMachineKeyRange,
+} from './level-keys';
+
+export interface LevelStorageOptions {
+  /** Initial membership, written only when the directory holds no Raft state yet. */
+  bootstrap?: ConfState;
+}
+
+/** A state machine write; keys live in their own key range, apart from the Raft log. */
+export type StateMachineOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
+
+/** Every LevelDB write this storage issued (batches and range clears), and how many were fsynced. */
+export interface WriteStats {
+  writes: number;
+  syncedWrites: number;
+}
+
+type Db = Level<Uint8Array, Uint8Array>;
+type BatchOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+
+/** Puts per batch when loading a state machine image (bounds memory, not correctness). */
+const RESTORE_CHUNK_BYTES = 1 << 20;
+
+export class LevelStorage implements Storage {
+  private readonly writeCounts: WriteStats = { writes: 0, syncedWrites: 0 };
+  private logQueue: Promise<unknown> = Promise.resolve();
+  private smQueue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    private readonly db: Db,
+    private readonly mirror: MemoryStorage,
+    private applied: number,
+  ) {}
+
+  /**
+   * Opens (creating if needed) the store in `dir` and loads the Raft state into memory.
+   * A directory with no hard state and no snapshot is brand new: with `bootstrap` it is
+   * initialised to that membership (one synced write); without it the node starts with
+   * an empty membership and waits to be sent a snapshot. `bootstrap` is ignored otherwise.
+   */
+  static async open(dir: string, opts: LevelStorageOptions = {}): Promise<LevelStorage> {
+    const db: Db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+    try {
+      const [hsValue, metaValue, dataValue, appliedValue] = await db.getMany([
+        hardStateKey,
+        snapshotMetaKey,
+        snapshotDataKey,
+        appliedIndexKey,
+      ]);
+      const applied = appliedValue ? decodeIndex(appliedValue) : 0;
+      if (!hsValue && !metaValue) {
+        const conf = opts.bootstrap ?? { voters: [], learners: [] };
+        const storage = new LevelStorage(db, MemoryStorage.bootstrap(conf.voters, conf.learners), applied);
+        if (opts.bootstrap) {
+          const meta = { index: 0, term: 0, conf };
+          await storage.write([{ type: 'put', key: snapshotMetaKey, value: encodeSnapshotMeta(meta) }], true);
+        }
+        return storage;
+      }
+      const meta = metaValue ? decodeSnapshotMeta(metaValue) : { index: 0, term: 0, conf: { voters: [], learners: [] } };
+      const snapshot: Snapshot = { meta, data: dataValue ? plainView(dataValue) : new Uint8Array() };
+      const mirror = meta.index > 0 ? new MemoryStorage() : MemoryStorage.bootstrap(meta.conf.voters, meta.conf.learners);
+      if (meta.index > 0) mirror.persistNow({ snapshot });
+      const entries = await loadLog(db, meta.index);
+      mirror.persistNow({ entries, hardState: hsValue ? decodeHardState(hsValue) : undefined });
+      const storage = new LevelStorage(db, mirror, applied);
+      await storage.removeCompactedLeftovers(meta.index);
+      return storage;
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
+
+  // ---- LogReader: served from the in-memory mirror ----
+
+  initialState(): InitialState {
+    return this.mirror.initialState();
+  }
+  firstIndex(): number {
+    return this.mirror.firstIndex();
+  }
+  lastIndex(): number {
+    return this.mirror.lastIndex();
+  }
+  term(index: number): number {
+    return this.mirror.term(index);
+  }
+  entries(lo: number, hi: number, maxBytes?: number): Entry[] {
+    return this.mirror.entries(lo, hi, maxBytes);
+  }
+  snapshot(): Snapshot {
+    return this.mirror.snapshot();
+  }
+
+  // ---- Storage writes ----
+
+  /**
+   * One LevelDB batch holding the snapshot (replacing the whole log), the new entries
+   * (deleting the replaced suffix above the last new entry) and the hard state. Exactly
+   * one write per call; none when the update carries nothing.
+   */
+  persist(update: PersistUpdate, sync: boolean): Promise<void> {
+    return this.enqueue('log', async () => {
+      const ops = this.persistOps(update);
+      if (ops.length === 0) return;
+      await this.write(ops, sync);
+      this.mirror.persistNow(update);
+    });
+  }
+
+  /**
+   * Records the snapshot, then range-deletes the entries up to `index`. The snapshot
+   * batch is the commit point: from then on the log starts at index + 1 and open() never
+   * reads below it, so the compaction is atomic even though the deletion is a second
+   * write. The deletion is db.clear(range): one call, scanned and deleted natively in
+   * LevelDB (measured: 100k entries in ~140 ms, vs ~260-1500 ms as one batch of deletes
+   * built in JS). If the process dies between the two writes, open() removes the leftovers.
+   * Neither write is synced: losing them in an OS crash only means the compaction did
+   * not happen, as the log still holds the entries.
+   */
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
+    return this.enqueue('log', async () => {
+      const snapIndex = this.mirror.firstIndex() - 1;
+      if (index <= snapIndex) throw new SnapshotOutOfDateError(index, snapIndex);
+      if (index > this.mirror.lastIndex()) throw new UnavailableError(index, this.mirror.lastIndex());
+      const meta = { index, term: this.mirror.term(index), conf };
+      await this.write(
+        [
+          { type: 'put', key: snapshotMetaKey, value: encodeSnapshotMeta(meta) },
+          { type: 'put', key: snapshotDataKey, value: data },
+        ],
+        false,
+      );
+      this.mirror.createSnapshotNow(index, conf, data);
+      await this.clearEntries(snapIndex + 1, index);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([this.logQueue, this.smQueue]);
+    await this.db.close();
+  }
+
+  stats(): WriteStats {
+    return { ...this.writeCounts };
+  }
+
+  // ---- State machine store ----
+  //
+  // Contract: the state machine's keys and the index of the last entry it applied are
+  // written in ONE batch (applyBatch), so after any crash the keys reflect exactly the
+  // entries up to appliedIndex() and the driver replays from appliedIndex() + 1. The
+  // applied index never goes backwards, except through smClear/smRestore. On start, if
+  // appliedIndex() < snapshot().meta.index, the state machine must be restored from
+  // snapshot() (smRestore) before applying entries: the log below it is gone.
+
+  /** Writes `ops` and the applied index atomically. Unsynced by default: the log is the durable record. */
+  applyBatch(appliedIndex: number, ops: StateMachineOp[], sync = false): Promise<void> {
+    return this.enqueue('sm', async () => {
+      if (appliedIndex < this.applied) {
+        throw new RangeError(`applied index ${appliedIndex} is below the stored applied index ${this.applied}`);
+      }
+      const batch: BatchOp[] = ops.map((op) =>
+        op.type === 'put'
+          ? { type: 'put', key: stateMachineKey(op.key), value: op.value }
+          : { type: 'del', key: stateMachineKey(op.key) },
+      );
+      batch.push({ type: 'put', key: appliedIndexKey, value: encodeIndex(appliedIndex) });
+      await this.write(batch, sync);
+      this.applied = appliedIndex;
+    });
+  }
+
+  /** Index of the last entry whose effects applyBatch stored (0 for an empty or cleared state machine). */
+  appliedIndex(): number {
+    return this.applied;
+  }
+
+  async smGet(key: string): Promise<Uint8Array | undefined> {
+    const value = await this.db.get(stateMachineKey(key));
+    return value === undefined ? undefined : plainView(value);
+  }
+
+  /** The state machine's keys starting with `prefix`, in key (UTF-8 byte) order. */
+  async *smEntries(prefix = ''): AsyncGenerator<[string, Uint8Array]> {
+    const iterator = this.db.iterator(stateMachineKeyRange(prefix));
+    try {
+      for (;;) {
+        const page = await iterator.nextv(1000);
+        if (page.length === 0) return;
+        for (const [key, value] of page) yield [stateMachineKeyName(key), plainView(value)];
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
+  /**
+   * Deletes every state machine key and sets the applied index to 0. The applied index
+   * is reset (synced) first, so a crash half-way leaves a store that says "restore me".
+   */
+  smClear(): Promise<void> {
+    return this.enqueue('sm', () => this.clearStateMachine());
+  }
+
+  /**
+   * Replaces the state machine's keys with `image` (e.g. decoded from a Raft snapshot)
+   * and sets the applied index to `appliedIndex`. Loaded in chunks; the applied index is
+   * written last, synced, so until then a crash leaves applied index 0 (restore again).
+   */
+  smRestore(appliedIndex: number, image: Iterable<[string, Uint8Array]> | AsyncIterable<[string, Uint8Array]>): Promise<void> {
+    return this.enqueue('sm', async () => {
+      await this.clearStateMachine();
+      let chunk: BatchOp[] = [];
+      let chunkBytes = 0;
+      for await (const [key, value] of image) {
+        chunk.push({ type: 'put', key: stateMachineKey(key), value });
+        chunkBytes += key.length + value.byteLength;
+        if (chunkBytes >= RESTORE_CHUNK_BYTES) {
+          await this.write(chunk, false);
+          chunk = [];
+          chunkBytes = 0;
+        }
+      }
+      chunk.push({ type: 'put', key: appliedIndexKey, value: encodeIndex(appliedIndex) });
+      await this.write(chunk, true);
+      this.applied = appliedIndex;
+    });
+  }
+
+  // ---- internals ----
+
+  /** The batch for one persist, computed against the mirror as it is when the write runs. */
+  private persistOps(update: PersistUpdate): BatchOp[] {
+    const ops: BatchOp[] = [];
+    let snapIndex = this.mirror.firstIndex() - 1;
+    let lastIndex = this.mirror.lastIndex();
+    if (update.snapshot) {
+      const { meta, data } = update.snapshot;
+      if (meta.index <= snapIndex) throw new SnapshotOutOfDateError(meta.index, snapIndex);
+      ops.push({ type: 'put', key: snapshotMetaKey, value: encodeSnapshotMeta(meta) });
+      ops.push({ type: 'put', key: snapshotDataKey, value: data });
+      pushDeletes(ops, snapIndex + 1, lastIndex); // the snapshot replaces the whole log
+      snapIndex = meta.index;
+      lastIndex = meta.index;
+    }
+    let entries = update.entries ?? [];
+    // Entries at or below the snapshot are committed and already in it: skip them.
+    if (entries.length > 0 && entries[0].index <= snapIndex) entries = entries.slice(snapIndex + 1 - entries[0].index);
+    if (entries.length > 0) {
+      const first = entries[0].index;
+      if (first > lastIndex + 1) throw new UnavailableError(first, lastIndex);
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i];
+        if (entry.index !== first + i) throw new RangeError(`entries are not consecutive at index ${entry.index}`);
+        ops.push({ type: 'put', key: entryKey(entry.index), value: encodeEntryValue(entry) });
+      }
+      pushDeletes(ops, first + entries.length, lastIndex); // the replaced suffix above the new entries
+    }
+    if (update.hardState) ops.push({ type: 'put', key: hardStateKey, value: encodeHardState(update.hardState) });
+    return ops;
+  }
+
+  private async clearStateMachine(): Promise<void> {
+    await this.write([{ type: 'put', key: appliedIndexKey, value: encodeIndex(0) }], true);
+    this.applied = 0;
+    this.countWrite(false);
+    await this.db.clear(stateMachineKeyRange());
+  }
+
+  /** Entries at or below the snapshot index left by a crash between createSnapshot's two writes. */
+  private async removeCompactedLeftovers(snapIndex: number): Promise<void> {
+    if (snapIndex === 0) return;
+    const leftovers = await this.db.keys({ gte: entryKeyRange.gte, lte: entryKey(snapIndex), limit: 1 }).all();
+    if (leftovers.length > 0) await this.clearEntries(0, snapIndex);
+  }
+
+  private async clearEntries(from: number, to: number): Promise<void> {
+    this.countWrite(false);
+    await this.db.clear({ gte: entryKey(from), lte: entryKey(to) });
+  }
+
+  private async write(ops: BatchOp[], sync: boolean): Promise<void> {
+    this.countWrite(sync);
+    await this.db.batch(ops, { sync });
+  }
+
+  private countWrite(sync: boolean): void {
+    this.writeCounts.writes++;
+    if (sync) this.writeCounts.syncedWrites++;
+  }
+
+  private enqueue<T>(queue: 'log' | 'sm', work: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StoppedError());
+    const previous = queue === 'log' ? this.logQueue : this.smQueue;
+    const run = previous.then(work);
+    const settled = run.catch(() => undefined);
+    if (queue === 'log') this.logQueue = settled;
+    else this.smQueue = settled;
+    return run;
+  }
+}
+
+/** Loads the log above the snapshot, checking that it is contiguous. */
+async function loadLog(db: Db, snapIndex: number): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  const iterator = db.iterator({ gt: entryKey(snapIndex), lt: entryKeyRange.lt });
+  try {
+    for (;;) {
+      const page = await iterator.nextv(1000);
+      if (page.length === 0) return entries;
+      for (const [key, value] of page) {
+        const index = entryIndexOfKey(key);
+        const expected = snapIndex + 1 + entries.length;
+        if (index !== expected) throw new Error(`corrupt log: found entry ${index} where ${expected} was expected`);
+        entries.push(decodeEntryValue(index, value));
+      }
+    }
+  } finally {
+    await iterator.close();
+  }
+}
+
+function pushDeletes(ops: BatchOp[], from: number, to: number): void {
+  for (let index = from; index <= to; index++) ops.push({ type: 'del', key: entryKey(index) });
+}
+
+/** classic-level hands back Buffers; callers get plain Uint8Array views (same bytes, no copy). */
+function plainView(bytes: Uint8Array): Uint8Array {
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
