@@ -1,0 +1,176 @@
+/**
+ * Help text for each job type, generated from the paras schemas (required/optional,
+ * defaults, rules) plus the small description table below (what a field means). The rules
+ * are never written twice: they come from the schemas.
+ */
+import { canonicalJobType, JOB_MODES, JOB_TYPE_ALIASES, type JobMode, type JobType } from './job-types';
+import { PARAS_SCHEMAS } from './paras';
+import { fieldFacts, objectShapeOf } from './schema-walk';
+
+export interface ParaDescription {
+  name: string;
+  required: boolean;
+  /** What the field means. */
+  description: string;
+  /** The accepted values in words, from the schema. */
+  rule: string;
+  default?: unknown;
+  /** Fields of each element, for arrays of objects. */
+  items?: ParaDescription[];
+}
+
+export interface JobDescription {
+  jobType: JobType;
+  aliases: string[];
+  mode: JobMode;
+  summary: string;
+  paras: ParaDescription[];
+  /** Rules between fields, in words. */
+  notes: string[];
+}
+
+interface JobDoc {
+  summary: string;
+  notes?: string[];
+  /** Meanings that differ from the shared FIELD_DOCS for this job. */
+  fields?: Record<string, string>;
+}
+
+/** Meaning of each para name; the same name means the same thing in every job unless a job overrides it. */
+export const FIELD_DOCS: Readonly<Record<string, string>> = {
+  hostaddr: 'IP address of the machine',
+  machine_type: 'storage (hosts storage nodes) or computer (hosts compute nodes)',
+  port_range: 'ports new nodes on this machine are allocated from',
+  rack_id: 'rack the machine is in',
+  datadir: 'data directory for storage nodes',
+  logdir: 'log directory',
+  wal_log_dir: 'WAL log directory',
+  comp_datadir: 'data directory for compute nodes',
+  total_mem: 'usable memory, MB',
+  total_cpu_cores: 'usable logical cores',
+  node_stats: 'running (online, can receive nodes) or dead (offline)',
+  nick_name: 'business name of the cluster',
+  ha_mode: 'replication mode: rbr (semi-sync replication) or mgr',
+  shards: 'number of shards',
+  nodes: 'storage nodes per shard (one master, the rest standbys)',
+  comps: 'number of compute nodes',
+  max_storage_size: 'maximum storage per node, GB (checked at placement)',
+  max_connections: 'maximum connections per node',
+  cpu_cores: 'CPU cores per node',
+  cpu_limit_node: 'CPU isolation: share (soft) or quota (hard)',
+  innodb_size: 'storage engine buffer pool, MB',
+  rocksdb_block_cache_size_M: 'RocksDB block cache, MB (product version 1.1 and later)',
+  dbcfg: '1 = small-memory mode, 0 = normal',
+  fullsync_level: 'standbys that must acknowledge each commit (semi-sync)',
+  storage_iplists: 'machines for storage nodes; empty = kcm chooses running machines',
+  computer_iplists: 'machines for compute nodes; empty = kcm chooses running machines',
+  install_proxysql: '1 = install a proxy (single-shard clusters only)',
+  cluster_id: 'id of the cluster',
+  cluster_name: 'generated name of the cluster',
+  shard_id: 'id of the shard',
+  comp_id: 'id of the compute node',
+  port: 'port of the instance',
+  rb_nodes: 'standby nodes to rebuild',
+  need_backup: 'back up the node before rebuilding it',
+  hdfs_host: 'where the standby backup is stored',
+  pv_limit: 'transfer speed limit, MB/s (0 = none)',
+  allow_pull_from_master: 'copy from the master when no standby is a suitable source',
+  allow_replica_delay: 'seconds of replication delay above which a standby is not used as a source',
+  ip: 'IP address of the instance',
+  type: 'mysql (storage node instance) or pg (compute node instance)',
+  cgroup_mode: 'quota (hard CPU limit) or share (soft CPU weight)',
+  src_cluster_id: 'cluster the data comes from',
+  dst_cluster_id: 'cluster the data goes to',
+  restore_time: 'point in time to restore to (manager local time, or Unix seconds)',
+  backup_type: 'what each entry names: table, schema or db',
+  backup: 'daily backups to set up, each run inside its window',
+  db_table: 'object name: <db>_$$_<schema>.<table>, <db>_$$_<schema> or <db>',
+  backup_time: 'daily window the backup runs in',
+  restore_type: 'what each entry names: table, schema or db',
+  restore: 'objects to restore and the time to restore each to',
+  policy: 'top_hit (most accessed tables) or top_size (largest tables)',
+  src_shard_id: 'shard the tables move from',
+  dst_shard_id: 'shard the tables move to',
+  table_list: 'tables to move, <database>.<schema>.<table>',
+  drop_old_table: 'drop the source table after cut-over (default keeps it)',
+  repartition_tables: 'source=>target table pairs, comma-separated',
+  variable: 'storage node variable name',
+  task_type: 'transfer_leader, add_peer or remove_peer',
+  target_leader: 'manager member to hand leadership to',
+  peer: 'manager member to add or remove',
+};
+
+const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
+  get_status: { summary: 'Report the status and result of an async job (job_id in the envelope).' },
+  create_machine: { summary: 'Register a machine whose agent will host nodes.' },
+  delete_machine: { summary: 'Remove a machine that hosts no nodes.' },
+  set_machine: { summary: 'Mark a machine online (running) or offline (dead).' },
+  create_cluster: {
+    summary: 'Create a cluster of shards (MariaDB) and compute nodes (PostgreSQL).',
+    notes: ['fullsync_level <= nodes - 1', 'install_proxysql "1" requires shards "1"'],
+  },
+  delete_cluster: { summary: 'Delete a cluster, its shards and compute nodes.' },
+  add_shards: { summary: 'Add shards to a cluster.', fields: { shards: 'number of shards to add', nodes: 'storage nodes per new shard' } },
+  delete_shards: { summary: 'Delete one shard of a cluster.' },
+  add_comps: { summary: 'Add compute nodes to a cluster.', fields: { comps: 'number of compute nodes to add' } },
+  delete_comp: { summary: 'Delete one compute node of a cluster.' },
+  add_nodes: {
+    summary: 'Add standby storage nodes to one shard or to every shard.',
+    fields: { nodes: 'storage nodes to add per shard', shard_id: 'only this shard (default: every shard)' },
+  },
+  delete_nodes: { summary: 'Delete one storage node.', fields: { hostaddr: 'machine of the node', port: 'port of the node' } },
+  rebuild_node: { summary: 'Rebuild standby nodes from a healthy copy.', notes: ['a node may be listed once'] },
+  update_instance_cgroup: { summary: 'Change the CPU isolation of one instance.', fields: { cpu_cores: 'CPU cores for the instance' } },
+  manual_backup_cluster: { summary: 'Take a full backup of a cluster, or of the metadata with cluster_id -1.', fields: { cluster_id: 'cluster to back up, -1 = the metadata' } },
+  cluster_restore: { summary: 'Restore a cluster to a point in time into a new empty cluster.', notes: ['dst_cluster_id differs from src_cluster_id'] },
+  logical_backup: { summary: 'Set up daily logical backups of tables, schemas or databases.', notes: ['each db_table has the shape its backup_type requires'] },
+  logical_restore: {
+    summary: 'Restore tables, schemas or databases from logical backups.',
+    notes: ['use restore[], or the older form db_table + restore_time', 'each db_table has the shape its restore_type requires'],
+    fields: { db_table: 'older form: the one object to restore', restore_time: 'older form: the time to restore it to' },
+  },
+  get_expand_table_list: { summary: 'List candidate tables to move off a shard.', fields: { shard_id: 'source shard' } },
+  expand_cluster: { summary: 'Move tables from one shard to another online.', notes: ['dst_shard_id differs from src_shard_id'] },
+  repartition_tables: { summary: 'Copy tables into pre-created target tables online, then switch names (online DDL).', notes: ['all source tables are in one database'] },
+  get_meta_mode: { summary: 'Report how the metadata is replicated (no_rep or mgr).' },
+  get_backup_storage: { summary: 'List backup storage.' },
+  get_machine_summary: { summary: 'List machines and their status.' },
+  get_cluster_summary: { summary: 'List clusters.' },
+  get_cluster_detail: { summary: 'Show a cluster with live status of every node.', fields: { cluster_id: 'id of the cluster, instead of cluster_name' } },
+  get_variable: { summary: 'Read a variable of a storage node.', fields: { port: 'port of the storage node' } },
+  raft_mission: {
+    summary: 'Change the manager group: transfer leadership, add or remove a member.',
+    notes: ['target_leader is required for transfer_leader, peer for add_peer and remove_peer'],
+  },
+};
+
+function describeFields(shape: Record<string, Parameters<typeof fieldFacts>[0]>, overrides: Record<string, string>): ParaDescription[] {
+  return Object.entries(shape).map(([name, schema]) => {
+    const facts = fieldFacts(schema);
+    const out: ParaDescription = {
+      name,
+      required: facts.required,
+      description: overrides[name] ?? FIELD_DOCS[name] ?? '',
+      rule: facts.rule,
+    };
+    if (facts.defaultValue !== undefined) out.default = facts.defaultValue;
+    if (facts.items) out.items = describeFields(facts.items, overrides);
+    return out;
+  });
+}
+
+export function describeJob(jobType: JobType): JobDescription;
+export function describeJob(sent: string): JobDescription | undefined;
+export function describeJob(sent: string): JobDescription | undefined {
+  const jobType = canonicalJobType(sent);
+  if (jobType === undefined) return undefined;
+  const doc = JOB_DOCS[jobType];
+  return {
+    jobType,
+    aliases: Object.keys(JOB_TYPE_ALIASES).filter((alias) => JOB_TYPE_ALIASES[alias] === jobType),
+    mode: JOB_MODES[jobType],
+    summary: doc.summary,
+    paras: describeFields(objectShapeOf(PARAS_SCHEMAS[jobType]) ?? {}, doc.fields ?? {}),
+    notes: doc.notes ?? [],
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * @kcm/protocol: the Emit job API (spec emit-api.md, DESIGN.md section 2), defined once.
+ * The gateway and the CLI validate with `parseRequest` and answer with the reply builders.
+ */
+export {
+  PROTOCOL_VERSION,
+  JOB_TYPES,
+  JOB_TYPE_ALIASES,
+  JOB_MODES,
+  canonicalJobType,
+  isJobType,
+  type JobType,
+  type JobMode,
+} from './job-types';
+export {
+  parseRequest,
+  parseRequestJson,
+  validateParas,
+  unknownParas,
+  type RequestEnvelope,
+  type ValidRequest,
+  type AnyValidRequest,
+  type ParseResult,
+} from './envelope';
+export { PARAS_SCHEMAS, type ParasOf, type ParasInputOf } from './paras';
+export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, type ErrorName, type ErrorEntry } from './errors';
+export { acceptReply, doneReply, statusReply, errorReply, JOB_STATUSES, type JobStatus, type ReplyEnvelope } from './replies';
+export { describeJob, FIELD_DOCS, type JobDescription, type ParaDescription } from './describe';
+export {
+  parseBackupWindow,
+  parseDbTable,
+  parseFlag,
+  parseHostAddress,
+  parseId,
+  parseIdentifier,
+  parsePeer,
+  parsePort,
+  parsePortRange,
+  parseQualifiedTable,
+  parseRepartitionPairs,
+  parseRestoreTime,
+  OBJECT_TYPES,
+  PORT_RANGE_BOUNDS,
+  type DbTable,
+  type ObjectType,
+  type Parsed,
+  type RepartitionPair,
+} from './formats';
+export { METADATA_CLUSTER_ID } from './paras/backup';
+export { MIN_NODES_PER_SHARD } from './paras/clusters';

@@ -1,0 +1,100 @@
+/**
+ * Job types, their modes and the aliases accepted on the wire (DESIGN.md section 2).
+ *
+ * Canonical spelling = the first one the spec lists. Aliases are other spellings the
+ * spec's own examples send; they resolve to the canonical type, and replies echo the
+ * spelling the client sent.
+ */
+export const PROTOCOL_VERSION = '1.0';
+
+export const JOB_TYPES = [
+  'get_status',
+  // machines (spec 4.2)
+  'create_machine',
+  'delete_machine',
+  'set_machine',
+  // clusters, shards, nodes (spec 4.3)
+  'create_cluster',
+  'delete_cluster',
+  'add_shards',
+  'delete_shards',
+  'add_comps',
+  'delete_comp',
+  'add_nodes',
+  'delete_nodes',
+  'rebuild_node',
+  'update_instance_cgroup',
+  // backup and recovery (spec 4.4)
+  'manual_backup_cluster',
+  'cluster_restore',
+  'logical_backup',
+  'logical_restore',
+  // expansion and repartition (spec 4.5)
+  'get_expand_table_list',
+  'expand_cluster',
+  'repartition_tables',
+  // queries (spec 4.6)
+  'get_meta_mode',
+  'get_backup_storage',
+  'get_machine_summary',
+  'get_cluster_summary',
+  'get_cluster_detail',
+  'get_variable',
+  // manager membership (spec 4.7)
+  'raft_mission',
+] as const;
+
+export type JobType = (typeof JOB_TYPES)[number];
+
+export const JOB_TYPE_ALIASES: Readonly<Record<string, JobType>> = Object.freeze({
+  delete_shard: 'delete_shards',
+  delete_node: 'delete_nodes',
+  table_repartition: 'repartition_tables',
+  get_meta_summary: 'get_meta_mode',
+});
+
+export type JobMode = 'async' | 'sync';
+
+/** sync: the reply carries the result (status `done`); async: the reply is `accept` + job_id. */
+export const JOB_MODES: Readonly<Record<JobType, JobMode>> = Object.freeze({
+  get_status: 'sync',
+  create_machine: 'async',
+  delete_machine: 'async',
+  set_machine: 'async',
+  create_cluster: 'async',
+  delete_cluster: 'async',
+  add_shards: 'async',
+  delete_shards: 'async',
+  add_comps: 'async',
+  delete_comp: 'async',
+  add_nodes: 'async',
+  delete_nodes: 'async',
+  rebuild_node: 'async',
+  update_instance_cgroup: 'async',
+  manual_backup_cluster: 'async', // DESIGN.md section 2: async, the result names the backup
+  cluster_restore: 'async',
+  logical_backup: 'async',
+  logical_restore: 'async',
+  get_expand_table_list: 'sync', // spec 4.5: a query, answered directly
+  expand_cluster: 'async',
+  repartition_tables: 'async',
+  get_meta_mode: 'sync',
+  get_backup_storage: 'sync',
+  get_machine_summary: 'sync',
+  get_cluster_summary: 'sync',
+  get_cluster_detail: 'sync',
+  get_variable: 'sync',
+  raft_mission: 'async',
+});
+
+const CANONICAL = new Set<string>(JOB_TYPES);
+
+export function isJobType(value: string): value is JobType {
+  return CANONICAL.has(value);
+}
+
+/** The canonical job type for a spelling sent by a client, or undefined if kcm does not know it. */
+export function canonicalJobType(sent: string): JobType | undefined {
+  if (isJobType(sent)) return sent;
+  return Object.hasOwn(JOB_TYPE_ALIASES, sent) ? JOB_TYPE_ALIASES[sent] : undefined;
+}
