@@ -1,0 +1,174 @@
+// The job runner: leader-only. It starts every runnable job (see runnableJobs), runs its
+// steps in order, commits each step's output, and commits the job's end. Started and
+// stopped with leadership in one place (leadership.ts); on stop it aborts its jobs
+// without finishing them, so the next leader resumes each at its first unfinished step.
+
+import { KcmError } from '@kcm/protocol';
+import type { Logger } from '@kcm/common';
+import { CommandKind, type Command } from '../meta/commands';
+import { runnableJobs } from '../meta/jobs';
+import type { ApplyOutcome } from '../meta/outcome';
+import type { JobRecord, JobResultRecord } from '../meta/state';
+import type { MetaStore } from '../meta/store';
+import type { JobDefinition, StepContext } from './workflow';
+
+export type JobRegistry = ReadonlyMap<string, JobDefinition<any>>;
+
+export interface RunnerHooks {
+  /** Called after each step commits (metrics, tests that count step runs). */
+  onStepDone?(job: JobRecord, step: string, durationMs: number): void;
+  onJobFinished?(job: JobRecord, outcome: JobResultRecord): void;
+}
+
+/** Raised inside the runner when a commit fails because leadership moved on. */
+class LeadershipLost extends Error {}
+
+export class JobRunner {
+  private readonly running = new Map<string, Promise<void>>();
+  private abort: AbortController | null = null;
+  private scanScheduled = false;
+
+  constructor(
+    private readonly store: MetaStore,
+    private readonly registry: JobRegistry,
+    private readonly logger: Logger,
+    private readonly hooks: RunnerHooks = {},
+  ) {}
+
+  get active(): boolean {
+    return this.abort !== null;
+  }
+
+  /** Leadership gained: resume every unfinished job. */
+  start(): void {
+    if (this.abort) return;
+    this.abort = new AbortController();
+    this.logger.info('job runner started');
+    this.notify();
+  }
+
+  /** Leadership lost (or shutdown): abort running steps and wait for them to settle. */
+  async stop(): Promise<void> {
+    if (!this.abort) return;
+    this.abort.abort();
+    this.abort = null;
+    await Promise.allSettled([...this.running.values()]);
+    this.logger.info('job runner stopped');
+  }
+
+  /** Something changed (a job was submitted or finished): look for jobs to start. */
+  notify(): void {
+    if (!this.abort || this.scanScheduled) return;
+    this.scanScheduled = true;
+    queueMicrotask(() => {
+      this.scanScheduled = false;
+      this.scan();
+    });
+  }
+
+  private scan(): void {
+    const abort = this.abort;
+    if (!abort) return;
+    for (const job of runnableJobs(this.store.state())) {
+      if (this.running.has(job.id)) continue;
+      const run = this.runJob(job.id, abort.signal)
+        .catch((err: unknown) => {
+          if (!(err instanceof LeadershipLost) && !abort.signal.aborted) this.logger.error({ err, jobId: job.id }, 'job runner error');
+        })
+        .finally(() => {
+          this.running.delete(job.id);
+          this.notify();
+        });
+      this.running.set(job.id, run);
+    }
+  }
+
+  private async commit(cmd: Command, signal: AbortSignal): Promise<ApplyOutcome> {
+    if (signal.aborted) throw new LeadershipLost();
+    try {
+      return await this.store.propose(cmd);
+    } catch (err) {
+      // Not committed (or unknown): leave the job to whoever leads next.
+      throw new LeadershipLost(String(err));
+    }
+  }
+
+  private async runJob(jobId: string, signal: AbortSignal): Promise<void> {
+    const job = this.store.state().jobs[jobId];
+    const def = this.registry.get(job.jobType);
+    const log = this.logger.child({ jobId, jobType: job.jobType });
+    if (!def) {
+      await this.finish(job, fail(KcmError.of('UNSUPPORTED', `job type ${job.jobType} has no runner in this kcm`)), signal);
+      return;
+    }
+    const steps = def.steps(job.paras);
+    const names = steps.map((s) => s.name);
+    if (job.stepNames.length > 0 && job.stepNames.join() !== names.join()) {
+      const msg = `job was started with steps [${job.stepNames.join(', ')}] but this kcm defines [${names.join(', ')}]; it cannot be resumed safely`;
+      await this.finish(job, fail(KcmError.of('INTERNAL', msg)), signal);
+      return;
+    }
+    await this.commit({ kind: CommandKind.JobStarted, at: Date.now(), jobId, stepNames: names }, signal);
+
+    const outputs: Record<string, unknown> = {};
+    const ctx = (step: number): StepContext<Record<string, unknown>> => ({
+      jobId,
+      paras: job.paras,
+      outputs,
+      state: () => this.store.state(),
+      signal,
+      progress: async (unitsDone, unitsTotal) => {
+        await this.commit({ kind: CommandKind.JobProgress, at: Date.now(), jobId, step, unitsDone, unitsTotal }, signal);
+      },
+    });
+
+    for (let k = 0; k < steps.length; k++) {
+      const recorded = this.store.state().jobs[jobId].stepOutputs;
+      if (k in recorded) {
+        outputs[names[k]] = recorded[k];
+        continue;
+      }
+      const started = Date.now();
+      log.info({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
+      let output: unknown;
+      try {
+        output = await steps[k].run(ctx(k));
+      } catch (err) {
+        if (signal.aborted) throw new LeadershipLost();
+        const error = asKcmError(err);
+        const info = `step ${k + 1} of ${steps.length} (${names[k]}) failed: ${error.message}`;
+        log.warn({ step: names[k], err }, 'step failed');
+        if (def.rollback) {
+          try {
+            await def.rollback(ctx(k), names[k], error);
+          } catch (rollbackErr) {
+            log.error({ err: rollbackErr }, 'rollback failed');
+          }
+        }
+        await this.finish(job, fail(KcmError.of(error.errorName, info, { cause: err })), signal);
+        return;
+      }
+      const committed = await this.commit({ kind: CommandKind.JobStepDone, at: Date.now(), jobId, step: k, output: output ?? null }, signal);
+      outputs[names[k]] = committed.ok ? (committed.value as { output: unknown }).output : output;
+      const durationMs = Date.now() - started;
+      log.info({ step: names[k], durationMs }, 'step done');
+      this.hooks.onStepDone?.(this.store.state().jobs[jobId], names[k], durationMs);
+    }
+    await this.finish(job, { ok: true, errorCode: 0, errorInfo: '', attachment: def.result(outputs, job.paras) }, signal);
+  }
+
+  private async finish(job: JobRecord, outcome: JobResultRecord, signal: AbortSignal): Promise<void> {
+    await this.commit({ kind: CommandKind.JobFinished, at: Date.now(), jobId: job.id, outcome }, signal);
+    this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorInfo: outcome.errorInfo }, 'job finished');
+    this.hooks.onJobFinished?.(this.store.state().jobs[job.id], outcome);
+  }
+}
+
+function asKcmError(err: unknown): KcmError {
+  if (err instanceof KcmError) return err;
+  return KcmError.of('INTERNAL', err instanceof Error ? err.message : String(err), { cause: err });
+}
+
+function fail(error: KcmError): JobResultRecord {
+  return { ok: false, errorCode: error.code, errorInfo: error.message, attachment: null };
+}

@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '@kcm/common';
+import { KcmError } from '@kcm/protocol';
+import { CommandKind, type Command } from '../../src/meta/commands';
+import { applyCommand } from '../../src/meta/fsm';
+import { emptyMetaState, type MetaState } from '../../src/meta/state';
+import type { MetaStore } from '../../src/meta/store';
+import { JobRunner, type JobRegistry } from '../../src/jobs/runner';
+import type { JobDefinition } from '../../src/jobs/workflow';
+
+/** A single-member store: propose applies at once. Enough to test the runner's logic. */
+class LocalStore implements MetaStore {
+  readonly s: MetaState = emptyMetaState();
+  failProposals = false;
+  state() {
+    return this.s;
+  }
+  async propose(cmd: Command) {
+    if (this.failProposals) throw new Error('not leader');
+    return applyCommand(this.s, JSON.parse(JSON.stringify(cmd)));
+  }
+}
+
+async function submit(store: LocalStore, jobType: string, lockKey: string | null = null): Promise<string> {
+  const out = await store.propose({ kind: CommandKind.JobSubmitted, at: 0, jobType, sentJobType: jobType, paras: {}, requestId: null, lockKey });
+  return (out as { ok: true; value: { jobId: string } }).value.jobId;
+}
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+function countingJob(runs: Record<string, number>, opts: { failAt?: string; blockAt?: { step: string; release: Promise<void> } } = {}): JobDefinition {
+  const step = (name: string) => ({
+    name,
+    async run() {
+      runs[name] = (runs[name] ?? 0) + 1;
+      if (opts.blockAt?.step === name && runs[name] === 1) await opts.blockAt.release;
+      if (opts.failAt === name) throw KcmError.of('AGENT_UNREACHABLE', `agent of ${name} did not answer`);
+      return { made: name };
+    },
+  });
+  return {
+    jobType: 'three_steps',
+    lockKey: () => null,
+    steps: () => [step('a'), step('b'), step('c')],
+    result: (outputs) => ({ outputs }),
+    rollback: async () => {
+      runs.rollback = (runs.rollback ?? 0) + 1;
+    },
+  };
+}
+
+const registryOf = (def: JobDefinition): JobRegistry => new Map([[def.jobType, def]]);
+
+describe('job runner', () => {
+  it('runs the steps in order, commits each output and ends done with the result', async () => {
+    const store = new LocalStore();
+    const runs: Record<string, number> = {};
+    const runner = new JobRunner(store, registryOf(countingJob(runs)), silentLogger());
+    const id = await submit(store, 'three_steps');
+    runner.start();
+    await until(() => store.s.jobs[id].status === 'done');
+    expect(runs).toEqual({ a: 1, b: 1, c: 1 });
+    expect(store.s.jobs[id].result?.attachment).toEqual({ outputs: { a: { made: 'a' }, b: { made: 'b' }, c: { made: 'c' } } });
+    await runner.stop();
+  });
+
+  it('a failing step ends the job failed, naming the step and keeping the error code, after rollback', async () => {
+    const store = new LocalStore();
+    const runs: Record<string, number> = {};
+    const runner = new JobRunner(store, registryOf(countingJob(runs, { failAt: 'b' })), silentLogger());
+    const id = await submit(store, 'three_steps');
+    runner.start();
+    await until(() => store.s.jobs[id].status === 'failed');
+    const result = store.s.jobs[id].result!;
+    expect(result.errorCode).toBe(KcmError.of('AGENT_UNREACHABLE', '').code);
+    expect(result.errorInfo).toBe('step 2 of 3 (b) failed: agent of b did not answer');
+    expect(runs).toEqual({ a: 1, b: 1, rollback: 1 });
+    await runner.stop();
+  });
+
+  it('a new leader resumes at the first unfinished step; committed steps never run twice', async () => {
+    const store = new LocalStore();
+    const runs: Record<string, number> = {};
+    let release!: () => void;
+    const blocked = new Promise<void>((r) => (release = r));
+    const def = countingJob(runs, { blockAt: { step: 'b', release: blocked } });
+    const oldLeader = new JobRunner(store, registryOf(def), silentLogger());
+    const id = await submit(store, 'three_steps');
+    oldLeader.start();
+    await until(() => runs.b === 1);
+    // Leadership is lost while step b runs: its commit fails and the job is left unfinished.
+    store.failProposals = true;
+    const stopped = oldLeader.stop();
+    release();
+    await stopped;
+    expect(store.s.jobs[id].status).toBe('ongoing');
+    expect(Object.keys(store.s.jobs[id].stepOutputs)).toEqual(['0']);
+
+    store.failProposals = false;
+    const newLeader = new JobRunner(store, registryOf(def), silentLogger());
+    newLeader.start();
+    await until(() => store.s.jobs[id].status === 'done');
+    expect(runs).toEqual({ a: 1, b: 2, c: 1 });
+    await newLeader.stop();
+  });
+
+  it('jobs on the same cluster run one at a time in submission order; the next waits in started', async () => {
+    const store = new LocalStore();
+    const order: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const def: JobDefinition = {
+      jobType: 'one_step',
+      lockKey: () => 'cluster:1',
+      steps: () => [{ name: 'work', run: async (ctx) => { order.push(`start ${ctx.jobId}`); if (ctx.jobId === '1') await gate; order.push(`end ${ctx.jobId}`); } }],
+      result: () => ({}),
+    };
+    const first = await submit(store, 'one_step', 'cluster:1');
+    const second = await submit(store, 'one_step', 'cluster:1');
+    const runner = new JobRunner(store, registryOf(def), silentLogger());
+    runner.start();
+    await until(() => order.length === 1);
+    expect(store.s.jobs[second].status).toBe('started');
+    release();
+    await until(() => store.s.jobs[second].status === 'done');
+    expect(order).toEqual([`start ${first}`, `end ${first}`, `start ${second}`, `end ${second}`]);
+    await runner.stop();
+  });
+
+  it('a job type with no runner fails cleanly as UNSUPPORTED', async () => {
+    const store = new LocalStore();
+    const runner = new JobRunner(store, new Map(), silentLogger());
+    const id = await submit(store, 'mystery');
+    runner.start();
+    await until(() => store.s.jobs[id].status === 'failed');
+    expect(store.s.jobs[id].result?.errorInfo).toMatch(/no runner/);
+    await runner.stop();
+  });
+});
