@@ -1,0 +1,318 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SnapshotOutOfDateError, StoppedError } from '../../src/core/errors';
+import { LevelStorage } from '../../src/level-storage';
+import { encodeEntryValue } from '../../src/codec/entry-codec';
+import { appliedIndexKey, entryIndexOfKey, entryKey } from '../../src/level-keys';
+import type { ConfState } from '../../src/core/types';
+import { run, runStorageContract } from './storage-contract';
+
+const dirs: string[] = [];
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'kcm-level-storage-'));
+  dirs.push(dir);
+  return dir;
+}
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+runStorageContract('LevelStorage', {
+  supportsReopen: true,
+  async bootstrap(conf) {
+    const dir = await tempDir();
+    const subject = {
+      storage: await LevelStorage.open(dir, { bootstrap: conf }),
+      async reopen() {
+        await subject.storage.close();
+        subject.storage = await LevelStorage.open(dir);
+      },
+      async dispose() {
+        await subject.storage.close();
+      },
+    };
+    return subject;
+  },
+});
+
+const conf: ConfState = { voters: ['a', 'b', 'c'], learners: [] };
+const bytes = (...values: number[]) => Uint8Array.from(values);
+
+/** Counts the batches LevelDB is really asked to write, below LevelStorage's own counters. */
+function spyOnBatches() {
+  return vi.spyOn(Level.prototype as unknown as { _batch: (ops: unknown[], opts: { sync?: boolean }) => Promise<void> }, '_batch');
+}
+
+/** Opens the directory with a plain Level handle, to plant what a crash could leave behind. */
+async function withRawDb(dir: string, work: (db: Level<Uint8Array, Uint8Array>) => Promise<void>): Promise<void> {
+  const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
+  await db.open();
+  try {
+    await work(db);
+  } finally {
+    await db.close();
+  }
+}
+
+describe('LevelStorage writes', () => {
+  it('each persist is exactly one LevelDB batch, synced only when asked', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    const batches = spyOnBatches();
+    const updates = [
+      { entries: run(1, 50, 1), hardState: { term: 1, vote: 'a', commit: 0 } },
+      { hardState: { term: 1, vote: 'a', commit: 40 } },
+      { entries: run(30, 35, 2) }, // truncates 36..50 in the same batch
+      { snapshot: { meta: { index: 60, term: 3, conf }, data: bytes(1) }, entries: run(61, 62, 3), hardState: { term: 3, vote: null, commit: 61 } },
+    ];
+    for (const [i, update] of updates.entries()) {
+      const sync = i % 2 === 0;
+      const before = storage.stats();
+      await storage.persist(update, sync);
+      expect(batches).toHaveBeenCalledTimes(i + 1);
+      expect(batches.mock.calls[i][1].sync).toBe(sync);
+      expect(storage.stats()).toEqual({ writes: before.writes + 1, syncedWrites: before.syncedWrites + (sync ? 1 : 0) });
+    }
+    expect(storage.lastIndex()).toBe(62);
+    await storage.close();
+  });
+
+  it('a persist with nothing to write does not touch LevelDB', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    const batches = spyOnBatches();
+    await storage.persist({}, true);
+    await storage.persist({ entries: [] }, true);
+    expect(batches).not.toHaveBeenCalled();
+    expect(storage.stats()).toEqual({ writes: 1, syncedWrites: 1 }); // only the bootstrap write
+    await storage.close();
+  });
+
+  it('the log view changes only once the write has resolved', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    const pending = storage.persist({ entries: run(1, 3, 1) }, true);
+    expect(storage.lastIndex()).toBe(0);
+    await pending;
+    expect(storage.lastIndex()).toBe(3);
+    await storage.close();
+  });
+
+  it('un-awaited persists land on disk in call order', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir, { bootstrap: conf });
+    const writes = [
+      storage.persist({ entries: run(1, 10, 1) }, false),
+      storage.persist({ entries: run(5, 6, 2) }, false), // truncates 7..10
+      storage.persist({ entries: run(7, 8, 3) }, true),
+    ];
+    await Promise.all(writes);
+    await storage.close();
+    storage = await LevelStorage.open(dir);
+    expect(storage.entries(1, 9).map((e) => e.term)).toEqual([1, 1, 1, 1, 2, 2, 3, 3]);
+    await storage.close();
+  });
+
+  it('a failed write leaves the view unchanged and later writes still run', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    spyOnBatches().mockRejectedValueOnce(new Error('disk full'));
+    await expect(storage.persist({ entries: run(1, 3, 1) }, true)).rejects.toThrow('disk full');
+    expect(storage.lastIndex()).toBe(0);
+    await storage.persist({ entries: run(1, 2, 1) }, true);
+    expect(storage.lastIndex()).toBe(2);
+    await storage.close();
+  });
+
+  it('createSnapshot commits with one batch and range-deletes the compacted entries', async () => {
+    const dir = await tempDir();
+    const storage = await LevelStorage.open(dir, { bootstrap: conf });
+    await storage.persist({ entries: run(1, 1000, 1) }, false);
+    const batches = spyOnBatches();
+    await storage.createSnapshot(900, conf, bytes(9));
+    expect(batches).toHaveBeenCalledTimes(1);
+    await storage.close();
+    await withRawDb(dir, async (db) => {
+      const left = await db.keys({ gte: entryKey(0), lte: entryKey(2000) }).all();
+      expect(left.map(entryIndexOfKey)).toEqual(run(901, 1000, 1).map((e) => e.index));
+    });
+  });
+
+  it('writes after close reject with StoppedError', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    await storage.close();
+    await expect(storage.persist({ entries: run(1, 1, 1) }, true)).rejects.toThrow(StoppedError);
+    await expect(storage.applyBatch(1, [])).rejects.toThrow(StoppedError);
+  });
+});
+
+describe('LevelStorage open', () => {
+  it('bootstrap is written once and ignored when the directory already holds state', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir, { bootstrap: conf });
+    await storage.persist({ hardState: { term: 2, vote: 'a', commit: 0 } }, true);
+    await storage.close();
+    storage = await LevelStorage.open(dir, { bootstrap: { voters: ['x'], learners: [] } });
+    expect(storage.initialState()).toEqual({ hardState: { term: 2, vote: 'a', commit: 0 }, confState: conf });
+    await storage.close();
+  });
+
+  it('a new directory without bootstrap starts with no members, waiting for a snapshot', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir);
+    expect(storage.initialState().confState).toEqual({ voters: [], learners: [] });
+    await storage.persist({ snapshot: { meta: { index: 7, term: 2, conf }, data: bytes(1) } }, true);
+    await storage.close();
+    storage = await LevelStorage.open(dir);
+    expect(storage.initialState().confState).toEqual(conf);
+    expect(storage.firstIndex()).toBe(8);
+    await storage.close();
+  });
+
+  it('entries left below the snapshot by a crash during compaction are ignored and removed', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir, { bootstrap: conf });
+    await storage.persist({ entries: run(1, 8, 1) }, true);
+    await storage.createSnapshot(5, conf, bytes());
+    await storage.close();
+    await withRawDb(dir, async (db) => {
+      await db.batch(run(2, 4, 1).map((e) => ({ type: 'put' as const, key: entryKey(e.index), value: encodeEntryValue(e) })));
+    });
+    storage = await LevelStorage.open(dir);
+    expect(storage.firstIndex()).toBe(6);
+    expect(storage.entries(6, 9).map((e) => e.index)).toEqual([6, 7, 8]);
+    await storage.close();
+    await withRawDb(dir, async (db) => {
+      expect(await db.keys({ gte: entryKey(0), lte: entryKey(5) }).all()).toEqual([]);
+    });
+  });
+
+  it('a gap in the stored log is reported as corruption, not silently skipped', async () => {
+    const dir = await tempDir();
+    const storage = await LevelStorage.open(dir, { bootstrap: conf });
+    await storage.persist({ entries: run(1, 5, 1) }, true);
+    await storage.close();
+    await withRawDb(dir, (db) => db.del(entryKey(3)));
+    await expect(LevelStorage.open(dir)).rejects.toThrow(/corrupt log: found entry 4 where 3 was expected/);
+  });
+
+  it('an older snapshot offered by persist is rejected without writing', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    await storage.persist({ entries: run(1, 6, 1) }, true);
+    await storage.createSnapshot(4, conf, bytes());
+    const batches = spyOnBatches();
+    await expect(storage.persist({ snapshot: { meta: { index: 3, term: 1, conf }, data: bytes() } }, true)).rejects.toThrow(
+      SnapshotOutOfDateError,
+    );
+    expect(batches).not.toHaveBeenCalled();
+    await storage.close();
+  });
+});
+
+describe('LevelStorage state machine store', () => {
+  it('applyBatch writes the keys and the applied index in one batch, and both survive a reopen', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir, { bootstrap: conf });
+    await storage.applyBatch(3, [
+      { type: 'put', key: 'job/1', value: bytes(1) },
+      { type: 'put', key: 'job/2', value: bytes(2) },
+    ]);
+    const batches = spyOnBatches();
+    await storage.applyBatch(5, [
+      { type: 'del', key: 'job/1' },
+      { type: 'put', key: 'host/é', value: bytes(5) },
+    ]);
+    expect(batches).toHaveBeenCalledTimes(1);
+    const keysWritten = (batches.mock.calls[0][0] as Array<{ key: Uint8Array }>).map((op) => op.key);
+    expect(keysWritten).toContainEqual(appliedIndexKey);
+    expect(keysWritten).toHaveLength(3);
+    await storage.close();
+
+    storage = await LevelStorage.open(dir);
+    expect(storage.appliedIndex()).toBe(5);
+    expect(await storage.smGet('job/1')).toBeUndefined();
+    expect(await storage.smGet('job/2')).toEqual(bytes(2));
+    expect(await storage.smGet('host/é')).toEqual(bytes(5));
+    await storage.close();
+  });
+
+  it('a failed applyBatch changes neither the keys nor the applied index', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    await storage.applyBatch(1, [{ type: 'put', key: 'k', value: bytes(1) }]);
+    spyOnBatches().mockRejectedValueOnce(new Error('io error'));
+    await expect(storage.applyBatch(2, [{ type: 'put', key: 'k', value: bytes(2) }])).rejects.toThrow('io error');
+    expect(storage.appliedIndex()).toBe(1);
+    expect(await storage.smGet('k')).toEqual(bytes(1));
+    await storage.close();
+  });
+
+  it('the applied index never goes backwards through applyBatch', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    await storage.applyBatch(10, []);
+    await expect(storage.applyBatch(9, [])).rejects.toThrow(RangeError);
+    await storage.applyBatch(10, []);
+    expect(storage.appliedIndex()).toBe(10);
+    await storage.close();
+  });
+
+  it('smEntries lists keys under a prefix in order, and never Raft keys', async () => {
+    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
+    await storage.persist({ entries: run(1, 3, 1), hardState: { term: 1, vote: 'a', commit: 3 } }, true);
+    await storage.applyBatch(3, [
+      { type: 'put', key: 'job/2', value: bytes(2) },
+      { type: 'put', key: 'job/10', value: bytes(10) },
+      { type: 'put', key: 'jobs', value: bytes(0) },
+      { type: 'put', key: 'host/a', value: bytes(7) },
+    ]);
+    const list = async (prefix?: string) => {
+      const out: Array<[string, number[]]> = [];
+      for await (const [key, value] of storage.smEntries(prefix)) out.push([key, Array.from(value)]);
+      return out;
+    };
+    expect(await list('job/')).toEqual([
+      ['job/10', [10]],
+      ['job/2', [2]],
+    ]);
+    expect((await list()).map(([key]) => key)).toEqual(['host/a', 'job/10', 'job/2', 'jobs']);
+    await storage.close();
+  });
+
+  it('smRestore replaces every key and sets the applied index; smClear empties the store', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir, { bootstrap: conf });
+    await storage.applyBatch(4, [{ type: 'put', key: 'stale', value: bytes(1) }]);
+    const image: Array<[string, Uint8Array]> = Array.from({ length: 3000 }, (_, i) => [`k/${i}`, new Uint8Array(500).fill(i & 0xff)]);
+    await storage.smRestore(120, image);
+    await storage.close();
+    storage = await LevelStorage.open(dir);
+    expect(storage.appliedIndex()).toBe(120);
+    expect(await storage.smGet('stale')).toBeUndefined();
+    let count = 0;
+    for await (const _ of storage.smEntries('k/')) count++;
+    expect(count).toBe(3000);
+    expect((await storage.smGet('k/257'))?.[0]).toBe(1);
+
+    await storage.smClear();
+    expect(storage.appliedIndex()).toBe(0);
+    await storage.close();
+    storage = await LevelStorage.open(dir);
+    expect(storage.appliedIndex()).toBe(0);
+    expect(await storage.smGet('k/1')).toBeUndefined();
+    await storage.close();
+  });
+
+  it('a crash half-way through smRestore leaves applied index 0, so the restore is redone', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir, { bootstrap: conf });
+    await storage.applyBatch(4, [{ type: 'put', key: 'old', value: bytes(1) }]);
+    async function* failingImage(): AsyncGenerator<[string, Uint8Array]> {
+      yield ['new', bytes(2)];
+      throw new Error('snapshot stream broke');
+    }
+    await expect(storage.smRestore(50, failingImage())).rejects.toThrow('snapshot stream broke');
+    await storage.close();
+    storage = await LevelStorage.open(dir);
+    expect(storage.appliedIndex()).toBe(0);
+    await storage.close();
+  });
+});
