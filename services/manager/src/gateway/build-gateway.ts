@@ -1,0 +1,96 @@
+// build() returns the app; the manager's main listens, tests call app.inject().
+
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Registry } from 'prom-client';
+import { errorReply, KcmError } from '@kcm/protocol';
+import { createLogger, type Logger } from '@kcm/common';
+import type { JobService } from './job-service';
+import { bearerCheck, type AuthConfig } from './auth';
+import { registerJsonBodyParser } from './json-body';
+import { createEmitMetrics } from './metrics';
+import { REQUEST_ID_HEADER, emitRecordOf, logEmit, recordEmit, requestIdFor } from './request-log';
+import { answerEmit, echoFields, errorAnswer } from './emit-route';
+import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-replies';
+
+export const EMIT_PATH = '/HttpService/Emit';
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface GatewayOptions {
+  service: JobService;
+  /** Defaults to a pino logger named "gateway" on stdout. */
+  logger?: Logger;
+  /** Largest accepted Emit body; larger ones get BODY_TOO_LARGE (HTTP 413). Default 1 MiB. */
+  bodyLimitBytes?: number;
+  /** Bearer tokens for Emit. Absent or empty: loopback dev mode, no authentication. */
+  auth?: AuthConfig;
+  /** Where /metrics reads from; a fresh registry when absent. */
+  registry?: Registry;
+}
+
+export function buildGateway(options: GatewayOptions): FastifyInstance {
+  const logger = options.logger ?? createLogger({ name: 'gateway' });
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const metrics = createEmitMetrics(options.registry);
+  const auth = bearerCheck(options.auth);
+  if (!auth.enabled) logger.warn('Emit authentication is off (no tokens configured): loopback dev mode only');
+
+  const app = Fastify({
+    loggerInstance: logger,
+    genReqId: requestIdFor,
+    // One line per Emit comes from the route's onResponse hook instead of fastify's two.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    bodyLimit: bodyLimitBytes,
+    // fastify's own 503-while-closing reply has no envelope; in-flight keep-alive requests are served instead.
+    return503OnClosing: false,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (err, request, reply) => {
+      // Typed for route generics that do not apply here; it is a plain reply.
+      void (reply as FastifyReply).code(400).send(errorReply(frameworkErrorToKcm(err, String(request.id), bodyLimitBytes)));
+    },
+  }) as unknown as FastifyInstance;
+
+  registerJsonBodyParser(app, bodyLimitBytes);
+
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.header(REQUEST_ID_HEADER, request.id);
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const kcmError = frameworkErrorToKcm(err, String(request.id), bodyLimitBytes);
+    if (kcmError.errorName === 'INTERNAL') request.log.error({ err }, 'unexpected gateway error');
+    const answer = errorAnswer(kcmError, '', '');
+    recordEmit(request, answer.record);
+    void reply.code(answer.httpStatus).send(answer.reply);
+  });
+  app.setNotFoundHandler(sendNotFound);
+
+  app.post(EMIT_PATH, {
+    // Before the body is read: an unauthenticated client cannot make us parse a megabyte.
+    onRequest: async (request, reply) => {
+      const refusal = auth.refusal(request.headers.authorization);
+      if (refusal === null) return;
+      const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', refusal), '', '');
+      recordEmit(request, answer.record);
+      return reply.code(answer.httpStatus).header('www-authenticate', 'Bearer').send(answer.reply);
+    },
+    onResponse: async (request, reply) => {
+      const record = emitRecordOf(request);
+      metrics.observe(record.jobTypeLabel, record.outcome, reply.elapsedTime / 1000);
+      logEmit(request, reply, record, reply.elapsedTime);
+    },
+    handler: async (request, reply) => {
+      const answer = await answerEmit(request.body, options.service, String(request.id), (err) =>
+        request.log.error({ err, job_type: echoFields(request.body).sentJobType.slice(0, 64) }, 'job service failed'),
+      );
+      recordEmit(request, answer.record);
+      return reply.code(answer.httpStatus).send(answer.reply);
+    },
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  return app;
+}

@@ -1,0 +1,98 @@
+// POST /HttpService/Emit: one validation path (parseRequest from @kcm/protocol), then one
+// JobService call chosen by the job's mode. Every answer is a reply envelope; HTTP status
+// follows DESIGN.md section 2: 200 for every well-formed protocol reply, the catalog's status
+// for envelope, auth, size and availability errors (400, 401/403, 413, 503).
+
+import {
+  JOB_MODES,
+  KcmError,
+  acceptReply,
+  canonicalJobType,
+  doneReply,
+  errorReply,
+  parseRequest,
+  statusReply,
+  type ReplyEnvelope,
+} from '@kcm/protocol';
+import type { JobService } from './job-service';
+import type { EmitRecord } from './request-log';
+
+export interface EmitAnswer {
+  httpStatus: number;
+  reply: ReplyEnvelope;
+  record: EmitRecord;
+}
+
+/** The job_type and job_id a body carries, read defensively for echoing in error replies. */
+export function echoFields(body: unknown): { sentJobType: string; jobId: string } {
+  const fields = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+  return {
+    sentJobType: typeof fields.job_type === 'string' ? fields.job_type : '',
+    jobId: typeof fields.job_id === 'string' ? fields.job_id : '',
+  };
+}
+
+export function jobTypeLabel(sentJobType: string): string {
+  return canonicalJobType(sentJobType) ?? 'unknown';
+}
+
+/** A thrown value as a KcmError; anything that is not one is INTERNAL, its detail kept out of the reply. */
+export function asKcmError(err: unknown, requestId: string): KcmError {
+  if (err instanceof KcmError) return err;
+  return KcmError.of('INTERNAL', `internal error; the manager log has the details under request id ${requestId}`, { cause: err });
+}
+
+export function errorAnswer(err: KcmError, sentJobType: string, jobId: string): EmitAnswer {
+  return {
+    httpStatus: err.httpStatus,
+    reply: errorReply(err, sentJobType, jobId),
+    record: {
+      jobTypeLabel: jobTypeLabel(sentJobType),
+      sentJobType,
+      outcome: err.errorName.toLowerCase(),
+      errorCode: String(err.code),
+      errorInfo: err.message,
+      jobId,
+    },
+  };
+}
+
+function okAnswer(reply: ReplyEnvelope, sentJobType: string): EmitAnswer {
+  return {
+    httpStatus: 200,
+    reply,
+    record: { jobTypeLabel: jobTypeLabel(sentJobType), sentJobType, outcome: 'ok', errorCode: reply.error_code, errorInfo: reply.error_info, jobId: reply.job_id },
+  };
+}
+
+/**
+ * Answer one Emit body. Never throws: service errors become error envelopes. `onInternal`
+ * receives errors that are not KcmErrors (for the log) before they are masked.
+ */
+export async function answerEmit(
+  body: unknown,
+  service: JobService,
+  requestId: string,
+  onInternal: (err: unknown) => void,
+): Promise<EmitAnswer> {
+  const parsed = parseRequest(body);
+  const echo = echoFields(body);
+  if (!parsed.ok) return errorAnswer(parsed.error, echo.sentJobType, echo.jobId);
+  const request = parsed.request;
+  try {
+    if (request.jobType === 'get_status') {
+      const jobId = request.envelope.job_id ?? '';
+      const job = await service.getStatus(jobId);
+      // The reply names the job's own type (as it was submitted), so a poller sees what it waits for.
+      return okAnswer(statusReply({ jobId, ...job }), request.sentJobType);
+    }
+    if (JOB_MODES[request.jobType] === 'sync') {
+      return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
+    }
+    const { jobId } = await service.submitJob(request);
+    return okAnswer(acceptReply(jobId, request.sentJobType), request.sentJobType);
+  } catch (err) {
+    if (!(err instanceof KcmError)) onInternal(err);
+    return errorAnswer(asKcmError(err, requestId), request.sentJobType, echo.jobId);
+  }
+}

@@ -1,0 +1,32 @@
+// The one interface the gateway calls. The gateway owns HTTP, parsing, auth, metrics and
+// the reply envelope; a JobService owns what a job means. The real implementation is the
+// Raft-backed manager (commit JobSubmitted, read state with ReadIndex); unit tests use a fake.
+
+import type { JobStatus, ValidRequest } from '@kcm/protocol';
+
+/** What get_status reports about one job. */
+export interface JobStatusView {
+  status: JobStatus;
+  /** 0 while the job is fine; the catalog code of the error that failed it otherwise. */
+  errorCode: number;
+  errorInfo: string;
+  /** The job's result when done; `progress` (see ProgressView) while ongoing; null when none. */
+  attachment: Record<string, unknown> | null;
+  /** The job_type spelling the job was submitted with (replies echo it). */
+  sentJobType: string;
+}
+
+/**
+ * Contract for every method: a KcmError thrown (or rejected) becomes an error envelope with
+ * the error's code and HTTP status (NO_LEADER -> 503, NOT_FOUND -> 200 with the code, ...);
+ * any other error becomes INTERNAL, logged with the request id, with no detail sent back.
+ * The request passed in has already been validated by parseRequest.
+ */
+export interface JobService {
+  /** An async job. Resolves with the job id only once the submission is durable (committed). */
+  submitJob(req: ValidRequest): Promise<{ jobId: string }>;
+  /** get_status. Throws KcmError NOT_FOUND for an unknown job id. */
+  getStatus(jobId: string): Promise<JobStatusView>;
+  /** A sync query (JOB_MODES[jobType] === 'sync', except get_status): the reply attachment. */
+  runQuery(req: ValidRequest): Promise<Record<string, unknown>>;
+}
