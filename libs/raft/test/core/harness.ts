@@ -49,9 +49,28 @@ export class Network {
     for (const id of learners) this.addNode(id, MemoryStorage.bootstrap(ids, learners), overrides, seed++);
   }
 
+  /**
+   * A group whose nodes start with the given logs (entry terms, index 1 first), e.g.
+   * `{ a: [1, 1, 2], b: [1, 1] }`, and term = their last term unless `terms` says more.
+   */
+  static withLogs(logs: Record<NodeId, number[]>, overrides: ConfigOverrides = {}, terms: Record<NodeId, number> = {}): Network {
+    const ids = Object.keys(logs);
+    const net = new Network([], overrides);
+    let seed = 1;
+    for (const id of ids) {
+      const storage = MemoryStorage.bootstrap(ids);
+      const entries = logs[id].map((term, i): Entry => ({ term, index: i + 1, type: 'normal', data: bytes(`${id}@${i + 1}t${term}`) }));
+      const lastTerm = entries.length > 0 ? entries[entries.length - 1].term : 0;
+      storage.persistNow({ entries, hardState: { term: Math.max(lastTerm, terms[id] ?? 0), vote: null, commit: 0 } });
+      net.addNode(id, storage, overrides, seed++);
+    }
+    return net;
+  }
+
   /** Adds a node with its own storage (e.g. an empty one for a node joining later). */
   addNode(id: NodeId, storage: MemoryStorage, overrides: ConfigOverrides = {}, seed = 100 + this.nodes.size): TestNode {
     const config: RaftConfig = { id, electionTick: 10, heartbeatTick: 1, random: seededRandom(seed), ...overrides };
+    if (this.nodes.has(id)) throw new Error(`node ${id} exists`);
     const node: TestNode = {
       id, raw: new RawNode(config, storage), storage, config, applied: [], appliedIndex: 0, readStates: [], readies: [], down: false,
     };
