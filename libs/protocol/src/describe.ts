@@ -136,7 +136,7 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
   get_backup_storage: { summary: 'List backup storage.' },
   get_machine_summary: { summary: 'List machines and their status.' },
   get_cluster_summary: { summary: 'List clusters.' },
-  get_cluster_detail: { summary: 'Show a cluster with live status of every node.', fields: { cluster_id: 'id of the cluster, instead of cluster_name' } },
+  get_cluster_detail: { summary: 'Show a cluster with live status of every node.', notes: ['cluster_name or cluster_id is required'], fields: { cluster_id: 'id of the cluster, instead of cluster_name' } },
   get_variable: { summary: 'Read a variable of a storage node.', fields: { port: 'port of the storage node' } },
   raft_mission: {
     summary: 'Change the manager group: transfer leadership, add or remove a member.',
