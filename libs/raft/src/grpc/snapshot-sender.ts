@@ -1,0 +1,210 @@
+// Sends one peer its 'Snap' messages over SendSnapshot, in chunks, resuming after a
+// break from the offset the receiver says it holds. One transfer at a time per peer;
+// each 'Snap' given to send() ends in exactly one onSnapshotStatus(peer, ok) (except
+// when the transport stops first).
+
+import { createHash } from 'node:crypto';
+import type * as grpc from '@grpc/grpc-js';
+import type { Message, NodeId } from '../core/types';
+import { toProtoMessage } from '../codec/message-codec';
+import { Backoff, cancellableDelay } from './backoff';
+import { awaitChannelReady } from './channel-ready';
+import type { RaftClient, SnapshotAck, SnapshotChunk } from './raft-proto';
+
+export interface SnapshotSenderOptions {
+  chunkBytes: number;
+  connectTimeoutMs: number;
+  /** An attempt with no acknowledgement for this long is abandoned (peer stalled). */
+  stallTimeoutMs: number;
+  /** Attempts (first + resumes) before the transfer is reported failed. */
+  maxAttempts: number;
+  backoff: Backoff;
+  onUnreachable: (reason: string) => void;
+  onStatus: (ok: boolean) => void;
+  onTransferEnd: (record: SnapshotTransferRecord) => void;
+}
+
+/** What one transfer did; kept by the transport for stats and tests. */
+export interface SnapshotTransferRecord {
+  peer: NodeId;
+  index: number;
+  term: number;
+  bytes: number;
+  /** Offset each attempt started from: [0] on a clean transfer, [0, 1310720] after one resume. */
+  startOffsets: number[];
+  ok: boolean;
+  error?: string;
+}
+
+type AttemptResult = { kind: 'done' } | { kind: 'rejected'; error: string } | { kind: 'broken'; error: string };
+
+export class PeerSnapshotSender {
+  private pending: Message | undefined;
+  private running = false;
+  private readonly abort = new AbortController();
+
+  constructor(
+    readonly peer: NodeId,
+    private readonly client: RaftClient,
+    private readonly options: SnapshotSenderOptions,
+  ) {}
+
+  /** Queues a Snap; a newer one replaces a queued (not yet started) one, which is reported failed. */
+  enqueue(m: Message): void {
+    if (this.abort.signal.aborted) return;
+    if (this.pending) this.options.onStatus(false);
+    this.pending = m;
+    if (!this.running) void this.run();
+  }
+
+  close(): void {
+    this.pending = undefined;
+    this.abort.abort();
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.pending && !this.abort.signal.aborted) {
+        const m = this.pending;
+        this.pending = undefined;
+        const record = await this.transfer(m);
+        if (this.abort.signal.aborted) return;
+        this.options.onTransferEnd(record);
+        this.options.onStatus(record.ok);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async transfer(m: Message): Promise<SnapshotTransferRecord> {
+    const snapshot = m.snapshot;
+    const data = snapshot?.data ?? new Uint8Array(0);
+    const record: SnapshotTransferRecord = {
+      peer: this.peer, index: snapshot?.meta.index ?? 0, term: snapshot?.meta.term ?? 0,
+      bytes: data.byteLength, startOffsets: [], ok: false,
+    };
+    if (!snapshot) return { ...record, error: 'Snap message without a snapshot' };
+    const header: SnapshotChunk = {
+      header: {
+        message: toProtoMessage({ ...m, snapshot: { meta: snapshot.meta, data: new Uint8Array(0) } }),
+        totalSize: data.byteLength,
+        sha256: createHash('sha256').update(data).digest(),
+      },
+    };
+    const backoff = this.options.backoff;
+    for (let attempt = 1; !this.abort.signal.aborted; attempt++) {
+      const result = await this.attempt(header, data, record);
+      if (result.kind === 'done') {
+        backoff.reset();
+        return { ...record, ok: true };
+      }
+      if (result.kind === 'rejected') return { ...record, error: result.error };
+      this.options.onUnreachable(`snapshot stream: ${result.error}`);
+      if (attempt >= this.options.maxAttempts) return { ...record, error: result.error };
+      await cancellableDelay(backoff.next(), this.abort.signal);
+    }
+    return record;
+  }
+
+  private async attempt(header: SnapshotChunk, data: Uint8Array, record: SnapshotTransferRecord): Promise<AttemptResult> {
+    if (!(await awaitChannelReady(this.client, this.options.connectTimeoutMs))) {
+      return { kind: 'broken', error: 'connection failed' };
+    }
+    if (this.abort.signal.aborted) return { kind: 'broken', error: 'stopped' };
+    const call = new SnapshotCall(this.client.sendSnapshot(), this.options.stallTimeoutMs, this.abort.signal);
+    try {
+      call.write(header);
+      const resumeFrom = await call.nextAck();
+      if (resumeFrom.error) return { kind: 'rejected', error: resumeFrom.error };
+      let offset = resumeFrom.offset ?? 0;
+      if (offset > data.byteLength) return { kind: 'rejected', error: `receiver claims offset ${offset} of ${data.byteLength}` };
+      record.startOffsets.push(offset);
+      while (offset < data.byteLength) {
+        const end = Math.min(offset + this.options.chunkBytes, data.byteLength);
+        if (!call.write({ offset, data: data.subarray(offset, end) })) await call.drained();
+        offset = end;
+      }
+      for (;;) {
+        const ack = await call.nextAck();
+        if (ack.error) return { kind: 'rejected', error: ack.error };
+        if (ack.done) return { kind: 'done' };
+      }
+    } catch (err) {
+      return { kind: 'broken', error: (err as Error).message };
+    } finally {
+      call.close();
+    }
+  }
+}
+
+/** The bidi call as awaitable steps: write with backpressure, read acks, fail on break or stall. */
+class SnapshotCall {
+  private readonly acks: SnapshotAck[] = [];
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+  private stallTimer: NodeJS.Timeout;
+  private readonly onAbort = () => this.fail(new Error('stopped'));
+
+  constructor(
+    private readonly call: grpc.ClientDuplexStream<SnapshotChunk, SnapshotAck>,
+    private readonly stallTimeoutMs: number,
+    private readonly signal: AbortSignal,
+  ) {
+    call.on('data', (ack: SnapshotAck) => {
+      this.acks.push(ack);
+      this.stallTimer.refresh();
+      this.notify();
+    });
+    call.on('error', (err: Error) => this.fail(err));
+    call.on('end', () => this.fail(new Error('receiver ended the stream')));
+    call.on('drain', () => this.notify());
+    this.stallTimer = setTimeout(() => this.fail(new Error(`no acknowledgement for ${stallTimeoutMs} ms`)), stallTimeoutMs);
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  write(chunk: SnapshotChunk): boolean {
+    if (this.failure) throw this.failure;
+    return this.call.write(chunk);
+  }
+
+  async drained(): Promise<void> {
+    // 'drain' and failures both notify; either way the caller continues or throws.
+    await this.waitForSignal();
+    if (this.failure) throw this.failure;
+  }
+
+  async nextAck(): Promise<SnapshotAck> {
+    while (this.acks.length === 0) {
+      if (this.failure) throw this.failure;
+      await this.waitForSignal();
+    }
+    return this.acks.shift() as SnapshotAck;
+  }
+
+  close(): void {
+    clearTimeout(this.stallTimer);
+    this.signal.removeEventListener('abort', this.onAbort);
+    this.call.removeAllListeners('data');
+    this.call.on('error', () => {}); // a cancelled call still emits 'error'
+    this.call.cancel();
+  }
+
+  private fail(err: Error): void {
+    this.failure ??= err;
+    this.notify();
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  private waitForSignal(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+}

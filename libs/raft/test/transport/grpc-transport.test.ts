@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Message } from '../../src/core/types';
+import { GrpcTransport } from '../../src/grpc-transport';
+import { Recorder, freePort, heartbeat, loopbackBlock, startGroup, waitFor } from './helpers';
+
+const running: GrpcTransport[] = [];
+const track = (recorders: Recorder[]) => {
+  running.push(...recorders.map((r) => r.transport));
+  return recorders;
+};
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((t) => t.stop()));
+});
+
+const nextTurn = () => new Promise((r) => setImmediate(r));
+const seqs = (msgs: Message[]) => msgs.map((m) => m.commit);
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe('GrpcTransport', () => {
+  it('delivers messages between three members, in send order per sender', async () => {
+    const group = track(await startGroup(['n1', 'n2', 'n3']));
+    const ids = group.map((r) => r.transport.id);
+    for (let seq = 1; seq <= 300; seq++) {
+      for (const sender of group) {
+        sender.transport.send(ids.filter((id) => id !== sender.transport.id).map((to) => heartbeat(sender.transport.id, to, seq)));
+      }
+      if (seq % 25 === 0) await nextTurn(); // spread over many event-loop turns
+    }
+    await waitFor('600 messages at every member', () => group.every((r) => r.received.length === 600));
+    for (const receiver of group) {
+      for (const sender of ids.filter((id) => id !== receiver.transport.id)) {
+        expect(seqs(receiver.from(sender))).toEqual(range(1, 300));
+      }
+      expect(receiver.received.every((m) => m.to === receiver.transport.id)).toBe(true);
+    }
+  });
+
+  it('carries App entries byte for byte', async () => {
+    const [a, b] = track(await startGroup(['a', 'b']));
+    const app: Message = {
+      type: 'App', from: 'a', to: 'b', term: 3, index: 9, logTerm: 2, commit: 8,
+      entries: [{ term: 3, index: 10, type: 'normal', data: new Uint8Array(4096).map((_, i) => i % 251) }],
+    };
+    a.transport.send([app]);
+    await waitFor('the App message', () => b.received.length === 1);
+    expect(b.received[0]).toEqual(app);
+  });
+
+  it('coalesces many sends made in one turn into a few stream writes', async () => {
+    const [a, b] = track(await startGroup(['a', 'b']));
+    a.transport.send([heartbeat('a', 'b', 0)]); // open the stream first
+    await waitFor('the stream to open', () => b.received.length === 1);
+    for (let seq = 1; seq <= 1000; seq++) a.transport.send([heartbeat('a', 'b', seq)]);
+    await waitFor('1000 more messages', () => b.received.length === 1001);
+    const stats = a.transport.stats();
+    expect(stats.messagesSent).toBe(1001);
+    expect(stats.batchesSent).toBeLessThanOrEqual(3);
+    expect(b.transport.stats().batchesReceived).toBe(stats.batchesSent);
+    expect(stats.streamsOpened).toBe(1); // one long-lived stream, not a call per message
+  });
+
+  it('returns from send at once while the peer is down, and reports it unreachable', async () => {
+    const address = loopbackBlock();
+    const deadPort = await freePort(address(2));
+    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: `${address(2)}:${deadPort}` } }))])[0];
+    await a.transport.start();
+    const started = performance.now();
+    for (let seq = 1; seq <= 2000; seq++) {
+      const result: unknown = a.transport.send([heartbeat('a', 'b', seq)]);
+      expect(result).toBeUndefined(); // not a promise: nothing to await
+    }
+    expect(performance.now() - started).toBeLessThan(200);
+    await waitFor('an unreachable report', () => a.unreachable.includes('b'));
+  });
+
+  it('keeps queued messages for a down peer and delivers them, in order, once it comes up', async () => {
+    const address = loopbackBlock();
+    const bAddress = `${address(2)}:${await freePort(address(2))}`;
+    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress } }))])[0];
+    await a.transport.start();
+    for (let seq = 1; seq <= 5; seq++) a.transport.send([heartbeat('a', 'b', seq)]);
+    await waitFor('an unreachable report', () => a.unreachable.length > 0);
+
+    const b = track([new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }))])[0];
+    await b.transport.start();
+    for (let seq = 6; seq <= 10; seq++) a.transport.send([heartbeat('a', 'b', seq)]);
+    await waitFor('all ten messages after reconnecting', () => b.received.length === 10);
+    expect(seqs(b.received)).toEqual(range(1, 10));
+  });
+
+  it('reconnects after the peer restarts and reports the break as unreachable', async () => {
+    const address = loopbackBlock();
+    const bAddress = `${address(2)}:${await freePort(address(2))}`;
+    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress } }))])[0];
+    const b1 = new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }));
+    await Promise.all([a.transport.start(), b1.transport.start()]);
+    a.transport.send([heartbeat('a', 'b', 1)]);
+    await waitFor('the first message', () => b1.received.length === 1);
+
+    await b1.transport.stop();
+    await waitFor('the break to be reported', () => a.unreachable.includes('b'));
+    const b2 = track([new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }))])[0];
+    await b2.transport.start();
+    // Keep sending as Raft would (heartbeats every tick) until the new instance hears one.
+    let seq = 2;
+    const ticker = setInterval(() => a.transport.send([heartbeat('a', 'b', seq++)]), 20);
+    try {
+      await waitFor('a message at the restarted peer', () => b2.received.length > 0);
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(a.transport.stats().streamsOpened).toBeGreaterThanOrEqual(2);
+  });
+
+  it('drops the oldest messages when a peer queue is full, and reports the peer unreachable', async () => {
+    const address = loopbackBlock();
+    const bAddress = `${address(2)}:${await freePort(address(2))}`;
+    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress }, maxQueuedMessages: 10 }))])[0];
+    await a.transport.start();
+    for (let seq = 1; seq <= 25; seq++) a.transport.send([heartbeat('a', 'b', seq)]);
+    expect(a.transport.stats().messagesDropped).toBe(15);
+    expect(a.transport.stats().peers.b.queued).toBe(10);
+    await waitFor('an unreachable report', () => a.unreachable.includes('b'));
+
+    const b = track([new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }))])[0];
+    await b.transport.start();
+    await waitFor('the newest ten messages', () => b.received.length === 10);
+    expect(seqs(b.received)).toEqual(range(16, 25));
+  });
+
+  it('ignores messages addressed to another member (a stale address book)', async () => {
+    const [a, b] = track(await startGroup(['a', 'b']));
+    a.transport.setPeers({ b: b.transport.address(), c: b.transport.address() }); // c's entry is wrong
+    a.transport.send([heartbeat('a', 'c', 1), heartbeat('a', 'b', 2)]);
+    await waitFor('the message for b', () => b.received.length === 1);
+    await waitFor('the misaddressed one to be counted', () => b.transport.stats().messagesMisaddressed === 1);
+    expect(seqs(b.received)).toEqual([2]);
+  });
+});
