@@ -33,7 +33,7 @@ export interface TestNode {
   down: boolean;
 }
 
-export type ConfigOverrides = Partial<Omit<RaftConfig, 'id' | 'random'>>;
+export type ConfigOverrides = Partial<Omit<RaftConfig, 'id'>>;
 
 export class Network {
   readonly nodes = new Map<NodeId, TestNode>();
