@@ -10,6 +10,7 @@ import { runnableJobs } from '../meta/jobs';
 import type { ApplyOutcome } from '../meta/outcome';
 import type { JobRecord, JobResultRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
+import { toKcmError } from './errors';
 import type { JobDefinition, StepContext } from './workflow';
 
 export type JobRegistry = ReadonlyMap<string, JobDefinition<any>>;
@@ -135,7 +136,7 @@ export class JobRunner {
         output = await steps[k].run(ctx(k));
       } catch (err) {
         if (signal.aborted) throw new LeadershipLost();
-        const error = asKcmError(err);
+        const error = toKcmError(err);
         const info = `step ${k + 1} of ${steps.length} (${names[k]}) failed: ${error.message}`;
         log.warn({ step: names[k], err }, 'step failed');
         if (def.rollback) {
@@ -162,11 +163,6 @@ export class JobRunner {
     this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorInfo: outcome.errorInfo }, 'job finished');
     this.hooks.onJobFinished?.(this.store.state().jobs[job.id], outcome);
   }
-}
-
-function asKcmError(err: unknown): KcmError {
-  if (err instanceof KcmError) return err;
-  return KcmError.of('INTERNAL', err instanceof Error ? err.message : String(err), { cause: err });
 }
 
 function fail(error: KcmError): JobResultRecord {

@@ -1,37 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { KcmError } from '@kcm/protocol';
-import { CommandKind, type Command } from '../../src/meta/commands';
-import { applyCommand } from '../../src/meta/fsm';
-import { emptyMetaState, type MetaState } from '../../src/meta/state';
-import type { MetaStore } from '../../src/meta/store';
+import { CommandKind } from '../../src/meta/commands';
+import { LocalStore, until } from '../helpers/local-store';
 import { JobRunner, type JobRegistry } from '../../src/jobs/runner';
 import type { JobDefinition } from '../../src/jobs/workflow';
-
-/** A single-member store: propose applies at once. Enough to test the runner's logic. */
-class LocalStore implements MetaStore {
-  readonly s: MetaState = emptyMetaState();
-  failProposals = false;
-  state() {
-    return this.s;
-  }
-  async propose(cmd: Command) {
-    if (this.failProposals) throw new Error('not leader');
-    return applyCommand(this.s, JSON.parse(JSON.stringify(cmd)));
-  }
-}
 
 async function submit(store: LocalStore, jobType: string, lockKey: string | null = null): Promise<string> {
   const out = await store.propose({ kind: CommandKind.JobSubmitted, at: 0, jobType, sentJobType: jobType, paras: {}, requestId: null, lockKey });
   return (out as { ok: true; value: { jobId: string } }).value.jobId;
-}
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 function countingJob(runs: Record<string, number>, opts: { failAt?: string; blockAt?: { step: string; release: Promise<void> } } = {}): JobDefinition {

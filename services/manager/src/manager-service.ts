@@ -1,0 +1,79 @@
+// The JobService behind the gateway: one path for every write (validate against the
+// replicated state, commit JobSubmitted, reply with the id only after commit) and
+// linearizable reads for get_status and the queries.
+
+import { KcmError, type ValidRequest } from '@kcm/protocol';
+import type { JobService, JobStatusView } from './gateway/job-service';
+import { CommandKind } from './meta/commands';
+import type { SubmittedJob } from './meta/jobs';
+import type { JobRecord, MetaState } from './meta/state';
+import type { MetaStore } from './meta/store';
+import { orThrow } from './jobs/errors';
+import type { JobRegistry } from './jobs/runner';
+
+/** A sync query: answers from the replicated state (and live probes where the spec asks). */
+export type QueryHandler = (req: ValidRequest, state: MetaState) => Promise<Record<string, unknown>> | Record<string, unknown>;
+
+export interface ManagerServiceDeps {
+  store: MetaStore;
+  registry: JobRegistry;
+  queries: ReadonlyMap<string, QueryHandler>;
+  /** A ReadIndex barrier: resolves once the local state reflects every write committed before the call. */
+  linearizableRead(): Promise<void>;
+  /** Told after each submission commits, so the runner starts the job without waiting. */
+  onSubmitted?(jobId: string): void;
+}
+
+export class ManagerService implements JobService {
+  constructor(private readonly deps: ManagerServiceDeps) {}
+
+  async submitJob(req: ValidRequest): Promise<{ jobId: string }> {
+    const def = this.deps.registry.get(req.jobType);
+    if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
+    const paras = req.paras as Record<string, unknown>;
+    await this.deps.linearizableRead();
+    def.validate?.(paras, this.deps.store.state());
+    const submitted = orThrow(
+      await this.deps.store.propose({
+        kind: CommandKind.JobSubmitted,
+        at: Date.now(),
+        jobType: req.jobType,
+        sentJobType: req.sentJobType,
+        paras,
+        requestId: req.envelope.request_id ?? null,
+        lockKey: def.lockKey(paras),
+      }),
+    ) as SubmittedJob;
+    this.deps.onSubmitted?.(submitted.jobId);
+    return { jobId: submitted.jobId };
+  }
+
+  async getStatus(jobId: string): Promise<JobStatusView> {
+    await this.deps.linearizableRead();
+    const job = this.deps.store.state().jobs[jobId];
+    if (!job) throw KcmError.of('NOT_FOUND', `job ${jobId} does not exist`, { field: 'job_id' });
+    return statusView(job);
+  }
+
+  async runQuery(req: ValidRequest): Promise<Record<string, unknown>> {
+    const handler = this.deps.queries.get(req.jobType);
+    if (!handler) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is not answered by this kcm yet`, { field: 'job_type' });
+    await this.deps.linearizableRead();
+    return handler(req, this.deps.store.state());
+  }
+}
+
+export function statusView(job: JobRecord): JobStatusView {
+  const base = { status: job.status, sentJobType: job.sentJobType };
+  if (job.result) {
+    return { ...base, errorCode: job.result.errorCode, errorInfo: job.result.errorInfo, attachment: job.result.ok ? (job.result.attachment ?? {}) : null };
+  }
+  if (job.status === 'started' || job.stepNames.length === 0) return { ...base, errorCode: 0, errorInfo: '', attachment: null };
+  const step = Object.keys(job.stepOutputs).length; // steps finish in order
+  const progress: Record<string, unknown> = { step: Math.min(step + 1, job.stepNames.length), steps: job.stepNames.length, step_name: job.stepNames[step] ?? '' };
+  if (job.progress && job.progress.step === step) {
+    progress.done = job.progress.unitsDone;
+    progress.total = job.progress.unitsTotal;
+  }
+  return { ...base, errorCode: 0, errorInfo: '', attachment: { progress } };
+}

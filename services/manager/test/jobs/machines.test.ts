@@ -1,0 +1,102 @@
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '@kcm/common';
+import { AgentClient, startAgent, type RunningAgent } from '@kcm/agent';
+import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
+import { machineJobs } from '../../src/jobs/machines';
+import { JobRunner } from '../../src/jobs/runner';
+import { ManagerService } from '../../src/manager-service';
+import { LocalStore, until } from '../helpers/local-store';
+
+function request(jobType: string, paras: Record<string, unknown>): ValidRequest {
+  const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: '1700000000', user_name: 't', paras });
+  if (!parsed.ok) throw parsed.error;
+  return parsed.request;
+}
+
+describe('machine jobs against a real agent', () => {
+  let agent: RunningAgent;
+  let tmp: string;
+  let store: LocalStore;
+  let runner: JobRunner;
+  let service: ManagerService;
+  const deadHost = '127.0.0.77';
+
+  beforeAll(async () => {
+    tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-machines-'));
+    agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger() });
+    store = new LocalStore();
+    // Every host's agent port is the same in production; here the one live agent has a
+    // random port, and the "dead" host points at a port nobody listens on.
+    const agentFor = (host: string) => new AgentClient(host === deadHost ? `${deadHost}:1` : agent.address, 1500);
+    const registry = new Map(machineJobs({ store, agentFor, agentPort: 0 }).map((d) => [d.jobType, d]));
+    runner = new JobRunner(store, registry, silentLogger());
+    service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
+    runner.start();
+  });
+
+  afterAll(async () => {
+    await runner.stop();
+    await agent.stop();
+    await rm(tmp, { recursive: true, force: true });
+  });
+
+  const paras = (host: string, sub: string, portRange = '57000-57999') => ({
+    hostaddr: host, machine_type: 'storage', port_range: portRange, rack_id: 'r1',
+    datadir: path.join(tmp, sub, 'data'), logdir: path.join(tmp, sub, 'log'), wal_log_dir: path.join(tmp, sub, 'wal'),
+    comp_datadir: path.join(tmp, sub, 'comp'), total_mem: '2048', total_cpu_cores: '2',
+  });
+
+  async function finished(jobId: string) {
+    await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 10_000);
+    return service.getStatus(jobId);
+  }
+
+  it('create_machine contacts the agent, creates the directories and records the machine with its facts', async () => {
+    const { jobId } = await service.submitJob(request('create_machine', paras('127.0.0.1', 'm1')));
+    const status = await finished(jobId);
+    expect(status).toMatchObject({ status: 'done', errorCode: 0, attachment: {} });
+    const m = store.s.machines['127.0.0.1/storage'];
+    expect(m).toMatchObject({ portLow: 57000, portHigh: 57999, nodeStats: 'running' });
+    expect(m.facts?.cores).toBe(os.availableParallelism());
+    expect((await stat(path.join(tmp, 'm1', 'wal'))).isDirectory()).toBe(true);
+  });
+
+  it('a duplicate registration is refused at submission with CONFLICT, and no job is created', async () => {
+    const jobsBefore = Object.keys(store.s.jobs).length;
+    await expect(service.submitJob(request('create_machine', paras('127.0.0.1', 'm1')))).rejects.toMatchObject({ errorName: 'CONFLICT' });
+    await expect(service.submitJob(request('create_machine', { ...paras('127.0.0.1', 'm1'), machine_type: 'computer', port_range: '57500-58500' }))).rejects.toThrow(/overlaps 57000-57999/);
+    expect(Object.keys(store.s.jobs)).toHaveLength(jobsBefore);
+  });
+
+  it('an unreachable agent fails the job with AGENT_UNREACHABLE naming the address', async () => {
+    const { jobId } = await service.submitJob(request('create_machine', paras(deadHost, 'm2')));
+    const status = await finished(jobId);
+    expect(status.status).toBe('failed');
+    expect(status.errorCode).toBe(KcmError.of('AGENT_UNREACHABLE', '').code);
+    expect(status.errorInfo).toMatch(/step 1 of 3 \(contact agent\) failed: agent at 127\.0\.0\.77:1 is unreachable/);
+    expect(store.s.machines[`${deadHost}/storage`]).toBeUndefined();
+  });
+
+  it('a directory that cannot be created fails the job naming the field', async () => {
+    const aFile = path.join(tmp, 'plain-file');
+    await writeFile(aFile, 'x');
+    const { jobId } = await service.submitJob(request('create_machine', { ...paras('127.0.0.1', 'm3', '59000-59999'), machine_type: 'computer', datadir: path.join(aFile, 'data') }));
+    const status = await finished(jobId);
+    expect(status.status).toBe('failed');
+    expect(status.errorInfo).toMatch(/paras\.datadir .*plain-file\/data: ENOTDIR/);
+  });
+
+  it('set_machine moves the machine to dead and back; delete_machine removes it; unknown machines are NOT_FOUND', async () => {
+    const dead = await service.submitJob(request('set_machine', { hostaddr: '127.0.0.1', node_stats: 'dead' }));
+    expect((await finished(dead.jobId)).status).toBe('done');
+    expect(store.s.machines['127.0.0.1/storage'].nodeStats).toBe('dead');
+    const del = await service.submitJob(request('delete_machine', { hostaddr: '127.0.0.1', machine_type: 'storage' }));
+    expect((await finished(del.jobId)).status).toBe('done');
+    expect(store.s.machines['127.0.0.1/storage']).toBeUndefined();
+    await expect(service.submitJob(request('delete_machine', { hostaddr: '127.0.0.1', machine_type: 'storage' }))).rejects.toMatchObject({ errorName: 'NOT_FOUND' });
+    await expect(service.submitJob(request('set_machine', { hostaddr: '127.0.0.9', node_stats: 'dead' }))).rejects.toMatchObject({ errorName: 'NOT_FOUND' });
+  });
+});
