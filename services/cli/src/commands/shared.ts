@@ -1,0 +1,114 @@
+// What every subcommand shares: flag parsing with usage errors, the connection flags
+// (--url/KCM_URL, --token/KCM_TOKEN), building and locally validating an envelope, and
+// printing a reply.
+
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { PROTOCOL_VERSION, errorEntryByCode, errorReply, parseRequest, type ReplyEnvelope, type RequestEnvelope, type AnyValidRequest, type KcmError } from '@kcm/protocol';
+import { createEmitClient, DEFAULT_URL, type EmitClient } from '../http-client';
+import { UsageError, type CliIo } from '../io';
+import { renderAttachment } from '../tables';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+export const CONNECTION_OPTIONS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies Options;
+
+export const WAIT_OPTIONS = {
+  wait: { type: 'boolean', short: 'w' },
+  interval: { type: 'string' },
+  timeout: { type: 'string' },
+} as const satisfies Options;
+
+/** node:util parseArgs, with its errors turned into usage errors that point at the subcommand's help. */
+export function parseFlags<T extends Options>(args: string[], options: T, command: string) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/\. To specify a positional argument.*$/s, ''), `kcm ${command} --help`);
+  }
+}
+
+export interface Connection {
+  client: EmitClient;
+  json: boolean;
+}
+
+export function connect(values: { url?: string; token?: string; json?: boolean }, io: CliIo, command: string): Connection {
+  const url = values.url ?? (io.env.KCM_URL || DEFAULT_URL);
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
+  } catch {
+    throw new UsageError(`--url must be an http:// or https:// URL, got "${url}"`, `kcm ${command} --help`);
+  }
+  const token = values.token ?? (io.env.KCM_TOKEN || undefined);
+  return { client: createEmitClient({ url, token, fetch: io.fetch }), json: values.json === true };
+}
+
+/** Seconds from a flag as milliseconds; `fallback` when the flag is absent. */
+export function secondsFlag(value: string | undefined, flag: string, fallbackMs: number, command: string): number {
+  if (value === undefined) return fallbackMs;
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds < 0) {
+    throw new UsageError(`--${flag} must be a number of seconds >= 0, got "${value}"`, `kcm ${command} --help`);
+  }
+  return seconds * 1000;
+}
+
+/** A fresh request envelope: version 1.0, timestamp now, user_name from $USER. */
+export function buildEnvelope(jobType: string, paras: Record<string, unknown>, io: CliIo, extra: { jobId?: string; requestId?: string } = {}): RequestEnvelope {
+  const envelope: RequestEnvelope = {
+    version: PROTOCOL_VERSION,
+    job_id: extra.jobId ?? '',
+    job_type: jobType,
+    timestamp: String(Math.floor((io.now ?? Date.now)() / 1000)),
+    user_name: io.env.USER ?? io.env.LOGNAME ?? '',
+    paras,
+  };
+  if (extra.requestId !== undefined) envelope.request_id = extra.requestId;
+  return envelope;
+}
+
+/** "1004 INVALID_PARAS" for a reply's error_code. */
+export function errorLabel(errorCode: string): string {
+  const entry = errorEntryByCode(Number(errorCode));
+  return entry ? `${errorCode} ${entry.name}` : errorCode;
+}
+
+export function writeJson(io: CliIo, value: unknown): void {
+  io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/**
+ * The one validation path, run before anything is sent: the same parseRequest the gateway
+ * runs, so a mistake is reported with exactly the message the manager would give.
+ * Returns the valid request, or prints the failure and returns undefined.
+ */
+export function validateLocally(envelope: RequestEnvelope, io: CliIo, json: boolean): AnyValidRequest | undefined {
+  const parsed = parseRequest(envelope);
+  if (parsed.ok) return parsed.request;
+  reportLocalFailure(parsed.error, envelope, io, json);
+  return undefined;
+}
+
+function reportLocalFailure(error: KcmError, envelope: RequestEnvelope, io: CliIo, json: boolean): void {
+  if (json) {
+    writeJson(io, errorReply(error, envelope.job_type, envelope.job_id ?? ''));
+    return;
+  }
+  io.stderr.write(`kcm: not sent, the request is invalid: error ${error.code} ${error.errorName}: ${error.message}\n`);
+}
+
+export function printFailure(reply: ReplyEnvelope, io: CliIo): void {
+  const job = reply.job_id ? `job ${reply.job_id}${reply.job_type ? ` ${reply.job_type}` : ''} failed: ` : '';
+  io.stderr.write(`kcm: ${job}error ${errorLabel(reply.error_code)}: ${reply.error_info}\n`);
+}
+
+/** A sync query's answer or a finished job's result, as readable text. */
+export function printResult(reply: ReplyEnvelope, io: CliIo): void {
+  io.stdout.write(`${renderAttachment(reply.attachment)}\n`);
+}

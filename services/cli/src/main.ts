@@ -1,0 +1,54 @@
+// kcm: the command line client. main(argv, io) is the whole program with its world
+// injected, so tests run it in-process; the bottom of this file wires the real process.
+
+import { fileURLToPath } from 'node:url';
+import { TransportError } from './http-client';
+import { EXIT, UsageError, processIo, type CliIo } from './io';
+import { topHelp } from './help';
+import { emitCommand } from './commands/emit';
+import { statusCommand } from './commands/status';
+import { getCommand } from './commands/get';
+import { localCommand } from './commands/local';
+
+const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
+  emit: emitCommand,
+  status: statusCommand,
+  get: getCommand,
+  // `kcm local up/down/status`: placeholder until the issue that implements it (see commands/local.ts).
+  local: localCommand,
+};
+
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined) {
+      io.stderr.write(topHelp());
+      return EXIT.usage;
+    }
+    if (command === '--help' || command === '-h' || command === 'help') {
+      if (rest[0] && Object.hasOwn(COMMANDS, rest[0])) return await COMMANDS[rest[0]]([...rest.slice(1), '--help'], io);
+      io.stdout.write(topHelp());
+      return EXIT.ok;
+    }
+    if (!Object.hasOwn(COMMANDS, command)) {
+      const hint = command.startsWith('-') ? `"${command}" must come after a command` : `unknown command "${command}"`;
+      throw new UsageError(`${hint}; commands: ${Object.keys(COMMANDS).join(', ')}`);
+    }
+    return await COMMANDS[command](rest, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr.write(`kcm: ${err.message}\nRun '${err.helpHint}' for usage.\n`);
+      return EXIT.usage;
+    }
+    if (err instanceof TransportError) {
+      io.stderr.write(`kcm: ${err.message}\n`);
+      return EXIT.unreachable;
+    }
+    io.stderr.write(`kcm: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return EXIT.failed;
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  process.exitCode = await main(process.argv.slice(2), processIo());
+}
