@@ -73,6 +73,7 @@ export class LevelStorage implements Storage {
   private logQueue: Promise<unknown> = Promise.resolve();
   private smQueue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly compactions = new Set<Promise<void>>();
 
   private constructor(
     private readonly db: Db,
@@ -163,8 +164,11 @@ export class LevelStorage implements Storage {
    * batch is the commit point: from then on the log starts at index + 1 and open() never
    * reads below it, so the compaction is atomic even though the deletion is a second
    * write. The deletion is db.clear(range): one call, scanned and deleted natively in
-   * LevelDB (measured: 100k entries in ~140 ms, vs ~260-1500 ms as one batch of deletes
-   * built in JS). If the process dies between the two writes, open() removes the leftovers.
+   * LevelDB (measured: 100k entries in ~130 ms, vs ~260-1500 ms as one batch of deletes
+   * built in JS). It runs in the background after the promise resolves, so a driver that
+   * waits for createSnapshot before its next persist is not held up by it; it touches only
+   * keys at or below the snapshot, which no later write does, and close() waits for it.
+   * If it fails or the process dies first, open() removes the leftovers.
    * Neither write is synced: losing them in an OS crash only means the compaction did
    * not happen, as the log still holds the entries.
    */
@@ -182,14 +186,23 @@ export class LevelStorage implements Storage {
         false,
       );
       this.mirror.createSnapshotNow(index, conf, data);
-      await this.clearEntries(snapIndex + 1, index);
+      const compaction = this.clearEntries(snapIndex + 1, index)
+        .catch(() => undefined) // leftovers below the snapshot are never read; open() removes them
+        .finally(() => this.compactions.delete(compaction));
+      this.compactions.add(compaction);
     });
+  }
+
+  /** Resolves once the range deletions started by createSnapshot so far have finished. */
+  async compacted(): Promise<void> {
+    await Promise.all([...this.compactions]);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([this.logQueue, this.smQueue]);
+    await this.compacted();
     await this.db.close();
   }
 
