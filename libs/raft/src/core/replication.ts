@@ -43,6 +43,20 @@ export function sendAppendsWhileAllowed(r: Raft, to: NodeId, sendIfEmpty: boolea
   }
 }
 
+/**
+ * Replicate state with a full window: an empty App at next - 1, outside flow control. If
+ * the follower lost the pipelined Apps it rejects it and we fall back to probing; if they
+ * are merely slow it acks what it has. Sent at most once per heartbeat response.
+ */
+export function sendWindowProbe(r: Raft, to: NodeId): void {
+  const pr = r.tracker.progress.get(to);
+  if (!pr || pr.state !== 'replicate') return;
+  const prevIndex = pr.next - 1;
+  const prevTerm = r.log.termOrZero(prevIndex);
+  if (prevTerm === 0 && prevIndex > 0) return; // compacted: the next rejection leads to a snapshot
+  r.send({ type: 'App', to, index: prevIndex, logTerm: prevTerm, entries: [], commit: r.log.committed });
+}
+
 function sendSnapshot(r: Raft, to: NodeId): boolean {
   const pr = r.tracker.progress.get(to)!;
   // Do not ship a (possibly large) snapshot to a follower we have not heard from lately.

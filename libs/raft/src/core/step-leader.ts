@@ -5,7 +5,7 @@
 import { confChangeProblem } from './confchange';
 import { NotLeaderError, ProposalDroppedError, ProposalOverloadedError } from './errors';
 import type { Raft } from './raft';
-import { sendAppend, sendAppendsWhileAllowed, sendTimeoutNow } from './replication';
+import { sendAppend, sendAppendsWhileAllowed, sendTimeoutNow, sendWindowProbe } from './replication';
 import type { ConfChange, Message, NodeId } from './types';
 
 export function stepLeader(r: Raft, m: Message): void {
@@ -25,7 +25,11 @@ export function stepLeader(r: Raft, m: Message): void {
 
   if (m.type === 'HeartbeatResp') {
     pr.probeSent = false;
-    if (pr.match < r.log.lastIndex() || pr.state === 'probe') sendAppend(r, m.from, pr.state === 'probe');
+    if (pr.match < r.log.lastIndex() || pr.state === 'probe') {
+      // An empty App at next - 1 also serves to find out whether pipelined Apps were lost:
+      // without it a follower whose whole window was dropped would wait forever.
+      if (!sendAppend(r, m.from, true) && pr.state === 'replicate') sendWindowProbe(r, m.from);
+    }
     if (m.context) {
       r.reads.ack(m.from, m.context);
       completeReadRounds(r);
