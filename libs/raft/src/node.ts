@@ -1,0 +1,460 @@
+// The driver: owns the RawNode, a clock, the storage and the transport, and runs the
+// Ready loop (persist -> send -> apply -> advance) that turns the pure core into a
+// working Raft member. Application code talks to RaftNode only.
+//
+// One processing pass at a time. Ticks, incoming messages, proposals and reads only step
+// the core synchronously and schedule a pass; the pass drains rawNode.hasReady(). While
+// a pass awaits its fsync, everything that arrives piles up in the core and leaves as the
+// NEXT Ready, so one synced write covers every proposal that arrived meanwhile. That
+// batching is where the throughput comes from; never two persists in flight.
+
+import { EventEmitter } from 'node:events';
+import { RawNode } from './core/raw-node';
+import { NotLeaderError, ProposalDroppedError, StoppedError, TimeoutError } from './core/errors';
+import type { Storage } from './core/storage';
+import type { ConfChange, HardState, Message, NodeId, RaftConfig, Ready, Role, Snapshot } from './core/types';
+import type { StateMachine } from './state-machine';
+
+/** What the driver needs from a transport (GrpcTransport satisfies it). */
+export interface DriverTransport {
+  start(): void | Promise<void>;
+  /** Queues messages; never blocks, never throws for an unreachable peer. */
+  send(msgs: Message[]): void;
+  onMessage(handler: (m: Message) => void): void;
+  onUnreachable(handler: (peer: NodeId) => void): void;
+  onSnapshotStatus(handler: (peer: NodeId, ok: boolean) => void): void;
+  stop(): void | Promise<void>;
+}
+
+export interface DriverLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface RaftNodeOptions {
+  id: NodeId;
+  /** Owned by the node from start() on: closed by stop(). */
+  storage: Storage;
+  /** Owned by the node from start() on: started by start(), stopped by stop(). */
+  transport: DriverTransport;
+  stateMachine: StateMachine;
+  tickMs?: number; // default 100
+  electionTick?: number; // default 10
+  heartbeatTick?: number; // default 1
+  /** Take a snapshot (and compact the log) every this many applied entries; 0 = never. Default 10,000. */
+  snapshotEntries?: number;
+  /** Timeout of propose()/read() when the call gives none. Default 5,000 ms. */
+  defaultTimeoutMs?: number;
+  /** Further core tunables (preVote, checkQuorum, flow control). */
+  raft?: Partial<Omit<RaftConfig, 'id' | 'electionTick' | 'heartbeatTick' | 'applied'>>;
+  logger?: DriverLogger;
+}
+
+export type RaftNodeStatus = ReturnType<RawNode['status']>;
+
+export interface RaftNodeEvents {
+  /** The known leader changed (null: none known), with the term it was learned in. */
+  leaderChange: [leader: NodeId | null, term: number];
+  roleChange: [role: Role, term: number];
+  /**
+   * A hard state is now on stable storage; emitted before any message of that Ready
+   * leaves, so a listener may record it (the kill test logs every (term, vote) this way).
+   */
+  hardStatePersisted: [hs: HardState];
+}
+
+interface PendingProposal {
+  term: number;
+  startedAt: number;
+  resolve: (result: unknown) => void;
+  reject: (err: unknown) => void;
+  timer: NodeJS.Timeout;
+}
+
+interface ReadWaiter {
+  settled: boolean;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+  timer: NodeJS.Timeout;
+}
+
+const quietLogger: DriverLogger = { info() {}, warn() {}, error() {} };
+
+export class RaftNode extends EventEmitter<RaftNodeEvents> {
+  private raw!: RawNode;
+  private readonly storage: Storage;
+  private readonly transport: DriverTransport;
+  private readonly sm: StateMachine;
+  private readonly log: DriverLogger;
+  private readonly tickMs: number;
+  private readonly snapshotEntries: number;
+  private readonly defaultTimeoutMs: number;
+
+  private ticker: NodeJS.Timeout | undefined;
+  private passScheduled = false;
+  private currentPass: Promise<void> | undefined;
+  private stopped = false;
+
+  private applied = 0;
+  private lastSnapshotIndex = 0;
+  /** A createSnapshot write still in flight; the next persist waits for it (one storage write at a time). */
+  private snapshotWrite: Promise<void> | undefined;
+
+  private leader: NodeId | null = null;
+  private role: Role = 'follower';
+
+  private readonly proposals = new Map<number, PendingProposal[]>();
+  /** Reads that arrived since the last ReadIndex round started; they share the next one. */
+  private readBatch: ReadWaiter[] = [];
+  private readonly readRounds = new Map<string, ReadWaiter[]>();
+  private readSeq = 0;
+  /** Reads whose round answered with `index`, waiting for applied >= index. */
+  private appliedWaiters: { index: number; waiters: ReadWaiter[] }[] = [];
+
+  private constructor(private readonly opts: RaftNodeOptions) {
+    super();
+    this.storage = opts.storage;
+    this.transport = opts.transport;
+    this.sm = opts.stateMachine;
+    this.log = opts.logger ?? quietLogger;
+    this.tickMs = opts.tickMs ?? 100;
+    this.snapshotEntries = opts.snapshotEntries ?? 10_000;
+    this.defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
+  }
+
+  /** Restores the state machine from the stored snapshot if it is behind, then starts the clock and the transport. */
+  static async start(opts: RaftNodeOptions): Promise<RaftNode> {
+    const node = new RaftNode(opts);
+    await node.init();
+    return node;
+  }
+
+  private async init(): Promise<void> {
+    const snap = this.storage.snapshot();
+    if (snap.meta.index > this.sm.appliedIndex()) await this.sm.restore(snap.data, snap.meta);
+    this.applied = this.sm.appliedIndex();
+    this.lastSnapshotIndex = snap.meta.index;
+    this.raw = new RawNode(
+      {
+        random: Math.random,
+        ...this.opts.raft,
+        id: this.opts.id,
+        electionTick: this.opts.electionTick ?? 10,
+        heartbeatTick: this.opts.heartbeatTick ?? 1,
+        applied: this.applied,
+      },
+      this.storage,
+    );
+    this.transport.onMessage((m) => this.stepMessage(m));
+    this.transport.onUnreachable((peer) => {
+      if (this.stopped) return;
+      this.raw.reportUnreachable(peer);
+      this.schedule();
+    });
+    this.transport.onSnapshotStatus((peer, ok) => {
+      if (this.stopped) return;
+      this.raw.reportSnapshot(peer, ok);
+      this.schedule();
+    });
+    await this.transport.start();
+    this.ticker = setInterval(() => this.tick(), this.tickMs);
+    this.schedule(); // entries committed before a restart are applied right away
+  }
+
+  // ---- public API -------------------------------------------------------------------
+
+  /**
+   * Proposes `data` and resolves with the state machine's result for that entry once it
+   * is applied here. Rejects with NotLeaderError (with the leader hint),
+   * ProposalDroppedError (another leader's entry took its index), ProposalOverloadedError,
+   * TimeoutError (outcome unknown: it may still commit) or StoppedError.
+   */
+  propose(data: Uint8Array, options: { timeoutMs?: number } = {}): Promise<unknown> {
+    return this.track(() => this.raw.propose(data), options.timeoutMs);
+  }
+
+  /** Proposes a membership change; resolves once it is applied (status().conf then includes it). */
+  proposeConfChange(cc: ConfChange, options: { timeoutMs?: number } = {}): Promise<unknown> {
+    return this.track(() => this.raw.proposeConfChange(cc), options.timeoutMs);
+  }
+
+  /**
+   * Linearizable read barrier (ReadIndex): resolves once this node has applied everything
+   * committed when the read was issued; the caller then reads its local state machine.
+   * Reads issued before the next loop pass share one round.
+   */
+  read(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.stopped) return Promise.reject(new StoppedError());
+    if (this.leader === null) return Promise.reject(new NotLeaderError(null));
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    return new Promise<void>((resolve, reject) => {
+      const waiter: ReadWaiter = {
+        settled: false,
+        resolve: () => {
+          if (waiter.settled) return;
+          waiter.settled = true;
+          clearTimeout(waiter.timer);
+          resolve();
+        },
+        reject: (err) => {
+          if (waiter.settled) return;
+          waiter.settled = true;
+          clearTimeout(waiter.timer);
+          reject(err);
+        },
+        timer: setTimeout(() => waiter.reject(new TimeoutError('read', timeoutMs)), timeoutMs),
+      };
+      this.readBatch.push(waiter);
+      this.schedule();
+    });
+  }
+
+  /** Asks the leader (this node) to hand leadership to `to`; the core aborts after an election timeout. */
+  transferLeader(to: NodeId): void {
+    if (this.stopped) throw new StoppedError();
+    this.raw.transferLeader(to);
+    this.schedule();
+  }
+
+  /** Starts an election now (e.g. to pick the first leader of a fresh group faster). */
+  campaign(): void {
+    if (this.stopped) throw new StoppedError();
+    this.raw.campaign();
+    this.schedule();
+  }
+
+  status(): RaftNodeStatus {
+    return this.raw.status();
+  }
+
+  get id(): NodeId {
+    return this.opts.id;
+  }
+
+  /** Stops the clock, fails every pending call with StoppedError, lets the current pass finish, then closes transport and storage. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.ticker);
+    this.failPending(() => new StoppedError());
+    await this.currentPass;
+    await this.snapshotWrite;
+    await this.transport.stop();
+    await this.storage.close();
+  }
+
+  // ---- inputs -----------------------------------------------------------------------
+
+  private tick(): void {
+    if (this.stopped) return;
+    this.raw.tick();
+    this.forgetSettledReadRounds();
+    this.schedule();
+  }
+
+  private stepMessage(m: Message): void {
+    if (this.stopped) return;
+    try {
+      this.raw.step(m);
+    } catch (err) {
+      this.log.warn({ err, type: m.type, from: m.from }, 'raft: message rejected by the core');
+      return;
+    }
+    this.schedule();
+  }
+
+  private track(submit: () => { index: number; term: number }, timeoutMs = this.defaultTimeoutMs): Promise<unknown> {
+    if (this.stopped) return Promise.reject(new StoppedError());
+    let at: { index: number; term: number };
+    try {
+      at = submit();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.schedule();
+    return new Promise((resolve, reject) => {
+      const p: PendingProposal = {
+        term: at.term,
+        startedAt: Date.now(),
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.forgetProposal(at.index, p);
+          reject(new TimeoutError('proposal', timeoutMs));
+        }, timeoutMs),
+      };
+      // Usually one per index. Several when we lost and regained leadership and proposed
+      // again at an index whose older entry may still commit through another leader.
+      const atIndex = this.proposals.get(at.index);
+      if (atIndex) atIndex.push(p);
+      else this.proposals.set(at.index, [p]);
+    });
+  }
+
+  private forgetProposal(index: number, p: PendingProposal): void {
+    const atIndex = this.proposals.get(index);
+    if (!atIndex) return;
+    const rest = atIndex.filter((q) => q !== p);
+    if (rest.length > 0) this.proposals.set(index, rest);
+    else this.proposals.delete(index);
+  }
+
+  // ---- the loop ---------------------------------------------------------------------
+
+  private schedule(): void {
+    if (this.passScheduled || this.stopped) return;
+    this.passScheduled = true;
+    setImmediate(() => {
+      this.passScheduled = false;
+      if (this.currentPass || this.stopped) return; // the running pass re-checks hasReady() before it ends
+      this.currentPass = this.runPass().finally(() => {
+        this.currentPass = undefined;
+      });
+    });
+  }
+
+  private async runPass(): Promise<void> {
+    try {
+      this.startReadRound();
+      while (!this.stopped && this.raw.hasReady()) {
+        await this.handleReady(this.raw.ready());
+        this.startReadRound();
+      }
+    } catch (err) {
+      // Storage or state machine failure: continuing could break Raft's guarantees.
+      this.log.error({ err }, 'raft: fatal error in the ready loop; stopping the node');
+      void this.stop().catch(() => {});
+    }
+  }
+
+  private async handleReady(rd: Ready): Promise<void> {
+    if (rd.softState) this.noteSoftState(rd.softState.leader, rd.softState.role);
+
+    // Thesis 10.2.1: a leader may replicate before its own write completes. Safe here
+    // because commit can only count this node's copy of those entries in a later Ready,
+    // which is taken after this persist resolved. Every other message (votes, append
+    // and vote responses) waits for the fsync.
+    const early: Message[] = [];
+    const late: Message[] = [];
+    for (const m of rd.messages) (m.type === 'App' || m.type === 'Heartbeat' ? early : late).push(m);
+    if (early.length > 0) this.transport.send(early);
+
+    if (this.snapshotWrite) await this.snapshotWrite;
+    if (rd.hardState || rd.entries.length > 0 || rd.snapshot) {
+      await this.storage.persist({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
+      if (rd.hardState) this.emit('hardStatePersisted', rd.hardState);
+    }
+    if (late.length > 0) this.transport.send(late);
+
+    if (rd.snapshot) await this.restoreSnapshot(rd.snapshot);
+    let results: unknown[] = [];
+    if (rd.committedEntries.length > 0) results = await this.sm.apply(rd.committedEntries);
+    this.raw.advance(rd);
+
+    // Settle proposals after advance, so a conf change's caller sees it in status().
+    for (let i = 0; i < rd.committedEntries.length; i++) {
+      const e = rd.committedEntries[i];
+      const atIndex = this.proposals.get(e.index);
+      if (!atIndex) continue;
+      this.proposals.delete(e.index);
+      for (const p of atIndex) {
+        clearTimeout(p.timer);
+        if (p.term === e.term) p.resolve(results[i]);
+        else p.reject(new ProposalDroppedError(`entry ${e.index} was committed from term ${e.term}, not ${p.term}`));
+      }
+    }
+    if (rd.committedEntries.length > 0) this.applied = rd.committedEntries[rd.committedEntries.length - 1].index;
+
+    for (const rs of rd.readStates) {
+      const key = Buffer.from(rs.requestCtx).toString('latin1');
+      const waiters = this.readRounds.get(key);
+      if (!waiters) continue;
+      this.readRounds.delete(key);
+      this.appliedWaiters.push({ index: rs.index, waiters });
+    }
+    this.releaseAppliedWaiters();
+    await this.maybeSnapshot();
+  }
+
+  private noteSoftState(leader: NodeId | null, role: Role): void {
+    const term = this.raw.status().term;
+    const leaderChanged = leader !== this.leader;
+    const roleChanged = role !== this.role;
+    this.leader = leader;
+    this.role = role;
+    if (leaderChanged) this.emit('leaderChange', leader, term);
+    if (roleChanged) this.emit('roleChange', role, term);
+  }
+
+  private async restoreSnapshot(snap: Snapshot): Promise<void> {
+    await this.sm.restore(snap.data, snap.meta);
+    this.applied = snap.meta.index;
+    this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, snap.meta.index);
+    // The snapshot hides which term each covered entry had: our outcome is unknown.
+    for (const [index, atIndex] of this.proposals) {
+      if (index > snap.meta.index) continue;
+      this.proposals.delete(index);
+      for (const p of atIndex) {
+        clearTimeout(p.timer);
+        p.reject(new TimeoutError('proposal (overtaken by a snapshot; outcome unknown)', Date.now() - p.startedAt));
+      }
+    }
+  }
+
+  private async maybeSnapshot(): Promise<void> {
+    if (this.snapshotEntries <= 0 || this.snapshotWrite) return;
+    if (this.applied - this.lastSnapshotIndex < this.snapshotEntries) return;
+    const index = this.applied;
+    const conf = this.raw.status().conf; // as of the last applied entry
+    const data = await this.sm.snapshot();
+    this.lastSnapshotIndex = index;
+    // Written in the background; the next persist waits for it.
+    this.snapshotWrite = this.storage
+      .createSnapshot(index, conf, data)
+      .catch((err) => this.log.warn({ err, index }, 'raft: snapshot not recorded'))
+      .finally(() => {
+        this.snapshotWrite = undefined;
+      });
+  }
+
+  // ---- reads ------------------------------------------------------------------------
+
+  private startReadRound(): void {
+    if (this.readBatch.length === 0) return;
+    const waiters = this.readBatch.filter((w) => !w.settled);
+    this.readBatch = [];
+    if (waiters.length === 0) return;
+    const key = `${this.opts.id}/${++this.readSeq}`;
+    this.readRounds.set(key, waiters);
+    this.raw.readIndex(Buffer.from(key, 'latin1'));
+  }
+
+  private releaseAppliedWaiters(): void {
+    if (this.appliedWaiters.length === 0) return;
+    const still: typeof this.appliedWaiters = [];
+    for (const w of this.appliedWaiters) {
+      if (w.index <= this.applied) for (const r of w.waiters) r.resolve();
+      else still.push(w);
+    }
+    this.appliedWaiters = still;
+  }
+
+  /** Rounds the core dropped (no leader) are never answered: forget them once their callers timed out. */
+  private forgetSettledReadRounds(): void {
+    for (const [key, waiters] of this.readRounds) if (waiters.every((w) => w.settled)) this.readRounds.delete(key);
+  }
+
+  private failPending(err: () => Error): void {
+    for (const p of [...this.proposals.values()].flat()) {
+      clearTimeout(p.timer);
+      p.reject(err());
+    }
+    this.proposals.clear();
+    const readers = [...this.readBatch, ...[...this.readRounds.values()].flat(), ...this.appliedWaiters.flatMap((w) => w.waiters)];
+    for (const r of readers) r.reject(err());
+    this.readBatch = [];
+    this.readRounds.clear();
+    this.appliedWaiters = [];
+  }
+}

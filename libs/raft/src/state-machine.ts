@@ -1,0 +1,46 @@
+// The contract between the driver (node.ts) and the application's replicated state.
+
+import type { Entry, SnapshotMeta } from './core/types';
+
+/**
+ * The application state that Raft replicates. The driver calls it from its single loop,
+ * never concurrently: `apply` for committed entries in log order, `snapshot` when
+ * `snapshotEntries` entries were applied since the last snapshot, `restore` when a
+ * snapshot replaces the local state (one sent by the leader, or on start when the stored
+ * snapshot is newer than `appliedIndex()`).
+ *
+ * Determinism: apply must compute its result only from the entries and the current state
+ * (no clocks, no randomness, no local configuration), so every member reaches the same state.
+ *
+ * Restart and idempotence: on start the driver resumes applying after `appliedIndex()`.
+ * A state machine that persists its state must persist the applied index atomically with
+ * the effects of the entries it covers; one that keeps its state in memory reports 0 (or
+ * the index of the snapshot it was restored from) and gets every committed entry after
+ * the stored snapshot again. Either way, an entry whose effects were saved but whose index
+ * was not is applied a second time, so effects must be idempotent per index (or the
+ * index and the effects saved together, which makes the question moot).
+ */
+export interface StateMachine {
+  /**
+   * Applies committed entries, in index order, and returns one result per entry:
+   * `results[i]` belongs to `entries[i]` and resolves the proposal of that entry (if this
+   * node proposed it). The batch contains every kind of entry: empty 'normal' entries (a
+   * new leader's no-op) and 'conf' entries (the core applies membership itself) must be
+   * skipped (their result is ignored), but they still advance `appliedIndex()` to the
+   * last entry of the batch. An application-level failure of one command should be
+   * returned as its result (e.g. an Error value), not thrown: a throw stops the node.
+   */
+  apply(entries: Entry[]): Promise<unknown[]> | unknown[];
+
+  /**
+   * A serialised image of the state as of `appliedIndex()`. Called between apply batches,
+   * so the image must be taken synchronously or from a copy that later applies do not change.
+   */
+  snapshot(): Uint8Array | Promise<Uint8Array>;
+
+  /** Replaces the whole state with an image made by `snapshot()`; afterwards `appliedIndex()` is `meta.index`. */
+  restore(data: Uint8Array, meta: SnapshotMeta): void | Promise<void>;
+
+  /** The index of the last entry applied (0 for a fresh state). */
+  appliedIndex(): number;
+}
