@@ -4,7 +4,7 @@
  * that parser (used by the paras schemas). A parser returns the value or the rule that
  * was broken, phrased to follow the field name: `paras.port: must be an integer in 1..65535`.
  *
- * Wire rules that hold for every field (decisions, see README "Protocol rules"):
+ * Wire rules that hold for every field (decisions, see libs/protocol/README.md):
  * - Every value is a JSON string unless the spec gives another type (spec 2.1). A JSON
  *   number where a string is meant is rejected, so that kcm and the reference clients
  *   agree on one wire form.
@@ -33,24 +33,22 @@ function withRule<T extends z.ZodType>(schema: T, rule: string): T {
   return schema;
 }
 
-/** A string field checked by `parse`; the issue quotes the string as sent. */
-function formatted<T>(parse: (s: string) => Parsed<T>, rule: string) {
-  const schema = z.string().superRefine((s, ctx) => {
+/** A string checked by `parse`; a broken rule becomes an issue quoting the string as sent. */
+function checkedString<T>(parse: (s: string) => Parsed<T>) {
+  return z.string().superRefine((s, ctx) => {
     const r = parse(s);
     if (!r.ok) ctx.addIssue({ code: 'custom', message: r.rule, input: s });
   });
-  return withRule(schema, rule);
+}
+
+/** A string field checked by `parse`; the validated paras keep the string. */
+export function formatted<T>(parse: (s: string) => Parsed<T>, rule: string) {
+  return withRule(checkedString(parse), rule);
 }
 
 /** Like `formatted`, but the validated paras carry the parsed value. */
 function formattedAs<T>(parse: (s: string) => Parsed<T>, rule: string) {
-  const schema = z
-    .string()
-    .superRefine((s, ctx) => {
-      const r = parse(s);
-      if (!r.ok) ctx.addIssue({ code: 'custom', message: r.rule, input: s });
-    })
-    .transform((s) => (parse(s) as { ok: true; value: T }).value);
+  const schema = checkedString(parse).transform((s) => (parse(s) as { ok: true; value: T }).value);
   return withRule(schema, rule);
 }
 

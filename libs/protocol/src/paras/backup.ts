@@ -4,6 +4,7 @@ import {
   addFieldIssue,
   backupWindowString,
   enumString,
+  formatted,
   idString,
   OBJECT_TYPES,
   parseDbTable,
@@ -22,10 +23,7 @@ function parseBackupClusterId(s: string): Parsed<string> {
 }
 
 export const manualBackupClusterParas = z.object({
-  cluster_id: z.string().superRefine((s, ctx) => {
-    const r = parseBackupClusterId(s);
-    if (!r.ok) ctx.addIssue({ code: 'custom', message: r.rule, input: s });
-  }),
+  cluster_id: formatted(parseBackupClusterId, 'positive integer id, or -1 for the metadata'),
 });
 
 export const clusterRestoreParas = z
