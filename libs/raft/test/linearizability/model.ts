@@ -74,7 +74,11 @@ export type Verdict = 'ok' | 'illegal' | 'unknown';
 /** The outcome for one partition; debugging detail is present only when it is illegal. */
 export interface PartitionReport<I, O> {
   index: number;
-  result: Verdict;
+  /**
+   * 'unknown': the time budget ran out before this partition was decided. 'skipped': not
+   * finished because another partition had already proved the history illegal.
+   */
+  result: Verdict | 'skipped';
   operationCount: number;
   /** How many search steps (model calls) it took; a measure of how hard it was. */
   steps: number;
@@ -99,6 +103,9 @@ export interface CheckResult<I, O> {
 export interface CheckOptions {
   /** Give up after this long (across all partitions) and answer 'unknown'. Default: none. */
   timeoutMs?: number;
-  /** Stop at the first illegal partition instead of checking (and reporting) all. Default false. */
-  stopAtFirstIllegal?: boolean;
+  /**
+   * Keep searching the other partitions after one is proved illegal, to report every
+   * illegal partition. Default false: the verdict is settled by the first one.
+   */
+  exploreAllPartitions?: boolean;
 }
