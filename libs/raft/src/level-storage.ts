@@ -83,7 +83,7 @@ export class LevelStorage implements Storage {
 
   /**
    * Opens (creating if needed) the store in `dir` and loads the Raft state into memory.
-   * A directory with no hard state and no snapshot is brand new: with `bootstrap` it is
+   * A directory with no hard state, no snapshot and no log is brand new: with `bootstrap` it is
    * initialised to that membership (one synced write); without it the node starts with
    * an empty membership and waits to be sent a snapshot. `bootstrap` is ignored otherwise.
    */
@@ -98,22 +98,19 @@ export class LevelStorage implements Storage {
         appliedIndexKey,
       ]);
       const applied = appliedValue ? decodeIndex(appliedValue) : 0;
-      if (!hsValue && !metaValue) {
-        const conf = opts.bootstrap ?? { voters: [], learners: [] };
-        const storage = new LevelStorage(db, MemoryStorage.bootstrap(conf.voters, conf.learners), applied);
-        if (opts.bootstrap) {
-          const meta = { index: 0, term: 0, conf };
-          await storage.write([{ type: 'put', key: snapshotMetaKey, value: encodeSnapshotMeta(meta) }], true);
-        }
-        return storage;
-      }
-      const meta = metaValue ? decodeSnapshotMeta(metaValue) : { index: 0, term: 0, conf: { voters: [], learners: [] } };
-      const snapshot: Snapshot = { meta, data: dataValue ? plainView(dataValue) : new Uint8Array() };
+      const stored = metaValue ? decodeSnapshotMeta(metaValue) : undefined;
+      const entries = await loadLog(db, stored?.index ?? 0);
+      const brandNew = !stored && !hsValue && entries.length === 0;
+      const initialConf = (brandNew && opts.bootstrap) || { voters: [], learners: [] };
+      const meta = stored ?? { index: 0, term: 0, conf: initialConf };
+
       const mirror = meta.index > 0 ? new MemoryStorage() : MemoryStorage.bootstrap(meta.conf.voters, meta.conf.learners);
-      if (meta.index > 0) mirror.persistNow({ snapshot });
-      const entries = await loadLog(db, meta.index);
+      if (meta.index > 0) mirror.persistNow({ snapshot: { meta, data: dataValue ? plainView(dataValue) : new Uint8Array() } });
       mirror.persistNow({ entries, hardState: hsValue ? decodeHardState(hsValue) : undefined });
       const storage = new LevelStorage(db, mirror, applied);
+      if (brandNew && opts.bootstrap) {
+        await storage.write([{ type: 'put', key: snapshotMetaKey, value: encodeSnapshotMeta(meta) }], true);
+      }
       await storage.removeCompactedLeftovers(meta.index);
       return storage;
     } catch (err) {

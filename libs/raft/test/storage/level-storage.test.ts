@@ -169,6 +169,17 @@ describe('LevelStorage open', () => {
     await storage.close();
   });
 
+  it('a store that has only log entries is not brand new: they survive and bootstrap is ignored', async () => {
+    const dir = await tempDir();
+    let storage = await LevelStorage.open(dir);
+    await storage.persist({ entries: run(1, 2, 3) }, true);
+    await storage.close();
+    storage = await LevelStorage.open(dir, { bootstrap: conf });
+    expect(storage.lastIndex()).toBe(2);
+    expect(storage.initialState().confState).toEqual({ voters: [], learners: [] });
+    await storage.close();
+  });
+
   it('entries left below the snapshot by a crash during compaction are ignored and removed', async () => {
     const dir = await tempDir();
     let storage = await LevelStorage.open(dir, { bootstrap: conf });
