@@ -7,15 +7,20 @@
 // are sent, so nothing a peer was told can be lost; a Ready without mustSync (e.g. only
 // the commit index moved) may stay unsynced until a later sync, and a crash may lose it.
 
-import { MemoryStorage, type InitialState, type LogReader, type PersistUpdate } from '../../src/core/storage';
+import { cloneConf, MemoryStorage, type InitialState, type LogReader, type PersistUpdate } from '../../src/core/storage';
 import type { ConfState, Entry, Snapshot } from '../../src/core/types';
+import { cloneEntry } from './network';
 
 export class CrashStorage implements LogReader {
   private live: MemoryStorage;
   private readonly durable: MemoryStorage;
   private pending: PersistUpdate[] = [];
 
-  constructor(voters: string[]) {
+  /** `onDurable` sees every update as it reaches the disk, in order (the checker's hook). */
+  constructor(
+    voters: string[],
+    private readonly onDurable: (update: PersistUpdate) => void = () => {},
+  ) {
     this.durable = MemoryStorage.bootstrap(voters);
     this.live = copyStorage(this.durable);
   }
@@ -46,7 +51,7 @@ export class CrashStorage implements LogReader {
     this.live.persistNow(update);
     // The disk keeps its own copy: a core that later mutates objects it handed out
     // must not be able to rewrite history behind the checker's back.
-    this.pending.push(structuredClone(update));
+    this.pending.push(cloneUpdate(update));
   }
 
   get unsyncedWrites(): number {
@@ -56,7 +61,7 @@ export class CrashStorage implements LogReader {
   /** Makes every written update durable, in order. Returns the updates that became durable. */
   sync(): PersistUpdate[] {
     const synced = this.pending;
-    for (const u of synced) this.durable.persistNow(u);
+    for (const u of synced) this.makeDurable(u);
     this.pending = [];
     return synced;
   }
@@ -81,11 +86,16 @@ export class CrashStorage implements LogReader {
   crash(keep: number): { survived: PersistUpdate[]; lost: number } {
     if (keep < 0 || keep > this.pending.length) throw new RangeError(`cannot keep ${keep} of ${this.pending.length} writes`);
     const survived = this.pending.slice(0, keep);
-    for (const u of survived) this.durable.persistNow(u);
+    for (const u of survived) this.makeDurable(u);
     const lost = this.pending.length - keep;
     this.pending = [];
     this.live = copyStorage(this.durable);
     return { survived, lost };
+  }
+
+  private makeDurable(update: PersistUpdate): void {
+    this.durable.persistNow(update);
+    this.onDurable(update);
   }
 
   // --- The durable image, for the invariant checker. ---
@@ -109,6 +119,17 @@ export class CrashStorage implements LogReader {
   durableInitialState(): InitialState {
     return this.durable.initialState();
   }
+}
+
+function cloneUpdate(u: PersistUpdate): PersistUpdate {
+  const c: PersistUpdate = {};
+  if (u.hardState) c.hardState = { ...u.hardState };
+  if (u.entries) c.entries = u.entries.map(cloneEntry);
+  if (u.snapshot) {
+    const meta = u.snapshot.meta;
+    c.snapshot = { meta: { ...meta, conf: cloneConf(meta.conf) }, data: u.snapshot.data.slice() };
+  }
+  return c;
 }
 
 /** A deep, independent copy of a MemoryStorage, built only through its public API. */
