@@ -73,7 +73,10 @@ export function heartbeat(from: NodeId, to: NodeId, seq: number): Message {
 export class TcpProxy {
   private server: net.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
+  /** The accepted (sender-side) sockets, a subset of `sockets`. */
+  private readonly senders = new Set<net.Socket>();
   port = 0;
+  private paused = false;
   onForwarded: (bytes: number) => void = () => {};
 
   constructor(private readonly host: string, private readonly target: { host: string; port: number }) {}
@@ -85,11 +88,14 @@ export class TcpProxy {
   async listen(): Promise<void> {
     const server = net.createServer((client) => {
       const upstream = net.connect(this.target.port, this.target.host);
+      this.senders.add(client);
+      client.on('close', () => this.senders.delete(client));
       for (const s of [client, upstream]) {
         this.sockets.add(s);
         s.on('close', () => this.sockets.delete(s));
         s.on('error', () => {});
       }
+      if (this.paused) client.pause();
       client.on('data', (chunk) => {
         this.onForwarded(chunk.length);
         upstream.write(chunk);
@@ -104,6 +110,17 @@ export class TcpProxy {
     });
     this.port = (server.address() as net.AddressInfo).port;
     this.server = server;
+  }
+
+  /** Stops reading from senders: TCP, then HTTP/2 flow control push back on them (a slow peer). */
+  pause(): void {
+    this.paused = true;
+    for (const s of this.senders) s.pause();
+  }
+
+  resume(): void {
+    this.paused = false;
+    for (const s of this.senders) s.resume();
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,121 @@
+import { createHash, randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Message } from '../../src/core/types';
+import { toProtoMessage } from '../../src/codec/message-codec';
+import { GrpcTransport } from '../../src/grpc-transport';
+import { raftClientConstructor, type SnapshotAck } from '../../src/grpc/raft-proto';
+import { Recorder, TcpProxy, freePort, loopbackBlock, startGroup, waitFor } from './helpers';
+
+const running: { stop(): Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((t) => t.stop()));
+});
+
+function snapMessage(from: string, to: string, data: Uint8Array): Message {
+  return {
+    type: 'Snap', from, to, term: 4,
+    snapshot: { meta: { index: 1200, term: 3, conf: { voters: ['a', 'b', 'c'], learners: [] } }, data },
+  };
+}
+
+const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
+
+describe('snapshot streaming', () => {
+  it('delivers a snapshot of several MB intact, once, and reports it sent', async () => {
+    const [a, b] = await startGroup(['a', 'b']);
+    running.push(a.transport, b.transport);
+    const image = new Uint8Array(randomBytes(6 * 1024 * 1024 + 123));
+    a.transport.send([snapMessage('a', 'b', image)]);
+
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: true }]);
+    expect(b.received).toHaveLength(1);
+    const got = b.received[0];
+    expect({ ...got, snapshot: { ...got.snapshot, data: undefined } }).toEqual({
+      ...snapMessage('a', 'b', image), snapshot: { ...snapMessage('a', 'b', image).snapshot, data: undefined },
+    });
+    expect(got.snapshot?.data.byteLength).toBe(image.byteLength);
+    expect(sha256(got.snapshot!.data)).toBe(sha256(image));
+    expect(a.transport.stats().snapshotTransfers.map((t) => t.startOffsets)).toEqual([[0]]);
+  });
+
+  it('resumes an interrupted snapshot from the offset the receiver acknowledged, not from zero', async () => {
+    const address = loopbackBlock();
+    const b = new Recorder(new GrpcTransport({ id: 'b', listen: `${address(2)}:0`, peers: {} }));
+    running.push(b.transport);
+    await b.transport.start();
+    // a reaches b only through the proxy, which "dies" mid-transfer and comes back.
+    const proxy = new TcpProxy(address(3), { host: address(2), port: Number(b.transport.address().split(':').pop()) });
+    running.push({ stop: () => proxy.close() });
+    await proxy.listen();
+    const a = new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address }, snapshotChunkBytes: 64 * 1024 }));
+    running.push(a.transport);
+    await a.transport.start();
+
+    let forwarded = 0;
+    let cut = false;
+    proxy.onForwarded = (bytes) => {
+      forwarded += bytes;
+      if (!cut && forwarded > 3 * 1024 * 1024) {
+        cut = true;
+        void proxy.close().then(() => setTimeout(() => void proxy.listen(), 300));
+      }
+    };
+    const image = new Uint8Array(randomBytes(8 * 1024 * 1024));
+    a.transport.send([snapMessage('a', 'b', image)]);
+
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1, 30_000);
+    expect(cut).toBe(true);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: true }]);
+    expect(a.unreachable).toContain('b'); // the break was reported
+    const [transfer] = a.transport.stats().snapshotTransfers;
+    expect(transfer.startOffsets[0]).toBe(0);
+    expect(transfer.startOffsets.length).toBeGreaterThanOrEqual(2);
+    const resumedFrom = transfer.startOffsets[1];
+    expect(resumedFrom).toBeGreaterThan(0);
+    expect(resumedFrom).toBeLessThan(image.byteLength);
+    expect(b.received).toHaveLength(1);
+    expect(sha256(b.received[0].snapshot!.data)).toBe(sha256(image));
+  });
+
+  it('refuses a snapshot whose checksum does not match, and delivers nothing', async () => {
+    const [b] = await startGroup(['b']);
+    running.push(b.transport);
+    const RaftClient = raftClientConstructor();
+    const client = new RaftClient(b.transport.address(), grpc.credentials.createInsecure());
+    running.push({ stop: async () => client.close() });
+    const image = new Uint8Array(randomBytes(100_000));
+    const call = client.sendSnapshot();
+    const acks: SnapshotAck[] = [];
+    const ended = new Promise<void>((resolve) => {
+      call.on('data', (ack: SnapshotAck) => acks.push(ack));
+      call.on('error', () => resolve());
+      call.on('end', () => resolve());
+    });
+    const header = toProtoMessage({ ...snapMessage('a', 'b', new Uint8Array(0)) });
+    call.write({ header: { message: header, totalSize: image.byteLength, sha256: createHash('sha256').update('something else').digest() } });
+    call.write({ offset: 0, data: image });
+    call.end();
+    await ended;
+    expect(acks[0]).toEqual({ offset: 0 }); // a fresh transfer: nothing held yet
+    expect(acks.at(-1)?.error).toMatch(/checksum/);
+    expect(acks.some((ack) => ack.done)).toBe(false);
+    expect(b.received).toHaveLength(0);
+  });
+
+  it('reports a snapshot to a peer that never comes up as failed, after its attempts', async () => {
+    const address = loopbackBlock();
+    const deadPort = await freePort(address(2));
+    const a = new Recorder(new GrpcTransport({
+      id: 'a', listen: `${address(1)}:0`, peers: { b: `${address(2)}:${deadPort}` },
+      snapshotMaxAttempts: 3, backoff: { minMs: 10, maxMs: 40 }, connectTimeoutMs: 200,
+    }));
+    running.push(a.transport);
+    await a.transport.start();
+    a.transport.send([snapMessage('a', 'b', new Uint8Array(1000))]);
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: false }]);
+    expect(a.transport.stats().snapshotTransfers[0]).toMatchObject({ ok: false, startOffsets: [] });
+  });
+});
