@@ -122,9 +122,18 @@ export class MemoryStorage implements Storage {
 
   /** Synchronous persist, for the simulator and tests that drive the core by hand. */
   persistNow(update: PersistUpdate): void {
-    if (update.snapshot) this.applySnapshot(update.snapshot);
-    if (update.entries && update.entries.length > 0) this.append(update.entries);
-    if (update.hardState) this.hardState = { ...update.hardState };
+    // All or nothing, like one batch: a rejected update (e.g. entries leaving a gap after
+    // its snapshot) must not leave the snapshot applied. The fields are only ever
+    // replaced, never mutated in place, so keeping the old references is a full undo.
+    const before = { snap: this.snap, ents: this.ents, hardState: this.hardState };
+    try {
+      if (update.snapshot) this.applySnapshot(update.snapshot);
+      if (update.entries && update.entries.length > 0) this.append(update.entries);
+      if (update.hardState) this.hardState = { ...update.hardState };
+    } catch (err) {
+      ({ snap: this.snap, ents: this.ents, hardState: this.hardState } = before);
+      throw err;
+    }
   }
 
   async createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {

@@ -98,6 +98,19 @@ export function runStorageContract(name: string, factory: StorageFactory): void 
       });
     });
 
+    it('a rejected persist changes nothing, not even the snapshot and hard state it carried', async () => {
+      const s = await fresh();
+      await s.storage.persist({ entries: run(1, 3, 1), hardState: { term: 1, vote: 'a', commit: 1 } }, true);
+      const snap: Snapshot = { meta: { index: 10, term: 2, conf }, data: bytes(1) };
+      const gapped = { snapshot: snap, entries: run(12, 13, 2), hardState: { term: 2, vote: null, commit: 10 } };
+      await expect(s.storage.persist(gapped, true)).rejects.toThrow(UnavailableError);
+      await checkAndAfterReopen(s, (storage) => {
+        expect(storage.snapshot().meta.index).toBe(0);
+        expect(logOf(storage)).toEqual(run(1, 3, 1).map(plain));
+        expect(storage.initialState().hardState).toEqual({ term: 1, vote: 'a', commit: 1 });
+      });
+    });
+
     it('entries conflicting with the log replace its suffix, and the entries above them disappear', async () => {
       const s = await fresh();
       await s.storage.persist({ entries: run(1, 6, 1) }, true);
