@@ -12,18 +12,41 @@ export function encodeConfChange(cc: ConfChange): Uint8Array {
   return encoder.encode(JSON.stringify({ type: cc.type, node: cc.node }));
 }
 
-export function decodeConfChange(data: Uint8Array): ConfChange {
+/**
+ * What the leader writes in a 'conf' entry: the change plus the whole configuration
+ * after it. A node that joins with an empty storage replays the log from index 1 and
+ * never saw the bootstrap configuration; `confAfter` gives it the membership anyway.
+ */
+export function encodeConfEntry(cc: ConfChange, confAfter: ConfState): Uint8Array {
+  return encoder.encode(JSON.stringify({ type: cc.type, node: cc.node, conf: confAfter }));
+}
+
+export interface DecodedConfEntry {
+  cc: ConfChange;
+  /** Absent in entries written by encodeConfChange alone. */
+  confAfter?: ConfState;
+}
+
+export function decodeConfEntry(data: Uint8Array): DecodedConfEntry {
   const parsed: unknown = JSON.parse(decoder.decode(data));
-  if (
-    typeof parsed !== 'object' ||
-    parsed === null ||
-    !TYPES.includes((parsed as ConfChange).type) ||
-    typeof (parsed as ConfChange).node !== 'string'
-  ) {
+  const p = parsed as { type?: unknown; node?: unknown; conf?: { voters?: unknown; learners?: unknown } };
+  if (typeof p !== 'object' || p === null || !TYPES.includes(p.type as ConfChangeType) || typeof p.node !== 'string') {
     throw new Error(`not a ConfChange: ${decoder.decode(data)}`);
   }
-  const { type, node } = parsed as ConfChange;
-  return { type, node };
+  const cc: ConfChange = { type: p.type as ConfChangeType, node: p.node };
+  const conf = p.conf;
+  if (conf && isIdList(conf.voters) && isIdList(conf.learners)) {
+    return { cc, confAfter: { voters: [...conf.voters], learners: [...conf.learners] } };
+  }
+  return { cc };
+}
+
+export function decodeConfChange(data: Uint8Array): ConfChange {
+  return decodeConfEntry(data).cc;
+}
+
+function isIdList(v: unknown): v is NodeId[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string');
 }
 
 /**

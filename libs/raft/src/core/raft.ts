@@ -5,7 +5,7 @@
 // Role behaviour is swapped, not branched: becoming a role installs that role's step and
 // tick functions (stepLeader/stepCandidate/stepFollower in their own files).
 
-import { applyConfChangeTo, confChangeProblem, decodeConfChange } from './confchange';
+import { applyConfChangeTo, confChangeProblem, decodeConfEntry } from './confchange';
 import { RaftLog, payloadBytes } from './log';
 import { ReadIndexBatcher } from './read-only';
 import { sendAppend, sendTimeoutNow } from './replication';
@@ -13,7 +13,7 @@ import { stepCandidate, stepFollower } from './step-follower';
 import { maybeCommit, stepLeader } from './step-leader';
 import type { LogReader } from './storage';
 import { ProgressTracker } from './tracker';
-import type { ConfChange, Entry, Message, NodeId, RaftConfig, ReadState, Role } from './types';
+import type { ConfState, Entry, Message, NodeId, RaftConfig, ReadState, Role } from './types';
 
 export type StepFn = (r: Raft, m: Message) => void;
 
@@ -106,8 +106,10 @@ export class Raft {
     }
   }
 
-  private nextConf(e: Entry) {
-    const cc = decodeConfChange(e.data);
+  /** The configuration after conf entry `e`, or null if it changes nothing here. */
+  private nextConf(e: Entry): ConfState | null {
+    const { cc, confAfter } = decodeConfEntry(e.data);
+    if (confAfter) return confAfter;
     return confChangeProblem(this.tracker.conf, cc) === null ? applyConfChangeTo(this.tracker.conf, cc) : null;
   }
 
@@ -354,29 +356,38 @@ export class Raft {
 
   /** Applies a committed conf entry (called as it is handed out for apply). */
   applyConfEntry(e: Entry): void {
-    const cc: ConfChange = decodeConfChange(e.data);
     const next = this.nextConf(e);
     if (next === null) return;
+    const wasVoter = this.tracker.isVoter(this.id);
     this.tracker.conf = next;
-    const prs = this.tracker.progress;
-    if (cc.type === 'addLearner') {
-      const pr = this.tracker.newProgress(this.log.lastIndex() + 1, true);
-      // Counted as active so check-quorum does not trip before it had a chance to answer.
-      pr.recentActive = true;
-      prs.set(cc.node, pr);
-    } else if (cc.type === 'promote') {
-      const pr = prs.get(cc.node);
-      if (pr) pr.isLearner = false;
-    } else {
-      prs.delete(cc.node);
-      if (this.leadTransferee === cc.node) this.leadTransferee = null;
-    }
+    this.syncProgressWithConf();
+    if (this.leadTransferee !== null && !this.tracker.isVoter(this.leadTransferee)) this.leadTransferee = null;
     if (this.role !== 'leader') return;
-    if (cc.type === 'remove' && cc.node === this.id) {
+    if (wasVoter && !this.tracker.isMember(this.id)) {
       this.stepDownAfterRemoval();
       return;
     }
     if (maybeCommit(this)) this.pendingBroadcast = true;
+  }
+
+  /** Progress for every member of the configuration, and for no one else. */
+  private syncProgressWithConf(): void {
+    const prs = this.tracker.progress;
+    const { voters, learners } = this.tracker.conf;
+    for (const id of prs.keys()) if (!this.tracker.isMember(id)) prs.delete(id);
+    const ensure = (id: NodeId, isLearner: boolean) => {
+      const pr = prs.get(id);
+      if (pr) {
+        pr.isLearner = isLearner;
+        return;
+      }
+      const added = this.tracker.newProgress(this.log.lastIndex() + 1, isLearner);
+      // Counted as active so check-quorum does not trip before it had a chance to answer.
+      added.recentActive = true;
+      prs.set(id, added);
+    };
+    for (const id of voters) ensure(id, false);
+    for (const id of learners) ensure(id, true);
   }
 
   /** A leader that removed itself hands off to the most up-to-date voter, then steps down. */

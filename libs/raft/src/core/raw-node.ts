@@ -1,7 +1,6 @@
 // The public face of the pure core: feed it ticks, proposals and messages; drain a Ready;
 // persist -> send -> apply -> advance(ready). One Ready is outstanding at a time.
 
-import { encodeConfChange } from './confchange';
 import { Raft } from './raft';
 import { advanceReady, hardStateOf, hasReady, softStateOf, takeReady } from './ready';
 import { leaderReadIndex, proposeEntry, transferLeadership } from './step-leader';
@@ -42,7 +41,7 @@ export class RawNode {
 
   /** Throws ProposalDroppedError while another conf change is pending or the change is refused. */
   proposeConfChange(cc: ConfChange): { index: number; term: number } {
-    return proposeEntry(this.raft, 'conf', encodeConfChange(cc), cc);
+    return proposeEntry(this.raft, 'conf', new Uint8Array(0), cc);
   }
 
   /** Never throws on stale or unknown messages: it ignores them. */

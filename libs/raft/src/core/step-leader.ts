@@ -2,7 +2,7 @@
 // rejections drive fast backtracking, heartbeat acks confirm ReadIndex rounds, and a
 // caught-up transfer target gets TimeoutNow (thesis 3.10).
 
-import { confChangeProblem } from './confchange';
+import { applyConfChangeTo, confChangeProblem, encodeConfEntry } from './confchange';
 import { NotLeaderError, ProposalDroppedError, ProposalOverloadedError } from './errors';
 import type { Raft } from './raft';
 import { sendAppend, sendAppendsWhileAllowed, sendTimeoutNow, sendWindowProbe } from './replication';
@@ -152,11 +152,13 @@ export function proposeEntry(r: Raft, type: 'normal' | 'conf', data: Uint8Array,
       }
     }
   }
-  const size = data.byteLength;
+  const size = cc ? 0 : data.byteLength;
   if (r.uncommittedSize > 0 && size > 0 && r.uncommittedSize + size > r.maxUncommittedSize) {
     throw new ProposalOverloadedError(r.uncommittedSize, r.maxUncommittedSize);
   }
-  const index = r.appendEntry(type, data);
+  // With the previous change applied, our conf is the latest one in the log.
+  const payload = cc ? encodeConfEntry(cc, applyConfChangeTo(r.tracker.conf, cc)) : data;
+  const index = r.appendEntry(type, payload);
   if (cc) r.pendingConfIndex = index;
   return { index, term: r.term };
 }
