@@ -17,7 +17,7 @@ export function applyMachineRegistered(state: MetaState, cmd: MachineRegistered)
     );
   }
   const { kind: _kind, at, ...fields } = cmd;
-  state.machines[key] = { ...fields, nodeStats: 'running', registeredAt: at };
+  state.machines[key] = { ...fields, nodeStats: 'running', nodeStatsSetBy: 'operator', registeredAt: at };
   return accepted(null);
 }
 
@@ -40,6 +40,7 @@ export function applyMachineStatusSet(state: MetaState, cmd: MachineStatusSet): 
   for (const m of records) {
     if (m.nodeStats !== cmd.nodeStats) changed++;
     m.nodeStats = cmd.nodeStats;
+    m.nodeStatsSetBy = cmd.reason;
   }
   return accepted({ changed });
 }

@@ -26,6 +26,8 @@ export interface MachineRecord {
   totalMemMb: number;
   totalCpuCores: number;
   nodeStats: NodeStats;
+  /** Who set nodeStats last: the health monitor revives only machines it marked dead itself. */
+  nodeStatsSetBy: 'operator' | 'health';
   facts: HostFacts | null;
   registeredAt: number;
 }

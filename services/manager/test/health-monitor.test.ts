@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '@kcm/common';
+import { AgentClient, startAgent } from '@kcm/agent';
+import { CommandKind } from '../src/meta/commands';
+import { HealthMonitor } from '../src/health-monitor';
+import { LocalStore, until } from './helpers/local-store';
+
+async function registered(store: LocalStore, hostaddr: string) {
+  await store.propose({
+    kind: CommandKind.MachineRegistered, at: 0, hostaddr, machineType: 'storage', portLow: 57000, portHigh: 57100, rackId: 'r',
+    datadir: '/d', logdir: '/l', walLogDir: '/w', compDatadir: '/c', totalMemMb: 1, totalCpuCores: 1, facts: null,
+  });
+}
+
+describe('health monitor', () => {
+  it('marks a machine dead after its agent is silent for deadAfterMs, and running again when it answers', async () => {
+    const first = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger() });
+    const port = Number(first.address.split(':')[1]);
+    const store = new LocalStore();
+    await registered(store, '127.0.0.1');
+    const monitor = new HealthMonitor({ store, agentFor: () => new AgentClient(first.address, 300), logger: silentLogger(), intervalMs: 50, deadAfterMs: 400 });
+    monitor.start();
+    await until(() => monitor.reachability('127.0.0.1')?.reachable === true);
+
+    await first.stop();
+    const stoppedAt = Date.now();
+    await until(() => store.s.machines['127.0.0.1/storage'].nodeStats === 'dead', 5000);
+    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(400);
+    expect(store.s.machines['127.0.0.1/storage'].nodeStatsSetBy).toBe('health');
+
+    const second = await startAgent({ hostaddr: '127.0.0.1', port, logger: silentLogger() });
+    await until(() => store.s.machines['127.0.0.1/storage'].nodeStats === 'running', 5000);
+    monitor.stop();
+    await second.stop();
+  });
+
+  it('never revives a machine an operator set dead', async () => {
+    const agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger() });
+    const store = new LocalStore();
+    await registered(store, '127.0.0.1');
+    await store.propose({ kind: CommandKind.MachineStatusSet, at: 0, hostaddr: '127.0.0.1', nodeStats: 'dead', reason: 'operator' });
+    const monitor = new HealthMonitor({ store, agentFor: () => new AgentClient(agent.address, 300), logger: silentLogger(), intervalMs: 20, deadAfterMs: 100 });
+    await monitor.probeAll();
+    await monitor.probeAll();
+    expect(monitor.reachability('127.0.0.1')?.reachable).toBe(true);
+    expect(store.s.machines['127.0.0.1/storage'].nodeStats).toBe('dead');
+    await agent.stop();
+  });
+});
