@@ -14,17 +14,10 @@ import { NotLeaderError, ProposalDroppedError, StoppedError, TimeoutError } from
 import type { Storage } from './core/storage';
 import type { ConfChange, HardState, Message, NodeId, RaftConfig, Ready, Role, Snapshot } from './core/types';
 import type { StateMachine } from './state-machine';
+import type { Transport } from './transport';
 
-/** What the driver needs from a transport (GrpcTransport satisfies it). */
-export interface DriverTransport {
-  start(): void | Promise<void>;
-  /** Queues messages; never blocks, never throws for an unreachable peer. */
-  send(msgs: Message[]): void;
-  onMessage(handler: (m: Message) => void): void;
-  onUnreachable(handler: (peer: NodeId) => void): void;
-  onSnapshotStatus(handler: (peer: NodeId, ok: boolean) => void): void;
-  stop(): void | Promise<void>;
-}
+/** The part of a Transport the driver uses (GrpcTransport, or an in-process one in tests). */
+export type DriverTransport = Pick<Transport, 'start' | 'send' | 'onMessage' | 'onUnreachable' | 'onSnapshotStatus' | 'stop'>;
 
 export interface DriverLogger {
   info(obj: object, msg?: string): void;

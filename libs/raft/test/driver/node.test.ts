@@ -22,8 +22,8 @@ class LoopbackNetwork {
 
   transport(id: NodeId, storage: CountingStorage): DriverTransport {
     return {
-      start: () => {},
-      stop: () => {
+      start: async () => {},
+      stop: async () => {
         this.handlers.delete(id);
       },
       onMessage: (h) => this.handlers.set(id, h),

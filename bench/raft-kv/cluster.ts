@@ -1,0 +1,175 @@
+// Starts, kills and restarts raft-kv server processes (server.ts) on loopback addresses,
+// for the benchmark, the kill test and the soak. Every member's data dir (and its stderr
+// log, `server.log`) lives under one base dir that stop() removes when the cluster made it.
+
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { KvSession } from './kv-client';
+import type { StatusReply } from './kv-proto';
+import type { ServerConfig } from './server';
+
+const serverPath = fileURLToPath(new URL('./server.ts', import.meta.url));
+
+export interface KvClusterOptions {
+  /** One loopback address per member, e.g. ['127.0.0.11', '127.0.0.12', '127.0.0.13']. */
+  hosts: string[];
+  raftPort: number;
+  kvPort: number;
+  /** Parent of the members' data dirs; a fresh temp dir (removed by stop()) when absent. */
+  baseDir?: string;
+  tickMs?: number;
+  electionTick?: number;
+  snapshotEntries?: number;
+}
+
+export interface Member {
+  index: number;
+  id: string;
+  kv: string;
+  dataDir: string;
+  process: ChildProcess | undefined;
+  /** A long-lived client session to this member's Kv service. */
+  session: KvSession;
+}
+
+const liveChildren = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+/** Whatever happens to the parent, no server process outlives it. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of liveChildren) child.kill('SIGKILL');
+  });
+}
+
+export class KvCluster {
+  readonly members: Member[];
+  private readonly ownsBaseDir: boolean;
+  readonly baseDir: string;
+
+  private constructor(private readonly opts: KvClusterOptions) {
+    this.ownsBaseDir = opts.baseDir === undefined;
+    this.baseDir = opts.baseDir ?? mkdtempSync(join(tmpdir(), 'raft-kv-'));
+    this.members = opts.hosts.map((host, index) => {
+      const kv = `${host}:${opts.kvPort}`;
+      return {
+        index,
+        id: `${host}:${opts.raftPort}`,
+        kv,
+        dataDir: join(this.baseDir, `member-${index + 1}`),
+        process: undefined,
+        session: new KvSession(kv),
+      };
+    });
+  }
+
+  /** Starts every member and waits until each serves its Kv port. */
+  static async start(opts: KvClusterOptions): Promise<KvCluster> {
+    installExitHook();
+    const cluster = new KvCluster(opts);
+    try {
+      await Promise.all(cluster.members.map((m) => cluster.startMember(m.index)));
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  /** (Re)starts one member on its existing data dir; resolves once it prints READY. */
+  async startMember(index: number, timeoutMs = 30_000): Promise<void> {
+    const m = this.members[index];
+    if (m.process) throw new Error(`member ${m.id} is already running`);
+    mkdirSync(m.dataDir, { recursive: true });
+    const config: ServerConfig = {
+      id: m.id,
+      kv: m.kv,
+      dataDir: m.dataDir,
+      members: Object.fromEntries(this.members.map((x) => [x.id, x.kv])),
+      tickMs: this.opts.tickMs,
+      electionTick: this.opts.electionTick,
+      snapshotEntries: this.opts.snapshotEntries,
+    };
+    const child = spawn(process.execPath, ['--import', 'tsx', serverPath, JSON.stringify(config)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    m.process = child;
+    liveChildren.add(child);
+    child.stderr!.pipe(createWriteStream(join(m.dataDir, 'server.log'), { flags: 'a' }));
+    child.once('exit', () => {
+      liveChildren.delete(child);
+      if (m.process === child) m.process = undefined;
+    });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`member ${m.id} not ready within ${timeoutMs} ms`)), timeoutMs);
+      const lines = createInterface({ input: child.stdout! });
+      lines.on('line', (line) => {
+        if (!line.startsWith('READY ')) return;
+        clearTimeout(timer);
+        resolve();
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`member ${m.id} exited before ready (code ${code}, signal ${signal}); see ${m.dataDir}/server.log`));
+      });
+    });
+  }
+
+  /** Sends `signal` to a member and waits for the process to be gone. */
+  async kill(index: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const child = this.members[index].process;
+    if (!child) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill(signal);
+    await exited;
+  }
+
+  isRunning(index: number): boolean {
+    return this.members[index].process !== undefined;
+  }
+
+  /** Status of every member; undefined for a member that is down or did not answer. */
+  async statuses(timeoutMs = 1_000): Promise<(StatusReply | undefined)[]> {
+    return Promise.all(
+      this.members.map((m) => (m.process ? m.session.status(timeoutMs).catch(() => undefined) : Promise.resolve(undefined))),
+    );
+  }
+
+  /** Polls until a running member says it is the leader; returns its index. */
+  async waitForLeader(timeoutMs = 20_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const statuses = await this.statuses(500);
+      const leader = statuses.findIndex((s) => s?.role === 'leader');
+      if (leader >= 0) return leader;
+      await sleep(50);
+    }
+    throw new Error(`no leader within ${timeoutMs} ms`);
+  }
+
+  /** SIGTERM every member (SIGKILL after 5 s), close the client sessions, remove the temp dir we made. */
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.members.map(async (m) => {
+        const child = m.process;
+        if (!child) return;
+        const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await this.kill(m.index, 'SIGTERM');
+        clearTimeout(force);
+      }),
+    );
+    for (const m of this.members) m.session.close();
+    if (this.ownsBaseDir) rmSync(this.baseDir, { recursive: true, force: true });
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,82 @@
+// The workload of our etcd reference, identical for both systems: `concurrency` closed-loop
+// workers, each putting a 128-byte value to a key nobody wrote before, one request at a
+// time, for a fixed duration. Only acknowledged puts count; their latency is measured
+// from the call to the acknowledgement.
+
+import { randomBytes } from 'node:crypto';
+
+/** One put by worker `worker`; true when acknowledged as committed. */
+export type PutFn = (worker: number, key: string, value: Uint8Array) => Promise<boolean>;
+
+export interface PhaseResult {
+  concurrency: number;
+  seconds: number;
+  ops: number;
+  errors: number;
+  opsPerSec: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+  /** Fsyncs the leader did during the phase (when the system reports them). */
+  leaderFsyncs?: number;
+  /** Fsyncs summed over all members. */
+  totalFsyncs?: number;
+}
+
+export const VALUE_BYTES = 128;
+
+export async function runPhase(options: {
+  concurrency: number;
+  seconds: number;
+  keyPrefix: string;
+  put: PutFn;
+}): Promise<PhaseResult> {
+  const { concurrency, seconds, keyPrefix, put } = options;
+  const latencies: number[] = [];
+  let errors = 0;
+  const started = performance.now();
+  const end = started + seconds * 1000;
+
+  const worker = async (w: number) => {
+    const value = randomBytes(VALUE_BYTES);
+    for (let n = 0; performance.now() < end; n++) {
+      const t0 = performance.now();
+      const ok = await put(w, `${keyPrefix}/${w}/${n}`, value);
+      if (ok) latencies.push(performance.now() - t0);
+      else errors++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
+  const elapsed = (performance.now() - started) / 1000;
+
+  latencies.sort((a, b) => a - b);
+  return {
+    concurrency,
+    seconds: elapsed,
+    ops: latencies.length,
+    errors,
+    opsPerSec: latencies.length / elapsed,
+    p50: percentile(latencies, 0.5),
+    p95: percentile(latencies, 0.95),
+    p99: percentile(latencies, 0.99),
+    max: latencies.length > 0 ? latencies[latencies.length - 1] : 0,
+  };
+}
+
+/** Nearest-rank percentile of an ascending array (0 when empty). */
+export function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.ceil(q * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+export function formatPhase(label: string, r: PhaseResult): string {
+  const perFsync = r.leaderFsyncs ? (r.ops / r.leaderFsyncs).toFixed(1) : '-';
+  return (
+    `${label.padEnd(6)} c=${String(r.concurrency).padStart(3)}  ${r.opsPerSec.toFixed(0).padStart(6)} ops/s  ` +
+    `p50 ${r.p50.toFixed(2).padStart(6)}  p95 ${r.p95.toFixed(2).padStart(6)}  p99 ${r.p99.toFixed(2).padStart(6)}  ` +
+    `max ${r.max.toFixed(1).padStart(6)} ms  ops/fsync(leader) ${perFsync.padStart(5)}  ` +
+    `fsyncs(all) ${String(r.totalFsyncs ?? '-').padStart(6)}  errors ${r.errors}`
+  );
+}
