@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(mariadb-server mariadb-backup mariadb-client postgresql-15 postgresql-15-mysql-fdw iptables)
-# Optional tools used by benchmarks and config checks; installed when the package is available.
-optional_packages=(etcd-server prometheus)
+debian_packages=(mariadb-server mariadb-backup mariadb-client postgresql-15 postgresql-15-mysql-fdw iptables prometheus)
+# Optional: the etcd comparison of bench/raft-kv; installed when the package is available.
+optional_packages=(etcd-server)
 
 is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=(); missing_optional=()
