@@ -101,6 +101,12 @@ describe('register histories', () => {
   it('rejects an operation that returns before it is called', () => {
     expect(() => verdict([read(1, null, 3, 2)])).toThrow(RangeError);
   });
+
+  it('rejects a return time that is not a number (Infinity that went through JSON)', () => {
+    const fromJson = JSON.parse(JSON.stringify([unknownOutcome(write(1, 1, 0, 1))])) as RegisterOp[];
+    expect(fromJson[0].return).toBeNull();
+    expect(() => verdict(fromJson)).toThrow(/Infinity for an unknown outcome/);
+  });
 });
 
 type KvOp = Operation<KvInput, KvOutput>;

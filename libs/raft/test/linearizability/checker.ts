@@ -15,8 +15,11 @@ const STEPS_PER_TURN = 10_000;
 
 function assertWellFormed(ops: readonly Operation<unknown, unknown>[]): void {
   for (const op of ops) {
-    if (!(op.call <= op.return) || op.call === Infinity) {
-      throw new RangeError(`operation of client ${op.clientId} has call ${op.call} and return ${op.return}; need a finite call <= return`);
+    // Checked strictly: a history sent through JSON turns Infinity into null, which would
+    // otherwise compare as 0 and silently change the verdict.
+    const returnOk = Number.isFinite(op.return) || op.return === Infinity;
+    if (!Number.isFinite(op.call) || !returnOk || op.call > op.return) {
+      throw new RangeError(`operation of client ${op.clientId} has call ${op.call} and return ${op.return}; need a finite call <= return (Infinity for an unknown outcome)`);
     }
   }
 }
