@@ -123,8 +123,9 @@ export class MemoryStorage implements Storage {
   /** Synchronous persist, for the simulator and tests that drive the core by hand. */
   persistNow(update: PersistUpdate): void {
     // All or nothing, like one batch: a rejected update (e.g. entries leaving a gap after
-    // its snapshot) must not leave the snapshot applied. The fields are only ever
-    // replaced, never mutated in place, so keeping the old references is a full undo.
+    // its snapshot) must not leave the snapshot applied. The fields are replaced, never
+    // mutated in place, except by append's last step, after which nothing can throw; so
+    // keeping the old references is a full undo.
     const before = { snap: this.snap, ents: this.ents, hardState: this.hardState };
     try {
       if (update.snapshot) this.applySnapshot(update.snapshot);
@@ -167,7 +168,10 @@ export class MemoryStorage implements Storage {
     if (at > this.ents.length) {
       throw new UnavailableError(entries[0].index, this.lastIndex());
     }
-    this.ents = this.ents.slice(0, at).concat(entries);
+    // In place: copying the whole log on every persist made appends O(log length).
+    // Nothing below can throw, so persistNow's all-or-nothing undo stays valid.
+    if (at < this.ents.length) this.ents.length = at;
+    for (const e of entries) this.ents.push(e);
   }
 }
 
