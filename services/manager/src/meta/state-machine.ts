@@ -1,0 +1,54 @@
+// The metadata state machine as Raft sees it: decodes committed commands, applies them
+// with the one apply switch, and snapshots/restores the whole state as one image.
+//
+// State lives in memory; durability is the Raft log plus snapshots. After a restart the
+// driver restores the stored snapshot and re-applies the committed entries after it,
+// which is safe because apply is deterministic and has no side effects outside the state.
+
+import type { Entry, SnapshotMeta, StateMachine } from '@kcm/raft';
+import { decodeCommand, type Command } from './commands';
+import { applyCommand } from './fsm';
+import type { ApplyOutcome } from './outcome';
+import { restoreMeta, snapshotMeta } from './snapshot';
+import { emptyMetaState, type MetaState } from './state';
+
+export class MetaStateMachine implements StateMachine {
+  private meta: MetaState = emptyMetaState();
+  private applied = 0;
+
+  /** @param onApplied told of every applied command (after it took effect), e.g. to wake the job runner. */
+  constructor(private readonly onApplied: (cmd: Command, outcome: ApplyOutcome) => void = () => {}) {}
+
+  get state(): MetaState {
+    return this.meta;
+  }
+
+  apply(entries: Entry[]): unknown[] {
+    const results: unknown[] = [];
+    for (const entry of entries) {
+      let result: unknown = undefined;
+      if (entry.type === 'normal' && entry.data.byteLength > 0) {
+        const cmd = decodeCommand(entry.data);
+        const outcome = applyCommand(this.meta, cmd);
+        this.onApplied(cmd, outcome);
+        result = outcome;
+      }
+      this.applied = entry.index;
+      results.push(result);
+    }
+    return results;
+  }
+
+  snapshot(): Uint8Array {
+    return snapshotMeta(this.meta);
+  }
+
+  restore(data: Uint8Array, meta: SnapshotMeta): void {
+    this.meta = restoreMeta(data);
+    this.applied = meta.index;
+  }
+
+  appliedIndex(): number {
+    return this.applied;
+  }
+}
