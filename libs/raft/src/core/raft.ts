@@ -117,7 +117,11 @@ export class Raft {
 
   /** Queues `m` for the next Ready; `term` defaults to ours (PreVote/PreVoteResp set their own). */
   send(m: Omit<Message, 'from' | 'term'> & { term?: number }): void {
-    this.msgs.push({ ...m, from: this.id, term: m.term ?? this.term });
+    // Callers pass a fresh literal: fill it in rather than copy it (this is a hot path).
+    const msg = m as Message;
+    msg.from = this.id;
+    if (msg.term === undefined) msg.term = this.term;
+    this.msgs.push(msg);
   }
 
   // ---- roles ------------------------------------------------------------------------
@@ -195,7 +199,8 @@ export class Raft {
     this.log.append([{ term: this.term, index, type, data }]);
     this.uncommittedSize += data.byteLength;
     this.tracker.progress.get(this.id)?.maybeUpdate(index);
-    maybeCommit(this);
+    // Followers never hold more than we did, so only a single voter commits on its own append.
+    if (this.tracker.conf.voters.length === 1) maybeCommit(this);
     this.pendingBroadcast = true;
     return index;
   }
