@@ -4,20 +4,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
 import { failingScript } from '../../manager/test/gateway/fake-job-service';
+import { MACHINE_PARAS } from '../../manager/test/gateway/helpers';
 import { runKcm, startGateway, type LiveGateway } from './helpers';
 
-const MACHINE_PARAS = {
-  hostaddr: '127.0.2.1',
-  machine_type: 'storage',
-  port_range: '57000-57999',
-  rack_id: 'rack-1',
-  datadir: '/var/lib/kcm/data',
-  logdir: '/var/lib/kcm/log',
-  wal_log_dir: '/var/lib/kcm/wal',
-  comp_datadir: '/var/lib/kcm/comp',
-  total_mem: '4096',
-  total_cpu_cores: '4',
-};
 const FAST = ['--interval', '0.01'];
 
 let gateway: LiveGateway;

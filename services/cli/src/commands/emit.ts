@@ -11,11 +11,10 @@ import {
   connect,
   CONNECTION_OPTIONS,
   parseFlags,
-  printFailure,
   printResult,
+  reportReply,
   validateLocally,
   WAIT_OPTIONS,
-  writeJson,
   type Connection,
 } from './shared';
 
@@ -90,20 +89,10 @@ export async function sendJob(
 }
 
 function printReply(reply: ReplyEnvelope, io: CliIo, json: boolean): number {
-  if (json) {
-    writeJson(io, reply);
-    return reply.status === 'failed' ? EXIT.failed : EXIT.ok;
-  }
-  if (reply.status === 'failed') {
-    printFailure(reply, io);
-    return EXIT.failed;
-  }
-  if (reply.status === 'accept') {
-    io.stdout.write(`accepted: ${reply.job_type} job ${reply.job_id}\nfollow it with: kcm status ${reply.job_id} --wait\n`);
-    return EXIT.ok;
-  }
-  printResult(reply, io);
-  return EXIT.ok;
+  return reportReply(reply, io, json, () => {
+    if (reply.status === 'accept') io.stdout.write(`accepted: ${reply.job_type} job ${reply.job_id}\nfollow it with: kcm status ${reply.job_id} --wait\n`);
+    else printResult(reply, io);
+  });
 }
 
 export async function emitCommand(args: string[], io: CliIo): Promise<number> {

@@ -5,7 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { PROTOCOL_VERSION, errorEntryByCode, errorReply, parseRequest, type ReplyEnvelope, type RequestEnvelope, type AnyValidRequest, type KcmError } from '@kcm/protocol';
 import { createEmitClient, DEFAULT_URL, type EmitClient } from '../http-client';
-import { UsageError, type CliIo } from '../io';
+import { EXIT, UsageError, type CliIo } from '../io';
 import { renderAttachment } from '../tables';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -111,4 +111,21 @@ export function printFailure(reply: ReplyEnvelope, io: CliIo): void {
 /** A sync query's answer or a finished job's result, as readable text. */
 export function printResult(reply: ReplyEnvelope, io: CliIo): void {
   io.stdout.write(`${renderAttachment(reply.attachment)}\n`);
+}
+
+/**
+ * How every reply ends: with --json the envelope itself; a failure on stderr (exit 1);
+ * otherwise `printSuccess` says what happened (exit 0).
+ */
+export function reportReply(reply: ReplyEnvelope, io: CliIo, json: boolean, printSuccess: () => void): number {
+  if (json) {
+    writeJson(io, reply);
+    return reply.status === 'failed' ? EXIT.failed : EXIT.ok;
+  }
+  if (reply.status === 'failed') {
+    printFailure(reply, io);
+    return EXIT.failed;
+  }
+  printSuccess();
+  return EXIT.ok;
 }

@@ -5,23 +5,16 @@ import { EXIT, UsageError, type CliIo } from '../io';
 import { plainProgressView, statusLine, ttyProgressView } from '../progress';
 import { waitForJob, type WaitOutcome } from '../wait';
 import { statusHelp } from '../help';
-import { buildEnvelope, connect, CONNECTION_OPTIONS, parseFlags, printFailure, printResult, secondsFlag, WAIT_OPTIONS, writeJson, type Connection } from './shared';
+import { buildEnvelope, connect, CONNECTION_OPTIONS, parseFlags, printResult, reportReply, secondsFlag, WAIT_OPTIONS, writeJson, type Connection } from './shared';
 
 export const DEFAULT_INTERVAL_MS = 1000;
 
 /** Print a job's state (and its result when done); exit 0 unless it failed. */
 export function reportStatus(reply: ReplyEnvelope, io: CliIo, json: boolean): number {
-  if (json) {
-    writeJson(io, reply);
-    return reply.status === 'failed' ? EXIT.failed : EXIT.ok;
-  }
-  if (reply.status === 'failed') {
-    printFailure(reply, io);
-    return EXIT.failed;
-  }
-  io.stdout.write(`${statusLine(reply)}\n`);
-  if (reply.status === 'done') printResult(reply, io);
-  return EXIT.ok;
+  return reportReply(reply, io, json, () => {
+    io.stdout.write(`${statusLine(reply)}\n`);
+    if (reply.status === 'done') printResult(reply, io);
+  });
 }
 
 /** Follow a job with a progress bar (TTY) or plain lines, then report how it ended. */
@@ -46,17 +39,8 @@ function reportWaitOutcome(outcome: WaitOutcome, jobId: string, io: CliIo, json:
     io.stderr.write(`kcm: gave up waiting for job ${jobId} after ${timeoutMs / 1000}s; it may still finish (kcm status ${jobId} --wait)\n`);
     return EXIT.timedOut;
   }
-  const reply = outcome.reply;
-  if (json) {
-    writeJson(io, reply);
-    return reply.status === 'done' ? EXIT.ok : EXIT.failed;
-  }
-  if (reply.status === 'failed') {
-    printFailure(reply, io);
-    return EXIT.failed;
-  }
-  printResult(reply, io);
-  return EXIT.ok;
+  // The last status line is already shown; what is left is the result or the error.
+  return reportReply(outcome.reply, io, json, () => printResult(outcome.reply, io));
 }
 
 export async function statusCommand(args: string[], io: CliIo): Promise<number> {

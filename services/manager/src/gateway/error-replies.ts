@@ -5,8 +5,8 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { KcmError, errorReply } from '@kcm/protocol';
 import { asKcmError } from './emit-route';
+import { clip } from './request-log';
 
-const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}...` : text);
 
 /** A fastify (or thrown) error as the catalog error a client should see. */
 export function frameworkErrorToKcm(err: unknown, requestId: string, bodyLimitBytes: number): KcmError {
@@ -30,7 +30,7 @@ export function frameworkErrorToKcm(err: unknown, requestId: string, bodyLimitBy
   // anything else is ours and is masked.
   const status = fastifyError.statusCode ?? 500;
   if (status >= 400 && status < 500 && typeof fastifyError.message === 'string') {
-    return KcmError.of('BAD_JSON', clip(fastifyError.message));
+    return KcmError.of('BAD_JSON', clip(fastifyError.message, 200));
   }
   return asKcmError(err, requestId);
 }

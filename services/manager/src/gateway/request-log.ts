@@ -47,7 +47,7 @@ export function emitRecordOf(request: FastifyRequest): EmitRecord {
 }
 
 // A client controls these strings; keep log lines bounded whatever it sends.
-const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}...(${text.length} chars)` : text);
+export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}...(${text.length} chars)` : text);
 
 export function logEmit(request: FastifyRequest, reply: FastifyReply, record: EmitRecord, durationMs: number): void {
   const line = {

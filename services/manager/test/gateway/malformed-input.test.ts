@@ -102,8 +102,12 @@ describe('malformed bodies get the envelope', () => {
     expect(String(body.error_info)).toContain('paras.hostaddr');
   });
 
-  it('brackets inside strings do not count as nesting', () => {
+  it('brackets inside strings, escaped quotes and trailing backslashes do not confuse the depth scan', () => {
     expect(jsonNestingDepth('{"a":"[[[[{{{{\\"]]]","b":[1,{"c":2}]}')).toBe(3);
+    expect(jsonNestingDepth(String.raw`{"a":"ends with a backslash \\","b":[[1]]}`)).toBe(3);
+    expect(jsonNestingDepth(String.raw`{"a":"\\\"[[[[","b":{}}`)).toBe(2);
+    expect(jsonNestingDepth('{"a":"unterminated [[[[')).toBe(1);
+    expect(jsonNestingDepth('[[[[[[', 3)).toBe(4);
   });
 
   it('a null body is BAD_ENVELOPE (400)', async () => {
@@ -160,6 +164,33 @@ describe('non-Emit routes and raw HTTP get the envelope', () => {
     const response = await app.inject({ method: 'GET', url: '/HttpService/Emit' });
     expect(response.statusCode).toBe(404);
     expect(response.json().error_info).toContain('POST /HttpService/Emit');
+  });
+
+  it('a malformed URL is a 400 BAD_ENVELOPE envelope', async () => {
+    const { app } = testGateway();
+    const response = await app.inject({ method: 'GET', url: '/%zz' });
+    expect(response.statusCode).toBe(400);
+    expectEnvelope(response.json(), BAD_ENVELOPE);
+  });
+
+  it('a 10 MB chunked upload on a real socket is cut off with a 413 envelope', async () => {
+    const { app } = testGateway();
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const { port } = app.server.address() as AddressInfo;
+      const chunk = 'a'.repeat(64 * 1024);
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < 160; i++) controller.enqueue(new TextEncoder().encode(chunk));
+          controller.close();
+        },
+      });
+      const response = await fetch(`http://127.0.0.1:${port}/HttpService/Emit`, { method: 'POST', body, duplex: 'half' } as RequestInit);
+      expect(response.status).toBe(413);
+      expectEnvelope((await response.json()) as Record<string, unknown>, '1002');
+    } finally {
+      await app.close();
+    }
   });
 
   it('malformed HTTP on a real socket is answered with an envelope, and the server keeps serving', async () => {
