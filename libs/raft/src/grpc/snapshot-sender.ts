@@ -90,7 +90,7 @@ export class PeerSnapshotSender {
       header: {
         message: toProtoMessage({ ...m, snapshot: { meta: snapshot.meta, data: new Uint8Array(0) } }),
         totalSize: data.byteLength,
-        sha256: createHash('sha256').update(data).digest(),
+        sha256: await sha256InSlices(data),
       },
     };
     const backoff = this.options.backoff;
@@ -137,6 +137,18 @@ export class PeerSnapshotSender {
       call.close();
     }
   }
+}
+
+const HASH_SLICE_BYTES = 4 * 1024 * 1024;
+
+/** SHA-256 of a possibly huge image, yielding to the event loop between slices (ticks and heartbeats go on). */
+async function sha256InSlices(data: Uint8Array): Promise<Buffer> {
+  const hash = createHash('sha256');
+  for (let offset = 0; offset < data.byteLength; offset += HASH_SLICE_BYTES) {
+    hash.update(data.subarray(offset, offset + HASH_SLICE_BYTES));
+    if (offset + HASH_SLICE_BYTES < data.byteLength) await new Promise((r) => setImmediate(r));
+  }
+  return hash.digest();
 }
 
 /** The bidi call as awaitable steps: write with backpressure, read acks, fail on break or stall. */

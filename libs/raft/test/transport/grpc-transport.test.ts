@@ -131,6 +131,20 @@ describe('GrpcTransport', () => {
     expect(seqs(b.received)).toEqual(range(16, 25));
   });
 
+  it('follows a peer to its new address after setPeers', async () => {
+    const [a, b] = track(await startGroup(['a', 'b']));
+    a.transport.send([heartbeat('a', 'b', 1)]);
+    await waitFor('the first message', () => b.received.length === 1);
+    const address = loopbackBlock();
+    const moved = track([new Recorder(new GrpcTransport({ id: 'b', listen: `${address(9)}:0`, peers: {} }))])[0];
+    await moved.transport.start();
+    a.transport.setPeers({ b: moved.transport.address() });
+    a.transport.send([heartbeat('a', 'b', 2)]);
+    await waitFor('the message at the new address', () => moved.received.length === 1);
+    expect(seqs(moved.received)).toEqual([2]);
+    expect(b.received).toHaveLength(1);
+  });
+
   it('ignores messages addressed to another member (a stale address book)', async () => {
     const [a, b] = track(await startGroup(['a', 'b']));
     a.transport.setPeers({ b: b.transport.address(), c: b.transport.address() }); // c's entry is wrong
