@@ -10,7 +10,7 @@
 import type { CheckOptions, CheckResult, Model, Operation, PartitionReport, Verdict } from './model';
 import { LinearizationSearch } from './search';
 
-/** Steps each unfinished partition gets per turn; the clock is read once per turn. */
+/** Steps an unfinished partition gets per turn (some milliseconds); the clock is read after each turn. */
 const STEPS_PER_TURN = 10_000;
 
 function assertWellFormed(ops: readonly Operation<unknown, unknown>[]): void {
@@ -45,16 +45,18 @@ export function checkOperations<S, I, O>(
   let unfinished = searches.filter((search) => search.status === 'running');
   let illegalFound = false;
   let timedOut = false;
-  while (unfinished.length > 0) {
+  rounds: while (unfinished.length > 0) {
     for (const search of unfinished) {
-      if (search.run(STEPS_PER_TURN) === 'illegal') illegalFound = true;
+      if (search.run(STEPS_PER_TURN) === 'illegal') {
+        illegalFound = true;
+        if (!options.exploreAllPartitions) break rounds;
+      }
+      if (search.status === 'running' && Date.now() >= deadline) {
+        timedOut = true;
+        break rounds;
+      }
     }
     unfinished = unfinished.filter((search) => search.status === 'running');
-    if (illegalFound && !options.exploreAllPartitions) break;
-    if (unfinished.length > 0 && Date.now() >= deadline) {
-      timedOut = true;
-      break;
-    }
   }
 
   const reports = searches.map((search, index): PartitionReport<I, O> => {

@@ -47,6 +47,11 @@ export class ConfigurationMemo<S> {
     private readonly stateEqual: (a: S, b: S) => boolean,
   ) {}
 
+  /** Forget everything (frees the memory once a search is decided). */
+  clear(): void {
+    this.buckets.clear();
+  }
+
   /**
    * Record (linearized, state); returns false if it was already recorded, i.e. the search
    * has been here before and must not descend again.

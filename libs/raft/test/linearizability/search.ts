@@ -113,6 +113,7 @@ export class LinearizationSearch<S, I, O> {
         else this.entry = list.next[entry];
       }
     }
+    if (this.status !== 'running') memo.clear();
     return this.status;
   }
 
