@@ -1,11 +1,15 @@
 // The agent's gRPC server: binds <hostaddr>:<port> and routes each rpc to its capability.
 // The agent knows nothing of clusters; it executes commands on this host.
 
+import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@kcm/common';
 import { AgentService, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from './agent-proto';
 import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
 import { prepareDirs } from './capabilities/prepare-dirs';
+import { capabilityModules } from './capabilities/index';
+import type { AgentContext } from './capability';
+import { OpLedger } from './ops/op-ledger';
 
 export const AGENT_VERSION = '0.1.0';
 
@@ -14,6 +18,8 @@ export interface AgentOptions {
   port: number;
   logger: Logger;
   engines?: EnginePaths;
+  /** The agent's own state directory; default /var/lib/kcm/agent-<hostaddr>. */
+  stateDir?: string;
 }
 
 export interface RunningAgent {
@@ -23,7 +29,7 @@ export interface RunningAgent {
 }
 
 /** Adapts an async capability to a grpc unary handler; failures become INTERNAL with the reason. */
-function unary<Req, Res>(logger: Logger, name: string, run: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
+export function unary<Req, Res>(logger: Logger, name: string, run: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
     run(call.request).then(
       (reply) => callback(null, reply),
@@ -38,6 +44,8 @@ function unary<Req, Res>(logger: Logger, name: string, run: (req: Req) => Promis
 export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const startedAt = Date.now();
   const engines = opts.engines ?? debianEnginePaths;
+  const stateDir = opts.stateDir ?? path.join('/var/lib/kcm', `agent-${opts.hostaddr}`);
+  const ctx: AgentContext = { hostaddr: opts.hostaddr, logger: opts.logger, engines, stateDir, ops: new OpLedger(path.join(stateDir, 'ops')) };
   const server = new grpc.Server();
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => ({
@@ -53,6 +61,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
       return reply;
     }),
   });
+  for (const module of capabilityModules) module.register(server, ctx);
   const bindAddress = `${opts.hostaddr.includes(':') ? `[${opts.hostaddr}]` : opts.hostaddr}:${opts.port}`;
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(bindAddress, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));

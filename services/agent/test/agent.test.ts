@@ -12,7 +12,7 @@ describe('agent over gRPC', () => {
 
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-agent-'));
-    agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger() });
+    agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger(), stateDir: path.join(tmp, 'agent-state') });
     client = new AgentClient(agent.address);
   });
 

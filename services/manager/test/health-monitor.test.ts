@@ -1,9 +1,14 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { AgentClient, startAgent } from '@kcm/agent';
 import { CommandKind } from '../src/meta/commands';
 import { HealthMonitor } from '../src/health-monitor';
 import { LocalStore, until } from './helpers/local-store';
+
+const stateDir = () => path.join(mkdtempSync(path.join(os.tmpdir(), 'kcm-health-')), 'agent');
 
 async function registered(store: LocalStore, hostaddr: string) {
   await store.propose({
@@ -14,7 +19,7 @@ async function registered(store: LocalStore, hostaddr: string) {
 
 describe('health monitor', () => {
   it('marks a machine dead after its agent is silent for deadAfterMs, and running again when it answers', async () => {
-    const first = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger() });
+    const first = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger(), stateDir: stateDir() });
     const port = Number(first.address.split(':')[1]);
     const store = new LocalStore();
     await registered(store, '127.0.0.1');
@@ -28,14 +33,14 @@ describe('health monitor', () => {
     expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(400);
     expect(store.s.machines['127.0.0.1/storage'].nodeStatsSetBy).toBe('health');
 
-    const second = await startAgent({ hostaddr: '127.0.0.1', port, logger: silentLogger() });
+    const second = await startAgent({ hostaddr: '127.0.0.1', port, logger: silentLogger(), stateDir: stateDir() });
     await until(() => store.s.machines['127.0.0.1/storage'].nodeStats === 'running', 5000);
     monitor.stop();
     await second.stop();
   });
 
   it('never revives a machine an operator set dead', async () => {
-    const agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger() });
+    const agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger(), stateDir: stateDir() });
     const store = new LocalStore();
     await registered(store, '127.0.0.1');
     await store.propose({ kind: CommandKind.MachineStatusSet, at: 0, hostaddr: '127.0.0.1', nodeStats: 'dead', reason: 'operator' });

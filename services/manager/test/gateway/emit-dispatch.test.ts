@@ -101,4 +101,13 @@ describe('errors from the job service', () => {
     expect(JSON.stringify(logged)).toContain('/secret/path');
     expect(logged?.request_id).toBe('req-internal-1');
   });
+
+  it('an attachment that cannot be serialised becomes an INTERNAL envelope, not a broken reply', async () => {
+    const { app, service, registry } = testGateway();
+    service.queryAnswers.get_meta_mode = { mode: BigInt(1) } as unknown as Record<string, unknown>;
+    const { status, body } = await emit(app, envelope('get_meta_mode'));
+    expect(status).toBe(500);
+    expect(body).toMatchObject({ status: 'failed', error_code: '5000', job_type: 'get_meta_mode' });
+    expect(await registry.metrics()).toContain('kcm_emit_requests_total{job_type="get_meta_mode",outcome="internal"} 1');
+  });
 });

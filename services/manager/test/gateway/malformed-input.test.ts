@@ -40,6 +40,14 @@ describe('malformed bodies get the envelope', () => {
     expectEnvelope(body, BAD_JSON);
   });
 
+  it('a POST with no body and no content type is BAD_JSON', async () => {
+    const { app } = testGateway();
+    const response = await app.inject({ method: 'POST', url: '/HttpService/Emit' });
+    expect(response.statusCode).toBe(400);
+    expectEnvelope(response.json(), BAD_JSON);
+    expect(response.json().error_info).toBe('body is empty; send a JSON request envelope');
+  });
+
   it('JSON sent as application/x-www-form-urlencoded (curl -d) is parsed as JSON', async () => {
     const { app, service } = testGateway();
     const { status, body } = await emit(app, envelope('create_machine', MACHINE_PARAS), { 'content-type': 'application/x-www-form-urlencoded' });

@@ -26,7 +26,7 @@ describe('machine jobs against a real agent', () => {
 
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-machines-'));
-    agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger() });
+    agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger(), stateDir: path.join(tmp, 'agent-state') });
     store = new LocalStore();
     // Every host's agent port is the same in production; here the one live agent has a
     // random port, and the "dead" host points at a port nobody listens on.

@@ -1,0 +1,22 @@
+// What a capability module gets from the agent, and how it plugs into the gRPC server.
+// Each capability family has its own .proto service and module; server.ts registers every
+// module listed in capabilities/index.ts.
+
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from '@kcm/common';
+import type { EnginePaths } from './capabilities/host-facts';
+import type { OpLedger } from './ops/op-ledger';
+
+export interface AgentContext {
+  hostaddr: string;
+  logger: Logger;
+  engines: EnginePaths;
+  /** The agent's own state (op ledger, instance registry); survives agent restarts. */
+  stateDir: string;
+  ops: OpLedger;
+}
+
+export interface CapabilityModule {
+  name: string;
+  register(server: grpc.Server, ctx: AgentContext): void;
+}
