@@ -129,21 +129,31 @@ class MessageWriter extends WireWriter {
     return this.sizes[this.next++];
   }
 
-  private optVarint(tag: number, v: number | undefined): void {
+  /** Tag and value; nothing when the value is absent. */
+  private varintField(tag: number, v: number | undefined): void {
     if (v === undefined) return;
     this.varint(tag);
     this.varint(v);
   }
 
   private str(tag: number, s: string): void {
+    this.bytesField(tag, utf8(s));
+  }
+
+  private bytesField(tag: number, data: Uint8Array): void {
     this.varint(tag);
-    this.bytes(utf8(s));
+    this.bytes(data);
+  }
+
+  /** Starts a nested message: its tag and the length computed by the sizing pass. */
+  private nestedHeader(tag: number): void {
+    this.varint(tag);
+    this.varint(this.nestedSize());
   }
 
   /** One element of MessageBatch.messages: tag, length, body. */
   batchElement(m: Message): void {
-    this.varint(T.batchMessage);
-    this.varint(this.nestedSize());
+    this.nestedHeader(T.batchMessage);
     this.message(m);
   }
 
@@ -152,49 +162,34 @@ class MessageWriter extends WireWriter {
     this.varint(messageTypeNumber(m.type));
     this.str(T.from, m.from);
     this.str(T.to, m.to);
-    if (m.term !== 0) this.optVarint(T.term, m.term);
-    this.optVarint(T.logTerm, m.logTerm);
-    this.optVarint(T.index, m.index);
+    if (m.term !== 0) this.varintField(T.term, m.term);
+    this.varintField(T.logTerm, m.logTerm);
+    this.varintField(T.index, m.index);
     if (m.entries !== undefined) for (const e of m.entries) this.entry(e);
-    this.optVarint(T.commit, m.commit);
-    if (m.reject !== undefined) this.optVarint(T.reject, m.reject ? 1 : 0);
-    this.optVarint(T.rejectHint, m.rejectHint);
+    this.varintField(T.commit, m.commit);
+    if (m.reject !== undefined) this.varintField(T.reject, m.reject ? 1 : 0);
+    this.varintField(T.rejectHint, m.rejectHint);
     if (m.snapshot !== undefined) this.snapshot(m.snapshot);
-    if (m.context !== undefined) {
-      this.varint(T.context);
-      this.bytes(m.context);
-    }
+    if (m.context !== undefined) this.bytesField(T.context, m.context);
   }
 
   private entry(e: Entry): void {
-    this.varint(T.entry);
-    this.varint(this.nestedSize());
-    this.varint(T.entryTerm);
-    this.varint(e.term);
-    this.varint(T.entryIndex);
-    this.varint(e.index);
-    if (e.type === 'conf') this.optVarint(T.entryType, ENTRY_CONF);
-    if (e.data.byteLength > 0) {
-      this.varint(T.entryData);
-      this.bytes(e.data);
-    }
+    this.nestedHeader(T.entry);
+    this.varintField(T.entryTerm, e.term);
+    this.varintField(T.entryIndex, e.index);
+    if (e.type === 'conf') this.varintField(T.entryType, ENTRY_CONF);
+    if (e.data.byteLength > 0) this.bytesField(T.entryData, e.data);
   }
 
   private snapshot(s: Snapshot): void {
-    this.varint(T.snapshot);
-    this.varint(this.nestedSize());
-    this.varint(T.snapMeta);
-    this.varint(this.nestedSize());
-    this.optVarint(T.metaIndex, s.meta.index);
-    this.optVarint(T.metaTerm, s.meta.term);
-    this.varint(T.metaConf);
-    this.varint(this.nestedSize());
+    this.nestedHeader(T.snapshot);
+    this.nestedHeader(T.snapMeta);
+    this.varintField(T.metaIndex, s.meta.index);
+    this.varintField(T.metaTerm, s.meta.term);
+    this.nestedHeader(T.metaConf);
     for (const v of s.meta.conf.voters) this.str(T.voter, v);
     for (const l of s.meta.conf.learners) this.str(T.learner, l);
-    if (s.data.byteLength > 0) {
-      this.varint(T.snapData);
-      this.bytes(s.data);
-    }
+    if (s.data.byteLength > 0) this.bytesField(T.snapData, s.data);
   }
 }
 
