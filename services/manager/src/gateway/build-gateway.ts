@@ -8,7 +8,7 @@ import type { JobService } from './job-service';
 import { bearerCheck, type AuthConfig } from './auth';
 import { registerJsonBodyParser } from './json-body';
 import { createEmitMetrics } from './metrics';
-import { REQUEST_ID_HEADER, emitRecordOf, logEmit, recordEmit, requestIdFor } from './request-log';
+import { REQUEST_ID_HEADER, emitRecordOf, findEmitRecord, logEmit, recordEmit, requestIdFor } from './request-log';
 import { answerEmit, echoFields, errorAnswer } from './emit-route';
 import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-replies';
 
@@ -58,7 +58,9 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   app.setErrorHandler((err, request, reply) => {
     const kcmError = frameworkErrorToKcm(err, String(request.id), bodyLimitBytes);
     if (kcmError.errorName === 'INTERNAL') request.log.error({ err }, 'unexpected gateway error');
-    const answer = errorAnswer(kcmError, '', '');
+    // A failure after the route answered (e.g. an attachment that cannot be serialised) keeps the job type it knew.
+    const known = findEmitRecord(request);
+    const answer = errorAnswer(kcmError, known?.sentJobType ?? '', known?.jobId ?? '');
     recordEmit(request, answer.record);
     void reply.code(answer.httpStatus).send(answer.reply);
   });

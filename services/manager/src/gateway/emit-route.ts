@@ -75,6 +75,8 @@ export async function answerEmit(
   requestId: string,
   onInternal: (err: unknown) => void,
 ): Promise<EmitAnswer> {
+  // No body at all (no Content-Type, no length) never reaches the JSON parser.
+  if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
   const parsed = parseRequest(body);
   const echo = echoFields(body);
   if (!parsed.ok) return errorAnswer(parsed.error, echo.sentJobType, echo.jobId);

@@ -33,6 +33,12 @@ export function recordEmit(request: FastifyRequest, record: EmitRecord): void {
   records.set(request, record);
 }
 
+/** What the request recorded so far, if anything. */
+export function findEmitRecord(request: FastifyRequest): EmitRecord | undefined {
+  return records.get(request);
+}
+
+/** The request's record; a request that recorded nothing counts as an internal failure. */
 export function emitRecordOf(request: FastifyRequest): EmitRecord {
   return (
     records.get(request) ?? {
