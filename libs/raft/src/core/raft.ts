@@ -372,7 +372,9 @@ export class Raft {
       this.stepDownAfterRemoval();
       return;
     }
-    if (maybeCommit(this)) this.pendingBroadcast = true;
+    // The quorum may have shrunk (commit moves) and a new member waits for its first App.
+    maybeCommit(this);
+    this.pendingBroadcast = true;
   }
 
   /** Progress for every member of the configuration, and for no one else. */
