@@ -135,8 +135,10 @@ export class GrpcTransport implements Transport {
       if (m.to === this.id) continue;
       const link = this.linkFor(m.to);
       if (!link) {
+        // No address yet (a member added before setPeers caught up): the core should probe it.
         this.counters.messagesToUnknownPeers++;
-        if (m.type === 'Snap') queueMicrotask(() => this.snapshotStatusHandler(m.to, false));
+        if (m.type === 'Snap') this.reportSnapshotStatus(m.to, false);
+        else this.reportUnreachable(m.to, 'no address for this peer');
         continue;
       }
       if (m.type === 'Snap') {

@@ -1,3 +1,4 @@
+import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/types';
 import { GrpcTransport } from '../../src/grpc-transport';
@@ -189,5 +190,34 @@ describe('GrpcTransport with a slow peer', () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe('GrpcTransport robustness', () => {
+  it('reports a peer with no address as unreachable instead of queueing for it', async () => {
+    const [a] = track(await startGroup(['a']));
+    a.transport.send([heartbeat('a', 'stranger', 1)]);
+    await waitFor('an unreachable report', () => a.unreachable.includes('stranger'));
+    expect(a.transport.stats().messagesToUnknownPeers).toBe(1);
+  });
+
+  it('drops a stream that sends a malformed batch, and keeps serving other senders', async () => {
+    const [a, b] = track(await startGroup(['a', 'b']));
+    const raw = new grpc.Client(b.transport.address(), grpc.credentials.createInsecure());
+    try {
+      const failed = new Promise<grpc.ServiceError | null>((resolve) => {
+        const call = raw.makeClientStreamRequest<Buffer, Buffer>(
+          '/kcm.raft.v1.Raft/SendMessages', (buf) => buf, (buf) => buf, (err) => resolve(err),
+        );
+        call.write(Buffer.from([0x0a, 0x05, 0x08, 0xff])); // a message claiming 5 bytes, holding 2
+        call.end();
+      });
+      expect((await failed)?.code).toBe(grpc.status.INTERNAL);
+    } finally {
+      raw.close();
+    }
+    a.transport.send([heartbeat('a', 'b', 1)]);
+    await waitFor('a good message after the bad stream', () => b.received.length === 1);
+    expect(b.received).toEqual([heartbeat('a', 'b', 1)]);
   });
 });
