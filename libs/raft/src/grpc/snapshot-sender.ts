@@ -57,7 +57,14 @@ export class PeerSnapshotSender {
     if (!this.running) void this.run();
   }
 
+  /**
+   * Abandons the transfer in progress and the queued one, reporting each as failed so
+   * the core sends a fresh snapshot later (the transport drops these reports once stopped).
+   */
   close(): void {
+    if (this.abort.signal.aborted) return;
+    if (this.running) this.options.onStatus(false);
+    if (this.pending) this.options.onStatus(false);
     this.pending = undefined;
     this.abort.abort();
   }
@@ -101,6 +108,7 @@ export class PeerSnapshotSender {
         return { ...record, ok: true };
       }
       if (result.kind === 'rejected') return { ...record, error: result.error };
+      if (this.abort.signal.aborted) break;
       this.options.onUnreachable(`snapshot stream: ${result.error}`);
       if (attempt >= this.options.maxAttempts) return { ...record, error: result.error };
       await cancellableDelay(backoff.next(), this.abort.signal);

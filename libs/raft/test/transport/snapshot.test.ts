@@ -79,6 +79,27 @@ describe('snapshot streaming', () => {
     expect(sha256(b.received[0].snapshot!.data)).toBe(sha256(image));
   });
 
+  it('reports a transfer cut short by the peer leaving the address book as failed', async () => {
+    const address = loopbackBlock();
+    const b = new Recorder(new GrpcTransport({ id: 'b', listen: `${address(2)}:0`, peers: {} }));
+    running.push(b.transport);
+    await b.transport.start();
+    const proxy = new TcpProxy(address(3), { host: address(2), port: Number(b.transport.address().split(':').pop()) });
+    running.push({ stop: () => proxy.close() });
+    await proxy.listen();
+    proxy.pause(); // b reads nothing: the transfer stays in flight
+    const a = new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address } }));
+    running.push(a.transport);
+    await a.transport.start();
+    a.transport.send([snapMessage('a', 'b', new Uint8Array(4 * 1024 * 1024))]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(a.snapshotStatus).toEqual([]);
+    a.transport.setPeers({});
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: false }]);
+    expect(b.received).toHaveLength(0);
+  });
+
   it('refuses a snapshot whose checksum does not match, and delivers nothing', async () => {
     const [b] = await startGroup(['b']);
     running.push(b.transport);
