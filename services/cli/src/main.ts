@@ -50,5 +50,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  // Ctrl-C while a progress bar is drawn: end its line so the shell prompt starts clean.
+  // The job itself keeps running on the managers.
+  process.once('SIGINT', () => {
+    if (process.stdout.isTTY) process.stdout.write('\n');
+    process.exit(130);
+  });
   process.exitCode = await main(process.argv.slice(2), processIo());
 }

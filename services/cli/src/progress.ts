@@ -106,7 +106,8 @@ export function ttyProgressView(out: CliOutput): ProgressView {
     const p = progressOf(reply.attachment);
     const fraction = reply.status === 'done' ? 1 : p ? fractionDone(p) : undefined;
     let line = `${progressBar(fraction)} ${statusLine(reply)}`;
-    const columns = out.columns ?? 100;
+    // A pseudo-terminal without a size reports 0 columns; assume a common width then.
+    const columns = out.columns !== undefined && out.columns >= 40 ? out.columns : 100;
     if (line.length > columns - 1) line = line.slice(0, columns - 2) + '…';
     out.write(clearLine + line);
   };

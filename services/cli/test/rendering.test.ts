@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeProgress, fractionDone, progressOf } from '../src/progress';
+import { describeProgress, fractionDone, progressOf, ttyProgressView } from '../src/progress';
 import { displayWidth, renderAttachment, renderTable } from '../src/tables';
 
 describe('tables', () => {
@@ -69,5 +69,16 @@ describe('progress', () => {
     expect(fractionDone({ stepName: 'x' })).toBeUndefined();
     expect(progressOf({ result: 1 })).toBeUndefined();
     expect(progressOf(null)).toBeUndefined();
+  });
+
+  it('a terminal bar is cut to the terminal width, and a terminal reporting no width gets a usable default', () => {
+    const reply = { version: '1.0', error_code: '0', error_info: '', status: 'ongoing' as const, job_id: '7', job_type: 'create_cluster', attachment: { progress: { step: 1, steps: 2, step_name: 'x'.repeat(200) } } };
+    for (const [columns, width] of [[60, 59], [0, 99], [undefined, 99]] as const) {
+      let written = '';
+      ttyProgressView({ write: (t: string) => (written += t), isTTY: true, columns }).update(reply);
+      const line = written.replace('\r\x1b[2K', '');
+      expect(line.length).toBe(width);
+      expect(line.endsWith('…')).toBe(true);
+    }
   });
 });
