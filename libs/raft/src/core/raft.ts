@@ -5,15 +5,14 @@
 // Role behaviour is swapped, not branched: becoming a role installs that role's step and
 // tick functions (stepLeader/stepCandidate/stepFollower in their own files).
 
-import { applyConfChangeTo, confChangeProblem, decodeConfEntry } from './confchange';
 import { RaftLog, payloadBytes } from './log';
+import { confAfterEntry } from './membership';
 import { ReadIndexBatcher } from './read-only';
-import { sendAppend, sendTimeoutNow } from './replication';
 import { stepCandidate, stepFollower } from './step-follower';
 import { maybeCommit, stepLeader } from './step-leader';
 import type { LogReader } from './storage';
 import { ProgressTracker } from './tracker';
-import type { ConfState, Entry, Message, NodeId, RaftConfig, ReadState, Role } from './types';
+import type { Entry, Message, NodeId, RaftConfig, ReadState, Role } from './types';
 
 export type StepFn = (r: Raft, m: Message) => void;
 
@@ -102,15 +101,8 @@ export class Raft {
     const first = this.log.firstIndex();
     if (this.log.applied < first) return;
     for (const e of this.log.slice(first, this.log.applied + 1, Number.MAX_SAFE_INTEGER)) {
-      if (e.type === 'conf') this.tracker.conf = this.nextConf(e) ?? this.tracker.conf;
+      if (e.type === 'conf') this.tracker.conf = confAfterEntry(this.tracker.conf, e) ?? this.tracker.conf;
     }
-  }
-
-  /** The configuration after conf entry `e`, or null if it changes nothing here. */
-  private nextConf(e: Entry): ConfState | null {
-    const { cc, confAfter } = decodeConfEntry(e.data);
-    if (confAfter) return confAfter;
-    return confChangeProblem(this.tracker.conf, cc) === null ? applyConfChangeTo(this.tracker.conf, cc) : null;
   }
 
   // ---- sending ----------------------------------------------------------------------
@@ -355,64 +347,6 @@ export class Raft {
     } else {
       this.send({ type: respType, to: m.from, reject: true });
     }
-  }
-
-  // ---- membership -------------------------------------------------------------------
-
-  /** Applies a committed conf entry (called as it is handed out for apply). */
-  applyConfEntry(e: Entry): void {
-    const next = this.nextConf(e);
-    if (next === null) return;
-    const wasVoter = this.tracker.isVoter(this.id);
-    this.tracker.conf = next;
-    this.syncProgressWithConf();
-    if (this.leadTransferee !== null && !this.tracker.isVoter(this.leadTransferee)) this.leadTransferee = null;
-    if (this.role !== 'leader') return;
-    if (wasVoter && !this.tracker.isMember(this.id)) {
-      this.stepDownAfterRemoval();
-      return;
-    }
-    // The quorum may have shrunk (commit moves) and a new member waits for its first App.
-    maybeCommit(this);
-    this.pendingBroadcast = true;
-  }
-
-  /** Progress for every member of the configuration, and for no one else. */
-  private syncProgressWithConf(): void {
-    const prs = this.tracker.progress;
-    const { voters, learners } = this.tracker.conf;
-    for (const id of prs.keys()) if (!this.tracker.isMember(id)) prs.delete(id);
-    const ensure = (id: NodeId, isLearner: boolean) => {
-      const pr = prs.get(id);
-      if (pr) {
-        pr.isLearner = isLearner;
-        return;
-      }
-      const added = this.tracker.newProgress(this.log.lastIndex() + 1, isLearner);
-      // Counted as active so check-quorum does not trip before it had a chance to answer.
-      added.recentActive = true;
-      prs.set(id, added);
-    };
-    for (const id of voters) ensure(id, false);
-    for (const id of learners) ensure(id, true);
-  }
-
-  /** A leader that removed itself hands off to the most up-to-date voter, then steps down. */
-  private stepDownAfterRemoval(): void {
-    let best: NodeId | null = null;
-    let bestMatch = -1;
-    for (const id of this.tracker.conf.voters) {
-      const match = this.tracker.progress.get(id)?.match ?? 0;
-      if (match > bestMatch) {
-        best = id;
-        bestMatch = match;
-      }
-    }
-    if (best !== null) {
-      if (bestMatch < this.log.lastIndex()) sendAppend(this, best, false);
-      sendTimeoutNow(this, best);
-    }
-    this.becomeFollower(this.term, null);
   }
 
   /** Leader: payload of applied entries no longer counts toward the uncommitted cap. */

@@ -1,6 +1,7 @@
 // Building a Ready from the core's state, and recording what a Ready handed out, so the
 // same work is never handed out twice (etcd's RawNode.readyWithoutAccept/acceptReady).
 
+import { applyConfEntry } from './membership';
 import type { Raft } from './raft';
 import { flushBroadcast } from './replication';
 import type { HardState, Ready, SoftState } from './types';
@@ -82,7 +83,7 @@ export function advanceReady(r: Raft, rd: Ready): void {
     for (const e of committed) {
       // Membership takes effect as its entry is applied (etcd's model); status().conf
       // is therefore the configuration as of the last applied entry.
-      if (e.type === 'conf') r.applyConfEntry(e);
+      if (e.type === 'conf') applyConfEntry(r, e);
     }
     log.appliedTo(committed[committed.length - 1].index);
     r.reduceUncommittedSize(committed);
