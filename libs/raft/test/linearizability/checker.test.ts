@@ -98,6 +98,17 @@ describe('register histories', () => {
     expect(text).toContain('read -> 1');
   });
 
+  it('checks a long history (30 000 operations) and finds one stale read near its end', () => {
+    // Each round: client 0 writes i while clients 1 and 2 read, seeing the old and the new value.
+    const ops: RegisterOp[] = [];
+    for (let i = 0, t = 0; ops.length < 30_000; i++, t += 4) {
+      ops.push(write(0, i, t, t + 2), read(1, i === 0 ? null : i - 1, t + 1, t + 3), read(2, i, t + 1, t + 3));
+    }
+    expect(verdict(ops)).toBe('ok');
+    const last = ops[ops.length - 1];
+    expect(verdict([...ops, read(3, 5, last.return + 1, last.return + 2)])).toBe('illegal');
+  });
+
   it('rejects an operation that returns before it is called', () => {
     expect(() => verdict([read(1, null, 3, 2)])).toThrow(RangeError);
   });

@@ -64,7 +64,7 @@ export class ConfigurationMemo<S> {
       return true;
     }
     for (const seen of bucket) {
-      if (linearized.equalsWords(seen.linearized) && this.stateEqual(seen.state, state)) return false;
+      if (linearized.matches(seen.linearized) && this.stateEqual(seen.state, state)) return false;
     }
     bucket.push({ linearized: linearized.snapshot(), state });
     return true;

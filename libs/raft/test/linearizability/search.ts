@@ -42,10 +42,15 @@ export class LinearizationSearch<S, I, O> {
   private readonly longest: number[] = [];
   private unchangedBelow = 0;
 
+  private readonly ops: readonly Operation<I, O>[];
+
   constructor(
     private readonly model: Model<S, I, O>,
-    private readonly ops: readonly Operation<I, O>[],
+    history: readonly Operation<I, O>[],
   ) {
+    // Numbered in call order, so linearized sets are dense at the bottom (see Bitset).
+    const ops = [...history].sort((a, b) => a.call - b.call);
+    this.ops = ops;
     this.list = new EntryList(ops);
     this.stateEqual = model.equal?.bind(model) ?? ((a: S, b: S) => a === b);
     this.memo = new ConfigurationMemo<S>(makeStateHasher(model.hash?.bind(model)), this.stateEqual);
@@ -69,7 +74,7 @@ export class LinearizationSearch<S, I, O> {
   candidatesAfterLongestPrefix(): Operation<I, O>[] {
     const done = new Set(this.longest);
     const rest = this.ops.filter((_, i) => !done.has(i));
-    const firstReturn = Math.min(...rest.map((op) => op.return));
+    const firstReturn = rest.reduce((first, op) => Math.min(first, op.return), Infinity);
     return rest.filter((op) => op.call <= firstReturn);
   }
 
