@@ -30,8 +30,12 @@ export function hasReady(r: Raft, prevSoft: SoftState, prevHard: HardState): boo
     r.log.unstable.hasNextEntries() ||
     r.log.unstable.nextSnapshot() !== undefined ||
     r.log.hasNextCommittedEntries() ||
-    !sameSoftState(softStateOf(r), prevSoft) ||
-    !sameHardState(hardStateOf(r), prevHard)
+    // Compared field by field: hasReady is polled often and should not allocate.
+    r.lead !== prevSoft.leader ||
+    r.role !== prevSoft.role ||
+    r.term !== prevHard.term ||
+    r.vote !== prevHard.vote ||
+    r.log.committed !== prevHard.commit
   );
 }
 

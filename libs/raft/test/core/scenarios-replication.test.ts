@@ -66,6 +66,20 @@ describe('flow control', () => {
     expect(net.takeMessages(isApp('b')).length).toBe(2);
   });
 
+  it('a follower whose whole pipelined window was lost is found out by the next heartbeat and repaired. Reference: etcd tracker/progress.go MsgAppFlowPaused', () => {
+    const net = replicatingGroup({ maxInflightMsgs: 2 });
+    net.filter = (m) => !(m.type === 'App' && m.to === 'b'); // every App to b vanishes
+    for (let i = 0; i < 6; i++) net.propose('a', `v${i}`);
+    net.stabilize();
+    expect(net.raw('a').status().progress!.b).toMatchObject({ state: 'replicate', inflight: 2 });
+    net.filter = null;
+    for (let i = 0; i < 3; i++) {
+      net.tickAll();
+      net.stabilize();
+    }
+    expect(net.appliedData('b')).toEqual(['v0', 'v1', 'v2', 'v3', 'v4', 'v5']);
+  });
+
   it('a follower in probe state gets one App per heartbeat interval until it answers. Reference: etcd tracker/progress.go StateProbe', () => {
     const net = new Network(ABC);
     net.elect('a');
