@@ -14,7 +14,7 @@ import { formatReport } from './report';
 
 function checkAndExplain<S, I, O>(model: Model<S, I, O>, history: Operation<I, O>[], timeoutMs: number): number {
   const started = Date.now();
-  const result = checkOperations(model, history, { timeoutMs, exploreAllPartitions: true });
+  const result = checkOperations(model, history, { timeoutMs });
   console.log(formatReport(model, result));
   console.log(`${history.length} operations checked in ${Date.now() - started} ms`);
   return result.result === 'ok' ? 0 : result.result === 'illegal' ? 1 : 2;

@@ -21,6 +21,8 @@ export class LinearizationSearch<S, I, O> {
   /** Loop iterations so far (each tries one candidate or undoes one choice). */
   steps = 0;
 
+  /** The partition's operations, numbered in call order. */
+  private readonly ops: readonly Operation<I, O>[];
   private readonly list: EntryList;
   private readonly memo: ConfigurationMemo<S>;
   private readonly stateEqual: (a: S, b: S) => boolean;
@@ -41,8 +43,6 @@ export class LinearizationSearch<S, I, O> {
   /** The longest linearization so far; stack slots below `unchangedBelow` still equal it. */
   private readonly longest: number[] = [];
   private unchangedBelow = 0;
-
-  private readonly ops: readonly Operation<I, O>[];
 
   constructor(
     private readonly model: Model<S, I, O>,
@@ -65,7 +65,7 @@ export class LinearizationSearch<S, I, O> {
     this.entry = this.list.next[this.list.head];
   }
 
-  /** The longest linearization found, as operations in order (the whole one if 'ok'). */
+  /** The longest linearization found, as operations in order (on 'ok': every required operation). */
   longestPrefix(): Operation<I, O>[] {
     return this.longest.map((i) => this.ops[i]);
   }
