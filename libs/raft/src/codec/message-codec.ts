@@ -3,7 +3,7 @@
 // - encodeMessageBatch/decodeMessageBatch: the hot path (every App and heartbeat). Written
 //   by hand against the wire format, one exact-size buffer, no intermediate objects;
 //   about 2x faster than protobufjs's fromObject+encode both ways (bench/raft-transport/codec.ts).
-//   message-codec.test.ts checks it byte-compatible with the proto-loader codec both ways.
+//   message-codec.test.ts checks that it and the proto-loader codec decode each other's output.
 // - toProtoMessage/fromProtoMessage: the object shape proto-loader serialises, used for the
 //   rare snapshot header where speed does not matter.
 //
