@@ -7,19 +7,14 @@ import type { Message } from './types';
 export function stepFollower(r: Raft, m: Message): void {
   switch (m.type) {
     case 'App':
-      r.electionElapsed = 0;
-      r.lead = m.from;
-      handleAppend(r, m);
-      return;
     case 'Heartbeat':
-      r.electionElapsed = 0;
-      r.lead = m.from;
-      handleHeartbeat(r, m);
-      return;
     case 'Snap':
+      // Hearing from the leader of our term resets the election clock (paper 5.2).
       r.electionElapsed = 0;
       r.lead = m.from;
-      handleSnapshot(r, m);
+      if (m.type === 'App') handleAppend(r, m);
+      else if (m.type === 'Heartbeat') handleHeartbeat(r, m);
+      else handleSnapshot(r, m);
       return;
     case 'TimeoutNow':
       // Leadership transfer (thesis 3.10): campaign at once, past any lease.

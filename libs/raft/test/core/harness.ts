@@ -194,6 +194,22 @@ export class Network {
     throw new Error('network did not stabilize');
   }
 
+  /** `rounds` times: tick every up node once, then run the network until quiet. */
+  runFor(rounds: number): void {
+    for (let i = 0; i < rounds; i++) {
+      this.tickAll();
+      this.stabilize();
+    }
+  }
+
+  /**
+   * Lets the leader lease of `ids` run out (check-quorum): they hear nothing for an
+   * election timeout. Use with SLOW_ELECTIONS so they do not campaign themselves meanwhile.
+   */
+  expireLease(ids: NodeId[]): void {
+    for (const id of ids) this.tick(id, this.node(id).config.electionTick);
+  }
+
   /** Makes `id` campaign and runs the network until quiet. */
   elect(id: NodeId): void {
     this.raw(id).campaign();
@@ -220,6 +236,9 @@ export class Network {
     return this.node(id).applied.filter((e) => e.type === 'normal' && e.data.byteLength > 0).map((e) => new TextDecoder().decode(e.data));
   }
 }
+
+/** Every election timeout at its longest (2 * electionTick - 1): nobody campaigns on its own while a lease runs out. */
+export const SLOW_ELECTIONS: ConfigOverrides = { random: () => 0.999 };
 
 export const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 export const text = (b: Uint8Array): string => new TextDecoder().decode(b);

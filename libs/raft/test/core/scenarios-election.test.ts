@@ -3,21 +3,11 @@
 // (pre-vote and check-quorum on) unless a test says otherwise.
 
 import { describe, expect, it } from 'vitest';
-import { Network } from './harness';
+import { Network, SLOW_ELECTIONS } from './harness';
 
 const ABC = ['a', 'b', 'c'];
-/** Every election timeout at its longest (2 * electionTick - 1): nobody campaigns on its own while a lease runs out. */
-const SLOW = { random: () => 0.999 };
 
 /** Ticks everyone and runs the network until `done` or `rounds` runs out. */
-/**
- * Lets the leader lease of `ids` run out (check-quorum): they hear nothing for an
- * election timeout. Use with SLOW so that they do not campaign themselves meanwhile.
- */
-function expireLease(net: Network, ids: string[]): void {
-  for (const id of ids) net.tick(id, net.node(id).config.electionTick);
-}
-
 function runUntil(net: Network, done: () => boolean, rounds = 200): void {
   for (let i = 0; i < rounds && !done(); i++) {
     net.tickAll();
@@ -27,10 +17,10 @@ function runUntil(net: Network, done: () => boolean, rounds = 200): void {
 
 describe('stale terms', () => {
   it('stale-term step-down: an old leader steps down when the new leader reaches it. Reference: Raft paper section 5.1', () => {
-    const net = new Network(ABC, SLOW);
+    const net = new Network(ABC, SLOW_ELECTIONS);
     net.elect('a');
     net.isolate('a');
-    expireLease(net, ['b', 'c']);
+    net.expireLease(['b', 'c']);
     net.elect('b');
     expect(net.raw('b').status()).toMatchObject({ role: 'leader', term: 2 });
     expect(net.raw('a').status()).toMatchObject({ role: 'leader', term: 1 }); // does not know yet
@@ -41,10 +31,10 @@ describe('stale terms', () => {
   });
 
   it('stale-term step-down: an old leader that writes to a newer follower is told the newer term. Reference: Raft paper section 5.1; etcd raft.go (stale MsgApp answered under check-quorum)', () => {
-    const net = new Network(ABC, SLOW);
+    const net = new Network(ABC, SLOW_ELECTIONS);
     net.elect('a');
     net.isolate('a');
-    expireLease(net, ['b', 'c']);
+    net.expireLease(['b', 'c']);
     net.elect('b');
     net.heal();
     net.dropBetween('a', 'b'); // only c can tell a
@@ -55,14 +45,14 @@ describe('stale terms', () => {
   });
 
   it('a partitioned old leader cannot commit, and its entries are discarded on heal. Reference: Raft paper section 5.4, Figure 7', () => {
-    const net = new Network(['a', 'b', 'c', 'd', 'e'], SLOW);
+    const net = new Network(['a', 'b', 'c', 'd', 'e'], SLOW_ELECTIONS);
     net.elect('a');
     net.partition(['a', 'b'], ['c', 'd', 'e']);
     const before = net.raw('a').status().commit;
     net.propose('a', 'minority');
     net.stabilize();
     expect(net.raw('a').status().commit).toBe(before);
-    expireLease(net, ['c', 'd', 'e']);
+    net.expireLease(['c', 'd', 'e']);
     net.elect('c');
     net.propose('c', 'majority');
     net.stabilize();
@@ -161,12 +151,12 @@ describe('pre-vote', () => {
   });
 
   it('a node with a smaller term but an up-to-date log can still win an election. Reference: Raft thesis 9.6; etcd TestPreVoteWithSplitVote', () => {
-    const net = new Network(ABC, SLOW);
+    const net = new Network(ABC, SLOW_ELECTIONS);
     net.elect('a');
     net.propose('a', 'x');
     net.stabilize();
     net.crash('a');
-    expireLease(net, ['b', 'c']);
+    net.expireLease(['b', 'c']);
     // b wins the pre-vote, but its real vote requests never reach c: b sits at term 2.
     net.filter = (m) => !(m.type === 'Vote' && m.from === 'b');
     net.raw('b').campaign();
@@ -186,14 +176,14 @@ describe('pre-vote', () => {
   });
 
   it('a pre-candidate whose log is behind cannot even start a real election. Reference: Raft thesis 9.6, paper 5.4.1', () => {
-    const net = new Network(ABC, SLOW);
+    const net = new Network(ABC, SLOW_ELECTIONS);
     net.elect('a');
     net.isolate('c');
     net.propose('a', 'x');
     net.stabilize();
     net.crash('a');
     net.heal();
-    expireLease(net, ['b', 'c']);
+    net.expireLease(['b', 'c']);
     net.raw('c').campaign();
     net.stabilize();
     // b refused the pre-vote; with a down, c can neither win nor lose: it keeps term 1.

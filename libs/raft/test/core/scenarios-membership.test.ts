@@ -9,12 +9,6 @@ import { Network } from './harness';
 
 const ABC = ['a', 'b', 'c'];
 
-function runFor(net: Network, rounds: number): void {
-  for (let i = 0; i < rounds; i++) {
-    net.tickAll();
-    net.stabilize();
-  }
-}
 
 function change(net: Network, leader: string, cc: ConfChange): void {
   net.raw(leader).proposeConfChange(cc);
@@ -75,11 +69,11 @@ describe('membership changes', () => {
     expect(net.raw('d').status().term).toBe(0);
     expect(() => net.raw('a').proposeConfChange({ type: 'promote', node: 'd' })).toThrow(/has not caught up/);
     net.heal();
-    runFor(net, 3);
+    net.runFor(3);
     expect(net.raw('d').status().conf).toEqual({ voters: ABC, learners: ['d'] });
     expect(net.appliedData('d').length).toBe(200);
     change(net, 'a', { type: 'promote', node: 'd' });
-    runFor(net, 2);
+    net.runFor(2);
     for (const id of [...ABC, 'd']) expect(net.raw(id).status().conf).toEqual({ voters: [...ABC, 'd'], learners: [] });
   });
 
@@ -112,7 +106,7 @@ describe('membership changes', () => {
     const net = new Network(ABC);
     net.elect('a');
     change(net, 'a', { type: 'remove', node: 'c' });
-    runFor(net, 2);
+    net.runFor(2);
     expect(net.raw('c').status().conf.voters).toEqual(['a', 'b']);
     const term = net.raw('a').status().term;
     net.tick('c', 200);
@@ -128,11 +122,11 @@ describe('membership changes', () => {
     net.elect('a');
     net.isolate('c');
     change(net, 'a', { type: 'remove', node: 'c' });
-    runFor(net, 3);
+    net.runFor(3);
     net.tick('c', 100); // c still believes it is a voter and keeps pre-campaigning
     net.stabilize();
     net.heal();
-    runFor(net, 50);
+    net.runFor(50);
     expect(net.raw('a').status()).toMatchObject({ role: 'leader', term: 1 });
     expect(net.raw('b').status()).toMatchObject({ leader: 'a', term: 1 });
   });
@@ -149,7 +143,7 @@ describe('membership changes', () => {
     expect(['b', 'c']).toContain(leader);
     expect(net.raw(leader!).status()).toMatchObject({ term: 2, conf: { voters: ['b', 'c'], learners: [] } });
     net.propose(leader!, 'after');
-    runFor(net, 20);
+    net.runFor(20);
     expect(net.appliedData('b')).toEqual(['before', 'after']);
     expect(net.raw('a').status().role).toBe('follower'); // it never campaigns again
     expect(net.leader()).toBe(leader);

@@ -2,17 +2,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { ProposalDroppedError } from '../../src/core/errors';
-import { Network, bytes, text } from './harness';
+import { Network, SLOW_ELECTIONS, bytes, text } from './harness';
 
 const ABC = ['a', 'b', 'c'];
-const SLOW = { random: () => 0.999 };
 
-function runFor(net: Network, rounds: number): void {
-  for (let i = 0; i < rounds; i++) {
-    net.tickAll();
-    net.stabilize();
-  }
-}
 
 const reads = (net: Network, id: string) => net.node(id).readStates.map((r) => `${text(r.requestCtx)}@${r.index}`);
 
@@ -28,27 +21,26 @@ describe('ReadIndex', () => {
   });
 
   it('ReadIndex on a new leader waits for its own-term commit. Reference: Raft thesis 6.4 step 1', () => {
-    const net = new Network(ABC, SLOW);
+    const net = new Network(ABC, SLOW_ELECTIONS);
     net.elect('a');
     net.propose('a', 'x');
     net.stabilize();
     net.isolate('a');
-    net.tick('b', 10);
-    net.tick('c', 10);
+    net.expireLease(['b', 'c']);
     net.raw('b').campaign();
     // Hold b's Apps back: it leads, but its no-op (index 3) has not committed.
     net.filter = (m) => m.type !== 'App';
     net.stabilize();
     expect(net.raw('b').status()).toMatchObject({ role: 'leader', commit: 2 });
     net.raw('b').readIndex(bytes('early'));
-    runFor(net, 2); // heartbeats tell c who leads
+    net.runFor(2); // heartbeats tell c who leads
     expect(net.raw('c').status().leader).toBe('b');
     net.raw('c').readIndex(bytes('forwarded'));
-    runFor(net, 2);
+    net.runFor(2);
     expect(reads(net, 'b')).toEqual([]);
     expect(reads(net, 'c')).toEqual([]);
     net.filter = null;
-    runFor(net, 2);
+    net.runFor(2);
     expect(net.raw('b').status().commit).toBe(3);
     expect(reads(net, 'b')).toEqual(['early@3']);
     expect(reads(net, 'c')).toEqual(['forwarded@3']);
@@ -153,7 +145,7 @@ describe('leadership transfer', () => {
     net.crash('c');
     net.raw('a').transferLeader('c');
     expect(() => net.propose('a', 'during')).toThrow(ProposalDroppedError);
-    runFor(net, 10);
+    net.runFor(10);
     expect(net.raw('a').status()).toMatchObject({ role: 'leader', term: 1, leadTransferee: null });
     net.propose('a', 'after');
     net.stabilize();
