@@ -14,7 +14,7 @@ import {
   statusReply,
   type ReplyEnvelope,
 } from '@kcm/protocol';
-import type { JobService } from './job-service';
+import type { JobService, SubmitContext } from './job-service';
 import type { EmitRecord } from './request-log';
 
 export interface EmitAnswer {
@@ -74,6 +74,7 @@ export async function answerEmit(
   service: JobService,
   requestId: string,
   onInternal: (err: unknown) => void,
+  context: SubmitContext = {},
 ): Promise<EmitAnswer> {
   // No body at all (no Content-Type, no length) never reaches the JSON parser.
   if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
@@ -91,7 +92,7 @@ export async function answerEmit(
     if (JOB_MODES[request.jobType] === 'sync') {
       return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
     }
-    const { jobId } = await service.submitJob(request);
+    const { jobId } = await service.submitJob(request, context);
     return okAnswer(acceptReply(jobId, request.sentJobType), request.sentJobType);
   } catch (err) {
     if (!(err instanceof KcmError)) onInternal(err);

@@ -1,7 +1,7 @@
 // The manager's HTTP gateway: POST /HttpService/Emit, /metrics, /healthz.
-export { buildGateway, EMIT_PATH, DEFAULT_BODY_LIMIT_BYTES } from './build-gateway';
+export { buildGateway, EMIT_PATH, DEFAULT_BODY_LIMIT_BYTES, FORWARDED_BY_HEADER } from './build-gateway';
 export type { GatewayOptions } from './build-gateway';
-export type { JobService, JobStatusView } from './job-service';
+export type { JobService, JobStatusView, SubmitContext } from './job-service';
 export { assertAuthForListenHost } from './auth';
 export type { AuthConfig } from './auth';
 export { MAX_JSON_NESTING } from './json-body';

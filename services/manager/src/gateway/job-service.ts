@@ -16,6 +16,12 @@ export interface JobStatusView {
   sentJobType: string;
 }
 
+/** Where a submission came from, beyond its body. */
+export interface SubmitContext {
+  /** The member that forwarded this request to us (header x-kcm-forwarded-by), if any. */
+  forwardedBy?: string;
+}
+
 /**
  * Contract for every method: a KcmError thrown (or rejected) becomes an error envelope with
  * the error's code and HTTP status (NO_LEADER -> 503, NOT_FOUND -> 200 with the code, ...);
@@ -24,7 +30,7 @@ export interface JobStatusView {
  */
 export interface JobService {
   /** An async job. Resolves with the job id only once the submission is durable (committed). */
-  submitJob(req: ValidRequest): Promise<{ jobId: string }>;
+  submitJob(req: ValidRequest, context?: SubmitContext): Promise<{ jobId: string }>;
   /** get_status. Throws KcmError NOT_FOUND for an unknown job id. */
   getStatus(jobId: string): Promise<JobStatusView>;
   /** A sync query (JOB_MODES[jobType] === 'sync', except get_status): the reply attachment. */

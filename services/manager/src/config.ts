@@ -1,0 +1,50 @@
+// Manager configuration: one JSON file per member (see deploy/config/manager-m1.json).
+
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { parsePeer } from '@kcm/protocol';
+
+const member = z.string().refine((s) => parsePeer(s).ok, { message: 'must be <host>:<port>' });
+
+export const managerConfigSchema = z.object({
+  /**
+   * This member's identity and HTTP address, `<host>:<port>`: the gateway listens here and
+   * the Raft transport on the next port (port + 1). raft_mission names members this way.
+   */
+  member,
+  dataDir: z.string().min(1),
+  /**
+   * Seeds a brand-new group only (raft_group_member_init_config). Afterwards membership
+   * lives in the Raft log and changes only through raft_mission; this list is ignored.
+   */
+  initialMembers: z.array(member).default([]),
+  /** Start with no membership and wait to be added by add_peer. */
+  join: z.boolean().default(false),
+  agentPort: z.number().int().min(1).max(65535).default(58100),
+  authTokens: z.array(z.string().min(16)).default([]),
+  machineDeadAfterMs: z.number().int().positive().default(30_000),
+  healthIntervalMs: z.number().int().positive().default(2_000),
+  tickMs: z.number().int().positive().default(100),
+  electionTick: z.number().int().min(2).default(10),
+  snapshotEntries: z.number().int().min(0).default(10_000),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type ManagerConfig = z.infer<typeof managerConfigSchema>;
+
+export function parseManagerConfig(raw: unknown, source = 'config'): ManagerConfig {
+  const parsed = managerConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new Error(`${source}: ${problems}`);
+  }
+  const config = parsed.data;
+  if (!config.join && config.initialMembers.length > 0 && !config.initialMembers.includes(config.member)) {
+    throw new Error(`${source}: initialMembers must include member ${config.member} (or set join: true)`);
+  }
+  return config;
+}
+
+export function loadManagerConfig(file: string): ManagerConfig {
+  return parseManagerConfig(JSON.parse(readFileSync(file, 'utf8')), file);
+}

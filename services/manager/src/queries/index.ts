@@ -1,0 +1,51 @@
+// Sync queries answered from the replicated state, plus live probes where the spec asks
+// for live status. Each runs after a ReadIndex barrier (see ManagerService.runQuery).
+
+import type { AgentClient } from '@kcm/agent';
+import type { ConfState } from '@kcm/raft';
+import type { QueryHandler } from '../manager-service';
+import type { MetaState } from '../meta/state';
+
+export interface QueryDeps {
+  /** The current Raft configuration (voters and learners). */
+  conf(): ConfState;
+  agentFor(hostaddr: string): AgentClient;
+}
+
+/** `no_rep` for a one-member group, `mgr` for a consensus group (DESIGN.md section 2). */
+export function metaMode(conf: ConfState): 'no_rep' | 'mgr' {
+  return conf.voters.length + conf.learners.length > 1 ? 'mgr' : 'no_rep';
+}
+
+async function machineSummary(state: MetaState, deps: QueryDeps): Promise<Record<string, unknown>> {
+  const hosts = [...new Set(Object.values(state.machines).map((m) => m.hostaddr))].sort();
+  const list_machine = await Promise.all(
+    hosts.map(async (hostaddr) => {
+      const records = Object.values(state.machines).filter((m) => m.hostaddr === hostaddr);
+      let online = false;
+      try {
+        await deps.agentFor(hostaddr).health();
+        online = true;
+      } catch {
+        online = false;
+      }
+      return {
+        hostaddr,
+        status: online ? 'online' : 'offline',
+        node_stats: records.every((m) => m.nodeStats === 'running') ? 'running' : 'dead',
+        machine_types: records.map((m) => m.machineType).sort(),
+      };
+    }),
+  );
+  return { list_machine };
+}
+
+export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
+  return new Map<string, QueryHandler>([
+    ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), members: deps.conf().voters, learners: deps.conf().learners })],
+    ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
+    // Clusters come with the cluster jobs; until then the replicated state holds none.
+    ['get_cluster_summary', () => ({ list_cluster: [] })],
+    ['get_backup_storage', () => ({ list_backup_storage: [] })],
+  ]);
+}

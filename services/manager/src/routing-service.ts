@@ -1,0 +1,66 @@
+// Any member serves the gateway. Writes (async job submissions) go to the leader: served
+// here when this member leads, otherwise the request is forwarded to the leader's gateway
+// and its reply relayed. Reads (get_status, queries) are served locally after a ReadIndex
+// barrier, so they are linearizable on every member without loading the leader.
+
+import { errorEntryByCode, KcmError, type ReplyEnvelope, type ValidRequest } from '@kcm/protocol';
+import type { NodeId } from '@kcm/raft';
+import { FORWARDED_BY_HEADER } from './gateway/build-gateway';
+import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
+import { httpUrlOf } from './members';
+
+export interface RoutingDeps {
+  local: JobService;
+  self: NodeId;
+  /** The leader as this member knows it, or null during an election. */
+  leader(): NodeId | null;
+  /** Sent to the leader when authentication is on (members share the token list). */
+  token?: string;
+  forwardTimeoutMs?: number;
+}
+
+export class RoutingService implements JobService {
+  constructor(private readonly deps: RoutingDeps) {}
+
+  async submitJob(req: ValidRequest, context: SubmitContext = {}): Promise<{ jobId: string }> {
+    const leader = this.deps.leader();
+    if (leader === this.deps.self) return this.deps.local.submitJob(req);
+    if (leader === null) throw KcmError.of('NO_LEADER', 'no leader is known right now (election in progress or quorum lost); retry shortly');
+    if (context.forwardedBy) {
+      // Forwarded to us, but we are not the leader either: leadership moved; let the client retry.
+      throw KcmError.of('NO_LEADER', `leadership moved while the request was forwarded from ${context.forwardedBy}; retry`);
+    }
+    const reply = await this.forward(leader, req);
+    if (reply.error_code !== '0') throw relayedError(reply);
+    return { jobId: reply.job_id };
+  }
+
+  getStatus(jobId: string): Promise<JobStatusView> {
+    return this.deps.local.getStatus(jobId);
+  }
+
+  runQuery(req: ValidRequest): Promise<Record<string, unknown>> {
+    return this.deps.local.runQuery(req);
+  }
+
+  private async forward(leader: NodeId, req: ValidRequest): Promise<ReplyEnvelope> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', [FORWARDED_BY_HEADER]: this.deps.self };
+    if (this.deps.token) headers.authorization = `Bearer ${this.deps.token}`;
+    try {
+      const res = await fetch(`${httpUrlOf(leader)}/HttpService/Emit`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(req.envelope),
+        signal: AbortSignal.timeout(this.deps.forwardTimeoutMs ?? 15_000),
+      });
+      return (await res.json()) as ReplyEnvelope;
+    } catch (err) {
+      throw KcmError.of('NO_LEADER', `the leader ${leader} did not answer the forwarded request: ${(err as Error).message}; retry`, { cause: err });
+    }
+  }
+}
+
+function relayedError(reply: ReplyEnvelope): KcmError {
+  const entry = errorEntryByCode(Number(reply.error_code));
+  return KcmError.of(entry?.name ?? 'INTERNAL', reply.error_info || `leader answered error ${reply.error_code}`);
+}
