@@ -1,0 +1,102 @@
+// A physical copy of an instance, streamed agent to agent over gRPC.
+//
+//   source agent: mariabackup --backup --stream=mbstream  ->  rate limit (pv_limit)  ->  StreamBackup chunks
+//   target agent: StreamBackup chunks  ->  mbstream -x -C <staging>
+//
+// mariabackup logs in as root over the instance's socket (unix_socket auth, the agent runs
+// as root), so no password exists on either side of the pipe. The stream ends with gRPC
+// status OK only when mariabackup exited 0; anything else ends it with an error, and the
+// target discards what it extracted.
+
+import { once } from 'node:events';
+import * as grpc from '@grpc/grpc-js';
+import type { AgentContext } from '../../capability';
+import { checkPort, mariadbTools } from './instance-layout';
+import { layoutOf, runningPid } from './lifecycle';
+import { rateLimited, spawnPiped } from './piped-process';
+import { MariaDbAgentService, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from './proto';
+
+const BACKUP_TIMEOUT_MS = 6 * 3600_000;
+const MB = 1024 * 1024;
+
+/** The StreamBackup rpc: the source side. */
+export function streamBackupHandler(ctx: AgentContext): grpc.handleServerStreamingCall<MariaDbStreamBackupRequest, MariaDbBackupChunk> {
+  return (call) => {
+    sendBackup(ctx, call).catch((err: unknown) => {
+      ctx.logger.error({ err, rpc: 'StreamBackup', port: call.request.port }, 'backup stream failed');
+      call.destroy(Object.assign(new Error(err instanceof Error ? err.message : String(err)), { code: grpc.status.INTERNAL }));
+    });
+  };
+}
+
+async function sendBackup(ctx: AgentContext, call: grpc.ServerWritableStream<MariaDbStreamBackupRequest, MariaDbBackupChunk>): Promise<void> {
+  const layout = await layoutOf(ctx, checkPort(call.request.port));
+  if (!(await runningPid(layout))) throw new Error(`instance on port ${layout.port} is not running; cannot back it up`);
+  const abort = new AbortController();
+  call.on('cancelled', () => abort.abort());
+  const started = Date.now();
+  const backup = spawnPiped(
+    mariadbTools.backup,
+    [
+      `--defaults-file=${layout.myCnf}`,
+      '--backup',
+      '--stream=mbstream',
+      `--target-dir=${layout.tmpDir}`,
+      '--user=root',
+      `--socket=${layout.socket}`,
+      '--slave-info',
+    ],
+    { input: 'ignore', output: 'pipe', timeoutMs: BACKUP_TIMEOUT_MS, signal: abort.signal, cwd: layout.instanceDir },
+  );
+  ctx.logger.info({ port: layout.port, pv_limit_mb: call.request.pv_limit_mb, pid: backup.pid }, 'streaming backup');
+  let bytes = 0;
+  try {
+    for await (const piece of rateLimited(backup.stdout, Math.max(0, call.request.pv_limit_mb) * MB)) {
+      bytes += piece.length;
+      if (!call.write({ data: piece })) await Promise.race([once(call, 'drain'), once(call, 'cancelled')]);
+      if (abort.signal.aborted) throw new Error('the receiving agent cancelled the stream');
+    }
+    await backup.done;
+  } catch (err) {
+    backup.kill();
+    throw err;
+  }
+  call.end();
+  ctx.logger.info({ port: layout.port, bytes, ms: Date.now() - started }, 'backup streamed');
+}
+
+export interface ReceivedCopy {
+  bytes: number;
+  transferMs: number;
+}
+
+/** The target side: pulls a source's StreamBackup into `mbstream -x` in stagingDir. */
+export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: number, stagingDir: string): Promise<ReceivedCopy> {
+  const client = new MariaDbAgentService(source.agent_address, grpc.credentials.createInsecure());
+  const started = Date.now();
+  const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', stagingDir], { input: 'pipe', output: 'ignore', timeoutMs: BACKUP_TIMEOUT_MS });
+  const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
+    port: source.port,
+    pv_limit_mb: pvLimitMb,
+  });
+  const extractorDied = extract.done.then(() => {
+    throw new Error('mbstream exited before the stream ended');
+  });
+  extractorDied.catch(() => {}); // only raced against while waiting for drain
+  let bytes = 0;
+  try {
+    for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) {
+      bytes += chunk.data.length;
+      if (!extract.stdin.write(chunk.data)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
+    }
+    extract.stdin.end();
+    await extract.done;
+  } catch (err) {
+    call.cancel();
+    extract.kill();
+    throw new Error(`copy from ${source.hostaddr}:${source.port} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  } finally {
+    client.close();
+  }
+  return { bytes, transferMs: Date.now() - started };
+}

@@ -1,0 +1,150 @@
+// Install a MariaDB storage instance: directories, my.cnf, mariadb-install-db, start, and
+// the three accounts (admin for the agent, replication, the cluster's storage account).
+// Idempotent by state as well as by op_id: each step finds its work done and moves on, so
+// a re-run after a crash mid-install completes it instead of failing.
+
+import { access, chown, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { AgentContext } from '../../capability';
+import { exec, ExecError } from '../../ops/exec';
+import {
+  checkAccount,
+  checkSpec,
+  createLayoutDirs,
+  emptyDir,
+  instanceLayout,
+  loadRecord,
+  mariadbTools,
+  mysqlUser,
+  saveAdminAccount,
+  saveRecord,
+  type InstanceLayout,
+} from './instance-layout';
+import { startInstance } from './lifecycle';
+import { renderMyCnf, renderRoleCnf } from './my-cnf';
+import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from './proto';
+import { account, scrub, sqlString, withAdmin } from './sql';
+
+/** Every `D_$$_S` database (DESIGN.md naming): `_` is a LIKE wildcard, so it is escaped. */
+export const CLUSTER_DATABASES_PATTERN = '%\\_$$\\_%';
+const DB_PATTERN = /^[A-Za-z0-9_$%\\]{1,64}$/;
+
+/** DDL and DML on the cluster's databases; nothing server-wide. */
+const STORAGE_PRIVILEGES = [
+  'SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'DROP', 'ALTER', 'INDEX', 'REFERENCES',
+  'CREATE TEMPORARY TABLES', 'LOCK TABLES', 'CREATE VIEW', 'SHOW VIEW', 'TRIGGER',
+].join(', ');
+
+const INITIALIZED_MARKER = '.kcm-initialized';
+
+/** Writes the instance's directories and config files (shared with seeding, which skips mariadb-install-db). */
+export async function prepareInstanceFiles(ctx: AgentContext, spec: MariaDbInstanceSpec, admin: MariaDbAccount): Promise<InstanceLayout> {
+  const layout = instanceLayout(spec);
+  await createLayoutDirs(layout);
+  const group = mysqlUser().gid;
+  await writeFile(layout.myCnf, renderMyCnf(spec, layout, ctx.hostaddr), { mode: 0o640 });
+  await chown(layout.myCnf, 0, group);
+  if (!(await exists(layout.roleCnf))) {
+    await writeFile(layout.roleCnf, renderRoleCnf('unassigned', spec.fullsync_level), { mode: 0o640 });
+    await chown(layout.roleCnf, 0, group);
+  }
+  await saveAdminAccount(layout, admin);
+  const previous = await loadRecord(ctx.stateDir, spec.port);
+  await saveRecord(ctx.stateDir, { spec, installedAt: previous?.installedAt ?? new Date().toISOString() });
+  return layout;
+}
+
+export async function installInstance(ctx: AgentContext, req: MariaDbInstallRequest): Promise<MariaDbInstanceReply> {
+  const spec = checkSpec(req.spec);
+  const admin = checkAccount('admin', req.admin);
+  const replication = checkAccount('replication', req.replication);
+  const storage = checkAccount('storage', req.storage);
+  const patterns = req.storage_db_patterns.length ? req.storage_db_patterns : [CLUSTER_DATABASES_PATTERN];
+  for (const p of patterns) if (!DB_PATTERN.test(p)) throw new Error(`storage_db_pattern ${JSON.stringify(p)} must match ${DB_PATTERN}`);
+  const secrets = [admin.password, replication.password, storage.password];
+
+  const layout = await prepareInstanceFiles(ctx, spec, admin);
+  await initializeDataDir(ctx, layout);
+  const started = await startInstance(ctx, layout);
+  await createAdminAccount(layout, admin);
+  await withAdmin(layout, admin, secrets, async (s) => {
+    // Accounts are local to each instance: they must not reach the binlog, or a standby
+    // replicating from its master's first event would fail creating them a second time.
+    await s.run('disable binlog for account set-up', 'SET SESSION sql_log_bin = 0');
+    const anonymous = await s.rows<{ Host: string }>('list anonymous users', "SELECT Host FROM mysql.user WHERE User = ''");
+    for (const { Host } of anonymous) await s.run('drop anonymous user', `DROP USER ${account('', Host)}`);
+    await ensureUser(s, replication, '%');
+    await s.run('grant replication', `GRANT REPLICATION SLAVE, BINLOG MONITOR, SLAVE MONITOR ON *.* TO ${account(replication.user, '%')}`);
+    await ensureUser(s, storage, '%');
+    for (const pattern of patterns) {
+      await s.run('grant storage privileges', `GRANT ${STORAGE_PRIVILEGES} ON \`${pattern}\`.* TO ${account(storage.user, '%')}`);
+    }
+  });
+  ctx.logger.info({ port: spec.port, server_id: spec.server_id, admin: admin.user, replication: replication.user, storage: storage.user }, 'mariadb instance installed');
+  return started;
+}
+
+async function ensureUser(s: { run(what: string, sql: string, values?: unknown[]): Promise<void> }, acct: MariaDbAccount, host: string): Promise<void> {
+  await s.run(`create user ${acct.user}`, `CREATE USER IF NOT EXISTS ${account(acct.user, host)} IDENTIFIED BY ?`, [acct.password]);
+  await s.run(`set password of ${acct.user}`, `ALTER USER ${account(acct.user, host)} IDENTIFIED BY ?`, [acct.password]);
+}
+
+/** mariadb-install-db once; a data dir without the marker is a half-done attempt and is redone. */
+async function initializeDataDir(ctx: AgentContext, layout: InstanceLayout): Promise<void> {
+  const marker = path.join(layout.instanceDir, INITIALIZED_MARKER);
+  if (await exists(marker)) return;
+  for (const dir of [layout.dataDir, layout.binlogDir, layout.redoDir, layout.tmpDir]) await emptyDir(dir);
+  const started = Date.now();
+  await exec(
+    mariadbTools.installDb,
+    [
+      `--defaults-file=${layout.myCnf}`,
+      '--user=mysql',
+      '--skip-test-db',
+      // root@localhost logs in only through the socket as OS root: no password exists for it.
+      '--auth-root-authentication-method=socket',
+      '--skip-name-resolve',
+    ],
+    { timeoutMs: 180_000, cwd: layout.instanceDir },
+  );
+  await markInitialized(layout);
+  ctx.logger.info({ port: layout.port, ms: Date.now() - started }, 'mariadb-install-db done');
+}
+
+/** Records that the data dir holds an initialized server (by mariadb-install-db or a restored copy). */
+export async function markInitialized(layout: InstanceLayout): Promise<void> {
+  await writeFile(path.join(layout.instanceDir, INITIALIZED_MARKER), new Date().toISOString());
+}
+
+/** A data dir about to be replaced is not initialized until the replacement is complete. */
+export async function unmarkInitialized(layout: InstanceLayout): Promise<void> {
+  await rm(path.join(layout.instanceDir, INITIALIZED_MARKER), { force: true });
+}
+
+/**
+ * The admin account is made through the CLI as root over the socket (unix_socket auth:
+ * mysql2 does not speak it). The password reaches the CLI on stdin, never argv.
+ */
+async function createAdminAccount(layout: InstanceLayout, admin: MariaDbAccount): Promise<void> {
+  const who = account(admin.user, 'localhost');
+  const sql = [
+    'SET SESSION sql_log_bin = 0;',
+    `CREATE USER IF NOT EXISTS ${who} IDENTIFIED BY ${sqlString(admin.password)};`,
+    `ALTER USER ${who} IDENTIFIED BY ${sqlString(admin.password)};`,
+    `GRANT ALL PRIVILEGES ON *.* TO ${who} WITH GRANT OPTION;`,
+    '',
+  ].join('\n');
+  try {
+    await exec(mariadbTools.client, ['--no-defaults', `--socket=${layout.socket}`, '--user=root', '--batch'], { input: sql, timeoutMs: 30_000 });
+  } catch (err) {
+    if (err instanceof ExecError) throw new Error(`creating the admin account failed: ${scrub(err.message, [admin.password])}`);
+    throw err;
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,146 @@
+// Loads proto/agent-mariadb.proto at run time and states the TypeScript shapes of its
+// messages as proto-loader decodes them (keepCase, longs as numbers, defaults filled).
+
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+const protoPath = fileURLToPath(new URL('../../../../../proto/agent-mariadb.proto', import.meta.url));
+
+const definition = protoLoader.loadSync(protoPath, { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true });
+const loaded = grpc.loadPackageDefinition(definition) as unknown as { kcm: { agent: { MariaDbAgent: grpc.ServiceClientConstructor } } };
+
+export const MariaDbAgentService = loaded.kcm.agent.MariaDbAgent;
+
+export interface MariaDbInstanceSpec {
+  port: number;
+  datadir: string;
+  logdir: string;
+  wal_log_dir: string;
+  server_id: number;
+  innodb_size_mb: number;
+  max_connections: number;
+  dbcfg: number;
+  fullsync_level: number;
+}
+
+export interface MariaDbAccount {
+  user: string;
+  password: string;
+}
+
+export interface MariaDbInstallRequest {
+  op_id: string;
+  spec: MariaDbInstanceSpec;
+  admin: MariaDbAccount;
+  replication: MariaDbAccount;
+  storage: MariaDbAccount;
+  storage_db_patterns: string[];
+}
+
+export interface MariaDbInstanceCommand {
+  op_id: string;
+  port: number;
+}
+
+export type MariaDbInstanceState = 'online' | 'stopped' | 'removed';
+
+export interface MariaDbInstanceReply {
+  port: number;
+  state: MariaDbInstanceState;
+  pid: number;
+  instance_dir: string;
+  socket: string;
+}
+
+export type MariaDbRole = 'master' | 'standby';
+
+export interface MariaDbReplicationRequest {
+  op_id: string;
+  port: number;
+  role: MariaDbRole;
+  master_host: string;
+  master_port: number;
+  replication: MariaDbAccount;
+  fullsync_level: number;
+}
+
+export interface MariaDbReplicationReply {
+  role: MariaDbRole;
+  semi_sync_master: boolean;
+  semi_sync_slave: boolean;
+  read_only: boolean;
+}
+
+export interface MariaDbBackupSource {
+  agent_address: string;
+  hostaddr: string;
+  port: number;
+  is_master: boolean;
+}
+
+export interface MariaDbRebuildRequest {
+  op_id: string;
+  spec: MariaDbInstanceSpec;
+  admin: MariaDbAccount;
+  sources: MariaDbBackupSource[];
+  allow_replica_delay_s: number;
+  allow_pull_from_master: boolean;
+  pv_limit_mb: number;
+  need_backup: boolean;
+  master_host: string;
+  master_port: number;
+  replication: MariaDbAccount;
+}
+
+export interface MariaDbRebuildReply {
+  source_hostaddr: string;
+  source_port: number;
+  gtid_pos: string;
+  bytes: number;
+  transfer_ms: number;
+  kept_old_data: string;
+  pid: number;
+}
+
+export interface MariaDbStreamBackupRequest {
+  port: number;
+  pv_limit_mb: number;
+}
+
+export interface MariaDbBackupChunk {
+  data: Buffer;
+}
+
+export interface MariaDbVariablesRequest {
+  port: number;
+  names: string[];
+}
+
+export interface MariaDbVariablesReply {
+  variables: { name: string; value: string }[];
+}
+
+export interface MariaDbProbeRequest {
+  port: number;
+}
+
+export type MariaDbProbeState = 'online' | 'offline' | 'unknown';
+
+export interface MariaDbProbeReply {
+  port: number;
+  state: MariaDbProbeState;
+  pid: number;
+  reason: string;
+  is_replica: boolean;
+  io_running: boolean;
+  sql_running: boolean;
+  seconds_behind_master: number;
+  last_error: string;
+  gtid_current_pos: string;
+  read_only: boolean;
+  semi_sync_master: boolean;
+  semi_sync_master_clients: number;
+  master_host: string;
+  master_port: number;
+}

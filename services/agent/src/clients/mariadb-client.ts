@@ -1,0 +1,94 @@
+// The manager's side of the MariaDB capabilities: typed promises over the MariaDbAgent
+// service, each with a deadline sized to the command (an install or a rebuild takes
+// minutes, a probe must answer in seconds). An unreachable agent is AgentUnreachableError.
+
+import * as grpc from '@grpc/grpc-js';
+import { AgentUnreachableError } from '../client';
+import {
+  MariaDbAgentService,
+  type MariaDbInstallRequest,
+  type MariaDbInstanceReply,
+  type MariaDbProbeReply,
+  type MariaDbRebuildReply,
+  type MariaDbRebuildRequest,
+  type MariaDbReplicationReply,
+  type MariaDbReplicationRequest,
+  type MariaDbVariablesReply,
+} from '../capabilities/mariadb/proto';
+
+export interface MariaDbDeadlines {
+  /** Install, start, stop, remove, replication set-up. */
+  commandMs: number;
+  /** Rebuild and seeding: a physical copy of the whole instance at pv_limit MB/s. */
+  rebuildMs: number;
+  /** Probe and variables. */
+  queryMs: number;
+}
+
+const DEFAULT_DEADLINES: MariaDbDeadlines = { commandMs: 5 * 60_000, rebuildMs: 6 * 3600_000, queryMs: 10_000 };
+
+export class MariaDbAgentClient {
+  private readonly client: grpc.Client;
+  private readonly deadlines: MariaDbDeadlines;
+
+  constructor(readonly address: string, deadlines: Partial<MariaDbDeadlines> = {}) {
+    this.client = new MariaDbAgentService(address, grpc.credentials.createInsecure());
+    this.deadlines = { ...DEFAULT_DEADLINES, ...deadlines };
+  }
+
+  install(req: MariaDbInstallRequest): Promise<MariaDbInstanceReply> {
+    return this.call('Install', req, this.deadlines.commandMs);
+  }
+
+  start(opId: string, port: number): Promise<MariaDbInstanceReply> {
+    return this.call('Start', { op_id: opId, port }, this.deadlines.commandMs);
+  }
+
+  stop(opId: string, port: number): Promise<MariaDbInstanceReply> {
+    return this.call('Stop', { op_id: opId, port }, this.deadlines.commandMs);
+  }
+
+  remove(opId: string, port: number): Promise<MariaDbInstanceReply> {
+    return this.call('Remove', { op_id: opId, port }, this.deadlines.commandMs);
+  }
+
+  configureReplication(req: MariaDbReplicationRequest): Promise<MariaDbReplicationReply> {
+    return this.call('ConfigureReplication', req, this.deadlines.commandMs);
+  }
+
+  /** Replaces a standby's data with a copy of a healthy member and re-attaches it (rebuild_node). */
+  rebuildStandby(req: MariaDbRebuildRequest): Promise<MariaDbRebuildReply> {
+    return this.call('RebuildStandby', req, this.deadlines.rebuildMs);
+  }
+
+  /**
+   * Creates a new standby from a copy of a member (add_nodes): the same command as a
+   * rebuild, on a port where nothing is installed yet.
+   */
+  seedStandby(req: MariaDbRebuildRequest): Promise<MariaDbRebuildReply> {
+    return this.call('RebuildStandby', { ...req, need_backup: false }, this.deadlines.rebuildMs);
+  }
+
+  variables(port: number, names: string[] = []): Promise<MariaDbVariablesReply> {
+    return this.call('GetVariables', { port, names }, this.deadlines.queryMs);
+  }
+
+  probe(port: number): Promise<MariaDbProbeReply> {
+    return this.call('Probe', { port }, this.deadlines.queryMs);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private call<Res>(method: string, request: object, deadlineMs: number): Promise<Res> {
+    const fn = (this.client as unknown as Record<string, Function>)[method].bind(this.client);
+    return new Promise<Res>((resolve, reject) => {
+      fn(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, reply: Res) => {
+        if (!err) return resolve(reply);
+        const unreachable = err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED;
+        reject(unreachable ? new AgentUnreachableError(this.address, err) : err);
+      });
+    });
+  }
+}
