@@ -12,12 +12,18 @@ import type { ApplyOutcome } from './outcome';
 import { restoreMeta, snapshotMeta } from './snapshot';
 import { emptyMetaState, type MetaState } from './state';
 
+export interface MetaStateMachineHooks {
+  /** Told of every applied command (after it took effect), e.g. to wake the job runner. */
+  onApplied?(cmd: Command, outcome: ApplyOutcome): void;
+  /** Told of every membership entry as it is applied (the core applies the change itself). */
+  onConfEntry?(entry: Entry): void;
+}
+
 export class MetaStateMachine implements StateMachine {
   private meta: MetaState = emptyMetaState();
   private applied = 0;
 
-  /** @param onApplied told of every applied command (after it took effect), e.g. to wake the job runner. */
-  constructor(private readonly onApplied: (cmd: Command, outcome: ApplyOutcome) => void = () => {}) {}
+  constructor(private readonly hooks: MetaStateMachineHooks = {}) {}
 
   get state(): MetaState {
     return this.meta;
@@ -27,10 +33,11 @@ export class MetaStateMachine implements StateMachine {
     const results: unknown[] = [];
     for (const entry of entries) {
       let result: unknown = undefined;
+      if (entry.type === 'conf') this.hooks.onConfEntry?.(entry);
       if (entry.type === 'normal' && entry.data.byteLength > 0) {
         const cmd = decodeCommand(entry.data);
         const outcome = applyCommand(this.meta, cmd);
-        this.onApplied(cmd, outcome);
+        this.hooks.onApplied?.(cmd, outcome);
         result = outcome;
       }
       this.applied = entry.index;

@@ -1,0 +1,174 @@
+// build() wires one manager member: Raft (LevelDB storage, gRPC transport), the metadata
+// state machine, the leader-only services, the gateway and metrics. main.ts only listens.
+
+import path from 'node:path';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { FastifyInstance } from 'fastify';
+import { createLogger, type Logger } from '@kcm/common';
+import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Transport } from '@kcm/raft';
+import { AgentPool } from './agent-pool';
+import type { ManagerConfig } from './config';
+import { assertAuthForListenHost, buildGateway } from './gateway';
+import { HealthMonitor } from './health-monitor';
+import { machineJobs } from './jobs/machines';
+import { raftMissionJob } from './jobs/raft-mission';
+import { JobRunner } from './jobs/runner';
+import type { JobDefinition } from './jobs/workflow';
+import { Leadership } from './leadership';
+import { ManagerService } from './manager-service';
+import { PeerDirectory, raftAddressOf, splitMember } from './members';
+import { CommandKind } from './meta/commands';
+import { MetaStateMachine } from './meta/state-machine';
+import { createManagerMetrics } from './metrics';
+import { buildQueries } from './queries';
+import { RaftMetaStore } from './raft-meta-store';
+import { RoutingService } from './routing-service';
+
+export interface Manager {
+  config: ManagerConfig;
+  gateway: FastifyInstance;
+  raft: RaftNode;
+  store: RaftMetaStore;
+  leadership: Leadership;
+  logger: Logger;
+  /** Binds the gateway on the member's HTTP address. */
+  listen(): Promise<void>;
+  /** Stops accepting requests, then leader services, then Raft (storage closed last). */
+  stop(): Promise<void>;
+}
+
+export interface BuildOptions {
+  logger?: Logger;
+  /** Called after each job step commits on this member (tests count step runs). */
+  onStepDone?(jobId: string, step: string): void;
+}
+
+export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
+  const logger = opts.logger ?? createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } });
+  const promRegistry = new Registry();
+  collectDefaultMetrics({ register: promRegistry });
+
+  const bootstrapVoters = config.join ? [] : config.initialMembers.length > 0 ? config.initialMembers : [config.member];
+  const storage = await LevelStorage.open(path.join(config.dataDir, 'raft'), { bootstrap: { voters: bootstrapVoters, learners: [] } });
+
+  const grpcTransport = new GrpcTransport({ id: config.member, listen: raftAddressOf(config.member), peers: {}, logger: logger.child({ component: 'raft-transport' }) });
+  const peers = new PeerDirectory(grpcTransport, [...config.initialMembers, ...storage.initialState().confState.voters, ...storage.initialState().confState.learners]);
+  // A member we never heard of (the leader that adds us, a new learner) must be answerable.
+  const transport: Transport = {
+    start: () => grpcTransport.start(),
+    send: (msgs) => grpcTransport.send(msgs),
+    onMessage: (handler) =>
+      grpcTransport.onMessage((m) => {
+        peers.learnSender(m);
+        handler(m);
+      }),
+    onUnreachable: (handler) => grpcTransport.onUnreachable(handler),
+    onSnapshotStatus: (handler) => grpcTransport.onSnapshotStatus(handler),
+    setPeers: (p) => grpcTransport.setPeers(p),
+    stop: () => grpcTransport.stop(),
+  };
+
+  let runner: JobRunner | undefined;
+  const sm = new MetaStateMachine({
+    onApplied(cmd) {
+      if (cmd.kind === CommandKind.JobSubmitted || cmd.kind === CommandKind.JobFinished) runner?.notify();
+    },
+    onConfEntry(entry: Entry) {
+      peers.learn([decodeConfChange(entry.data).node]);
+    },
+  });
+
+  const raft = await RaftNode.start({
+    id: config.member,
+    storage,
+    transport,
+    stateMachine: sm,
+    tickMs: config.tickMs,
+    electionTick: config.electionTick,
+    snapshotEntries: config.snapshotEntries,
+    logger: logger.child({ component: 'raft' }),
+  });
+  peers.learnConf(raft.status().conf);
+
+  let monitor: HealthMonitor | undefined;
+  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined) });
+  const store = new RaftMetaStore(raft, sm);
+  const observedStore = {
+    state: () => store.state(),
+    async propose(cmd: Parameters<RaftMetaStore['propose']>[0]) {
+      const started = performance.now();
+      try {
+        const outcome = await store.propose(cmd);
+        metrics.observeProposal(outcome.ok ? 'ok' : 'refused', (performance.now() - started) / 1000);
+        return outcome;
+      } catch (err) {
+        metrics.observeProposal('error', (performance.now() - started) / 1000);
+        throw err;
+      }
+    },
+  };
+
+  const agents = new AgentPool(config.agentPort);
+  const agentFor = (host: string) => agents.agentFor(host);
+  const definitions: JobDefinition<any>[] = [...machineJobs({ store: observedStore, agentFor, agentPort: config.agentPort }), raftMissionJob({ raft })];
+  const registry = new Map(definitions.map((d) => [d.jobType, d]));
+
+  runner = new JobRunner(observedStore, registry, logger.child({ component: 'jobs' }), {
+    onStepDone(job, step, ms) {
+      metrics.observeStep(job, step, ms / 1000);
+      opts.onStepDone?.(job.id, step);
+    },
+    onJobFinished: (job, outcome) => metrics.observeJobFinished(job, outcome),
+  });
+  monitor = new HealthMonitor({ store: observedStore, agentFor, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs });
+
+  const activeRunner = runner;
+  const activeMonitor = monitor;
+  const leadership = new Leadership(
+    [
+      { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
+      { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
+    ],
+    logger,
+  );
+  raft.on('leaderChange', (leader, term) => {
+    logger.info({ leader, term }, 'leader changed');
+    void leadership.update(leader === config.member, term);
+  });
+  if (raft.status().leader === config.member) void leadership.update(true, raft.status().term);
+
+  const local = new ManagerService({
+    store: observedStore,
+    registry,
+    queries: buildQueries({ conf: () => raft.status().conf, agentFor }),
+    linearizableRead: () => store.linearizableRead(),
+    onSubmitted: () => activeRunner.notify(),
+  });
+  const service = new RoutingService({ local, self: config.member, leader: () => raft.status().leader, token: config.authTokens[0] });
+  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth: { tokens: config.authTokens }, registry: promRegistry });
+
+  const { host, port } = splitMember(config.member);
+  let stopping: Promise<void> | undefined;
+  return {
+    config,
+    gateway,
+    raft,
+    store,
+    leadership,
+    logger,
+    async listen() {
+      assertAuthForListenHost(host, { tokens: config.authTokens });
+      await gateway.listen({ host, port });
+      logger.info({ url: `http://${config.member}`, raft: raftAddressOf(config.member) }, 'manager listening');
+    },
+    stop() {
+      stopping ??= (async () => {
+        await gateway.close();
+        await leadership.update(false, raft.status().term);
+        await raft.stop();
+        agents.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,91 @@
+// The manager's own metrics, beside the gateway's request metrics on the same registry.
+// Values that are state (term, indexes, job counts, reachability) are read at scrape time.
+
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { RaftNode } from '@kcm/raft';
+import type { HealthMonitor } from './health-monitor';
+import type { JobRecord, JobResultRecord, MetaState } from './meta/state';
+
+export interface ManagerMetrics {
+  observeProposal(outcome: 'ok' | 'refused' | 'error', seconds: number): void;
+  observeStep(job: JobRecord, step: string, seconds: number): void;
+  observeJobFinished(job: JobRecord, outcome: JobResultRecord): void;
+}
+
+export function createManagerMetrics(
+  registry: Registry,
+  sources: { raft: () => RaftNode | undefined; state: () => MetaState; health: () => HealthMonitor | undefined },
+): ManagerMetrics {
+  const raftGauge = (name: string, help: string, read: (r: RaftNode) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const r = sources.raft();
+        if (r) this.set(read(r));
+      },
+    });
+  raftGauge('kcm_raft_term', 'Current Raft term of this member', (r) => r.status().term);
+  raftGauge('kcm_raft_is_leader', '1 when this member is the Raft leader', (r) => (r.status().role === 'leader' ? 1 : 0));
+  raftGauge('kcm_raft_commit_index', 'Highest log index known committed', (r) => r.status().commit);
+  raftGauge('kcm_raft_applied_index', 'Highest log index applied to the metadata state', (r) => r.status().applied);
+  raftGauge('kcm_raft_members', 'Voting members in the current configuration', (r) => r.status().conf.voters.length);
+
+  const proposals = new Counter({ name: 'kcm_raft_proposals_total', help: 'Metadata commands proposed by this member', labelNames: ['outcome'], registers: [registry] });
+  const proposalSeconds = new Histogram({
+    name: 'kcm_raft_proposal_duration_seconds',
+    help: 'Time from propose to applied, by outcome',
+    labelNames: ['outcome'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const jobsFinished = new Counter({ name: 'kcm_jobs_total', help: 'Jobs finished by this member as leader, by type and status', labelNames: ['job_type', 'status'], registers: [registry] });
+  new Gauge({
+    name: 'kcm_jobs',
+    help: 'Jobs in the replicated state by status',
+    labelNames: ['status'],
+    registers: [registry],
+    collect() {
+      const counts: Record<string, number> = { started: 0, ongoing: 0, done: 0, failed: 0 };
+      for (const j of Object.values(sources.state().jobs)) counts[j.status]++;
+      for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+    },
+  });
+  const stepSeconds = new Histogram({
+    name: 'kcm_job_step_duration_seconds',
+    help: 'Duration of job steps run by this member',
+    labelNames: ['job_type', 'step'],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'kcm_agent_reachable',
+    help: '1 when the leader last reached the agent of the host, 0 when not (leader only)',
+    labelNames: ['hostaddr'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const monitor = sources.health();
+      if (!monitor) return;
+      const hosts = new Set(Object.values(sources.state().machines).map((m) => m.hostaddr));
+      for (const hostaddr of hosts) {
+        const r = monitor.reachability(hostaddr);
+        if (r) this.set({ hostaddr }, r.reachable ? 1 : 0);
+      }
+    },
+  });
+
+  return {
+    observeProposal(outcome, seconds) {
+      proposals.inc({ outcome });
+      proposalSeconds.observe({ outcome }, seconds);
+    },
+    observeStep(job, step, seconds) {
+      stepSeconds.observe({ job_type: job.jobType, step }, seconds);
+    },
+    observeJobFinished(job, outcome) {
+      jobsFinished.inc({ job_type: job.jobType, status: outcome.ok ? 'done' : 'failed' });
+    },
+  };
+}
