@@ -3,7 +3,7 @@
 
 import { Raft } from './raft';
 import { advanceReady, hardStateOf, hasReady, softStateOf, takeReady } from './ready';
-import { leaderReadIndex, proposeEntry, transferLeadership } from './step-leader';
+import { leaderReadIndex, proposeConfChange, proposeData, transferLeadership } from './step-leader';
 import { statusOf, type RaftStatus } from './status';
 import type { LogReader } from './storage';
 import type { ConfChange, HardState, Message, NodeId, RaftConfig, Ready, SoftState } from './types';
@@ -36,12 +36,12 @@ export class RawNode {
 
   /** Throws NotLeaderError | ProposalDroppedError | ProposalOverloadedError. */
   propose(data: Uint8Array): { index: number; term: number } {
-    return proposeEntry(this.raft, 'normal', data);
+    return proposeData(this.raft, data);
   }
 
   /** Throws ProposalDroppedError while another conf change is pending or the change is refused. */
   proposeConfChange(cc: ConfChange): { index: number; term: number } {
-    return proposeEntry(this.raft, 'conf', new Uint8Array(0), cc);
+    return proposeConfChange(this.raft, cc);
   }
 
   /** Never throws on stale or unknown messages: it ignores them. */

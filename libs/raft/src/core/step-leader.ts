@@ -133,32 +133,40 @@ export function transferLeadership(r: Raft, to: NodeId): void {
 export const PROMOTION_MAX_LAG = 64;
 
 /** Leader: appends a client proposal; throws if it must be dropped or the leader is overloaded. */
-export function proposeEntry(r: Raft, type: 'normal' | 'conf', data: Uint8Array, cc?: ConfChange): { index: number; term: number } {
-  if (r.role !== 'leader') throw new NotLeaderError(r.lead);
-  if (r.leadTransferee !== null) throw new ProposalDroppedError(`leadership is being transferred to ${r.leadTransferee}`);
-  if (cc) {
-    // Single-server changes are safe only one at a time (thesis 4.1).
-    if (r.pendingConfIndex > r.log.applied) {
-      throw new ProposalDroppedError(`configuration change at index ${r.pendingConfIndex} is not applied yet`);
-    }
-    const problem = confChangeProblem(r.tracker.conf, cc);
-    if (problem) throw new ProposalDroppedError(problem);
-    if (cc.type === 'promote') {
-      // Thesis 4.2.1: a voter that cannot keep up would stall commits; the caller retries.
-      const pr = r.tracker.progress.get(cc.node);
-      const lag = r.log.lastIndex() - (pr?.match ?? 0);
-      if (!pr || pr.state !== 'replicate' || lag > PROMOTION_MAX_LAG) {
-        throw new ProposalDroppedError(`learner ${cc.node} has not caught up (${lag} entries behind)`);
-      }
-    }
-  }
-  const size = cc ? 0 : data.byteLength;
+export function proposeData(r: Raft, data: Uint8Array): { index: number; term: number } {
+  checkAcceptingProposals(r);
+  const size = data.byteLength;
+  // Empty entries never count; one entry of any size passes when nothing is uncommitted.
   if (r.uncommittedSize > 0 && size > 0 && r.uncommittedSize + size > r.maxUncommittedSize) {
     throw new ProposalOverloadedError(r.uncommittedSize, r.maxUncommittedSize);
   }
+  return { index: r.appendEntry('normal', data), term: r.term };
+}
+
+/** Leader: appends a membership change, one at a time; refused changes throw ProposalDroppedError. */
+export function proposeConfChange(r: Raft, cc: ConfChange): { index: number; term: number } {
+  checkAcceptingProposals(r);
+  // Single-server changes are safe only one at a time (thesis 4.1).
+  if (r.pendingConfIndex > r.log.applied) {
+    throw new ProposalDroppedError(`configuration change at index ${r.pendingConfIndex} is not applied yet`);
+  }
+  const problem = confChangeProblem(r.tracker.conf, cc);
+  if (problem) throw new ProposalDroppedError(problem);
+  if (cc.type === 'promote') {
+    // Thesis 4.2.1: a voter that cannot keep up would stall commits; the caller retries.
+    const pr = r.tracker.progress.get(cc.node);
+    const lag = r.log.lastIndex() - (pr?.match ?? 0);
+    if (!pr || pr.state !== 'replicate' || lag > PROMOTION_MAX_LAG) {
+      throw new ProposalDroppedError(`learner ${cc.node} has not caught up (${lag} entries behind)`);
+    }
+  }
   // With the previous change applied, our conf is the latest one in the log.
-  const payload = cc ? encodeConfEntry(cc, applyConfChangeTo(r.tracker.conf, cc)) : data;
-  const index = r.appendEntry(type, payload);
-  if (cc) r.pendingConfIndex = index;
+  const index = r.appendEntry('conf', encodeConfEntry(cc, applyConfChangeTo(r.tracker.conf, cc)));
+  r.pendingConfIndex = index;
   return { index, term: r.term };
+}
+
+function checkAcceptingProposals(r: Raft): void {
+  if (r.role !== 'leader') throw new NotLeaderError(r.lead);
+  if (r.leadTransferee !== null) throw new ProposalDroppedError(`leadership is being transferred to ${r.leadTransferee}`);
 }
