@@ -1,0 +1,88 @@
+// What `kcm local` prints: the endpoints (as text for a person, as JSON for scripts) and the
+// first commands to try against the deployment.
+
+import path from 'node:path';
+import { DEFAULT_URL } from '../http-client';
+import type { MetaAnswer } from './meta-probe';
+import type { StopOutcome, ProcessState } from './processes';
+import type { DeploymentRecord } from './record';
+import type { ServiceStates } from './services';
+
+export interface EndpointsJson {
+  dir: string;
+  managers: Array<{ member: string; url: string; pid: number; log: string }>;
+  agents: Array<{ hostaddr: string; port: number; pid: number; log: string; machineFile: string }>;
+}
+
+export function endpointsJson(record: DeploymentRecord): EndpointsJson {
+  return {
+    dir: record.dir,
+    managers: record.managers.map((m) => ({ member: m.member, url: m.url, pid: m.pid, log: m.log })),
+    agents: record.agents.map((a) => ({ hostaddr: a.hostaddr, port: a.port, pid: a.pid, log: a.log, machineFile: a.machineFile })),
+  };
+}
+
+/** A path as the user can type it: relative to the working directory when inside it. */
+export function shown(file: string, cwd: string): string {
+  const relative = path.relative(cwd, file);
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : file;
+}
+
+export function endpointLines(record: DeploymentRecord, cwd: string, states?: ServiceStates): string[] {
+  const state = (s: ProcessState | undefined) => (s === undefined ? '' : `  ${s === 'running' ? 'running' : s === 'gone' ? 'STOPPED' : 'STOPPED (pid reused)'}`);
+  const lines = ['Managers (HTTP gateway; Raft on the next port):'];
+  record.managers.forEach((m, i) => lines.push(`  ${m.url.padEnd(24)} pid ${String(m.pid).padEnd(8)} log ${shown(m.log, cwd)}${state(states?.managers[i])}`));
+  if (record.agents.length === 0) lines.push('Agents: none (--hosts 0)');
+  else lines.push('Agents (gRPC, one simulated host each):');
+  record.agents.forEach((a, i) => lines.push(`  ${`${a.hostaddr}:${a.port}`.padEnd(24)} pid ${String(a.pid).padEnd(8)} log ${shown(a.log, cwd)}${state(states?.agents[i])}`));
+  return lines;
+}
+
+/** The flags that point later commands at this deployment when it is not the default one. */
+function localFlags(record: DeploymentRecord, defaultDir: string, cwd: string): string {
+  return path.resolve(record.dir) === path.resolve(defaultDir) ? '' : ` --dir ${shown(record.dir, cwd)}`;
+}
+
+export function tryLines(record: DeploymentRecord, defaultDir: string, cwd: string): string[] {
+  const url = record.managers[0].url;
+  const urlFlag = url === DEFAULT_URL ? '' : ` --url ${url}`;
+  const body = JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'me', paras: {} });
+  const lines = [
+    'Try:',
+    `  curl -s -X POST ${url}/HttpService/Emit -d '${body}'`,
+  ];
+  if (record.agents.length > 0) {
+    lines.push(`  kcm emit create_machine --file ${shown(record.agents[0].machineFile, cwd)} --wait${urlFlag}`);
+    lines.push(`  kcm get machine_summary${urlFlag}`);
+  }
+  const flags = localFlags(record, defaultDir, cwd);
+  lines.push(`  kcm local status${flags}`, `  kcm local down${flags}      (add --purge to delete ${shown(record.dir, cwd)})`);
+  lines.push('where kcm is `npx tsx services/cli/src/main.ts` (or `npm run -s kcm --`) from the repository root.');
+  return lines;
+}
+
+export function metaLines(answers: readonly MetaAnswer[]): string[] {
+  const ok = answers.find((a) => a.state === 'ok');
+  const lines: string[] = [];
+  if (ok) {
+    const members = ok.members?.join(', ') ?? '?';
+    const leader = ok.leader ? `leader ${ok.leader}` : 'a leader is elected';
+    lines.push(`Group: ${ok.mode ?? '?'}, ${leader}; members ${members}${ok.learners?.length ? `; learners ${ok.learners.join(', ')}` : ''}`);
+  } else {
+    lines.push('Group: no member reports a leader');
+  }
+  for (const a of answers) {
+    lines.push(`  ${a.url.padEnd(24)} ${a.state === 'ok' ? 'answers get_meta_mode' : a.state === 'error' ? `error ${a.problem}` : `unreachable (${a.problem})`}`);
+  }
+  return lines;
+}
+
+export function stopLines(outcomes: readonly StopOutcome[]): string[] {
+  const word: Record<StopOutcome['result'], string> = {
+    stopped: 'stopped',
+    killed: 'killed (did not stop in time)',
+    'not-running': 'was not running',
+    'still-running': 'STILL RUNNING after SIGKILL',
+  };
+  return outcomes.map((o) => `  ${o.label.padEnd(40)} pid ${String(o.pid).padEnd(8)} ${word[o.result]}`);
+}

@@ -1,0 +1,189 @@
+// What a local deployment is made of, computed without touching anything: which address and
+// directory each manager and agent gets, the manager's config file and the argv of every
+// process (DESIGN.md section 6: managers on 127.0.1.x, agents on 127.0.2.x).
+
+import path from 'node:path';
+import { isIP } from 'node:net';
+
+export interface TopologyOptions {
+  /** Absolute deployment directory: configs, data, logs and local.json live under it. */
+  dir: string;
+  managers: number;
+  hosts: number;
+  /** First three octets of the manager addresses, e.g. "127.0.1". */
+  managerNet: string;
+  /** First three octets of the agent addresses, e.g. "127.0.2". */
+  agentNet: string;
+  /** Last octet of the first manager and of the first agent; the others follow. */
+  first: number;
+  /** Every manager's HTTP port; its Raft transport listens on httpPort + 1. */
+  httpPort: number;
+  /** Every agent's gRPC port (the managers' agentPort). */
+  agentPort: number;
+}
+
+export const DEFAULT_TOPOLOGY: Omit<TopologyOptions, 'dir'> = {
+  managers: 3,
+  hosts: 3,
+  managerNet: '127.0.1',
+  agentNet: '127.0.2',
+  first: 1,
+  httpPort: 58000,
+  agentPort: 58100,
+};
+
+export interface ManagerPlan {
+  /** 1-based, names the directory manager-<index>. */
+  index: number;
+  host: string;
+  /** `<host>:<httpPort>`: the member's identity in the Raft group. */
+  member: string;
+  url: string;
+  /** The ports this manager binds: HTTP and Raft. */
+  ports: number[];
+  dir: string;
+  configPath: string;
+  dataDir: string;
+  logPath: string;
+}
+
+export interface AgentPlan {
+  index: number;
+  hostaddr: string;
+  port: number;
+  dir: string;
+  stateDir: string;
+  logPath: string;
+  /** create_machine paras pointing every instance directory of this host under dir. */
+  machineFile: string;
+}
+
+export interface Topology {
+  dir: string;
+  options: TopologyOptions;
+  managers: ManagerPlan[];
+  agents: AgentPlan[];
+}
+
+/** Thrown for options that cannot make a deployment; the CLI reports it as a usage error. */
+export class TopologyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TopologyError';
+  }
+}
+
+function checkNet(net: string, flag: string): void {
+  if (isIP(`${net}.1`) !== 4 || net.split('.').length !== 3) throw new TopologyError(`--${flag} must be three octets such as 127.0.1, got "${net}"`);
+  if (!net.startsWith('127.')) throw new TopologyError(`--${flag} must be a loopback network (127.x.y), got "${net}"`);
+}
+
+function checkPort(port: number, flag: string, room = 0): void {
+  if (!Number.isInteger(port) || port < 1024 || port + room > 65535) {
+    throw new TopologyError(`--${flag} must be a port in 1024..${65535 - room}, got ${port}`);
+  }
+}
+
+export function planTopology(options: TopologyOptions): Topology {
+  if (!path.isAbsolute(options.dir)) throw new TopologyError(`the deployment directory must be absolute, got "${options.dir}"`);
+  if (!Number.isInteger(options.managers) || options.managers < 1) throw new TopologyError(`--managers must be an integer >= 1, got ${options.managers}`);
+  if (!Number.isInteger(options.hosts) || options.hosts < 0) throw new TopologyError(`--hosts must be an integer >= 0, got ${options.hosts}`);
+  checkNet(options.managerNet, 'manager-net');
+  checkNet(options.agentNet, 'agent-net');
+  const last = options.first + Math.max(options.managers, options.hosts) - 1;
+  if (!Number.isInteger(options.first) || options.first < 1 || last > 254) {
+    throw new TopologyError(`--first ${options.first} with ${Math.max(options.managers, options.hosts)} addresses runs past .254`);
+  }
+  checkPort(options.httpPort, 'http-port', 1);
+  checkPort(options.agentPort, 'agent-port');
+  if (options.managerNet === options.agentNet && options.hosts > 0) {
+    throw new TopologyError('--manager-net and --agent-net must differ (a host address is one simulated machine)');
+  }
+
+  const managers: ManagerPlan[] = [];
+  for (let index = 1; index <= options.managers; index++) {
+    const host = `${options.managerNet}.${options.first + index - 1}`;
+    const dir = path.join(options.dir, `manager-${index}`);
+    managers.push({
+      index,
+      host,
+      member: `${host}:${options.httpPort}`,
+      url: `http://${host}:${options.httpPort}`,
+      ports: [options.httpPort, options.httpPort + 1],
+      dir,
+      configPath: path.join(dir, 'config.json'),
+      dataDir: path.join(dir, 'data'),
+      logPath: path.join(dir, 'manager.log'),
+    });
+  }
+  const agents: AgentPlan[] = [];
+  for (let index = 1; index <= options.hosts; index++) {
+    const dir = path.join(options.dir, `agent-${index}`);
+    agents.push({
+      index,
+      hostaddr: `${options.agentNet}.${options.first + index - 1}`,
+      port: options.agentPort,
+      dir,
+      stateDir: path.join(dir, 'state'),
+      logPath: path.join(dir, 'agent.log'),
+      machineFile: path.join(dir, 'create_machine.json'),
+    });
+  }
+  return { dir: options.dir, options, managers, agents };
+}
+
+/** The manager's config.json (services/manager/src/config.ts) for a member of a new group. */
+export function managerConfig(topology: Topology, manager: ManagerPlan): Record<string, unknown> {
+  return {
+    member: manager.member,
+    dataDir: manager.dataDir,
+    initialMembers: topology.managers.map((m) => m.member),
+    agentPort: topology.options.agentPort,
+    machineDeadAfterMs: 30_000,
+    healthIntervalMs: 2_000,
+  };
+}
+
+/**
+ * create_machine paras for one agent's host: its instances' data, logs and WAL under the
+ * deployment directory, so `kcm local down` finds their pid files and `--purge` removes them.
+ */
+export function machineParas(agent: AgentPlan): Record<string, string> {
+  const instances = path.join(agent.dir, 'instances');
+  return {
+    hostaddr: agent.hostaddr,
+    machine_type: 'storage',
+    port_range: '57000-58000',
+    rack_id: '1',
+    datadir: path.join(instances, 'storage_datadir'),
+    logdir: path.join(instances, 'storage_logdir'),
+    wal_log_dir: path.join(instances, 'storage_waldir'),
+    comp_datadir: path.join(instances, 'server_datadir'),
+    total_mem: '2048',
+    total_cpu_cores: '2',
+  };
+}
+
+/**
+ * How a service is started: one node process with tsx's loader (`node --import tsx`) rather
+ * than the `tsx` CLI, which forks a second node process. The pid we record is then the
+ * server itself, and its /proc/<pid>/cmdline is exactly this argv.
+ */
+export function serviceArgv(nodePath: string, entry: string, args: string[]): string[] {
+  return [nodePath, '--import', 'tsx', entry, ...args];
+}
+
+export function managerArgv(nodePath: string, repoRoot: string, manager: ManagerPlan): string[] {
+  return serviceArgv(nodePath, path.join(repoRoot, 'services/manager/src/main.ts'), ['--config', manager.configPath]);
+}
+
+export function agentArgv(nodePath: string, repoRoot: string, agent: AgentPlan): string[] {
+  return serviceArgv(nodePath, path.join(repoRoot, 'services/agent/src/main.ts'), [
+    '--host',
+    agent.hostaddr,
+    '--port',
+    String(agent.port),
+    '--state-dir',
+    agent.stateDir,
+  ]);
+}

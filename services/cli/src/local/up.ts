@@ -1,0 +1,126 @@
+// kcm local up: start managers and agents detached, record them in <dir>/local.json, wait
+// until the group has elected a leader, print the endpoints. Running it again while the
+// deployment runs only prints the endpoints.
+
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { EXIT } from '../io';
+import { writeJson } from '../commands/shared';
+import { bindProblems, describeBindProblem, logTail, startDetached, waitListening, writeDeploymentFiles } from './launcher';
+import { waitForLeader } from './meta-probe';
+import { readRecord, writeRecord, RECORD_VERSION, type DeploymentRecord } from './record';
+import { endpointLines, endpointsJson, metaLines, shown, tryLines } from './render';
+import { firstExited, overallState, serviceStates } from './services';
+import { agentArgv, managerArgv, planTopology, type Topology, type TopologyOptions } from './topology';
+import type { LocalContext } from './context';
+
+export interface UpOptions {
+  topology: TopologyOptions;
+  json: boolean;
+  timeoutMs: number;
+}
+
+const ENTRY_POINTS = ['services/manager/src/main.ts', 'services/agent/src/main.ts'];
+
+/** The group a record describes must be the group we are asked for, or the old Raft data would not fit. */
+function sameGroup(record: DeploymentRecord, topology: Topology): boolean {
+  const members = (list: Array<{ member: string }>) => list.map((m) => m.member).join(',');
+  return members(record.managers) === members(topology.managers);
+}
+
+async function printRunning(ctx: LocalContext, record: DeploymentRecord, options: UpOptions, note: string, leaderMs?: number): Promise<void> {
+  if (options.json) {
+    writeJson(ctx.io, { ...endpointsJson(record), alreadyRunning: leaderMs === undefined, ...(leaderMs !== undefined ? { leaderElectedMs: leaderMs } : {}) });
+    return;
+  }
+  const lines = [note, ...endpointLines(record, ctx.cwd), '', ...tryLines(record, ctx.defaultDir, ctx.cwd), ''];
+  ctx.io.stdout.write(lines.join('\n'));
+}
+
+async function reportStartupFailure(ctx: LocalContext, record: DeploymentRecord, reason: string, detail: string[]): Promise<number> {
+  const lines = [`kcm: local up: ${reason}`, ...detail];
+  for (const manager of record.managers) {
+    lines.push('', `--- last lines of ${shown(manager.log, ctx.cwd)} ---`, ...(await logTail(manager.log)));
+  }
+  const flags = path.resolve(record.dir) === path.resolve(ctx.defaultDir) ? '' : ` --dir ${shown(record.dir, ctx.cwd)}`;
+  lines.push('', `The processes that started are left running for inspection; stop them with: kcm local down${flags}`, '');
+  ctx.io.stderr.write(lines.join('\n'));
+  return EXIT.failed;
+}
+
+export async function localUp(ctx: LocalContext, options: UpOptions): Promise<number> {
+  const topology = planTopology(options.topology);
+  const existing = await readRecord(topology.dir);
+  if (existing) {
+    const state = overallState(await serviceStates(existing));
+    if (state === 'all') {
+      await printRunning(ctx, existing, options, `kcm local is already running in ${shown(existing.dir, ctx.cwd)} (started ${existing.startedAt}); nothing started.`);
+      return EXIT.ok;
+    }
+    if (state === 'partial') {
+      ctx.io.stderr.write(`kcm: local up: the deployment in ${shown(existing.dir, ctx.cwd)} is partly running; run kcm local status --dir ${shown(existing.dir, ctx.cwd)} to see which, then kcm local down before starting it again\n`);
+      return EXIT.failed;
+    }
+    if (!sameGroup(existing, topology)) {
+      ctx.io.stderr.write(
+        `kcm: local up: ${shown(existing.dir, ctx.cwd)} holds the data of another group (members ${existing.managers.map((m) => m.member).join(', ')}); ` +
+          `start it with the same options, or remove it with kcm local down --purge --dir ${shown(existing.dir, ctx.cwd)}\n`,
+      );
+      return EXIT.failed;
+    }
+  }
+
+  const missing = ENTRY_POINTS.filter((entry) => !existsSync(path.join(ctx.repoRoot, entry)));
+  if (missing.length > 0) {
+    ctx.io.stderr.write(`kcm: local up: entry point missing from ${ctx.repoRoot}: ${missing.join(', ')}\n`);
+    return EXIT.failed;
+  }
+  const problems = await bindProblems(topology);
+  if (problems.length > 0) {
+    ctx.io.stderr.write(`kcm: local up: cannot listen where the deployment needs to:\n${problems.map((p) => `  ${describeBindProblem(p)}`).join('\n')}\nNothing was started.\n`);
+    return EXIT.failed;
+  }
+
+  await writeDeploymentFiles(topology);
+  const record: DeploymentRecord = {
+    version: RECORD_VERSION,
+    dir: topology.dir,
+    startedAt: new Date().toISOString(),
+    managerNet: topology.options.managerNet,
+    agentNet: topology.options.agentNet,
+    first: topology.options.first,
+    managers: [],
+    agents: [],
+  };
+  // Recorded after each start, so `down` can stop whatever started even if a later start fails.
+  for (const manager of topology.managers) {
+    const argv = managerArgv(ctx.nodePath, ctx.repoRoot, manager);
+    const pid = await startDetached(argv, manager.logPath, ctx.repoRoot);
+    record.managers.push({ index: manager.index, member: manager.member, url: manager.url, pid, argv, log: manager.logPath });
+    await writeRecord(record);
+  }
+  for (const agent of topology.agents) {
+    const argv = agentArgv(ctx.nodePath, ctx.repoRoot, agent);
+    const pid = await startDetached(argv, agent.logPath, ctx.repoRoot);
+    record.agents.push({ index: agent.index, hostaddr: agent.hostaddr, port: agent.port, stateDir: agent.stateDir, machineFile: agent.machineFile, pid, argv, log: agent.logPath });
+    await writeRecord(record);
+  }
+
+  if (!options.json) ctx.io.stderr.write(`kcm local: started ${record.managers.length} managers and ${record.agents.length} agents; waiting for a leader...\n`);
+  const deadline = Date.now() + options.timeoutMs;
+  const waited = await waitForLeader({
+    urls: record.managers.map((m) => m.url),
+    timeoutMs: options.timeoutMs,
+    fetch: ctx.io.fetch,
+    abortReason: () => firstExited(record),
+  });
+  if (!waited.ok) return reportStartupFailure(ctx, record, waited.reason, ['Last answers to get_meta_mode:', ...metaLines(waited.last)]);
+  // create_machine needs the agent of its host to answer: the agents must be listening too.
+  const silentAgents = await waitListening(record.agents.map((a) => ({ host: a.hostaddr, port: a.port })), deadline);
+  const exited = await firstExited(record);
+  if (exited) return reportStartupFailure(ctx, record, exited, []);
+  if (silentAgents.length > 0) return reportStartupFailure(ctx, record, `agents not listening yet: ${silentAgents.join(', ')}`, record.agents.map((a) => `agent log: ${shown(a.log, ctx.cwd)}`));
+  const seconds = (waited.elapsedMs / 1000).toFixed(1);
+  await printRunning(ctx, record, options, `kcm local is running in ${shown(record.dir, ctx.cwd)}: leader elected in ${seconds} s.`, waited.elapsedMs);
+  return EXIT.ok;
+}
