@@ -85,7 +85,16 @@ export class RaftLog {
     const uOffset = this.unstable.offset;
     let ents: Entry[];
     if (lo >= uOffset) {
-      ents = this.unstable.slice(lo, hi);
+      // Size the slice before copying it: this is the leader's hot path.
+      const all = this.unstable.entries;
+      const from = lo - uOffset;
+      const end = Math.min(hi - uOffset, all.length);
+      let n = from + 1;
+      for (let size = from < end ? entryBytes(all[from]) : 0; n < end; n++) {
+        size += entryBytes(all[n]);
+        if (size > maxBytes) break;
+      }
+      return all.slice(from, Math.min(n, end));
     } else {
       const stableHi = Math.min(hi, uOffset);
       ents = this.storage.entries(lo, stableHi, maxBytes);

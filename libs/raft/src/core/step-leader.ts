@@ -154,9 +154,10 @@ export function proposeConfChange(r: Raft, cc: ConfChange): { index: number; ter
   if (problem) throw new ProposalDroppedError(problem);
   if (cc.type === 'promote') {
     // Thesis 4.2.1: a voter that cannot keep up would stall commits; the caller retries.
+    // Caught up: streaming (replicate state), heard from lately, and close behind.
     const pr = r.tracker.progress.get(cc.node);
     const lag = r.log.lastIndex() - (pr?.match ?? 0);
-    if (!pr || pr.state !== 'replicate' || lag > PROMOTION_MAX_LAG) {
+    if (!pr || pr.state !== 'replicate' || !pr.recentActive || lag > PROMOTION_MAX_LAG) {
       throw new ProposalDroppedError(`learner ${cc.node} has not caught up (${lag} entries behind)`);
     }
   }

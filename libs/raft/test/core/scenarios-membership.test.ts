@@ -77,6 +77,19 @@ describe('membership changes', () => {
     for (const id of [...ABC, 'd']) expect(net.raw(id).status().conf).toEqual({ voters: [...ABC, 'd'], learners: [] });
   });
 
+  it('a caught-up learner that went silent is not promoted. Reference: Raft thesis 4.2.1', () => {
+    const net = new Network(ABC, {}, ['d']);
+    net.elect('a');
+    net.propose('a', 'x');
+    net.runFor(2);
+    net.isolate('d');
+    net.runFor(25); // more than two election timeouts of silence
+    expect(() => net.raw('a').proposeConfChange({ type: 'promote', node: 'd' })).toThrow(ProposalDroppedError);
+    net.heal();
+    net.runFor(3);
+    net.raw('a').proposeConfChange({ type: 'promote', node: 'd' });
+  });
+
   it('learners never count toward the commit quorum. Reference: Raft thesis 4.2.1', () => {
     const net = new Network(ABC, {}, ['d']);
     net.elect('a');
