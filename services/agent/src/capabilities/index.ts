@@ -2,5 +2,12 @@
 // Add a module here when it has its own .proto service.
 
 import type { CapabilityModule } from '../capability';
+import { postgresCapability } from './postgres/index';
+import { cgroupCapability } from './cgroup/index';
+import { mariadbModule } from './mariadb/index';
 
-export const capabilityModules: CapabilityModule[] = [];
+export const capabilityModules: CapabilityModule[] = [
+  postgresCapability,
+  cgroupCapability,
+  mariadbModule,
+];

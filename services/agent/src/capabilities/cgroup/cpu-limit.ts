@@ -1,0 +1,130 @@
+// One kcm cgroup per instance under the cpu hierarchy: <root>/kcm/<kind>-<port>.
+// `quota` caps the instance at cpu_cores of CPU time per period (CFS bandwidth);
+// `share` gives it a weight proportional to cpu_cores when CPUs are contended
+// (1 core = 1024 shares in v1 = weight 100 in v2, the kernel's defaults).
+
+import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { CpuHierarchy } from './detect';
+import type { CpuLimitMode, InstanceKind } from './cgroup-proto';
+
+export const CFS_PERIOD_US = 100_000;
+const MAX_CORES = 4096;
+
+export interface CpuLimit {
+  cores: number;
+  mode: CpuLimitMode;
+}
+
+export interface CgroupWrite {
+  name: string;
+  value: string;
+}
+
+export function validateCpuLimit(cores: number, mode: string): CpuLimit {
+  if (mode !== 'quota' && mode !== 'share') throw new Error(`mode must be "quota" or "share", not ${JSON.stringify(mode)}`);
+  if (!Number.isFinite(cores) || cores <= 0 || cores > MAX_CORES) throw new Error(`cpu_cores must be in (0, ${MAX_CORES}], not ${cores}`);
+  return { cores, mode };
+}
+
+/**
+ * The files to write, in order. Each mode also resets the other mode's knob to its
+ * default, so switching an instance from quota to share (or back) leaves no stale limit.
+ */
+export function cpuLimitWrites(version: CpuHierarchy['version'], limit: CpuLimit): CgroupWrite[] {
+  // The kernel rejects a CFS quota below 1 ms.
+  const quotaUs = Math.max(1000, Math.round(limit.cores * CFS_PERIOD_US));
+  if (version === 'v1') {
+    return limit.mode === 'quota'
+      ? [
+          { name: 'cpu.cfs_period_us', value: String(CFS_PERIOD_US) },
+          { name: 'cpu.cfs_quota_us', value: String(quotaUs) },
+          { name: 'cpu.shares', value: '1024' },
+        ]
+      : [
+          { name: 'cpu.cfs_quota_us', value: '-1' },
+          { name: 'cpu.shares', value: String(Math.max(2, Math.round(limit.cores * 1024))) },
+        ];
+  }
+  return limit.mode === 'quota'
+    ? [
+        { name: 'cpu.max', value: `${quotaUs} ${CFS_PERIOD_US}` },
+        { name: 'cpu.weight', value: '100' },
+      ]
+    : [
+        { name: 'cpu.max', value: `max ${CFS_PERIOD_US}` },
+        { name: 'cpu.weight', value: String(Math.min(10_000, Math.max(1, Math.round(limit.cores * 100)))) },
+      ];
+}
+
+export function instanceCgroupDir(h: CpuHierarchy, kind: InstanceKind, port: number): string {
+  return path.join(h.root, 'kcm', `${kind}-${port}`);
+}
+
+async function procsOf(dir: string): Promise<number[]> {
+  try {
+    return (await readFile(path.join(dir, 'cgroup.procs'), 'utf8')).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** v2 only: a child gets the cpu knobs only when every ancestor enables `cpu` for its children. */
+async function enableCpuController(dir: string): Promise<void> {
+  const control = path.join(dir, 'cgroup.subtree_control');
+  const enabled = (await readFile(control, 'utf8')).trim().split(/\s+/);
+  if (!enabled.includes('cpu')) await writeFile(control, '+cpu');
+}
+
+/** Moves one process; one that exited meanwhile (ESRCH) is not an error. */
+async function moveProcess(dir: string, pid: number): Promise<boolean> {
+  try {
+    await writeFile(path.join(dir, 'cgroup.procs'), String(pid));
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw new Error(`cannot move pid ${pid} into ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+export interface AppliedLimit {
+  dir: string;
+  written: CgroupWrite[];
+  pids: number[];
+}
+
+/** Creates the instance's cgroup if needed, writes the limit, then moves `pids` in (parents first). */
+export async function applyCpuLimit(h: CpuHierarchy, kind: InstanceKind, port: number, limit: CpuLimit, pids: number[]): Promise<AppliedLimit> {
+  const dir = instanceCgroupDir(h, kind, port);
+  if (h.version === 'v2') {
+    await enableCpuController(h.root);
+    await mkdir(path.dirname(dir), { recursive: true });
+    await enableCpuController(path.dirname(dir));
+  }
+  await mkdir(dir, { recursive: true });
+  const written = cpuLimitWrites(h.version, limit);
+  for (const w of written) {
+    try {
+      await writeFile(path.join(dir, w.name), w.value);
+    } catch (err) {
+      throw new Error(`cannot write ${w.value} to ${path.join(dir, w.name)}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  const moved: number[] = [];
+  for (const pid of pids) if (await moveProcess(dir, pid)) moved.push(pid);
+  return { dir, written, pids: moved };
+}
+
+/** Moves the instance's processes back to the hierarchy's root and deletes its cgroup; absent is fine. */
+export async function removeCpuLimit(h: CpuHierarchy, kind: InstanceKind, port: number): Promise<AppliedLimit> {
+  const dir = instanceCgroupDir(h, kind, port);
+  const pids = await procsOf(dir);
+  const moved: number[] = [];
+  for (const pid of pids) if (await moveProcess(h.root, pid)) moved.push(pid);
+  try {
+    await rmdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  return { dir, written: [], pids: moved };
+}

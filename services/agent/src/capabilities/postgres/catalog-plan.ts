@@ -1,0 +1,115 @@
+// The pure half of catalog sync: given what the shards hold and what one compute database
+// has, decide which foreign tables to import, re-import and drop. No I/O, so every rule
+// below is tested directly (test/postgres/catalog-plan.test.ts).
+
+import { isIdentifier } from './layout';
+import type { CatalogChange } from './postgres-proto';
+import type { RemoteTable, ShardView } from './shard-catalog';
+
+export const SERVER_PREFIX = 'shard_';
+
+export function serverName(shardId: string): string {
+  return `${SERVER_PREFIX}${shardId}`;
+}
+
+/** A foreign table kcm made: on a shard_<id> server, carrying the remote columns' signature in its comment. */
+export interface LocalForeignTable {
+  schema: string;
+  table: string;
+  server: string;
+  signature: string;
+}
+
+export interface ImportBatch {
+  shardId: string;
+  schema: string;
+  remoteDb: string;
+  tables: { table: string; signature: string }[];
+}
+
+export interface DatabasePlan {
+  drops: LocalForeignTable[];
+  imports: ImportBatch[];
+  changes: CatalogChange[];
+  /** Foreign tables of kcm's that exist after the plan runs. */
+  foreignTables: number;
+}
+
+const key = (schema: string, table: string) => `${schema}.${table}`;
+
+/**
+ * Rules:
+ * - a kcm foreign table whose shard is unreachable is left alone (its source is unknown);
+ * - one whose source table exists on no reachable shard is dropped (the request names
+ *   every shard of the cluster, so a shard missing from it is gone);
+ * - one whose source moved to another shard, or whose columns changed, is re-imported;
+ * - a source table with no foreign table is imported, unless a local relation that is not
+ *   kcm's already has the name, or a name is not a plain identifier (then: skipped);
+ * - a table present on several shards (mid-move) stays where it is, else the first listed shard wins.
+ */
+export function planDatabase(database: string, shards: ShardView[], local: LocalForeignTable[], otherRelations: Set<string>): DatabasePlan {
+  const unreachable = new Set(shards.filter((s) => !s.reachable).map((s) => serverName(s.shardId)));
+  const sources = new Map<string, { shardId: string; remote: RemoteTable }[]>();
+  const changes: CatalogChange[] = [];
+  for (const shard of shards) {
+    for (const remote of shard.tables) {
+      if (remote.database !== database) continue;
+      if (![remote.database, remote.schema, remote.table].every(isIdentifier)) {
+        changes.push({ database, schema: remote.schema, table: remote.table, action: 'skipped', shard_id: shard.shardId, reason: 'not a plain identifier' });
+        continue;
+      }
+      const k = key(remote.schema, remote.table);
+      sources.set(k, [...(sources.get(k) ?? []), { shardId: shard.shardId, remote }]);
+    }
+  }
+
+  const drops: LocalForeignTable[] = [];
+  const toImport: { shardId: string; remote: RemoteTable; action: 'imported' | 'reimported'; reason: string }[] = [];
+  const covered = new Set<string>();
+  let kept = 0;
+  for (const ft of local) {
+    const k = key(ft.schema, ft.table);
+    covered.add(k);
+    if (unreachable.has(ft.server)) {
+      kept++;
+      continue;
+    }
+    const candidates = sources.get(k) ?? [];
+    const here = candidates.find((c) => serverName(c.shardId) === ft.server);
+    if (here && here.remote.signature === ft.signature) {
+      kept++;
+      continue;
+    }
+    drops.push(ft);
+    if (candidates.length === 0) {
+      changes.push({ database, schema: ft.schema, table: ft.table, action: 'dropped', shard_id: ft.server.slice(SERVER_PREFIX.length), reason: 'source table is gone' });
+      continue;
+    }
+    const from = here ?? candidates[0];
+    toImport.push({ ...from, action: 'reimported', reason: here ? 'columns changed' : `moved from ${ft.server}` });
+  }
+  for (const [k, candidates] of sources) {
+    if (covered.has(k)) continue;
+    const { shardId, remote } = candidates[0];
+    if (otherRelations.has(k)) {
+      changes.push({ database, schema: remote.schema, table: remote.table, action: 'skipped', shard_id: shardId, reason: 'a local relation that kcm did not create has this name' });
+      continue;
+    }
+    toImport.push({ shardId, remote, action: 'imported', reason: '' });
+  }
+
+  const batches = new Map<string, ImportBatch>();
+  for (const { shardId, remote, action, reason } of toImport) {
+    const b = `${shardId}\0${remote.schema}`;
+    const batch = batches.get(b) ?? { shardId, schema: remote.schema, remoteDb: remote.remoteDb, tables: [] };
+    batch.tables.push({ table: remote.table, signature: remote.signature });
+    batches.set(b, batch);
+    changes.push({ database, schema: remote.schema, table: remote.table, action, shard_id: shardId, reason });
+  }
+  return { drops, imports: [...batches.values()], changes, foreignTables: kept + toImport.length };
+}
+
+/** Every compute database the shards name (reachable shards only). */
+export function remoteDatabases(shards: ShardView[]): Set<string> {
+  return new Set(shards.flatMap((s) => s.tables.map((t) => t.database)).filter(isIdentifier));
+}

@@ -1,0 +1,199 @@
+// Catalog sync: makes every table of database D_$$_S on the shards a foreign table S.<t>
+// in database D of this compute instance, through one mysql_fdw server per shard. The
+// manager calls it periodically and after DDL, so an unchanged catalog costs only reads:
+// one information_schema query per shard, one catalog read per compute database.
+
+import { withAdmin, ident, literal, type AdminClient } from './admin-session';
+import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type DatabasePlan, type LocalForeignTable } from './catalog-plan';
+import { ADMIN_ROLE, validatePort, type PostgresInstance } from './layout';
+import type { PostgresHost } from './lifecycle';
+import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from './postgres-proto';
+import { readShardTables, type ShardView } from './shard-catalog';
+
+const SHARD_ID = /^[A-Za-z0-9_]{1,50}$/;
+const HOST = /^[A-Za-z0-9.:-]{1,253}$/;
+const SIGNATURE_COMMENT = /^kcm:([0-9a-f]+)$/;
+
+function validateShards(shards: ShardEndpoint[]): ShardEndpoint[] {
+  const seen = new Set<string>();
+  for (const s of shards) {
+    if (!SHARD_ID.test(s.shard_id)) throw new Error(`shard_id ${JSON.stringify(s.shard_id)} must be 1-50 characters of [A-Za-z0-9_]`);
+    if (seen.has(s.shard_id)) throw new Error(`shard ${s.shard_id} is listed twice`);
+    seen.add(s.shard_id);
+    if (!HOST.test(s.host)) throw new Error(`shard ${s.shard_id}: host ${JSON.stringify(s.host)} is not a host name or address`);
+    validatePort(s.port);
+    if (!s.user) throw new Error(`shard ${s.shard_id}: user is required`);
+  }
+  return shards;
+}
+
+/** `{k=v,...}` option arrays (srvoptions, umoptions) as a map. */
+function optionMap(options: string[] | null): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const o of options ?? []) {
+    const eq = o.indexOf('=');
+    m.set(o.slice(0, eq), o.slice(eq + 1));
+  }
+  return m;
+}
+
+/** The OPTIONS clause that turns `current` into `wanted`: ADD what is missing, SET what differs; undefined when equal. */
+function optionChanges(current: Map<string, string>, wanted: Record<string, string>): string | undefined {
+  const parts = Object.entries(wanted)
+    .filter(([k, v]) => current.get(k) !== v)
+    .map(([k, v]) => `${current.has(k) ? 'SET' : 'ADD'} ${k} ${literal(v)}`);
+  return parts.length > 0 ? parts.join(', ') : undefined;
+}
+
+interface DatabaseState {
+  hasExtension: boolean;
+  servers: Map<string, Map<string, string>>;
+  mappings: Map<string, Map<string, string>>;
+  local: LocalForeignTable[];
+  otherRelations: Set<string>;
+}
+
+async function readDatabaseState(db: AdminClient, schemas: string[]): Promise<DatabaseState> {
+  const ext = await db.query(`SELECT 1 FROM pg_extension WHERE extname = 'mysql_fdw'`);
+  const servers = await db.query<{ srvname: string; srvoptions: string[] | null }>('SELECT srvname, srvoptions FROM pg_foreign_server');
+  const mappings = await db.query<{ srvname: string; usename: string; umoptions: string[] | null }>('SELECT srvname, usename, umoptions FROM pg_user_mappings');
+  const tables = await db.query<{ schema: string; table: string; server: string; comment: string | null }>(
+    `SELECT n.nspname AS schema, c.relname AS table, s.srvname AS server, obj_description(c.oid, 'pg_class') AS comment
+       FROM pg_foreign_table ft
+       JOIN pg_class c ON c.oid = ft.ftrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_foreign_server s ON s.oid = ft.ftserver
+      WHERE starts_with(s.srvname, $1)`,
+    [SERVER_PREFIX],
+  );
+  const others = await db.query<{ schema: string; table: string }>(
+    `SELECT n.nspname AS schema, c.relname AS table
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'v', 'm', 'p', 'f')`,
+    [schemas],
+  );
+  const local = tables.rows.map((r) => ({ schema: r.schema, table: r.table, server: r.server, signature: SIGNATURE_COMMENT.exec(r.comment ?? '')?.[1] ?? '' }));
+  const kcm = new Set(local.map((t) => `${t.schema}.${t.table}`));
+  return {
+    hasExtension: (ext.rowCount ?? 0) > 0,
+    servers: new Map(servers.rows.map((r) => [r.srvname, optionMap(r.srvoptions)])),
+    mappings: new Map(mappings.rows.map((r) => [`${r.srvname}\0${r.usename}`, optionMap(r.umoptions)])),
+    local,
+    otherRelations: new Set(others.rows.map((r) => `${r.schema}.${r.table}`).filter((k) => !kcm.has(k))),
+  };
+}
+
+/** Statements that create or re-point the shard servers and the two user mappings on each. */
+function serverStatements(state: DatabaseState, shards: ShardEndpoint[], computeUser: string, serversChanged: string[], database: string): string[] {
+  const sql: string[] = [];
+  for (const shard of shards) {
+    const server = serverName(shard.shard_id);
+    const wanted = { host: shard.host, port: String(shard.port) };
+    const current = state.servers.get(server);
+    if (!current) {
+      sql.push(`CREATE SERVER ${ident(server)} FOREIGN DATA WRAPPER mysql_fdw OPTIONS (host ${literal(wanted.host)}, port ${literal(wanted.port)})`);
+      serversChanged.push(`${database}.${server} created`);
+    } else {
+      const change = optionChanges(current, wanted);
+      if (change) {
+        sql.push(`ALTER SERVER ${ident(server)} OPTIONS (${change})`);
+        serversChanged.push(`${database}.${server} re-pointed to ${shard.host}:${shard.port}`);
+      }
+    }
+    // The superuser's mapping serves IMPORT FOREIGN SCHEMA; the compute account's serves the application.
+    for (const role of [ADMIN_ROLE, computeUser]) {
+      const credentials = { username: shard.user, password: shard.password };
+      const mapping = state.mappings.get(`${server}\0${role}`);
+      if (!mapping) sql.push(`CREATE USER MAPPING FOR ${ident(role)} SERVER ${ident(server)} OPTIONS (username ${literal(credentials.username)}, password ${literal(credentials.password)})`);
+      else {
+        const change = optionChanges(mapping, credentials);
+        if (change) sql.push(`ALTER USER MAPPING FOR ${ident(role)} SERVER ${ident(server)} OPTIONS (${change})`);
+      }
+    }
+  }
+  return sql;
+}
+
+/** Runs the plan in one transaction: a failure leaves the database's catalog as it was. */
+async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, computeUser: string): Promise<CatalogChange[]> {
+  const skipped: CatalogChange[] = [];
+  await db.query('BEGIN');
+  try {
+    for (const stmt of setup) await db.query(stmt);
+    for (const ft of plan.drops) await db.query(`DROP FOREIGN TABLE IF EXISTS ${ident(ft.schema)}.${ident(ft.table)}`);
+    for (const batch of plan.imports) {
+      await db.query(`CREATE SCHEMA IF NOT EXISTS ${ident(batch.schema)}`);
+      await db.query(`GRANT USAGE ON SCHEMA ${ident(batch.schema)} TO ${ident(computeUser)}`);
+      const names = batch.tables.map((t) => ident(t.table)).join(', ');
+      await db.query(`IMPORT FOREIGN SCHEMA ${ident(batch.remoteDb)} LIMIT TO (${names}) FROM SERVER ${ident(serverName(batch.shardId))} INTO ${ident(batch.schema)}`);
+      const made = await db.query<{ relname: string }>(
+        `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = ANY($2) AND c.relkind = 'f'`,
+        [batch.schema, batch.tables.map((t) => t.table)],
+      );
+      const present = new Set(made.rows.map((r) => r.relname));
+      for (const t of batch.tables) {
+        if (!present.has(t.table)) {
+          skipped.push({ database: '', schema: batch.schema, table: t.table, action: 'skipped', shard_id: batch.shardId, reason: 'mysql_fdw did not import it' });
+          continue;
+        }
+        const name = `${ident(batch.schema)}.${ident(t.table)}`;
+        await db.query(`COMMENT ON FOREIGN TABLE ${name} IS ${literal(`kcm:${t.signature}`)}`);
+        await db.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${name} TO ${ident(computeUser)}`);
+      }
+    }
+    await db.query('COMMIT');
+  } catch (err) {
+    await db.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+  return skipped;
+}
+
+async function syncDatabase(instance: PostgresInstance, database: string, shards: ShardEndpoint[], views: ShardView[], serversChanged: string[]) {
+  return withAdmin(instance, database, async (db) => {
+    const schemas = [...new Set(views.flatMap((v) => v.tables.filter((t) => t.database === database).map((t) => t.schema)))];
+    const state = await readDatabaseState(db, schemas);
+    const plan = planDatabase(database, views, state.local, state.otherRelations);
+    const setup = [...(state.hasExtension ? [] : ['CREATE EXTENSION IF NOT EXISTS mysql_fdw']), ...serverStatements(state, shards, instance.user, serversChanged, database)];
+    if (setup.length === 0 && plan.drops.length === 0 && plan.imports.length === 0) return { changes: plan.changes, foreignTables: plan.foreignTables };
+    const skipped = await applyPlan(db, setup, plan, instance.user);
+    const changes = [...plan.changes, ...skipped.map((s) => ({ ...s, database }))];
+    return { changes, foreignTables: plan.foreignTables - skipped.length };
+  });
+}
+
+export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): Promise<SyncCatalogReply> {
+  const started = Date.now();
+  const instance = await host.registry.get(req.port);
+  const shards = validateShards(req.shards);
+  const views = await Promise.all(shards.map((s) => readShardTables(s)));
+  const changes: CatalogChange[] = views
+    .filter((v) => !v.reachable)
+    .map((v) => ({ database: '', schema: '', table: '', action: 'skipped', shard_id: v.shardId, reason: `shard unreachable, its foreign tables are kept: ${v.problem}` }));
+
+  const wanted = remoteDatabases(views);
+  const existing = await withAdmin(instance, 'postgres', async (db) => {
+    const rows = await db.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate');
+    const names = new Set(rows.rows.map((r) => r.datname));
+    for (const database of wanted) {
+      if (names.has(database)) continue;
+      // CREATE DATABASE cannot run in a transaction; the template already has mysql_fdw.
+      await db.query(`CREATE DATABASE ${ident(database)} OWNER ${ident(instance.user)}`);
+      names.add(database);
+    }
+    return names;
+  });
+  const scope = [...new Set([...wanted, ...instance.catalogDatabases])].filter((d) => existing.has(d)).sort();
+
+  const serversChanged: string[] = [];
+  let foreignTables = 0;
+  for (const database of scope) {
+    const result = await syncDatabase(instance, database, shards, views, serversChanged);
+    changes.push(...result.changes);
+    foreignTables += result.foreignTables;
+  }
+  if (scope.join('\0') !== [...instance.catalogDatabases].sort().join('\0')) await host.registry.save({ ...instance, catalogDatabases: scope });
+  const elapsed = Date.now() - started;
+  host.logger.info({ port: instance.port, databases: scope.length, changes: changes.length, servers_changed: serversChanged, elapsed_ms: elapsed }, 'catalog synced');
+  return { changes, servers_changed: serversChanged, foreign_tables: foreignTables, elapsed_ms: elapsed };
+}

@@ -1,0 +1,56 @@
+// The PostgresAgent service: compute instances on this host. Commands that change state go
+// through the op ledger (op_id replay) and run one at a time per instance.
+
+import path from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
+import { unary } from '../../server';
+import type { AgentContext, CapabilityModule } from '../../capability';
+import { osUser, type RunAs } from '../../ops/exec';
+import { InstanceLocks, InstanceRegistry, POSTGRES_OS_USER } from './layout';
+import { installPostgres, removePostgres, startPostgres, stopPostgres, type PostgresHost } from './lifecycle';
+import { probePostgres } from './probe';
+import { syncCatalog } from './catalog-sync';
+import { getVariables, setVariables } from './variables';
+import {
+  PostgresAgentService,
+  type GetPostgresVariablesRequest,
+  type InstallPostgresRequest,
+  type PostgresInstanceRequest,
+  type ProbePostgresRequest,
+  type SetPostgresVariablesRequest,
+  type SyncCatalogRequest,
+} from './postgres-proto';
+
+function hostOf(ctx: AgentContext): PostgresHost {
+  let runAs: RunAs | undefined;
+  return {
+    hostaddr: ctx.hostaddr,
+    logger: ctx.logger,
+    registry: new InstanceRegistry(path.join(ctx.stateDir, 'postgres')),
+    binDir: path.dirname(ctx.engines.postgres),
+    runAs: () => (runAs ??= osUser(POSTGRES_OS_USER)),
+  };
+}
+
+export const postgresCapability: CapabilityModule = {
+  name: 'postgres',
+  register(server: grpc.Server, ctx: AgentContext) {
+    const host = hostOf(ctx);
+    const locks = new InstanceLocks();
+    /** op_id replay outside, one command per instance inside. */
+    const command = <Req extends { op_id: string; port: number }, Res>(name: string, run: (req: Req) => Promise<Res>) =>
+      unary(ctx.logger, name, (req: Req) => ctx.ops.run(req.op_id, () => locks.run(req.port, () => run(req))));
+    server.addService(PostgresAgentService.service, {
+      InstallPostgres: command('InstallPostgres', (req: InstallPostgresRequest) => installPostgres(host, req)),
+      StartPostgres: command('StartPostgres', (req: PostgresInstanceRequest) => startPostgres(host, req.port)),
+      StopPostgres: command('StopPostgres', (req: PostgresInstanceRequest) => stopPostgres(host, req.port)),
+      RemovePostgres: command('RemovePostgres', (req: PostgresInstanceRequest) => removePostgres(host, req.port)),
+      SyncCatalog: command('SyncCatalog', (req: SyncCatalogRequest) => syncCatalog(host, req)),
+      SetPostgresVariables: command('SetPostgresVariables', (req: SetPostgresVariablesRequest) =>
+        setVariables(host, req.port, req.variables),
+      ),
+      ProbePostgres: unary(ctx.logger, 'ProbePostgres', (req: ProbePostgresRequest) => probePostgres(host.registry, req.port)),
+      GetPostgresVariables: unary(ctx.logger, 'GetPostgresVariables', (req: GetPostgresVariablesRequest) => getVariables(host.registry, req.port, req.names)),
+    });
+  },
+};

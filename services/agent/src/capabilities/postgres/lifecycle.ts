@@ -1,0 +1,137 @@
+// Install, start, stop and remove a compute instance. Each is idempotent on its own (it
+// looks at what exists before acting), and the op ledger in index.ts adds op_id replay.
+
+import { access, chown, mkdir, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from '@kcm/common';
+import { exec, type RunAs } from '../../ops/exec';
+import { writeInstanceConfig, validateVariables } from './config';
+import { ADMIN_ROLE, instanceDatadir, validateIdentifier, validatePort, type InstanceRegistry, type PostgresInstance } from './layout';
+import { postmasterStatus, startPostmaster, stopPostmaster } from './postmaster';
+import { ident, literal, withAdmin } from './admin-session';
+import { scramSha256Verifier } from './scram';
+import type { InstallPostgresRequest, PostgresInstanceReply } from './postgres-proto';
+
+export interface PostgresHost {
+  hostaddr: string;
+  logger: Logger;
+  registry: InstanceRegistry;
+  /** Directory with initdb and postgres. */
+  binDir: string;
+  /** The postgres OS user, looked up once. */
+  runAs: () => RunAs;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+function reply(instance: PostgresInstance, pid: number | undefined, detail: string): PostgresInstanceReply {
+  return { port: instance.port, datadir: instance.datadir, pid: pid ?? 0, running: pid !== undefined, user: instance.user, detail };
+}
+
+/** Fails early, with the reason, when the postgres OS user could not reach its data directory. */
+async function assertTraversable(host: PostgresHost, dir: string): Promise<void> {
+  try {
+    await exec('/usr/bin/test', ['-x', dir, '-a', '-d', dir], { runAs: host.runAs(), timeoutMs: 10_000 });
+  } catch {
+    throw new Error(`the postgres OS user cannot traverse ${dir}: every directory on the path needs search (x) permission for it`);
+  }
+}
+
+async function initdb(host: PostgresHost, datadir: string): Promise<void> {
+  if (await exists(datadir)) {
+    if ((await readdir(datadir)).length > 0) throw new Error(`${datadir} exists, is not empty and holds no PostgreSQL cluster; refusing to touch it`);
+  } else {
+    await mkdir(datadir, { mode: 0o700 });
+  }
+  const owner = host.runAs();
+  await chown(datadir, owner.uid, owner.gid);
+  await exec(
+    path.join(host.binDir, 'initdb'),
+    ['-D', datadir, '-U', ADMIN_ROLE, '-E', 'UTF8', '--no-locale', '--auth-local=peer', '--auth-host=scram-sha-256'],
+    { runAs: owner, cwd: datadir, env: { LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' }, timeoutMs: 300_000 },
+  );
+}
+
+/** The compute account: created, or its password and login reset; the password goes as a SCRAM verifier. */
+async function ensureComputeAccount(instance: PostgresInstance, password: string): Promise<void> {
+  await withAdmin(instance, 'postgres', async (db) => {
+    const verifier = literal(scramSha256Verifier(password));
+    const found = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [instance.user]);
+    const verb = found.rowCount === 0 ? 'CREATE' : 'ALTER';
+    await db.query(`${verb} ROLE ${ident(instance.user)} WITH LOGIN CREATEDB PASSWORD ${verifier}`);
+    await db.query('CREATE EXTENSION IF NOT EXISTS mysql_fdw');
+  });
+  // New databases copy template1: put the extension there so every database has it.
+  await withAdmin(instance, 'template1', (db) => db.query('CREATE EXTENSION IF NOT EXISTS mysql_fdw'));
+}
+
+export async function installPostgres(host: PostgresHost, req: InstallPostgresRequest): Promise<PostgresInstanceReply> {
+  const port = validatePort(req.port);
+  const user = validateIdentifier('user', req.user);
+  if (user === ADMIN_ROLE) throw new Error(`the compute account must not be the superuser ${ADMIN_ROLE}`);
+  if (!req.password) throw new Error('password is required');
+  const variables = validateVariables(req.variables ?? {});
+  const datadir = instanceDatadir(req.comp_datadir, port);
+  const known = await host.registry.find(port);
+  if (known && known.datadir !== datadir) throw new Error(`port ${port} already belongs to the instance in ${known.datadir}`);
+
+  await mkdir(req.comp_datadir, { recursive: true, mode: 0o755 });
+  await assertTraversable(host, req.comp_datadir);
+  const details: string[] = [];
+  if (await exists(path.join(datadir, 'PG_VERSION'))) details.push('data directory already initialised');
+  else {
+    await initdb(host, datadir);
+    details.push('initialised');
+  }
+  const instance: PostgresInstance = { port, hostaddr: host.hostaddr, datadir, user, variables, catalogDatabases: known?.catalogDatabases ?? [] };
+  await writeInstanceConfig(instance, os.userInfo().username, host.runAs());
+  await host.registry.save(instance);
+
+  let status = await postmasterStatus(datadir);
+  if (status) {
+    process.kill(status.pid, 'SIGHUP'); // pick up the rewritten configuration
+    details.push('already running, configuration reloaded');
+  } else {
+    await startPostmaster(path.join(host.binDir, 'postgres'), datadir, host.runAs());
+    status = await postmasterStatus(datadir);
+    details.push('started');
+  }
+  await ensureComputeAccount(instance, req.password);
+  host.logger.info({ port, datadir, user, pid: status?.pid }, 'postgres instance installed');
+  return reply(instance, status?.pid, details.join(', '));
+}
+
+export async function startPostgres(host: PostgresHost, port: number): Promise<PostgresInstanceReply> {
+  const instance = await host.registry.get(port);
+  const status = await postmasterStatus(instance.datadir);
+  if (status) return reply(instance, status.pid, 'already running');
+  const pid = await startPostmaster(path.join(host.binDir, 'postgres'), instance.datadir, host.runAs());
+  host.logger.info({ port, pid }, 'postgres instance started');
+  return reply(instance, pid, 'started');
+}
+
+export async function stopPostgres(host: PostgresHost, port: number): Promise<PostgresInstanceReply> {
+  const instance = await host.registry.get(port);
+  const status = await postmasterStatus(instance.datadir);
+  if (!status) return reply(instance, undefined, 'already stopped');
+  const how = await stopPostmaster(status.pid);
+  host.logger.info({ port, pid: status.pid, how }, 'postgres instance stopped');
+  return reply(instance, undefined, how);
+}
+
+/** Stops the instance, deletes its data directory and forgets it. Removing what is gone succeeds. */
+export async function removePostgres(host: PostgresHost, port: number): Promise<PostgresInstanceReply> {
+  const instance = await host.registry.find(validatePort(port));
+  if (!instance) return { port, datadir: '', pid: 0, running: false, user: '', detail: 'not installed' };
+  const stopped = await stopPostgres(host, port);
+  await rm(instance.datadir, { recursive: true, force: true });
+  await host.registry.delete(port);
+  host.logger.info({ port, datadir: instance.datadir }, 'postgres instance removed');
+  return reply(instance, undefined, `${stopped.detail}, data directory removed`);
+}

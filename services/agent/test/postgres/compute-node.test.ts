@@ -1,0 +1,250 @@
+// Compute nodes through the agent's gRPC API, on real engines: PostgreSQL 15 instances
+// installed by two agents (hosts 127.0.2.1 and 127.0.2.2), a throwaway MariaDB as the
+// shard, mysql_fdw between them. The tests run in order and share the instances.
+
+import { chmod, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@kcm/common';
+import { CgroupAgentClient, PostgresAgentClient, startAgent, type RunningAgent, type ShardEndpoint } from '../../src/index';
+import { startThrowawayMariadb, type ThrowawayMariadb } from './mariadb-fixture';
+import { killAll, pidsMentioning, postgresProcessesOf } from './processes';
+
+const HOSTS = ['127.0.2.1', '127.0.2.2'] as const;
+const PG_PORTS = [56301, 56302] as const;
+const MARIADB_PORT = 56310;
+const USER = 'app_user';
+const PASSWORD = "s3cret pw with 'quote";
+const SHARD_PASSWORD_NOTE = 'the shard root password';
+
+describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw and MariaDB)', () => {
+  let tmp: string;
+  let compDatadir: string;
+  const agents: RunningAgent[] = [];
+  const clients: PostgresAgentClient[] = [];
+  const logLines: string[] = [];
+  let maria: ThrowawayMariadb;
+  let shard: ShardEndpoint;
+
+  const logger = createLogger({
+    name: 'agent',
+    level: 'debug',
+    destination: new Writable({ write: (chunk, _enc, done) => (logLines.push(String(chunk)), done()) }),
+  });
+  const startAgentFor = (i: number) => startAgent({ hostaddr: HOSTS[i], port: 0, logger, stateDir: path.join(tmp, `agent-${i}`) });
+  const login = async (i: number, password = PASSWORD, user = USER) => {
+    const c = new pg.Client({ host: HOSTS[i], port: PG_PORTS[i], user, password, database: 'postgres' });
+    c.on('error', () => {}); // a server stopped under an open session is expected in some tests
+    await c.connect();
+    return c;
+  };
+  const sync = (i: number, opId: string) => clients[i].syncCatalog(opId, PG_PORTS[i], [shard]);
+
+  beforeAll(async () => {
+    tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-pg-'));
+    await chmod(tmp, 0o755); // the postgres OS user must traverse it to reach its data dirs
+    compDatadir = path.join(tmp, 'comp');
+    for (const i of [0, 1]) {
+      agents.push(await startAgentFor(i));
+      clients.push(new PostgresAgentClient(agents[i].address));
+    }
+    maria = await startThrowawayMariadb(path.join(tmp, 'maria'), [HOSTS[0], '127.0.2.3'], MARIADB_PORT);
+    shard = { shard_id: '1', host: HOSTS[0], port: MARIADB_PORT, user: 'root', password: maria.rootPassword };
+    const m = await maria.connect();
+    await m.query('CREATE DATABASE `postgres_$$_public`');
+    await m.query('CREATE TABLE `postgres_$$_public`.accounts (id INT PRIMARY KEY, owner VARCHAR(64) NOT NULL, balance DECIMAL(12,2) NOT NULL)');
+    await m.query('CREATE TABLE `postgres_$$_public`.audit (id INT PRIMARY KEY, note TEXT)');
+    await m.end();
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const [i, c] of clients.entries()) await c.remove(`cleanup-remove-${i}`, PG_PORTS[i]).catch(() => {});
+    for (const c of clients) c.close();
+    for (const a of agents) await a.stop();
+    await maria?.stop();
+    killAll(await pidsMentioning(tmp)); // whatever a failed test left behind
+    await rm(tmp, { recursive: true, force: true });
+  }, 120_000);
+
+  it('installs one compute instance per host; the account logs in over TCP with its password', async () => {
+    for (const i of [0, 1]) {
+      const reply = await clients[i].install({ op_id: `install-${i}`, comp_datadir: compDatadir, port: PG_PORTS[i], user: USER, password: PASSWORD, variables: { max_connections: '50' } });
+      expect(reply).toMatchObject({ port: PG_PORTS[i], datadir: path.join(compDatadir, String(PG_PORTS[i])), running: true, user: USER });
+      expect(reply.detail).toBe('initialised, started');
+      const c = await login(i);
+      const row = (await c.query('SELECT current_user AS u, host(inet_server_addr()) AS addr, current_setting($1) AS mc', ['max_connections'])).rows[0];
+      expect(row).toEqual({ u: USER, addr: HOSTS[i], mc: '50' });
+      await c.end();
+    }
+  });
+
+  it('runs the postmaster as the postgres OS user with its data dir owned by postgres', async () => {
+    const datadir = path.join(compDatadir, String(PG_PORTS[0]));
+    const probe = await clients[0].probe(PG_PORTS[0]);
+    expect(probe).toMatchObject({ installed: true, running: true, accepting: true });
+    expect(probe.version).toMatch(/^PostgreSQL 15/);
+    const status = await readFile(`/proc/${probe.pid}/status`, 'utf8');
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)![1]);
+    expect(uid).not.toBe(0);
+    expect((await stat(datadir)).uid).toBe(uid);
+    expect((await stat(datadir)).mode & 0o777).toBe(0o700);
+  });
+
+  it('refuses a wrong password and the superuser over TCP', async () => {
+    await expect(login(0, 'wrong')).rejects.toThrow(/password authentication failed/);
+    await expect(login(0, '', 'postgres')).rejects.toThrow(/rejects connection|no password|password/);
+  });
+
+  it('a second install with the same op_id returns the first reply and has no second effect', async () => {
+    await clients[0].stop('stop-before-replay', PG_PORTS[0]);
+    const replay = await clients[0].install({ op_id: 'install-0', comp_datadir: compDatadir, port: PG_PORTS[0], user: USER, password: PASSWORD });
+    expect(replay.detail).toBe('initialised, started');
+    expect((await clients[0].probe(PG_PORTS[0])).running).toBe(false); // the replay did not start it again
+    const started = await clients[0].start('start-after-replay', PG_PORTS[0]);
+    expect(started.running).toBe(true);
+    const again = await clients[0].start('start-after-replay-2', PG_PORTS[0]);
+    expect(again).toMatchObject({ pid: started.pid, detail: 'already running' });
+  });
+
+  it('sync makes every table of postgres_$$_public a foreign table public.<t> in database postgres on both nodes', async () => {
+    for (const i of [0, 1]) {
+      const reply = await sync(i, `sync-1-${i}`);
+      expect(reply.changes.map((c) => `${c.action} ${c.database}.${c.schema}.${c.table}`).sort()).toEqual(['imported postgres.public.accounts', 'imported postgres.public.audit']);
+      expect(reply.servers_changed).toEqual(['postgres.shard_1 created']);
+      expect(reply.foreign_tables).toBe(2);
+      const c = await login(i);
+      const tables = await c.query(`SELECT foreign_table_name AS t FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public' ORDER BY 1`);
+      expect(tables.rows.map((r) => r.t)).toEqual(['accounts', 'audit']);
+      await c.end();
+    }
+  });
+
+  it('a row inserted through node 1 is read back through node 2 and directly on MariaDB', async () => {
+    const c1 = await login(0);
+    await c1.query('INSERT INTO public.accounts (id, owner, balance) VALUES ($1, $2, $3), ($4, $5, $6)', [1, 'ada', '10.50', 2, 'grace', '7.25']);
+    await c1.query('UPDATE public.accounts SET balance = balance + 1 WHERE id = 2');
+    await c1.end();
+    const c2 = await login(1);
+    expect((await c2.query('SELECT id, owner, balance::text AS balance FROM public.accounts ORDER BY id')).rows).toEqual([
+      { id: 1, owner: 'ada', balance: '10.50' },
+      { id: 2, owner: 'grace', balance: '8.25' },
+    ]);
+    await c2.end();
+    const m = await maria.connect('postgres_$$_public');
+    const [rows] = await m.query('SELECT id, owner, CAST(balance AS CHAR) AS balance FROM accounts ORDER BY id');
+    expect(rows).toEqual([
+      { id: 1, owner: 'ada', balance: '10.50' },
+      { id: 2, owner: 'grace', balance: '8.25' },
+    ]);
+    await m.end();
+  });
+
+  it('a sync with nothing changed changes nothing', async () => {
+    const reply = await sync(0, 'sync-unchanged');
+    expect(reply).toMatchObject({ changes: [], servers_changed: [], foreign_tables: 2 });
+    expect(reply.elapsed_ms).toBeLessThan(2000);
+  });
+
+  it('a dropped MariaDB table disappears, an altered one is re-imported, a new one appears after the next sync', async () => {
+    const m = await maria.connect('postgres_$$_public');
+    await m.query('DROP TABLE audit');
+    await m.query('ALTER TABLE accounts ADD COLUMN frozen TINYINT NOT NULL DEFAULT 0');
+    await m.query('CREATE TABLE events (id BIGINT PRIMARY KEY, at DATETIME)');
+    await m.end();
+    for (const i of [0, 1]) {
+      const reply = await sync(i, `sync-2-${i}`);
+      expect(reply.changes.map((c) => `${c.action} ${c.table}`).sort()).toEqual(['dropped audit', 'imported events', 'reimported accounts']);
+      const c = await login(i);
+      const tables = await c.query(`SELECT foreign_table_name AS t FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public' ORDER BY 1`);
+      expect(tables.rows.map((r) => r.t)).toEqual(['accounts', 'events']);
+      expect((await c.query('SELECT id, frozen FROM public.accounts ORDER BY id')).rows).toEqual([
+        { id: 1, frozen: 0 },
+        { id: 2, frozen: 0 },
+      ]);
+      await c.end();
+    }
+  });
+
+  it('a shard whose master moved is re-pointed with ALTER SERVER and keeps serving', async () => {
+    shard = { ...shard, host: '127.0.2.3' };
+    const reply = await sync(1, 'sync-repoint');
+    expect(reply.servers_changed).toEqual(['postgres.shard_1 re-pointed to 127.0.2.3:56310']);
+    expect(reply.changes).toEqual([]);
+    const c = await login(1);
+    expect((await c.query(`SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'shard_1'`)).rows[0].srvoptions).toEqual(['host=127.0.2.3', 'port=56310']);
+    expect((await c.query('SELECT count(*)::int AS n FROM public.accounts')).rows[0].n).toBe(2);
+    await c.end();
+  });
+
+  it('sets a variable with a reload and reads it back; refuses what PostgreSQL cannot parse', async () => {
+    const set = await clients[0].setVariables('vars-1', PG_PORTS[0], { work_mem: '8MB', shared_buffers: '64MB' });
+    expect(set.variables).toEqual([
+      { name: 'shared_buffers', value: '128MB', pending_restart: true },
+      { name: 'work_mem', value: '8MB', pending_restart: false },
+    ]);
+    await expect(clients[0].setVariables('vars-2', PG_PORTS[0], { work_mem: 'lots' })).rejects.toThrow(/settings refused/);
+    expect((await clients[0].getVariables(PG_PORTS[0], ['work_mem'])).variables[0].value).toBe('8MB');
+  });
+
+  it('caps the postmaster and its children in a kcm cgroup (quota of 2 cores)', async () => {
+    const cgroups = new CgroupAgentClient(agents[0].address);
+    const info = await cgroups.info();
+    expect(info.version).not.toBe('');
+    const probe = await clients[0].probe(PG_PORTS[0]);
+    const reply = await cgroups.setCpuLimit('cpu-1', { port: PG_PORTS[0], kind: 'pg', cpuCores: 2, mode: 'quota' });
+    expect(reply.cgroup_path).toBe(path.join(info.cpu_root, 'kcm', `pg-${PG_PORTS[0]}`));
+    expect(reply.pids[0]).toBe(probe.pid);
+    const procs = (await readFile(path.join(reply.cgroup_path, 'cgroup.procs'), 'utf8')).split('\n').filter(Boolean).map(Number);
+    const children = (await postgresProcessesOf(path.join(compDatadir, String(PG_PORTS[0])))).filter((p) => p !== probe.pid);
+    expect(children.length).toBeGreaterThan(2); // checkpointer, walwriter, ...
+    expect(procs).toEqual(expect.arrayContaining([probe.pid, ...children]));
+    if (info.version === 'v2') expect((await readFile(path.join(reply.cgroup_path, 'cpu.max'), 'utf8')).trim()).toBe('200000 100000');
+    else expect((await readFile(path.join(reply.cgroup_path, 'cpu.cfs_quota_us'), 'utf8')).trim()).toBe('200000');
+    // A backend forked after the move inherits the cgroup.
+    const c = await login(0);
+    const backend = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+    expect((await readFile(path.join(reply.cgroup_path, 'cgroup.procs'), 'utf8')).split('\n').map(Number)).toContain(backend);
+    await c.end();
+    const removed = await cgroups.removeCpuLimit('cpu-remove-1', PG_PORTS[0], 'pg');
+    expect(removed.pids).toContain(probe.pid);
+    await expect(stat(reply.cgroup_path)).rejects.toThrow(/ENOENT/);
+    cgroups.close();
+  });
+
+  it('an instance keeps running across an agent restart and the new agent still manages it', async () => {
+    const before = await clients[1].probe(PG_PORTS[1]);
+    clients[1].close();
+    await agents[1].stop();
+    agents[1] = await startAgentFor(1);
+    clients[1] = new PostgresAgentClient(agents[1].address);
+    const after = await clients[1].probe(PG_PORTS[1]);
+    expect(after).toMatchObject({ running: true, accepting: true, pid: before.pid });
+    expect((await sync(1, 'sync-after-restart')).changes).toEqual([]);
+  });
+
+  it('stop and remove leave no postgres process and no data dir', async () => {
+    for (const i of [0, 1]) {
+      const datadir = path.join(compDatadir, String(PG_PORTS[i]));
+      expect((await postgresProcessesOf(datadir)).length).toBeGreaterThan(0);
+      expect((await clients[i].stop(`stop-${i}`, PG_PORTS[i])).detail).toBe('fast shutdown');
+      expect(await postgresProcessesOf(datadir)).toEqual([]);
+      expect((await clients[i].remove(`remove-${i}`, PG_PORTS[i])).detail).toBe('already stopped, data directory removed');
+      await expect(stat(datadir)).rejects.toThrow(/ENOENT/);
+      expect((await clients[i].probe(PG_PORTS[i])).installed).toBe(false);
+    }
+  });
+
+  it('no password reached a log line, a server log or the op ledger', async () => {
+    const ledgers = await Promise.all([0, 1].map(async (i) => {
+      const dir = path.join(tmp, `agent-${i}`, 'ops');
+      return Promise.all((await readdir(dir)).map((f) => readFile(path.join(dir, f), 'utf8')));
+    }));
+    const everything = [...logLines, ...ledgers.flat()].join('\n');
+    expect(logLines.length).toBeGreaterThan(10);
+    expect(everything).not.toContain(PASSWORD);
+    expect(everything, SHARD_PASSWORD_NOTE).not.toContain(maria.rootPassword);
+  });
+});
