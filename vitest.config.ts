@@ -1,13 +1,35 @@
 import { defineConfig } from 'vitest/config';
 
-// One config for the whole repository: unit tests live beside each package,
-// cross-process tests under test/. Benchmarks and soaks never run here.
+// Two projects in one run:
+// - unit: pure and in-process tests beside each package, run in parallel;
+// - system: real processes and real engines (test/, the agent's engine tests), one file
+//   at a time, because they time elections and failovers and share the 2-core machine.
+// Benchmarks and soaks (bench/, any soak/ folder) never run here.
+const systemTests = ['test/**/*.test.ts', 'services/agent/test/{mariadb,postgres,cgroup}/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: ['**/node_modules/**', 'bench/**', '**/soak/**'],
     testTimeout: 60_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
     pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts'],
+          exclude: ['**/node_modules/**', '**/soak/**', ...systemTests],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'system',
+          include: systemTests,
+          exclude: ['**/node_modules/**', '**/soak/**'],
+          fileParallelism: false,
+        },
+      },
+    ],
   },
 });
