@@ -137,14 +137,18 @@ export async function assertTraversableByMysql(dir: string, mysql: RunAs): Promi
 
 export async function createLayoutDirs(layout: InstanceLayout): Promise<void> {
   const mysql = mysqlUser();
-  await assertTraversableByMysql(layout.instanceDir, mysql);
-  await mkdir(layout.instanceDir, { recursive: true });
-  await chown(layout.instanceDir, 0, mysql.gid);
-  await chmod(layout.instanceDir, 0o750);
+  // Per-port roots that hold server dirs: root-owned, group mysql may enter.
+  for (const dir of [layout.instanceDir, layout.walDir]) {
+    await assertTraversableByMysql(dir, mysql);
+    await mkdir(dir, { recursive: true });
+    await chown(dir, 0, mysql.gid);
+    await chmod(dir, 0o750);
+  }
   for (const dir of serverOwnedDirs(layout)) {
     await assertTraversableByMysql(dir, mysql);
-    await mkdir(dir, { recursive: true, mode: 0o750 });
+    await mkdir(dir, { recursive: true });
     await chown(dir, mysql.uid, mysql.gid);
+    await chmod(dir, 0o750);
   }
 }
 

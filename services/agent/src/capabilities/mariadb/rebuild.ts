@@ -41,8 +41,10 @@ export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildReque
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { mode: 0o700 });
   const copy = await receiveBackup(source, req.pv_limit_mb, staging);
+  ctx.logger.info({ port: spec.port, bytes: copy.bytes, ms: copy.transferMs }, 'copy received');
   await exec(mariadbTools.backup, ['--prepare', `--target-dir=${staging}`], { timeoutMs: PREPARE_TIMEOUT_MS, cwd: layout.instanceDir });
   const gtid = await backupGtid(staging);
+  ctx.logger.info({ port: spec.port, gtid }, 'copy prepared');
 
   await unmarkInitialized(layout);
   const kept = await setOldDataAside(layout, req.need_backup);
@@ -54,6 +56,7 @@ export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildReque
   for (const dir of [layout.dataDir, layout.redoDir, layout.binlogDir]) await chownTree(dir, mysql);
   await rm(staging, { recursive: true, force: true });
   await markInitialized(layout);
+  ctx.logger.info({ port: spec.port }, 'copy moved into place');
 
   const started = await startInstance(ctx, layout);
   await withAdmin(layout, admin, [master.replication.password], async (s) => {
