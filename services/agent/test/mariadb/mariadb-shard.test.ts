@@ -141,6 +141,19 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     expect(byName.tmpdir).toBe(`${f.tmp}/data/${MASTER.port}/tmp`);
   });
 
+  it('instances outlive an agent restart; a stopped standby started again resumes replicating', async () => {
+    const before = await f.clients[MASTER.agent].probe(MASTER.port);
+    await f.restartAgent(MASTER.agent);
+    expect(await f.clients[MASTER.agent].probe(MASTER.port)).toMatchObject({ state: 'online', pid: before.pid, semi_sync_master: true });
+    await f.restartAgent(STANDBY_A.agent);
+    expect(await f.clients[STANDBY_A.agent].stop('stop-57102', STANDBY_A.port)).toMatchObject({ state: 'stopped' });
+    await insertOrders(200, 210); // semi-sync falls back to the other standby's ack
+    const started = await f.clients[STANDBY_A.agent].start('start-57102', STANDBY_A.port);
+    expect(started.state).toBe('online');
+    expect(await waitForRows(STANDBY_A, 210)).toBe(210);
+    expect(await f.clients[STANDBY_A.agent].probe(STANDBY_A.port)).toMatchObject({ io_running: true, sql_running: true, read_only: true, semi_sync_master: false });
+  }, 60_000);
+
   it('the probe says offline once a standby mariadbd is killed with SIGKILL', async () => {
     const before = await f.clients[STANDBY_B.agent].probe(STANDBY_B.port);
     expect(before.state).toBe('online');
@@ -161,10 +174,10 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     const mbPerS = reply.bytes / 2 ** 20 / (reply.transfer_ms / 1000);
     console.log(`rebuild copy: ${(reply.bytes / 2 ** 20).toFixed(1)} MB in ${reply.transfer_ms} ms = ${mbPerS.toFixed(2)} MB/s (limit ${PV_LIMIT_MB})`);
     expect(mbPerS).toBeLessThanOrEqual(PV_LIMIT_MB * 1.1);
-    expect(await rowCount(STANDBY_B)).toBe(200);
+    expect(await rowCount(STANDBY_B)).toBe(210);
     const probe = await f.clients[STANDBY_B.agent].probe(STANDBY_B.port);
     expect(probe).toMatchObject({ state: 'online', io_running: true, sql_running: true, last_error: '', read_only: true, semi_sync_master: false });
-    await insertOrders(200, 250);
+    await insertOrders(210, 250);
     expect(await waitForRows(STANDBY_B, 250)).toBe(250);
   }, 90_000);
 

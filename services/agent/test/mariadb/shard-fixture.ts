@@ -29,6 +29,8 @@ export interface ShardFixture {
   seenCommandLines: Set<string>;
   spec(port: number, serverId: number): MariaDbInstanceSpec;
   installRequest(opId: string, port: number, serverId: number): MariaDbInstallRequest;
+  /** Stops agent i and starts a fresh one on the same address and state dir (an agent restart). */
+  restartAgent(i: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -37,10 +39,9 @@ export async function startShardFixture(): Promise<ShardFixture> {
   await chmod(tmp, 0o755); // mariadbd runs as mysql and must reach its directories
   const logLines: string[] = [];
   const logger = createLogger({ name: 'agent', level: 'debug', destination: { write: (line: string) => void logLines.push(line) } });
+  const launch = (host: string) => startAgent({ hostaddr: host, port: AGENT_PORT, logger: logger.child({ host }), stateDir: path.join(tmp, `agent-${host}`) });
   const agents: RunningAgent[] = [];
-  for (const host of HOSTS) {
-    agents.push(await startAgent({ hostaddr: host, port: AGENT_PORT, logger: logger.child({ host }), stateDir: path.join(tmp, `agent-${host}`) }));
-  }
+  for (const host of HOSTS) agents.push(await launch(host));
   const clients = agents.map((a) => new MariaDbAgentClient(a.address));
   const seenCommandLines = new Set<string>();
   const sampler = startCommandLineSampler(seenCommandLines);
@@ -63,6 +64,12 @@ export async function startShardFixture(): Promise<ShardFixture> {
     seenCommandLines,
     spec,
     installRequest: (opId, port, serverId) => ({ op_id: opId, spec: spec(port, serverId), ...secrets, storage_db_patterns: [] }),
+    restartAgent: async (i) => {
+      clients[i].close();
+      await agents[i].stop();
+      agents[i] = await launch(HOSTS[i]);
+      clients[i] = new MariaDbAgentClient(agents[i].address);
+    },
     close: async () => {
       sampler.stop();
       if (process.env.KCM_TEST_DUMP_LOG) await writeFile(process.env.KCM_TEST_DUMP_LOG, logLines.join(""));
