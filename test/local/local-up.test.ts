@@ -1,0 +1,129 @@
+// End to end: `kcm local up` as a child process starts a real 3-manager group and 3 agents
+// (on 127.0.1.201-203 and 127.0.2.201-203, clear of other tests), `status` sees them, and
+// `down` leaves none of their pids alive, a database-instance stand-in included.
+
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = path.join(REPO, 'services/cli/src/main.ts');
+const BLOCK = ['--first', '201'];
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function kcm(args: string[], timeoutMs = 60_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: REPO, timeout: timeoutMs }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A process exists and is not a zombie (the instance stand-in is our child until Node reaps it). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function metaMode(url: string): Promise<{ error_code: string; attachment: { mode: string; members: string[] } }> {
+  const res = await fetch(`${url}/HttpService/Emit`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
+  });
+  return (await res.json()) as never;
+}
+
+describe('kcm local up | status | down', () => {
+  let dir: string;
+  let up: Run;
+  let endpoints: { managers: Array<{ member: string; url: string; pid: number }>; agents: Array<{ hostaddr: string; port: number; pid: number }> };
+
+  beforeAll(async () => {
+    dir = path.join(await mkdtemp(path.join(tmpdir(), 'kcm-local-e2e-')), 'deployment');
+    up = await kcm(['local', 'up', '--managers', '3', '--hosts', '3', '--dir', dir, '--json', '--timeout', '45', ...BLOCK]);
+    if (up.code === 0) endpoints = JSON.parse(up.stdout);
+  }, 70_000);
+
+  afterAll(async () => {
+    // Whatever happened above, nothing this test started may outlive it.
+    await kcm(['local', 'down', '--dir', dir, '--grace', '3']);
+    await rm(path.dirname(dir), { recursive: true, force: true });
+  }, 30_000);
+
+  it('starts three managers and three agents and prints their endpoints as JSON once a leader is elected', () => {
+    expect(up.stderr).not.toContain('kcm: ');
+    expect(up.code).toBe(0);
+    expect(endpoints.managers.map((m) => m.url)).toEqual(['http://127.0.1.201:58000', 'http://127.0.1.202:58000', 'http://127.0.1.203:58000']);
+    expect(endpoints.agents.map((a) => `${a.hostaddr}:${a.port}`)).toEqual(['127.0.2.201:58100', '127.0.2.202:58100', '127.0.2.203:58100']);
+    for (const p of [...endpoints.managers, ...endpoints.agents]) expect(alive(p.pid)).toBe(true);
+  });
+
+  it('has every member answer get_meta_mode for a group of the three', async () => {
+    for (const manager of endpoints.managers) {
+      const reply = await metaMode(manager.url);
+      expect(reply.error_code).toBe('0');
+      expect(reply.attachment.mode).toBe('mgr');
+      expect([...reply.attachment.members].sort()).toEqual(endpoints.managers.map((m) => m.member));
+    }
+  });
+
+  it('writes each manager a config naming the whole group and starts each agent on its host address', async () => {
+    const config = JSON.parse(await readFile(path.join(dir, 'manager-2/config.json'), 'utf8'));
+    expect(config).toMatchObject({ member: '127.0.1.202:58000', initialMembers: ['127.0.1.201:58000', '127.0.1.202:58000', '127.0.1.203:58000'], agentPort: 58100 });
+    expect(await readFile(path.join(dir, 'agent-3/agent.log'), 'utf8')).toContain('127.0.2.203:58100');
+  });
+
+  it('does not start a second deployment when up runs again', async () => {
+    const again = await kcm(['local', 'up', '--managers', '3', '--hosts', '3', '--dir', dir, '--json', ...BLOCK]);
+    expect(again.code).toBe(0);
+    const shown = JSON.parse(again.stdout);
+    expect(shown.alreadyRunning).toBe(true);
+    expect(shown.managers.map((m: { pid: number }) => m.pid)).toEqual(endpoints.managers.map((m) => m.pid));
+  });
+
+  it('reports every process running and the group answering in status', async () => {
+    const status = await kcm(['local', 'status', '--dir', dir, '--json']);
+    expect(status.code).toBe(0);
+    const state = JSON.parse(status.stdout);
+    expect(state.running).toBe('all');
+    expect(state.leaderKnown).toBe(true);
+    expect(state.managers.every((m: { running: boolean; metaMode: { state: string } }) => m.running && m.metaMode.state === 'ok')).toBe(true);
+    expect(state.agents.every((a: { running: boolean }) => a.running)).toBe(true);
+  });
+
+  it('stops every recorded process with down, an instance found by its pid file included', async () => {
+    // Stand-in for a mariadbd an agent started: its pid file in <instance>/run, its argv naming <instance>.
+    const instanceRoot = path.join(dir, 'agent-1/instances/storage_datadir/57001');
+    await mkdir(path.join(instanceRoot, 'run'), { recursive: true });
+    await writeFile(path.join(instanceRoot, 'my.cnf'), '');
+    const instance = spawn('tail', ['-f', path.join(instanceRoot, 'my.cnf')], { detached: true, stdio: 'ignore' });
+    instance.unref();
+    await writeFile(path.join(instanceRoot, 'run/mariadbd.pid'), `${instance.pid}\n`);
+
+    const down = await kcm(['local', 'down', '--dir', dir, '--json']);
+    expect(down.code).toBe(0);
+    const stopped = JSON.parse(down.stdout).stopped as Array<{ pid: number; result: string }>;
+    const pids = [...endpoints.managers, ...endpoints.agents].map((p) => p.pid);
+    expect(stopped.map((s) => s.pid).sort()).toEqual([...pids, instance.pid!].sort());
+    for (const pid of [...pids, instance.pid!]) expect(alive(pid)).toBe(false);
+
+    const after = await kcm(['local', 'status', '--dir', dir, '--json']);
+    expect(after.code).toBe(1);
+    expect(JSON.parse(after.stdout).running).toBe('none');
+  });
+});
