@@ -47,10 +47,11 @@ describe('usage errors', () => {
     expect(stderr).toContain("Run 'kcm status --help' for usage.");
   });
 
-  it('kcm local is not implemented yet and says so with exit 2', async () => {
-    const { code, stderr } = await runKcm(['local', 'up']);
+  // Never `local up` here: it would start a real group on the default addresses (test/local does that on its own block).
+  it('kcm local with an unknown subcommand is a usage error, exit 2', async () => {
+    const { code, stderr } = await runKcm(['local', 'restart']);
     expect(code).toBe(2);
-    expect(stderr).toBe('kcm: kcm local up is not implemented yet (a later issue adds local up/down/status)\n');
+    expect(stderr).toBe(`kcm: unknown local subcommand "restart"; subcommands: up, down, status\nRun 'kcm local --help' for usage.\n`);
   });
 
   it('runs as a program through tsx with the documented exit codes', () => {

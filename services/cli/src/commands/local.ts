@@ -16,7 +16,7 @@ export const LOCAL_SUBCOMMANDS = ['up', 'down', 'status'] as const;
 export function localHelp(): string {
   const d = DEFAULT_TOPOLOGY;
   return [
-    'Usage:',
+    'Usage: kcm local <up|status|down> [options]',
     '  kcm local up [--managers N] [--hosts N] [--dir D] [--json]',
     '  kcm local status [--dir D] [--json]',
     '  kcm local down [--dir D] [--purge] [--json]',
