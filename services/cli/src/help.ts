@@ -38,7 +38,7 @@ export function topHelp(): string {
     "  kcm emit <job_type> [--paras '<json>' | --file f.json] [--wait]   send any job",
     '  kcm status <job_id> [--wait]                                      show or follow an async job',
     "  kcm get <query> [--paras '<json>']                                run a query, print tables",
-    '  kcm local <up|down|status>                                        local dev group (not implemented yet)',
+    '  kcm local <up|status|down> [--managers 3] [--hosts 3] [--dir D]   run managers and agents on loopback',
     '  kcm <command> --help                                              help for one command',
     '  kcm emit <job_type> --help                                        the paras of one job type',
     '',
