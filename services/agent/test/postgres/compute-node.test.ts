@@ -2,7 +2,7 @@
 // installed by two agents (hosts 127.0.2.1 and 127.0.2.2), a throwaway MariaDB as the
 // shard, mysql_fdw between them. The tests run in order and share the instances.
 
-import { chmod, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -79,6 +79,20 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
       expect(row).toEqual({ u: USER, addr: HOSTS[i], mc: '50' });
       await c.end();
     }
+  });
+
+  it('refuses a comp_datadir the postgres OS user cannot reach, before initdb', async () => {
+    const closed = path.join(tmp, 'closed');
+    await mkdir(closed, { mode: 0o700 });
+    const install = clients[0].install({ op_id: 'install-closed', comp_datadir: path.join(closed, 'comp'), port: 56303, user: USER, password: PASSWORD });
+    await expect(install).rejects.toThrow(/the postgres OS user cannot traverse/);
+    expect((await clients[0].probe(56303)).installed).toBe(false);
+  });
+
+  it('refuses a catalog sync on a stopped instance, naming why', async () => {
+    await clients[1].stop('stop-for-sync', PG_PORTS[1]);
+    await expect(sync(1, 'sync-while-stopped')).rejects.toThrow(/not running/);
+    await clients[1].start('start-after-sync-refused', PG_PORTS[1]);
   });
 
   it('runs the postmaster as the postgres OS user with its data dir owned by postgres', async () => {

@@ -7,6 +7,7 @@ import { withAdmin, ident, literal, type AdminClient } from './admin-session';
 import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type DatabasePlan, type LocalForeignTable } from './catalog-plan';
 import { ADMIN_ROLE, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
+import { postmasterStatus } from './postmaster';
 import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from './postgres-proto';
 import { readShardTables, type ShardView } from './shard-catalog';
 
@@ -166,6 +167,7 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
   const started = Date.now();
   const instance = await host.registry.get(req.port);
   const shards = validateShards(req.shards);
+  if (!(await postmasterStatus(instance.datadir))) throw new Error(`the compute instance on port ${instance.port} is not running`);
   const views = await Promise.all(shards.map((s) => readShardTables(s)));
   const changes: CatalogChange[] = views
     .filter((v) => !v.reachable)
