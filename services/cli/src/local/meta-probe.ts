@@ -44,7 +44,9 @@ export async function askMetaMode(url: string, options: { fetch?: typeof fetch; 
     const { reply } = await client.emit(metaModeEnvelope((options.now ?? Date.now)()));
     return metaAnswerOf(url, reply);
   } catch (err) {
-    return { url, state: 'unreachable', problem: (err as Error).message };
+    // The fetch failure's own code (ECONNREFUSED while a member is still loading) says enough.
+    const code = (err as { cause?: { cause?: { code?: string } } }).cause?.cause?.code;
+    return { url, state: 'unreachable', problem: code ?? (err as Error).message };
   }
 }
 

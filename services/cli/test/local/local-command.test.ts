@@ -101,6 +101,23 @@ describe('kcm local command line', () => {
     expect(shown.agents[0]).toMatchObject({ hostaddr: '127.0.2.231', port: 58100, pid: agent.pid });
   });
 
+  it('status shows each process alive and a manager that does not answer, and exits 1 without a leader', async () => {
+    const manager = start(['sleep', '60']);
+    const agent = start(['sleep', '61']);
+    await settle();
+    await writeRecord(recordOf({ pid: manager.pid!, argv: ['sleep', '60'] }, { pid: agent.pid!, argv: ['sleep', '61'] }));
+    const { code, stdout } = await runKcm(['local', 'status', '--dir', dir]);
+    expect(code).toBe(1);
+    expect(stdout).toContain('all processes running');
+    expect(stdout).toMatch(/http:\/\/127\.0\.1\.231:58000 +pid \d+ +log .*manager\.log  running/);
+    expect(stdout).toContain('Group: no member reports a leader');
+    expect(stdout).toContain('http://127.0.1.231:58000 unreachable (ECONNREFUSED)');
+    agent.kill('SIGKILL');
+    await settle();
+    const after = await runKcm(['local', 'status', '--dir', dir, '--json']);
+    expect(JSON.parse(after.stdout)).toMatchObject({ running: 'partial', leaderKnown: false, agents: [{ running: false }] });
+  });
+
   it('up refuses a deployment that is only partly running', async () => {
     const manager = start(['sleep', '60']);
     await settle();
