@@ -9,7 +9,15 @@ import { processAlive } from '../../src/ops/exec';
 import type { MariaDbBackupSource, MariaDbInstanceReply, MariaDbRebuildRequest } from '../../src/capabilities/mariadb/proto';
 import { AGENT_PORT, allSecretValues, HOSTS, secrets, startShardFixture, type ShardFixture } from './shard-fixture';
 
-const [MASTER, STANDBY_A, STANDBY_B, SEEDED] = [
+interface Node {
+  host: string;
+  port: number;
+  serverId: number;
+  /** Index of the agent (and host) that serves it. */
+  agent: number;
+}
+
+const [MASTER, STANDBY_A, STANDBY_B, SEEDED]: Node[] = [
   { host: HOSTS[0], port: 57101, serverId: 1, agent: 0 },
   { host: HOSTS[1], port: 57102, serverId: 2, agent: 1 },
   { host: HOSTS[2], port: 57103, serverId: 3, agent: 2 },
@@ -54,7 +62,7 @@ async function insertOrders(from: number, to: number): Promise<void> {
   }
 }
 
-function source(node: typeof MASTER, isMaster: boolean): MariaDbBackupSource {
+function source(node: Node, isMaster: boolean): MariaDbBackupSource {
   return { agent_address: `${node.host}:${AGENT_PORT}`, hostaddr: node.host, port: node.port, is_master: isMaster };
 }
 
@@ -70,7 +78,7 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     await f?.close();
   });
 
-  const rebuildRequest = (opId: string, target: typeof MASTER, sources: MariaDbBackupSource[], extra: Partial<MariaDbRebuildRequest>): MariaDbRebuildRequest => ({
+  const rebuildRequest = (opId: string, target: Node, sources: MariaDbBackupSource[], extra: Partial<MariaDbRebuildRequest>): MariaDbRebuildRequest => ({
     op_id: opId,
     spec: f.spec(target.port, target.serverId),
     admin: secrets.admin,

@@ -24,7 +24,8 @@ export function streamBackupHandler(ctx: AgentContext): grpc.handleServerStreami
   return (call) => {
     sendBackup(ctx, call).catch((err: unknown) => {
       ctx.logger.error({ err, rpc: 'StreamBackup', port: call.request.port }, 'backup stream failed');
-      call.destroy(Object.assign(new Error(err instanceof Error ? err.message : String(err)), { code: grpc.status.INTERNAL }));
+      // grpc-js turns an 'error' event on a server stream into the call's final status.
+      call.emit('error', { code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) });
     });
   };
 }

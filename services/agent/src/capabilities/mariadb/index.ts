@@ -15,28 +15,43 @@ import { rebuildStandby } from './rebuild';
 import { configureReplication } from './replication';
 import { readVariables } from './variables';
 
-/** op_ids are per capability: the same id sent to Install and Start names two operations. */
-function once<T>(ctx: AgentContext, kind: string, opId: string, operation: () => Promise<T>): Promise<T> {
-  return ctx.ops.run(`mariadb.${kind}.${opId}`, operation);
+/**
+ * Runs operations that change an instance one at a time per port (a rebuild and a stop of
+ * the same instance must not interleave). One serialiser per agent: ports are per host.
+ */
+function portSerialiser() {
+  const tails = new Map<number, Promise<unknown>>();
+  return <T>(port: number, operation: () => Promise<T>): Promise<T> => {
+    const next = (tails.get(port) ?? Promise.resolve()).catch(() => {}).then(operation);
+    tails.set(port, next);
+    void next.catch(() => {}).finally(() => {
+      if (tails.get(port) === next) tails.delete(port);
+    });
+    return next;
+  };
 }
 
 export const mariadbModule: CapabilityModule = {
   name: 'mariadb',
   register(server: grpc.Server, ctx: AgentContext): void {
     const log = ctx.logger.child({ capability: 'mariadb' });
+    const serialised = portSerialiser();
+    // op_ids are per capability: the same id sent to Install and Start names two operations.
+    const once = <T>(kind: string, opId: string, port: number, operation: () => Promise<T>): Promise<T> =>
+      ctx.ops.run(`mariadb.${kind}.${opId}`, () => serialised(port, operation));
     server.addService(MariaDbAgentService.service, {
-      Install: unary(log, 'MariaDb.Install', (req: MariaDbInstallRequest) => once(ctx, 'install', req.op_id, () => installInstance(ctx, req))),
+      Install: unary(log, 'MariaDb.Install', (req: MariaDbInstallRequest) => once('install', req.op_id, req.spec?.port ?? 0, () => installInstance(ctx, req))),
       Start: unary(log, 'MariaDb.Start', (req: MariaDbInstanceCommand) =>
-        once(ctx, 'start', req.op_id, async () => startInstance(ctx, await layoutOf(ctx, checkPort(req.port)))),
+        once('start', req.op_id, req.port, async () => startInstance(ctx, await layoutOf(ctx, checkPort(req.port)))),
       ),
       Stop: unary(log, 'MariaDb.Stop', (req: MariaDbInstanceCommand) =>
-        once(ctx, 'stop', req.op_id, async () => stopInstance(ctx, await layoutOf(ctx, checkPort(req.port)))),
+        once('stop', req.op_id, req.port, async () => stopInstance(ctx, await layoutOf(ctx, checkPort(req.port)))),
       ),
-      Remove: unary(log, 'MariaDb.Remove', (req: MariaDbInstanceCommand) => once(ctx, 'remove', req.op_id, () => removeInstance(ctx, checkPort(req.port)))),
+      Remove: unary(log, 'MariaDb.Remove', (req: MariaDbInstanceCommand) => once('remove', req.op_id, req.port, () => removeInstance(ctx, checkPort(req.port)))),
       ConfigureReplication: unary(log, 'MariaDb.ConfigureReplication', (req: MariaDbReplicationRequest) =>
-        once(ctx, 'replication', req.op_id, () => configureReplication(ctx, req)),
+        once('replication', req.op_id, req.port, () => configureReplication(ctx, req)),
       ),
-      RebuildStandby: unary(log, 'MariaDb.RebuildStandby', (req: MariaDbRebuildRequest) => once(ctx, 'rebuild', req.op_id, () => rebuildStandby(ctx, req))),
+      RebuildStandby: unary(log, 'MariaDb.RebuildStandby', (req: MariaDbRebuildRequest) => once('rebuild', req.op_id, req.spec?.port ?? 0, () => rebuildStandby(ctx, req))),
       StreamBackup: streamBackupHandler({ ...ctx, logger: log }),
       GetVariables: unary(log, 'MariaDb.GetVariables', (req: MariaDbVariablesRequest) => readVariables(ctx, req)),
       Probe: unary(log, 'MariaDb.Probe', (req: MariaDbProbeRequest) => probeInstance(ctx, req.port)),
