@@ -52,6 +52,8 @@ function installExitHook(): void {
 export class KvCluster {
   readonly members: Member[];
   private readonly ownsBaseDir: boolean;
+  /** A server process that loaded its modules and waits on stdin for a configuration. */
+  private spare: ChildProcess | undefined;
   readonly baseDir: string;
 
   private constructor(private readonly opts: KvClusterOptions) {
@@ -97,14 +99,16 @@ export class KvCluster {
       electionTick: this.opts.electionTick,
       snapshotEntries: this.opts.snapshotEntries,
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', serverPath, JSON.stringify(config)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = this.takeSpare();
+    child.stdin!.end(`${JSON.stringify(config)}\n`);
+    this.spare = spawnSpare(); // the next restart finds a warm process again
     m.process = child;
-    liveChildren.add(child);
     child.stderr!.pipe(createWriteStream(join(m.dataDir, 'server.log'), { flags: 'a' }));
+    let stderrTail = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderrTail = (stderrTail + chunk.toString()).slice(-4_000);
+    });
     child.once('exit', () => {
-      liveChildren.delete(child);
       if (m.process === child) m.process = undefined;
     });
     await new Promise<void>((resolve, reject) => {
@@ -115,11 +119,17 @@ export class KvCluster {
         clearTimeout(timer);
         resolve();
       });
-      child.once('exit', (code, signal) => {
+      child.once('close', (code, signal) => {
         clearTimeout(timer);
-        reject(new Error(`member ${m.id} exited before ready (code ${code}, signal ${signal}); see ${m.dataDir}/server.log`));
+        reject(new Error(`member ${m.id} exited before ready (code ${code}, signal ${signal}):\n${stderrTail}`));
       });
     });
+  }
+
+  private takeSpare(): ChildProcess {
+    const spare = this.spare && this.spare.exitCode === null && this.spare.signalCode === null ? this.spare : spawnSpare();
+    this.spare = undefined;
+    return spare;
   }
 
   /** Sends `signal` to a member and waits for the process to be gone. */
@@ -165,9 +175,18 @@ export class KvCluster {
         clearTimeout(force);
       }),
     );
+    this.spare?.kill('SIGKILL');
+    this.spare = undefined;
     for (const m of this.members) m.session.close();
     if (this.ownsBaseDir) rmSync(this.baseDir, { recursive: true, force: true });
   }
+}
+
+function spawnSpare(): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', serverPath, '--standby'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  liveChildren.add(child);
+  child.once('exit', () => liveChildren.delete(child));
+  return child;
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -13,6 +13,7 @@
 
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import * as grpc from '@grpc/grpc-js';
 import { RaftError, NotLeaderError } from '../../libs/raft/src/core/errors';
 import type { HardState, NodeId } from '../../libs/raft/src/core/types';
@@ -46,15 +47,36 @@ export interface HardStateLogLine {
   pid: number;
 }
 
+/**
+ * The configuration: argv[2], or with `--standby` the first line of stdin. A standby
+ * process has loaded every module before it is needed, so a restart in the kill test
+ * costs what opening the storage costs, not a Node and TypeScript boot.
+ */
+async function readConfig(): Promise<ServerConfig> {
+  if (process.argv[2] !== '--standby') return JSON.parse(process.argv[2] ?? '') as ServerConfig;
+  const lines = createInterface({ input: process.stdin });
+  for await (const line of lines) {
+    lines.close();
+    return JSON.parse(line) as ServerConfig;
+  }
+  process.exit(0); // stdin closed: the spare is not needed any more
+}
+
 async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] ?? '') as ServerConfig;
+  const config = await readConfig();
   const requestTimeoutMs = config.requestTimeoutMs ?? 5_000;
   const voters = Object.keys(config.members);
   const storage = await LevelStorage.open(join(config.dataDir, 'raft'), { bootstrap: { voters, learners: [] } });
   const hardStateLog = new HardStateLog(join(config.dataDir, 'hardstate.log'), storage.initialState().hardState);
 
   const sm = new KvStateMachine();
-  const transport = new GrpcTransport({ id: config.id, listen: config.id, peers: peersOf(config) });
+  // Loopback peers come back within a second of a restart: reconnect quickly.
+  const transport = new GrpcTransport({
+    id: config.id,
+    listen: config.id,
+    peers: peersOf(config),
+    backoff: { minMs: 20, maxMs: 250 },
+  });
   const node = await RaftNode.start({
     id: config.id,
     storage,
