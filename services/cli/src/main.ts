@@ -14,7 +14,7 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   emit: emitCommand,
   status: statusCommand,
   get: getCommand,
-  // `kcm local up/down/status`: placeholder until the issue that implements it (see commands/local.ts).
+  // `kcm local up/down/status`: a local manager group and agents on loopback (see commands/local.ts).
   local: localCommand,
 };
 

@@ -140,7 +140,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const local = new ManagerService({
     store: observedStore,
     registry,
-    queries: buildQueries({ conf: () => raft.status().conf, agentFor }),
+    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, agentFor }),
     linearizableRead: () => store.linearizableRead(),
     onSubmitted: () => activeRunner.notify(),
   });

@@ -9,6 +9,8 @@ import type { MetaState } from '../meta/state';
 export interface QueryDeps {
   /** The current Raft configuration (voters and learners). */
   conf(): ConfState;
+  /** The leader as this member knows it. */
+  leader(): string | null;
   agentFor(hostaddr: string): AgentClient;
 }
 
@@ -42,7 +44,7 @@ async function machineSummary(state: MetaState, deps: QueryDeps): Promise<Record
 
 export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
   return new Map<string, QueryHandler>([
-    ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), members: deps.conf().voters, learners: deps.conf().learners })],
+    ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners })],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
     // Clusters come with the cluster jobs; until then the replicated state holds none.
     ['get_cluster_summary', () => ({ list_cluster: [] })],
