@@ -239,5 +239,9 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
       for (const line of f.logLines) expect(line).not.toContain(secret);
     }
     expect(f.logLines.length).toBeGreaterThan(10);
+    for (const n of [MASTER, STANDBY_A, STANDBY_B]) {
+      const serverLog = await readFile(`${f.tmp}/log/${n.port}/error.log`, 'utf8');
+      for (const secret of allSecretValues) expect(serverLog).not.toContain(secret);
+    }
   });
 });

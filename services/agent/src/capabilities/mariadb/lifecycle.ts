@@ -51,25 +51,25 @@ export function instanceReply(layout: InstanceLayout, state: MariaDbInstanceRepl
   return { port: layout.port, state, pid, instance_dir: layout.instanceDir, socket: layout.socket };
 }
 
-/** Starts mariadbd if it is not running and waits until it answers on its socket. */
+/**
+ * Starts mariadbd unless it already runs, and waits until it answers on its socket (also
+ * when it was already running: an agent restarted mid-start must not report it too early).
+ */
 export async function startInstance(ctx: AgentContext, layout: InstanceLayout): Promise<MariaDbInstanceReply> {
-  const existing = await runningPid(layout);
-  if (existing) return instanceReply(layout, 'online', existing);
-  await rm(layout.pidFile, { force: true });
-  await rm(layout.socket, { force: true });
-  const spawnedPid = spawnDetached(ctx.engines.mariadbd, [`--defaults-file=${layout.myCnf}`], {
-    logFile: layout.stdoutLog,
-    runAs: mysqlUser(),
-    cwd: layout.instanceDir,
-  });
-  ctx.logger.info({ port: layout.port, pid: spawnedPid }, 'mariadbd started');
+  let pid = await runningPid(layout);
+  if (!pid) {
+    await rm(layout.pidFile, { force: true });
+    await rm(layout.socket, { force: true });
+    pid = spawnDetached(ctx.engines.mariadbd, [`--defaults-file=${layout.myCnf}`], { logFile: layout.stdoutLog, runAs: mysqlUser(), cwd: layout.instanceDir });
+    ctx.logger.info({ port: layout.port, pid }, 'mariadbd started');
+  }
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    if (!processAlive(spawnedPid)) throw new Error(`mariadbd on port ${layout.port} exited during start: ${await errorLogTail(layout)}`);
-    if ((await runningPid(layout)) === spawnedPid && (await serverAnswers(layout))) return instanceReply(layout, 'online', spawnedPid);
+    if (!processAlive(pid)) throw new Error(`mariadbd on port ${layout.port} exited during start: ${await errorLogTail(layout)}`);
+    if ((await runningPid(layout)) === pid && (await serverAnswers(layout))) return instanceReply(layout, 'online', pid);
     await sleep(200);
   }
-  process.kill(spawnedPid, 'SIGKILL');
+  process.kill(pid, 'SIGKILL');
   throw new Error(`mariadbd on port ${layout.port} did not answer within ${START_TIMEOUT_MS} ms: ${await errorLogTail(layout)}`);
 }
 
