@@ -41,7 +41,13 @@ export async function startShardFixture(): Promise<ShardFixture> {
   const logger = createLogger({ name: 'agent', level: 'debug', destination: { write: (line: string) => void logLines.push(line) } });
   const launch = (host: string) => startAgent({ hostaddr: host, port: AGENT_PORT, logger: logger.child({ host }), stateDir: path.join(tmp, `agent-${host}`) });
   const agents: RunningAgent[] = [];
-  for (const host of HOSTS) agents.push(await launch(host));
+  try {
+    for (const host of HOSTS) agents.push(await launch(host));
+  } catch (err) {
+    await Promise.all(agents.map((a) => a.stop()));
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
   const clients = agents.map((a) => new MariaDbAgentClient(a.address));
   const seenCommandLines = new Set<string>();
   const sampler = startCommandLineSampler(seenCommandLines);
