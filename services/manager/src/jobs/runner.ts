@@ -24,6 +24,14 @@ export interface RunnerHooks {
 /** Raised inside the runner when a commit fails because leadership moved on. */
 class LeadershipLost extends Error {}
 
+/** Pause before retrying a job whose commit failed while this member still leads. */
+const COMMIT_RETRY_DELAY_MS = 200;
+
+/** A step that failed only because its own proposal was not committed here (not a job failure). */
+function isLeadershipError(err: unknown): boolean {
+  return KcmError.is(err, 'NO_LEADER');
+}
+
 export class JobRunner {
   private readonly running = new Map<string, Promise<void>>();
   private abort: AbortController | null = null;
@@ -72,11 +80,17 @@ export class JobRunner {
     if (!abort) return;
     for (const job of runnableJobs(this.store.state())) {
       if (this.running.has(job.id)) continue;
+      let commitFailed = false;
       const run = this.runJob(job.id, abort.signal)
         .catch((err: unknown) => {
-          if (!(err instanceof LeadershipLost) && !abort.signal.aborted) this.logger.error({ err, jobId: job.id }, 'job runner error');
+          commitFailed = err instanceof LeadershipLost;
+          if (!commitFailed && !abort.signal.aborted) this.logger.error({ err, jobId: job.id }, 'job runner error');
         })
-        .finally(() => {
+        .finally(async () => {
+          // A commit refused at once (e.g. proposals dropped during a leadership transfer)
+          // would otherwise retry in a microtask loop that starves timers and I/O, so the
+          // transfer itself could never finish: wait a little before trying this job again.
+          if (commitFailed && !abort.signal.aborted) await new Promise((resolve) => setTimeout(resolve, COMMIT_RETRY_DELAY_MS));
           this.running.delete(job.id);
           this.notify();
         });
@@ -135,7 +149,8 @@ export class JobRunner {
       try {
         output = await steps[k].run(ctx(k));
       } catch (err) {
-        if (signal.aborted) throw new LeadershipLost();
+        // Leadership moving under a step's own proposal leaves the job to whoever leads next.
+        if (signal.aborted || isLeadershipError(err)) throw new LeadershipLost();
         const error = toKcmError(err);
         const info = `step ${k + 1} of ${steps.length} (${names[k]}) failed: ${error.message}`;
         log.warn({ step: names[k], err }, 'step failed');
