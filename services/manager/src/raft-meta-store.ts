@@ -33,12 +33,29 @@ export class RaftMetaStore implements MetaStore {
     }
   }
 
-  /** ReadIndex barrier: after it resolves, state() reflects every write committed before the call. */
+  /**
+   * ReadIndex barrier: after it resolves, state() reflects every write committed before the call.
+   * The Raft core forgets a read round when leadership changes while it is in flight (the
+   * round then only ends by timing out), so a leader change during the wait starts a fresh
+   * round at once: reads are idempotent, and a member with no leader now fails fast.
+   */
   async linearizableRead(): Promise<void> {
-    try {
-      await this.raft.read({ timeoutMs: this.timeoutMs });
-    } catch (err) {
-      throw raftErrorToKcm(err);
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      let onLeaderChange: () => void = () => {};
+      const leaderChanged = new Promise<'leader changed'>((resolve) => {
+        onLeaderChange = () => resolve('leader changed');
+        this.raft.once('leaderChange', onLeaderChange);
+      });
+      const attempt = this.raft.read({ timeoutMs: Math.max(1, deadline - Date.now()) });
+      try {
+        if ((await Promise.race([attempt, leaderChanged])) !== 'leader changed') return;
+        attempt.catch(() => {}); // abandoned: its timeout is nobody's error
+      } catch (err) {
+        throw raftErrorToKcm(err);
+      } finally {
+        this.raft.off('leaderChange', onLeaderChange);
+      }
     }
   }
 }
