@@ -22,7 +22,7 @@ export interface GroupOptions {
   agentPort: number;
   /** Extra manager config (tickMs, electionTick, ...). */
   managerConfig?: Partial<ManagerSpec>;
-  /** Keep the temp folder after stop() (for reading logs after a failure). */
+  /** Keep the temp folder after stop() (for reading logs after a failure); also $KCM_TEST_KEEP_DIR. */
   keepDir?: boolean;
 }
 
@@ -84,7 +84,8 @@ export class LocalGroup {
 
   async stop(): Promise<void> {
     await this.processes.killAll();
-    if (!this.opts.keepDir) rmSync(this.dir, { recursive: true, force: true });
+    if (this.opts.keepDir || process.env.KCM_TEST_KEEP_DIR) console.log(`kept ${this.dir}`);
+    else rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
