@@ -1,24 +1,9 @@
 // Loads proto/agent.proto at run time (no generated code to go stale) and states the
 // TypeScript shapes of its messages beside it, as proto-loader decodes them.
 
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadAgentService } from './load-proto';
 
-const protoPath = fileURLToPath(new URL('../../../proto/agent.proto', import.meta.url));
-
-const definition = protoLoader.loadSync(protoPath, {
-  keepCase: true,
-  longs: Number,
-  enums: String,
-  defaults: true,
-  arrays: true,
-});
-
-type ServiceClientCtor = grpc.ServiceClientConstructor;
-const loaded = grpc.loadPackageDefinition(definition) as unknown as { kcm: { agent: { Agent: ServiceClientCtor } } };
-
-export const AgentService = loaded.kcm.agent.Agent;
+export const AgentService = loadAgentService('agent.proto', 'Agent');
 
 export interface HealthReply {
   hostaddr: string;

@@ -10,6 +10,7 @@ import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
 import type { AgentContext } from './capability';
 import { OpLedger } from './ops/op-ledger';
+import { unary } from './grpc-unary';
 
 export const AGENT_VERSION = '0.1.0';
 
@@ -26,19 +27,6 @@ export interface RunningAgent {
   /** `host:port` actually bound. */
   address: string;
   stop(): Promise<void>;
-}
-
-/** Adapts an async capability to a grpc unary handler; failures become INTERNAL with the reason. */
-export function unary<Req, Res>(logger: Logger, name: string, run: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
-  return (call, callback) => {
-    run(call.request).then(
-      (reply) => callback(null, reply),
-      (err: unknown) => {
-        logger.error({ err, rpc: name }, 'agent command failed');
-        callback({ code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) });
-      },
-    );
-  };
 }
 
 export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {

@@ -3,7 +3,8 @@
 // through stdin or files with mode 0600, never through argv or the environment of a
 // logged command line.
 
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 
 export class ExecError extends Error {
@@ -133,4 +134,68 @@ export function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+// Streaming variant for pipelines that move gigabytes (mariabackup --stream | mbstream -x):
+// stdout/stdin stay streams instead of buffered strings. Same rules as exec().
+
+export interface PipedProcess {
+  /** The process's stdout when spawned with `output: 'pipe'`. */
+  stdout: Readable;
+  /** The process's stdin when spawned with `input: 'pipe'`. */
+  stdin: Writable;
+  pid: number;
+  /** Resolves with stderr on exit 0; rejects with ExecError otherwise (or on timeout/abort). */
+  done: Promise<string>;
+  kill(): void;
+}
+
+export interface PipedOptions {
+  input: 'pipe' | 'ignore';
+  output: 'pipe' | 'ignore';
+  timeoutMs: number;
+  signal?: AbortSignal;
+  cwd?: string;
+  runAs?: RunAs;
+}
+
+export function spawnPiped(file: string, args: readonly string[], opts: PipedOptions): PipedProcess {
+  const child: ChildProcess = spawn(file, args, {
+    cwd: opts.cwd,
+    uid: opts.runAs?.uid,
+    gid: opts.runAs?.gid,
+    stdio: [opts.input, opts.output, 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    if (stderr.length < MAX_CAPTURE) stderr += d.toString();
+  });
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  const done = new Promise<string>((resolve, reject) => {
+    let reason: string | undefined;
+    const timer = setTimeout(() => {
+      reason = `timed out after ${opts.timeoutMs} ms`;
+      kill();
+    }, opts.timeoutMs);
+    const onAbort = () => {
+      reason = 'aborted';
+      kill();
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new ExecError(file, args, null, null, stderr, err.message));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      if (code === 0 && !reason) resolve(stderr);
+      else reject(new ExecError(file, args, code, signal, stderr, reason));
+    });
+  });
+  done.catch(() => {}); // callers await it; an early failure must not be an unhandled rejection
+  child.stdin?.on('error', () => {}); // EPIPE when the tool dies first: `done` reports why
+  return { stdout: child.stdout!, stdin: child.stdin!, pid: child.pid ?? -1, done, kill };
 }

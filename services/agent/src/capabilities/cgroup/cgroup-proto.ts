@@ -1,16 +1,9 @@
 // Loads proto/agent-cgroup.proto at run time and states its message shapes as proto-loader
 // decodes them (keepCase, longs and enums as numbers/strings, defaults filled in).
 
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadAgentService } from '../../load-proto';
 
-const protoPath = fileURLToPath(new URL('../../../../../proto/agent-cgroup.proto', import.meta.url));
-
-const definition = protoLoader.loadSync(protoPath, { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true });
-const loaded = grpc.loadPackageDefinition(definition) as unknown as { kcm: { agent: { CgroupAgent: grpc.ServiceClientConstructor } } };
-
-export const CgroupAgentService = loaded.kcm.agent.CgroupAgent;
+export const CgroupAgentService = loadAgentService('agent-cgroup.proto', 'CgroupAgent');
 
 export type InstanceKind = 'mysql' | 'pg';
 export type CpuLimitMode = 'quota' | 'share';

@@ -1,7 +1,7 @@
 // The CgroupAgent service: CPU isolation of the instances on this host.
 
 import type * as grpc from '@grpc/grpc-js';
-import { unary } from '../../server';
+import { unary } from '../../grpc-unary';
 import type { AgentContext, CapabilityModule } from '../../capability';
 import { CgroupAgentService, type CgroupInfoReply, type CpuLimitReply, type InstanceKind, type RemoveCpuLimitRequest, type SetCpuLimitRequest } from './cgroup-proto';
 import { detectCpuHierarchy, type CpuHierarchy } from './detect';

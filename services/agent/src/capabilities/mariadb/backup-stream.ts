@@ -13,7 +13,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../capability';
 import { checkPort, mariadbTools } from './instance-layout';
 import { layoutOf, runningPid } from './lifecycle';
-import { rateLimited, spawnPiped } from './piped-process';
+import { spawnPiped } from '../../ops/exec';
+import { rateLimited } from './rate-limit';
 import { MariaDbAgentService, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from './proto';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;

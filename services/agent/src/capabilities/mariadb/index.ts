@@ -4,7 +4,7 @@
 
 import type * as grpc from '@grpc/grpc-js';
 import type { AgentContext, CapabilityModule } from '../../capability';
-import { unary } from '../../server';
+import { unary } from '../../grpc-unary';
 import { streamBackupHandler } from './backup-stream';
 import { installInstance } from './install';
 import { checkPort } from './instance-layout';

@@ -1,16 +1,9 @@
 // Loads proto/agent-mariadb.proto at run time and states the TypeScript shapes of its
 // messages as proto-loader decodes them (keepCase, longs as numbers, defaults filled).
 
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadAgentService } from '../../load-proto';
 
-const protoPath = fileURLToPath(new URL('../../../../../proto/agent-mariadb.proto', import.meta.url));
-
-const definition = protoLoader.loadSync(protoPath, { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true });
-const loaded = grpc.loadPackageDefinition(definition) as unknown as { kcm: { agent: { MariaDbAgent: grpc.ServiceClientConstructor } } };
-
-export const MariaDbAgentService = loaded.kcm.agent.MariaDbAgent;
+export const MariaDbAgentService = loadAgentService('agent-mariadb.proto', 'MariaDbAgent');
 
 export interface MariaDbInstanceSpec {
   port: number;

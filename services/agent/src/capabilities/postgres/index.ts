@@ -3,7 +3,7 @@
 
 import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { unary } from '../../server';
+import { unary } from '../../grpc-unary';
 import type { AgentContext, CapabilityModule } from '../../capability';
 import { osUser, type RunAs } from '../../ops/exec';
 import { InstanceLocks, InstanceRegistry, POSTGRES_OS_USER } from './layout';

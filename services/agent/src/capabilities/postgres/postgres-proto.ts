@@ -1,16 +1,9 @@
 // Loads proto/agent-postgres.proto at run time and states its message shapes as
 // proto-loader decodes them (keepCase, int64 as number, defaults filled in).
 
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadAgentService } from '../../load-proto';
 
-const protoPath = fileURLToPath(new URL('../../../../../proto/agent-postgres.proto', import.meta.url));
-
-const definition = protoLoader.loadSync(protoPath, { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true });
-const loaded = grpc.loadPackageDefinition(definition) as unknown as { kcm: { agent: { PostgresAgent: grpc.ServiceClientConstructor } } };
-
-export const PostgresAgentService = loaded.kcm.agent.PostgresAgent;
+export const PostgresAgentService = loadAgentService('agent-postgres.proto', 'PostgresAgent');
 
 export interface InstallPostgresRequest {
   op_id: string;
