@@ -182,8 +182,12 @@ export class KvCluster {
   }
 }
 
+/** Extra node flags for the servers, e.g. RAFT_KV_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile them. */
+const extraNodeArgs = (process.env.RAFT_KV_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
+
 function spawnSpare(): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', serverPath, '--standby'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const args = [...extraNodeArgs, '--import', 'tsx', serverPath, '--standby'];
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   liveChildren.add(child);
   child.once('exit', () => liveChildren.delete(child));
   return child;

@@ -334,16 +334,21 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     if (early.length > 0) this.transport.send(early);
 
     if (this.snapshotWrite) await this.snapshotWrite;
+    let write: Promise<void> | undefined;
     if (rd.hardState || rd.entries.length > 0 || rd.snapshot) {
-      await this.storage.persist({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
-      if (rd.hardState) this.emit('hardStatePersisted', rd.hardState);
+      write = this.storage.persist({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
     }
+    // A synced write guards what the messages promise (a vote, an append ack): wait for
+    // it. Otherwise the Ready only moves the commit index, which promises nothing and is
+    // not synced anyway, so messages and apply go ahead while it is written.
+    if (write && rd.mustSync) await this.written(write, rd);
     if (late.length > 0) this.transport.send(late);
 
     if (rd.snapshot) await this.restoreSnapshot(rd.snapshot);
     let results: unknown[] = [];
     if (rd.committedEntries.length > 0) results = await this.sm.apply(rd.committedEntries);
-    this.raw.advance(rd);
+    if (write && !rd.mustSync) await this.written(write, rd);
+    this.raw.advance(rd); // only after the write: storage shows its entries from then on
 
     // Settle proposals after advance, so a conf change's caller sees it in status().
     for (let i = 0; i < rd.committedEntries.length; i++) {
@@ -368,6 +373,11 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     }
     this.releaseAppliedWaiters();
     await this.maybeSnapshot();
+  }
+
+  private async written(write: Promise<void>, rd: Ready): Promise<void> {
+    await write;
+    if (rd.hardState) this.emit('hardStatePersisted', rd.hardState);
   }
 
   private noteSoftState(leader: NodeId | null, role: Role): void {

@@ -18,7 +18,7 @@ class LoopbackNetwork {
   private readonly handlers = new Map<NodeId, (m: Message) => void>();
   private readonly unreachable = new Map<NodeId, (peer: NodeId) => void>();
   readonly isolated = new Set<NodeId>();
-  readonly sent: { from: NodeId; m: Message; persistsInFlight: number }[] = [];
+  readonly sent: { from: NodeId; m: Message; syncedWritesInFlight: number }[] = [];
 
   transport(id: NodeId, storage: CountingStorage): DriverTransport {
     return {
@@ -31,7 +31,7 @@ class LoopbackNetwork {
       onSnapshotStatus: () => {},
       send: (msgs) => {
         for (const m of msgs) {
-          this.sent.push({ from: id, m, persistsInFlight: storage.inFlight });
+          this.sent.push({ from: id, m, syncedWritesInFlight: storage.syncedInFlight });
           if (this.isolated.has(m.from) || this.isolated.has(m.to)) {
             setImmediate(() => this.unreachable.get(id)?.(m.to));
             continue;
@@ -47,7 +47,7 @@ class LoopbackNetwork {
 class CountingStorage implements Storage {
   persists = 0;
   synced = 0;
-  inFlight = 0;
+  syncedInFlight = 0;
   private constructor(private readonly mem: MemoryStorage) {}
 
   static create(voters: string[]): CountingStorage {
@@ -57,9 +57,9 @@ class CountingStorage implements Storage {
   async persist(update: PersistUpdate, sync: boolean): Promise<void> {
     this.persists++;
     if (sync) this.synced++;
-    this.inFlight++;
+    if (sync) this.syncedInFlight++;
     await new Promise((r) => setTimeout(r, 2));
-    this.inFlight--;
+    if (sync) this.syncedInFlight--;
     this.mem.persistNow(update);
   }
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
@@ -202,13 +202,13 @@ describe('RaftNode driver', () => {
     expect(synced).toBeLessThan(50);
   });
 
-  it('never sends votes or append/vote responses while a persist is in flight', async () => {
+  it('never sends votes or append/vote responses while a synced write is in flight', async () => {
     const { net, members } = await startGroup();
     const leader = await leaderOf(members);
     await Promise.all(Array.from({ length: 200 }, (_, i) => leader.node.propose(put(`k${i}`, 'v'))));
     const mustWait = net.sent.filter((s) => !['App', 'Heartbeat'].includes(s.m.type));
     expect(mustWait.some((s) => s.m.type === 'AppResp')).toBe(true);
-    expect(mustWait.filter((s) => s.persistsInFlight > 0)).toEqual([]);
+    expect(mustWait.filter((s) => s.syncedWritesInFlight > 0)).toEqual([]);
   });
 
   it('serves a linearizable read on a follower only after applying the write that preceded it', async () => {
