@@ -83,9 +83,17 @@ export async function submitJob(
   }
 }
 
-/** get_status from one member. */
+/**
+ * get_status from one member: the job's status, a failed job included (its error_code is the
+ * job's). A reply about the get_status request itself (NO_LEADER, NOT_FOUND, a read TIMEOUT)
+ * names job_type `get_status` instead of the job's own type, and throws EmitError.
+ */
 export async function jobStatus(member: string, jobId: string, timeoutMs = 10_000): Promise<ReplyEnvelope> {
-  return emit(member, 'get_status', {}, { jobId, timeoutMs });
+  const reply = await emitRaw(member, 'get_status', {}, { jobId, timeoutMs });
+  if (reply.job_type === 'get_status' && reply.error_code !== '0') {
+    throw new EmitError(member, reply, `get_status ${jobId} from ${member}: error ${reply.error_code}: ${reply.error_info}`);
+  }
+  return reply;
 }
 
 /** Polls get_status (any member that answers) until the job is done or failed. */
