@@ -10,6 +10,9 @@ import { AgentPool } from './agent-pool';
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
+import { CatalogSync } from './catalog-sync';
+import { clusterJobs } from './jobs/cluster';
+import { EngineAgents } from './jobs/instance-ops';
 import { machineJobs } from './jobs/machines';
 import { raftMissionJob } from './jobs/raft-mission';
 import { JobRunner } from './jobs/runner';
@@ -110,7 +113,12 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   const agents = new AgentPool(config.agentPort);
   const agentFor = (host: string) => agents.agentFor(host);
-  const definitions: JobDefinition<any>[] = [...machineJobs({ store: observedStore, agentFor, agentPort: config.agentPort }), raftMissionJob({ raft })];
+  const engineAgents = new EngineAgents(config.agentPort);
+  const definitions: JobDefinition<any>[] = [
+    ...machineJobs({ store: observedStore, agentFor, agentPort: config.agentPort }),
+    ...clusterJobs({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) }),
+    raftMissionJob({ raft }),
+  ];
   const registry = new Map(definitions.map((d) => [d.jobType, d]));
 
   runner = new JobRunner(observedStore, registry, logger.child({ component: 'jobs' }), {
@@ -124,10 +132,12 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   const activeRunner = runner;
   const activeMonitor = monitor;
+  const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
       { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
+      { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
     ],
     logger,
   );
@@ -140,7 +150,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const local = new ManagerService({
     store: observedStore,
     registry,
-    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, agentFor }),
+    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, agentFor, agents: engineAgents }),
     linearizableRead: () => store.linearizableRead(),
     onSubmitted: () => activeRunner.notify(),
   });
@@ -167,6 +177,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
         await leadership.update(false, raft.status().term);
         await raft.stop();
         agents.close();
+        engineAgents.close();
       })();
       return stopping;
     },

@@ -1,5 +1,6 @@
 // The metadata state machine: one apply switch over the numbered command kinds.
 
+import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyInstancesPlaced, applyInstancesRemoved } from './clusters';
 import { CommandKind, type Command } from './commands';
 import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
 import { applyMachineFactsRecorded, applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
@@ -35,6 +36,16 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyPortsAllocated(state, cmd);
     case CommandKind.PortsReleased:
       return applyPortsReleased(state, cmd);
+    case CommandKind.ClusterCreated:
+      return applyClusterCreated(state, cmd);
+    case CommandKind.InstancesPlaced:
+      return applyInstancesPlaced(state, cmd);
+    case CommandKind.InstancesRemoved:
+      return applyInstancesRemoved(state, cmd);
+    case CommandKind.ClusterStatusSet:
+      return applyClusterStatusSet(state, cmd);
+    case CommandKind.ClusterDeleted:
+      return applyClusterDeleted(state, cmd);
     default: {
       // A command from a newer kcm: refuse it identically everywhere rather than guess.
       const unknown: { kind: number } = cmd;

@@ -70,6 +70,87 @@ export interface PortAllocation {
   machineType: MachineType;
 }
 
+export type ClusterStatus = 'creating' | 'ready' | 'deleting';
+
+/** A database account. Passwords live here: the replicated metadata is the source of truth for them. */
+export interface DbAccount {
+  user: string;
+  password: string;
+}
+
+export interface ClusterAccounts {
+  /** The agents' own account on every storage node (localhost only); shared by a shard's copies. */
+  admin: DbAccount;
+  replication: DbAccount;
+  /** DDL and DML on the cluster's databases only; what compute nodes use to reach the shards. */
+  storage: DbAccount;
+  /** The application's account on every compute node. */
+  computer: DbAccount;
+}
+
+/** The create_cluster paras every later instance of the cluster is built with. */
+export interface ClusterOptions {
+  haMode: 'rbr';
+  maxStorageSizeGb: number;
+  maxConnections: number;
+  cpuCores: number;
+  cpuLimitNode: 'share' | 'quota';
+  innodbSizeMb: number;
+  rocksdbBlockCacheSizeMb: number;
+  dbcfg: 0 | 1;
+  fullsyncLevel: number;
+}
+
+export interface StorageNodeRecord {
+  id: string;
+  hostaddr: string;
+  port: number;
+  /** MariaDB server_id: unique within the shard (the node id, unique everywhere). */
+  serverId: number;
+  /** The machine's directories when the node was placed; the instance lives in <dir>/<port>. */
+  datadir: string;
+  logdir: string;
+  walLogDir: string;
+}
+
+export interface ShardRecord {
+  id: string;
+  name: string;
+  /** The node that is (or is to become) the shard's master. */
+  masterNodeId: string;
+  nodes: Record<string, StorageNodeRecord>;
+}
+
+export interface CompRecord {
+  id: string;
+  name: string;
+  hostaddr: string;
+  port: number;
+  compDatadir: string;
+}
+
+export interface ClusterRecord {
+  id: string;
+  name: string;
+  nickName: string;
+  status: ClusterStatus;
+  /** The create_cluster job that placed it: a re-run of that job's step finds it by this. */
+  createdByJob: string;
+  createdAt: number;
+  options: ClusterOptions;
+  accounts: ClusterAccounts;
+  shards: Record<string, ShardRecord>;
+  comps: Record<string, CompRecord>;
+}
+
+/** Monotonic id counters of the cluster domain; an id is never reused, even after a delete. */
+export interface ClusterCounters {
+  cluster: number;
+  shard: number;
+  node: number;
+  comp: number;
+}
+
 export interface MetaState {
   /** Keyed by `${hostaddr}/${machineType}`: one host may be registered as both types. */
   machines: Record<string, MachineRecord>;
@@ -79,10 +160,21 @@ export interface MetaState {
   /** hostaddr -> port -> allocation: ports are unique per host across both machine types. */
   ports: Record<string, Record<number, PortAllocation>>;
   counters: { job: number };
+  clusters: Record<string, ClusterRecord>;
+  /** Top-level (not inside `counters`) so that restoring an older snapshot keeps them. */
+  clusterCounters: ClusterCounters;
 }
 
 export function emptyMetaState(): MetaState {
-  return { machines: {}, jobs: {}, requestIds: {}, ports: {}, counters: { job: 0 } };
+  return {
+    machines: {},
+    jobs: {},
+    requestIds: {},
+    ports: {},
+    counters: { job: 0 },
+    clusters: {},
+    clusterCounters: { cluster: 0, shard: 0, node: 0, comp: 0 },
+  };
 }
 
 export const machineKey = (hostaddr: string, machineType: MachineType): string => `${hostaddr}/${machineType}`;

@@ -3,8 +3,10 @@
 
 import type { AgentClient } from '@kcm/agent';
 import type { ConfState } from '@kcm/raft';
+import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { MetaState } from '../meta/state';
+import { clusterQueries } from './clusters';
 
 export interface QueryDeps {
   /** The current Raft configuration (voters and learners). */
@@ -12,6 +14,8 @@ export interface QueryDeps {
   /** The leader as this member knows it. */
   leader(): string | null;
   agentFor(hostaddr: string): AgentClient;
+  /** Engine clients of every host's agent, for the live cluster queries. */
+  agents: EngineAgents;
 }
 
 /** `no_rep` for a one-member group, `mgr` for a consensus group (DESIGN.md section 2). */
@@ -46,8 +50,7 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
   return new Map<string, QueryHandler>([
     ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners })],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
-    // Clusters come with the cluster jobs; until then the replicated state holds none.
-    ['get_cluster_summary', () => ({ list_cluster: [] })],
+    ...clusterQueries({ agents: deps.agents }),
     ['get_backup_storage', () => ({ list_backup_storage: [] })],
   ]);
 }

@@ -1,0 +1,48 @@
+// Finding the cluster a job works on, and the checks every job that changes a cluster
+// makes before it is committed (shared by the cluster, shard, comp and node families).
+
+import { AgentUnreachableError } from '@kcm/agent';
+import { KcmError } from '@kcm/protocol';
+import type { ClusterRecord, MetaState } from '../meta/state';
+import type { StepContext } from './workflow';
+
+/** The cluster named by `clusterId`, or NOT_FOUND naming the field. */
+export function clusterById(state: MetaState, clusterId: string, field = 'paras.cluster_id'): ClusterRecord {
+  const cluster = state.clusters[clusterId];
+  if (!cluster) throw KcmError.of('NOT_FOUND', `${field}: cluster ${clusterId} does not exist`, { field });
+  return cluster;
+}
+
+/**
+ * A cluster a new job may change: not being deleted, and not still being built by its
+ * create_cluster job (that job holds no cluster lock, since the id did not exist when it
+ * was submitted). A cluster left behind by a failed create may be changed (deleted).
+ */
+export function changeableCluster(state: MetaState, clusterId: string, field = 'paras.cluster_id'): ClusterRecord {
+  const cluster = clusterById(state, clusterId, field);
+  const creator = state.jobs[cluster.createdByJob];
+  if (cluster.status === 'creating' && creator && !creator.result) {
+    throw KcmError.of('CONFLICT', `${field}: cluster ${clusterId} is still being created by job ${cluster.createdByJob}`, { field });
+  }
+  return cluster;
+}
+
+/** The cluster a running step works on; gone means another job removed it under us. */
+export function clusterOfStep(ctx: StepContext<unknown>, clusterId: string): ClusterRecord {
+  const cluster = ctx.state().clusters[clusterId];
+  if (!cluster) throw KcmError.of('NOT_FOUND', `cluster ${clusterId} no longer exists`);
+  return cluster;
+}
+
+/**
+ * Runs `work` on every item at once and waits for all of them (none is left running behind
+ * a failure, so a rollback never races an install). Fails with every item's reason.
+ */
+export async function forEachInstance<T>(items: T[], describe: (item: T) => string, work: (item: T) => Promise<unknown>): Promise<void> {
+  const settled = await Promise.allSettled(items.map((item) => work(item)));
+  const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ item: items[i], err: s.reason as unknown }] : []));
+  if (failures.length === 0) return;
+  const message = failures.map((f) => `${describe(f.item)}: ${f.err instanceof Error ? f.err.message : String(f.err)}`).join('; ');
+  const unreachable = failures.every((f) => f.err instanceof AgentUnreachableError);
+  throw KcmError.of(unreachable ? 'AGENT_UNREACHABLE' : 'INSTANCE_FAILED', message, { cause: failures[0].err });
+}

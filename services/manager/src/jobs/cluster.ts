@@ -1,0 +1,321 @@
+// Job family: clusters (create_cluster, delete_cluster).
+//
+// create_cluster commits the whole placement first (cluster, shard, node and compute-node
+// records, ports, ids, generated accounts) in one command, then builds it on the hosts:
+// storage nodes, replication, compute nodes, catalog, cpu limits. A failed step removes
+// every instance the job created and returns its ports (rollback).
+
+import { KcmError, type ParasOf } from '@kcm/protocol';
+import type { Logger } from '@kcm/common';
+import { clusterCreatedByJob } from '../meta/clusters';
+import { CommandKind } from '../meta/commands';
+import type { ClusterOptions, ClusterRecord, MetaState } from '../meta/state';
+import type { MetaStore } from '../meta/store';
+import { changeableCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
+import { generateClusterAccounts } from './credentials';
+import { orThrow } from './errors';
+import {
+  applyCpuLimit,
+  installComp,
+  installStorageNode,
+  removeComp,
+  removeStorageNode,
+  setUpShardReplication,
+  shardEndpoints,
+  storageNodes,
+  opId,
+  type EngineAgents,
+} from './instance-ops';
+import { candidatesFor, carryLoad, placeComps, placeShards, type ShardPlacement } from './placement';
+import type { JobDefinition, StepContext } from './workflow';
+
+export interface ClusterJobDeps {
+  store: MetaStore;
+  agents: EngineAgents;
+  logger: Logger;
+}
+
+type CreateParas = ParasOf<'create_cluster'>;
+type DeleteParas = ParasOf<'delete_cluster'>;
+
+interface ClusterPlan {
+  shards: ShardPlacement[];
+  comps: string[];
+}
+
+/** Placement of the whole cluster on the current state; throws the first reason it cannot be made. */
+export function planCluster(p: CreateParas, state: MetaState): ClusterPlan {
+  const storage = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists');
+  const shards = placeShards(storage, p.shards, p.nodes, 'storage_iplists');
+  const computer = candidatesFor(state, 'computer', p.computer_iplists, 'computer_iplists');
+  carryLoad(storage, computer);
+  return { shards, comps: placeComps(computer, p.comps, 'computer_iplists') };
+}
+
+function optionsOf(p: CreateParas): ClusterOptions {
+  return {
+    haMode: 'rbr',
+    maxStorageSizeGb: p.max_storage_size,
+    maxConnections: p.max_connections,
+    cpuCores: p.cpu_cores,
+    cpuLimitNode: p.cpu_limit_node,
+    innodbSizeMb: p.innodb_size,
+    rocksdbBlockCacheSizeMb: p.rocksdb_block_cache_size_M,
+    dbcfg: p.dbcfg === '1' ? 1 : 0,
+    fullsyncLevel: p.fullsync_level,
+  };
+}
+
+/** Shards whose replicas share a machine (too few machines to spread them). */
+export function unspreadShards(cluster: ClusterRecord): string[] {
+  return Object.values(cluster.shards)
+    .filter((s) => {
+      const hosts = Object.values(s.nodes).map((n) => n.hostaddr);
+      return new Set(hosts).size < hosts.length;
+    })
+    .map((s) => s.name);
+}
+
+function validateCreate(p: CreateParas, state: MetaState): void {
+  if (p.ha_mode === 'mgr') {
+    throw KcmError.of('UNSUPPORTED', 'paras.ha_mode: "mgr" is not supported (MariaDB has no group replication); use "rbr"', { field: 'paras.ha_mode' });
+  }
+  if (p.install_proxysql === '1') {
+    throw KcmError.of('UNSUPPORTED', 'paras.install_proxysql: "1" is not supported (ProxySQL is not packaged here); use "0"', { field: 'paras.install_proxysql' });
+  }
+  if (p.fullsync_level > p.nodes - 1) {
+    throw KcmError.of('INVALID_PARAS', `paras.fullsync_level: must be <= nodes - 1 (${p.nodes - 1} standbys), got ${p.fullsync_level}`, { field: 'paras.fullsync_level' });
+  }
+  if (p.max_connections < 10) {
+    throw KcmError.of('INVALID_PARAS', `paras.max_connections: must be >= 10, got ${p.max_connections}`, { field: 'paras.max_connections' });
+  }
+  if (p.innodb_size < 16) {
+    throw KcmError.of('INVALID_PARAS', `paras.innodb_size: must be >= 16 (MB), got ${p.innodb_size}`, { field: 'paras.innodb_size' });
+  }
+  planCluster(p, state);
+}
+
+/** What the client gets: the spec's fields, the accounts the reference clients read, and where everything went. */
+function createResult(cluster: ClusterRecord): Record<string, unknown> {
+  const shards = Object.values(cluster.shards);
+  const unspread = unspreadShards(cluster);
+  return {
+    cluster_id: cluster.id,
+    cluster_name: cluster.name,
+    nick_name: cluster.nickName,
+    shards: String(shards.length),
+    comps: String(Object.keys(cluster.comps).length),
+    computer_user: cluster.accounts.computer.user,
+    computer_pwd: cluster.accounts.computer.password,
+    storage_user: cluster.accounts.storage.user,
+    storage_pwd: cluster.accounts.storage.password,
+    list_shard: shards.map((s) => ({
+      shard_id: s.id,
+      shard_name: s.name,
+      nodes: String(Object.keys(s.nodes).length),
+      list_node: Object.values(s.nodes).map((n) => ({ node_id: n.id, hostaddr: n.hostaddr, port: String(n.port), master: String(n.id === s.masterNodeId) })),
+    })),
+    list_comp: Object.values(cluster.comps).map((c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port) })),
+    placement:
+      unspread.length === 0
+        ? 'every shard has its replicas on distinct machines'
+        : `too few storage machines to spread replicas: ${unspread.join(', ')} have more than one node on one machine`,
+  };
+}
+
+export function clusterJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
+  const { store, agents } = deps;
+  const createdCluster = (ctx: StepContext<CreateParas>) => clusterOfStep(ctx, (ctx.outputs['plan placement'] as { clusterId: string }).clusterId);
+
+  const createCluster: JobDefinition<CreateParas> = {
+    jobType: 'create_cluster',
+    validate: validateCreate,
+    // The cluster's id does not exist yet; other jobs on it are refused until it is built.
+    lockKey: () => null,
+    steps: (p) => [
+      {
+        name: 'plan placement',
+        async run(ctx) {
+          if (!clusterCreatedByJob(ctx.state(), ctx.jobId)) {
+            const plan = planCluster(p, ctx.state());
+            orThrow(
+              await store.propose({
+                kind: CommandKind.ClusterCreated,
+                at: Date.now(),
+                jobId: ctx.jobId,
+                nickName: p.nick_name,
+                options: optionsOf(p),
+                accounts: generateClusterAccounts(),
+                placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
+              }),
+            );
+          }
+          const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId)!;
+          return { clusterId: cluster.id, clusterName: cluster.name, unspreadShards: unspreadShards(cluster) };
+        },
+      },
+      {
+        name: 'install storage nodes',
+        async run(ctx) {
+          const cluster = createdCluster(ctx);
+          await forEachInstance(storageNodes(cluster), ({ node }) => `storage node ${node.id} on ${node.hostaddr}:${node.port}`, ({ node }) => installStorageNode(agents, ctx.jobId, cluster, node));
+          return null;
+        },
+      },
+      {
+        name: 'set up replication',
+        async run(ctx) {
+          const cluster = createdCluster(ctx);
+          await forEachInstance(Object.values(cluster.shards), (s) => s.name, (shard) => setUpShardReplication(agents, ctx.jobId, cluster, shard));
+          return null;
+        },
+      },
+      {
+        name: 'install compute nodes',
+        async run(ctx) {
+          const cluster = createdCluster(ctx);
+          await forEachInstance(Object.values(cluster.comps), (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (comp) => installComp(agents, ctx.jobId, cluster, comp));
+          return null;
+        },
+      },
+      {
+        name: 'connect compute nodes to shards',
+        async run(ctx) {
+          const cluster = createdCluster(ctx);
+          const shards = shardEndpoints(cluster);
+          await forEachInstance(Object.values(cluster.comps), (c) => c.name, (comp) =>
+            agents.postgres(comp.hostaddr).syncCatalog(opId(ctx.jobId, 'catalog', `comp-${comp.id}`), comp.port, shards),
+          );
+          return null;
+        },
+      },
+      {
+        name: 'apply cpu limits',
+        async run(ctx) {
+          const cluster = createdCluster(ctx);
+          const instances = [
+            ...storageNodes(cluster).map(({ node }) => ({ instance: node, kind: 'mysql' as const })),
+            ...Object.values(cluster.comps).map((comp) => ({ instance: comp, kind: 'pg' as const })),
+          ];
+          await forEachInstance(instances, (i) => `${i.kind} ${i.instance.hostaddr}:${i.instance.port}`, (i) => applyCpuLimit(agents, ctx.jobId, cluster, i.instance, i.kind));
+          return null;
+        },
+      },
+      {
+        name: 'mark cluster ready',
+        async run(ctx) {
+          const cluster = createdCluster(ctx);
+          orThrow(await store.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'ready' }));
+          return createResult(clusterOfStep(ctx, cluster.id));
+        },
+      },
+    ],
+    result: (outputs) => outputs['mark cluster ready'] as Record<string, unknown>,
+    async rollback(ctx, failedStep, error) {
+      const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId);
+      if (!cluster) return; // nothing was placed
+      const log = deps.logger.child({ jobId: ctx.jobId, clusterId: cluster.id });
+      log.warn({ failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
+      await forEachInstance(
+        [...storageNodes(cluster).map(({ node }) => ({ kind: 'node' as const, instance: node })), ...Object.values(cluster.comps).map((comp) => ({ kind: 'comp' as const, instance: comp }))],
+        ({ kind, instance }) => `${kind} ${instance.id} on ${instance.hostaddr}:${instance.port}`,
+        ({ kind, instance }) => (kind === 'node' ? removeStorageNode(agents, ctx.jobId, instance) : removeComp(agents, ctx.jobId, instance)),
+      );
+      // Only once every instance is gone: a port handed out again must be free on its host.
+      orThrow(await store.propose({ kind: CommandKind.ClusterDeleted, at: Date.now(), clusterId: cluster.id }));
+      log.info('create_cluster rolled back: instances removed, ports returned');
+    },
+  };
+
+  return [createCluster, deleteClusterJob(deps)];
+}
+
+interface DeleteSnapshot {
+  clusterId: string;
+  clusterName: string;
+  shards: { id: string; nodes: { id: string; hostaddr: string; port: number }[] }[];
+  comps: { id: string; hostaddr: string; port: number }[];
+}
+
+const hostsList = (instances: { hostaddr: string; port: number }[]) => instances.map((i) => `${i.hostaddr}_${i.port};`).join('');
+
+function deleteClusterJob(deps: ClusterJobDeps): JobDefinition<DeleteParas> {
+  const { store, agents } = deps;
+  const snapshotOf = (ctx: StepContext<DeleteParas>) => ctx.outputs['mark cluster deleting'] as DeleteSnapshot;
+  return {
+    jobType: 'delete_cluster',
+    validate: (p, state) => void changeableCluster(state, p.cluster_id),
+    lockKey: (p) => `cluster:${p.cluster_id}`,
+    steps: (p) => [
+      {
+        name: 'mark cluster deleting',
+        async run(ctx): Promise<DeleteSnapshot> {
+          const cluster = changeableCluster(ctx.state(), p.cluster_id);
+          orThrow(await store.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'deleting' }));
+          // What to remove, kept in the job: later steps must find it even after the record is gone.
+          return {
+            clusterId: cluster.id,
+            clusterName: cluster.name,
+            shards: Object.values(cluster.shards).map((s) => ({ id: s.id, nodes: Object.values(s.nodes).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })) })),
+            comps: Object.values(cluster.comps).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })),
+          };
+        },
+      },
+      {
+        name: 'remove compute nodes',
+        async run(ctx) {
+          const snap = snapshotOf(ctx);
+          await forEachInstance(snap.comps, (c) => `comp_${c.id} on ${c.hostaddr}:${c.port}`, (comp) => removeComp(agents, ctx.jobId, comp));
+          return snap.comps.map((c) => ({
+            cluster_id: snap.clusterId,
+            computer_hosts: hostsList([c]),
+            computer_id: c.id,
+            computer_state: 'done',
+            error_code: 0,
+            error_info: '',
+            rollback_flag: 0,
+          }));
+        },
+      },
+      {
+        name: 'remove storage nodes',
+        async run(ctx) {
+          const snap = snapshotOf(ctx);
+          const nodes = snap.shards.flatMap((s) => s.nodes);
+          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (node) => removeStorageNode(agents, ctx.jobId, node));
+          return snap.shards.map((s) => ({
+            cluster_id: snap.clusterId,
+            error_code: 0,
+            error_info: '',
+            rollback_flag: 0,
+            shard_ids: s.id,
+            storage_hosts: hostsList(s.nodes),
+            storage_id: s.id,
+            storage_state: 'done',
+          }));
+        },
+      },
+      {
+        name: 'release ports',
+        async run(ctx) {
+          orThrow(await store.propose({ kind: CommandKind.ClusterDeleted, at: Date.now(), clusterId: snapshotOf(ctx).clusterId }));
+          return null;
+        },
+      },
+    ],
+    result(outputs) {
+      const snap = outputs['mark cluster deleting'] as DeleteSnapshot;
+      return {
+        cluster_id: snap.clusterId,
+        cluster_name: snap.clusterName,
+        job_steps: 'computer,shard',
+        shard_id: snap.shards.map((s) => s.id).join(','),
+        computer_id: snap.comps.map((c) => c.id).join(','),
+        storage_state: 'done',
+        computer_state: 'done',
+        shard_step: outputs['remove storage nodes'],
+        computer_step: outputs['remove compute nodes'],
+      };
+    },
+  };
+}

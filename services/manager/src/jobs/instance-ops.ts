@@ -1,0 +1,169 @@
+// Installing, wiring and removing one cluster's instances through the host agents. Shared
+// by every job that adds or removes storage or compute nodes, and by their rollbacks.
+//
+// Each agent command carries an op_id derived from the job and the instance, so a step
+// re-run after a crash or a leadership change repeats the same commands and the agent
+// answers with the first result instead of acting twice.
+
+import { CgroupAgentClient, MariaDbAgentClient, PostgresAgentClient, type ShardEndpoint } from '@kcm/agent';
+import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
+
+/** One client per host and engine, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
+export class EngineAgents {
+  private readonly mariadbClients = new Map<string, MariaDbAgentClient>();
+  private readonly postgresClients = new Map<string, PostgresAgentClient>();
+  private readonly cgroupClients = new Map<string, CgroupAgentClient>();
+
+  /** `probeDeadlineMs` bounds the live-status probes of queries: a dead host must not hold a reply. */
+  constructor(private readonly agentPort: number, private readonly probeDeadlineMs = 4000) {}
+
+  private address(hostaddr: string): string {
+    return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
+  }
+
+  mariadb(hostaddr: string): MariaDbAgentClient {
+    let c = this.mariadbClients.get(hostaddr);
+    if (!c) this.mariadbClients.set(hostaddr, (c = new MariaDbAgentClient(this.address(hostaddr), { queryMs: this.probeDeadlineMs })));
+    return c;
+  }
+
+  postgres(hostaddr: string): PostgresAgentClient {
+    let c = this.postgresClients.get(hostaddr);
+    if (!c) this.postgresClients.set(hostaddr, (c = new PostgresAgentClient(this.address(hostaddr))));
+    return c;
+  }
+
+  /** A short-deadline client for probes: PostgresAgentClient has one deadline for every call. */
+  postgresProbe(hostaddr: string): PostgresAgentClient {
+    const key = `probe:${hostaddr}`;
+    let c = this.postgresClients.get(key);
+    if (!c) this.postgresClients.set(key, (c = new PostgresAgentClient(this.address(hostaddr), this.probeDeadlineMs)));
+    return c;
+  }
+
+  cgroup(hostaddr: string): CgroupAgentClient {
+    let c = this.cgroupClients.get(hostaddr);
+    if (!c) this.cgroupClients.set(hostaddr, (c = new CgroupAgentClient(this.address(hostaddr))));
+    return c;
+  }
+
+  close(): void {
+    for (const c of [...this.mariadbClients.values(), ...this.postgresClients.values(), ...this.cgroupClients.values()]) c.close();
+    this.mariadbClients.clear();
+    this.postgresClients.clear();
+    this.cgroupClients.clear();
+  }
+}
+
+/** op_ids allow [A-Za-z0-9_.:-]. */
+export const opId = (jobId: string, action: string, instance: string): string => `job:${jobId}:${action}:${instance}`;
+
+export function storageNodes(cluster: ClusterRecord): { shard: ShardRecord; node: StorageNodeRecord }[] {
+  return Object.values(cluster.shards).flatMap((shard) => Object.values(shard.nodes).map((node) => ({ shard, node })));
+}
+
+function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
+  const o = cluster.options;
+  return {
+    port: node.port,
+    datadir: node.datadir,
+    logdir: node.logdir,
+    wal_log_dir: node.walLogDir,
+    server_id: node.serverId,
+    innodb_size_mb: o.innodbSizeMb,
+    max_connections: o.maxConnections,
+    dbcfg: o.dbcfg,
+    fullsync_level: o.fullsyncLevel,
+  };
+}
+
+/** mariadb-install-db, my.cnf, the three accounts, started. The storage account may use every `D_$$_S` database. */
+export async function installStorageNode(agents: EngineAgents, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<number> {
+  const { admin, replication, storage } = cluster.accounts;
+  const reply = await agents.mariadb(node.hostaddr).install({
+    op_id: opId(jobId, 'install', `node-${node.id}`),
+    spec: instanceSpec(cluster, node),
+    admin,
+    replication,
+    storage,
+    storage_db_patterns: [],
+  });
+  return reply.pid;
+}
+
+/**
+ * The shard's master first (semi-sync master side only there), then every standby in
+ * parallel, attached with GTID to the master.
+ */
+export async function setUpShardReplication(agents: EngineAgents, jobId: string, cluster: ClusterRecord, shard: ShardRecord): Promise<void> {
+  const master = shard.nodes[shard.masterNodeId];
+  if (!master) throw new Error(`shard ${shard.id} has no master node ${shard.masterNodeId}`);
+  const { replication } = cluster.accounts;
+  const level = cluster.options.fullsyncLevel;
+  await agents.mariadb(master.hostaddr).configureReplication({
+    op_id: opId(jobId, 'master', `node-${master.id}`),
+    port: master.port,
+    role: 'master',
+    master_host: '',
+    master_port: 0,
+    replication,
+    fullsync_level: level,
+  });
+  const standbys = Object.values(shard.nodes).filter((n) => n.id !== master.id);
+  await Promise.all(
+    standbys.map((n) =>
+      agents.mariadb(n.hostaddr).configureReplication({
+        op_id: opId(jobId, 'standby', `node-${n.id}`),
+        port: n.port,
+        role: 'standby',
+        master_host: master.hostaddr,
+        master_port: master.port,
+        replication,
+        fullsync_level: level,
+      }),
+    ),
+  );
+}
+
+/** initdb, the computer account, mysql_fdw, started. */
+export async function installComp(agents: EngineAgents, jobId: string, cluster: ClusterRecord, comp: CompRecord): Promise<number> {
+  const reply = await agents.postgres(comp.hostaddr).install({
+    op_id: opId(jobId, 'install', `comp-${comp.id}`),
+    comp_datadir: comp.compDatadir,
+    port: comp.port,
+    user: cluster.accounts.computer.user,
+    password: cluster.accounts.computer.password,
+    variables: { max_connections: String(cluster.options.maxConnections) },
+  });
+  return reply.pid;
+}
+
+/** Every shard at its current master, reached with the storage account. */
+export function shardEndpoints(cluster: ClusterRecord): ShardEndpoint[] {
+  return Object.values(cluster.shards).flatMap((shard) => {
+    const master = shard.nodes[shard.masterNodeId];
+    if (!master) return [];
+    return [{ shard_id: shard.id, host: master.hostaddr, port: master.port, user: cluster.accounts.storage.user, password: cluster.accounts.storage.password }];
+  });
+}
+
+/** The cluster's cpu_cores and cpu_limit_node on one instance's processes. */
+export async function applyCpuLimit(agents: EngineAgents, jobId: string, cluster: ClusterRecord, instance: { id: string; hostaddr: string; port: number }, kind: 'mysql' | 'pg'): Promise<void> {
+  await agents.cgroup(instance.hostaddr).setCpuLimit(opId(jobId, 'cpu', `${kind}-${instance.id}`), {
+    port: instance.port,
+    kind,
+    cpuCores: cluster.options.cpuCores,
+    mode: cluster.options.cpuLimitNode,
+  });
+}
+
+/** Stops the instance, deletes its directories and its cgroup. Removing what is not there succeeds. */
+export async function removeStorageNode(agents: EngineAgents, jobId: string, node: { id: string; hostaddr: string; port: number }): Promise<void> {
+  await agents.mariadb(node.hostaddr).remove(opId(jobId, 'remove', `node-${node.id}`), node.port);
+  await agents.cgroup(node.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `mysql-${node.id}`), node.port, 'mysql');
+}
+
+export async function removeComp(agents: EngineAgents, jobId: string, comp: { id: string; hostaddr: string; port: number }): Promise<void> {
+  await agents.postgres(comp.hostaddr).remove(opId(jobId, 'remove', `comp-${comp.id}`), comp.port);
+  await agents.cgroup(comp.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `pg-${comp.id}`), comp.port, 'pg');
+}

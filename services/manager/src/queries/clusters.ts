@@ -1,0 +1,136 @@
+// Cluster queries (spec 4.6): the summary from the replicated state; the detail and
+// get_variable measured live from the agents. A status is never copied from metadata:
+// `online` / `offline` as the agent measured it, `unknown` when the agent did not answer
+// or has no such instance.
+
+import { AgentUnreachableError, type MariaDbAgentClient } from '@kcm/agent';
+import { KcmError, type ValidRequest } from '@kcm/protocol';
+import type { EngineAgents } from '../jobs/instance-ops';
+import type { QueryHandler } from '../manager-service';
+import type { ClusterRecord, CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
+
+export type InstanceStatus = 'online' | 'offline' | 'unknown';
+type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
+
+export interface ClusterQueryDeps {
+  agents: EngineAgents;
+}
+
+export function clusterSummary(state: MetaState): Record<string, unknown> {
+  return {
+    list_cluster: Object.values(state.clusters).map((c) => ({
+      cluster_id: c.id,
+      cluster_name: c.name,
+      nick_name: c.nickName,
+      shards: String(Object.keys(c.shards).length),
+      comps: String(Object.keys(c.comps).length),
+      status: c.status,
+    })),
+  };
+}
+
+/** A storage node's measured status and whether it acts as a master (writable, replicating from no one). */
+export function storageNodeView(probe: MariaDbProbeReplyLike | undefined): { status: InstanceStatus; master: boolean } {
+  if (!probe) return { status: 'unknown', master: false };
+  return { status: probe.state, master: probe.state === 'online' && !probe.is_replica && !probe.read_only };
+}
+
+async function probeNode(deps: ClusterQueryDeps, node: StorageNodeRecord): Promise<MariaDbProbeReplyLike | undefined> {
+  try {
+    return await deps.agents.mariadb(node.hostaddr).probe(node.port);
+  } catch {
+    return undefined;
+  }
+}
+
+async function compStatus(deps: ClusterQueryDeps, comp: CompRecord): Promise<InstanceStatus> {
+  try {
+    const probe = await deps.agents.postgresProbe(comp.hostaddr).probe(comp.port);
+    if (!probe.installed) return 'unknown';
+    return probe.running && probe.accepting ? 'online' : 'offline';
+  } catch {
+    return 'unknown';
+  }
+}
+
+function findCluster(state: MetaState, req: ValidRequest): ClusterRecord {
+  const p = req.paras as { cluster_name?: string; cluster_id?: string };
+  const cluster = p.cluster_name !== undefined ? Object.values(state.clusters).find((c) => c.name === p.cluster_name) : state.clusters[p.cluster_id!];
+  if (!cluster) {
+    const field = p.cluster_name !== undefined ? 'paras.cluster_name' : 'paras.cluster_id';
+    throw KcmError.of('NOT_FOUND', `${field}: no cluster ${p.cluster_name ?? p.cluster_id}`, { field });
+  }
+  return cluster;
+}
+
+export async function clusterDetail(state: MetaState, req: ValidRequest, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
+  const cluster = findCluster(state, req);
+  const shards = Object.values(cluster.shards);
+  const comps = Object.values(cluster.comps);
+  const [list_shard, list_comp] = await Promise.all([
+    Promise.all(
+      shards.map(async (s) => ({
+        shard_id: s.id,
+        shard_name: s.name,
+        nodes: String(Object.keys(s.nodes).length),
+        list_node: await Promise.all(
+          Object.values(s.nodes).map(async (n) => {
+            const probe = await probeNode(deps, n);
+            const view = storageNodeView(probe);
+            return {
+              node_id: n.id,
+              hostaddr: n.hostaddr,
+              port: String(n.port),
+              status: view.status,
+              master: String(view.master),
+              // Replication as measured, so an operator sees why a standby is not healthy.
+              replica_of: probe?.is_replica ? `${probe.master_host}:${probe.master_port}` : '',
+              replication_error: probe?.last_error ?? '',
+            };
+          }),
+        ),
+      })),
+    ),
+    Promise.all(comps.map(async (c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status: await compStatus(deps, c) }))),
+  ]);
+  return {
+    cluster_id: cluster.id,
+    cluster_name: cluster.name,
+    nick_name: cluster.nickName,
+    status: cluster.status,
+    shards: String(shards.length),
+    comps: String(comps.length),
+    list_shard,
+    list_comp,
+  };
+}
+
+/** A variable of an instance kcm manages: a storage node (MariaDB) or a compute node (PostgreSQL). */
+export async function instanceVariable(state: MetaState, req: ValidRequest, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
+  const p = req.paras as { hostaddr: string; port: number; variable: string };
+  const clusters = Object.values(state.clusters);
+  const node = clusters.flatMap((c) => Object.values(c.shards).flatMap((s) => Object.values(s.nodes))).find((n) => n.hostaddr === p.hostaddr && n.port === p.port);
+  const comp = clusters.flatMap((c) => Object.values(c.comps)).find((c) => c.hostaddr === p.hostaddr && c.port === p.port);
+  if (!node && !comp) {
+    throw KcmError.of('NOT_FOUND', `paras.hostaddr/paras.port: ${p.hostaddr}:${p.port} is not an instance kcm manages`, { field: 'paras.port' });
+  }
+  let variables: { name: string; value: string }[];
+  try {
+    variables = node
+      ? (await deps.agents.mariadb(p.hostaddr).variables(p.port, [p.variable])).variables
+      : (await deps.agents.postgresProbe(p.hostaddr).getVariables(p.port, [p.variable])).variables;
+  } catch (err) {
+    throw KcmError.of(err instanceof AgentUnreachableError ? 'AGENT_UNREACHABLE' : 'INSTANCE_FAILED', `reading ${p.variable} on ${p.hostaddr}:${p.port}: ${(err as Error).message}`, { cause: err });
+  }
+  const found = variables.find((v) => v.name.toLowerCase() === p.variable.toLowerCase());
+  if (!found) throw KcmError.of('NOT_FOUND', `paras.variable: ${p.hostaddr}:${p.port} has no variable ${p.variable}`, { field: 'paras.variable' });
+  return { result: 'true', value: found.value };
+}
+
+export function clusterQueries(deps: ClusterQueryDeps): [string, QueryHandler][] {
+  return [
+    ['get_cluster_summary', (_req, state) => clusterSummary(state)],
+    ['get_cluster_detail', (req, state) => clusterDetail(state, req, deps)],
+    ['get_variable', (req, state) => instanceVariable(state, req, deps)],
+  ];
+}
