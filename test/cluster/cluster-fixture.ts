@@ -1,0 +1,121 @@
+// Set-up of the real-engine cluster tests: three in-process agents on 127.0.2.1-3 (port
+// 58150), a one-member manager built in-process (buildManager) on 127.0.1.71, all data
+// under one temp folder, a captured log, and a cleanup that kills every mariadbd and
+// postgres process started under that folder even when a test failed.
+
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { createLogger } from '@kcm/common';
+import { startAgent, type RunningAgent } from '@kcm/agent';
+import { buildManager, type Manager } from '../../services/manager/src/app';
+import { parseManagerConfig } from '../../services/manager/src/config';
+import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
+import { sleep } from '../manager/helpers/processes';
+
+export const HOSTS = ['127.0.2.1', '127.0.2.2', '127.0.2.3'] as const;
+export const AGENT_PORT = 58150;
+export const MEMBER = '127.0.1.71:58171';
+export const STORAGE_PORTS = { low: 55100, high: 55119 };
+export const COMPUTER_PORTS = { low: 55200, high: 55219 };
+
+export interface ClusterFixture {
+  tmp: string;
+  manager: Manager;
+  agents: RunningAgent[];
+  logLines: string[];
+  /** Directories of host i's machine registration. */
+  dirs(i: number): { datadir: string; logdir: string; wal_log_dir: string; comp_datadir: string };
+  /** Submits an async job and waits for its end; returns the final get_status reply. */
+  runJob(jobType: string, paras: Record<string, unknown>, timeoutMs?: number): Promise<Awaited<ReturnType<typeof waitForJobEnd>>>;
+  close(): Promise<void>;
+}
+
+export async function startClusterFixture(): Promise<ClusterFixture> {
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-cl-'));
+  await chmod(tmp, 0o755); // mysql and postgres must traverse it to their directories
+  const logLines: string[] = [];
+  const logger = createLogger({
+    name: 'cluster-test',
+    level: 'info',
+    destination: new Writable({ write: (chunk, _enc, done) => (logLines.push(String(chunk)), done()) }),
+  });
+  const agents: RunningAgent[] = [];
+  let manager: Manager | undefined;
+  const close = async () => {
+    await manager?.stop().catch(() => {});
+    await Promise.all(agents.map((a) => a.stop()));
+    killAll(await enginePidsUnder(tmp));
+    if (process.env.KCM_TEST_KEEP_DIR) console.log(`kept ${tmp}`);
+    else await rm(tmp, { recursive: true, force: true });
+  };
+  try {
+    for (const host of HOSTS) {
+      agents.push(await startAgent({ hostaddr: host, port: AGENT_PORT, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
+    }
+    const config = parseManagerConfig({ member: MEMBER, dataDir: path.join(tmp, 'manager'), agentPort: AGENT_PORT, tickMs: 50, electionTick: 10 });
+    manager = await buildManager(config, { logger: logger.child({ member: MEMBER }) });
+    await manager.listen();
+    const deadline = Date.now() + 20_000;
+    while (!manager.leadership.isLeader) {
+      if (Date.now() > deadline) throw new Error('the one-member manager did not become leader in 20 s');
+      await sleep(50);
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const dirs = (i: number) => ({
+    datadir: path.join(tmp, `h${i}`, 'data'),
+    logdir: path.join(tmp, `h${i}`, 'log'),
+    wal_log_dir: path.join(tmp, `h${i}`, 'wal'),
+    comp_datadir: path.join(tmp, `h${i}`, 'comp'),
+  });
+  return {
+    tmp,
+    manager,
+    agents,
+    logLines,
+    dirs,
+    async runJob(jobType, paras, timeoutMs = 60_000) {
+      const ack = await emit(MEMBER, jobType, paras);
+      return waitForJobEnd([MEMBER], ack.job_id, timeoutMs);
+    },
+    close,
+  };
+}
+
+async function commOf(pid: string): Promise<string> {
+  return (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+}
+
+/**
+ * mariadbd and postgres processes that belong to `dir`: their command line names a path
+ * under it (mariadbd --defaults-file, postgres -D), and postgres children of such a postmaster.
+ */
+export async function enginePidsUnder(dir: string): Promise<number[]> {
+  const leaders = new Set<number>();
+  const all: { pid: number; comm: string; ppid: number; cmdline: string }[] = [];
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const comm = await commOf(name);
+    if (comm !== 'mariadbd' && comm !== 'postgres') continue;
+    const cmdline = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    all.push({ pid: Number(name), comm, ppid, cmdline });
+    if (cmdline.includes(dir)) leaders.add(Number(name));
+  }
+  return all.filter((p) => leaders.has(p.pid) || leaders.has(p.ppid)).map((p) => p.pid);
+}
+
+export function killAll(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}

@@ -1,0 +1,299 @@
+// create_cluster and delete_cluster end to end, on real engines: a one-member manager,
+// three agents on 127.0.2.1-3, a cluster of 2 shards x 3 MariaDB nodes and 2 PostgreSQL
+// compute nodes. Checks replication, semi-sync, compute-node logins, catalog sync, rows
+// through the compute nodes, live status in get_cluster_detail, get_variable, and that
+// delete_cluster leaves no process, no data dir and no allocated port behind.
+
+import { access, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CommandKind } from '../../services/manager/src/meta/commands';
+import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import { emit, emitRaw } from '../manager/helpers/emit-client';
+import { sleep } from '../manager/helpers/processes';
+import { COMPUTER_PORTS, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, STORAGE_PORTS, type ClusterFixture } from './cluster-fixture';
+
+const CREATE_PARAS = {
+  nick_name: 'orders',
+  ha_mode: 'rbr',
+  shards: '2',
+  nodes: '3',
+  comps: '2',
+  max_storage_size: '10',
+  max_connections: '100',
+  cpu_cores: '1',
+  cpu_limit_node: 'quota',
+  innodb_size: '64',
+  rocksdb_block_cache_size_M: '0',
+  dbcfg: '1',
+  fullsync_level: '1',
+  storage_iplists: [...HOSTS],
+  computer_iplists: [] as string[],
+  install_proxysql: '0',
+};
+
+interface CreateResult {
+  cluster_id: string;
+  cluster_name: string;
+  shards: string;
+  comps: string;
+  computer_user: string;
+  computer_pwd: string;
+  storage_user: string;
+  storage_pwd: string;
+}
+
+type Endpoint = { host: string; port: number };
+
+async function waitUntil<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(200);
+  }
+  throw new Error(`${what} not reached in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes, 2 compute nodes)', () => {
+  let f: ClusterFixture;
+  let result: CreateResult;
+  let cluster: ClusterRecord;
+
+  const account = (role: 'storage' | 'replication') => cluster.accounts[role];
+  const mysqlAs = (role: 'storage' | 'replication', at: Endpoint) =>
+    mysql.createConnection({ host: at.host, port: at.port, user: account(role).user, password: account(role).password, connectTimeout: 5000 });
+  const pgAs = async (at: Endpoint) => {
+    const c = new pg.Client({ host: at.host, port: at.port, user: result.computer_user, password: result.computer_pwd, database: 'postgres' });
+    c.on('error', () => {});
+    await c.connect();
+    return c;
+  };
+  const shards = () => Object.values(cluster.shards);
+  const masterOf = (i: number): Endpoint => {
+    const s = shards()[i];
+    const m = s.nodes[s.masterNodeId];
+    return { host: m.hostaddr, port: m.port };
+  };
+  const nodesOf = (i: number): Endpoint[] => Object.values(shards()[i].nodes).map((n) => ({ host: n.hostaddr, port: n.port }));
+  const comps = (): Endpoint[] => Object.values(cluster.comps).map((c) => ({ host: c.hostaddr, port: c.port }));
+  const jobCount = () => f.manager.store.state().counters.job;
+
+  beforeAll(async () => {
+    f = await startClusterFixture();
+    for (const [i, host] of HOSTS.entries()) {
+      for (const [type, range] of [['storage', STORAGE_PORTS], ['computer', COMPUTER_PORTS]] as const) {
+        const reply = await f.runJob('create_machine', {
+          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1',
+          ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
+        });
+        expect(reply.status, reply.error_info).toBe('done');
+      }
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await f?.close();
+  }, 120_000);
+
+  it('bad input gets a clear error naming the field, and nothing is committed', async () => {
+    const before = { jobs: jobCount(), ports: JSON.stringify(f.manager.store.state().ports) };
+    const cases: [Record<string, unknown>, string, RegExp][] = [
+      [{ nodes: '2' }, '1004', /paras\.nodes/],
+      [{ storage_iplists: ['127.0.2.1', '127.0.2.9'] }, '1005', /paras\.storage_iplists\[1\].*127\.0\.2\.9 is not registered/],
+      [{ shards: '30' }, '1007', /paras\.storage_iplists: 90 storage nodes are needed.*60 free ports/],
+      [{ ha_mode: 'mgr' }, '1008', /paras\.ha_mode.*not supported/],
+      [{ install_proxysql: '1', shards: '1' }, '1008', /paras\.install_proxysql.*not supported/],
+      [{ fullsync_level: '3' }, '1004', /paras\.fullsync_level/],
+    ];
+    for (const [change, code, message] of cases) {
+      const reply = await emitRaw(MEMBER, 'create_cluster', { ...CREATE_PARAS, ...change });
+      expect({ change, code: reply.error_code }).toEqual({ change, code });
+      expect(reply.error_info).toMatch(message);
+      expect(reply.job_id).toBe('');
+    }
+    expect({ jobs: jobCount(), ports: JSON.stringify(f.manager.store.state().ports) }).toEqual(before);
+    expect((await emit(MEMBER, 'get_cluster_summary')).attachment).toEqual({ list_cluster: [] });
+  });
+
+  it('create_cluster ends done with the cluster, its names and the two generated accounts', async () => {
+    const started = Date.now();
+    const reply = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
+    console.log(`create_cluster (2 shards x 3 nodes, 2 comps) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(reply.status, reply.error_info).toBe('done');
+    result = reply.attachment as unknown as CreateResult;
+    expect(result).toMatchObject({ shards: '2', comps: '2', cluster_id: expect.stringMatching(/^\d+$/) });
+    expect(result.cluster_name).toMatch(/^cluster_\d{10}_\d{6}$/);
+    for (const k of ['computer_user', 'computer_pwd', 'storage_user', 'storage_pwd'] as const) expect(result[k]).toMatch(/^[A-Za-z0-9_-]{8,}$/);
+    cluster = f.manager.store.state().clusters[result.cluster_id];
+    expect(cluster.status).toBe('ready');
+    expect(shards().map((s) => s.name)).toEqual(shards().map((s) => `shard_${s.id}`));
+    // Three machines for three replicas: every shard is spread over distinct hosts.
+    for (const i of [0, 1]) expect(new Set(nodesOf(i).map((n) => n.host)).size).toBe(3);
+    expect(new Set(comps().map((c) => c.host)).size).toBe(2);
+    for (const n of [...nodesOf(0), ...nodesOf(1)]) expect(n.port).toBeGreaterThanOrEqual(STORAGE_PORTS.low);
+    // No generated password reached a log line.
+    const secrets = Object.values(cluster.accounts).map((a) => a.password);
+    for (const line of f.logLines) for (const s of secrets) expect(line.includes(s)).toBe(false);
+  }, 320_000);
+
+  it('every shard has one writable semi-sync master and two read-only GTID standbys replicating from it', async () => {
+    for (const i of [0, 1]) {
+      const master = masterOf(i);
+      for (const node of nodesOf(i)) {
+        const c = await mysqlAs('replication', node);
+        try {
+          const [[vars]] = (await c.query('SELECT @@read_only AS ro, @@rpl_semi_sync_master_enabled AS semi_master, @@gtid_strict_mode AS strict')) as unknown as [Record<string, number>[]];
+          const [slaves] = (await c.query('SHOW SLAVE STATUS')) as unknown as [Record<string, string>[]];
+          if (node.port === master.port && node.host === master.host) {
+            expect(vars).toMatchObject({ ro: 0, semi_master: 1 });
+            expect(slaves).toHaveLength(0);
+            const [[status]] = (await c.query("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_status'")) as unknown as [{ Value: string }[]];
+            expect(status.Value).toBe('ON');
+          } else {
+            expect(vars).toMatchObject({ ro: 1, semi_master: 0 });
+            expect(slaves[0]).toMatchObject({
+              Master_Host: master.host, Slave_IO_Running: 'Yes', Slave_SQL_Running: 'Yes',
+              Last_IO_Error: '', Last_SQL_Error: '', Using_Gtid: 'Slave_Pos',
+            });
+            expect(String(slaves[0].Master_Port)).toBe(String(master.port));
+          }
+        } finally {
+          await c.end();
+        }
+      }
+    }
+  });
+
+  it('every compute node answers a PostgreSQL client with the returned account', async () => {
+    for (const comp of comps()) {
+      const c = await pgAs(comp);
+      const row = (await c.query('SELECT current_user AS u, host(inet_server_addr()) AS addr')).rows[0];
+      expect(row).toEqual({ u: result.computer_user, addr: comp.host });
+      await c.end();
+    }
+  });
+
+  it('tables created on shard masters appear on both compute nodes; rows written through one are read through the other and on all three nodes', async () => {
+    const created = Date.now();
+    for (const [i, table] of [[0, 'orders'], [1, 'items']] as const) {
+      const c = await mysqlAs('storage', masterOf(i));
+      await c.query('CREATE DATABASE IF NOT EXISTS `postgres_$$_public`');
+      await c.query(`CREATE TABLE \`postgres_$$_public\`.${table} (id INT PRIMARY KEY, item VARCHAR(40) NOT NULL) ENGINE=InnoDB`);
+      await c.end();
+    }
+    for (const comp of comps()) {
+      await waitUntil(`orders and items on ${comp.host}:${comp.port}`, async () => {
+        const c = await pgAs(comp);
+        try {
+          const { rows } = await c.query(`SELECT foreign_table_name AS t FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public' ORDER BY 1`);
+          return rows.map((r) => r.t).join() === 'items,orders' ? true : undefined;
+        } finally {
+          await c.end();
+        }
+      }, 15_000);
+    }
+    console.log(`catalog sync: tables visible on both compute nodes ${Date.now() - created} ms after CREATE TABLE`);
+
+    const c1 = await pgAs(comps()[0]);
+    for (let id = 1; id <= 20; id++) await c1.query('INSERT INTO public.orders (id, item) VALUES ($1, $2)', [id, `item-${id}`]);
+    await c1.query('INSERT INTO public.items (id, item) VALUES (1, $1)', ['on shard 2']);
+    await c1.end();
+    const c2 = await pgAs(comps()[1]);
+    expect((await c2.query('SELECT count(*)::int AS n, sum(id)::int AS s FROM public.orders')).rows[0]).toEqual({ n: 20, s: 210 });
+    expect((await c2.query('SELECT item FROM public.items')).rows).toEqual([{ item: 'on shard 2' }]);
+    await c2.end();
+    for (const node of nodesOf(0)) {
+      const n = await waitUntil(`20 rows on ${node.host}:${node.port}`, async () => {
+        const c = await mysqlAs('storage', node);
+        try {
+          const [[row]] = (await c.query('SELECT COUNT(*) AS n FROM `postgres_$$_public`.orders')) as unknown as [{ n: number }[]];
+          return Number(row.n) === 20 ? 20 : undefined;
+        } finally {
+          await c.end();
+        }
+      }, 10_000);
+      expect(n).toBe(20);
+    }
+  }, 60_000);
+
+  it('get_variable returns the value the instance reports; an address kcm does not manage is refused', async () => {
+    const node = Object.values(shards()[0].nodes)[1];
+    const reply = await emit(MEMBER, 'get_variable', { hostaddr: node.hostaddr, port: String(node.port), variable: 'server_id' });
+    const c = await mysqlAs('storage', { host: node.hostaddr, port: node.port });
+    const [[row]] = (await c.query('SELECT @@server_id AS v')) as unknown as [{ v: number }[]];
+    await c.end();
+    expect(reply.attachment).toEqual({ result: 'true', value: String(row.v) });
+    expect(String(row.v)).toBe(node.id);
+    const buffer = await emit(MEMBER, 'get_variable', { hostaddr: node.hostaddr, port: String(node.port), variable: 'innodb_buffer_pool_size' });
+    expect(buffer.attachment).toEqual({ result: 'true', value: String(64 * 2 ** 20) });
+    const stranger = await emitRaw(MEMBER, 'get_variable', { hostaddr: node.hostaddr, port: '3306', variable: 'server_id' });
+    expect(stranger.error_code).toBe('1005');
+    expect(stranger.error_info).toMatch(/not an instance kcm manages/);
+  });
+
+  it('get_cluster_detail shows every node online with measured master flags; a standby killed with SIGKILL turns offline within seconds', async () => {
+    type Detail = { list_shard: { shard_id: string; list_node: { node_id: string; hostaddr: string; port: string; status: string; master: string }[] }[]; list_comp: { status: string }[] };
+    const detail = async () => (await emit(MEMBER, 'get_cluster_detail', { cluster_name: result.cluster_name })).attachment as unknown as Detail;
+    const first = await detail();
+    expect(first.list_comp.map((c) => c.status)).toEqual(['online', 'online']);
+    for (const s of first.list_shard) {
+      expect(s.list_node.map((n) => n.status)).toEqual(['online', 'online', 'online']);
+      expect(s.list_node.filter((n) => n.master === 'true').map((n) => n.node_id)).toEqual([cluster.shards[s.shard_id].masterNodeId]);
+    }
+    const byId = (await emit(MEMBER, 'get_cluster_detail', { cluster_id: result.cluster_id })).attachment as unknown as Detail;
+    expect(byId.list_shard.length).toBe(2);
+
+    const standby = Object.values(shards()[0].nodes).find((n) => n.id !== shards()[0].masterNodeId)!;
+    const pid = Number((await readFile(path.join(standby.datadir, String(standby.port), 'run', 'mariadbd.pid'), 'utf8')).trim());
+    process.kill(pid, 'SIGKILL');
+    const killed = Date.now();
+    await waitUntil('the killed standby shown offline', async () => {
+      const d = await detail();
+      const node = d.list_shard.flatMap((s) => s.list_node).find((n) => n.node_id === standby.id)!;
+      return node.status === 'offline' ? true : undefined;
+    }, 10_000);
+    console.log(`killed standby shown offline ${Date.now() - killed} ms after SIGKILL`);
+    const after = await detail();
+    const others = after.list_shard.flatMap((s) => s.list_node).filter((n) => n.node_id !== standby.id);
+    expect(others.every((n) => n.status === 'online')).toBe(true);
+  }, 30_000);
+
+  it('delete_cluster reports each step, leaves no process or data dir, and the ports can be allocated again', async () => {
+    const reply = await f.runJob('delete_cluster', { cluster_id: result.cluster_id }, 180_000);
+    expect(reply.status, reply.error_info).toBe('done');
+    const att = reply.attachment as Record<string, any>;
+    expect(att).toMatchObject({ cluster_id: result.cluster_id, cluster_name: result.cluster_name, storage_state: 'done', computer_state: 'done' });
+    expect(att.shard_step).toHaveLength(2);
+    for (const step of att.shard_step) {
+      expect(step).toMatchObject({ cluster_id: result.cluster_id, error_code: 0, error_info: '', storage_state: 'done' });
+      expect(step.storage_hosts).toMatch(/^(127\.0\.2\.\d_55\d{3};){3}$/);
+    }
+    expect(att.computer_step).toHaveLength(2);
+    for (const step of att.computer_step) expect(step).toMatchObject({ error_code: 0, computer_state: 'done', computer_hosts: expect.stringMatching(/^127\.0\.2\.\d_55\d{3};$/) });
+
+    expect(await enginePidsUnder(f.tmp)).toEqual([]);
+    const gone = async (dir: string) => access(dir).then(() => false, () => true);
+    for (const s of shards()) {
+      for (const n of Object.values(s.nodes)) {
+        for (const dir of [path.join(n.datadir, String(n.port)), path.join(n.logdir, String(n.port)), path.join(n.walLogDir, String(n.port))]) expect(await gone(dir), dir).toBe(true);
+      }
+    }
+    for (const c of Object.values(cluster.comps)) expect(await gone(path.join(c.compDatadir, String(c.port)))).toBe(true);
+
+    const state = f.manager.store.state();
+    expect(state.clusters[result.cluster_id]).toBeUndefined();
+    expect(state.ports).toEqual({});
+    const again = await f.manager.store.propose({ kind: CommandKind.PortsAllocated, at: Date.now(), hostaddr: HOSTS[0], machineType: 'storage', count: 6, owner: 'test' });
+    expect(again).toEqual({ ok: true, value: [55100, 55101, 55102, 55103, 55104, 55105] });
+    await f.manager.store.propose({ kind: CommandKind.PortsReleased, at: Date.now(), hostaddr: HOSTS[0], ports: [55100, 55101, 55102, 55103, 55104, 55105] });
+    expect((await emit(MEMBER, 'get_cluster_summary')).attachment).toEqual({ list_cluster: [] });
+  }, 200_000);
+});
