@@ -17,8 +17,12 @@ import { sleep } from '../manager/helpers/processes';
 export const HOSTS = ['127.0.2.1', '127.0.2.2', '127.0.2.3'] as const;
 export const AGENT_PORT = 58150;
 export const MEMBER = '127.0.1.71:58171';
-export const STORAGE_PORTS = { low: 55100, high: 55119 };
-export const COMPUTER_PORTS = { low: 55200, high: 55219 };
+/**
+ * Port ranges of host i. The three test hosts share one kernel, and the agent names an
+ * instance's cgroup by kind and port only, so each host gets ports no other host uses.
+ */
+export const storagePorts = (i: number) => ({ low: 55100 + 20 * i, high: 55119 + 20 * i });
+export const computerPorts = (i: number) => ({ low: 55200 + 10 * i, high: 55209 + 10 * i });
 
 export interface ClusterFixture {
   tmp: string;

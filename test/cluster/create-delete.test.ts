@@ -4,16 +4,17 @@
 // through the compute nodes, live status in get_cluster_detail, get_variable, and that
 // delete_cluster leaves no process, no data dir and no allocated port behind.
 
-import { access, readFile } from 'node:fs/promises';
+import { access, chmod, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CgroupAgentClient } from '@kcm/agent';
 import { CommandKind } from '../../services/manager/src/meta/commands';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit, emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
-import { COMPUTER_PORTS, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, STORAGE_PORTS, type ClusterFixture } from './cluster-fixture';
+import { AGENT_PORT, computerPorts, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture } from './cluster-fixture';
 
 const CREATE_PARAS = {
   nick_name: 'orders',
@@ -21,7 +22,7 @@ const CREATE_PARAS = {
   shards: '2',
   nodes: '3',
   comps: '2',
-  max_storage_size: '10',
+  max_storage_size: '1',
   max_connections: '100',
   cpu_cores: '1',
   cpu_limit_node: 'quota',
@@ -89,7 +90,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
   beforeAll(async () => {
     f = await startClusterFixture();
     for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', STORAGE_PORTS], ['computer', COMPUTER_PORTS]] as const) {
+      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
         const reply = await f.runJob('create_machine', {
           hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1',
           ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
@@ -112,6 +113,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
       [{ ha_mode: 'mgr' }, '1008', /paras\.ha_mode.*not supported/],
       [{ install_proxysql: '1', shards: '1' }, '1008', /paras\.install_proxysql.*not supported/],
       [{ fullsync_level: '3' }, '1004', /paras\.fullsync_level/],
+      [{ max_storage_size: '100000' }, '1007', /paras\.max_storage_size: 2 storage node\(s\) of 100000 GB/],
     ];
     for (const [change, code, message] of cases) {
       const reply = await emitRaw(MEMBER, 'create_cluster', { ...CREATE_PARAS, ...change });
@@ -122,6 +124,28 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     expect({ jobs: jobCount(), ports: JSON.stringify(f.manager.store.state().ports) }).toEqual(before);
     expect((await emit(MEMBER, 'get_cluster_summary')).attachment).toEqual({ list_cluster: [] });
   });
+
+  it('a create_cluster whose compute node cannot be installed fails with the reason and removes what it created', async () => {
+    // The postgres OS user cannot traverse host 3's comp_datadir: the install step fails after
+    // the storage nodes of the shard were installed and replicating.
+    const closed = f.dirs(2).comp_datadir;
+    await chmod(closed, 0o700);
+    try {
+      const reply = await f.runJob('create_cluster', { ...CREATE_PARAS, shards: '1', comps: '1', computer_iplists: [HOSTS[2]] }, 180_000);
+      expect(reply.status).toBe('failed');
+      expect(reply.error_info).toMatch(/step 4 of 7 \(install compute nodes\) failed: comp_\d+ on 127\.0\.2\.3:55220: .*cannot traverse/);
+    } finally {
+      await chmod(closed, 0o755);
+    }
+    const state = f.manager.store.state();
+    expect(state.clusters).toEqual({});
+    expect(state.ports).toEqual({});
+    expect(await enginePidsUnder(f.tmp)).toEqual([]);
+    for (const i of [0, 1, 2]) {
+      const leftovers = await readdir(f.dirs(i).datadir);
+      expect(leftovers, `instance dirs left on host ${i + 1}`).toEqual([]);
+    }
+  }, 200_000);
 
   it('create_cluster ends done with the cluster, its names and the two generated accounts', async () => {
     const started = Date.now();
@@ -138,7 +162,20 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     // Three machines for three replicas: every shard is spread over distinct hosts.
     for (const i of [0, 1]) expect(new Set(nodesOf(i).map((n) => n.host)).size).toBe(3);
     expect(new Set(comps().map((c) => c.host)).size).toBe(2);
-    for (const n of [...nodesOf(0), ...nodesOf(1)]) expect(n.port).toBeGreaterThanOrEqual(STORAGE_PORTS.low);
+    // Ports come from each host's own range, lowest first: two storage nodes per host.
+    for (const [i, host] of HOSTS.entries()) {
+      const ports = [...nodesOf(0), ...nodesOf(1)].filter((n) => n.host === host).map((n) => n.port).sort();
+      expect(ports).toEqual([storagePorts(i).low, storagePorts(i).low + 1]);
+    }
+    // Every instance runs: 6 mariadbd and 2 postmasters (plus their children) under the test's folder.
+    const pids = await enginePidsUnder(f.tmp);
+    const comms = await Promise.all(pids.map(async (p) => (await readFile(`/proc/${p}/comm`, 'utf8')).trim()));
+    expect(comms.filter((c) => c === 'mariadbd')).toHaveLength(6);
+    expect(comms.filter((c) => c === 'postgres').length).toBeGreaterThanOrEqual(2);
+    // cpu_cores is applied: each master runs in its own kcm cgroup.
+    const master = Object.values(cluster.shards)[0].nodes[Object.values(cluster.shards)[0].masterNodeId];
+    const masterPid = (await readFile(path.join(master.datadir, String(master.port), 'run', 'mariadbd.pid'), 'utf8')).trim();
+    expect(await readFile(`/proc/${masterPid}/cgroup`, 'utf8')).toMatch(new RegExp(`cpu[^\\n]*:/kcm/mysql-${master.port}\\n`));
     // No generated password reached a log line.
     const secrets = Object.values(cluster.accounts).map((a) => a.password);
     for (const line of f.logLines) for (const s of secrets) expect(line.includes(s)).toBe(false);
@@ -287,6 +324,11 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
       }
     }
     for (const c of Object.values(cluster.comps)) expect(await gone(path.join(c.compDatadir, String(c.port)))).toBe(true);
+    const cgroups = new CgroupAgentClient(`${HOSTS[0]}:${AGENT_PORT}`);
+    const { cpu_root } = await cgroups.info();
+    cgroups.close();
+    for (const n of shards().flatMap((s) => Object.values(s.nodes))) expect(await gone(path.join(cpu_root, 'kcm', `mysql-${n.port}`))).toBe(true);
+    for (const c of Object.values(cluster.comps)) expect(await gone(path.join(cpu_root, 'kcm', `pg-${c.port}`))).toBe(true);
 
     const state = f.manager.store.state();
     expect(state.clusters[result.cluster_id]).toBeUndefined();

@@ -147,11 +147,18 @@ export function shardEndpoints(cluster: ClusterRecord): ShardEndpoint[] {
   });
 }
 
-/** The cluster's cpu_cores and cpu_limit_node on one instance's processes. */
+/**
+ * The cluster's cpu_cores and cpu_limit_node on one instance's processes. The instance is
+ * named by the pid its agent measures now, not by port alone: the agent's lookup by port
+ * ignores the address, and hosts sharing one kernel (loopback test hosts) reuse ports.
+ */
 export async function applyCpuLimit(agents: EngineAgents, jobId: string, cluster: ClusterRecord, instance: { id: string; hostaddr: string; port: number }, kind: 'mysql' | 'pg'): Promise<void> {
+  const pid = kind === 'mysql' ? (await agents.mariadb(instance.hostaddr).probe(instance.port)).pid : (await agents.postgres(instance.hostaddr).probe(instance.port)).pid;
+  if (!pid) throw new Error(`the ${kind === 'mysql' ? 'storage' : 'compute'} instance on ${instance.hostaddr}:${instance.port} is not running`);
   await agents.cgroup(instance.hostaddr).setCpuLimit(opId(jobId, 'cpu', `${kind}-${instance.id}`), {
     port: instance.port,
     kind,
+    pid,
     cpuCores: cluster.options.cpuCores,
     mode: cluster.options.cpuLimitNode,
   });

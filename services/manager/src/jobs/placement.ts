@@ -134,3 +134,28 @@ export function carryLoad(from: Candidate[], to: Candidate[]): void {
     if (same) c.load = Math.max(c.load, same.load);
   }
 }
+
+const GB = 2 ** 30;
+
+/**
+ * max_storage_size (GB per storage node) against the free space each machine's agent
+ * reported for its datadir (DESIGN.md section 2: a placement check, not a quota). A machine
+ * whose free space is unknown is not refused.
+ */
+export function checkStorageSpace(state: MetaState, hosts: string[], maxStorageSizeGb: number): void {
+  const perHost = new Map<string, number>();
+  for (const h of hosts) perHost.set(h, (perHost.get(h) ?? 0) + 1);
+  for (const [hostaddr, nodes] of perHost) {
+    const machine = state.machines[`${hostaddr}/storage`];
+    const free = machine?.facts?.freeDiskBytes[machine.datadir];
+    if (free === undefined) continue;
+    const needed = nodes * maxStorageSizeGb * GB;
+    if (free < needed) {
+      throw KcmError.of(
+        'NO_RESOURCES',
+        `paras.max_storage_size: ${nodes} storage node(s) of ${maxStorageSizeGb} GB need ${nodes * maxStorageSizeGb} GB on ${hostaddr}, but its datadir ${machine.datadir} had ${(free / GB).toFixed(1)} GB free when last measured`,
+        { field: 'paras.max_storage_size' },
+      );
+    }
+  }
+}

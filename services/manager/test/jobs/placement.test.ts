@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KcmError, parseRequest } from '@kcm/protocol';
 import { planCluster } from '../../src/jobs/cluster';
-import { candidatesFor, placeComps, placeShards, type Candidate } from '../../src/jobs/placement';
+import { candidatesFor, checkStorageSpace, placeComps, placeShards, type Candidate } from '../../src/jobs/placement';
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { emptyMetaState, type MachineType, type MetaState } from '../../src/meta/state';
@@ -92,5 +92,16 @@ describe('placement of new instances', () => {
     const plan = planCluster(parsed.request.paras as never, s);
     expect(plan.shards[0].hosts).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
     expect(plan.comps).toEqual(['10.0.0.4']);
+  });
+
+  it('max_storage_size is checked against the free space the agent measured on each datadir', () => {
+    const s = emptyMetaState();
+    register(s, '10.0.0.1', 'storage', 5000, 5009);
+    register(s, '10.0.0.2', 'storage', 5000, 5009);
+    s.machines['10.0.0.1/storage'].facts = { cores: 2, memoryMb: 1024, freeDiskBytes: { '/d': 25 * 2 ** 30 }, mariadbInstalled: true, postgresInstalled: true };
+    expect(() => checkStorageSpace(s, ['10.0.0.1', '10.0.0.1', '10.0.0.2'], 10)).not.toThrow();
+    const err = thrown(() => checkStorageSpace(s, ['10.0.0.1', '10.0.0.1', '10.0.0.1'], 10));
+    expect(err).toMatchObject({ errorName: 'NO_RESOURCES' });
+    expect(err.message).toBe('paras.max_storage_size: 3 storage node(s) of 10 GB need 30 GB on 10.0.0.1, but its datadir /d had 25.0 GB free when last measured');
   });
 });
