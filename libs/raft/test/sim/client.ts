@@ -6,7 +6,7 @@
 // recorded with unknown outcome (a write may have happened or not); a get that never
 // returned had no effect and is left out of the history.
 
-import { NotLeaderError, ProposalDroppedError, ProposalOverloadedError } from '../../src/core/errors';
+import type { NotLeaderError } from '../../src/core/errors';
 import type { NodeId, ReadState } from '../../src/core/types';
 import { HistoryRecorder, type KvInput, type KvOutput } from '../linearizability';
 import { encodeCommand, type AppliedCommand } from './kv-machine';
@@ -23,6 +23,12 @@ export interface ClientOptions {
   opTimeout: number;
   /** Pause between operations, uniform in [0, maxThinkTicks]. */
   maxThinkTicks: number;
+  /**
+   * Probability that a client starts an operation on a random node instead of its
+   * leader guess (a reconnect through a load balancer). This is what sends reads to
+   * deposed leaders and followers in a minority, where stale reads would show.
+   */
+  reconnectRate: number;
 }
 
 interface Attempt {
@@ -156,6 +162,7 @@ export class Clients {
   }
 
   private startOperation(c: ClientState, now: number): void {
+    if (this.rng.chance(this.opts.reconnectRate)) c.leaderGuess = this.rng.pick(this.nodeIds);
     const key = this.rng.pick(this.opts.keys);
     const roll = this.rng.float();
     const seq = ++c.seq;
@@ -203,11 +210,13 @@ export class Clients {
       this.trace.record(now, `client ${c.id} proposed seq${op.seq} at ${node.id} as ${at.index}/${at.term}`);
     } catch (err) {
       // Refused before reaching the log: definitely not proposed here, so retry freely.
+      // Branch on `code`, not the class: a mutated copy of the core has its own classes.
       op.attempt = null;
-      if (err instanceof NotLeaderError) {
-        c.leaderGuess = err.leader ?? this.otherNode(node.id);
+      const code = (err as { code?: string }).code;
+      if (code === 'NOT_LEADER') {
+        c.leaderGuess = (err as NotLeaderError).leader ?? this.otherNode(node.id);
         op.retryAt = now + 1;
-      } else if (err instanceof ProposalDroppedError || err instanceof ProposalOverloadedError) {
+      } else if (code === 'DROPPED' || code === 'OVERLOADED') {
         op.retryAt = now + 2;
       } else {
         throw err;

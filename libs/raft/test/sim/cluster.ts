@@ -15,6 +15,7 @@ import type { AppliedCommand } from './kv-machine';
 import { describeMessage, Network, calmNetwork } from './network';
 import { Prng } from './prng';
 import { SimNode, type NodeObserver, type NodeTuning, type RawNodeClass } from './sim-node';
+import { drawRunProfile } from './profile';
 import { Trace } from './trace';
 
 export interface SimOptions {
@@ -23,6 +24,7 @@ export interface SimOptions {
   RawNode: RawNodeClass;
   nodes?: number; // default 3
   ticks?: number; // default 2000
+  /** Overrides of the settings drawn for this seed (see profile.ts). */
   tuning?: Partial<NodeTuning>;
   clients?: Partial<ClientOptions>;
   faults?: Partial<FaultOptions>;
@@ -56,16 +58,6 @@ export interface SimResult {
   traceTail: string[];
 }
 
-const defaultTuning: NodeTuning = {
-  electionTick: 10,
-  heartbeatTick: 1,
-  // Small messages and windows make the leader send the log in pieces, which opens
-  // the interleavings the paper's figure 8 is about.
-  maxSizePerMsg: 400,
-  maxInflightMsgs: 4,
-  compactEvery: 50,
-};
-
 // Writes are retried (deduplicated by the state machine) for a long time before the
 // client gives up: unknown outcomes are real but rare, which keeps the histories cheap
 // to check (each unknown write may be placed anywhere after its call).
@@ -75,6 +67,7 @@ const defaultClients: ClientOptions = {
   attemptTimeout: 40,
   opTimeout: 400,
   maxThinkTicks: 6,
+  reconnectRate: 0.2,
 };
 
 export function runSimulation(options: SimOptions): SimResult {
@@ -104,7 +97,8 @@ class Simulation implements FaultTarget, NodeObserver {
     const n = options.nodes ?? 3;
     this.nodeIds = Array.from({ length: n }, (_, i) => `n${i + 1}`);
     this.ticks = options.ticks ?? 2000;
-    this.tuning = { ...defaultTuning, ...options.tuning };
+    const profile = drawRunProfile(root.fork());
+    this.tuning = { ...profile.tuning, ...options.tuning };
     this.network = new Network(root.fork(), { ...calmNetwork }, this.trace);
     for (const id of this.nodeIds) {
       const node = new SimNode(id, this.nodeIds, options.RawNode, this.tuning, root.fork(), this);
@@ -120,10 +114,11 @@ class Simulation implements FaultTarget, NodeObserver {
     const chaosUntil = Math.floor(this.ticks * 0.75);
     this.faults = new FaultInjector(this.faultRng, this, this.trace, {
       ...defaultFaultOptions(this.tuning.electionTick, chaosUntil),
+      ...profile.faults,
       ...options.faults,
     });
     this.clients = new Clients(root.fork(), this.nodes, this.trace, { ...defaultClients, ...options.clients });
-    this.trace.record(0, `start seed=${options.seed} nodes=${n} ticks=${this.ticks}`);
+    this.trace.record(0, `start seed=${options.seed} nodes=${n} ticks=${this.ticks} ${JSON.stringify(this.tuning)}`);
   }
 
   run(): SimResult {
@@ -202,6 +197,7 @@ class Simulation implements FaultTarget, NodeObserver {
     if (this.lastRole.get(node.id) !== role) {
       this.lastRole.set(node.id, role);
       this.trace.record(this.now, `role ${node.id} ${role}`);
+      if (node.role === 'leader') this.faults.onBecameLeader(node.id, this.now);
     }
     this.checker.observeRole(node.id, node.term, node.role === 'leader', this.logViews.get(node.id)!);
     if (!this.checker.ok) this.trace.record(this.now, `violation ${JSON.stringify(this.checker.violations[0])}`);
@@ -219,6 +215,7 @@ class Simulation implements FaultTarget, NodeObserver {
   // --- NodeObserver ---
   send(_from: NodeId, m: Message): void {
     this.network.send(this.now, m);
+    if (m.type === 'VoteResp' && !m.reject) this.faults.onVoteGranted(m.from, this.now);
   }
 
   durable(node: NodeId, update: PersistUpdate, storage: CrashStorage): void {
@@ -240,6 +237,10 @@ class Simulation implements FaultTarget, NodeObserver {
   crashedAtSync(node: NodeId, lostWrites: number): void {
     this.trace.record(this.now, `crashed ${node} at sync, lost ${lostWrites} unsynced writes`);
     this.nodeWentDown(node);
+  }
+
+  leaderCommitted(node: NodeId, term: number, from: number, to: number): void {
+    this.checker.observeLeaderCommit(node, term, from, to, this.logViews.get(node)!);
   }
 
   // --- FaultTarget ---

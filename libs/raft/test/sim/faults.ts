@@ -28,21 +28,45 @@ export interface FaultOptions {
   electionTick: number;
   /** Probability per tick that a new fault starts (0 disables faults). */
   faultRate: number;
+  /** Relative weights of the fault kinds. */
+  weights: Record<FaultKind, number>;
   /** Faults stop and everything heals at this tick. */
   chaosUntil: number;
   /** Upper bounds for the network weather of this run. */
   maxDropRate: number;
   maxDuplicateRate: number;
   maxDelay: number;
+  /**
+   * Targeted faults, aimed where Raft's rules matter most (a Jepsen-style nemesis):
+   * the probability that a node is crashed within a few ticks of becoming leader, before
+   * its first entries reach a quorum (the setting of the paper's figure 8) ...
+   */
+  killNewLeaderRate: number;
+  /** ... and that a node reboots (down for 1-2 ticks) right after granting a vote. */
+  rebootVoterRate: number;
 }
+
+export type FaultKind = 'partition' | 'isolate-leader' | 'one-way' | 'crash' | 'pause' | 'weather';
+
+export const defaultWeights: Record<FaultKind, number> = {
+  partition: 1,
+  'isolate-leader': 1,
+  'one-way': 1,
+  crash: 2,
+  pause: 1,
+  weather: 1,
+};
 
 export const defaultFaultOptions = (electionTick: number, chaosUntil: number): FaultOptions => ({
   electionTick,
   faultRate: 0.04,
+  weights: defaultWeights,
   chaosUntil,
   maxDropRate: 0.15,
   maxDuplicateRate: 0.1,
   maxDelay: 4,
+  killNewLeaderRate: 0.05,
+  rebootVoterRate: 0.02,
 });
 
 type Recovery = { at: number; what: string; run: () => void };
@@ -77,7 +101,7 @@ export class FaultInjector {
 
   private injectOne(now: number): void {
     const ids = this.target.nodeIds;
-    const kind = this.rng.pick(['partition', 'isolate-leader', 'one-way', 'crash', 'crash', 'pause', 'weather'] as const);
+    const kind = this.pickKind();
     const liveIds = ids.filter((id) => this.target.isUp(id) && !this.target.isPaused(id));
     switch (kind) {
       case 'partition': {
@@ -117,12 +141,7 @@ export class FaultInjector {
         const atNextSync = this.rng.chance(0.5);
         this.target.crash(id, atNextSync);
         this.note(now, `crash ${id}${atNextSync ? ' at next sync' : ''}`);
-        // Short outages matter as much as long ones: a node back within a few ticks
-        // still sees the messages of the term it crashed in.
-        const downtime = this.rng.chance(0.5) ? this.rng.range(1, 8) : this.rng.range(10, 100);
-        this.schedule(now + downtime, `restart ${id}`, () => {
-          if (!this.target.isUp(id)) this.target.restart(id);
-        });
+        this.scheduleRestart(now, id);
         return;
       }
       case 'pause': {
@@ -146,6 +165,58 @@ export class FaultInjector {
     }
   }
 
+  /** The cluster saw `id` become leader. */
+  onBecameLeader(id: NodeId, now: number): void {
+    if (!this.chaos(now) || !this.rng.chance(this.opts.killNewLeaderRate)) return;
+    const at = now + this.rng.range(0, this.opts.electionTick);
+    this.schedule(at, `kill new leader ${id}`, () => {
+      if (!this.target.isUp(id) || this.liveCount() <= 1) return;
+      this.target.crash(id, false);
+      this.scheduleRestart(at, id);
+    });
+  }
+
+  /** The cluster saw `id` send a granted vote. */
+  onVoteGranted(id: NodeId, now: number): void {
+    if (!this.chaos(now) || !this.rng.chance(this.opts.rebootVoterRate)) return;
+    this.schedule(now + 1, `reboot voter ${id}`, () => {
+      if (!this.target.isUp(id) || this.liveCount() <= 1) return;
+      this.target.crash(id, false);
+      const back = now + 1 + this.rng.range(1, 2);
+      this.schedule(back, `restart ${id}`, () => {
+        if (!this.target.isUp(id)) this.target.restart(id);
+      });
+    });
+  }
+
+  private chaos(now: number): boolean {
+    return now < this.opts.chaosUntil && this.opts.faultRate > 0;
+  }
+
+  private liveCount(): number {
+    return this.target.nodeIds.filter((id) => this.target.isUp(id) && !this.target.isPaused(id)).length;
+  }
+
+  private scheduleRestart(now: number, id: NodeId): void {
+    // Short outages matter as much as long ones: a node back within a few ticks
+    // still sees the messages of the term it crashed in.
+    const downtime = this.rng.chance(0.5) ? this.rng.range(1, 8) : this.rng.range(10, 100);
+    this.schedule(now + downtime, `restart ${id}`, () => {
+      if (!this.target.isUp(id)) this.target.restart(id);
+    });
+  }
+
+  private pickKind(): FaultKind {
+    const kinds = Object.keys(this.opts.weights).sort() as FaultKind[];
+    const total = kinds.reduce((sum, k) => sum + this.opts.weights[k], 0);
+    let x = this.rng.float() * total;
+    for (const k of kinds) {
+      x -= this.opts.weights[k];
+      if (x < 0) return k;
+    }
+    return kinds[kinds.length - 1];
+  }
+
   private pickVictim(candidates: NodeId[]): NodeId {
     const leader = this.target.currentLeader();
     if (leader && candidates.includes(leader) && this.rng.chance(0.5)) return leader;
@@ -165,7 +236,7 @@ export class FaultInjector {
 
   private scheduleHeal(now: number): void {
     const e = this.opts.electionTick;
-    this.schedule(now + this.rng.range(e, 15 * e), 'heal partitions', () => this.target.network.heal());
+    this.schedule(now + this.rng.range(e, 8 * e), 'heal partitions', () => this.target.network.heal());
   }
 
   private schedule(at: number, what: string, run: () => void): void {

@@ -12,10 +12,20 @@
 //   a term > T. The commit term of an entry is taken as the lowest term of any node seen
 //   applying it; that is never below the real one, so the check can miss, never lie.
 // - State-machine safety: no two nodes apply different entries at the same index.
+// - The commit rule behind leader completeness (section 5.4.2, figure 8): a leader moves
+//   its commit index only onto an entry of its own term; older entries commit
+//   indirectly. Breaking it is only *visible* as lost data after a rare chain of
+//   crashes, so it is also checked directly, from the outside: whenever a leader's
+//   persisted commit index moves, the entry it moved onto must carry the leader's term.
 
 import type { Entry, NodeId } from '../../src/core/types';
 
-export type InvariantName = 'election safety' | 'log matching' | 'leader completeness' | 'state machine safety';
+export type InvariantName =
+  | 'election safety'
+  | 'log matching'
+  | 'leader completeness'
+  | 'state machine safety'
+  | 'leader commit rule';
 
 export interface Violation {
   invariant: InvariantName;
@@ -135,6 +145,17 @@ export class SafetyChecker {
       );
     }
     if (nodeTerm < c.commitTerm) c.commitTerm = nodeTerm;
+  }
+
+  /** A leader in `term` moved its commit index from `from` to `to` (seen in its Ready's hard state). */
+  observeLeaderCommit(node: NodeId, term: number, from: number, to: number, log: LogView): void {
+    if (to <= from) return;
+    const t = log.termAt(to);
+    if (t === 'compacted' || t === term) return;
+    this.fail(
+      'leader commit rule',
+      `leader ${node} of term ${term} advanced commit ${from} -> ${to} onto an entry of term ${t ?? 'none'}`,
+    );
   }
 
   /**

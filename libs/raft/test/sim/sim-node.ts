@@ -34,6 +34,8 @@ export interface NodeObserver {
   applied(node: NodeId, entry: Entry, command: AppliedCommand | null, term: number): void;
   readState(node: NodeId, rs: ReadState): void;
   crashedAtSync(node: NodeId, lostWrites: number): void;
+  /** A leader's Ready moved the commit index (checked against the commit rule). */
+  leaderCommitted(node: NodeId, term: number, from: number, to: number): void;
 }
 
 export interface NodeTuning {
@@ -43,6 +45,8 @@ export interface NodeTuning {
   maxInflightMsgs: number;
   /** Take a state machine snapshot and compact the log every this many applied entries. */
   compactEvery: number;
+  preVote: boolean;
+  checkQuorum: boolean;
 }
 
 export class SimNode {
@@ -52,6 +56,7 @@ export class SimNode {
   private _paused = false;
   private _role: Role = 'follower';
   private _term = 0;
+  private _commit = 0;
   /** Set by crashAtSync: how many of the unsynced writes survive, given how many there are. */
   private crashAtNextSync: ((unsynced: number) => number) | null = null;
 
@@ -156,8 +161,8 @@ export class SimNode {
       electionTick: this.tuning.electionTick,
       heartbeatTick: this.tuning.heartbeatTick,
       random: () => this.rng.float(),
-      preVote: true,
-      checkQuorum: true,
+      preVote: this.tuning.preVote,
+      checkQuorum: this.tuning.checkQuorum,
       maxSizePerMsg: this.tuning.maxSizePerMsg,
       maxInflightMsgs: this.tuning.maxInflightMsgs,
       applied: snap.meta.index,
@@ -166,6 +171,7 @@ export class SimNode {
     const st = this.raft.status();
     this._role = st.role;
     this._term = st.term;
+    this._commit = st.commit;
   }
 
   private stop(): void {
@@ -175,11 +181,19 @@ export class SimNode {
   }
 
   private drainReady(): void {
-    while (this.raft && this.raft.hasReady()) {
+    // A core that never runs out of Readies would hang the run; fail it instead.
+    for (let rounds = 0; this.raft && this.raft.hasReady(); rounds++) {
+      if (rounds >= 1000) throw new Error(`node ${this.id}: still has a Ready after ${rounds} rounds (livelock)`);
       const rd = this.raft.ready();
-      if (rd.softState) this._role = rd.softState.role;
-      if (rd.hardState) this._term = rd.hardState.term;
       this.storage.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot });
+      if (rd.softState) this._role = rd.softState.role;
+      if (rd.hardState) {
+        this._term = rd.hardState.term;
+        if (rd.hardState.commit !== this._commit && this._role === 'leader') {
+          this.observer.leaderCommitted(this.id, this._term, this._commit, rd.hardState.commit);
+        }
+        this._commit = rd.hardState.commit;
+      }
       if (rd.mustSync) {
         if (this.crashAtNextSync) {
           const { lost } = this.storage.crash(this.crashAtNextSync(this.storage.unsyncedWrites));

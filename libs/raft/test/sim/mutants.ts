@@ -1,0 +1,92 @@
+// Planted bugs: textual mutations of a copy of the core, to prove the simulator's
+// checkers catch real Raft mistakes. Each mutant is the core's source copied into
+// .mutants/<name>/ (gitignored) with one exact piece of text replaced, then imported
+// dynamically. If the text is not found exactly once, loading fails loudly: a mutation
+// that silently stopped applying would make its test pass for nothing.
+
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { RawNodeClass } from './sim-node';
+
+const simDir = dirname(fileURLToPath(import.meta.url));
+const coreDir = join(simDir, '..', '..', 'src', 'core');
+export const mutantsDir = join(simDir, '.mutants');
+
+export interface Mutation {
+  name: string;
+  /** What the bug breaks, in the paper's words. */
+  breaks: string;
+  /** File under src/core/. */
+  file: string;
+  find: string;
+  replace: string;
+}
+
+export const plantedBugs: Mutation[] = [
+  {
+    name: 'commit-old-term-by-counting',
+    breaks: 'section 5.4.2 / figure 8: a leader may only count replicas for entries of its own term',
+    file: 'step-leader.ts',
+    find: 'if (index <= r.log.committed || r.log.termOrZero(index) !== r.term) return false;',
+    replace: 'if (index <= r.log.committed) return false;',
+  },
+  {
+    name: 'read-index-without-quorum',
+    breaks: 'thesis 6.4: a leader must confirm it is still leader (heartbeat quorum) before serving a read',
+    file: 'step-leader.ts',
+    find: 'if (r.tracker.conf.voters.length === 1 && r.tracker.isVoter(r.id)) {',
+    replace: 'if (r.tracker.isVoter(r.id)) {',
+  },
+  {
+    name: 'vote-without-log-check',
+    breaks: 'section 5.4.1: a vote goes only to a candidate whose log is at least as up-to-date',
+    file: 'raft.ts',
+    find: 'if (canVote && this.log.isUpToDate(m.index ?? 0, m.logTerm ?? 0)) {',
+    replace: 'if (canVote) {',
+  },
+  {
+    // The vote never survives a restart, as if it had not been persisted. (Dropping it
+    // from the Ready instead makes this core livelock: hasReady compares live fields.)
+    name: 'vote-not-persisted',
+    breaks: 'figure 2: votedFor is persistent state; a restarted node must not vote twice in one term',
+    file: 'raft.ts',
+    find: 'this.vote = hardState.vote;',
+    replace: 'this.vote = null;',
+  },
+];
+
+/**
+ * Writes the mutated copy of the core and imports its RawNode. The copy's errors.ts
+ * re-exports the real one: the real MemoryStorage throws the real error classes, and
+ * the core catches them with instanceof.
+ */
+export async function loadMutant(m: Mutation): Promise<RawNodeClass> {
+  const dir = join(mutantsDir, m.name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const f of readdirSync(coreDir)) {
+    if (f.endsWith('.ts')) cpSync(join(coreDir, f), join(dir, f));
+  }
+  writeFileSync(
+    join(dir, 'errors.ts'),
+    "// Generated: the mutant shares the real error classes (see mutants.ts).\nexport * from '../../../../src/core/errors';\n",
+  );
+  const path = join(dir, m.file);
+  const source = readFileSync(path, 'utf8');
+  const found = source.split(m.find).length - 1;
+  if (found !== 1) {
+    throw new Error(
+      `mutation ${m.name}: expected the target text exactly once in src/core/${m.file}, found it ${found} times. ` +
+        `The core changed: update the mutation. Target: ${JSON.stringify(m.find)}`,
+    );
+  }
+  writeFileSync(path, source.replace(m.find, m.replace));
+  const mod = (await import(pathToFileURL(join(dir, 'raw-node.ts')).href)) as { RawNode?: RawNodeClass };
+  if (typeof mod.RawNode !== 'function') throw new Error(`mutant ${m.name} does not export RawNode`);
+  return mod.RawNode;
+}
+
+export function removeMutants(): void {
+  rmSync(mutantsDir, { recursive: true, force: true });
+}
