@@ -1,0 +1,175 @@
+// create_cluster / delete_cluster job logic and the catalog sync against fake agents that
+// record every command (the real engines are exercised in test/cluster/).
+
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '@kcm/common';
+import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
+import { CatalogSync } from '../../src/catalog-sync';
+import { clusterJobs } from '../../src/jobs/cluster';
+import type { EngineAgents } from '../../src/jobs/instance-ops';
+import { JobRunner } from '../../src/jobs/runner';
+import { ManagerService } from '../../src/manager-service';
+import { CommandKind } from '../../src/meta/commands';
+import { LocalStore, until } from '../helpers/local-store';
+
+const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
+
+interface Call {
+  host: string;
+  method: string;
+  request: any;
+}
+
+/** Agents that succeed (or fail where told) and record what they were asked, in order. */
+function fakeAgents(failures: { method: string; host: string }[] = []) {
+  const calls: Call[] = [];
+  const record = (host: string, method: string, request: any, reply: unknown) => {
+    calls.push({ host, method, request });
+    if (failures.some((f) => f.method === method && f.host === host)) return Promise.reject(new Error(`${method} failed on ${host}`));
+    return Promise.resolve(reply);
+  };
+  const agents = {
+    mariadb: (host: string) => ({
+      install: (r: any) => record(host, 'mariadb.install', r, { pid: 100 }),
+      configureReplication: (r: any) => record(host, 'mariadb.replication', r, {}),
+      remove: (op: string, port: number) => record(host, 'mariadb.remove', { op, port }, {}),
+      probe: (port: number) => record(host, 'mariadb.probe', { port }, { pid: 100, state: 'online' }),
+    }),
+    postgres: (host: string) => ({
+      install: (r: any) => record(host, 'pg.install', r, { pid: 200 }),
+      remove: (op: string, port: number) => record(host, 'pg.remove', { op, port }, {}),
+      probe: (port: number) => record(host, 'pg.probe', { port }, { pid: 200, installed: true }),
+      syncCatalog: (op: string, port: number, shards: unknown[]) => record(host, 'pg.sync', { op, port, shards }, { changes: [], servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }),
+    }),
+    cgroup: (host: string) => ({
+      setCpuLimit: (op: string, p: any) => record(host, 'cgroup.set', { op, ...p }, {}),
+      removeCpuLimit: (op: string, port: number, kind: string) => record(host, 'cgroup.remove', { op, port, kind }, {}),
+    }),
+  };
+  return { agents: agents as unknown as EngineAgents, calls };
+}
+
+function request(jobType: string, paras: Record<string, unknown>): ValidRequest {
+  const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: '1700000000', user_name: 't', paras });
+  if (!parsed.ok) throw parsed.error;
+  return parsed.request;
+}
+
+const createParas = (change: Record<string, unknown> = {}) => ({
+  nick_name: 'shop', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '2', max_storage_size: '1', max_connections: '100', cpu_cores: '2',
+  cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [], ...change,
+});
+
+async function setUp(failures: { method: string; host: string }[] = []) {
+  const store = new LocalStore();
+  for (const h of HOSTS) {
+    for (const [machineType, low] of [['storage', 5000], ['computer', 6000]] as const) {
+      await store.propose({
+        kind: CommandKind.MachineRegistered, at: 0, hostaddr: h, machineType, portLow: low, portHigh: low + 9, rackId: 'r', datadir: `/d`, logdir: '/l',
+        walLogDir: '/w', compDatadir: '/c', totalMemMb: 1, totalCpuCores: 1, facts: null,
+      });
+    }
+  }
+  const { agents, calls } = fakeAgents(failures);
+  const registry = new Map(clusterJobs({ store, agents, logger: silentLogger() }).map((d) => [d.jobType, d]));
+  const runner = new JobRunner(store, registry, silentLogger());
+  const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
+  runner.start();
+  const run = async (jobType: string, paras: Record<string, unknown>) => {
+    const { jobId } = await service.submitJob(request(jobType, paras));
+    await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 5000);
+    return service.getStatus(jobId);
+  };
+  return { store, calls, service, runner, run };
+}
+
+describe('cluster jobs against recording agents', () => {
+  it('create_cluster builds in order: storage nodes, masters before their standbys, compute nodes, catalog, cpu limits', async () => {
+    const { store, calls, run, runner } = await setUp();
+    const status = await run('create_cluster', createParas());
+    await runner.stop();
+    expect(status.status).toBe('done');
+    const cluster = Object.values(store.s.clusters)[0];
+    expect(cluster.status).toBe('ready');
+    expect(status.attachment).toMatchObject({
+      cluster_id: cluster.id, cluster_name: cluster.name, shards: '2', comps: '2',
+      computer_user: cluster.accounts.computer.user, computer_pwd: cluster.accounts.computer.password,
+      storage_user: cluster.accounts.storage.user, storage_pwd: cluster.accounts.storage.password,
+    });
+    const order = [...new Set(calls.map((c) => c.method))];
+    expect(order).toEqual(['mariadb.install', 'mariadb.replication', 'pg.install', 'pg.sync', 'mariadb.probe', 'pg.probe', 'cgroup.set']);
+    for (const shard of Object.values(cluster.shards)) {
+      const repl = calls.filter((c) => c.method === 'mariadb.replication' && Object.keys(shard.nodes).some((id) => c.request.op_id.endsWith(`node-${id}`)));
+      expect(repl.map((c) => c.request.role)).toEqual(['master', 'standby', 'standby']);
+      const master = shard.nodes[shard.masterNodeId];
+      for (const c of repl.slice(1)) expect(c.request).toMatchObject({ master_host: master.hostaddr, master_port: master.port, fullsync_level: 1 });
+    }
+    const jobId = cluster.createdByJob;
+    expect(calls.filter((c) => c.method === 'mariadb.install').map((c) => c.request.op_id).sort()).toEqual(
+      ['1', '2', '3', '4', '5', '6'].map((n) => `job:${jobId}:install:node-${n}`).sort(),
+    );
+    const sync = calls.find((c) => c.method === 'pg.sync')!;
+    expect(sync.request.shards).toEqual(Object.values(cluster.shards).map((s) => ({
+      shard_id: s.id, host: s.nodes[s.masterNodeId].hostaddr, port: s.nodes[s.masterNodeId].port, user: cluster.accounts.storage.user, password: cluster.accounts.storage.password,
+    })));
+    expect(calls.filter((c) => c.method === 'cgroup.set').every((c) => c.request.cpuCores === 2 && c.request.mode === 'share' && c.request.pid > 0)).toBe(true);
+  });
+
+  it('a failed compute-node install removes every instance the job created and returns its ports', async () => {
+    const { store, calls, run, runner } = await setUp([{ method: 'pg.install', host: '10.0.0.2' }]);
+    const status = await run('create_cluster', createParas());
+    await runner.stop();
+    expect(status).toMatchObject({ status: 'failed', errorCode: 2001 });
+    expect(status.errorInfo).toMatch(/^step 4 of 7 \(install compute nodes\) failed: comp_\d+ on 10\.0\.0\.2:6000: pg\.install failed on 10\.0\.0\.2$/);
+    expect(calls.filter((c) => c.method === 'mariadb.remove')).toHaveLength(6);
+    expect(calls.filter((c) => c.method === 'pg.remove')).toHaveLength(2);
+    expect(store.s.clusters).toEqual({});
+    expect(store.s.ports).toEqual({});
+  });
+
+  it('refuses before committing anything: ha_mode mgr, an iplist host of the wrong type, too few ports', async () => {
+    const { store, service, runner } = await setUp();
+    await runner.stop();
+    const refusal = (paras: Record<string, unknown>) => service.submitJob(request('create_cluster', paras)).then(() => undefined, (e: KcmError) => [e.errorName, e.message]);
+    expect(await refusal(createParas({ ha_mode: 'mgr' }))).toEqual(['UNSUPPORTED', 'paras.ha_mode: "mgr" is not supported (MariaDB has no group replication); use "rbr"']);
+    expect(await refusal(createParas({ storage_iplists: ['10.0.0.9'] }))).toEqual(['NOT_FOUND', 'paras.storage_iplists[0]: 10.0.0.9 is not registered as a storage machine']);
+    expect((await refusal(createParas({ shards: '11' })))?.[0]).toBe('NO_RESOURCES');
+    expect(store.s.jobs).toEqual({});
+  });
+
+  it('delete_cluster is refused while the cluster is still being created, and removes every instance afterwards', async () => {
+    const { store, service, calls, run, runner } = await setUp();
+    await run('create_cluster', createParas({ shards: '1', comps: '1' }));
+    const cluster = Object.values(store.s.clusters)[0];
+    const nodePorts = Object.values(cluster.shards).flatMap((sh) => Object.values(sh.nodes).map((n) => n.port)).sort();
+    cluster.status = 'creating';
+    store.s.jobs[cluster.createdByJob].result = null; // as if the create were still running
+    await expect(service.submitJob(request('delete_cluster', { cluster_id: cluster.id }))).rejects.toThrow(/still being created/);
+    store.s.jobs[cluster.createdByJob].result = { ok: true, errorCode: 0, errorInfo: '', attachment: {} };
+    const status = await run('delete_cluster', { cluster_id: cluster.id });
+    await runner.stop();
+    expect(status.status).toBe('done');
+    expect(status.attachment).toMatchObject({ cluster_id: cluster.id, cluster_name: cluster.name, computer_state: 'done', storage_state: 'done' });
+    expect(calls.filter((c) => c.method === 'mariadb.remove').map((c) => c.request.port).sort()).toEqual(nodePorts);
+    expect(store.s.clusters).toEqual({});
+    expect(store.s.ports).toEqual({});
+  });
+
+  it('the catalog sync calls every compute node of ready clusters only, with every shard master and a fresh op_id each round', async () => {
+    const { store, run, runner } = await setUp();
+    await run('create_cluster', createParas({ comps: '2' }));
+    await run('create_cluster', createParas({ shards: '1', comps: '1' }));
+    await runner.stop();
+    const [first, second] = Object.values(store.s.clusters);
+    second.status = 'deleting';
+    const { agents, calls } = fakeAgents();
+    const sync = new CatalogSync({ store, agents, logger: silentLogger() });
+    await sync.syncAll();
+    await sync.syncAll();
+    const syncs = calls.filter((c) => c.method === 'pg.sync');
+    expect(syncs).toHaveLength(4);
+    expect(new Set(syncs.map((c) => c.request.op)).size).toBe(4);
+    expect(syncs.map((c) => c.request.port).sort()).toEqual([...Object.values(first.comps), ...Object.values(first.comps)].map((c) => c.port).sort());
+    expect(syncs[0].request.shards.map((s: { shard_id: string }) => s.shard_id)).toEqual(Object.keys(first.shards));
+  });
+});
