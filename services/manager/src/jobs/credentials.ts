@@ -28,8 +28,3 @@ export function generateClusterAccounts(): ClusterAccounts {
     computer: account('computer'),
   };
 }
-
-/** The fields of a job result or log line with every password of the cluster removed. */
-export function withoutPasswords(accounts: ClusterAccounts): Record<keyof ClusterAccounts, string> {
-  return { admin: accounts.admin.user, replication: accounts.replication.user, storage: accounts.storage.user, computer: accounts.computer.user };
-}
