@@ -7,6 +7,7 @@
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { SimOptions } from './cluster';
 import type { RawNodeClass } from './sim-node';
 
 const simDir = dirname(fileURLToPath(import.meta.url));
@@ -21,7 +22,26 @@ export interface Mutation {
   file: string;
   find: string;
   replace: string;
+  /**
+   * How the simulator hunts it: a cluster size and settings that exercise the broken
+   * rule often (each is one of the configurations the default runs also draw).
+   */
+  hunt: Pick<SimOptions, 'nodes' | 'tuning' | 'faults' | 'clients'>;
 }
+
+/** Stale reads show when many clients hit a few keys while leaders are cut off or paused. */
+const readHunt: Mutation['hunt'] = {
+  nodes: 3,
+  clients: { clients: 8, keys: ['a', 'b', 'c'], reconnectRate: 0.3 },
+  faults: { weights: { partition: 1, 'isolate-leader': 3, 'one-way': 0, crash: 1, pause: 2, weather: 1 } },
+};
+
+/** Double votes need contested elections (no pre-vote, slow links) and voters that reboot. */
+const electionHunt: Mutation['hunt'] = {
+  nodes: 5,
+  tuning: { preVote: false },
+  faults: { rebootVoterRate: 0.5, killNewLeaderRate: 0.1, maxDelay: 8 },
+};
 
 export const plantedBugs: Mutation[] = [
   {
@@ -30,6 +50,7 @@ export const plantedBugs: Mutation[] = [
     file: 'step-leader.ts',
     find: 'if (index <= r.log.committed || r.log.termOrZero(index) !== r.term) return false;',
     replace: 'if (index <= r.log.committed) return false;',
+    hunt: { nodes: 3 },
   },
   {
     name: 'read-index-without-quorum',
@@ -37,6 +58,7 @@ export const plantedBugs: Mutation[] = [
     file: 'step-leader.ts',
     find: 'if (r.tracker.conf.voters.length === 1 && r.tracker.isVoter(r.id)) {',
     replace: 'if (r.tracker.isVoter(r.id)) {',
+    hunt: readHunt,
   },
   {
     name: 'vote-without-log-check',
@@ -44,6 +66,7 @@ export const plantedBugs: Mutation[] = [
     file: 'raft.ts',
     find: 'if (canVote && this.log.isUpToDate(m.index ?? 0, m.logTerm ?? 0)) {',
     replace: 'if (canVote) {',
+    hunt: { nodes: 3 },
   },
   {
     // The vote never survives a restart, as if it had not been persisted. (Dropping it
@@ -53,6 +76,7 @@ export const plantedBugs: Mutation[] = [
     file: 'raft.ts',
     find: 'this.vote = hardState.vote;',
     replace: 'this.vote = null;',
+    hunt: electionHunt,
   },
 ];
 

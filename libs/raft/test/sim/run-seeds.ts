@@ -1,0 +1,42 @@
+// Soak runner: many seeds from the command line, a one-line summary, and the failing
+// seeds with their trace tails.
+//
+//   npx tsx libs/raft/test/sim/run-seeds.ts --seeds 5000 [--from 1] [--nodes 3|5] [--ticks 2000]
+//        [--mutant <name>]    (run a planted bug instead of the real core; see mutants.ts)
+//
+// Exit code 1 if any seed failed (for the real core) or none did (for a mutant).
+
+import { RawNode } from '../../src/core/raw-node';
+import { loadMutant, plantedBugs, removeMutants } from './mutants';
+import { formatFailure, formatSummary, runSeeds } from './seed-runner';
+import type { RawNodeClass } from './sim-node';
+
+function flag(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+}
+
+async function main(): Promise<void> {
+  const seeds = Number(flag('seeds', '100'));
+  const from = Number(flag('from', '1'));
+  const nodes = Number(flag('nodes', '3'));
+  const ticks = Number(flag('ticks', '2000'));
+  const mutantName = flag('mutant', '');
+  let core: RawNodeClass = RawNode;
+  let extra = {};
+  if (mutantName) {
+    const m = plantedBugs.find((b) => b.name === mutantName);
+    if (!m) throw new Error(`unknown mutant ${mutantName}; known: ${plantedBugs.map((b) => b.name).join(', ')}`);
+    core = await loadMutant(m);
+    extra = m.hunt;
+  }
+  const summary = runSeeds({ RawNode: core, firstSeed: from, count: seeds, nodes, ticks, ...extra });
+  if (mutantName) removeMutants();
+  for (const f of summary.failures.slice(0, 3)) console.log(`${formatFailure(f)}\n`);
+  if (summary.failures.length > 3) console.log(`... and ${summary.failures.length - 3} more failing seeds: ${summary.failures.map((f) => f.seed).join(' ')}`);
+  console.log(formatSummary(`${mutantName || 'core'} nodes=${nodes} ticks=${ticks} seeds ${from}..${from + seeds - 1}`, summary));
+  const failed = mutantName ? summary.failures.length === 0 : summary.failures.length > 0;
+  process.exitCode = failed ? 1 : 0;
+}
+
+await main();
