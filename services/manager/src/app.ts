@@ -127,6 +127,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
       opts.onStepDone?.(job.id, step);
     },
     onJobFinished: (job, outcome) => metrics.observeJobFinished(job, outcome),
+    caughtUp: () => store.linearizableRead(),
   });
   monitor = new HealthMonitor({ store: observedStore, agentFor, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs });
 

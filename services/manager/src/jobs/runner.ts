@@ -19,6 +19,12 @@ export interface RunnerHooks {
   /** Called after each step commits (metrics, tests that count step runs). */
   onStepDone?(job: JobRecord, step: string, durationMs: number): void;
   onJobFinished?(job: JobRecord, outcome: JobResultRecord): void;
+  /**
+   * Resolves once the local state holds every entry committed before the call (a read
+   * barrier). A new leader may not yet have applied steps its predecessor committed; the
+   * runner resumes jobs only after this, so a committed step is never run again.
+   */
+  caughtUp?(): Promise<void>;
 }
 
 /** Raised inside the runner when a commit fails because leadership moved on. */
@@ -35,6 +41,8 @@ function isLeadershipError(err: unknown): boolean {
 export class JobRunner {
   private readonly running = new Map<string, Promise<void>>();
   private abort: AbortController | null = null;
+  /** The leadership term (its abort signal) for which the state has caught up. */
+  private caughtUpFor: AbortSignal | null = null;
   private scanScheduled = false;
 
   constructor(
@@ -51,8 +59,23 @@ export class JobRunner {
   /** Leadership gained: resume every unfinished job. */
   start(): void {
     if (this.abort) return;
-    this.abort = new AbortController();
+    const abort = (this.abort = new AbortController());
     this.logger.info('job runner started');
+    void this.catchUp(abort.signal);
+  }
+
+  private async catchUp(signal: AbortSignal): Promise<void> {
+    while (this.hooks.caughtUp && !signal.aborted) {
+      try {
+        await this.hooks.caughtUp();
+        break;
+      } catch (err) {
+        this.logger.warn({ err }, 'job runner: state not caught up yet; retrying');
+        await new Promise((resolve) => setTimeout(resolve, COMMIT_RETRY_DELAY_MS));
+      }
+    }
+    if (signal.aborted) return;
+    this.caughtUpFor = signal;
     this.notify();
   }
 
@@ -77,7 +100,7 @@ export class JobRunner {
 
   private scan(): void {
     const abort = this.abort;
-    if (!abort) return;
+    if (!abort || this.caughtUpFor !== abort.signal) return;
     for (const job of runnableJobs(this.store.state())) {
       if (this.running.has(job.id)) continue;
       let commitFailed = false;
