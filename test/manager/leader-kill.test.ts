@@ -20,7 +20,7 @@ import { AvailabilityProbe } from './helpers/availability';
 import { emit, jobStatus, submitJob, waitForJobEnd } from './helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';
 import { countSteps, stepEvents } from './helpers/logs';
-import { waitFor } from './helpers/processes';
+import { sleep, waitFor } from './helpers/processes';
 
 const MEMBERS = ['127.0.1.31:18300', '127.0.1.32:18300', '127.0.1.33:18300'];
 const AGENT_HOST = '127.0.2.31';
@@ -73,6 +73,7 @@ describe('a manager group when its leader is SIGKILLed during a multi-step job',
     expect(beforeKill.status).toBe('ongoing');
     expect(beforeKill.attachment).toEqual({ progress: { step: 2, steps: 3, step_name: 'prepare directories' } });
     expect(lstatSync(trap).isFIFO()).toBe(true);
+    await sleep(1_500); // the step stays stalled (the agent's deadline is 5 s); every member keeps answering
 
     probe.unwatch(oldLeader);
     await group.manager(oldLeader).kill();
@@ -84,6 +85,7 @@ describe('a manager group when its leader is SIGKILLed during a multi-step job',
     expect(newLeader).not.toBe(oldLeader);
     const final = await waitForJobEnd(followers, jobId, 30_000);
     expect(final.status, final.error_info).toBe('done');
+    await sleep(2_000); // and goes on answering under the new leader
     const availability = await probe.stop();
     console.log(`leader ${oldLeader} killed; ${newLeader} resumed job ${jobId} at step 2 and finished it ${Date.now() - killedAt} ms later`);
     for (const a of availability) console.log(`  get_status from ${a.member}: ${a.successes} answers, ${a.failures} failures, longest silence ${a.longestGapMs} ms`);
@@ -99,10 +101,9 @@ describe('a manager group when its leader is SIGKILLed during a multi-step job',
 
     // Every live member answered get_status throughout, silent at most through the election.
     for (const a of availability) {
-      expect(a.successes, `${a.member} never answered`).toBeGreaterThan(0);
+      expect(a.successes, `${a.member} answered only ${a.successes} times`).toBeGreaterThanOrEqual(a.member === oldLeader ? 3 : 8);
       expect(a.longestGapMs, `${a.member} was silent ${a.longestGapMs} ms; failures: ${a.failureSamples.join(' | ')}`).toBeLessThan(MAX_SILENCE_MS);
     }
-    expect(availability.find((a) => a.member === oldLeader)!.successes).toBeGreaterThan(0);
 
     // The machine is registered exactly once, seen alike by both live members.
     for (const m of followers) {
