@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import { RawNode } from './core/raw-node';
 import { NotLeaderError, ProposalDroppedError, StoppedError, TimeoutError } from './core/errors';
 import type { Storage } from './core/storage';
-import type { ConfChange, HardState, Message, NodeId, RaftConfig, Ready, Role, Snapshot } from './core/types';
+import type { ConfChange, Entry, HardState, Message, NodeId, RaftConfig, Ready, Role, Snapshot } from './core/types';
 import type { StateMachine } from './state-machine';
 import type { Transport } from './transport';
 
@@ -338,31 +338,27 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     if (rd.hardState || rd.entries.length > 0 || rd.snapshot) {
       write = this.storage.persist({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
     }
+    // Committed entries that an earlier Ready already wrote here are durable locally and
+    // on a quorum: apply them while this Ready's new entries are being synced, so their
+    // callers do not wait for an fsync that is not theirs. Entries in this very Ready
+    // (a one-member group commits at once) and a snapshot wait for the write.
+    const committed = rd.committedEntries;
+    const applyDuringWrite =
+      !rd.snapshot && (rd.entries.length === 0 || committed.length === 0 || committed[committed.length - 1].index < rd.entries[0].index);
+    if (applyDuringWrite) await this.applyCommitted(committed);
+
     // A synced write guards what the messages promise (a vote, an append ack): wait for
     // it. Otherwise the Ready only moves the commit index, which promises nothing and is
-    // not synced anyway, so messages and apply go ahead while it is written.
+    // not synced anyway, so messages go ahead while it is written.
     if (write && rd.mustSync) await this.written(write, rd);
     if (late.length > 0) this.transport.send(late);
 
     if (rd.snapshot) await this.restoreSnapshot(rd.snapshot);
-    let results: unknown[] = [];
-    if (rd.committedEntries.length > 0) results = await this.sm.apply(rd.committedEntries);
+    if (!applyDuringWrite) await this.applyCommitted(committed);
     if (write && !rd.mustSync) await this.written(write, rd);
     this.raw.advance(rd); // only after the write: storage shows its entries from then on
-
-    // Settle proposals after advance, so a conf change's caller sees it in status().
-    for (let i = 0; i < rd.committedEntries.length; i++) {
-      const e = rd.committedEntries[i];
-      const atIndex = this.proposals.get(e.index);
-      if (!atIndex) continue;
-      this.proposals.delete(e.index);
-      for (const p of atIndex) {
-        clearTimeout(p.timer);
-        if (p.term === e.term) p.resolve(results[i]);
-        else p.reject(new ProposalDroppedError(`entry ${e.index} was committed from term ${e.term}, not ${p.term}`));
-      }
-    }
-    if (rd.committedEntries.length > 0) this.applied = rd.committedEntries[rd.committedEntries.length - 1].index;
+    // Conf changes settle after advance, so their callers see them in status().conf.
+    this.settleProposals(committed, undefined, 'conf');
 
     for (const rs of rd.readStates) {
       const key = Buffer.from(rs.requestCtx).toString('latin1');
@@ -373,6 +369,30 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     }
     this.releaseAppliedWaiters();
     await this.maybeSnapshot();
+  }
+
+  /** Applies committed entries, then settles the proposals of the normal ones and the reads they unblock. */
+  private async applyCommitted(entries: Entry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const results = await this.sm.apply(entries);
+    this.applied = entries[entries.length - 1].index;
+    this.settleProposals(entries, results, 'normal');
+    this.releaseAppliedWaiters();
+  }
+
+  private settleProposals(entries: Entry[], results: unknown[] | undefined, type: Entry['type']): void {
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i];
+      if (e.type !== type) continue;
+      const atIndex = this.proposals.get(e.index);
+      if (!atIndex) continue;
+      this.proposals.delete(e.index);
+      for (const p of atIndex) {
+        clearTimeout(p.timer);
+        if (p.term === e.term) p.resolve(results?.[i]);
+        else p.reject(new ProposalDroppedError(`entry ${e.index} was committed from term ${e.term}, not ${p.term}`));
+      }
+    }
   }
 
   private async written(write: Promise<void>, rd: Ready): Promise<void> {

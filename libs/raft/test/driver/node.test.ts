@@ -223,6 +223,13 @@ describe('RaftNode driver', () => {
     }
   });
 
+  it('resolves a conf change only once status().conf shows it', async () => {
+    const { members } = await startGroup();
+    const leader = await leaderOf(members);
+    await leader.node.proposeConfChange({ type: 'addLearner', node: 'd' });
+    expect(leader.node.status().conf.learners).toEqual(['d']);
+  });
+
   it('fails pending proposals with StoppedError when stopped', async () => {
     const { net, members } = await startGroup();
     const leader = await leaderOf(members);
