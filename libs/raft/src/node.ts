@@ -13,6 +13,7 @@ import { RawNode } from './core/raw-node';
 import { NotLeaderError, ProposalDroppedError, StoppedError, TimeoutError } from './core/errors';
 import type { Storage } from './core/storage';
 import type { ConfChange, Entry, HardState, Message, NodeId, RaftConfig, Ready, Role, Snapshot } from './core/types';
+import { ReadRounds } from './read-rounds';
 import type { StateMachine } from './state-machine';
 import type { Transport } from './transport';
 
@@ -65,13 +66,6 @@ interface PendingProposal {
   timer: NodeJS.Timeout;
 }
 
-interface ReadWaiter {
-  settled: boolean;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-  timer: NodeJS.Timeout;
-}
-
 const quietLogger: DriverLogger = { info() {}, warn() {}, error() {} };
 
 export class RaftNode extends EventEmitter<RaftNodeEvents> {
@@ -98,12 +92,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private role: Role = 'follower';
 
   private readonly proposals = new Map<number, PendingProposal[]>();
-  /** Reads that arrived since the last ReadIndex round started; they share the next one. */
-  private readBatch: ReadWaiter[] = [];
-  private readonly readRounds = new Map<string, ReadWaiter[]>();
-  private readSeq = 0;
-  /** Reads whose round answered with `index`, waiting for applied >= index. */
-  private appliedWaiters: { index: number; waiters: ReadWaiter[] }[] = [];
+  private readonly reads: ReadRounds;
 
   private constructor(private readonly opts: RaftNodeOptions) {
     super();
@@ -114,6 +103,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.tickMs = opts.tickMs ?? 100;
     this.snapshotEntries = opts.snapshotEntries ?? 10_000;
     this.defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
+    this.reads = new ReadRounds(opts.id);
   }
 
   /** Restores the state machine from the stored snapshot if it is behind, then starts the clock and the transport. */
@@ -180,27 +170,9 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   read(options: { timeoutMs?: number } = {}): Promise<void> {
     if (this.stopped) return Promise.reject(new StoppedError());
     if (this.leader === null) return Promise.reject(new NotLeaderError(null));
-    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
-    return new Promise<void>((resolve, reject) => {
-      const waiter: ReadWaiter = {
-        settled: false,
-        resolve: () => {
-          if (waiter.settled) return;
-          waiter.settled = true;
-          clearTimeout(waiter.timer);
-          resolve();
-        },
-        reject: (err) => {
-          if (waiter.settled) return;
-          waiter.settled = true;
-          clearTimeout(waiter.timer);
-          reject(err);
-        },
-        timer: setTimeout(() => waiter.reject(new TimeoutError('read', timeoutMs)), timeoutMs),
-      };
-      this.readBatch.push(waiter);
-      this.schedule();
-    });
+    const barrier = this.reads.wait(options.timeoutMs ?? this.defaultTimeoutMs);
+    this.schedule();
+    return barrier;
   }
 
   /** Asks the leader (this node) to hand leadership to `to`; the core aborts after an election timeout. */
@@ -242,7 +214,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private tick(): void {
     if (this.stopped) return;
     this.raw.tick();
-    this.forgetSettledReadRounds();
+    this.reads.forgetSettled();
     this.schedule();
   }
 
@@ -360,14 +332,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     // Conf changes settle after advance, so their callers see them in status().conf.
     this.settleProposals(committed, undefined, 'conf');
 
-    for (const rs of rd.readStates) {
-      const key = Buffer.from(rs.requestCtx).toString('latin1');
-      const waiters = this.readRounds.get(key);
-      if (!waiters) continue;
-      this.readRounds.delete(key);
-      this.appliedWaiters.push({ index: rs.index, waiters });
-    }
-    this.releaseAppliedWaiters();
+    for (const rs of rd.readStates) this.reads.answered(rs.requestCtx, rs.index);
+    this.reads.release(this.applied);
     await this.maybeSnapshot();
   }
 
@@ -377,7 +343,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     const results = await this.sm.apply(entries);
     this.applied = entries[entries.length - 1].index;
     this.settleProposals(entries, results, 'normal');
-    this.releaseAppliedWaiters();
+    this.reads.release(this.applied);
   }
 
   private settleProposals(entries: Entry[], results: unknown[] | undefined, type: Entry['type']): void {
@@ -444,28 +410,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   // ---- reads ------------------------------------------------------------------------
 
   private startReadRound(): void {
-    if (this.readBatch.length === 0) return;
-    const waiters = this.readBatch.filter((w) => !w.settled);
-    this.readBatch = [];
-    if (waiters.length === 0) return;
-    const key = `${this.opts.id}/${++this.readSeq}`;
-    this.readRounds.set(key, waiters);
-    this.raw.readIndex(Buffer.from(key, 'latin1'));
-  }
-
-  private releaseAppliedWaiters(): void {
-    if (this.appliedWaiters.length === 0) return;
-    const still: typeof this.appliedWaiters = [];
-    for (const w of this.appliedWaiters) {
-      if (w.index <= this.applied) for (const r of w.waiters) r.resolve();
-      else still.push(w);
-    }
-    this.appliedWaiters = still;
-  }
-
-  /** Rounds the core dropped (no leader) are never answered: forget them once their callers timed out. */
-  private forgetSettledReadRounds(): void {
-    for (const [key, waiters] of this.readRounds) if (waiters.every((w) => w.settled)) this.readRounds.delete(key);
+    const ctx = this.reads.startRound();
+    if (ctx) this.raw.readIndex(ctx);
   }
 
   private failPending(err: () => Error): void {
@@ -474,10 +420,6 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
       p.reject(err());
     }
     this.proposals.clear();
-    const readers = [...this.readBatch, ...[...this.readRounds.values()].flat(), ...this.appliedWaiters.flatMap((w) => w.waiters)];
-    for (const r of readers) r.reject(err());
-    this.readBatch = [];
-    this.readRounds.clear();
-    this.appliedWaiters = [];
+    this.reads.failAll(err);
   }
 }
