@@ -60,6 +60,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     address,
     stop: () =>
       new Promise<void>((resolve) => {
+        ctx.ops.close();
         server.tryShutdown(() => resolve());
         // Do not let a stuck in-flight call hold shutdown forever.
         setTimeout(() => {

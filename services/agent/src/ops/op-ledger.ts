@@ -4,15 +4,41 @@
 // this also holds across an agent restart. Failed operations are forgotten: a retry runs again.
 
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+
+/** How long a finished outcome is kept: far longer than any manager retries an operation. */
+export const DEFAULT_RETENTION_MS = 7 * 24 * 3600_000;
 
 const OP_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
 
 export class OpLedger {
   private readonly inFlight = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly dir: string) {
+  private readonly pruneTimer: NodeJS.Timeout;
+
+  constructor(private readonly dir: string, private readonly retentionMs = DEFAULT_RETENTION_MS) {
     mkdirSync(dir, { recursive: true });
+    void this.prune();
+    this.pruneTimer = setInterval(() => void this.prune(), Math.min(3600_000, retentionMs)).unref();
+  }
+
+  /** Forgets outcomes older than the retention period. */
+  async prune(now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      const file = path.join(this.dir, name);
+      const st = await stat(file).catch(() => undefined);
+      if (st && now - st.mtimeMs > this.retentionMs) {
+        await rm(file, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  close(): void {
+    clearInterval(this.pruneTimer);
   }
 
   async run<T>(opId: string, operation: () => Promise<T>): Promise<T> {

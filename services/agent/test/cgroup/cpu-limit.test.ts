@@ -82,8 +82,8 @@ describe('hierarchy detection', () => {
     await mkdir(path.join(root, 'kcm'), { recursive: true });
     await writeFile(path.join(root, 'cgroup.subtree_control'), 'memory\n');
     await writeFile(path.join(root, 'kcm', 'cgroup.subtree_control'), '');
-    const applied = await applyCpuLimit({ version: 'v2', root }, 'mysql', 57001, { cores: 2, mode: 'quota' }, []);
-    expect(applied.dir).toBe(path.join(root, 'kcm', 'mysql-57001'));
+    const applied = await applyCpuLimit({ version: 'v2', root }, { kind: 'mysql', hostaddr: '127.0.2.1', port: 57001 }, { cores: 2, mode: 'quota' }, []);
+    expect(applied.dir).toBe(path.join(root, 'kcm', 'mysql-127.0.2.1-57001'));
     expect(await readTrim(path.join(root, 'cgroup.subtree_control'))).toBe('+cpu');
     expect(await readTrim(path.join(root, 'kcm', 'cgroup.subtree_control'))).toBe('+cpu');
     expect(await readTrim(path.join(applied.dir, 'cpu.max'))).toBe('200000 100000');
@@ -99,6 +99,9 @@ describe('processes of an instance', () => {
     ].join('\n');
     expect(listeningInodes(text, 0xdb0e)).toEqual(['4242']);
     expect(listeningInodes(text, 56000)).toEqual([]);
+    expect(listeningInodes(text, 0xdb0e, '127.0.2.1')).toEqual(['4242']);
+    // Another loopback host's instance on the same port is not ours.
+    expect(listeningInodes(text, 0xdb0e, '127.0.2.2')).toEqual([]);
   });
 
   it('lists a process and its descendants, parents first', () => {
@@ -134,12 +137,13 @@ describe('CgroupAgent over gRPC on this host', () => {
     await rm(tmp, { recursive: true, force: true });
   });
 
-  it('finds the instance by its listening port and moves it and its children into kcm/mysql-<port> with shares', async () => {
-    expect(await listenerPid(PORT)).toBe(tree.pid);
+  it('finds the instance by its listening port and moves it and its children into kcm/mysql-<hostaddr>-<port> with shares', async () => {
+    expect(await listenerPid(PORT, '127.0.2.1')).toBe(tree.pid);
+    expect(await listenerPid(PORT, '127.0.2.9')).toBeUndefined();
     const info = await client.info();
     const reply = await client.setCpuLimit('cg-share-1', { port: PORT, kind: 'mysql', cpuCores: 0.5, mode: 'share' });
     expect(reply.version).toBe(info.version);
-    expect(reply.cgroup_path).toBe(path.join(info.cpu_root, 'kcm', `mysql-${PORT}`));
+    expect(reply.cgroup_path).toBe(path.join(info.cpu_root, 'kcm', `mysql-127.0.2.1-${PORT}`));
     expect(reply.pids).toHaveLength(3);
     expect(reply.pids[0]).toBe(tree.pid);
     expect((await procsOf(reply.cgroup_path)).sort()).toEqual([...reply.pids].sort());

@@ -209,7 +209,7 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     expect(info.version).not.toBe('');
     const probe = await clients[0].probe(PG_PORTS[0]);
     const reply = await cgroups.setCpuLimit('cpu-1', { port: PG_PORTS[0], kind: 'pg', cpuCores: 2, mode: 'quota' });
-    expect(reply.cgroup_path).toBe(path.join(info.cpu_root, 'kcm', `pg-${PG_PORTS[0]}`));
+    expect(reply.cgroup_path).toBe(path.join(info.cpu_root, 'kcm', `pg-${HOSTS[0]}-${PG_PORTS[0]}`));
     expect(reply.pids[0]).toBe(probe.pid);
     const procs = (await readFile(path.join(reply.cgroup_path, 'cgroup.procs'), 'utf8')).split('\n').filter(Boolean).map(Number);
     const children = (await postgresProcessesOf(path.join(compDatadir, String(PG_PORTS[0])))).filter((p) => p !== probe.pid);

@@ -1,4 +1,6 @@
-// One kcm cgroup per instance under the cpu hierarchy: <root>/kcm/<kind>-<port>.
+// One kcm cgroup per instance under the cpu hierarchy: <root>/kcm/<kind>-<hostaddr>-<port>.
+// The address is part of the name because hosts may share a kernel (loopback test hosts,
+// containers), and two instances on different addresses may use the same port.
 // `quota` caps the instance at cpu_cores of CPU time per period (CFS bandwidth);
 // `share` gives it a weight proportional to cpu_cores when CPUs are contended
 // (1 core = 1024 shares in v1 = weight 100 in v2, the kernel's defaults).
@@ -57,8 +59,16 @@ export function cpuLimitWrites(version: CpuHierarchy['version'], limit: CpuLimit
       ];
 }
 
-export function instanceCgroupDir(h: CpuHierarchy, kind: InstanceKind, port: number): string {
-  return path.join(h.root, 'kcm', `${kind}-${port}`);
+/** The cgroup of one instance, named by kind, host address and port. */
+export interface InstanceCgroup {
+  kind: InstanceKind;
+  hostaddr: string;
+  port: number;
+}
+
+export function instanceCgroupDir(h: CpuHierarchy, instance: InstanceCgroup): string {
+  // IPv6 colons are legal in cgroup names but awkward in paths; dots and dashes are not.
+  return path.join(h.root, 'kcm', `${instance.kind}-${instance.hostaddr.replaceAll(':', '_')}-${instance.port}`);
 }
 
 async function procsOf(dir: string): Promise<number[]> {
@@ -94,8 +104,8 @@ export interface AppliedLimit {
 }
 
 /** Creates the instance's cgroup if needed, writes the limit, then moves `pids` in (parents first). */
-export async function applyCpuLimit(h: CpuHierarchy, kind: InstanceKind, port: number, limit: CpuLimit, pids: number[]): Promise<AppliedLimit> {
-  const dir = instanceCgroupDir(h, kind, port);
+export async function applyCpuLimit(h: CpuHierarchy, instance: InstanceCgroup, limit: CpuLimit, pids: number[]): Promise<AppliedLimit> {
+  const dir = instanceCgroupDir(h, instance);
   if (h.version === 'v2') {
     await enableCpuController(h.root);
     await mkdir(path.dirname(dir), { recursive: true });
@@ -116,8 +126,8 @@ export async function applyCpuLimit(h: CpuHierarchy, kind: InstanceKind, port: n
 }
 
 /** Moves the instance's processes back to the hierarchy's root and deletes its cgroup; absent is fine. */
-export async function removeCpuLimit(h: CpuHierarchy, kind: InstanceKind, port: number): Promise<AppliedLimit> {
-  const dir = instanceCgroupDir(h, kind, port);
+export async function removeCpuLimit(h: CpuHierarchy, instance: InstanceCgroup): Promise<AppliedLimit> {
+  const dir = instanceCgroupDir(h, instance);
   const pids = await procsOf(dir);
   const moved: number[] = [];
   for (const pid of pids) if (await moveProcess(h.root, pid)) moved.push(pid);

@@ -27,8 +27,8 @@ async function requireHierarchy(find: () => Promise<CpuHierarchy | undefined>): 
 }
 
 /** The instance's main process (given, or the listener on its port) and all its descendants. */
-async function instanceProcesses(port: number, pid: number): Promise<number[]> {
-  const main = pid > 0 ? pid : await listenerPid(port);
+async function instanceProcesses(hostaddr: string, port: number, pid: number): Promise<number[]> {
+  const main = pid > 0 ? pid : await listenerPid(port, hostaddr);
   if (main === undefined) throw new Error(`no process listens on port ${port}; pass the instance's pid`);
   if (!processAlive(main)) throw new Error(`process ${main} does not exist`);
   return descendantsOf(main, await parentMap());
@@ -49,7 +49,7 @@ export function cgroupModule(options: CgroupModuleOptions = {}): CapabilityModul
             const kind = validateInstance(req.kind, req.port);
             const limit = validateCpuLimit(req.cpu_cores, req.mode);
             const h = await requireHierarchy(find);
-            const applied = await applyCpuLimit(h, kind, req.port, limit, await instanceProcesses(req.port, req.pid));
+            const applied = await applyCpuLimit(h, { kind, hostaddr: ctx.hostaddr, port: req.port }, limit, await instanceProcesses(ctx.hostaddr, req.port, req.pid));
             ctx.logger.info({ op_id: req.op_id, cgroup: applied.dir, limit, pids: applied.pids }, 'cpu limit applied');
             return { version: h.version, cgroup_path: applied.dir, written: applied.written, pids: applied.pids };
           }),
@@ -58,7 +58,7 @@ export function cgroupModule(options: CgroupModuleOptions = {}): CapabilityModul
           ctx.ops.run(req.op_id, async (): Promise<CpuLimitReply> => {
             const kind = validateInstance(req.kind, req.port);
             const h = await requireHierarchy(find);
-            const removed = await removeCpuLimit(h, kind, req.port);
+            const removed = await removeCpuLimit(h, { kind, hostaddr: ctx.hostaddr, port: req.port });
             ctx.logger.info({ op_id: req.op_id, cgroup: removed.dir, pids: removed.pids }, 'cpu limit removed');
             return { version: h.version, cgroup_path: removed.dir, written: [], pids: removed.pids };
           }),

@@ -6,14 +6,28 @@ import { readdir, readFile, readlink } from 'node:fs/promises';
 
 const LISTEN = '0A';
 
-/** Inodes of TCP sockets listening on `port` (IPv4 and IPv6 tables). */
-export function listeningInodes(procNetTcp: string, port: number): string[] {
+/** An IPv4 address as /proc/net/tcp writes it: the four bytes in host (little-endian) order, hex. */
+export function procNetIPv4(addr: string): string {
+  return addr.split('.').map((b) => Number(b).toString(16).padStart(2, '0').toUpperCase()).reverse().join('');
+}
+
+const ANY_IPV4 = '00000000';
+
+/**
+ * Inodes of TCP sockets listening on `port` (IPv4 and IPv6 tables). With `hostaddr` (IPv4),
+ * only sockets bound to that address or to all addresses: hosts that share a kernel
+ * (loopback test hosts, containers) may each have an instance on the same port.
+ */
+export function listeningInodes(procNetTcp: string, port: number, hostaddr?: string): string[] {
+  const wanted = hostaddr && /^\d+\.\d+\.\d+\.\d+$/.test(hostaddr) ? procNetIPv4(hostaddr) : undefined;
   const inodes: string[] = [];
   for (const line of procNetTcp.split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
     if (f.length < 10) continue;
-    const localPort = parseInt(f[1].split(':')[1] ?? '', 16);
-    if (localPort === port && f[3] === LISTEN && f[9] !== '0') inodes.push(f[9]);
+    const [localAddr, portHex] = f[1].split(':');
+    const localPort = parseInt(portHex ?? '', 16);
+    const addressMatches = wanted === undefined || localAddr.length !== 8 || localAddr === wanted || localAddr === ANY_IPV4;
+    if (localPort === port && addressMatches && f[3] === LISTEN && f[9] !== '0') inodes.push(f[9]);
   }
   return inodes;
 }
@@ -56,10 +70,10 @@ export function descendantsOf(root: number, parents: Map<number, number>): numbe
   return out;
 }
 
-/** The process that owns the listening socket on `port`; the topmost one if several share it. */
-export async function listenerPid(port: number): Promise<number | undefined> {
+/** The process that owns the listening socket on `port` (of `hostaddr`); the topmost one if several share it. */
+export async function listenerPid(port: number, hostaddr?: string): Promise<number | undefined> {
   const tables = (await readOr('/proc/net/tcp')) + '\n' + (await readOr('/proc/net/tcp6')).split('\n').slice(1).join('\n');
-  const inodes = new Set(listeningInodes(tables, port).map((i) => `socket:[${i}]`));
+  const inodes = new Set(listeningInodes(tables, port, hostaddr).map((i) => `socket:[${i}]`));
   if (inodes.size === 0) return undefined;
   const owners: number[] = [];
   for (const pid of await numericEntries('/proc')) {
