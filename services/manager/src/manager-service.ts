@@ -32,6 +32,12 @@ export class ManagerService implements JobService {
     if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
     const paras = req.paras as Record<string, unknown>;
     await this.deps.linearizableRead();
+    // A retry of a request that already created a job gets that job, even when the job has
+    // since changed the state its validation looks at (a retried delete_machine must not
+    // answer NOT_FOUND because its own first attempt already removed the machine).
+    const requestId = req.envelope.request_id;
+    const earlier = requestId === undefined ? undefined : this.deps.store.state().requestIds[requestId];
+    if (earlier !== undefined) return { jobId: earlier };
     def.validate?.(paras, this.deps.store.state());
     const submitted = orThrow(
       await this.deps.store.propose({
