@@ -38,6 +38,7 @@ export interface Member {
 }
 
 const liveChildren = new Set<ChildProcess>();
+const ownedBaseDirs = new Set<string>();
 let exitHookInstalled = false;
 
 /** Whatever happens to the parent, no server process outlives it. */
@@ -46,6 +47,7 @@ function installExitHook(): void {
   exitHookInstalled = true;
   process.on('exit', () => {
     for (const child of liveChildren) child.kill('SIGKILL');
+    for (const dir of ownedBaseDirs) rmSync(dir, { recursive: true, force: true });
   });
 }
 
@@ -59,6 +61,7 @@ export class KvCluster {
   private constructor(private readonly opts: KvClusterOptions) {
     this.ownsBaseDir = opts.baseDir === undefined;
     this.baseDir = opts.baseDir ?? mkdtempSync(join(tmpdir(), 'raft-kv-'));
+    if (this.ownsBaseDir) ownedBaseDirs.add(this.baseDir);
     this.members = opts.hosts.map((host, index) => {
       const kv = `${host}:${opts.kvPort}`;
       return {
@@ -178,7 +181,10 @@ export class KvCluster {
     this.spare?.kill('SIGKILL');
     this.spare = undefined;
     for (const m of this.members) m.session.close();
-    if (this.ownsBaseDir) rmSync(this.baseDir, { recursive: true, force: true });
+    if (this.ownsBaseDir) {
+      rmSync(this.baseDir, { recursive: true, force: true });
+      ownedBaseDirs.delete(this.baseDir);
+    }
   }
 }
 

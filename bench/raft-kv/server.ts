@@ -14,6 +14,7 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { inspect } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { RaftError, NotLeaderError } from '../../libs/raft/src/core/errors';
 import type { HardState, NodeId } from '../../libs/raft/src/core/types';
@@ -86,7 +87,9 @@ async function main(): Promise<void> {
     electionTick: config.electionTick ?? 10,
     heartbeatTick: 1,
     snapshotEntries: config.snapshotEntries ?? 100_000,
+    logger: stderrLogger,
   });
+  node.on('fatal', () => process.exit(1)); // a member that cannot persist must not linger
   node.on('hardStatePersisted', (hs) => hardStateLog.record(hs));
 
   const forwarders = new Map<string, KvSession>();
@@ -194,6 +197,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown());
   process.stdout.write(`READY ${JSON.stringify({ id: config.id, kv: config.kv, pid: process.pid })}\n`);
 }
+
+/** Warnings and errors go to stderr, which cluster.ts keeps as `<dataDir>/server.log`. */
+const stderrLogger = {
+  info() {},
+  warn: (obj: object, msg?: string) => process.stderr.write(`WARN ${msg ?? ''} ${inspect(obj)}\n`),
+  error: (obj: object, msg?: string) => process.stderr.write(`ERROR ${msg ?? ''} ${inspect(obj)}\n`),
+};
 
 function peersOf(config: ServerConfig): Record<NodeId, string> {
   const peers: Record<NodeId, string> = {};

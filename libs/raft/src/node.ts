@@ -56,6 +56,8 @@ export interface RaftNodeEvents {
    * leaves, so a listener may record it (the kill test logs every (term, vote) this way).
    */
   hardStatePersisted: [hs: HardState];
+  /** Storage or the state machine failed inside the loop; the node is stopping (the process should usually exit). */
+  fatal: [err: unknown];
 }
 
 interface PendingProposal {
@@ -290,6 +292,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
       // Storage or state machine failure: continuing could break Raft's guarantees.
       this.log.error({ err }, 'raft: fatal error in the ready loop; stopping the node');
       void this.stop().catch(() => {});
+      this.emit('fatal', err);
     }
   }
 
