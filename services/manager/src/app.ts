@@ -12,6 +12,10 @@ import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
 import { CatalogSync } from './catalog-sync';
 import { clusterJobs } from './jobs/cluster';
+import { cgroupJobs } from './jobs/cgroup';
+import { compJobs } from './jobs/comps';
+import { nodeJobs } from './jobs/nodes';
+import { shardJobs } from './jobs/shards';
 import { EngineAgents } from './jobs/instance-ops';
 import { machineJobs } from './jobs/machines';
 import { raftMissionJob } from './jobs/raft-mission';
@@ -117,6 +121,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const definitions: JobDefinition<any>[] = [
     ...machineJobs({ store: observedStore, agentFor, agentPort: config.agentPort }),
     ...clusterJobs({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) }),
+    ...[shardJobs, compJobs, nodeJobs, cgroupJobs].flatMap((family) => family({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) })),
     raftMissionJob({ raft }),
   ];
   const registry = new Map(definitions.map((d) => [d.jobType, d]));

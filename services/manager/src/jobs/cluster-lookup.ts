@@ -3,7 +3,7 @@
 
 import { AgentUnreachableError } from '@kcm/agent';
 import { KcmError } from '@kcm/protocol';
-import type { ClusterRecord, MetaState } from '../meta/state';
+import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import type { StepContext } from './workflow';
 
 /** The cluster named by `clusterId`, or NOT_FOUND naming the field. */
@@ -25,6 +25,25 @@ export function changeableCluster(state: MetaState, clusterId: string, field = '
     throw KcmError.of('CONFLICT', `${field}: cluster ${clusterId} is still being created by job ${cluster.createdByJob}`, { field });
   }
   return cluster;
+}
+
+/**
+ * A cluster that may grow or shrink (add/delete shards, comps, nodes; rebuild): changeable
+ * and built. A cluster left behind by a failed create_cluster can only be deleted.
+ */
+export function readyCluster(state: MetaState, clusterId: string, field = 'paras.cluster_id'): ClusterRecord {
+  const cluster = changeableCluster(state, clusterId, field);
+  if (cluster.status !== 'ready') {
+    throw KcmError.of('CONFLICT', `${field}: cluster ${clusterId} is ${cluster.status}, not ready; only delete_cluster may run on it`, { field });
+  }
+  return cluster;
+}
+
+/** The shard `shardId` of the cluster, or NOT_FOUND naming the field. */
+export function shardOf(cluster: ClusterRecord, shardId: string, field = 'paras.shard_id'): ShardRecord {
+  const shard = cluster.shards[shardId];
+  if (!shard) throw KcmError.of('NOT_FOUND', `${field}: shard ${shardId} is not part of cluster ${cluster.id}`, { field });
+  return shard;
 }
 
 /** The cluster a running step works on; gone means another job removed it under us. */

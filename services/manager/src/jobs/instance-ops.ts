@@ -6,7 +6,11 @@
 // answers with the first result instead of acting twice.
 
 import { CgroupAgentClient, MariaDbAgentClient, PostgresAgentClient, type ShardEndpoint } from '@kcm/agent';
+import { instancesPlacedByJob, type PlacedInstances } from '../meta/clusters';
+import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
+import type { MetaStore } from '../meta/store';
+import { orThrow } from './errors';
 
 /** One client per host and engine, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
 export class EngineAgents {
@@ -18,6 +22,11 @@ export class EngineAgents {
   constructor(private readonly agentPort: number, private readonly probeDeadlineMs = 4000) {}
 
   private address(hostaddr: string): string {
+    return this.agentAddress(hostaddr);
+  }
+
+  /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
+  agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
   }
 
@@ -62,7 +71,8 @@ export function storageNodes(cluster: ClusterRecord): { shard: ShardRecord; node
   return Object.values(cluster.shards).flatMap((shard) => Object.values(shard.nodes).map((node) => ({ shard, node })));
 }
 
-function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
+/** The MariaDB instance spec of a storage node: its place plus the cluster's create_cluster options. */
+export function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
   const o = cluster.options;
   return {
     port: node.port,
@@ -153,15 +163,20 @@ export function shardEndpoints(cluster: ClusterRecord): ShardEndpoint[] {
  * ignores the address, and hosts sharing one kernel (loopback test hosts) reuse ports.
  */
 export async function applyCpuLimit(agents: EngineAgents, jobId: string, cluster: ClusterRecord, instance: { id: string; hostaddr: string; port: number }, kind: 'mysql' | 'pg'): Promise<void> {
+  await setInstanceCpuLimit(agents, opId(jobId, 'cpu', `${kind}-${instance.id}`), instance, kind, { cpuCores: cluster.options.cpuCores, mode: cluster.options.cpuLimitNode });
+}
+
+/** `limit` on one instance, named by the pid its agent measures now (see applyCpuLimit). */
+export async function setInstanceCpuLimit(
+  agents: EngineAgents,
+  op: string,
+  instance: { hostaddr: string; port: number },
+  kind: 'mysql' | 'pg',
+  limit: { cpuCores: number; mode: 'quota' | 'share' },
+) {
   const pid = kind === 'mysql' ? (await agents.mariadb(instance.hostaddr).probe(instance.port)).pid : (await agents.postgres(instance.hostaddr).probe(instance.port)).pid;
   if (!pid) throw new Error(`the ${kind === 'mysql' ? 'storage' : 'compute'} instance on ${instance.hostaddr}:${instance.port} is not running`);
-  await agents.cgroup(instance.hostaddr).setCpuLimit(opId(jobId, 'cpu', `${kind}-${instance.id}`), {
-    port: instance.port,
-    kind,
-    pid,
-    cpuCores: cluster.options.cpuCores,
-    mode: cluster.options.cpuLimitNode,
-  });
+  return agents.cgroup(instance.hostaddr).setCpuLimit(op, { port: instance.port, kind, pid, cpuCores: limit.cpuCores, mode: limit.mode });
 }
 
 /** Stops the instance, deletes its directories and its cgroup. Removing what is not there succeeds. */
@@ -173,4 +188,63 @@ export async function removeStorageNode(agents: EngineAgents, jobId: string, nod
 export async function removeComp(agents: EngineAgents, jobId: string, comp: { id: string; hostaddr: string; port: number }): Promise<void> {
   await agents.postgres(comp.hostaddr).remove(opId(jobId, 'remove', `comp-${comp.id}`), comp.port);
   await agents.cgroup(comp.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `pg-${comp.id}`), comp.port, 'pg');
+}
+
+/**
+ * Points every listed compute node at the cluster's shards as they are in `cluster` now: a
+ * new shard's tables appear, a forgotten shard's foreign server and tables go (SyncCatalog
+ * drops a kcm foreign table whose source is on no listed shard). `action` keeps op_ids of
+ * two syncs in one job apart.
+ */
+export async function syncCompCatalogs(agents: EngineAgents, jobId: string, action: string, cluster: ClusterRecord, comps: CompRecord[]): Promise<void> {
+  const shards = shardEndpoints(cluster);
+  const settled = await Promise.allSettled(comps.map((comp) => agents.postgres(comp.hostaddr).syncCatalog(opId(jobId, action, `comp-${comp.id}`), comp.port, shards)));
+  const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${comps[i].name}: ${(s.reason as Error).message}`] : []));
+  if (failed.length > 0) throw new Error(`catalog sync failed on ${failed.join('; ')}`);
+}
+
+/**
+ * The placement step of a job that grows a cluster: commits InstancesPlaced once. A re-run
+ * (after a crash between the commit and the step's own) finds what the job placed, by the
+ * records' placedByJob tag, instead of planning again.
+ */
+export async function placeOnce(store: MetaStore, cluster: ClusterRecord, jobId: string, plan: () => InstancePlacement): Promise<PlacedInstances> {
+  const earlier = instancesPlacedByJob(cluster, jobId);
+  if (earlier.shardIds.length + earlier.nodeIds.length + earlier.compIds.length > 0) return earlier;
+  const outcome = await store.propose({ kind: CommandKind.InstancesPlaced, at: Date.now(), clusterId: cluster.id, jobId, placement: plan() });
+  return orThrow(outcome) as PlacedInstances;
+}
+
+/**
+ * Rollback of a job that grew a cluster (add_shards, add_nodes, add_comps): removes from
+ * their hosts every instance the job placed (its records carry placedByJob), then forgets
+ * them and returns their ports, and re-points the remaining compute nodes when shards went.
+ * Waits for every removal; if any failed, nothing is forgotten (the ports must stay taken
+ * while an instance may still run there) and it throws.
+ */
+export async function rollBackPlacement(agents: EngineAgents, store: MetaStore, jobId: string, clusterId: string): Promise<{ shardIds: string[]; nodeIds: string[]; compIds: string[] }> {
+  const cluster = store.state().clusters[clusterId];
+  if (!cluster) return { shardIds: [], nodeIds: [], compIds: [] };
+  const removed = await removeInstancesPlacedBy(agents, jobId, cluster);
+  if (removed.shardIds.length + removed.nodeIds.length + removed.compIds.length === 0) return removed;
+  const outcome = await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId, ...removed });
+  if (!outcome.ok) throw new Error(`forgetting what job ${jobId} placed was refused: ${outcome.message}`);
+  if (removed.shardIds.length > 0) {
+    const after = store.state().clusters[clusterId];
+    if (after) await syncCompCatalogs(agents, jobId, 'uncatalog', after, Object.values(after.comps));
+  }
+  return removed;
+}
+
+async function removeInstancesPlacedBy(agents: EngineAgents, jobId: string, cluster: ClusterRecord): Promise<{ shardIds: string[]; nodeIds: string[]; compIds: string[] }> {
+  const nodes = storageNodes(cluster).filter(({ shard, node }) => node.placedByJob === jobId || shard.placedByJob === jobId).map(({ node }) => node);
+  const comps = Object.values(cluster.comps).filter((c) => c.placedByJob === jobId);
+  const settled = await Promise.allSettled([...nodes.map((n) => removeStorageNode(agents, jobId, n)), ...comps.map((c) => removeComp(agents, jobId, c))]);
+  const failed = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as Error).message] : []));
+  if (failed.length > 0) throw new Error(`removing what job ${jobId} placed failed: ${failed.join('; ')}`);
+  return {
+    shardIds: Object.values(cluster.shards).filter((s) => s.placedByJob === jobId).map((s) => s.id),
+    nodeIds: nodes.map((n) => n.id),
+    compIds: comps.map((c) => c.id),
+  };
 }

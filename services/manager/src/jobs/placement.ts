@@ -105,6 +105,30 @@ export function placeShards(pool: Candidate[], shards: number, nodesPerShard: nu
   return placements;
 }
 
+/**
+ * Hosts for `count` new nodes of one existing shard whose nodes are on `shardHosts`: a
+ * machine that holds none of the shard's replicas yet is preferred (add_nodes). Consumes
+ * the candidates' free ports like placeShards.
+ */
+export function placeNodesInShard(pool: Candidate[], shardHosts: readonly string[], count: number, field: string): ShardPlacement {
+  if (totalFree(pool) < count) {
+    throw KcmError.of(
+      'NO_RESOURCES',
+      `paras.${field}: ${count} storage nodes are needed but the candidate machines (${pool.map((c) => c.hostaddr).join(', ')}) have ${totalFree(pool)} free ports`,
+      { field: `paras.${field}` },
+    );
+  }
+  const inShard = new Set(shardHosts);
+  const placement: ShardPlacement = { hosts: [], spread: true };
+  for (let n = 0; n < count; n++) {
+    const chosen = pick(pool, inShard)!;
+    if (!chosen.distinct) placement.spread = false;
+    inShard.add(chosen.candidate.hostaddr);
+    placement.hosts.push(take(chosen.candidate));
+  }
+  return placement;
+}
+
 /** Hosts for `count` new compute nodes, spread over the candidates. */
 export function placeComps(pool: Candidate[], count: number, field: string): string[] {
   if (totalFree(pool) < count) {
@@ -142,7 +166,7 @@ const GB = 2 ** 30;
  * reported for its datadir (DESIGN.md section 2: a placement check, not a quota). A machine
  * whose free space is unknown is not refused.
  */
-export function checkStorageSpace(state: MetaState, hosts: string[], maxStorageSizeGb: number): void {
+export function checkStorageSpace(state: MetaState, hosts: string[], maxStorageSizeGb: number, field = 'max_storage_size'): void {
   const perHost = new Map<string, number>();
   for (const h of hosts) perHost.set(h, (perHost.get(h) ?? 0) + 1);
   for (const [hostaddr, nodes] of perHost) {
@@ -153,8 +177,8 @@ export function checkStorageSpace(state: MetaState, hosts: string[], maxStorageS
     if (free < needed) {
       throw KcmError.of(
         'NO_RESOURCES',
-        `paras.max_storage_size: ${nodes} storage node(s) of ${maxStorageSizeGb} GB need ${nodes * maxStorageSizeGb} GB on ${hostaddr}, but its datadir ${machine.datadir} had ${(free / GB).toFixed(1)} GB free when last measured`,
-        { field: 'paras.max_storage_size' },
+        `paras.${field}: ${nodes} storage node(s) of ${maxStorageSizeGb} GB need ${nodes * maxStorageSizeGb} GB on ${hostaddr}, but its datadir ${machine.datadir} had ${(free / GB).toFixed(1)} GB free when last measured`,
+        { field: `paras.${field}` },
       );
     }
   }

@@ -66,9 +66,14 @@ function takePort(state: MetaState, hostaddr: string, machineType: MachineType, 
   return outcome.value[0];
 }
 
-/** Adds the placement's instances to the cluster; the caller has checked it with placementProblem. */
-function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlacement, at: number): PlacedInstances {
+/**
+ * Adds the placement's instances to the cluster; the caller has checked it with placementProblem.
+ * `placedByJob` tags every new record with the job that grew an existing cluster, so a re-run
+ * of its placement step finds them and its rollback knows what to remove.
+ */
+function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlacement, at: number, placedByJob?: string): PlacedInstances {
   const placed: PlacedInstances = { clusterId: cluster.id, shardIds: [], nodeIds: [], compIds: [] };
+  const tag = placedByJob === undefined ? {} : { placedByJob };
   const addNode = (shardId: string, hostaddr: string) => {
     const id = String(++state.clusterCounters.node);
     const machine = state.machines[machineKey(hostaddr, 'storage')];
@@ -81,13 +86,14 @@ function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlac
       datadir: machine.datadir,
       logdir: machine.logdir,
       walLogDir: machine.walLogDir,
+      ...tag,
     };
     placed.nodeIds.push(id);
     return id;
   };
   for (const shard of placement.newShards) {
     const id = String(++state.clusterCounters.shard);
-    cluster.shards[id] = { id, name: shardName(id), masterNodeId: '', nodes: {} };
+    cluster.shards[id] = { id, name: shardName(id), masterNodeId: '', nodes: {}, ...tag };
     placed.shardIds.push(id);
     for (const host of shard.hosts) {
       const nodeId = addNode(id, host);
@@ -99,7 +105,7 @@ function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlac
     const id = String(++state.clusterCounters.comp);
     const machine = state.machines[machineKey(hostaddr, 'computer')];
     const port = takePort(state, hostaddr, 'computer', `cluster:${cluster.id}/comp:${id}`, at);
-    cluster.comps[id] = { id, name: compName(id), hostaddr, port, compDatadir: machine.compDatadir };
+    cluster.comps[id] = { id, name: compName(id), hostaddr, port, compDatadir: machine.compDatadir, ...tag };
     placed.compIds.push(id);
   }
   return placed;
@@ -144,13 +150,27 @@ export function applyClusterCreated(state: MetaState, cmd: ClusterCreated): Appl
   return accepted({ ...place(state, cluster, cmd.placement, cmd.at), duplicate: false });
 }
 
+/** What a job placed in a cluster (its InstancesPlaced), found by the records' placedByJob tag. */
+export function instancesPlacedByJob(cluster: ClusterRecord, jobId: string): PlacedInstances {
+  const shards = Object.values(cluster.shards);
+  return {
+    clusterId: cluster.id,
+    shardIds: shards.filter((s) => s.placedByJob === jobId).map((s) => s.id),
+    nodeIds: shards.flatMap((s) => Object.values(s.nodes)).filter((n) => n.placedByJob === jobId).map((n) => n.id),
+    compIds: Object.values(cluster.comps).filter((c) => c.placedByJob === jobId).map((c) => c.id),
+  };
+}
+
+/** Applying the same job's placement twice (a re-run step) returns what the first one placed. */
 export function applyInstancesPlaced(state: MetaState, cmd: InstancesPlaced): ApplyOutcome<PlacedInstances> {
   const cluster = state.clusters[cmd.clusterId];
   if (!cluster) return refused('NOT_FOUND', `cluster ${cmd.clusterId} does not exist`);
   if (cluster.status === 'deleting') return refused('CONFLICT', `cluster ${cmd.clusterId} is being deleted`);
+  const earlier = instancesPlacedByJob(cluster, cmd.jobId);
+  if (earlier.shardIds.length + earlier.nodeIds.length + earlier.compIds.length > 0) return accepted(earlier);
   const problem = placementProblem(state, cluster, cmd.placement);
   if (problem) return refused('NO_RESOURCES', problem);
-  return accepted(place(state, cluster, cmd.placement, cmd.at));
+  return accepted(place(state, cluster, cmd.placement, cmd.at, cmd.jobId));
 }
 
 /** Forgetting an instance that is already gone is a no-op, so a retried removal succeeds. */

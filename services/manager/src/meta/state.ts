@@ -111,6 +111,8 @@ export interface StorageNodeRecord {
   datadir: string;
   logdir: string;
   walLogDir: string;
+  /** The add_shards/add_nodes job that placed it (absent for a create_cluster's own nodes). */
+  placedByJob?: string;
 }
 
 export interface ShardRecord {
@@ -119,6 +121,8 @@ export interface ShardRecord {
   /** The node that is (or is to become) the shard's master. */
   masterNodeId: string;
   nodes: Record<string, StorageNodeRecord>;
+  /** The add_shards job that placed it (absent for a create_cluster's own shards). */
+  placedByJob?: string;
 }
 
 export interface CompRecord {
@@ -127,6 +131,8 @@ export interface CompRecord {
   hostaddr: string;
   port: number;
   compDatadir: string;
+  /** The add_comps job that placed it (absent for a create_cluster's own compute nodes). */
+  placedByJob?: string;
 }
 
 export interface ClusterRecord {

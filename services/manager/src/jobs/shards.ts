@@ -1,0 +1,212 @@
+// Job family: shards (add_shards, delete_shards).
+//
+// add_shards places the new shards in one command (ids, names, ports; every record tagged
+// with the job), then builds them like create_cluster does: storage nodes, GTID replication
+// with semi-sync, cpu limits, and finally points every compute node at them. A failed step
+// removes the new shards' instances and returns their ports.
+//
+// delete_shards removes one shard. It is refused while the shard's master still holds
+// tables of the cluster's databases: the protocol has no paras flag to drop them
+// (libs/protocol paras/clusters.ts), and silently destroying data is not a default.
+
+import mysql from 'mysql2/promise';
+import { KcmError, type ParasOf } from '@kcm/protocol';
+import { CommandKind } from '../meta/commands';
+import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
+import type { ClusterJobDeps } from './cluster';
+import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
+import { orThrow } from './errors';
+import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, rollBackPlacement, setUpShardReplication, syncCompCatalogs } from './instance-ops';
+import { candidatesFor, checkStorageSpace, placeShards, type ShardPlacement } from './placement';
+import type { JobDefinition, StepContext } from './workflow';
+
+type AddParas = ParasOf<'add_shards'>;
+type DeleteParas = ParasOf<'delete_shards'>;
+
+export interface ShardJobDeps extends ClusterJobDeps {
+  /**
+   * Tables of the cluster's databases (`D_$$_S.table`) on the shard, as its master reports
+   * them now. Default: asked over SQL with the cluster's storage account.
+   */
+  shardTables?(cluster: ClusterRecord, shard: ShardRecord): Promise<string[]>;
+}
+
+/** Where add_shards would put the new shards on the current state; throws the first reason it cannot. */
+export function planNewShards(p: AddParas, state: MetaState): ShardPlacement[] {
+  const cluster = readyCluster(state, p.cluster_id);
+  const pool = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists');
+  const shards = placeShards(pool, p.shards, p.nodes, 'storage_iplists');
+  checkStorageSpace(state, shards.flatMap((s) => s.hosts), cluster.options.maxStorageSizeGb, 'storage_iplists');
+  return shards;
+}
+
+/** The shard delete_shards may remove: part of a ready cluster, and not its last one. */
+function deletableShard(state: MetaState, p: DeleteParas): { cluster: ClusterRecord; shard: ShardRecord } {
+  const cluster = readyCluster(state, p.cluster_id);
+  const shard = shardOf(cluster, p.shard_id);
+  if (Object.keys(cluster.shards).length === 1) {
+    throw KcmError.of('CONFLICT', `paras.shard_id: ${shard.name} is the last shard of cluster ${cluster.id}; a cluster keeps at least one (delete_cluster removes it all)`, {
+      field: 'paras.shard_id',
+    });
+  }
+  return { cluster, shard };
+}
+
+/** Lists the tables of the cluster's `D_$$_S` databases on the shard's master, over SQL. */
+export async function tablesOnShardMaster(cluster: ClusterRecord, shard: ShardRecord): Promise<string[]> {
+  const master = shard.nodes[shard.masterNodeId];
+  if (!master) throw new Error(`${shard.name} has no master node ${shard.masterNodeId}`);
+  const { user, password } = cluster.accounts.storage;
+  const c = await mysql.createConnection({ host: master.hostaddr, port: master.port, user, password, connectTimeout: 5000 });
+  try {
+    const [rows] = (await c.query(
+      "SELECT TABLE_SCHEMA AS db, TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE '%\\_$$\\_%' ORDER BY 1, 2",
+    )) as unknown as [{ db: string; name: string }[]];
+    return rows.map((r) => `${r.db}.${r.name}`);
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+function shardList(cluster: ClusterRecord, shardIds: string[]) {
+  return shardIds.map((id) => ({ shard_id: id, shard_name: cluster.shards[id]?.name ?? `shard_${id}` }));
+}
+
+export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
+  const { store, agents } = deps;
+  const shardTables = deps.shardTables ?? tablesOnShardMaster;
+
+  const newShardsOf = (ctx: StepContext<AddParas>) => {
+    const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
+    const { shardIds } = ctx.outputs['place new shards'] as { shardIds: string[] };
+    return { cluster, shards: shardIds.map((id) => shardOf(cluster, id, 'placed shard')) };
+  };
+
+  const addShards: JobDefinition<AddParas> = {
+    jobType: 'add_shards',
+    validate: (p, state) => void planNewShards(p, state),
+    lockKey: (p) => `cluster:${p.cluster_id}`,
+    steps: (p) => [
+      {
+        name: 'place new shards',
+        async run(ctx) {
+          const cluster = readyCluster(ctx.state(), p.cluster_id);
+          const placed = await placeOnce(store, cluster, ctx.jobId, () => ({
+            newShards: planNewShards(p, ctx.state()).map((s) => ({ hosts: s.hosts })),
+            newNodes: [],
+            newComps: [],
+          }));
+          return { shardIds: placed.shardIds };
+        },
+      },
+      {
+        name: 'install storage nodes',
+        async run(ctx) {
+          const { cluster, shards } = newShardsOf(ctx);
+          const nodes = shards.flatMap((s) => Object.values(s.nodes));
+          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(agents, ctx.jobId, cluster, n));
+          return null;
+        },
+      },
+      {
+        name: 'set up replication',
+        async run(ctx) {
+          const { cluster, shards } = newShardsOf(ctx);
+          await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(agents, ctx.jobId, cluster, s));
+          return null;
+        },
+      },
+      {
+        name: 'apply cpu limits',
+        async run(ctx) {
+          const { cluster, shards } = newShardsOf(ctx);
+          const nodes = shards.flatMap((s) => Object.values(s.nodes));
+          await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(agents, ctx.jobId, cluster, n, 'mysql'));
+          return null;
+        },
+      },
+      {
+        name: 'connect compute nodes to shards',
+        async run(ctx) {
+          const { cluster, shards } = newShardsOf(ctx);
+          await syncCompCatalogs(agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
+          return {
+            cluster_id: cluster.id,
+            cluster_name: cluster.name,
+            shards: String(Object.keys(cluster.shards).length),
+            comps: String(Object.keys(cluster.comps).length),
+            list_shard: shardList(cluster, shards.map((s) => s.id)),
+          };
+        },
+      },
+    ],
+    result: (outputs) => outputs['connect compute nodes to shards'] as Record<string, unknown>,
+    async rollback(ctx, failedStep, error) {
+      const log = deps.logger.child({ jobId: ctx.jobId, clusterId: ctx.paras.cluster_id });
+      log.warn({ failedStep, reason: error.message }, 'add_shards failed: removing the shards it placed');
+      const removed = await rollBackPlacement(agents, store, ctx.jobId, ctx.paras.cluster_id);
+      log.info({ shards: removed.shardIds, nodes: removed.nodeIds }, 'add_shards rolled back: instances removed, ports returned');
+    },
+  };
+
+  interface DeletedShard {
+    shardId: string;
+    nodes: { id: string; hostaddr: string; port: number }[];
+  }
+  const deletedShard = (ctx: StepContext<DeleteParas>) => ctx.outputs['check shard holds no tables'] as DeletedShard;
+
+  const deleteShards: JobDefinition<DeleteParas> = {
+    jobType: 'delete_shards',
+    validate: (p, state) => void deletableShard(state, p),
+    lockKey: (p) => `cluster:${p.cluster_id}`,
+    steps: (p) => [
+      {
+        name: 'check shard holds no tables',
+        async run(ctx): Promise<DeletedShard> {
+          const { cluster, shard } = deletableShard(ctx.state(), p);
+          let tables: string[];
+          try {
+            tables = await shardTables(cluster, shard);
+          } catch (err) {
+            throw KcmError.of('INSTANCE_FAILED', `cannot tell whether ${shard.name} holds tables: its master did not answer: ${(err as Error).message}`, { cause: err });
+          }
+          if (tables.length > 0) {
+            throw KcmError.of(
+              'CONFLICT',
+              `paras.shard_id: ${shard.name} still holds ${tables.length} table(s): ${tables.join(', ')}; move them to another shard (expand_cluster) or drop them first (delete_shards has no flag to drop them)`,
+              { field: 'paras.shard_id' },
+            );
+          }
+          // Kept in the job: the later steps must find the nodes after the record is gone.
+          return { shardId: shard.id, nodes: Object.values(shard.nodes).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })) };
+        },
+      },
+      {
+        name: 'remove storage nodes',
+        async run(ctx) {
+          const { nodes } = deletedShard(ctx);
+          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => removeStorageNode(agents, ctx.jobId, n));
+          return null;
+        },
+      },
+      {
+        name: 'forget shard',
+        async run(ctx) {
+          orThrow(await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [], shardIds: [deletedShard(ctx).shardId] }));
+          return null;
+        },
+      },
+      {
+        name: 'disconnect compute nodes',
+        async run(ctx) {
+          const cluster = clusterOfStep(ctx, p.cluster_id);
+          await syncCompCatalogs(agents, ctx.jobId, 'uncatalog', cluster, Object.values(cluster.comps));
+          return null;
+        },
+      },
+    ],
+    result: () => ({}),
+  };
+
+  return [addShards, deleteShards];
+}
