@@ -1,7 +1,7 @@
 // Set-up of the real-engine cluster tests: three in-process agents on 127.0.2.1-3 (port
-// 58150), a one-member manager built in-process (buildManager) on 127.0.1.71, all data
-// under one temp folder, a captured log, and a cleanup that kills every mariadbd and
-// postgres process started under that folder even when a test failed.
+// 58150 unless told), a one-member manager built in-process (buildManager) on 127.0.1.71
+// (unless told), all data under one temp folder, a captured log, and a cleanup that kills
+// every mariadbd and postgres process started under that folder even when a test failed.
 
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -24,8 +24,19 @@ export const MEMBER = '127.0.1.71:58171';
 export const storagePorts = (i: number) => ({ low: 55100 + 20 * i, high: 55119 + 20 * i });
 export const computerPorts = (i: number) => ({ low: 55200 + 10 * i, high: 55209 + 10 * i });
 
+/** Where a fixture's processes listen; tests that may run back to back use different ones. */
+export interface ClusterFixtureOptions {
+  /** Every agent's port (default AGENT_PORT). */
+  agentPort?: number;
+  /** The manager member's `<host>:<port>` (default MEMBER). */
+  member?: string;
+}
+
 export interface ClusterFixture {
   tmp: string;
+  /** The manager member's `<host>:<port>` to send jobs to. */
+  member: string;
+  agentPort: number;
   manager: Manager;
   agents: RunningAgent[];
   logLines: string[];
@@ -36,7 +47,9 @@ export interface ClusterFixture {
   close(): Promise<void>;
 }
 
-export async function startClusterFixture(): Promise<ClusterFixture> {
+export async function startClusterFixture(options: ClusterFixtureOptions = {}): Promise<ClusterFixture> {
+  const agentPort = options.agentPort ?? AGENT_PORT;
+  const member = options.member ?? MEMBER;
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-cl-'));
   await chmod(tmp, 0o755); // mysql and postgres must traverse it to their directories
   const logLines: string[] = [];
@@ -56,10 +69,10 @@ export async function startClusterFixture(): Promise<ClusterFixture> {
   };
   try {
     for (const host of HOSTS) {
-      agents.push(await startAgent({ hostaddr: host, port: AGENT_PORT, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
+      agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
     }
-    const config = parseManagerConfig({ member: MEMBER, dataDir: path.join(tmp, 'manager'), agentPort: AGENT_PORT, tickMs: 50, electionTick: 10 });
-    manager = await buildManager(config, { logger: logger.child({ member: MEMBER }) });
+    const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10 });
+    manager = await buildManager(config, { logger: logger.child({ member }) });
     await manager.listen();
     const deadline = Date.now() + 20_000;
     while (!manager.leadership.isLeader) {
@@ -78,13 +91,15 @@ export async function startClusterFixture(): Promise<ClusterFixture> {
   });
   return {
     tmp,
+    member,
+    agentPort,
     manager,
     agents,
     logLines,
     dirs,
     async runJob(jobType, paras, timeoutMs = 60_000) {
-      const ack = await emit(MEMBER, jobType, paras);
-      return waitForJobEnd([MEMBER], ack.job_id, timeoutMs);
+      const ack = await emit(member, jobType, paras);
+      return waitForJobEnd([member], ack.job_id, timeoutMs);
     },
     close,
   };

@@ -192,9 +192,9 @@ export async function removeComp(agents: EngineAgents, jobId: string, comp: { id
 
 /**
  * Points every listed compute node at the cluster's shards as they are in `cluster` now: a
- * new shard's tables appear, a forgotten shard's foreign server and tables go (SyncCatalog
- * drops a kcm foreign table whose source is on no listed shard). `action` keeps op_ids of
- * two syncs in one job apart.
+ * new shard's tables appear, a forgotten shard's foreign tables go (SyncCatalog drops a kcm
+ * foreign table whose source is on no listed shard; it leaves the unused foreign server).
+ * `action` keeps op_ids of two syncs in one job apart.
  */
 export async function syncCompCatalogs(agents: EngineAgents, jobId: string, action: string, cluster: ClusterRecord, comps: CompRecord[]): Promise<void> {
   const shards = shardEndpoints(cluster);
