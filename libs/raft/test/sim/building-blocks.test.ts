@@ -231,6 +231,14 @@ describe('SafetyChecker on hand-made histories', () => {
     expect(c.violations).toEqual([]);
   });
 
+  it('flags a leader that moves its commit index onto an entry of an older term (figure 8)', () => {
+    const c = new SafetyChecker();
+    const log = [entry(1, 1), entry(2, 1), entry(3, 3)];
+    c.observeLeaderCommit('a', 3, 0, 3, view(log)); // onto its own term: fine
+    c.observeLeaderCommit('a', 3, 0, 2, view(log)); // onto a term-1 entry: the bug
+    expect(c.violations.map((v) => v.invariant)).toEqual(['leader commit rule']);
+  });
+
   it('flags two nodes applying different entries at one index', () => {
     const c = new SafetyChecker();
     c.observeApplied('a', entry(1, 1), 1);

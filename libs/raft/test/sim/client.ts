@@ -214,8 +214,10 @@ export class Clients {
       op.attempt = null;
       const code = (err as { code?: string }).code;
       if (code === 'NOT_LEADER') {
-        c.leaderGuess = (err as NotLeaderError).leader ?? this.otherNode(node.id);
-        op.retryAt = now + 1;
+        const hint = (err as NotLeaderError).leader;
+        c.leaderGuess = hint ?? this.otherNode(node.id);
+        // No leader known anywhere (an election is on): back off instead of spinning.
+        op.retryAt = now + (hint ? 1 : 3);
       } else if (code === 'DROPPED' || code === 'OVERLOADED') {
         op.retryAt = now + 2;
       } else {

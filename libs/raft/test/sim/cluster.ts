@@ -117,8 +117,12 @@ class Simulation implements FaultTarget, NodeObserver {
       ...profile.faults,
       ...options.faults,
     });
-    this.clients = new Clients(root.fork(), this.nodes, this.trace, { ...defaultClients, ...options.clients });
-    this.trace.record(0, `start seed=${options.seed} nodes=${n} ticks=${this.ticks} ${JSON.stringify(this.tuning)}`);
+    this.clients = new Clients(root.fork(), this.nodes, this.trace, {
+      ...defaultClients,
+      ...profile.clients,
+      ...options.clients,
+    });
+    this.trace.record(0, `start seed=${options.seed} nodes=${n} ticks=${this.ticks} ${profile.flavour} ${JSON.stringify(this.tuning)}`);
   }
 
   run(): SimResult {

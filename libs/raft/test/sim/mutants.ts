@@ -8,6 +8,7 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } f
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SimOptions } from './cluster';
+import { flavours } from './profile';
 import type { RawNodeClass } from './sim-node';
 
 const simDir = dirname(fileURLToPath(import.meta.url));
@@ -23,25 +24,14 @@ export interface Mutation {
   find: string;
   replace: string;
   /**
-   * How the simulator hunts it: a cluster size and settings that exercise the broken
-   * rule often (each is one of the configurations the default runs also draw).
+   * How the simulator hunts it: a cluster size and one of the fault flavours the
+   * default runs also draw (profile.ts), the one that exercises the broken rule most.
    */
   hunt: Pick<SimOptions, 'nodes' | 'tuning' | 'faults' | 'clients'>;
 }
 
-/** Stale reads show when many clients hit a few keys while leaders are cut off or paused. */
-const readHunt: Mutation['hunt'] = {
-  nodes: 3,
-  clients: { clients: 8, keys: ['a', 'b', 'c'], reconnectRate: 0.3 },
-  faults: { weights: { partition: 1, 'isolate-leader': 3, 'one-way': 0, crash: 1, pause: 2, weather: 1 } },
-};
-
-/** Double votes need contested elections (no pre-vote, slow links) and voters that reboot. */
-const electionHunt: Mutation['hunt'] = {
-  nodes: 5,
-  tuning: { preVote: false },
-  faults: { rebootVoterRate: 0.5, killNewLeaderRate: 0.1, maxDelay: 8 },
-};
+const readHunt: Mutation['hunt'] = { nodes: 3, ...flavours['partition-heavy'] };
+const electionHunt: Mutation['hunt'] = { nodes: 5, ...flavours['election-storm'] };
 
 export const plantedBugs: Mutation[] = [
   {

@@ -1,16 +1,46 @@
-// Per-run variety: each seed draws its own Raft settings and fault mix, so the seeds
-// together cover configurations a single fixed setup would never reach (one entry per
-// App message, a window of one, check-quorum or pre-vote off, crash-heavy schedules).
-// All of them are valid configurations: safety must hold in every one.
+// Per-run variety: each seed draws its own Raft settings, client mix and fault flavour,
+// so the seeds together cover configurations a single fixed setup would never reach
+// (one entry per App message, a window of one, check-quorum or pre-vote off, storms of
+// crashes or elections). All are valid configurations: safety must hold in every one.
+// The planted-bug hunts (mutants.ts) use these same flavours.
 
+import type { ClientOptions } from './client';
 import { defaultWeights, type FaultOptions } from './faults';
 import type { Prng } from './prng';
 import type { NodeTuning } from './sim-node';
 
 export interface RunProfile {
+  flavour: FlavourName;
   tuning: NodeTuning;
   faults: Partial<FaultOptions>;
+  clients: Partial<ClientOptions>;
 }
+
+export type FlavourName = 'mixed' | 'crash-heavy' | 'partition-heavy' | 'election-storm';
+
+export interface Flavour {
+  tuning?: Partial<NodeTuning>;
+  faults?: Partial<FaultOptions>;
+  clients?: Partial<ClientOptions>;
+}
+
+export const flavours: Record<FlavourName, Flavour> = {
+  mixed: {},
+  /** Leaders die soon after election and voters reboot: where persistence and figure 8 matter. */
+  'crash-heavy': {
+    faults: { weights: { ...defaultWeights, crash: 5, pause: 2 }, killNewLeaderRate: 0.4, rebootVoterRate: 0.3 },
+  },
+  /** Leaders cut off or paused while many clients hit few keys: where stale reads would show. */
+  'partition-heavy': {
+    faults: { weights: { partition: 1, 'isolate-leader': 3, 'one-way': 0, crash: 1, pause: 2, weather: 1 } },
+    clients: { clients: 8, keys: ['a', 'b', 'c'], reconnectRate: 0.3 },
+  },
+  /** Contested elections: no pre-vote, slow links, voters rebooting right after voting. */
+  'election-storm': {
+    tuning: { preVote: false },
+    faults: { rebootVoterRate: 0.5, killNewLeaderRate: 0.1, maxDelay: 8 },
+  },
+};
 
 export function drawRunProfile(rng: Prng): RunProfile {
   const tuning: NodeTuning = {
@@ -24,13 +54,16 @@ export function drawRunProfile(rng: Prng): RunProfile {
     preVote: rng.chance(0.7),
     checkQuorum: rng.chance(0.7),
   };
-  const crashHeavy = rng.chance(0.3);
   const faults: Partial<FaultOptions> = {
     faultRate: rng.pick([0.01, 0.02, 0.03]),
-    weights: crashHeavy ? { ...defaultWeights, crash: 5, pause: 2 } : defaultWeights,
-    killNewLeaderRate: crashHeavy ? 0.4 : 0.05,
-    rebootVoterRate: crashHeavy ? 0.3 : 0.02,
     maxDelay: rng.pick([2, 4, 8]),
   };
-  return { tuning, faults };
+  const flavour = rng.pick(Object.keys(flavours).sort() as FlavourName[]);
+  const f = flavours[flavour];
+  return {
+    flavour,
+    tuning: { ...tuning, ...f.tuning },
+    faults: { ...faults, ...f.faults },
+    clients: { ...f.clients },
+  };
 }

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const ticks = Number(flag('ticks', '2000'));
   const mutantName = flag('mutant', '');
   let core: RawNodeClass = RawNode;
-  let extra = {};
+  let extra: { nodes?: number } = {};
   if (mutantName) {
     const m = plantedBugs.find((b) => b.name === mutantName);
     if (!m) throw new Error(`unknown mutant ${mutantName}; known: ${plantedBugs.map((b) => b.name).join(', ')}`);
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   if (mutantName) removeMutants();
   for (const f of summary.failures.slice(0, 3)) console.log(`${formatFailure(f)}\n`);
   if (summary.failures.length > 3) console.log(`... and ${summary.failures.length - 3} more failing seeds: ${summary.failures.map((f) => f.seed).join(' ')}`);
-  console.log(formatSummary(`${mutantName || 'core'} nodes=${nodes} ticks=${ticks} seeds ${from}..${from + seeds - 1}`, summary));
+  console.log(formatSummary(`${mutantName || 'core'} nodes=${extra.nodes ?? nodes} ticks=${ticks} seeds ${from}..${from + seeds - 1}`, summary));
   const failed = mutantName ? summary.failures.length === 0 : summary.failures.length > 0;
   process.exitCode = failed ? 1 : 0;
 }
