@@ -9,7 +9,6 @@
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { EmitError, submitJob, waitForJobEnd } from '../helpers/emit-client';
 import { createMachineParas } from '../helpers/group';
-import { sleep } from '../helpers/processes';
 
 export interface JobRecordOfClient {
   client: string;
@@ -51,9 +50,9 @@ async function runClient(name: string, ctx: ClientContext, next: (n: number, rep
     try {
       ({ jobId } = await submitJob(ctx.members, step.jobType, step.paras, { requestId, timeoutMs: 60_000, onRetry: () => report.retries++ }));
     } catch (err) {
+      // Refused for good (validation, conflict): the client's record of its host may be wrong from here on.
       report.unacknowledged.push({ requestId, error: err instanceof EmitError ? err.message : String(err) });
-      await sleep(500);
-      continue;
+      return report;
     }
     const record: JobRecordOfClient = { client: name, requestId, jobId, jobType: step.jobType, expected: step.expected };
     report.jobs.push(record);
