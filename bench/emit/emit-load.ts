@@ -1,0 +1,75 @@
+// The two Emit workloads, measured with raft-kv's closed-loop phase runner (same workers,
+// same percentiles) so the figures sit side by side with its puts/s:
+//  - async jobs: create_machine of a host nobody serves. The reply comes only after
+//    JobSubmitted is committed (validated against the replicated state on the leader,
+//    forwarded there by followers); then the leader runs the job: JobStarted, the agent
+//    connection is refused, JobFinished failed. Each request names a host of its own, so
+//    jobs never queue behind a shared lock and every submission is a new registration.
+//  - sync queries: get_cluster_summary, answered by the member asked after a ReadIndex
+//    barrier.
+// Requests go round-robin over all members.
+
+import { runPhase, type PhaseResult } from '../raft-kv/workload';
+import { emitRaw } from '../../test/manager/helpers/emit-client';
+import { createMachineParas } from '../../test/manager/helpers/group';
+
+export interface EmitTarget {
+  members: readonly string[];
+  /** Folder named in the create_machine paras (never touched: the agent is unreachable). */
+  baseDir: string;
+}
+
+/** 127.3.0.0/16: loopback addresses no test or agent listens on. */
+function unservedHost(n: number): string {
+  return `127.3.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
+}
+
+export interface AsyncPhaseResult extends PhaseResult {
+  /** Job ids acknowledged in this phase (to wait for their end afterwards). */
+  jobIds: string[];
+}
+
+/** Counts hosts handed out across phases, so no two requests of a run name the same host. */
+export interface HostCounter {
+  next: number;
+}
+
+export async function asyncJobsPhase(target: EmitTarget, concurrency: number, seconds: number, hosts: HostCounter, runId: string): Promise<AsyncPhaseResult> {
+  const jobIds: string[] = [];
+  const result = await runPhase({
+    concurrency,
+    seconds,
+    keyPrefix: `${runId}-c${concurrency}`,
+    put: async (_worker, key) => {
+      const n = hosts.next++;
+      const member = target.members[n % target.members.length];
+      try {
+        const reply = await emitRaw(member, 'create_machine', createMachineParas(unservedHost(n), target.baseDir), { requestId: key, timeoutMs: 30_000 });
+        if (reply.error_code !== '0' || reply.status !== 'accept') return false;
+        jobIds.push(reply.job_id);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  });
+  return { ...result, jobIds };
+}
+
+export async function queriesPhase(target: EmitTarget, concurrency: number, seconds: number): Promise<PhaseResult> {
+  let next = 0;
+  return runPhase({
+    concurrency,
+    seconds,
+    keyPrefix: `query-c${concurrency}`,
+    put: async () => {
+      const member = target.members[next++ % target.members.length];
+      try {
+        const reply = await emitRaw(member, 'get_cluster_summary', {}, { timeoutMs: 30_000 });
+        return reply.error_code === '0' && reply.status === 'done';
+      } catch {
+        return false;
+      }
+    },
+  });
+}

@@ -1,0 +1,138 @@
+// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--keep]
+//
+// Starts a local 3-manager group (127.0.1.51-53), then at each concurrency measures
+// acknowledged async jobs per second (create_machine, see emit-load.ts) and sync queries
+// per second (get_cluster_summary), requests round-robin over all members, with p50/p99.
+// After each job phase it waits until the leader has ended every job it acknowledged
+// (they fail fast: nobody serves their hosts) and reports how fast jobs ran to their end.
+// The group is then stopped and bench/raft-kv (its own 3 members) runs with the same
+// phase length and concurrencies, so both print side by side from the same run on the
+// same machine, never at the same time.
+
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { PhaseResult } from '../raft-kv/workload';
+import { emitRaw, findLeader, metrics } from '../../test/manager/helpers/emit-client';
+import { LocalGroup } from '../../test/manager/helpers/group';
+import { REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
+import { asyncJobsPhase, queriesPhase, type AsyncPhaseResult, type EmitTarget, type HostCounter } from './emit-load';
+
+const { values: flags } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '8' },
+    concurrency: { type: 'string', default: '1,16,64' },
+    'raft-kv-seconds': { type: 'string' },
+    'skip-raft-kv': { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const seconds = Number(flags.seconds);
+const concurrencies = flags.concurrency.split(',').map(Number);
+const MEMBERS = ['127.0.1.51:18330', '127.0.1.52:18330', '127.0.1.53:18330'];
+
+interface EmitRow {
+  concurrency: number;
+  jobs: AsyncPhaseResult;
+  /** Jobs ended per second, from the phase's start until its last job ended. */
+  jobsEndedPerSec: number;
+  drainMs: number;
+  queries: PhaseResult;
+}
+
+const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: 18393, keepDir: flags.keep });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => void group.stop().finally(() => process.exit(130)));
+}
+
+function formatPhase(label: string, r: PhaseResult): string {
+  const ms = (x: number) => x.toFixed(1).padStart(6);
+  return `${label.padEnd(6)} c=${String(r.concurrency).padStart(3)}  ${r.opsPerSec.toFixed(0).padStart(6)}/s  p50 ${ms(r.p50)}  p95 ${ms(r.p95)}  p99 ${ms(r.p99)}  max ${ms(r.max)} ms  failed ${r.errors}`;
+}
+
+/** Unfinished jobs (started + ongoing) in the leader's replicated state. */
+async function unfinishedJobs(leader: string): Promise<number> {
+  const m = await metrics(leader);
+  return (m.get('kcm_jobs{status="started"}') ?? 0) + (m.get('kcm_jobs{status="ongoing"}') ?? 0);
+}
+
+async function benchEmit(): Promise<EmitRow[]> {
+  await group.start();
+  const leader = await group.waitForLeader(MEMBERS, 30_000);
+  console.log(`kcm managers: leader is ${leader}; data under ${group.dir}`);
+  const target: EmitTarget = { members: MEMBERS, baseDir: path.join(group.dir, 'unused') };
+  const hosts: HostCounter = { next: 0 };
+  const runId = `bench-${Date.now()}`;
+  // Warm up: connections open, JIT warm, the runner's first jobs done.
+  await asyncJobsPhase(target, 3, 1, hosts, `${runId}-warmup`);
+  await queriesPhase(target, 3, 1);
+  await waitFor('warm-up jobs to end', async () => (await unfinishedJobs(leader)) === 0, 60_000, 200);
+
+  const rows: EmitRow[] = [];
+  for (const concurrency of concurrencies) {
+    const started = performance.now();
+    const jobs = await asyncJobsPhase(target, concurrency, seconds, hosts, runId);
+    console.log(formatPhase('jobs', jobs));
+    const current = (await findLeader(MEMBERS)) ?? leader;
+    await waitFor(`the jobs of c=${concurrency} to end`, async () => (await unfinishedJobs(current)) === 0, 300_000, 200);
+    const endedAt = performance.now();
+    const drainMs = endedAt - started - jobs.seconds * 1000;
+    const jobsEndedPerSec = jobs.jobIds.length / ((endedAt - started) / 1000);
+    console.log(`       c=${String(concurrency).padStart(3)}  ${jobs.jobIds.length} jobs ended ${drainMs.toFixed(0)} ms after the phase: ${jobsEndedPerSec.toFixed(0)} jobs ended/s`);
+    const queries = await queriesPhase(target, concurrency, seconds);
+    console.log(formatPhase('query', queries));
+    rows.push({ concurrency, jobs, jobsEndedPerSec, drainMs, queries });
+  }
+  const last = await emitRaw(MEMBERS[0], 'get_status', {}, { jobId: rows.at(-1)?.jobs.jobIds.at(-1) ?? '1' });
+  console.log(`last job: ${last.status} (${last.error_info.slice(0, 80)})`);
+  await group.stop();
+  return rows;
+}
+
+/** Runs bench/raft-kv/main.ts (it exports no function) and parses its 'ours' phase lines. */
+async function benchRaftKv(phaseSeconds: number): Promise<Map<number, { opsPerSec: number; p50: number; p99: number }>> {
+  const args = ['--import', 'tsx', path.join(REPO_ROOT, 'bench/raft-kv/main.ts'), '--seconds', String(phaseSeconds), '--concurrency', concurrencies.join(',')];
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    process.stdout.write(chunk);
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const rows = new Map<number, { opsPerSec: number; p50: number; p99: number }>();
+  for (const m of out.matchAll(/^ours\s+c=\s*(\d+)\s+(\d+) ops\/s\s+p50\s+([\d.]+)\s+p95\s+[\d.]+\s+p99\s+([\d.]+)/gm)) {
+    rows.set(Number(m[1]), { opsPerSec: Number(m[2]), p50: Number(m[3]), p99: Number(m[4]) });
+  }
+  if (rows.size === 0) console.log(`bench/raft-kv printed no phase lines (exit code ${code}); its column is left empty`);
+  return rows;
+}
+
+function printSideBySide(rows: EmitRow[], kv: Map<number, { opsPerSec: number; p50: number; p99: number }>): void {
+  const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
+  console.log(`\nEmit on 3 kcm managers vs raft-kv puts, ${seconds} s per phase, same machine, same run (latencies in ms)`);
+  console.log('  c | jobs acked/s   p50    p99 | jobs ended/s | queries/s   p50    p99 | raft-kv puts/s   p50    p99');
+  for (const r of rows) {
+    const k = kv.get(r.concurrency);
+    const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.p99, 6, 2)}` : `${'-'.padStart(14)} ${'-'.padStart(5)} ${'-'.padStart(6)}`;
+    console.log(
+      `${n(r.concurrency, 3)} | ${n(r.jobs.opsPerSec, 12)} ${n(r.jobs.p50, 5, 1)} ${n(r.jobs.p99, 6, 1)} | ${n(r.jobsEndedPerSec, 12)} | ` +
+        `${n(r.queries.opsPerSec, 9)} ${n(r.queries.p50, 5, 1)} ${n(r.queries.p99, 6, 1)} | ${kvCols}`,
+    );
+  }
+  const errors = rows.reduce((s, r) => s + r.jobs.errors + r.queries.errors, 0);
+  console.log(`failed requests (not acknowledged / not answered): ${errors}`);
+}
+
+async function main(): Promise<void> {
+  console.log(`emit benchmark: ${seconds} s per phase, concurrency ${concurrencies.join(', ')}`);
+  const rows = await benchEmit();
+  const kv = flags['skip-raft-kv'] ? new Map() : await benchRaftKv(Number(flags['raft-kv-seconds'] ?? seconds));
+  printSideBySide(rows, kv);
+}
+
+main()
+  .catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(() => group.stop());
