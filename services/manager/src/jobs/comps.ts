@@ -6,12 +6,10 @@
 // delete_comp removes one compute node, never the last one.
 
 import { KcmError, type ParasOf } from '@kcm/protocol';
-import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, CompRecord, MetaState } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster } from './cluster-lookup';
-import { orThrow } from './errors';
-import { applyCpuLimit, installComp, placeOnce, removeComp, rollBackPlacement, syncCompCatalogs } from './instance-ops';
+import { applyCpuLimit, installComp, placeOnce, rollBackPlacement, syncCompCatalogs, takeOutInstanceSteps } from './instance-ops';
 import { candidatesFor, placeComps } from './placement';
 import type { JobDefinition, StepContext } from './workflow';
 
@@ -103,30 +101,11 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
     },
   };
 
-  type DeletedComp = { id: string; hostaddr: string; port: number };
-
   const deleteComp: JobDefinition<DeleteParas> = {
     jobType: 'delete_comp',
     validate: (p, state) => void deletableComp(state, p),
     lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'remove compute node',
-        async run(ctx): Promise<DeletedComp> {
-          const { comp } = deletableComp(ctx.state(), p);
-          await removeComp(agents, ctx.jobId, comp);
-          return { id: comp.id, hostaddr: comp.hostaddr, port: comp.port };
-        },
-      },
-      {
-        name: 'forget compute node',
-        async run(ctx) {
-          const removed = ctx.outputs['remove compute node'] as DeletedComp;
-          orThrow(await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [removed.id], shardIds: [] }));
-          return null;
-        },
-      },
-    ],
+    steps: () => takeOutInstanceSteps<DeleteParas>(store, agents, 'compute node', (state, p) => deletableComp(state, p).comp),
     result: () => ({}),
   };
 

@@ -8,16 +8,16 @@
 // instance catching up from binlogs that may be purged.
 //
 // The master is never deleted or rebuilt here, and a shard never drops below the spec's
-// minimum of 3 nodes (spec 8).
+// minimum of 3 nodes (spec 8). rebuild_node's need_backup keeps the old data beside the
+// instance on its own host (the agent reports where); hdfs_host is accepted and not used,
+// as there is no HDFS here.
 
 import { KcmError, MIN_NODES_PER_SHARD, type ParasOf } from '@kcm/protocol';
 import type { MariaDbAgentClient } from '@kcm/agent';
-import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
-import { orThrow } from './errors';
-import { applyCpuLimit, instanceSpec, opId, placeOnce, removeStorageNode, rollBackPlacement, type EngineAgents } from './instance-ops';
+import { applyCpuLimit, instanceSpec, opId, placeOnce, rollBackPlacement, takeOutInstanceSteps, type EngineAgents } from './instance-ops';
 import { candidatesFor, checkStorageSpace, placeNodesInShard } from './placement';
 import type { JobDefinition } from './workflow';
 
@@ -245,30 +245,11 @@ export function nodeJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
     },
   };
 
-  type DeletedNode = { id: string; hostaddr: string; port: number };
-
   const deleteNodes: JobDefinition<DeleteParas> = {
     jobType: 'delete_nodes',
     validate: (p, state) => void deletableNode(state, p),
     lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'remove storage node',
-        async run(ctx): Promise<DeletedNode> {
-          const { node } = deletableNode(ctx.state(), p);
-          await removeStorageNode(agents, ctx.jobId, node);
-          return { id: node.id, hostaddr: node.hostaddr, port: node.port };
-        },
-      },
-      {
-        name: 'forget storage node',
-        async run(ctx) {
-          const removed = ctx.outputs['remove storage node'] as DeletedNode;
-          orThrow(await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [removed.id], compIds: [], shardIds: [] }));
-          return null;
-        },
-      },
-    ],
+    steps: () => takeOutInstanceSteps<DeleteParas>(store, agents, 'storage node', (state, p) => deletableNode(state, p).node),
     result: () => ({}),
   };
 
