@@ -3,6 +3,7 @@
 //
 //   npx tsx libs/raft/test/sim/run-seeds.ts --seeds 5000 [--from 1] [--nodes 3|5] [--ticks 2000]
 //        [--mutant <name>]    (run a planted bug instead of the real core; see mutants.ts)
+//        [--no-commit-rule]   (leave only the paper's four safety properties to the checker)
 //
 // Exit code 1 if any seed failed (for the real core) or none did (for a mutant).
 
@@ -30,7 +31,8 @@ async function main(): Promise<void> {
     core = await loadMutant(m);
     extra = m.hunt;
   }
-  const summary = runSeeds({ RawNode: core, firstSeed: from, count: seeds, nodes, ticks, ...extra });
+  const checkCommitRule = !process.argv.includes('--no-commit-rule');
+  const summary = runSeeds({ RawNode: core, firstSeed: from, count: seeds, nodes, ticks, checkCommitRule, ...extra });
   if (mutantName) removeMutants();
   for (const f of summary.failures.slice(0, 3)) console.log(`${formatFailure(f)}\n`);
   if (summary.failures.length > 3) console.log(`... and ${summary.failures.length - 3} more failing seeds: ${summary.failures.map((f) => f.seed).join(' ')}`);
