@@ -181,8 +181,10 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
 
   let newShardId: string;
   it('add_shards: the new shard replicates, and its tables appear on every compute node', async () => {
+    const started = Date.now();
     const reply = await f.runJob('add_shards', { cluster_id: clusterId, shards: '1', nodes: '3', storage_iplists: [...HOSTS] }, 180_000);
     expect(reply.status, reply.error_info).toBe('done');
+    console.log(`add_shards (1 shard x 3 nodes) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const att = reply.attachment as { list_shard: { shard_id: string; shard_name: string }[] };
     expect(att).toMatchObject({ cluster_id: clusterId, shards: '3', comps: '2' });
     expect(att.list_shard).toHaveLength(1);
@@ -233,8 +235,10 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
   let addedNode: StorageNodeRecord;
   it('add_nodes: the new standby is seeded with the existing rows and replicates new ones', async () => {
     const [s1] = shardIds();
+    const started = Date.now();
     const reply = await f.runJob('add_nodes', { cluster_id: clusterId, shard_id: s1, nodes: '1', storage_iplists: [] }, 180_000);
     expect(reply.status, reply.error_info).toBe('done');
+    console.log(`add_nodes (1 standby seeded from a copy) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const att = reply.attachment as { list_shard: { shard_id: string; nodes: string; list_node: { hostaddr: string; node_id: string; port: string }[] }[] };
     expect(att.list_shard).toEqual([{ shard_id: s1, shard_name: `shard_${s1}`, nodes: '4', list_node: [expect.objectContaining({ node_id: expect.any(String) })] }]);
     addedNode = cluster().shards[s1].nodes[att.list_shard[0].list_node[0].node_id];
@@ -255,6 +259,7 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
     for (const dir of [addedNode.datadir, addedNode.logdir, addedNode.walLogDir]) expect(await gone(path.join(dir, String(addedNode.port))), dir).toBe(true);
     expect(f.manager.store.state().ports[addedNode.hostaddr][addedNode.port]).toBeUndefined();
     expect(await bindable(at(addedNode))).toBe(true);
+    expect(await gone(cgroupDir((await cpuRoot()).cpu_root, 'mysql', addedNode))).toBe(true);
   }, 150_000);
 
   it('delete_comp: the compute node is gone, the others still serve', async () => {
@@ -300,7 +305,9 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
       rb_nodes: [{ hostaddr: victim.hostaddr, port: String(victim.port), need_backup: '0', pv_limit: '0' }],
     }, 180_000);
     expect(reply.status, reply.error_info).toBe('done');
-    expect((reply.attachment as { list_node: { source: string }[] }).list_node[0].source).toBe(`${other.hostaddr}:${other.port}`);
+    const copy = (reply.attachment as { list_node: { source: string; bytes: string; transfer_ms: string }[] }).list_node[0];
+    expect(copy.source).toBe(`${other.hostaddr}:${other.port}`);
+    console.log(`rebuild_node: ${(Number(copy.bytes) / 2 ** 20).toFixed(1)} MiB copied from ${copy.source} in ${copy.transfer_ms} ms`);
     expect(await rowCount(at(victim), 'orders')).toBe(30);
     await expectReplicating(victim, s1);
     await pgQuery(comp, "INSERT INTO public.orders VALUES (31, 'after the rebuild')");
@@ -339,5 +346,11 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
     expect(await enginePidsUnder(f.tmp)).toEqual([]);
     expect(f.manager.store.state().clusters).toEqual({});
     expect(f.manager.store.state().ports).toEqual({});
+    for (const i of HOSTS.keys()) {
+      for (const dir of Object.values(f.dirs(i))) expect(await readdir(dir).catch(() => []), dir).toEqual([]);
+    }
+    const { cpu_root } = await cpuRoot();
+    const kcmGroups = await readdir(path.join(cpu_root, 'kcm')).catch(() => [] as string[]);
+    expect(kcmGroups.filter((g) => /-127\.0\.2\.\d-54\d{3}$/.test(g))).toEqual([]);
   }, 200_000);
 });
