@@ -90,6 +90,7 @@ class Simulation implements FaultTarget, NodeObserver {
   private readonly tuning: NodeTuning;
   private now = 0;
   private readonly lastRole = new Map<NodeId, string>();
+  private tracedViolations = 0;
   /** What the checker reads of a node's log: what the node has written (its core's view). */
   private readonly logViews = new Map<NodeId, LogView>();
 
@@ -205,7 +206,9 @@ class Simulation implements FaultTarget, NodeObserver {
       if (node.role === 'leader') this.faults.onBecameLeader(node.id, this.now);
     }
     this.checker.observeRole(node.id, node.term, node.role === 'leader', this.logViews.get(node.id)!);
-    if (!this.checker.ok) this.trace.record(this.now, `violation ${JSON.stringify(this.checker.violations[0])}`);
+    while (this.tracedViolations < this.checker.violations.length) {
+      this.trace.record(this.now, `violation ${JSON.stringify(this.checker.violations[this.tracedViolations++])}`);
+    }
   }
 
   private checkDurableLogs(): void {
