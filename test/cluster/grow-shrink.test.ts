@@ -233,8 +233,22 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
   }, 150_000);
 
   let addedNode: StorageNodeRecord;
-  it('add_nodes: the new standby is seeded with the existing rows and replicates new ones', async () => {
+  it('add_nodes: the new standby is seeded with the existing rows (from a copy: the master\'s binlogs are purged) and replicates new ones', async () => {
     const [s1] = shardIds();
+    // An empty instance could only get the first rows by replaying the master's binlogs from
+    // the start; with those purged, only a copy of a member can hold them.
+    const master = masterOf(s1);
+    const admin = await mysql.createConnection({
+      socketPath: path.join(master.datadir, String(master.port), 'run', 'mariadbd.sock'), user: accounts.admin.user, password: accounts.admin.password,
+    });
+    try {
+      await admin.query('FLUSH BINARY LOGS');
+      await admin.query('PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 SECOND');
+      const [logs] = (await admin.query('SHOW BINARY LOGS')) as unknown as [unknown[]];
+      expect(logs).toHaveLength(1);
+    } finally {
+      await admin.end();
+    }
     const started = Date.now();
     const reply = await f.runJob('add_nodes', { cluster_id: clusterId, shard_id: s1, nodes: '1', storage_iplists: [] }, 180_000);
     expect(reply.status, reply.error_info).toBe('done');
