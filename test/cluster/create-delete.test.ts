@@ -175,7 +175,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     // cpu_cores is applied: each master runs in its own kcm cgroup.
     const master = Object.values(cluster.shards)[0].nodes[Object.values(cluster.shards)[0].masterNodeId];
     const masterPid = (await readFile(path.join(master.datadir, String(master.port), 'run', 'mariadbd.pid'), 'utf8')).trim();
-    expect(await readFile(`/proc/${masterPid}/cgroup`, 'utf8')).toMatch(new RegExp(`cpu[^\\n]*:/kcm/mysql-${master.port}\\n`));
+    expect(await readFile(`/proc/${masterPid}/cgroup`, 'utf8')).toMatch(new RegExp(`cpu[^\\n]*:/kcm/mysql-${master.hostaddr.replaceAll('.', '\\.')}-${master.port}\\n`));
     // No generated password reached a log line.
     const secrets = Object.values(cluster.accounts).map((a) => a.password);
     for (const line of f.logLines) for (const s of secrets) expect(line.includes(s)).toBe(false);
@@ -327,8 +327,8 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     const cgroups = new CgroupAgentClient(`${HOSTS[0]}:${AGENT_PORT}`);
     const { cpu_root } = await cgroups.info();
     cgroups.close();
-    for (const n of shards().flatMap((s) => Object.values(s.nodes))) expect(await gone(path.join(cpu_root, 'kcm', `mysql-${n.port}`))).toBe(true);
-    for (const c of Object.values(cluster.comps)) expect(await gone(path.join(cpu_root, 'kcm', `pg-${c.port}`))).toBe(true);
+    for (const n of shards().flatMap((s) => Object.values(s.nodes))) expect(await gone(path.join(cpu_root, 'kcm', `mysql-${n.hostaddr}-${n.port}`))).toBe(true);
+    for (const c of Object.values(cluster.comps)) expect(await gone(path.join(cpu_root, 'kcm', `pg-${c.hostaddr}-${c.port}`))).toBe(true);
 
     const state = f.manager.store.state();
     expect(state.clusters[result.cluster_id]).toBeUndefined();
