@@ -101,19 +101,23 @@ async function main(): Promise<void> {
   };
 
   async function put(req: KvRequest): Promise<KvReply> {
+    const leader = node.knownLeader;
+    if (leader && leader !== config.id && !req.forwarded) return forward(req, leader);
     try {
       const index = (await node.propose(encodePut(req.key, req.value ?? new Uint8Array()), { timeoutMs: requestTimeoutMs })) as number;
       return { ...errorReply(req.id, '', ''), index };
     } catch (err) {
-      if (err instanceof NotLeaderError && err.leader && err.leader !== config.id && !req.forwarded) {
-        const reply = await forwarderTo(leaderKv(err.leader)).put(req.key, req.value ?? new Uint8Array(), {
-          timeoutMs: requestTimeoutMs,
-          forwarded: true,
-        });
-        return { ...reply, id: req.id };
-      }
+      if (err instanceof NotLeaderError && err.leader && err.leader !== config.id && !req.forwarded) return forward(req, err.leader);
       return replyForError(req.id, err);
     }
+  }
+
+  async function forward(req: KvRequest, leader: NodeId): Promise<KvReply> {
+    const reply = await forwarderTo(leaderKv(leader)).put(req.key, req.value ?? new Uint8Array(), {
+      timeoutMs: requestTimeoutMs,
+      forwarded: true,
+    });
+    return { ...reply, id: req.id };
   }
 
   async function get(req: KvRequest): Promise<KvReply> {

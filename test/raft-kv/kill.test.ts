@@ -21,7 +21,7 @@ describe('raft-kv under repeated SIGKILL of its members', () => {
       });
       console.log(formatKillReport(report));
 
-      expect(report.acknowledgedWrites).toBeGreaterThan(1_000);
+      expect(report.acknowledgedWrites).toBeGreaterThan(report.kills * 10); // writes kept flowing between kills
       expect(report.lostWrites).toEqual([]);
       expect(report.termViolations).toEqual([]);
       expect(report.voteViolations).toEqual([]);

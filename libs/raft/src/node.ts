@@ -199,6 +199,11 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     return this.opts.id;
   }
 
+  /** The leader as of the last processed Ready (cheap: no status() snapshot). */
+  get knownLeader(): NodeId | null {
+    return this.leader;
+  }
+
   /** Stops the clock, fails every pending call with StoppedError, lets the current pass finish, then closes transport and storage. */
   async stop(): Promise<void> {
     if (this.stopped) return;
