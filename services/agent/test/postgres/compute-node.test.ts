@@ -193,6 +193,19 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     await c.end();
   });
 
+  it('drops the foreign server of a shard that left the cluster, with its user mappings', async () => {
+    // Shard 9 is unreachable: its server is created, and it holds no tables.
+    const gone: ShardEndpoint = { ...shard, shard_id: '9', host: '127.0.2.3', port: 1025 };
+    const added = await clients[1].syncCatalog('sync-shard9-add', PG_PORTS[1], [shard, gone]);
+    expect(added.servers_changed).toEqual(['postgres.shard_9 created']);
+    const removed = await clients[1].syncCatalog('sync-shard9-remove', PG_PORTS[1], [shard]);
+    expect(removed.servers_changed).toEqual(['postgres.shard_9 dropped']);
+    const c = await login(1);
+    expect((await c.query(`SELECT srvname FROM pg_foreign_server ORDER BY srvname`)).rows.map((r) => r.srvname)).toEqual(['shard_1']);
+    expect((await c.query('SELECT count(*)::int AS n FROM public.accounts')).rows[0].n).toBe(2);
+    await c.end();
+  });
+
   it('sets a variable with a reload and reads it back; refuses what PostgreSQL cannot parse', async () => {
     const set = await clients[0].setVariables('vars-1', PG_PORTS[0], { work_mem: '8MB', shared_buffers: '64MB' });
     expect(set.variables).toEqual([

@@ -55,7 +55,7 @@ async function sendBackup(ctx: AgentContext, call: grpc.ServerWritableStream<Mar
   try {
     for await (const piece of rateLimited(backup.stdout, Math.max(0, call.request.pv_limit_mb) * MB)) {
       bytes += piece.length;
-      if (!call.write({ data: piece })) await Promise.race([once(call, 'drain'), once(call, 'cancelled')]);
+      if (!call.write({ data: piece })) await drainOrCancel(call);
       if (abort.signal.aborted) throw new Error('the receiving agent cancelled the stream');
     }
     await backup.done;
@@ -101,4 +101,18 @@ export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: numb
     client.close();
   }
   return { bytes, transferMs: Date.now() - started };
+}
+
+/**
+ * Waits until the stream drains or the receiver cancels. Both listeners are removed when
+ * either fires: a backup writes thousands of chunks, and one leftover listener per
+ * chunk grows without bound (MaxListenersExceededWarning).
+ */
+async function drainOrCancel(call: NodeJS.EventEmitter): Promise<void> {
+  const settled = new AbortController();
+  try {
+    await Promise.race([once(call, 'drain', { signal: settled.signal }), once(call, 'cancelled', { signal: settled.signal })]);
+  } finally {
+    settled.abort();
+  }
 }

@@ -115,13 +115,29 @@ function serverStatements(state: DatabaseState, shards: ShardEndpoint[], compute
   return sql;
 }
 
+/**
+ * Statements that drop the servers of shards no longer in the cluster (the request names
+ * every shard). They run after the plan's table drops, which already removed every table
+ * found on no shard; CASCADE takes the user mappings with them.
+ */
+function retiredServerStatements(state: DatabaseState, shards: ShardEndpoint[], serversChanged: string[], database: string): string[] {
+  const current = new Set(shards.map((s) => serverName(s.shard_id)));
+  return [...state.servers.keys()]
+    .filter((name) => name.startsWith(SERVER_PREFIX) && !current.has(name))
+    .map((name) => {
+      serversChanged.push(`${database}.${name} dropped`);
+      return `DROP SERVER IF EXISTS ${ident(name)} CASCADE`;
+    });
+}
+
 /** Runs the plan in one transaction: a failure leaves the database's catalog as it was. */
-async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, computeUser: string): Promise<CatalogChange[]> {
+async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, computeUser: string, teardown: string[]): Promise<CatalogChange[]> {
   const skipped: CatalogChange[] = [];
   await db.query('BEGIN');
   try {
     for (const stmt of setup) await db.query(stmt);
     for (const ft of plan.drops) await db.query(`DROP FOREIGN TABLE IF EXISTS ${ident(ft.schema)}.${ident(ft.table)}`);
+    for (const stmt of teardown) await db.query(stmt);
     for (const batch of plan.imports) {
       await db.query(`CREATE SCHEMA IF NOT EXISTS ${ident(batch.schema)}`);
       await db.query(`GRANT USAGE ON SCHEMA ${ident(batch.schema)} TO ${ident(computeUser)}`);
@@ -156,8 +172,9 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
     const state = await readDatabaseState(db, schemas);
     const plan = planDatabase(database, views, state.local, state.otherRelations);
     const setup = [...(state.hasExtension ? [] : ['CREATE EXTENSION IF NOT EXISTS mysql_fdw']), ...serverStatements(state, shards, instance.user, serversChanged, database)];
-    if (setup.length === 0 && plan.drops.length === 0 && plan.imports.length === 0) return { changes: plan.changes, foreignTables: plan.foreignTables };
-    const skipped = await applyPlan(db, setup, plan, instance.user);
+    const teardown = retiredServerStatements(state, shards, serversChanged, database);
+    if (setup.length === 0 && teardown.length === 0 && plan.drops.length === 0 && plan.imports.length === 0) return { changes: plan.changes, foreignTables: plan.foreignTables };
+    const skipped = await applyPlan(db, setup, plan, instance.user, teardown);
     const changes = [...plan.changes, ...skipped.map((s) => ({ ...s, database }))];
     return { changes, foreignTables: plan.foreignTables - skipped.length };
   });
