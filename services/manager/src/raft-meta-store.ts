@@ -18,6 +18,8 @@ export function raftErrorToKcm(err: unknown): unknown {
   return err;
 }
 
+const LEADER_CHANGED = Symbol('leader changed');
+
 export class RaftMetaStore implements MetaStore {
   constructor(private readonly raft: RaftNode, private readonly sm: MetaStateMachine, private readonly timeoutMs = 10_000) {}
 
@@ -25,11 +27,25 @@ export class RaftMetaStore implements MetaStore {
     return this.sm.state;
   }
 
+  /**
+   * Resolves with the apply outcome once committed and applied here. If this member stops
+   * leading while the proposal waits, the call fails at once with NO_LEADER (outcome
+   * unknown: the entry may still commit; retry with the same request_id) instead of
+   * waiting out the timeout: a leader that removed itself never hears of its pending
+   * entries again.
+   */
   async propose(cmd: Command): Promise<ApplyOutcome> {
+    const leaderChange = this.nextLeaderChange();
+    const attempt = this.raft.propose(encodeCommand(cmd), { timeoutMs: this.timeoutMs });
     try {
-      return (await this.raft.propose(encodeCommand(cmd), { timeoutMs: this.timeoutMs })) as ApplyOutcome;
+      const outcome = await Promise.race([attempt, leaderChange.changed]);
+      if (outcome !== LEADER_CHANGED) return outcome as ApplyOutcome;
+      attempt.catch(() => {}); // abandoned: its late failure is nobody's error
+      throw KcmError.of('NO_LEADER', 'leadership moved while the command was pending; its outcome is unknown, retry with the same request_id');
     } catch (err) {
       throw raftErrorToKcm(err);
+    } finally {
+      leaderChange.stop();
     }
   }
 
@@ -42,20 +58,26 @@ export class RaftMetaStore implements MetaStore {
   async linearizableRead(): Promise<void> {
     const deadline = Date.now() + this.timeoutMs;
     for (;;) {
-      let onLeaderChange: () => void = () => {};
-      const leaderChanged = new Promise<'leader changed'>((resolve) => {
-        onLeaderChange = () => resolve('leader changed');
-        this.raft.once('leaderChange', onLeaderChange);
-      });
+      const leaderChange = this.nextLeaderChange();
       const attempt = this.raft.read({ timeoutMs: Math.max(1, deadline - Date.now()) });
       try {
-        if ((await Promise.race([attempt, leaderChanged])) !== 'leader changed') return;
+        if ((await Promise.race([attempt, leaderChange.changed])) !== LEADER_CHANGED) return;
         attempt.catch(() => {}); // abandoned: its timeout is nobody's error
       } catch (err) {
         throw raftErrorToKcm(err);
       } finally {
-        this.raft.off('leaderChange', onLeaderChange);
+        leaderChange.stop();
       }
     }
+  }
+
+  /** Resolves at the next leader change this member observes; stop() when no longer needed. */
+  private nextLeaderChange(): { changed: Promise<typeof LEADER_CHANGED>; stop(): void } {
+    let listener: () => void = () => {};
+    const changed = new Promise<typeof LEADER_CHANGED>((resolve) => {
+      listener = () => resolve(LEADER_CHANGED);
+      this.raft.once('leaderChange', listener);
+    });
+    return { changed, stop: () => this.raft.off('leaderChange', listener) };
   }
 }
