@@ -23,7 +23,7 @@ export interface KillScenarioOptions {
   kvPort: number;
   writers?: number; // default 6
   registerClients?: number; // default 3
-  tickMs?: number; // default 40: election timeout 0.4-0.8 s, leaving room under a 2 s failover budget on a busy machine
+  tickMs?: number; // default 30: election timeout 0.3-0.6 s, leaving room for a split vote under the 2 s failover budget on a busy machine
   electionTick?: number; // default 10
   snapshotEntries?: number; // default 2000: restarts and lagging members go through snapshots
   seed?: number;
@@ -61,7 +61,7 @@ export async function runKillScenario(opts: KillScenarioOptions): Promise<KillSc
     hosts: opts.hosts,
     raftPort: opts.raftPort,
     kvPort: opts.kvPort,
-    tickMs: opts.tickMs ?? 40,
+    tickMs: opts.tickMs ?? 30,
     electionTick: opts.electionTick ?? 10,
     snapshotEntries: opts.snapshotEntries ?? 2_000,
   });
