@@ -66,12 +66,12 @@ export class KvSession {
       this.outbox.push({ ...req, id });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
-        setImmediate(() => this.flush());
+        queueMicrotask(() => this.flush());
       }
     });
   }
 
-  /** Requests made in the same event-loop turn leave as one stream message. */
+  /** Requests made in the same turn (before its microtasks run out) leave as one stream message. */
   private flush(): void {
     this.flushScheduled = false;
     if (this.outbox.length === 0 || this.closed) return;

@@ -143,7 +143,7 @@ async function main(): Promise<void> {
       if (!open) return;
       // Replies completed in the same turn (one apply batch) leave as one message.
       if (outbox.push(reply) === 1) {
-        setImmediate(() => {
+        queueMicrotask(() => {
           const replies = outbox;
           outbox = [];
           if (open) call.write({ replies });
