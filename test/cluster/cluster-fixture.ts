@@ -138,3 +138,19 @@ export function killAll(pids: number[]): void {
     }
   }
 }
+
+/** Polls `check` until it returns a value (errors count as not yet), or fails naming what was awaited. */
+export async function waitUntil<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number, everyMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`${what} not reached in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+}

@@ -14,7 +14,7 @@ import { CommandKind } from '../../services/manager/src/meta/commands';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit, emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
-import { AGENT_PORT, computerPorts, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture } from './cluster-fixture';
+import { AGENT_PORT, computerPorts, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
 
 const CREATE_PARAS = {
   nick_name: 'orders',
@@ -47,21 +47,6 @@ interface CreateResult {
 }
 
 type Endpoint = { host: string; port: number };
-
-async function waitUntil<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(200);
-  }
-  throw new Error(`${what} not reached in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
-}
 
 describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes, 2 compute nodes)', () => {
   let f: ClusterFixture;

@@ -15,7 +15,7 @@ import { CgroupAgentClient } from '@kcm/agent';
 import type { ClusterRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
-import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture } from './cluster-fixture';
+import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 
 const AGENT_PORT = 58160;
 const MEMBER = '127.0.1.81:58181';
@@ -30,21 +30,6 @@ const CREATE_PARAS = {
 
 type Endpoint = { host: string; port: number };
 const DB = '`postgres_$$_public`';
-
-async function waitUntil<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(250);
-  }
-  throw new Error(`${what} not reached in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
-}
 
 const gone = (p: string) => access(p).then(() => false, () => true);
 

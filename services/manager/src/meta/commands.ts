@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineType, NodeStats } from './state';
+import type { ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -33,20 +33,7 @@ interface Base<K extends CommandKind> {
   at: number;
 }
 
-export interface MachineRegistered extends Base<typeof CommandKind.MachineRegistered> {
-  hostaddr: string;
-  machineType: MachineType;
-  portLow: number;
-  portHigh: number;
-  rackId: string;
-  datadir: string;
-  logdir: string;
-  walLogDir: string;
-  compDatadir: string;
-  totalMemMb: number;
-  totalCpuCores: number;
-  facts: HostFacts | null;
-}
+export interface MachineRegistered extends Base<typeof CommandKind.MachineRegistered>, MachineRegistration {}
 
 export interface MachineRemoved extends Base<typeof CommandKind.MachineRemoved> {
   hostaddr: string;

@@ -13,7 +13,8 @@ export interface HostFacts {
   postgresInstalled: boolean;
 }
 
-export interface MachineRecord {
+/** What a registration states about a machine (create_machine's paras, parsed, plus measured facts). */
+export interface MachineRegistration {
   hostaddr: string;
   machineType: MachineType;
   portLow: number;
@@ -25,10 +26,13 @@ export interface MachineRecord {
   compDatadir: string;
   totalMemMb: number;
   totalCpuCores: number;
+  facts: HostFacts | null;
+}
+
+export interface MachineRecord extends MachineRegistration {
   nodeStats: NodeStats;
   /** Who set nodeStats last: the health monitor revives only machines it marked dead itself. */
   nodeStatsSetBy: 'operator' | 'health';
-  facts: HostFacts | null;
   registeredAt: number;
 }
 

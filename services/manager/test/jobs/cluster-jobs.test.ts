@@ -3,62 +3,18 @@
 
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
-import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
+import { KcmError } from '@kcm/protocol';
 import { CatalogSync } from '../../src/catalog-sync';
 import { clusterJobs } from '../../src/jobs/cluster';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { JobRunner } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';
 import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
+import { createParas as harnessCreateParas, recordingAgents, request } from './grow-harness';
 
 const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
 
-interface Call {
-  host: string;
-  method: string;
-  request: any;
-}
-
-/** Agents that succeed (or fail where told) and record what they were asked, in order. */
-function fakeAgents(failures: { method: string; host: string }[] = []) {
-  const calls: Call[] = [];
-  const record = (host: string, method: string, request: any, reply: unknown) => {
-    calls.push({ host, method, request });
-    if (failures.some((f) => f.method === method && f.host === host)) return Promise.reject(new Error(`${method} failed on ${host}`));
-    return Promise.resolve(reply);
-  };
-  const agents = {
-    mariadb: (host: string) => ({
-      install: (r: any) => record(host, 'mariadb.install', r, { pid: 100 }),
-      configureReplication: (r: any) => record(host, 'mariadb.replication', r, {}),
-      remove: (op: string, port: number) => record(host, 'mariadb.remove', { op, port }, {}),
-      probe: (port: number) => record(host, 'mariadb.probe', { port }, { pid: 100, state: 'online' }),
-    }),
-    postgres: (host: string) => ({
-      install: (r: any) => record(host, 'pg.install', r, { pid: 200 }),
-      remove: (op: string, port: number) => record(host, 'pg.remove', { op, port }, {}),
-      probe: (port: number) => record(host, 'pg.probe', { port }, { pid: 200, installed: true }),
-      syncCatalog: (op: string, port: number, shards: unknown[]) => record(host, 'pg.sync', { op, port, shards }, { changes: [], servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }),
-    }),
-    cgroup: (host: string) => ({
-      setCpuLimit: (op: string, p: any) => record(host, 'cgroup.set', { op, ...p }, {}),
-      removeCpuLimit: (op: string, port: number, kind: string) => record(host, 'cgroup.remove', { op, port, kind }, {}),
-    }),
-  };
-  return { agents: agents as unknown as EngineAgents, calls };
-}
-
-function request(jobType: string, paras: Record<string, unknown>): ValidRequest {
-  const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: '1700000000', user_name: 't', paras });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.request;
-}
-
-const createParas = (change: Record<string, unknown> = {}) => ({
-  nick_name: 'shop', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '2', max_storage_size: '1', max_connections: '100', cpu_cores: '2',
-  cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [], ...change,
-});
+const createParas = (change: Record<string, unknown> = {}) => harnessCreateParas({ cpu_limit_node: 'share', storage_iplists: [], ...change });
 
 async function setUp(failures: { method: string; host: string }[] = []) {
   const store = new LocalStore();
@@ -70,7 +26,7 @@ async function setUp(failures: { method: string; host: string }[] = []) {
       });
     }
   }
-  const { agents, calls } = fakeAgents(failures);
+  const { agents, calls } = recordingAgents(failures);
   const registry = new Map(clusterJobs({ store, agents, logger: silentLogger() }).map((d) => [d.jobType, d]));
   const runner = new JobRunner(store, registry, silentLogger());
   const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
@@ -162,7 +118,7 @@ describe('cluster jobs against recording agents', () => {
     await runner.stop();
     const [first, second] = Object.values(store.s.clusters);
     second.status = 'deleting';
-    const { agents, calls } = fakeAgents();
+    const { agents, calls } = recordingAgents([]);
     const sync = new CatalogSync({ store, agents, logger: silentLogger() });
     await sync.syncAll();
     await sync.syncAll();
