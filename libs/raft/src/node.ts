@@ -86,6 +86,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private stopped = false;
 
   private applied = 0;
+  /** The state machine's applied index when the node started: entries up to it are not applied again. */
+  private smAppliedAtStart = 0;
   private lastSnapshotIndex = 0;
   /** A createSnapshot write still in flight; the next persist waits for it (one storage write at a time). */
   private snapshotWrite: Promise<void> | undefined;
@@ -118,7 +120,13 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private async init(): Promise<void> {
     const snap = this.storage.snapshot();
     if (snap.meta.index > this.sm.appliedIndex()) await this.sm.restore(snap.data, snap.meta);
-    this.applied = this.sm.appliedIndex();
+    // Apply runs alongside the write of the commit index that covers it, so a durable
+    // state machine may come back ahead of the stored commit. Those entries were
+    // committed; the core must still start at or below its commit, so it hands them out
+    // again and applyCommitted skips them.
+    this.smAppliedAtStart = this.sm.appliedIndex();
+    const storedCommit = this.storage.initialState().hardState.commit;
+    this.applied = Math.max(snap.meta.index, Math.min(this.smAppliedAtStart, storedCommit));
     this.lastSnapshotIndex = snap.meta.index;
     this.raw = new RawNode(
       {
@@ -127,7 +135,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
         id: this.opts.id,
         electionTick: this.opts.electionTick ?? 10,
         heartbeatTick: this.opts.heartbeatTick ?? 1,
-        applied: this.applied,
+        applied: this.applied, // may be below smAppliedAtStart, see above
       },
       this.storage,
     );
@@ -347,6 +355,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
 
   /** Applies committed entries, then settles the proposals of the normal ones and the reads they unblock. */
   private async applyCommitted(entries: Entry[]): Promise<void> {
+    if (entries.length === 0) return;
+    if (entries[0].index <= this.smAppliedAtStart) entries = entries.filter((e) => e.index > this.smAppliedAtStart);
     if (entries.length === 0) return;
     const results = await this.sm.apply(entries);
     this.applied = entries[entries.length - 1].index;

@@ -66,6 +66,10 @@ class CountingStorage implements Storage {
     return this.mem.createSnapshot(index, conf, data);
   }
   async close(): Promise<void> {}
+  /** Simulates a crash that lost the last commit-index write (it is not synced). */
+  forgetCommitAfter(commit: number): void {
+    this.mem.persistNow({ hardState: { ...this.mem.initialState().hardState, commit } });
+  }
   initialState() {
     return this.mem.initialState();
   }
@@ -91,9 +95,11 @@ class TestMachine implements StateMachine {
   readonly map = new Map<string, string>();
   applied = 0;
   restores = 0;
+  readonly appliedIndexes: number[] = [];
   apply(entries: Entry[]): unknown[] {
     const out: unknown[] = [];
     for (const e of entries) {
+      this.appliedIndexes.push(e.index);
       if (e.type === 'normal' && e.data.byteLength > 0) {
         const [k, v] = new TextDecoder().decode(e.data).split('=');
         this.map.set(k, v);
@@ -228,6 +234,26 @@ describe('RaftNode driver', () => {
     const leader = await leaderOf(members);
     await leader.node.proposeConfChange({ type: 'addLearner', node: 'd' });
     expect(leader.node.status().conf.learners).toEqual(['d']);
+  });
+
+  it('restarts a state machine that is ahead of the stored commit index without applying anything twice', async () => {
+    const { net, members } = await startGroup();
+    const leader = await leaderOf(members);
+    for (let i = 0; i < 20; i++) await leader.node.propose(put(`k${i}`, String(i)));
+    const restarted = members.find((m) => m !== leader)!;
+    await until(() => restarted.sm.map.get('k19') === '19');
+    await restarted.node.stop();
+    running = running.filter((n) => n !== restarted.node);
+    // A durable state machine kept everything it applied; the commit index write was lost.
+    restarted.storage.forgetCommitAfter(restarted.sm.applied - 10);
+    const appliedBefore = restarted.sm.applied;
+    restarted.sm.appliedIndexes.length = 0;
+    const sm = restarted.sm;
+    const node = await RaftNode.start({ id: restarted.node.id, storage: restarted.storage, stateMachine: sm, transport: net.transport(restarted.node.id, restarted.storage), tickMs: 5, electionTick: 10 });
+    running.push(node);
+    await leader.node.propose(put('after', 'restart'));
+    await until(() => sm.map.get('after') === 'restart');
+    expect(Math.min(...sm.appliedIndexes)).toBeGreaterThan(appliedBefore);
   });
 
   it('fails pending proposals with StoppedError when stopped', async () => {
