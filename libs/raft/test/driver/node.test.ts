@@ -249,7 +249,14 @@ describe('RaftNode driver', () => {
     const appliedBefore = restarted.sm.applied;
     restarted.sm.appliedIndexes.length = 0;
     const sm = restarted.sm;
-    const node = await RaftNode.start({ id: restarted.node.id, storage: restarted.storage, stateMachine: sm, transport: net.transport(restarted.node.id, restarted.storage), tickMs: 5, electionTick: 10 });
+    const node = await RaftNode.start({
+      id: restarted.node.id,
+      storage: restarted.storage,
+      stateMachine: sm,
+      transport: net.transport(restarted.node.id, restarted.storage),
+      tickMs: 5,
+      electionTick: 10,
+    });
     running.push(node);
     await leader.node.propose(put('after', 'restart'));
     await until(() => sm.map.get('after') === 'restart');
