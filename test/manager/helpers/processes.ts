@@ -59,7 +59,9 @@ export class ManagedProcess {
   start(): void {
     if (this.running) throw new Error(`${this.name} is already running`);
     const fd = openSync(this.logFile, 'a');
-    const child = spawn(process.execPath, ['--import', 'tsx', ...this.args], { cwd: REPO_ROOT, stdio: ['ignore', fd, fd], env: { ...process.env, KCM_LOG_LEVEL: 'info' } });
+    // Extra node flags for every process, e.g. KCM_TEST_NODE_ARGS=--cpu-prof to profile a run.
+    const nodeArgs = (process.env.KCM_TEST_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...this.args], { cwd: REPO_ROOT, stdio: ['ignore', fd, fd], env: { ...process.env, KCM_LOG_LEVEL: 'info' } });
     closeSync(fd);
     this.child = child;
     this.stopped = false;
