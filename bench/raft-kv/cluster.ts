@@ -25,6 +25,12 @@ export interface KvClusterOptions {
   tickMs?: number;
   electionTick?: number;
   snapshotEntries?: number;
+  /**
+   * Keep one server process booted and waiting, so a restart costs opening the storage
+   * rather than a Node + TypeScript boot (the kill test). Off by default: an idle spare
+   * booting next to a benchmark steals CPU from it.
+   */
+  warmStandby?: boolean;
 }
 
 export interface Member {
@@ -104,7 +110,7 @@ export class KvCluster {
     };
     const child = this.takeSpare();
     child.stdin!.end(`${JSON.stringify(config)}\n`);
-    this.spare = spawnSpare(); // the next restart finds a warm process again
+    if (this.opts.warmStandby) this.spare = spawnSpare(); // the next restart finds a warm process
     m.process = child;
     child.stderr!.pipe(createWriteStream(join(m.dataDir, 'server.log'), { flags: 'a' }));
     let stderrTail = '';

@@ -64,6 +64,7 @@ export async function runKillScenario(opts: KillScenarioOptions): Promise<KillSc
     tickMs: opts.tickMs ?? 30,
     electionTick: opts.electionTick ?? 10,
     snapshotEntries: opts.snapshotEntries ?? 2_000,
+    warmStandby: true,
   });
   const terms = new TermMonitor(cluster);
   try {

@@ -97,9 +97,9 @@ async function benchEtcd(): Promise<PhaseResult[]> {
   return results;
 }
 
-/** A second of light load first: connections open, JIT warm, leader's no-op committed. */
+/** Two seconds of light load first: connections open, JIT warm, leader's no-op committed. */
 async function warmUp(put: (w: number, key: string, value: Uint8Array) => Promise<boolean>): Promise<void> {
-  await runPhase({ concurrency: 3, seconds: 1, keyPrefix: 'warmup', put });
+  await runPhase({ concurrency: 3, seconds: 2, keyPrefix: 'warmup', put });
   await sleep(200);
 }
 
