@@ -8,7 +8,16 @@ import { defaultSleep, type CliIo } from './io';
 import type { ProgressView } from './progress';
 import { buildEnvelope } from './commands/shared';
 
-const RETRYABLE_CODES = new Set([String(errorEntry('NO_LEADER').code), String(errorEntry('OVERLOADED').code)]);
+const RETRYABLE_CODES = new Set([String(errorEntry('NO_LEADER').code), String(errorEntry('OVERLOADED').code), String(errorEntry('TIMEOUT').code)]);
+
+/**
+ * A failed get_status reply is about the job only when it names the job's own type; one
+ * that says `get_status` is about the request itself (no leader, a read that timed out),
+ * and those are worth retrying.
+ */
+function isRetryableRequestFailure(reply: ReplyEnvelope): boolean {
+  return reply.status === 'failed' && reply.job_type === 'get_status' && RETRYABLE_CODES.has(reply.error_code);
+}
 
 export type WaitOutcome = { kind: 'finished'; reply: ReplyEnvelope } | { kind: 'timedOut'; last?: ReplyEnvelope };
 
@@ -32,7 +41,7 @@ export async function waitForJob(client: EmitClient, jobId: string, io: CliIo, o
   for (;;) {
     try {
       const { reply } = await client.emit(buildEnvelope('get_status', {}, io, { jobId }));
-      if (reply.status === 'failed' && RETRYABLE_CODES.has(reply.error_code)) {
+      if (isRetryableRequestFailure(reply)) {
         note(`kcm: the manager cannot answer yet (${reply.error_info}); retrying`);
       } else {
         lastNote = '';
