@@ -89,6 +89,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   /** The state machine's applied index when the node started: entries up to it are not applied again. */
   private smAppliedAtStart = 0;
   private lastSnapshotIndex = 0;
+  /** The latest commit-only hard state, not written yet: the next write carries it (see handleReady). */
+  private unwrittenHardState: HardState | undefined;
   /** A createSnapshot write still in flight; the next persist waits for it (one storage write at a time). */
   private snapshotWrite: Promise<void> | undefined;
 
@@ -120,8 +122,9 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private async init(): Promise<void> {
     const snap = this.storage.snapshot();
     if (snap.meta.index > this.sm.appliedIndex()) await this.sm.restore(snap.data, snap.meta);
-    // Apply runs alongside the write of the commit index that covers it, so a durable
-    // state machine may come back ahead of the stored commit. Those entries were
+    // Apply does not wait for the commit index to be written (a commit-only change is
+    // written with the next entries, see handleReady), so a durable state machine may
+    // come back ahead of the stored commit. Those entries were
     // committed; the core must still start at or below its commit, so it hands them out
     // again and applyCommitted skips them.
     this.smAppliedAtStart = this.sm.appliedIndex();
@@ -220,6 +223,12 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.failPending(() => new StoppedError());
     await this.currentPass;
     await this.snapshotWrite;
+    // A clean stop leaves the latest commit index on disk (a restart then applies at once).
+    const hardState = this.unwrittenHardState;
+    this.unwrittenHardState = undefined;
+    if (hardState) {
+      await this.storage.persist({ hardState }, true).catch((err) => this.log.warn({ err }, 'raft: commit index not written at stop'));
+    }
     await this.transport.stop();
     await this.storage.close();
   }
@@ -322,9 +331,20 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     if (early.length > 0) this.transport.send(early);
 
     if (this.snapshotWrite) await this.snapshotWrite;
+    // A Ready that only moves the commit index (no entries, snapshot, term or vote) is
+    // not written on its own: its hard state rides along with the next write. The commit
+    // index promises nothing to anyone and is relearned from the leader after a restart
+    // (the core starts at max(snapshot index, stored commit)). etcd does the same: a
+    // commit-only HardState waits in its WAL encoder's buffer for the next synced record.
+    // This saves one storage write per commit on every member, and a pass waiting on it.
     let write: Promise<void> | undefined;
-    if (rd.hardState || rd.entries.length > 0 || rd.snapshot) {
-      write = this.storage.persist({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot }, rd.mustSync);
+    let hardState = rd.hardState;
+    if (rd.mustSync) {
+      hardState ??= this.unwrittenHardState;
+      this.unwrittenHardState = undefined;
+      write = this.storage.persist({ hardState, entries: rd.entries, snapshot: rd.snapshot }, true);
+    } else if (rd.hardState) {
+      this.unwrittenHardState = rd.hardState;
     }
     // Committed entries that an earlier Ready already wrote here are durable locally and
     // on a quorum: apply them while this Ready's new entries are being synced, so their
@@ -335,15 +355,12 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
       !rd.snapshot && (rd.entries.length === 0 || committed.length === 0 || committed[committed.length - 1].index < rd.entries[0].index);
     if (applyDuringWrite) await this.applyCommitted(committed);
 
-    // A synced write guards what the messages promise (a vote, an append ack): wait for
-    // it. Otherwise the Ready only moves the commit index, which promises nothing and is
-    // not synced anyway, so messages go ahead while it is written.
-    if (write && rd.mustSync) await this.written(write, rd);
+    // The synced write guards what the messages promise (a vote, an append ack): wait for it.
+    if (write) await this.written(write, hardState);
     if (late.length > 0) this.transport.send(late);
 
     if (rd.snapshot) await this.restoreSnapshot(rd.snapshot);
     if (!applyDuringWrite) await this.applyCommitted(committed);
-    if (write && !rd.mustSync) await this.written(write, rd);
     this.raw.advance(rd); // only after the write: storage shows its entries from then on
     // Conf changes settle after advance, so their callers see them in status().conf.
     this.settleProposals(committed, undefined, 'conf');
@@ -379,9 +396,9 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     }
   }
 
-  private async written(write: Promise<void>, rd: Ready): Promise<void> {
+  private async written(write: Promise<void>, hardState: HardState | undefined): Promise<void> {
     await write;
-    if (rd.hardState) this.emit('hardStatePersisted', rd.hardState);
+    if (hardState) this.emit('hardStatePersisted', hardState);
   }
 
   private noteSoftState(leader: NodeId | null, role: Role): void {

@@ -229,6 +229,20 @@ describe('RaftNode driver', () => {
     }
   });
 
+  it('writes a commit-only change together with the next write, and the latest commit when stopped', async () => {
+    const { members } = await startGroup();
+    const leader = await leaderOf(members);
+    await leader.node.propose(put('warm', 'up'));
+    const persistsBefore = leader.storage.persists;
+    for (let i = 0; i < 10; i++) await leader.node.propose(put(`k${i}`, 'v'));
+    // One write per proposal (its entry, carrying the previous commit); none for a commit alone.
+    expect(leader.storage.persists - persistsBefore).toBe(10);
+    const commit = leader.node.status().commit;
+    expect(leader.storage.initialState().hardState.commit).toBeLessThan(commit);
+    await leader.node.stop();
+    expect(leader.storage.initialState().hardState.commit).toBe(commit);
+  });
+
   it('resolves a conf change only once status().conf shows it', async () => {
     const { members } = await startGroup();
     const leader = await leaderOf(members);
