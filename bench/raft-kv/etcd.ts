@@ -74,17 +74,21 @@ export class EtcdCluster {
     }
   }
 
-  /** WAL fsyncs so far, from each member's Prometheus metrics: the leader's and the sum. */
-  async fsyncCounts(): Promise<{ leader: number; total: number }> {
+  /** WAL fsyncs so far, from each member's Prometheus metrics: the leader's and the sum; which member leads (-1: none). */
+  async fsyncCounts(): Promise<{ leader: number; total: number; leaderIndex: number }> {
     let leader = 0;
     let total = 0;
-    for (const host of this.hosts) {
+    let leaderIndex = -1;
+    for (const [i, host] of this.hosts.entries()) {
       const text = await (await fetch(`http://${host}:2379/metrics`)).text();
       const count = metricValue(text, 'etcd_disk_wal_fsync_duration_seconds_count');
       total += count;
-      if (metricValue(text, 'etcd_server_is_leader') === 1) leader = count;
+      if (metricValue(text, 'etcd_server_is_leader') === 1) {
+        leader = count;
+        leaderIndex = i;
+      }
     }
-    return { leader, total };
+    return { leader, total, leaderIndex };
   }
 
   async stop(): Promise<void> {

@@ -49,10 +49,11 @@ async function benchRaftKv(): Promise<PhaseResult[]> {
 
   const fsyncs = async () => {
     const statuses = await cluster.statuses();
-    const leaderStatus = statuses.find((s) => s?.role === 'leader');
+    const leaderIndex = statuses.findIndex((s) => s?.role === 'leader');
     return {
-      leader: leaderStatus?.storageSyncedWrites ?? 0,
+      leader: statuses[leaderIndex]?.storageSyncedWrites ?? 0,
       total: statuses.reduce((sum, s) => sum + (s?.storageSyncedWrites ?? 0), 0),
+      leaderIndex,
     };
   };
   const results: PhaseResult[] = [];
@@ -67,6 +68,7 @@ async function benchRaftKv(): Promise<PhaseResult[]> {
     const after = await fsyncs();
     r.leaderFsyncs = after.leader - before.leader;
     r.totalFsyncs = after.total - before.total;
+    if (after.leaderIndex >= 0) r.leaderMember = after.leaderIndex;
     console.log(formatPhase('ours', r));
     results.push(r);
   }
@@ -90,6 +92,7 @@ async function benchEtcd(): Promise<PhaseResult[]> {
     const after = await etcd.fsyncCounts();
     r.leaderFsyncs = after.leader - before.leader;
     r.totalFsyncs = after.total - before.total;
+    if (after.leaderIndex >= 0) r.leaderMember = after.leaderIndex;
     console.log(formatPhase('etcd', r));
     results.push(r);
   }
@@ -119,6 +122,11 @@ function printComparison(ours: PhaseResult[], etcd: PhaseResult[]): void {
   const pass =
     ours.every((o, i) => o.p99 <= etcd[i].p99) &&
     ours.filter((o) => o.concurrency >= 64).every((o) => o.opsPerSec >= etcd[ours.indexOf(o)].opsPerSec);
+  const c1 = ours.findIndex((o) => o.concurrency === 1);
+  if (c1 >= 0) {
+    const where = (r: PhaseResult) => (r.leaderMember === undefined ? 'unknown' : r.leaderMember === 0 ? 'the leader' : 'a follower');
+    console.log(`c=1 talks to member 0 only: ours ${where(ours[c1])}, etcd ${where(etcd[c1])} (a follower forwards every put)`);
+  }
   console.log(`\ntarget (c>=64 ops/s >= etcd, p99 <= etcd at every c): ${pass ? 'MET' : 'NOT MET'}`);
 }
 

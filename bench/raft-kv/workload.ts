@@ -22,6 +22,12 @@ export interface PhaseResult {
   leaderFsyncs?: number;
   /** Fsyncs summed over all members. */
   totalFsyncs?: number;
+  /**
+   * Index of the member leading at the end of the phase. Worker w talks to member w % 3,
+   * so at c=1 everything goes to member 0: through a follower, each put costs a
+   * forwarding round trip more than at the leader (with ours as with etcd).
+   */
+  leaderMember?: number;
 }
 
 export const VALUE_BYTES = 128;
@@ -77,6 +83,7 @@ export function formatPhase(label: string, r: PhaseResult): string {
     `${label.padEnd(6)} c=${String(r.concurrency).padStart(3)}  ${r.opsPerSec.toFixed(0).padStart(6)} ops/s  ` +
     `p50 ${r.p50.toFixed(2).padStart(6)}  p95 ${r.p95.toFixed(2).padStart(6)}  p99 ${r.p99.toFixed(2).padStart(6)}  ` +
     `max ${r.max.toFixed(1).padStart(6)} ms  ops/fsync(leader) ${perFsync.padStart(5)}  ` +
-    `fsyncs(all) ${String(r.totalFsyncs ?? '-').padStart(6)}  errors ${r.errors}`
+    `fsyncs(all) ${String(r.totalFsyncs ?? '-').padStart(6)}  errors ${r.errors}` +
+    (r.leaderMember === undefined ? '' : `  leader m${r.leaderMember}`)
   );
 }
