@@ -31,6 +31,7 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     progress: null,
     result: null,
   };
+  state.openJobs[id] = true;
   if (cmd.requestId !== null) state.requestIds[cmd.requestId] = id;
   return accepted({ jobId: id, duplicate: false });
 }
@@ -78,6 +79,7 @@ export function applyJobFinished(state: MetaState, cmd: JobFinished): ApplyOutco
   if (!job) return refused('NOT_FOUND', `job ${cmd.jobId} does not exist`);
   if (job.result) return accepted({ duplicate: true });
   job.result = cmd.outcome;
+  delete state.openJobs[cmd.jobId];
   job.status = cmd.outcome.ok ? 'done' : 'failed';
   job.finishedAt = cmd.at;
   job.progress = null;
@@ -91,8 +93,8 @@ export function applyJobFinished(state: MetaState, cmd: JobFinished): ApplyOutco
 export function runnableJobs(state: MetaState): JobRecord[] {
   const heldKeys = new Set<string>();
   const runnable: JobRecord[] = [];
-  const unfinished = Object.values(state.jobs)
-    .filter((j) => !j.result)
+  const unfinished = Object.keys(state.openJobs)
+    .map((id) => state.jobs[id])
     .sort((a, b) => Number(a.id) - Number(b.id));
   for (const job of unfinished) {
     if (job.lockKey === null) {

@@ -12,5 +12,8 @@ export function restoreMeta(image: Uint8Array): MetaState {
   if (image.byteLength === 0) return emptyMetaState();
   const parsed = JSON.parse(new TextDecoder().decode(image)) as { format: number; state: MetaState };
   if (parsed.format !== SNAPSHOT_FORMAT) throw new Error(`unsupported metadata snapshot format ${parsed.format}`);
-  return { ...emptyMetaState(), ...parsed.state };
+  const state = { ...emptyMetaState(), ...parsed.state };
+  // Images from before openJobs existed: derive it from the jobs themselves.
+  if (!parsed.state.openJobs) state.openJobs = Object.fromEntries(Object.values(state.jobs).filter((j) => !j.result).map((j) => [j.id, true as const]));
+  return state;
 }

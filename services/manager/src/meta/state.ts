@@ -165,6 +165,8 @@ export interface MetaState {
   /** Keyed by `${hostaddr}/${machineType}`: one host may be registered as both types. */
   machines: Record<string, MachineRecord>;
   jobs: Record<string, JobRecord>;
+  /** Ids of the jobs not finished yet: the runner's work list, without scanning every job ever run. */
+  openJobs: Record<string, true>;
   /** Idempotency keys to the job they created. */
   requestIds: Record<string, string>;
   /** hostaddr -> port -> allocation: ports are unique per host across both machine types. */
@@ -179,6 +181,7 @@ export function emptyMetaState(): MetaState {
   return {
     machines: {},
     jobs: {},
+    openJobs: {},
     requestIds: {},
     ports: {},
     counters: { job: 0 },

@@ -106,6 +106,17 @@ describe('jobs', () => {
 });
 
 describe('snapshot', () => {
+  it('an image from before openJobs existed restores with the unfinished jobs as the work list', () => {
+    const s = emptyMetaState();
+    const a = submit(s, null).jobId;
+    const b = submit(s, null).jobId;
+    apply(s, { kind: CommandKind.JobFinished, at, jobId: a, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} } });
+    const { openJobs: _dropped, ...older } = JSON.parse(JSON.stringify(s)) as MetaState;
+    const restored = restoreMeta(new TextEncoder().encode(JSON.stringify({ format: 1, state: older })));
+    expect(restored.openJobs).toEqual({ [b]: true });
+    expect(runnableJobs(restored).map((j) => j.id)).toEqual([b]);
+  });
+
   it('round-trips the whole state, and the restored state applies the next command identically', () => {
     const s = emptyMetaState();
     apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
