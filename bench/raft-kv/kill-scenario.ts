@@ -14,6 +14,8 @@ import { KvCluster, sleep } from './cluster';
 import { checkHardStateLogs, TermMonitor } from './kill-checks';
 import type { KvReply } from './kv-proto';
 import { percentile } from './workload';
+// The kill schedule replays from its seed.
+import { seededRandom } from '../../libs/raft/test/seeded-random';
 
 export interface KillScenarioOptions {
   kills: number;
@@ -55,7 +57,7 @@ const WRITE_TIMEOUT_MS = 3_000;
 
 export async function runKillScenario(opts: KillScenarioOptions): Promise<KillScenarioReport> {
   const seed = opts.seed ?? Date.now() % 1_000_000;
-  const random = mulberry32(seed);
+  const random = seededRandom(seed);
   const log = opts.log ?? (() => {});
   const cluster = await KvCluster.start({
     hosts: opts.hosts,
@@ -75,7 +77,7 @@ export async function runKillScenario(opts: KillScenarioOptions): Promise<KillSc
     let running = true;
     const writers = Array.from({ length: opts.writers ?? 6 }, (_, w) => runWriter(cluster, w, acked, () => running));
     const registers = Array.from({ length: opts.registerClients ?? 3 }, (_, c) =>
-      runRegisterClient(cluster, c, history, mulberry32(seed + c + 1), () => running),
+      runRegisterClient(cluster, c, history, seededRandom(seed + c + 1), () => running),
     );
 
     const failoverMs: number[] = [];
@@ -258,14 +260,3 @@ async function readBack(cluster: KvCluster, acked: Map<string, string>): Promise
   return lost;
 }
 
-/** A small seeded PRNG, so a failing run can be replayed with the same kill schedule. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

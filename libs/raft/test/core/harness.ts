@@ -7,17 +7,9 @@ import { RawNode } from '../../src/core/raw-node';
 import { MemoryStorage } from '../../src/core/storage';
 import type { Entry, Message, NodeId, RaftConfig, ReadState, Ready } from '../../src/core/types';
 
-/** A small seeded PRNG (mulberry32) so elections are reproducible. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Elections are reproducible: every node draws from a seeded PRNG. */
+import { seededRandom } from '../seeded-random';
+export { seededRandom };
 
 export interface TestNode {
   id: NodeId;

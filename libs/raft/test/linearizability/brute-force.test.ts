@@ -8,6 +8,7 @@ import { checkOperations } from './checker';
 import type { Model, Operation } from './model';
 import { kvModel, type KvInput, type KvOutput } from './models/kv';
 import { registerModel, type RegisterInput, type RegisterOutput, type RegisterValue } from './models/register';
+import { seededRandom } from '../seeded-random';
 
 /**
  * The definition, executed: some order of a subset of the operations, containing every
@@ -35,16 +36,8 @@ function linearizableByEnumeration<S, I, O>(model: Model<S, I, O>, ops: readonly
   return extend(model.init(), 0);
 }
 
-/** A small deterministic PRNG (mulberry32), so a failure can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A failure can be replayed from its seed. */
+const random = seededRandom;
 
 /** Operations from three clients at random overlapping times; some end with an unknown outcome. */
 function randomHistory<I, O>(seed: number, opCount: number, randomOperation: (pick: <T>(items: readonly T[]) => T) => { input: I; output: O; mayBeLost: boolean }): Operation<I, O>[] {

@@ -1,0 +1,13 @@
+// One small seeded PRNG (mulberry32) for tests, soaks and benches that must replay a run
+// from its seed. (The simulator has its own xoshiro128** with sub-streams: sim/prng.ts.)
+
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
