@@ -153,11 +153,23 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   });
   if (raft.status().leader === config.member) void leadership.update(true, raft.status().term);
 
+  const leaderHasAppliedAllCommitted = (): boolean => {
+    const st = raft.status();
+    if (st.role !== 'leader' || st.applied < st.commit) return false;
+    try {
+      return storage.term(st.commit) === st.term;
+    } catch {
+      return false; // commit beyond the local log or compacted: take the slow path
+    }
+  };
   const local = new ManagerService({
     store: observedStore,
     registry,
     queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, agentFor, agents: engineAgents }),
     linearizableRead: () => store.linearizableRead(),
+    // A leader that has committed an entry of its own term knows every committed entry; once
+    // it has applied them, validation needs no heartbeat round (anything else takes ReadIndex).
+    validationBarrier: () => (leaderHasAppliedAllCommitted() ? Promise.resolve() : store.linearizableRead()),
     onSubmitted: () => activeRunner.notify(),
   });
   const service = new RoutingService({ local, self: config.member, leader: () => raft.status().leader, token: config.authTokens[0] });

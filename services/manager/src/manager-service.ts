@@ -20,6 +20,12 @@ export interface ManagerServiceDeps {
   queries: ReadonlyMap<string, QueryHandler>;
   /** A ReadIndex barrier: resolves once the local state reflects every write committed before the call. */
   linearizableRead(): Promise<void>;
+  /**
+   * What a submission's validation waits for; defaults to linearizableRead. Validation only
+   * needs every write committed so far to be applied here: the submission itself goes
+   * through Raft, so a deposed leader's stale view can never commit a job.
+   */
+  validationBarrier?(): Promise<void>;
   /** Told after each submission commits, so the runner starts the job without waiting. */
   onSubmitted?(jobId: string): void;
 }
@@ -31,7 +37,7 @@ export class ManagerService implements JobService {
     const def = this.deps.registry.get(req.jobType);
     if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
     const paras = req.paras as Record<string, unknown>;
-    await this.deps.linearizableRead();
+    await (this.deps.validationBarrier ?? this.deps.linearizableRead)();
     // A retry of a request that already created a job gets that job, even when the job has
     // since changed the state its validation looks at (a retried delete_machine must not
     // answer NOT_FOUND because its own first attempt already removed the machine).
