@@ -51,6 +51,7 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
     ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners })],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
     ...clusterQueries({ agents: deps.agents }),
-    ['get_backup_storage', () => ({ list_backup_storage: [] })],
+    // get_backup_storage comes with the backup family: until backup storage can be
+    // registered there is no state to answer from, so it is UNSUPPORTED, not an empty list.
   ]);
 }
