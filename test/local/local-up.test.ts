@@ -120,6 +120,10 @@ describe('kcm local up | status | down', () => {
     const stopped = JSON.parse(down.stdout).stopped as Array<{ pid: number; result: string }>;
     const pids = [...endpoints.managers, ...endpoints.agents].map((p) => p.pid);
     expect(stopped.map((s) => s.pid).sort()).toEqual([...pids, instance.pid!].sort());
+    // down reports a process gone once its command line is; the kernel may need a moment
+    // more to finish tearing it down.
+    const deadline = Date.now() + 3000;
+    while ([...pids, instance.pid!].some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const pid of [...pids, instance.pid!]) expect(alive(pid)).toBe(false);
 
     const after = await kcm(['local', 'status', '--dir', dir, '--json']);
