@@ -34,6 +34,33 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+interface FsyncCounts {
+  leader: number;
+  total: number;
+  leaderIndex: number;
+}
+
+/** The phases of the workload, identical for both systems: only the put and the fsync counter differ. */
+async function runPhases(
+  label: 'ours' | 'etcd',
+  keySpace: string,
+  put: (worker: number, key: string, value: Uint8Array) => Promise<boolean>,
+  fsyncCounts: () => Promise<FsyncCounts>,
+): Promise<PhaseResult[]> {
+  const results: PhaseResult[] = [];
+  for (const concurrency of concurrencies) {
+    const before = await fsyncCounts();
+    const r = await runPhase({ concurrency, seconds, keyPrefix: `${keySpace}/c${concurrency}`, put });
+    const after = await fsyncCounts();
+    r.leaderFsyncs = after.leader - before.leader;
+    r.totalFsyncs = after.total - before.total;
+    if (after.leaderIndex >= 0) r.leaderMember = after.leaderIndex;
+    console.log(formatPhase(label, r));
+    results.push(r);
+  }
+  return results;
+}
+
 async function benchRaftKv(): Promise<PhaseResult[]> {
   const cluster = await KvCluster.start({
     hosts: ['127.0.0.11', '127.0.0.12', '127.0.0.13'],
@@ -56,22 +83,7 @@ async function benchRaftKv(): Promise<PhaseResult[]> {
       leaderIndex,
     };
   };
-  const results: PhaseResult[] = [];
-  for (const concurrency of concurrencies) {
-    const before = await fsyncs();
-    const r = await runPhase({
-      concurrency,
-      seconds,
-      keyPrefix: `raft-kv/c${concurrency}`,
-      put: async (w, key, value) => (await cluster.members[w % 3].session.put(key, value)).error === '',
-    });
-    const after = await fsyncs();
-    r.leaderFsyncs = after.leader - before.leader;
-    r.totalFsyncs = after.total - before.total;
-    if (after.leaderIndex >= 0) r.leaderMember = after.leaderIndex;
-    console.log(formatPhase('ours', r));
-    results.push(r);
-  }
+  const results = await runPhases('ours', 'raft-kv', async (w, key, value) => (await cluster.members[w % 3].session.put(key, value)).error === '', fsyncs);
   await cleanups.pop()!();
   return results;
 }
@@ -80,22 +92,7 @@ async function benchEtcd(): Promise<PhaseResult[]> {
   const etcd = await EtcdCluster.start(['127.0.0.21', '127.0.0.22', '127.0.0.23']);
   cleanups.push(() => etcd.stop());
   await warmUp((w, key, value) => etcd.put(w % 3, key, value));
-  const results: PhaseResult[] = [];
-  for (const concurrency of concurrencies) {
-    const before = await etcd.fsyncCounts();
-    const r = await runPhase({
-      concurrency,
-      seconds,
-      keyPrefix: `etcd/c${concurrency}`,
-      put: (w, key, value) => etcd.put(w % 3, key, value),
-    });
-    const after = await etcd.fsyncCounts();
-    r.leaderFsyncs = after.leader - before.leader;
-    r.totalFsyncs = after.total - before.total;
-    if (after.leaderIndex >= 0) r.leaderMember = after.leaderIndex;
-    console.log(formatPhase('etcd', r));
-    results.push(r);
-  }
+  const results = await runPhases('etcd', 'etcd', (w, key, value) => etcd.put(w % 3, key, value), () => etcd.fsyncCounts());
   await cleanups.pop()!();
   return results;
 }
