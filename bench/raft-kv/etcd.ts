@@ -18,6 +18,11 @@ export function etcdAvailable(): boolean {
 export class EtcdCluster {
   readonly clients: Etcd3[];
   private readonly processes: ChildProcess[] = [];
+
+  /** The members' process ids, in member order. */
+  pids(): (number | undefined)[] {
+    return this.processes.map((p) => p.pid);
+  }
   private readonly baseDir = mkdtempSync(join(tmpdir(), 'raft-kv-etcd-'));
 
   private constructor(private readonly hosts: string[]) {

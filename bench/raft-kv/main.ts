@@ -9,6 +9,7 @@
 
 import { parseArgs } from 'node:util';
 import { KvCluster, sleep } from './cluster';
+import { CpuMeter } from './cpu';
 import { EtcdCluster, etcdAvailable } from './etcd';
 import { formatPhase, runPhase } from './workload';
 import type { PhaseResult } from './workload';
@@ -46,11 +47,15 @@ async function runPhases(
   keySpace: string,
   put: (worker: number, key: string, value: Uint8Array) => Promise<boolean>,
   fsyncCounts: () => Promise<FsyncCounts>,
+  pids: () => (number | undefined)[],
 ): Promise<PhaseResult[]> {
   const results: PhaseResult[] = [];
+  const cpu = new CpuMeter(pids);
   for (const concurrency of concurrencies) {
     const before = await fsyncCounts();
+    cpu.start();
     const r = await runPhase({ concurrency, seconds, keyPrefix: `${keySpace}/c${concurrency}`, put });
+    r.cpuMsPerOp = cpu.perOp(r.ops);
     const after = await fsyncCounts();
     r.leaderFsyncs = after.leader - before.leader;
     r.totalFsyncs = after.total - before.total;
@@ -83,7 +88,9 @@ async function benchRaftKv(): Promise<PhaseResult[]> {
       leaderIndex,
     };
   };
-  const results = await runPhases('ours', 'raft-kv', async (w, key, value) => (await cluster.members[w % 3].session.put(key, value)).error === '', fsyncs);
+  const results = await runPhases('ours', 'raft-kv', async (w, key, value) => (await cluster.members[w % 3].session.put(key, value)).error === '', fsyncs, () =>
+    cluster.members.map((m) => m.process?.pid),
+  );
   await cleanups.pop()!();
   return results;
 }
@@ -92,7 +99,7 @@ async function benchEtcd(): Promise<PhaseResult[]> {
   const etcd = await EtcdCluster.start(['127.0.0.21', '127.0.0.22', '127.0.0.23']);
   cleanups.push(() => etcd.stop());
   await warmUp((w, key, value) => etcd.put(w % 3, key, value));
-  const results = await runPhases('etcd', 'etcd', (w, key, value) => etcd.put(w % 3, key, value), () => etcd.fsyncCounts());
+  const results = await runPhases('etcd', 'etcd', (w, key, value) => etcd.put(w % 3, key, value), () => etcd.fsyncCounts(), () => etcd.pids());
   await cleanups.pop()!();
   return results;
 }

@@ -28,6 +28,8 @@ export interface PhaseResult {
    * forwarding round trip more than at the leader (with ours as with etcd).
    */
   leaderMember?: number;
+  /** CPU milliseconds per acknowledged put: each member's (in member order) and the load generator's. */
+  cpuMsPerOp?: { members: number[]; client: number };
 }
 
 export const VALUE_BYTES = 128;
@@ -84,6 +86,13 @@ export function formatPhase(label: string, r: PhaseResult): string {
     `p50 ${r.p50.toFixed(2).padStart(6)}  p95 ${r.p95.toFixed(2).padStart(6)}  p99 ${r.p99.toFixed(2).padStart(6)}  ` +
     `max ${r.max.toFixed(1).padStart(6)} ms  ops/fsync(leader) ${perFsync.padStart(5)}  ` +
     `fsyncs(all) ${String(r.totalFsyncs ?? '-').padStart(6)}  errors ${r.errors}` +
-    (r.leaderMember === undefined ? '' : `  leader m${r.leaderMember}`)
+    (r.leaderMember === undefined ? '' : `  leader m${r.leaderMember}`) +
+    (r.cpuMsPerOp ? `  cpu ms/op ${formatCpu(r.cpuMsPerOp)}` : '')
   );
+}
+
+/** "1.23 = 0.50+0.40+0.33 + client 0.20": members' sum first, the leader's share is in the member list. */
+function formatCpu(cpu: { members: number[]; client: number }): string {
+  const sum = cpu.members.reduce((a, b) => a + b, 0);
+  return `${sum.toFixed(2)} = ${cpu.members.map((m) => m.toFixed(2)).join('+')} + client ${cpu.client.toFixed(2)}`;
 }
