@@ -49,6 +49,7 @@ export class Raft {
   readonly heartbeatTimeout: number;
   readonly checkQuorum: boolean;
   readonly preVote: boolean;
+  readonly lazyCommitBroadcast: boolean;
   readonly maxSizePerMsg: number;
   readonly maxUncommittedSize: number;
   readonly maxCommittedSizePerReady: number;
@@ -80,6 +81,7 @@ export class Raft {
     this.random = config.random;
     this.checkQuorum = config.checkQuorum ?? true;
     this.preVote = config.preVote ?? true;
+    this.lazyCommitBroadcast = config.lazyCommitBroadcast ?? true;
     this.maxSizePerMsg = config.maxSizePerMsg ?? 1024 * 1024;
     this.maxUncommittedSize = config.maxUncommittedEntriesSize ?? 64 * 1024 * 1024;
     this.maxCommittedSizePerReady = config.maxCommittedSizePerReady ?? 16 * 1024 * 1024;

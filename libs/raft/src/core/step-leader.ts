@@ -61,10 +61,10 @@ export function stepLeader(r: Raft, m: Message): void {
   } else if (pr.state === 'replicate') {
     pr.inflights.freeLE(index);
   }
-  if (maybeCommit(r)) {
+  if (maybeCommit(r) && !r.lazyCommitBroadcast) {
     r.pendingBroadcast = true;
   }
-  // Fill the window that this ack opened.
+  // Fill the window that this ack opened (new entries carry the new commit index too).
   sendAppendsWhileAllowed(r, m.from, false);
   if (m.from === r.leadTransferee && pr.match === r.log.lastIndex()) sendTimeoutNow(r, m.from);
 }
@@ -113,8 +113,15 @@ function completeReadRounds(r: Raft): void {
 }
 
 function answerRead(r: Raft, index: number, ctx: Uint8Array, from: NodeId): void {
-  if (from === r.id) r.readStates.push({ index, requestCtx: ctx });
-  else r.send({ type: 'ReadIndexResp', to: from, index, context: ctx });
+  if (from === r.id) {
+    r.readStates.push({ index, requestCtx: ctx });
+    return;
+  }
+  // The follower serves the read once it has applied `index`. The round's heartbeats
+  // carried the commit index as of the round's start; if it has moved on (or the read
+  // was answered without a round), say so now rather than at the next heartbeat.
+  if (r.tracker.progress.get(from)?.canBumpCommit(r.log.committed)) sendAppend(r, from, true);
+  r.send({ type: 'ReadIndexResp', to: from, index, context: ctx });
 }
 
 /** Leader: start handing leadership to `to` (a no-op for self, non-voters, or a repeat). */

@@ -61,7 +61,11 @@ export class Network {
 
   /** Adds a node with its own storage (e.g. an empty one for a node joining later). */
   addNode(id: NodeId, storage: MemoryStorage, overrides: ConfigOverrides = {}, seed = 100 + this.nodes.size): TestNode {
-    const config: RaftConfig = { id, electionTick: 10, heartbeatTick: 1, random: seededRandom(seed), ...overrides };
+    // Eager commit broadcast unless a test asks otherwise: the paper's scenarios expect
+    // followers to learn a commit without a heartbeat (lazy mode has its own tests).
+    const config: RaftConfig = {
+      id, electionTick: 10, heartbeatTick: 1, random: seededRandom(seed), lazyCommitBroadcast: false, ...overrides,
+    };
     if (this.nodes.has(id)) throw new Error(`node ${id} exists`);
     const node: TestNode = {
       id, raw: new RawNode(config, storage), storage, config, applied: [], appliedIndex: 0, readStates: [], readies: [], down: false,

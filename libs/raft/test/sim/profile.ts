@@ -53,6 +53,7 @@ export function drawRunProfile(rng: Prng): RunProfile {
     compactEvery: rng.pick([20, 50, 1000]),
     preVote: rng.chance(0.7),
     checkQuorum: rng.chance(0.7),
+    lazyCommitBroadcast: rng.chance(0.7),
   };
   const faults: Partial<FaultOptions> = {
     faultRate: rng.pick([0.01, 0.02, 0.03]),

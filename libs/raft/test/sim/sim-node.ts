@@ -47,6 +47,7 @@ export interface NodeTuning {
   compactEvery: number;
   preVote: boolean;
   checkQuorum: boolean;
+  lazyCommitBroadcast: boolean;
 }
 
 export class SimNode {
@@ -163,6 +164,7 @@ export class SimNode {
       random: () => this.rng.float(),
       preVote: this.tuning.preVote,
       checkQuorum: this.tuning.checkQuorum,
+      lazyCommitBroadcast: this.tuning.lazyCommitBroadcast,
       maxSizePerMsg: this.tuning.maxSizePerMsg,
       maxInflightMsgs: this.tuning.maxInflightMsgs,
       applied: snap.meta.index,
