@@ -1,4 +1,4 @@
-// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--keep]
+// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--keep] [--cpu-prof DIR]
 //
 // Starts a local 3-manager group (127.0.1.51-53), then at each concurrency measures
 // acknowledged async jobs per second (create_machine, see emit-load.ts) and sync queries
@@ -12,6 +12,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { processCpuMs, selfCpuMs } from '../raft-kv/cpu';
 import type { PhaseResult } from '../raft-kv/workload';
 import { emitRaw, findLeader, metrics } from '../../test/manager/helpers/emit-client';
 import { LocalGroup } from '../../test/manager/helpers/group';
@@ -25,6 +26,7 @@ const { values: flags } = parseArgs({
     'raft-kv-seconds': { type: 'string' },
     'skip-raft-kv': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 const seconds = Number(flags.seconds);
@@ -38,7 +40,16 @@ interface EmitRow {
   jobsEndedPerSec: number;
   drainMs: number;
   queries: PhaseResult;
+  /** CPU ms per acknowledged job, from the phase's start until its last job ended: each member's, then the load generator's. */
+  jobCpuMs: { members: number[]; client: number };
+  /** Same, per answered query, over the query phase. */
+  queryCpuMs: { members: number[]; client: number };
+  /** Index (in MEMBERS) of the member leading when the phase's jobs had ended. */
+  leaderIndex: number;
 }
+
+const profileDir = flags['cpu-prof'] ? path.resolve(flags['cpu-prof']) : undefined;
+if (profileDir) process.env.KCM_TEST_NODE_ARGS = `${process.env.KCM_TEST_NODE_ARGS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`;
 
 const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: 18393, keepDir: flags.keep });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -51,6 +62,34 @@ function formatPhase(label: string, r: PhaseResult): string {
 }
 
 /** Unfinished jobs (started + ongoing) in the leader's replicated state. */
+/** CPU ms of each member and of this process between start() and perOp(). */
+class CpuPerOp {
+  private startMembers: number[] = [];
+  private startClient = 0;
+
+  constructor(private readonly pids: () => (number | undefined)[]) {}
+
+  start(): void {
+    this.startMembers = this.pids().map(processCpuMs);
+    this.startClient = selfCpuMs();
+  }
+
+  perOp(ops: number): { members: number[]; client: number } {
+    const n = Math.max(1, ops);
+    return {
+      members: this.pids().map((pid, i) => (processCpuMs(pid) - (this.startMembers[i] ?? 0)) / n),
+      client: (selfCpuMs() - this.startClient) / n,
+    };
+  }
+}
+
+/** Each member's CPU ms (the leader marked L), their sum, and the load generator's. */
+function formatCpu(c: { members: number[]; client: number }, leaderIndex: number): string {
+  const members = c.members.map((ms, i) => `${i === leaderIndex ? 'L' : 'F'} ${ms.toFixed(2)}`).join('  ');
+  const total = c.members.reduce((a, b) => a + b, 0);
+  return `${members}  (managers ${total.toFixed(2)}, client ${c.client.toFixed(2)})`;
+}
+
 async function unfinishedJobs(leader: string): Promise<number> {
   const m = await metrics(leader);
   return (m.get('kcm_jobs{status="started"}') ?? 0) + (m.get('kcm_jobs{status="ongoing"}') ?? 0);
@@ -68,23 +107,37 @@ async function benchEmit(): Promise<EmitRow[]> {
   await queriesPhase(target, 3, 1);
   await waitFor('warm-up jobs to end', async () => (await unfinishedJobs(leader)) === 0, 60_000, 200);
 
+  const cpu = new CpuPerOp(() => MEMBERS.map((m) => group.manager(m).pid));
   const rows: EmitRow[] = [];
   for (const concurrency of concurrencies) {
     const started = performance.now();
+    cpu.start();
     const jobs = await asyncJobsPhase(target, concurrency, seconds, hosts, runId);
     console.log(formatPhase('jobs', jobs));
     const current = (await findLeader(MEMBERS)) ?? leader;
     await waitFor(`the jobs of c=${concurrency} to end`, async () => (await unfinishedJobs(current)) === 0, 300_000, 200);
     const endedAt = performance.now();
+    const jobCpuMs = cpu.perOp(jobs.ops);
     const drainMs = endedAt - started - jobs.seconds * 1000;
     const jobsEndedPerSec = jobs.jobIds.length / ((endedAt - started) / 1000);
+    const leaderIndex = MEMBERS.indexOf(current);
     console.log(`       c=${String(concurrency).padStart(3)}  ${jobs.jobIds.length} jobs ended ${drainMs.toFixed(0)} ms after the phase: ${jobsEndedPerSec.toFixed(0)} jobs ended/s`);
+    console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per acked job (phase + drain): ${formatCpu(jobCpuMs, leaderIndex)}`);
+    cpu.start();
     const queries = await queriesPhase(target, concurrency, seconds);
+    const queryCpuMs = cpu.perOp(queries.ops);
     console.log(formatPhase('query', queries));
-    rows.push({ concurrency, jobs, jobsEndedPerSec, drainMs, queries });
+    console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per query: ${formatCpu(queryCpuMs, leaderIndex)}`);
+    rows.push({ concurrency, jobs, jobsEndedPerSec, drainMs, queries, jobCpuMs, queryCpuMs, leaderIndex });
   }
   const last = await emitRaw(MEMBERS[0], 'get_status', {}, { jobId: rows.at(-1)?.jobs.jobIds.at(-1) ?? '1' });
   console.log(`last job: ${last.status} (${last.error_info.slice(0, 80)})`);
+  if (profileDir) {
+    // A profile is written only on a clean exit; SIGKILL (group.stop) would lose it.
+    for (const [i, m] of MEMBERS.entries()) console.log(`profile of ${m}${i === rows.at(-1)?.leaderIndex ? ' (leader)' : ''}: pid ${group.manager(m).pid}`);
+    await Promise.all(MEMBERS.map((m) => group.manager(m).signal('SIGTERM')));
+    console.log(`CPU profiles in ${profileDir}`);
+  }
   await group.stop();
   return rows;
 }
@@ -110,12 +163,13 @@ async function benchRaftKv(phaseSeconds: number): Promise<Map<number, { opsPerSe
 function printSideBySide(rows: EmitRow[], kv: Map<number, { opsPerSec: number; p50: number; p99: number }>): void {
   const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
   console.log(`\nEmit on 3 kcm managers vs raft-kv puts, ${seconds} s per phase, same machine, same run (latencies in ms)`);
-  console.log('  c | jobs acked/s   p50    p99 | jobs ended/s | queries/s   p50    p99 | raft-kv puts/s   p50    p99');
+  console.log('  c | jobs acked/s   p50    p99 | jobs ended/s | CPU ms/job leader  all | queries/s   p50    p99 | raft-kv puts/s   p50    p99');
   for (const r of rows) {
     const k = kv.get(r.concurrency);
     const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.p99, 6, 2)}` : `${'-'.padStart(14)} ${'-'.padStart(5)} ${'-'.padStart(6)}`;
     console.log(
       `${n(r.concurrency, 3)} | ${n(r.jobs.opsPerSec, 12)} ${n(r.jobs.p50, 5, 1)} ${n(r.jobs.p99, 6, 1)} | ${n(r.jobsEndedPerSec, 12)} | ` +
+        `${n(r.jobCpuMs.members[r.leaderIndex] ?? 0, 17, 2)} ${n(r.jobCpuMs.members.reduce((a, b) => a + b, 0), 4, 2)} | ` +
         `${n(r.queries.opsPerSec, 9)} ${n(r.queries.p50, 5, 1)} ${n(r.queries.p99, 6, 1)} | ${kvCols}`,
     );
   }
