@@ -173,6 +173,23 @@ export class KvCluster {
     throw new Error(`no leader within ${timeoutMs} ms`);
   }
 
+  /**
+   * Makes member `index` the leader (Raft leadership transfer from the current leader)
+   * and waits until every running member agrees.
+   */
+  async moveLeader(index: number, timeoutMs = 20_000): Promise<void> {
+    const target = this.members[index].id;
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const statuses = await this.statuses(500);
+      if (statuses.every((s) => s === undefined || s.leader === target) && statuses[index]?.role === 'leader') return;
+      const leader = statuses.findIndex((s) => s?.role === 'leader');
+      if (leader >= 0 && leader !== index) await this.members[leader].session.transferLeader(target).catch(() => undefined);
+      await sleep(100);
+    }
+    throw new Error(`member ${target} did not become the leader within ${timeoutMs} ms`);
+  }
+
   /** SIGTERM every member (SIGKILL after 5 s), close the client sessions, remove the temp dir we made. */
   async stop(): Promise<void> {
     await Promise.all(

@@ -27,7 +27,13 @@ export function selfCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
-/** CPU of each member and of the load generator, sampled before and after a phase. */
+/** CPU milliseconds of each member and of the load generator. */
+export interface CpuUse {
+  members: number[];
+  client: number;
+}
+
+/** CPU of each member and of the load generator between start() and used(). */
 export class CpuMeter {
   private startMembers: number[] = [];
   private startClient = 0;
@@ -39,9 +45,17 @@ export class CpuMeter {
     this.startClient = selfCpuMs();
   }
 
-  /** Milliseconds of CPU per operation: each member's and the client's. */
-  perOp(ops: number): { members: number[]; client: number } {
-    const members = this.pids().map((pid, i) => (processCpuMs(pid) - (this.startMembers[i] ?? 0)) / Math.max(1, ops));
-    return { members, client: (selfCpuMs() - this.startClient) / Math.max(1, ops) };
+  used(): CpuUse {
+    const members = this.pids().map((pid, i) => processCpuMs(pid) - (this.startMembers[i] ?? 0));
+    return { members, client: selfCpuMs() - this.startClient };
   }
+}
+
+export function addCpu(a: CpuUse, b: CpuUse): CpuUse {
+  return { members: b.members.map((m, i) => m + (a.members[i] ?? 0)), client: a.client + b.client };
+}
+
+export function perOp(use: CpuUse, ops: number): CpuUse {
+  const n = Math.max(1, ops);
+  return { members: use.members.map((m) => m / n), client: use.client / n };
 }

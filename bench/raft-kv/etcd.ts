@@ -79,6 +79,25 @@ export class EtcdCluster {
     }
   }
 
+  /**
+   * Makes member `index` (named e<index+1>) the leader with etcd's MoveLeader, sent to
+   * the current leader, and waits until every member reports it.
+   */
+  async moveLeader(index: number, timeoutMs = 20_000): Promise<void> {
+    const { members } = await this.clients[0].cluster.memberList({});
+    const target = members.find((m) => m.name === `e${index + 1}`);
+    if (!target) throw new Error(`etcd member e${index + 1} not found`);
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const statuses = await Promise.all(this.clients.map((c) => c.maintenance.status().catch(() => undefined)));
+      if (statuses.every((s) => s?.leader === target.ID)) return;
+      const leader = statuses.findIndex((s) => s !== undefined && s.leader === s.header.member_id);
+      if (leader >= 0) await this.clients[leader].maintenance.moveLeader({ targetID: target.ID }).catch(() => undefined);
+      await sleep(100);
+    }
+    throw new Error(`etcd member e${index + 1} did not become the leader within ${timeoutMs} ms`);
+  }
+
   /** WAL fsyncs so far, from each member's Prometheus metrics: the leader's and the sum; which member leads (-1: none). */
   async fsyncCounts(): Promise<{ leader: number; total: number; leaderIndex: number }> {
     let leader = 0;

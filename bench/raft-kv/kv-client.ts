@@ -8,7 +8,7 @@
 
 import type * as grpc from '@grpc/grpc-js';
 import { newKvClient } from './kv-proto';
-import type { KvErrorCode, KvReply, KvReplyBatch, KvRequest, KvRequestBatch, KvServiceClient, StatusReply } from './kv-proto';
+import type { KvErrorCode, KvReply, KvReplyBatch, KvRequest, KvRequestBatch, KvServiceClient, StatusReply, TransferLeaderReply } from './kv-proto';
 
 interface Pending {
   resolve: (r: KvReply) => void;
@@ -43,6 +43,13 @@ export class KvSession {
   status(timeoutMs = 2_000): Promise<StatusReply> {
     return new Promise((resolve, reject) => {
       this.client.Status({}, { deadline: Date.now() + timeoutMs }, (err, reply) => (err ? reject(err) : resolve(reply!)));
+    });
+  }
+
+  /** Asks this member to hand leadership to `to`; resolves with '' when it leads and started the transfer. */
+  transferLeader(to: string, timeoutMs = 2_000): Promise<TransferLeaderReply['error']> {
+    return new Promise((resolve, reject) => {
+      this.client.TransferLeader({ to }, { deadline: Date.now() + timeoutMs }, (err, reply) => (err ? reject(err) : resolve(reply!.error)));
     });
   }
 

@@ -44,6 +44,14 @@ export interface KvReplyBatch {
   replies: KvReply[];
 }
 
+export interface TransferLeaderRequest {
+  to: string;
+}
+
+export interface TransferLeaderReply {
+  error: '' | 'NOT_LEADER';
+}
+
 export interface StatusReply {
   id: string;
   term: number;
@@ -76,6 +84,11 @@ interface KvServiceClient extends grpc.Client {
     req: Record<string, never>,
     options: grpc.CallOptions,
     cb: (err: grpc.ServiceError | null, reply?: StatusReply) => void,
+  ): grpc.ClientUnaryCall;
+  TransferLeader(
+    req: TransferLeaderRequest,
+    options: grpc.CallOptions,
+    cb: (err: grpc.ServiceError | null, reply?: TransferLeaderReply) => void,
   ): grpc.ClientUnaryCall;
 }
 

@@ -23,7 +23,7 @@ import { LevelStorage } from '../../libs/raft/src/level-storage';
 import { RaftNode } from '../../libs/raft/src/node';
 import { KvSession, errorReply } from './kv-client';
 import { kvService } from './kv-proto';
-import type { KvErrorCode, KvReply, KvReplyBatch, KvRequest, KvRequestBatch, StatusReply } from './kv-proto';
+import type { KvErrorCode, KvReply, KvReplyBatch, KvRequest, KvRequestBatch, StatusReply, TransferLeaderReply, TransferLeaderRequest } from './kv-proto';
 import { KvStateMachine, encodePut } from './kv-state';
 
 export interface ServerConfig {
@@ -182,8 +182,17 @@ async function main(): Promise<void> {
     });
   }
 
+  function transferLeader(
+    call: grpc.ServerUnaryCall<TransferLeaderRequest, TransferLeaderReply>,
+    callback: grpc.sendUnaryData<TransferLeaderReply>,
+  ): void {
+    if (node.knownLeader !== config.id) return callback(null, { error: 'NOT_LEADER' });
+    node.transferLeader(call.request.to);
+    callback(null, { error: '' });
+  }
+
   const server = new grpc.Server({ 'grpc.keepalive_time_ms': 10_000 });
-  server.addService(kvService, { Session: session, Status: status });
+  server.addService(kvService, { Session: session, Status: status, TransferLeader: transferLeader });
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(config.kv, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
   );

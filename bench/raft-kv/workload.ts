@@ -34,12 +34,20 @@ export interface PhaseResult {
 
 export const VALUE_BYTES = 128;
 
-export async function runPhase(options: {
+/** The raw outcome of running the workload for a while: one latency per acknowledged put. */
+export interface Samples {
+  latencies: number[];
+  errors: number;
+  seconds: number;
+}
+
+/** Runs `concurrency` closed-loop workers for `seconds` (keys under `keyPrefix`, which must be new). */
+export async function collectSamples(options: {
   concurrency: number;
   seconds: number;
   keyPrefix: string;
   put: PutFn;
-}): Promise<PhaseResult> {
+}): Promise<Samples> {
   const { concurrency, seconds, keyPrefix, put } = options;
   const latencies: number[] = [];
   let errors = 0;
@@ -56,20 +64,33 @@ export async function runPhase(options: {
     }
   };
   await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
-  const elapsed = (performance.now() - started) / 1000;
+  return { latencies, errors, seconds: (performance.now() - started) / 1000 };
+}
 
-  latencies.sort((a, b) => a - b);
+/** One phase's figures from the samples of its slices (pooled, as if measured in one go). */
+export function summarize(concurrency: number, slices: Samples[]): PhaseResult {
+  const latencies = slices.flatMap((s) => s.latencies).sort((a, b) => a - b);
+  const seconds = slices.reduce((sum, s) => sum + s.seconds, 0);
   return {
     concurrency,
-    seconds: elapsed,
+    seconds,
     ops: latencies.length,
-    errors,
-    opsPerSec: latencies.length / elapsed,
+    errors: slices.reduce((sum, s) => sum + s.errors, 0),
+    opsPerSec: latencies.length / seconds,
     p50: percentile(latencies, 0.5),
     p95: percentile(latencies, 0.95),
     p99: percentile(latencies, 0.99),
     max: latencies.length > 0 ? latencies[latencies.length - 1] : 0,
   };
+}
+
+export async function runPhase(options: {
+  concurrency: number;
+  seconds: number;
+  keyPrefix: string;
+  put: PutFn;
+}): Promise<PhaseResult> {
+  return summarize(options.concurrency, [await collectSamples(options)]);
 }
 
 /** Nearest-rank percentile of an ascending array (0 when empty). */
