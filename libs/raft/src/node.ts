@@ -68,6 +68,8 @@ interface PendingProposal {
   timer: NodeJS.Timeout;
 }
 
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 const quietLogger: DriverLogger = { info() {}, warn() {}, error() {} };
 
 export class RaftNode extends EventEmitter<RaftNodeEvents> {
@@ -328,7 +330,14 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     const early: Message[] = [];
     const late: Message[] = [];
     for (const m of rd.messages) (m.type === 'App' || m.type === 'Heartbeat' ? early : late).push(m);
-    if (early.length > 0) this.transport.send(early);
+    if (early.length > 0) {
+      this.transport.send(early);
+      // Let the Apps reach the socket before the write wakes a storage thread, which on
+      // two cores often takes this thread's CPU. Node's HTTP/2 sends in the next turn's
+      // check phase, ahead of JS immediates, so one turn is enough; the followers'
+      // round trip takes far longer than this turn, so our own fsync still finishes first.
+      if (rd.mustSync) await nextTurn();
+    }
 
     if (this.snapshotWrite) await this.snapshotWrite;
     // A Ready that only moves the commit index (no entries, snapshot, term or vote) is
