@@ -1,26 +1,108 @@
-// One gRPC client per host's agent, reused by jobs and the health monitor
-// (a client per call would open a connection per call).
+// gRPC clients of the hosts' agents, shared by jobs, queries and the health monitor (a
+// client per call would open a connection per call), and bounded: a gRPC channel keeps
+// reconnecting on its own with backoff for as long as it is open, so a client left open
+// for every host ever named (thousands of never-served hosts under load) costs the leader
+// CPU forever. A client is closed when
+//  - a call through it finds the agent unreachable: the next call opens a fresh channel,
+//    which tries to connect once, instead of grpc's backoff loop retrying in the background
+//    (a fresh channel also sees an agent that came back at once, not after the backoff);
+//  - it has not been used for `idleCloseMs`;
+//  - the pool holds more than `maxClients`: the least recently used ones go first.
+// Never while a call is in flight through it: calls are made inside withAgent, which counts them.
 
-import { AgentClient } from '@kcm/agent';
+import { AgentClient, AgentUnreachableError } from '@kcm/agent';
+
+/** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
+export type WithAgent = <T>(hostaddr: string, use: (agent: AgentClient) => Promise<T>) => Promise<T>;
+
+export interface AgentPoolOptions {
+  /** Deadline of every call (ms). */
+  deadlineMs?: number;
+  /** Clients kept open at most (idle ones beyond it are closed, least recently used first). */
+  maxClients?: number;
+  /** A client unused this long is closed (ms). */
+  idleCloseMs?: number;
+  now?: () => number;
+}
+
+interface PooledClient {
+  client: AgentClient;
+  inFlight: number;
+  lastUsedMs: number;
+  /** Out of the pool (unreachable agent): closed as soon as its last call settles. */
+  retired: boolean;
+}
 
 export class AgentPool {
-  private readonly clients = new Map<string, AgentClient>();
+  /** In least-recently-used-first order: a use moves its entry to the end. */
+  private readonly clients = new Map<string, PooledClient>();
+  private readonly deadlineMs: number;
+  private readonly maxClients: number;
+  private readonly idleCloseMs: number;
+  private readonly now: () => number;
 
-  constructor(private readonly agentPort: number, private readonly deadlineMs = 5000) {}
-
-  /** The agent of a host, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
-  agentFor(hostaddr: string): AgentClient {
-    let client = this.clients.get(hostaddr);
-    if (!client) {
-      const host = hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr;
-      client = new AgentClient(`${host}:${this.agentPort}`, this.deadlineMs);
-      this.clients.set(hostaddr, client);
-    }
-    return client;
+  constructor(private readonly agentPort: number, opts: AgentPoolOptions = {}) {
+    this.deadlineMs = opts.deadlineMs ?? 5000;
+    this.maxClients = opts.maxClients ?? 256;
+    this.idleCloseMs = opts.idleCloseMs ?? 60_000;
+    this.now = opts.now ?? Date.now;
   }
 
+  /** Open clients (for tests and metrics). */
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** The agent of a host, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
+  readonly withAgent: WithAgent = async (hostaddr, use) => {
+    const entry = this.checkOut(hostaddr);
+    try {
+      return await use(entry.client);
+    } catch (err) {
+      if (err instanceof AgentUnreachableError) this.retire(hostaddr, entry);
+      throw err;
+    } finally {
+      entry.inFlight--;
+      entry.lastUsedMs = this.now();
+      if (entry.retired && entry.inFlight === 0) entry.client.close();
+      this.closeExcess();
+    }
+  };
+
   close(): void {
-    for (const c of this.clients.values()) c.close();
+    for (const entry of this.clients.values()) entry.client.close();
     this.clients.clear();
+  }
+
+  private checkOut(hostaddr: string): PooledClient {
+    let entry = this.clients.get(hostaddr);
+    if (entry) {
+      this.clients.delete(hostaddr); // re-inserted below: now the most recently used
+      entry.lastUsedMs = this.now();
+    } else {
+      const host = hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr;
+      entry = { client: new AgentClient(`${host}:${this.agentPort}`, this.deadlineMs), inFlight: 0, lastUsedMs: this.now(), retired: false };
+    }
+    this.clients.set(hostaddr, entry);
+    entry.inFlight++;
+    return entry;
+  }
+
+  private retire(hostaddr: string, entry: PooledClient): void {
+    if (entry.retired) return;
+    entry.retired = true;
+    if (this.clients.get(hostaddr) === entry) this.clients.delete(hostaddr);
+  }
+
+  /** Closes idle clients from the least recently used end: too many, or unused too long. */
+  private closeExcess(): void {
+    const idleBefore = this.now() - this.idleCloseMs;
+    for (const [hostaddr, entry] of this.clients) {
+      const tooMany = this.clients.size > this.maxClients;
+      if (!tooMany && entry.lastUsedMs > idleBefore) break; // the rest were used more recently
+      if (entry.inFlight > 0) continue;
+      this.clients.delete(hostaddr);
+      entry.client.close();
+    }
   }
 }

@@ -116,10 +116,10 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   };
 
   const agents = new AgentPool(config.agentPort);
-  const agentFor = (host: string) => agents.agentFor(host);
+  const withAgent = agents.withAgent;
   const engineAgents = new EngineAgents(config.agentPort);
   const definitions: JobDefinition<any>[] = [
-    ...machineJobs({ store: observedStore, agentFor, agentPort: config.agentPort }),
+    ...machineJobs({ store: observedStore, withAgent, agentPort: config.agentPort }),
     ...clusterJobs({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) }),
     ...[shardJobs, compJobs, nodeJobs, cgroupJobs].flatMap((family) => family({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) })),
     raftMissionJob({ raft }),
@@ -134,7 +134,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     onJobFinished: (job, outcome) => metrics.observeJobFinished(job, outcome),
     caughtUp: () => store.linearizableRead(),
   });
-  monitor = new HealthMonitor({ store: observedStore, agentFor, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs });
+  monitor = new HealthMonitor({ store: observedStore, withAgent, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs });
 
   const activeRunner = runner;
   const activeMonitor = monitor;
@@ -165,7 +165,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const local = new ManagerService({
     store: observedStore,
     registry,
-    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, agentFor, agents: engineAgents }),
+    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents }),
     linearizableRead: () => store.linearizableRead(),
     // A leader that has committed an entry of its own term knows every committed entry; once
     // it has applied them, validation needs no heartbeat round (anything else takes ReadIndex).

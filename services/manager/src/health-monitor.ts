@@ -3,14 +3,14 @@
 // has been unreachable for `deadAfterMs`, and back to `running` when it answers again.
 // A machine an operator set dead stays dead: only the monitor's own verdicts are undone.
 
-import type { AgentClient } from '@kcm/agent';
+import type { WithAgent } from './agent-pool';
 import type { Logger } from '@kcm/common';
 import { CommandKind } from './meta/commands';
 import type { MetaStore } from './meta/store';
 
 export interface HealthMonitorOptions {
   store: MetaStore;
-  agentFor(hostaddr: string): AgentClient;
+  withAgent: WithAgent;
   logger: Logger;
   intervalMs: number;
   deadAfterMs: number;
@@ -70,7 +70,7 @@ export class HealthMonitor {
     const before = this.seen.get(hostaddr);
     let reachable = true;
     try {
-      await this.opts.agentFor(hostaddr).health();
+      await this.opts.withAgent(hostaddr, (agent) => agent.health());
     } catch {
       reachable = false;
     }

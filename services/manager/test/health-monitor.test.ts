@@ -23,7 +23,7 @@ describe('health monitor', () => {
     const port = Number(first.address.split(':')[1]);
     const store = new LocalStore();
     await registered(store, '127.0.0.1');
-    const monitor = new HealthMonitor({ store, agentFor: () => new AgentClient(first.address, 300), logger: silentLogger(), intervalMs: 50, deadAfterMs: 400 });
+    const monitor = new HealthMonitor({ store, withAgent: (_host, use) => use(new AgentClient(first.address, 300)), logger: silentLogger(), intervalMs: 50, deadAfterMs: 400 });
     monitor.start();
     await until(() => monitor.reachability('127.0.0.1')?.reachable === true);
 
@@ -44,7 +44,7 @@ describe('health monitor', () => {
     const store = new LocalStore();
     await registered(store, '127.0.0.1');
     await store.propose({ kind: CommandKind.MachineStatusSet, at: 0, hostaddr: '127.0.0.1', nodeStats: 'dead', reason: 'operator' });
-    const monitor = new HealthMonitor({ store, agentFor: () => new AgentClient(agent.address, 300), logger: silentLogger(), intervalMs: 20, deadAfterMs: 100 });
+    const monitor = new HealthMonitor({ store, withAgent: (_host, use) => use(new AgentClient(agent.address, 300)), logger: silentLogger(), intervalMs: 20, deadAfterMs: 100 });
     await monitor.probeAll();
     await monitor.probeAll();
     expect(monitor.reachability('127.0.0.1')?.reachable).toBe(true);

@@ -1,7 +1,8 @@
 // Job family: machines (create_machine, delete_machine, set_machine).
 
 import { KcmError, parsePortRange, type ParasOf } from '@kcm/protocol';
-import type { AgentClient, HostFactsReply } from '@kcm/agent';
+import type { HostFactsReply } from '@kcm/agent';
+import type { WithAgent } from '../agent-pool';
 import { CommandKind } from '../meta/commands';
 import { machineKey, type HostFacts, type MetaState } from '../meta/state';
 import type { MetaStore } from '../meta/store';
@@ -10,8 +11,8 @@ import type { JobDefinition } from './workflow';
 
 export interface MachineJobDeps {
   store: MetaStore;
-  /** The agent of a host, at `<hostaddr>:<agent_port>`. */
-  agentFor(hostaddr: string): AgentClient;
+  /** Calls the agent of a host, at `<hostaddr>:<agent_port>`. */
+  withAgent: WithAgent;
   agentPort: number;
 }
 
@@ -59,14 +60,14 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
       {
         name: 'contact agent',
         async run() {
-          const facts = await deps.agentFor(p.hostaddr).hostFacts(DIR_FIELDS.map((f) => p[f]));
+          const facts = await deps.withAgent(p.hostaddr, (agent) => agent.hostFacts(DIR_FIELDS.map((f) => p[f])));
           return factsFromAgent(facts);
         },
       },
       {
         name: 'prepare directories',
         async run(ctx) {
-          const reply = await deps.agentFor(p.hostaddr).prepareDirs(`job:${ctx.jobId}:dirs`, DIR_FIELDS.map((f) => p[f]));
+          const reply = await deps.withAgent(p.hostaddr, (agent) => agent.prepareDirs(`job:${ctx.jobId}:dirs`, DIR_FIELDS.map((f) => p[f])));
           if (reply.problems.length > 0) {
             const fieldOf = (dir: string) => DIR_FIELDS.filter((f) => p[f] === dir).map((f) => `paras.${f}`).join('/');
             const detail = reply.problems.map((pr) => `${fieldOf(pr.dir)} ${pr.dir}: ${pr.reason}`).join('; ');

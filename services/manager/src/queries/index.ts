@@ -1,8 +1,8 @@
 // Sync queries answered from the replicated state, plus live probes where the spec asks
 // for live status. Each runs after a ReadIndex barrier (see ManagerService.runQuery).
 
-import type { AgentClient } from '@kcm/agent';
 import type { ConfState } from '@kcm/raft';
+import type { WithAgent } from '../agent-pool';
 import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { MetaState } from '../meta/state';
@@ -13,7 +13,7 @@ export interface QueryDeps {
   conf(): ConfState;
   /** The leader as this member knows it. */
   leader(): string | null;
-  agentFor(hostaddr: string): AgentClient;
+  withAgent: WithAgent;
   /** Engine clients of every host's agent, for the live cluster queries. */
   agents: EngineAgents;
 }
@@ -30,7 +30,7 @@ async function machineSummary(state: MetaState, deps: QueryDeps): Promise<Record
       const records = Object.values(state.machines).filter((m) => m.hostaddr === hostaddr);
       let online = false;
       try {
-        await deps.agentFor(hostaddr).health();
+        await deps.withAgent(hostaddr, (agent) => agent.health());
         online = true;
       } catch {
         online = false;

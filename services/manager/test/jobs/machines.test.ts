@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { AgentClient, startAgent, type RunningAgent } from '@kcm/agent';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
+import type { WithAgent } from '../../src/agent-pool';
 import { machineJobs } from '../../src/jobs/machines';
 import { JobRunner } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';
@@ -30,8 +31,8 @@ describe('machine jobs against a real agent', () => {
     store = new LocalStore();
     // Every host's agent port is the same in production; here the one live agent has a
     // random port, and the "dead" host points at a port nobody listens on.
-    const agentFor = (host: string) => new AgentClient(host === deadHost ? `${deadHost}:1` : agent.address, 1500);
-    const registry = new Map(machineJobs({ store, agentFor, agentPort: 0 }).map((d) => [d.jobType, d]));
+    const withAgent: WithAgent = (host, use) => use(new AgentClient(host === deadHost ? `${deadHost}:1` : agent.address, 1500));
+    const registry = new Map(machineJobs({ store, withAgent, agentPort: 0 }).map((d) => [d.jobType, d]));
     runner = new JobRunner(store, registry, silentLogger());
     service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
     runner.start();
