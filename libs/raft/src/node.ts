@@ -321,6 +321,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   }
 
   private async handleReady(rd: Ready): Promise<void> {
+    const leaderChanged = rd.softState !== undefined && rd.softState.leader !== this.leader;
     if (rd.softState) this.noteSoftState(rd.softState.leader, rd.softState.role);
 
     // Thesis 10.2.1: a leader may replicate before its own write completes. Safe here
@@ -375,6 +376,10 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.settleProposals(committed, undefined, 'conf');
 
     for (const rs of rd.readStates) this.reads.answered(rs.requestCtx, rs.index);
+    // Rounds asked of the previous leader (or of us while we led) will never be answered
+    // now: fail them at once instead of at their timeout, so callers retry elsewhere.
+    // Rounds already answered stay: a leader of the time confirmed their read index.
+    if (leaderChanged) this.reads.failUnanswered(() => new NotLeaderError(this.leader));
     this.reads.release(this.applied);
     await this.maybeSnapshot();
   }

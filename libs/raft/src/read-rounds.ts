@@ -81,6 +81,14 @@ export class ReadRounds {
     for (const [key, waiters] of this.rounds) if (waiters.every((w) => w.settled)) this.rounds.delete(key);
   }
 
+  /** Fails every read whose round has not been answered yet (sent to a leader that is gone). */
+  failUnanswered(err: () => Error): void {
+    const unanswered = [...this.batch, ...[...this.rounds.values()].flat()];
+    this.batch = [];
+    this.rounds.clear();
+    for (const r of unanswered) r.reject(err());
+  }
+
   failAll(err: () => Error): void {
     const all = [...this.batch, ...[...this.rounds.values()].flat(), ...this.waitingForApply.flatMap((w) => w.waiters)];
     for (const r of all) r.reject(err());

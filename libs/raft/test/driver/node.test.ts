@@ -229,6 +229,22 @@ describe('RaftNode driver', () => {
     }
   });
 
+  it('fails a read whose round went to a leader that is gone with NotLeaderError at once, not at its timeout', async () => {
+    const { net, members } = await startGroup();
+    const leader = await leaderOf(members);
+    await leader.node.propose(put('warm', 'up'));
+    const follower = members.find((m) => m !== leader)!;
+    await until(() => follower.node.status().leader === leader.node.id);
+    net.isolated.add(leader.node.id);
+    const started = Date.now();
+    const err = await follower.node.read({ timeoutMs: 20_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotLeaderError);
+    expect(Date.now() - started).toBeLessThan(5_000); // the next election, not the 20 s timeout
+    // A fresh read goes to the new leader and succeeds.
+    await until(() => follower.node.status().leader !== null && follower.node.status().leader !== leader.node.id);
+    await follower.node.read({ timeoutMs: 5_000 });
+  });
+
   it('writes a commit-only change together with the next write, and the latest commit when stopped', async () => {
     const { members } = await startGroup();
     const leader = await leaderOf(members);
