@@ -54,6 +54,8 @@ export class ManagerService implements JobService {
         paras,
         requestId: req.envelope.request_id ?? null,
         lockKey: def.lockKey(paras),
+        // Lets the commit also start the job when nothing it waits for is running.
+        stepNames: def.steps(paras).map((s) => s.name),
       }),
     ) as SubmittedJob;
     this.deps.onSubmitted?.(submitted.jobId);

@@ -146,7 +146,10 @@ export class JobRunner {
       await this.finish(job, fail(KcmError.of('INTERNAL', msg)), signal);
       return;
     }
-    await this.commit({ kind: CommandKind.JobStarted, at: Date.now(), jobId, stepNames: names }, signal);
+    // Started already: by its JobSubmitted (runnable at submission) or by an earlier leader.
+    if (job.status !== 'ongoing' || job.stepNames.length === 0) {
+      await this.commit({ kind: CommandKind.JobStarted, at: Date.now(), jobId, stepNames: names }, signal);
+    }
 
     const outputs: Record<string, unknown> = {};
     const ctx = (step: number): StepContext<Record<string, unknown>> => ({

@@ -60,6 +60,13 @@ export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
   requestId: string | null;
   /** Jobs with the same lock key (e.g. `cluster:7`) run one at a time in submission order. */
   lockKey: string | null;
+  /**
+   * The job's steps, named by the submitter. When given and no unfinished job holds the
+   * lock key, the job is runnable at once and this entry also starts it (status ongoing,
+   * as JobStarted would), saving the runner a commit; otherwise it waits in started and
+   * the runner commits JobStarted when its turn comes. Absent in entries written before.
+   */
+  stepNames?: string[];
 }
 
 export interface JobStarted extends Base<typeof CommandKind.JobStarted> {

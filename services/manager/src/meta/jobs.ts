@@ -16,6 +16,7 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     if (earlier !== undefined) return accepted({ jobId: earlier, duplicate: true });
   }
   const id = String(++state.counters.job);
+  const startsNow = cmd.stepNames !== undefined && cmd.stepNames.length > 0 && !lockKeyHeld(state, cmd.lockKey);
   state.jobs[id] = {
     id,
     jobType: cmd.jobType,
@@ -23,10 +24,10 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     paras: cmd.paras,
     requestId: cmd.requestId,
     lockKey: cmd.lockKey,
-    status: 'started',
+    status: startsNow ? 'ongoing' : 'started',
     submittedAt: cmd.at,
     finishedAt: null,
-    stepNames: [],
+    stepNames: startsNow ? [...(cmd.stepNames ?? [])] : [],
     stepOutputs: {},
     progress: null,
     result: null,
@@ -34,6 +35,13 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
   state.openJobs[id] = true;
   if (cmd.requestId !== null) state.requestIds[cmd.requestId] = id;
   return accepted({ jobId: id, duplicate: false });
+}
+
+/** True when an unfinished job holds `lockKey` (a job without a key never waits). */
+function lockKeyHeld(state: MetaState, lockKey: string | null): boolean {
+  if (lockKey === null) return false;
+  for (const id in state.openJobs) if (state.jobs[id].lockKey === lockKey) return true;
+  return false;
 }
 
 function unfinishedJob(state: MetaState, jobId: string): JobRecord | ApplyOutcome<never> {

@@ -110,6 +110,44 @@ describe('job runner', () => {
     await runner.stop();
   });
 
+  it('a job started by its submission runs without a JobStarted commit; one submitted without step names gets it', async () => {
+    const store = new LocalStore();
+    const kinds: number[] = [];
+    const propose = store.propose.bind(store);
+    store.propose = async (cmd) => {
+      kinds.push(cmd.kind);
+      return propose(cmd);
+    };
+    const runs: Record<string, number> = {};
+    const runner = new JobRunner(store, registryOf(countingJob(runs)), silentLogger());
+    const out = await store.propose({ kind: CommandKind.JobSubmitted, at: 0, jobType: 'three_steps', sentJobType: 'three_steps', paras: {}, requestId: null, lockKey: null, stepNames: ['a', 'b', 'c'] });
+    const startedAtSubmission = (out as { ok: true; value: { jobId: string } }).value.jobId;
+    expect(store.s.jobs[startedAtSubmission].status).toBe('ongoing');
+    runner.start();
+    await until(() => store.s.jobs[startedAtSubmission].status === 'done');
+    expect(kinds).not.toContain(CommandKind.JobStarted);
+    expect(runs).toEqual({ a: 1, b: 1, c: 1 });
+
+    const legacy = await submit(store, 'three_steps');
+    runner.notify(); // the manager wires this to every applied submission
+    await until(() => store.s.jobs[legacy].status === 'done');
+    expect(kinds.filter((k) => k === CommandKind.JobStarted)).toHaveLength(1);
+    await runner.stop();
+  });
+
+  it('a job whose submission recorded other steps than this kcm defines fails as INTERNAL without running', async () => {
+    const store = new LocalStore();
+    const runs: Record<string, number> = {};
+    const runner = new JobRunner(store, registryOf(countingJob(runs)), silentLogger());
+    const out = await store.propose({ kind: CommandKind.JobSubmitted, at: 0, jobType: 'three_steps', sentJobType: 'three_steps', paras: {}, requestId: null, lockKey: null, stepNames: ['a', 'x'] });
+    const id = (out as { ok: true; value: { jobId: string } }).value.jobId;
+    runner.start();
+    await until(() => store.s.jobs[id].status === 'failed');
+    expect(store.s.jobs[id].result?.errorInfo).toContain('cannot be resumed safely');
+    expect(runs).toEqual({});
+    await runner.stop();
+  });
+
   it('a job type with no runner fails cleanly as UNSUPPORTED', async () => {
     const store = new LocalStore();
     const runner = new JobRunner(store, new Map(), silentLogger());

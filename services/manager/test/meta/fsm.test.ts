@@ -105,6 +105,41 @@ describe('jobs', () => {
   });
 });
 
+describe('jobs started by their submission', () => {
+  const submitWithSteps = (state: MetaState, lockKey: string | null) => {
+    const out = apply(state, { kind: CommandKind.JobSubmitted, at, jobType: 'create_machine', sentJobType: 'create_machine', paras: {}, requestId: null, lockKey, stepNames: ['a', 'b'] });
+    if (!out.ok) throw new Error(out.message);
+    return (out.value as { jobId: string }).jobId;
+  };
+
+  it('a submission that names its steps starts the job in the same commit when its lock key is free', () => {
+    const s = emptyMetaState();
+    const free = submitWithSteps(s, 'machine:127.0.2.1');
+    const keyless = submitWithSteps(s, null);
+    expect(s.jobs[free]).toMatchObject({ status: 'ongoing', stepNames: ['a', 'b'] });
+    expect(s.jobs[keyless]).toMatchObject({ status: 'ongoing', stepNames: ['a', 'b'] });
+  });
+
+  it('a submission queued behind an unfinished job with its lock key waits in started until JobStarted', () => {
+    const s = emptyMetaState();
+    const first = submitWithSteps(s, 'cluster:1');
+    const queued = submitWithSteps(s, 'cluster:1');
+    expect(s.jobs[queued]).toMatchObject({ status: 'started', stepNames: [] });
+    expect(runnableJobs(s).map((j) => j.id)).toEqual([first]);
+    apply(s, { kind: CommandKind.JobFinished, at, jobId: first, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} } });
+    expect(runnableJobs(s).map((j) => j.id)).toEqual([queued]);
+    expect(s.jobs[queued].status).toBe('started');
+    expect(submitWithSteps(s, 'cluster:1')).not.toBe(queued); // still held by the queued job
+    expect(s.jobs[String(Number(queued) + 1)].status).toBe('started');
+  });
+
+  it('a submission without step names (an entry written before) waits in started as it always did', () => {
+    const s = emptyMetaState();
+    const { jobId } = submit(s, null);
+    expect(s.jobs[jobId]).toMatchObject({ status: 'started', stepNames: [] });
+  });
+});
+
 describe('snapshot', () => {
   it('an image from before openJobs existed restores with the unfinished jobs as the work list', () => {
     const s = emptyMetaState();
