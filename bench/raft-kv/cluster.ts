@@ -31,6 +31,8 @@ export interface KvClusterOptions {
    * booting next to a benchmark steals CPU from it.
    */
   warmStandby?: boolean;
+  /** Node flags for the member processes; default: RAFT_KV_NODE_ARGS split on spaces. */
+  nodeArgs?: string[];
 }
 
 export interface Member {
@@ -110,7 +112,7 @@ export class KvCluster {
     };
     const child = this.takeSpare();
     child.stdin!.end(`${JSON.stringify(config)}\n`);
-    if (this.opts.warmStandby) this.spare = spawnSpare(); // the next restart finds a warm process
+    if (this.opts.warmStandby) this.spare = spawnSpare(this.opts.nodeArgs); // the next restart finds a warm process
     m.process = child;
     child.stderr!.pipe(createWriteStream(join(m.dataDir, 'server.log'), { flags: 'a' }));
     let stderrTail = '';
@@ -136,7 +138,7 @@ export class KvCluster {
   }
 
   private takeSpare(): ChildProcess {
-    const spare = this.spare && this.spare.exitCode === null && this.spare.signalCode === null ? this.spare : spawnSpare();
+    const spare = this.spare && this.spare.exitCode === null && this.spare.signalCode === null ? this.spare : spawnSpare(this.opts.nodeArgs);
     this.spare = undefined;
     return spare;
   }
@@ -214,8 +216,8 @@ export class KvCluster {
 /** Extra node flags for the servers, e.g. RAFT_KV_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile them. */
 const extraNodeArgs = (process.env.RAFT_KV_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
 
-function spawnSpare(): ChildProcess {
-  const args = [...extraNodeArgs, '--import', 'tsx', serverPath, '--standby'];
+function spawnSpare(nodeArgs = extraNodeArgs): ChildProcess {
+  const args = [...nodeArgs, '--import', 'tsx', serverPath, '--standby'];
   const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   liveChildren.add(child);
   child.once('exit', () => liveChildren.delete(child));

@@ -15,6 +15,10 @@
 //   (ours, etcd, etcd, ours, ...), so slow minutes of the machine fall on both alike;
 //   the slices' latencies are pooled into one distribution per system and phase.
 //
+// `--ab-node-args '<node flags>'` (instead of --vs-etcd) compares our build with itself:
+// a second raft-kv group on 127.0.0.14-16 runs with those Node flags, interleaved the same
+// way, to A/B a runtime setting on a machine too noisy for runs minutes apart.
+//
 // Child processes and temp dirs are removed on exit, Ctrl-C included.
 
 import { parseArgs } from 'node:util';
@@ -31,6 +35,7 @@ const { values: flags } = parseArgs({
     'vs-etcd': { type: 'boolean', default: false },
     'leader-member': { type: 'string', default: '1' },
     slices: { type: 'string', default: '2' },
+    'ab-node-args': { type: 'string' },
   },
 });
 const seconds = Number(flags.seconds);
@@ -58,25 +63,26 @@ interface FsyncCounts {
 
 /** What the phase loop needs of a system under test: only these differ between ours and etcd. */
 interface SystemUnderTest {
-  label: 'ours' | 'etcd';
+  label: string;
   put: PutFn;
   fsyncCounts(): Promise<FsyncCounts>;
   pids(): (number | undefined)[];
   moveLeader(index: number): Promise<void>;
 }
 
-async function startOurs(): Promise<SystemUnderTest> {
+async function startOurs(variant?: { label: string; nodeArgs: string[] }): Promise<SystemUnderTest> {
   const cluster = await KvCluster.start({
-    hosts: ['127.0.0.11', '127.0.0.12', '127.0.0.13'],
-    raftPort: 7311,
-    kvPort: 7312,
+    hosts: variant ? ['127.0.0.14', '127.0.0.15', '127.0.0.16'] : ['127.0.0.11', '127.0.0.12', '127.0.0.13'],
+    raftPort: variant ? 7321 : 7311,
+    kvPort: variant ? 7322 : 7312,
     tickMs: 100,
     electionTick: 10,
+    nodeArgs: variant?.nodeArgs,
   });
   cleanups.push(() => cluster.stop());
   await cluster.waitForLeader();
   return {
-    label: 'ours',
+    label: variant?.label ?? 'ours',
     put: async (w, key, value) => (await cluster.members[w % 3].session.put(key, value)).error === '',
     fsyncCounts: async () => {
       const statuses = await cluster.statuses();
@@ -166,6 +172,8 @@ function printComparison(ours: PhaseResult[], etcd: PhaseResult[]): void {
 }
 
 async function main(): Promise<void> {
+  const abArgs = flags['ab-node-args'];
+  if (abArgs !== undefined) return abTest(abArgs.split(' ').filter((a) => a.length > 0));
   const withEtcd = flags['vs-etcd'] && etcdAvailable();
   if (flags['vs-etcd'] && !withEtcd) console.log('--vs-etcd: /usr/bin/etcd not found (apt-get install etcd-server); measuring ours only');
   console.log(
@@ -187,6 +195,18 @@ async function main(): Promise<void> {
     phase.forEach((r, i) => results[i].push(r));
   }
   if (withEtcd) printComparison(results[0], results[1]);
+}
+
+/** Ours with the default Node flags (A) against ours with `nodeArgs` (B), interleaved. */
+async function abTest(nodeArgs: string[]): Promise<void> {
+  console.log(`A/B: ours (A) vs ours with node flags [${nodeArgs.join(' ')}] (B), ${seconds} s per phase in ${slices} ABBA slices`);
+  const systems = [await startOurs(), await startOurs({ label: 'ours-B', nodeArgs })];
+  for (const system of systems) {
+    await warmUp(system, 1);
+    await system.moveLeader(leaderMember);
+    await warmUp(system, 2);
+  }
+  for (const concurrency of concurrencies) await runPhaseOfAll(systems, concurrency);
 }
 
 main()
