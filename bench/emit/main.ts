@@ -62,22 +62,39 @@ function formatPhase(label: string, r: PhaseResult): string {
 }
 
 /** Unfinished jobs (started + ongoing) in the leader's replicated state. */
-/** CPU ms of each member and of this process between start() and perOp(). */
+/**
+ * CPU ms per operation of each member and of this process between start() and perOp().
+ * An idle member still burns CPU (ticks, heartbeats, timers); with the idle rate measured
+ * (measureIdle), perOp() subtracts it, so a phase slowed down by other load on the machine
+ * does not look costlier per operation only because it lasted longer per operation.
+ */
 class CpuPerOp {
   private startMembers: number[] = [];
   private startClient = 0;
+  private startedAt = 0;
+  /** CPU ms per wall-clock second of each member at rest. */
+  idleMsPerSec: number[] = [];
 
   constructor(private readonly pids: () => (number | undefined)[]) {}
+
+  async measureIdle(ms: number): Promise<void> {
+    this.start();
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    const seconds = (performance.now() - this.startedAt) / 1000;
+    this.idleMsPerSec = this.pids().map((pid, i) => (processCpuMs(pid) - (this.startMembers[i] ?? 0)) / seconds);
+  }
 
   start(): void {
     this.startMembers = this.pids().map(processCpuMs);
     this.startClient = selfCpuMs();
+    this.startedAt = performance.now();
   }
 
   perOp(ops: number): { members: number[]; client: number } {
     const n = Math.max(1, ops);
+    const seconds = (performance.now() - this.startedAt) / 1000;
     return {
-      members: this.pids().map((pid, i) => (processCpuMs(pid) - (this.startMembers[i] ?? 0)) / n),
+      members: this.pids().map((pid, i) => (processCpuMs(pid) - (this.startMembers[i] ?? 0) - (this.idleMsPerSec[i] ?? 0) * seconds) / n),
       client: (selfCpuMs() - this.startClient) / n,
     };
   }
@@ -108,6 +125,8 @@ async function benchEmit(): Promise<EmitRow[]> {
   await waitFor('warm-up jobs to end', async () => (await unfinishedJobs(leader)) === 0, 60_000, 200);
 
   const cpu = new CpuPerOp(() => MEMBERS.map((m) => group.manager(m).pid));
+  await cpu.measureIdle(3000);
+  console.log(`idle CPU ms per second: ${cpu.idleMsPerSec.map((ms, i) => `${MEMBERS[i] === leader ? 'L' : 'F'} ${ms.toFixed(1)}`).join('  ')} (subtracted below)`);
   const rows: EmitRow[] = [];
   for (const concurrency of concurrencies) {
     const started = performance.now();
@@ -122,12 +141,12 @@ async function benchEmit(): Promise<EmitRow[]> {
     const jobsEndedPerSec = jobs.jobIds.length / ((endedAt - started) / 1000);
     const leaderIndex = MEMBERS.indexOf(current);
     console.log(`       c=${String(concurrency).padStart(3)}  ${jobs.jobIds.length} jobs ended ${drainMs.toFixed(0)} ms after the phase: ${jobsEndedPerSec.toFixed(0)} jobs ended/s`);
-    console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per acked job (phase + drain): ${formatCpu(jobCpuMs, leaderIndex)}`);
+    console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per acked job above idle (phase + drain): ${formatCpu(jobCpuMs, leaderIndex)}`);
     cpu.start();
     const queries = await queriesPhase(target, concurrency, seconds);
     const queryCpuMs = cpu.perOp(queries.ops);
     console.log(formatPhase('query', queries));
-    console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per query: ${formatCpu(queryCpuMs, leaderIndex)}`);
+    console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per query above idle: ${formatCpu(queryCpuMs, leaderIndex)}`);
     rows.push({ concurrency, jobs, jobsEndedPerSec, drainMs, queries, jobCpuMs, queryCpuMs, leaderIndex });
   }
   const last = await emitRaw(MEMBERS[0], 'get_status', {}, { jobId: rows.at(-1)?.jobs.jobIds.at(-1) ?? '1' });

@@ -170,7 +170,8 @@ export class JobRunner {
         continue;
       }
       const started = Date.now();
-      log.info({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
+      // Each step's end is in the replicated state (get_status); the log has it at debug.
+      log.debug({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
       let output: unknown;
       try {
         output = await steps[k].run(ctx(k));
@@ -179,7 +180,10 @@ export class JobRunner {
         if (signal.aborted || isLeadershipError(err)) throw new LeadershipLost();
         const error = toKcmError(err);
         const info = `step ${k + 1} of ${steps.length} (${names[k]}) failed: ${error.message}`;
-        log.warn({ step: names[k], err }, 'step failed');
+        // A catalog error (agent unreachable, bad directories, ...) is an outcome, and its
+        // message says it all; only an unexpected error is worth its stack in the log.
+        if (error.errorName === 'INTERNAL') log.warn({ step: names[k], err }, 'step failed');
+        else log.warn({ step: names[k], error_code: error.code, error: error.message }, 'step failed');
         if (def.rollback) {
           try {
             await def.rollback(ctx(k), names[k], error);
@@ -193,7 +197,7 @@ export class JobRunner {
       const committed = await this.commit({ kind: CommandKind.JobStepDone, at: Date.now(), jobId, step: k, output: output ?? null }, signal);
       outputs[names[k]] = committed.ok ? (committed.value as { output: unknown }).output : output;
       const durationMs = Date.now() - started;
-      log.info({ step: names[k], durationMs }, 'step done');
+      log.debug({ step: names[k], durationMs }, 'step done');
       this.hooks.onStepDone?.(this.store.state().jobs[jobId], names[k], durationMs);
     }
     await this.finish(job, { ok: true, errorCode: 0, errorInfo: '', attachment: def.result(outputs, job.paras) }, signal);
