@@ -170,8 +170,9 @@ export class JobRunner {
         continue;
       }
       const started = Date.now();
-      // Each step's end is in the replicated state (get_status); the log has it at debug.
-      log.debug({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
+      // 'step started' and 'step done' are the outside record of step runs (the system tests
+      // count them to prove no committed step runs twice): they stay at info.
+      log.info({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
       let output: unknown;
       try {
         output = await steps[k].run(ctx(k));
@@ -197,7 +198,7 @@ export class JobRunner {
       const committed = await this.commit({ kind: CommandKind.JobStepDone, at: Date.now(), jobId, step: k, output: output ?? null }, signal);
       outputs[names[k]] = committed.ok ? (committed.value as { output: unknown }).output : output;
       const durationMs = Date.now() - started;
-      log.debug({ step: names[k], durationMs }, 'step done');
+      log.info({ step: names[k], durationMs }, 'step done');
       this.hooks.onStepDone?.(this.store.state().jobs[jobId], names[k], durationMs);
     }
     await this.finish(job, { ok: true, errorCode: 0, errorInfo: '', attachment: def.result(outputs, job.paras) }, signal);
