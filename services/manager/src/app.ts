@@ -192,6 +192,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     stop() {
       stopping ??= (async () => {
         await gateway.close();
+        service.close();
         await leadership.update(false, raft.status().term);
         await raft.stop();
         agents.close();

@@ -5,9 +5,9 @@
 
 import { errorEntryByCode, KcmError, type ReplyEnvelope, type ValidRequest } from '@kcm/protocol';
 import type { NodeId } from '@kcm/raft';
-import { FORWARDED_BY_HEADER } from './gateway/build-gateway';
+import { EMIT_PATH, FORWARDED_BY_HEADER } from './gateway/build-gateway';
 import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
-import { httpUrlOf } from './members';
+import { LeaderForwarder } from './leader-forwarder';
 
 export interface RoutingDeps {
   local: JobService;
@@ -20,7 +20,14 @@ export interface RoutingDeps {
 }
 
 export class RoutingService implements JobService {
+  private readonly forwarder = new LeaderForwarder();
+
   constructor(private readonly deps: RoutingDeps) {}
+
+  /** Closes the pooled connections to the leader. */
+  close(): void {
+    this.forwarder.close();
+  }
 
   async submitJob(req: ValidRequest, context: SubmitContext = {}): Promise<{ jobId: string }> {
     const leader = this.deps.leader();
@@ -44,16 +51,11 @@ export class RoutingService implements JobService {
   }
 
   private async forward(leader: NodeId, req: ValidRequest): Promise<ReplyEnvelope> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', [FORWARDED_BY_HEADER]: this.deps.self };
+    const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.deps.self };
     if (this.deps.token) headers.authorization = `Bearer ${this.deps.token}`;
     try {
-      const res = await fetch(`${httpUrlOf(leader)}/HttpService/Emit`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(req.envelope),
-        signal: AbortSignal.timeout(this.deps.forwardTimeoutMs ?? 15_000),
-      });
-      return (await res.json()) as ReplyEnvelope;
+      const reply = await this.forwarder.postJson(leader, EMIT_PATH, JSON.stringify(req.envelope), { headers, timeoutMs: this.deps.forwardTimeoutMs ?? 15_000 });
+      return reply as ReplyEnvelope;
     } catch (err) {
       throw KcmError.of('NO_LEADER', `the leader ${leader} did not answer the forwarded request: ${(err as Error).message}; retry`, { cause: err });
     }
