@@ -21,7 +21,21 @@ export function raftErrorToKcm(err: unknown): unknown {
 const LEADER_CHANGED = Symbol('leader changed');
 
 export class RaftMetaStore implements MetaStore {
-  constructor(private readonly raft: RaftNode, private readonly sm: MetaStateMachine, private readonly timeoutMs = 10_000) {}
+  /**
+   * Callers waiting for the next leader change. One listener on the node serves them all:
+   * a listener per pending proposal made every add and remove a scan of the emitter's
+   * listener list, and past 10 pending calls node printed a MaxListenersExceededWarning,
+   * with a formatted stack, again each time the list shrank back and grew.
+   */
+  private readonly leaderChangeWaiters = new Set<() => void>();
+
+  constructor(private readonly raft: RaftNode, private readonly sm: MetaStateMachine, private readonly timeoutMs = 10_000) {
+    raft.on('leaderChange', () => {
+      const waiters = [...this.leaderChangeWaiters];
+      this.leaderChangeWaiters.clear();
+      for (const wake of waiters) wake();
+    });
+  }
 
   state(): MetaState {
     return this.sm.state;
@@ -73,11 +87,11 @@ export class RaftMetaStore implements MetaStore {
 
   /** Resolves at the next leader change this member observes; stop() when no longer needed. */
   private nextLeaderChange(): { changed: Promise<typeof LEADER_CHANGED>; stop(): void } {
-    let listener: () => void = () => {};
+    let wake: () => void = () => {};
     const changed = new Promise<typeof LEADER_CHANGED>((resolve) => {
-      listener = () => resolve(LEADER_CHANGED);
-      this.raft.once('leaderChange', listener);
+      wake = () => resolve(LEADER_CHANGED);
+      this.leaderChangeWaiters.add(wake);
     });
-    return { changed, stop: () => this.raft.off('leaderChange', listener) };
+    return { changed, stop: () => this.leaderChangeWaiters.delete(wake) };
   }
 }
