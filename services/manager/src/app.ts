@@ -19,6 +19,7 @@ import { shardJobs } from './jobs/shards';
 import { EngineAgents } from './jobs/instance-ops';
 import { machineJobs } from './jobs/machines';
 import { raftMissionJob } from './jobs/raft-mission';
+import { CommitPacer } from './jobs/commit-pacer';
 import { JobRunner } from './jobs/runner';
 import type { JobDefinition } from './jobs/workflow';
 import { Leadership } from './leadership';
@@ -126,7 +127,9 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   ];
   const registry = new Map(definitions.map((d) => [d.jobType, d]));
 
-  runner = new JobRunner(observedStore, registry, logger.child({ component: 'jobs' }), {
+  // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
+  const pacer = new CommitPacer(observedStore);
+  runner = new JobRunner(pacer.runnerStore, registry, logger.child({ component: 'jobs' }), {
     onStepDone(job, step, ms) {
       metrics.observeStep(job, step, ms / 1000);
       opts.onStepDone?.(job.id, step);
@@ -163,7 +166,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     }
   };
   const local = new ManagerService({
-    store: observedStore,
+    store: pacer.submitterStore,
     registry,
     queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents }),
     linearizableRead: () => store.linearizableRead(),
