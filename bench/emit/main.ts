@@ -17,7 +17,7 @@ import type { PhaseResult } from '../raft-kv/workload';
 import { emitRaw, findLeader, metrics } from '../../test/manager/helpers/emit-client';
 import { LocalGroup } from '../../test/manager/helpers/group';
 import { REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
-import { asyncJobsPhase, queriesPhase, type AsyncPhaseResult, type EmitTarget, type HostCounter } from './emit-load';
+import { asyncJobsPhase, closeConnections, queriesPhase, type AsyncPhaseResult, type EmitTarget, type HostCounter } from './emit-load';
 
 const { values: flags } = parseArgs({
   options: {
@@ -208,4 +208,7 @@ main()
     console.error(err);
     process.exitCode = 1;
   })
-  .finally(() => group.stop());
+  .finally(() => {
+    closeConnections();
+    return group.stop();
+  });

@@ -25,8 +25,8 @@ export interface EmitOptions {
   timeoutMs?: number;
 }
 
-/** POSTs one envelope; resolves with whatever envelope the member answered (success or error). */
-export async function emitRaw(member: string, jobType: string, paras: Record<string, unknown> = {}, opts: EmitOptions = {}): Promise<ReplyEnvelope> {
+/** The request envelope emitRaw sends. */
+export function requestEnvelope(jobType: string, paras: Record<string, unknown> = {}, opts: EmitOptions = {}): Record<string, unknown> {
   const envelope: Record<string, unknown> = {
     version: '1.0',
     job_id: opts.jobId ?? '',
@@ -36,6 +36,12 @@ export async function emitRaw(member: string, jobType: string, paras: Record<str
     paras,
   };
   if (opts.requestId) envelope.request_id = opts.requestId;
+  return envelope;
+}
+
+/** POSTs one envelope; resolves with whatever envelope the member answered (success or error). */
+export async function emitRaw(member: string, jobType: string, paras: Record<string, unknown> = {}, opts: EmitOptions = {}): Promise<ReplyEnvelope> {
+  const envelope = requestEnvelope(jobType, paras, opts);
   let res: Response;
   try {
     res = await fetch(`http://${member}/HttpService/Emit`, {
