@@ -6,6 +6,7 @@
 import { errorEntryByCode, KcmError, type ReplyEnvelope, type ValidRequest } from '@kcm/protocol';
 import type { NodeId } from '@kcm/raft';
 import { EMIT_PATH, FORWARDED_BY_HEADER } from './gateway/build-gateway';
+import { REQUEST_ID_HEADER } from './gateway/request-log';
 import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
 import { LeaderForwarder } from './leader-forwarder';
 
@@ -37,7 +38,7 @@ export class RoutingService implements JobService {
       // Forwarded to us, but we are not the leader either: leadership moved; let the client retry.
       throw KcmError.of('NO_LEADER', `leadership moved while the request was forwarded from ${context.forwardedBy}; retry`);
     }
-    const reply = await this.forward(leader, req);
+    const reply = await this.forward(leader, req, context.requestId);
     if (reply.error_code !== '0') throw relayedError(reply);
     return { jobId: reply.job_id };
   }
@@ -50,8 +51,10 @@ export class RoutingService implements JobService {
     return this.deps.local.runQuery(req);
   }
 
-  private async forward(leader: NodeId, req: ValidRequest): Promise<ReplyEnvelope> {
+  private async forward(leader: NodeId, req: ValidRequest, requestId: string | undefined): Promise<ReplyEnvelope> {
     const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.deps.self };
+    // The leader keeps the id, so both members' lines about this request share it.
+    if (requestId) headers[REQUEST_ID_HEADER] = requestId;
     if (this.deps.token) headers.authorization = `Bearer ${this.deps.token}`;
     try {
       const reply = await this.forwarder.postJson(leader, EMIT_PATH, JSON.stringify(req.envelope), { headers, timeoutMs: this.deps.forwardTimeoutMs ?? 15_000 });

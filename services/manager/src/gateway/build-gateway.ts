@@ -85,12 +85,14 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
     onResponse: async (request, reply) => {
       const record = emitRecordOf(request);
       metrics.observe(record.jobTypeLabel, record.outcome, reply.elapsedTime / 1000);
-      logEmit(request, reply, record, reply.elapsedTime);
+      // A forwarded request already has its info line at the member the client reached
+      // (under the same request id); here it is a debug line.
+      logEmit(request, reply, record, reply.elapsedTime, forwardedBy(request.headers[FORWARDED_BY_HEADER]) !== undefined);
     },
     handler: async (request, reply) => {
       const answer = await answerEmit(request.body, options.service, String(request.id), (err) =>
         request.log.error({ err, job_type: echoFields(request.body).sentJobType.slice(0, 64) }, 'job service failed'),
-        { forwardedBy: forwardedBy(request.headers[FORWARDED_BY_HEADER]) },
+        { forwardedBy: forwardedBy(request.headers[FORWARDED_BY_HEADER]), requestId: String(request.id) },
       );
       recordEmit(request, answer.record);
       return reply.code(answer.httpStatus).send(answer.reply);

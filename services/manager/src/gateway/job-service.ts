@@ -20,6 +20,8 @@ export interface JobStatusView {
 export interface SubmitContext {
   /** The member that forwarded this request to us (header x-kcm-forwarded-by), if any. */
   forwardedBy?: string;
+  /** This request's id (x-request-id); a member forwarding it sends the same id along. */
+  requestId?: string;
 }
 
 /**

@@ -14,7 +14,7 @@ export interface TestGateway {
   logLines: () => Record<string, unknown>[];
 }
 
-export function testGateway(options: Partial<GatewayOptions> = {}): TestGateway {
+export function testGateway(options: Partial<GatewayOptions> = {}, logLevel: 'info' | 'debug' = 'info'): TestGateway {
   const chunks: string[] = [];
   const destination = new Writable({
     write(chunk, _enc, done) {
@@ -27,7 +27,7 @@ export function testGateway(options: Partial<GatewayOptions> = {}): TestGateway 
   const app = buildGateway({
     service,
     registry,
-    logger: createLogger({ name: 'gateway', level: 'info', destination }),
+    logger: createLogger({ name: 'gateway', level: logLevel, destination }),
     ...options,
   });
   const logLines = () =>
