@@ -9,7 +9,15 @@
 //  - it has not been used for `idleCloseMs`;
 //  - the pool holds more than `maxClients`: the least recently used ones go first.
 // Never while a call is in flight through it: calls are made inside withAgent, which counts them.
+//
+// Before opening a client for a host it has none for, the pool tries a plain TCP connect
+// to the agent's port: a host where nobody listens fails at once as unreachable, without
+// a gRPC channel. Channels are not free to throw away: grpc-js keeps every target it ever
+// saw in a process-wide subchannel pool and walks all of them on each channel close, so a
+// channel opened and closed per unreachable host made each close cost O(hosts ever seen)
+// (bench/emit names a new unserved host per job: ~1 ms per close after a few thousand).
 
+import net from 'node:net';
 import { AgentClient, AgentUnreachableError } from '@kcm/agent';
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
@@ -55,6 +63,7 @@ export class AgentPool {
 
   /** The agent of a host, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
   readonly withAgent: WithAgent = async (hostaddr, use) => {
+    if (!this.clients.has(hostaddr)) await this.probe(hostaddr);
     const entry = this.checkOut(hostaddr);
     try {
       return await use(entry.client);
@@ -72,6 +81,23 @@ export class AgentPool {
   close(): void {
     for (const entry of this.clients.values()) entry.client.close();
     this.clients.clear();
+  }
+
+  /** Resolves once a TCP connection to the host's agent port opens; AgentUnreachableError otherwise (within the call deadline). */
+  private probe(hostaddr: string): Promise<void> {
+    const address = `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host: hostaddr, port: this.agentPort });
+      const settle = (err: Error | null) => {
+        clearTimeout(timer);
+        socket.destroy();
+        if (err) reject(new AgentUnreachableError(address, err));
+        else resolve();
+      };
+      const timer = setTimeout(() => settle(new Error(`no TCP connection within ${this.deadlineMs} ms`)), this.deadlineMs);
+      socket.once('connect', () => settle(null));
+      socket.once('error', settle);
+    });
   }
 
   private checkOut(hostaddr: string): PooledClient {
