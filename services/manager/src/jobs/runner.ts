@@ -182,9 +182,12 @@ export class JobRunner {
         const error = toKcmError(err);
         const info = `step ${k + 1} of ${steps.length} (${names[k]}) failed: ${error.message}`;
         // A catalog error (agent unreachable, bad directories, ...) is an outcome, and its
-        // message says it all; only an unexpected error is worth its stack in the log.
+        // message says it all; only an unexpected error is worth its stack in the log. With
+        // no rollback to run, the 'job finished' line right after says the same (code and
+        // info): this one is then a debug line.
         if (error.errorName === 'INTERNAL') log.warn({ step: names[k], err }, 'step failed');
-        else log.warn({ step: names[k], error_code: error.code, error: error.message }, 'step failed');
+        else if (def.rollback) log.warn({ step: names[k], error_code: error.code, error: error.message }, 'step failed');
+        else log.debug({ step: names[k], error_code: error.code, error: error.message }, 'step failed');
         if (def.rollback) {
           try {
             await def.rollback(ctx(k), names[k], error);
@@ -206,7 +209,7 @@ export class JobRunner {
 
   private async finish(job: JobRecord, outcome: JobResultRecord, signal: AbortSignal): Promise<void> {
     await this.commit({ kind: CommandKind.JobFinished, at: Date.now(), jobId: job.id, outcome }, signal);
-    this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorInfo: outcome.errorInfo }, 'job finished');
+    this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorCode: outcome.errorCode, errorInfo: outcome.errorInfo }, 'job finished');
     this.hooks.onJobFinished?.(this.store.state().jobs[job.id], outcome);
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '@kcm/common';
+import { Writable } from 'node:stream';
+import { createLogger, silentLogger } from '@kcm/common';
 import { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
@@ -146,6 +147,22 @@ describe('job runner', () => {
     expect(store.s.jobs[id].result?.errorInfo).toContain('cannot be resumed safely');
     expect(runs).toEqual({});
     await runner.stop();
+  });
+
+  it('a step failing with a catalog error and no rollback is logged once at info: the job finished line, with its code', async () => {
+    const chunks: string[] = [];
+    const destination = new Writable({ write: (chunk, _enc, done) => done(void chunks.push(String(chunk))) });
+    const store = new LocalStore();
+    const runs: Record<string, number> = {};
+    const { rollback: _none, ...noRollback } = countingJob(runs, { failAt: 'b' });
+    const runner = new JobRunner(store, registryOf(noRollback), createLogger({ name: 'jobs', level: 'info', destination }));
+    const id = await submit(store, 'three_steps');
+    runner.start();
+    await until(() => store.s.jobs[id].status === 'failed');
+    await runner.stop();
+    const lines = chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l.msg === 'step failed')).toEqual([]);
+    expect(lines.filter((l) => l.msg === 'job finished')).toMatchObject([{ jobId: id, ok: false, errorCode: KcmError.of('AGENT_UNREACHABLE', '').code, errorInfo: expect.stringContaining('step 2 of 3 (b) failed') }]);
   });
 
   it('a job type with no runner fails cleanly as UNSUPPORTED', async () => {
