@@ -1,10 +1,22 @@
-// Where the shared corpus of histories with known verdicts lives: /work/shared beside the
-// clone (the same layout in CI), read-only. Resolved from this file, not the cwd.
+// Where the shared corpus of histories with known verdicts lives, read-only: the
+// KCM_LINEARIZABILITY_CORPUS directory if set, else `shared/` beside the clone (the
+// workplace layout: /work/main next to /work/shared), else /work/shared itself, so a
+// clone made elsewhere (a scratch CI checkout in /tmp) still finds it. Never skipped: a
+// missing corpus fails the tests that need it.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export const CORPUS_DIR = fileURLToPath(new URL('../../../../../shared/testdata/linearizability/', import.meta.url));
+function corpusDir(): string {
+  const candidates = [
+    process.env.KCM_LINEARIZABILITY_CORPUS,
+    fileURLToPath(new URL('../../../../../shared/testdata/linearizability/', import.meta.url)),
+    '/work/shared/testdata/linearizability/',
+  ].filter((dir): dir is string => dir !== undefined && dir !== '');
+  return candidates.find((dir) => existsSync(`${dir}/jepsen-verdicts.txt`)) ?? candidates[0];
+}
+
+export const CORPUS_DIR = corpusDir();
 
 export interface JepsenCase {
   file: string;
