@@ -3,6 +3,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { AgentService, type HealthReply, type HostFactsReply, type PrepareDirsReply } from './agent-proto';
+import { agentChannelOptions } from './channel-options';
 
 export class AgentUnreachableError extends Error {
   constructor(readonly address: string, cause: unknown) {
@@ -15,7 +16,7 @@ export class AgentClient {
   private readonly client: grpc.Client;
 
   constructor(readonly address: string, private readonly deadlineMs = 5000) {
-    this.client = new AgentService(address, grpc.credentials.createInsecure());
+    this.client = new AgentService(address, grpc.credentials.createInsecure(), agentChannelOptions);
   }
 
   health(): Promise<HealthReply> {

@@ -3,6 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { CgroupAgentService, type CgroupInfoReply, type CpuLimitMode, type CpuLimitReply, type InstanceKind } from '../capabilities/cgroup/cgroup-proto';
 import { callUnary } from './postgres-client';
+import { agentChannelOptions } from '../channel-options';
 
 export interface SetCpuLimitParams {
   port: number;
@@ -17,7 +18,7 @@ export class CgroupAgentClient {
   private readonly client: grpc.Client;
 
   constructor(readonly address: string, private readonly deadlineMs = 10_000) {
-    this.client = new CgroupAgentService(address, grpc.credentials.createInsecure());
+    this.client = new CgroupAgentService(address, grpc.credentials.createInsecure(), agentChannelOptions);
   }
 
   info(): Promise<CgroupInfoReply> {

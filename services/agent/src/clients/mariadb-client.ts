@@ -15,6 +15,7 @@ import {
   type MariaDbReplicationRequest,
   type MariaDbVariablesReply,
 } from '../capabilities/mariadb/proto';
+import { agentChannelOptions } from '../channel-options';
 
 export interface MariaDbDeadlines {
   /** Install, start, stop, remove, replication set-up. */
@@ -32,7 +33,7 @@ export class MariaDbAgentClient {
   private readonly deadlines: MariaDbDeadlines;
 
   constructor(readonly address: string, deadlines: Partial<MariaDbDeadlines> = {}) {
-    this.client = new MariaDbAgentService(address, grpc.credentials.createInsecure());
+    this.client = new MariaDbAgentService(address, grpc.credentials.createInsecure(), agentChannelOptions);
     this.deadlines = { ...DEFAULT_DEADLINES, ...deadlines };
   }
 

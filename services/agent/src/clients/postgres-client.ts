@@ -12,6 +12,7 @@ import {
   type ShardEndpoint,
   type SyncCatalogReply,
 } from '../capabilities/postgres/postgres-proto';
+import { agentChannelOptions } from '../channel-options';
 
 /** One unary call with a deadline; shared by the capability clients. */
 export function callUnary<Res>(client: grpc.Client, address: string, method: string, request: object, deadlineMs: number): Promise<Res> {
@@ -30,7 +31,7 @@ export class PostgresAgentClient {
 
   /** Install and catalog sync can take tens of seconds (initdb, first import); hence the long default deadline. */
   constructor(readonly address: string, private readonly deadlineMs = 120_000) {
-    this.client = new PostgresAgentService(address, grpc.credentials.createInsecure());
+    this.client = new PostgresAgentService(address, grpc.credentials.createInsecure(), agentChannelOptions);
   }
 
   install(request: InstallPostgresRequest): Promise<PostgresInstanceReply> {

@@ -16,6 +16,7 @@ import { layoutOf, runningPid } from './lifecycle';
 import { spawnPiped } from '../../ops/exec';
 import { rateLimited } from './rate-limit';
 import { MariaDbAgentService, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from './proto';
+import { agentChannelOptions } from '../../channel-options';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;
 const MB = 1024 * 1024;
@@ -74,7 +75,7 @@ export interface ReceivedCopy {
 
 /** The target side: pulls a source's StreamBackup into `mbstream -x` in stagingDir. */
 export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: number, stagingDir: string): Promise<ReceivedCopy> {
-  const client = new MariaDbAgentService(source.agent_address, grpc.credentials.createInsecure());
+  const client = new MariaDbAgentService(source.agent_address, grpc.credentials.createInsecure(), agentChannelOptions);
   const started = Date.now();
   const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', stagingDir], { input: 'pipe', output: 'ignore', timeoutMs: BACKUP_TIMEOUT_MS });
   const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({

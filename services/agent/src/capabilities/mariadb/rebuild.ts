@@ -17,6 +17,7 @@ import { MariaDbAgentService, type MariaDbBackupSource, type MariaDbProbeReply, 
 import { attachToMaster, checkMaster } from './replication';
 import { applySemiSync, persistRole } from './semi-sync';
 import { withAdmin } from './sql';
+import { agentChannelOptions } from '../../channel-options';
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.-]{1,255}:\d{1,5}$/;
 const GTID_LIST = /^(\d+-\d+-\d+(,\d+-\d+-\d+)*)?$/;
@@ -82,7 +83,7 @@ export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildReque
 
 /** Asks a candidate's agent for its live status; an agent that does not answer makes it unsuitable. */
 async function probeRemote(source: MariaDbBackupSource): Promise<MariaDbProbeReply | undefined> {
-  const client = new MariaDbAgentService(source.agent_address, grpc.credentials.createInsecure());
+  const client = new MariaDbAgentService(source.agent_address, grpc.credentials.createInsecure(), agentChannelOptions);
   try {
     return await new Promise<MariaDbProbeReply>((resolve, reject) =>
       (client as unknown as { Probe: Function }).Probe({ port: source.port }, { deadline: Date.now() + 5000 }, (err: Error | null, reply: MariaDbProbeReply) =>
