@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { processCpuMs, selfCpuMs } from '../raft-kv/cpu';
+import { CpuMeter, perOp, type CpuUse } from '../raft-kv/cpu';
 import type { PhaseResult } from '../raft-kv/workload';
 import { emitRaw, findLeader, metrics } from '../../test/manager/helpers/emit-client';
 import { LocalGroup } from '../../test/manager/helpers/group';
@@ -41,9 +41,9 @@ interface EmitRow {
   drainMs: number;
   queries: PhaseResult;
   /** CPU ms per acknowledged job, from the phase's start until its last job ended: each member's, then the load generator's. */
-  jobCpuMs: { members: number[]; client: number };
+  jobCpuMs: CpuUse;
   /** Same, per answered query, over the query phase. */
-  queryCpuMs: { members: number[]; client: number };
+  queryCpuMs: CpuUse;
   /** Index (in MEMBERS) of the member leading when the phase's jobs had ended. */
   leaderIndex: number;
 }
@@ -61,52 +61,54 @@ function formatPhase(label: string, r: PhaseResult): string {
   return `${label.padEnd(6)} c=${String(r.concurrency).padStart(3)}  ${r.opsPerSec.toFixed(0).padStart(6)}/s  p50 ${ms(r.p50)}  p95 ${ms(r.p95)}  p99 ${ms(r.p99)}  max ${ms(r.max)} ms  failed ${r.errors}`;
 }
 
-/** Unfinished jobs (started + ongoing) in the leader's replicated state. */
 /**
- * CPU ms per operation of each member and of this process between start() and perOp().
- * An idle member still burns CPU (ticks, heartbeats, timers); with the idle rate measured
- * (measureIdle), perOp() subtracts it, so a phase slowed down by other load on the machine
- * does not look costlier per operation only because it lasted longer per operation.
+ * CPU ms per operation of each member and of this process between start() and perOp()
+ * (raft-kv's CpuMeter). An idle member still burns CPU (ticks, heartbeats, timers); with
+ * the idle rate measured (measureIdle), perOp() subtracts it, so a phase slowed down by
+ * other load on the machine does not look costlier per operation only because it lasted
+ * longer per operation.
  */
 class CpuPerOp {
-  private startMembers: number[] = [];
-  private startClient = 0;
+  private readonly meter: CpuMeter;
   private startedAt = 0;
   /** CPU ms per wall-clock second of each member at rest. */
   idleMsPerSec: number[] = [];
 
-  constructor(private readonly pids: () => (number | undefined)[]) {}
+  constructor(pids: () => (number | undefined)[]) {
+    this.meter = new CpuMeter(pids);
+  }
 
   async measureIdle(ms: number): Promise<void> {
     this.start();
     await new Promise((resolve) => setTimeout(resolve, ms));
-    const seconds = (performance.now() - this.startedAt) / 1000;
-    this.idleMsPerSec = this.pids().map((pid, i) => (processCpuMs(pid) - (this.startMembers[i] ?? 0)) / seconds);
+    const seconds = this.elapsedSeconds();
+    this.idleMsPerSec = this.meter.used().members.map((used) => used / seconds);
   }
 
   start(): void {
-    this.startMembers = this.pids().map(processCpuMs);
-    this.startClient = selfCpuMs();
+    this.meter.start();
     this.startedAt = performance.now();
   }
 
-  perOp(ops: number): { members: number[]; client: number } {
-    const n = Math.max(1, ops);
-    const seconds = (performance.now() - this.startedAt) / 1000;
-    return {
-      members: this.pids().map((pid, i) => (processCpuMs(pid) - (this.startMembers[i] ?? 0) - (this.idleMsPerSec[i] ?? 0) * seconds) / n),
-      client: (selfCpuMs() - this.startClient) / n,
-    };
+  perOp(ops: number): CpuUse {
+    const seconds = this.elapsedSeconds();
+    const used = this.meter.used();
+    return perOp({ members: used.members.map((m, i) => m - (this.idleMsPerSec[i] ?? 0) * seconds), client: used.client }, ops);
+  }
+
+  private elapsedSeconds(): number {
+    return (performance.now() - this.startedAt) / 1000;
   }
 }
 
 /** Each member's CPU ms (the leader marked L), their sum, and the load generator's. */
-function formatCpu(c: { members: number[]; client: number }, leaderIndex: number): string {
+function formatCpu(c: CpuUse, leaderIndex: number): string {
   const members = c.members.map((ms, i) => `${i === leaderIndex ? 'L' : 'F'} ${ms.toFixed(2)}`).join('  ');
   const total = c.members.reduce((a, b) => a + b, 0);
   return `${members}  (managers ${total.toFixed(2)}, client ${c.client.toFixed(2)})`;
 }
 
+/** Unfinished jobs (started + ongoing) in the leader's replicated state. */
 async function unfinishedJobs(leader: string): Promise<number> {
   const m = await metrics(leader);
   return (m.get('kcm_jobs{status="started"}') ?? 0) + (m.get('kcm_jobs{status="ongoing"}') ?? 0);

@@ -85,7 +85,7 @@ export class AgentPool {
 
   /** Resolves once a TCP connection to the host's agent port opens; AgentUnreachableError otherwise (within the call deadline). */
   private probe(hostaddr: string): Promise<void> {
-    const address = `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
+    const address = this.addressOf(hostaddr);
     return new Promise((resolve, reject) => {
       const socket = net.connect({ host: hostaddr, port: this.agentPort });
       const settle = (err: Error | null) => {
@@ -100,14 +100,18 @@ export class AgentPool {
     });
   }
 
+  /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
+  private addressOf(hostaddr: string): string {
+    return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
+  }
+
   private checkOut(hostaddr: string): PooledClient {
     let entry = this.clients.get(hostaddr);
     if (entry) {
       this.clients.delete(hostaddr); // re-inserted below: now the most recently used
       entry.lastUsedMs = this.now();
     } else {
-      const host = hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr;
-      entry = { client: new AgentClient(`${host}:${this.agentPort}`, this.deadlineMs), inFlight: 0, lastUsedMs: this.now(), retired: false };
+      entry = { client: new AgentClient(this.addressOf(hostaddr), this.deadlineMs), inFlight: 0, lastUsedMs: this.now(), retired: false };
     }
     this.clients.set(hostaddr, entry);
     entry.inFlight++;

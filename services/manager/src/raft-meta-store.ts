@@ -65,9 +65,9 @@ export class RaftMetaStore implements MetaStore {
 
   /**
    * ReadIndex barrier: after it resolves, state() reflects every write committed before the call.
-   * The Raft core forgets a read round when leadership changes while it is in flight (the
-   * round then only ends by timing out), so a leader change during the wait starts a fresh
-   * round at once: reads are idempotent, and a member with no leader now fails fast.
+   * A round in flight when leadership changes is never answered (RaftNode then fails it with
+   * NotLeaderError), so a leader change during the wait starts a fresh round at once instead:
+   * reads are idempotent, and a member with no leader now fails fast.
    */
   async linearizableRead(): Promise<void> {
     const deadline = Date.now() + this.timeoutMs;
