@@ -21,6 +21,18 @@ function snapMessage(from: string, to: string, data: Uint8Array): Message {
 
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 
+/** A started receiver `b` that the sender reaches only through a TCP proxy the test controls. */
+async function receiverBehindProxy(): Promise<{ address: (host: number) => string; b: Recorder; proxy: TcpProxy }> {
+  const address = loopbackBlock();
+  const b = new Recorder(new GrpcTransport({ id: 'b', listen: `${address(2)}:0`, peers: {} }));
+  running.push(b.transport);
+  await b.transport.start();
+  const proxy = new TcpProxy(address(3), { host: address(2), port: Number(b.transport.address().split(':').pop()) });
+  running.push({ stop: () => proxy.close() });
+  await proxy.listen();
+  return { address, b, proxy };
+}
+
 describe('snapshot streaming', () => {
   it('delivers a snapshot of several MB intact, once, and reports it sent', async () => {
     const [a, b] = await startGroup(['a', 'b']);
@@ -41,14 +53,8 @@ describe('snapshot streaming', () => {
   });
 
   it('resumes an interrupted snapshot from the offset the receiver acknowledged, not from zero', async () => {
-    const address = loopbackBlock();
-    const b = new Recorder(new GrpcTransport({ id: 'b', listen: `${address(2)}:0`, peers: {} }));
-    running.push(b.transport);
-    await b.transport.start();
     // a reaches b only through the proxy, which "dies" mid-transfer and comes back.
-    const proxy = new TcpProxy(address(3), { host: address(2), port: Number(b.transport.address().split(':').pop()) });
-    running.push({ stop: () => proxy.close() });
-    await proxy.listen();
+    const { address, b, proxy } = await receiverBehindProxy();
     const a = new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address }, snapshotChunkBytes: 64 * 1024 }));
     running.push(a.transport);
     await a.transport.start();
@@ -80,13 +86,7 @@ describe('snapshot streaming', () => {
   });
 
   it('reports a transfer cut short by the peer leaving the address book as failed', async () => {
-    const address = loopbackBlock();
-    const b = new Recorder(new GrpcTransport({ id: 'b', listen: `${address(2)}:0`, peers: {} }));
-    running.push(b.transport);
-    await b.transport.start();
-    const proxy = new TcpProxy(address(3), { host: address(2), port: Number(b.transport.address().split(':').pop()) });
-    running.push({ stop: () => proxy.close() });
-    await proxy.listen();
+    const { address, b, proxy } = await receiverBehindProxy();
     proxy.pause(); // b reads nothing: the transfer stays in flight
     const a = new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address } }));
     running.push(a.transport);
