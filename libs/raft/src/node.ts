@@ -321,8 +321,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   }
 
   private async handleReady(rd: Ready): Promise<void> {
-    const leaderChanged = rd.softState !== undefined && rd.softState.leader !== this.leader;
-    if (rd.softState) this.noteSoftState(rd.softState.leader, rd.softState.role);
+    const leaderChanged = rd.softState ? this.noteSoftState(rd.softState.leader, rd.softState.role) : false;
 
     // Thesis 10.2.1: a leader may replicate before its own write completes. Safe here
     // because commit can only count this node's copy of those entries in a later Ready,
@@ -379,7 +378,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     // Rounds asked of the previous leader (or of us while we led) will never be answered
     // now: fail them at once instead of at their timeout, so callers retry elsewhere.
     // Rounds already answered stay: a leader of the time confirmed their read index.
-    if (leaderChanged) this.reads.failUnanswered(() => new NotLeaderError(this.leader));
+    if (leaderChanged) this.reads.failUnanswered(() => new NotLeaderError(this.leader), this.leader === null);
     this.reads.release(this.applied);
     await this.maybeSnapshot();
   }
@@ -415,7 +414,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     if (hardState) this.emit('hardStatePersisted', hardState);
   }
 
-  private noteSoftState(leader: NodeId | null, role: Role): void {
+  /** Records the soft state and emits its events; true when the known leader changed. */
+  private noteSoftState(leader: NodeId | null, role: Role): boolean {
     const term = this.raw.status().term;
     const leaderChanged = leader !== this.leader;
     const roleChanged = role !== this.role;
@@ -423,6 +423,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.role = role;
     if (leaderChanged) this.emit('leaderChange', leader, term);
     if (roleChanged) this.emit('roleChange', role, term);
+    return leaderChanged;
   }
 
   private async restoreSnapshot(snap: Snapshot): Promise<void> {

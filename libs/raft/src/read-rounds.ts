@@ -81,11 +81,18 @@ export class ReadRounds {
     for (const [key, waiters] of this.rounds) if (waiters.every((w) => w.settled)) this.rounds.delete(key);
   }
 
-  /** Fails every read whose round has not been answered yet (sent to a leader that is gone). */
-  failUnanswered(err: () => Error): void {
-    const unanswered = [...this.batch, ...[...this.rounds.values()].flat()];
-    this.batch = [];
+  /**
+   * Fails every read whose round was started and not answered (sent to a leader that is
+   * gone) and, when `alsoWaitingToStart`, the reads whose round has not started yet (with
+   * no leader known it would be dropped; with one, it simply goes to the new leader).
+   */
+  failUnanswered(err: () => Error, alsoWaitingToStart: boolean): void {
+    const unanswered = [...this.rounds.values()].flat();
     this.rounds.clear();
+    if (alsoWaitingToStart) {
+      unanswered.push(...this.batch);
+      this.batch = [];
+    }
     for (const r of unanswered) r.reject(err());
   }
 
