@@ -116,6 +116,15 @@ async function warmUp(system: SystemUnderTest, round: number): Promise<void> {
   await sleep(200);
 }
 
+/** Warms every system up and moves its leadership to `--leader-member`. */
+async function prepare(systems: SystemUnderTest[]): Promise<void> {
+  for (const system of systems) {
+    await warmUp(system, 1);
+    await system.moveLeader(leaderMember);
+    await warmUp(system, 2); // the new leader's connections and JIT too
+  }
+}
+
 /** One phase of every system at `concurrency`, in ABBA slices; one result per system, in order. */
 async function runPhaseOfAll(systems: SystemUnderTest[], concurrency: number): Promise<PhaseResult[]> {
   const samples: Samples[][] = systems.map(() => []);
@@ -183,11 +192,7 @@ async function main(): Promise<void> {
   );
   const systems = [await startOurs()];
   if (withEtcd) systems.push(await startEtcd());
-  for (const system of systems) {
-    await warmUp(system, 1);
-    await system.moveLeader(leaderMember);
-    await warmUp(system, 2); // the new leader's connections and JIT too
-  }
+  await prepare(systems);
 
   const results: PhaseResult[][] = systems.map(() => []);
   for (const concurrency of concurrencies) {
@@ -201,11 +206,7 @@ async function main(): Promise<void> {
 async function abTest(nodeArgs: string[]): Promise<void> {
   console.log(`A/B: ours (A) vs ours with node flags [${nodeArgs.join(' ')}] (B), ${seconds} s per phase in ${slices} ABBA slices`);
   const systems = [await startOurs(), await startOurs({ label: 'ours-B', nodeArgs })];
-  for (const system of systems) {
-    await warmUp(system, 1);
-    await system.moveLeader(leaderMember);
-    await warmUp(system, 2);
-  }
+  await prepare(systems);
   for (const concurrency of concurrencies) await runPhaseOfAll(systems, concurrency);
 }
 
