@@ -17,6 +17,34 @@ export interface LoggerOptions {
   base?: Record<string, unknown>;
 }
 
+/**
+ * Lines are buffered and written in blocks: one write(2) per line cost a member about a
+ * tenth of its CPU under load (bench/emit). A block goes out at 4 KiB, every 100 ms, on
+ * flushLog() and when the process exits; a SIGKILL loses at most the last 100 ms of
+ * lines, so a line that must survive a kill (a job step about to act) is followed by
+ * flushLog(). Writes are synchronous: a flush is on disk (in the page cache) when it
+ * returns, and a block never overtakes another.
+ */
+const BLOCK_BYTES = 4096;
+const FLUSH_EVERY_MS = 100;
+type Destination = ReturnType<typeof pino.destination>;
+const stdoutBlocks = new Set<Destination>();
+
+function bufferedStdout(): Destination {
+  const dest = pino.destination({ dest: 1, sync: true, minLength: BLOCK_BYTES, periodicFlush: FLUSH_EVERY_MS });
+  if (stdoutBlocks.size === 0) process.once('exit', () => stdoutBlocks.forEach((d) => d.flushSync()));
+  stdoutBlocks.add(dest);
+  return dest;
+}
+
+/**
+ * Writes out every line buffered for stdout (see BLOCK_BYTES), synchronously. Not
+ * logger.flush(): pino's flush also fsyncs, which no log line is worth.
+ */
+export function flushLog(): void {
+  for (const dest of stdoutBlocks) dest.flushSync();
+}
+
 const LEVELS: readonly LevelWithSilent[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function isLogLevel(value: string | undefined): value is LevelWithSilent {
@@ -35,7 +63,7 @@ export function createLogger(options: LoggerOptions): Logger {
       // Auth headers must never reach a log line, whichever object carries them.
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'token'], censor: '[redacted]' },
     },
-    options.destination ?? pino.destination({ dest: 1, sync: false }),
+    options.destination ?? bufferedStdout(),
   );
 }
 

@@ -4,7 +4,7 @@
 // without finishing them, so the next leader resumes each at its first unfinished step.
 
 import { KcmError } from '@kcm/protocol';
-import type { Logger } from '@kcm/common';
+import { flushLog, type Logger } from '@kcm/common';
 import { CommandKind, type Command } from '../meta/commands';
 import { runnableJobs } from '../meta/jobs';
 import type { ApplyOutcome } from '../meta/outcome';
@@ -171,8 +171,10 @@ export class JobRunner {
       }
       const started = Date.now();
       // 'step started' and 'step done' are the outside record of step runs (the system tests
-      // count them to prove no committed step runs twice): they stay at info.
+      // count them to prove no committed step runs twice): they stay at info, and are
+      // written out at once, so a member killed in the middle of a step leaves them behind.
       log.info({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
+      flushLog();
       let output: unknown;
       try {
         output = await steps[k].run(ctx(k));
@@ -202,6 +204,7 @@ export class JobRunner {
       outputs[names[k]] = committed.ok ? (committed.value as { output: unknown }).output : output;
       const durationMs = Date.now() - started;
       log.info({ step: names[k], durationMs }, 'step done');
+      flushLog();
       this.hooks.onStepDone?.(this.store.state().jobs[jobId], names[k], durationMs);
     }
     await this.finish(job, { ok: true, errorCode: 0, errorInfo: '', attachment: def.result(outputs, job.paras) }, signal);
@@ -210,6 +213,7 @@ export class JobRunner {
   private async finish(job: JobRecord, outcome: JobResultRecord, signal: AbortSignal): Promise<void> {
     await this.commit({ kind: CommandKind.JobFinished, at: Date.now(), jobId: job.id, outcome }, signal);
     this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorCode: outcome.errorCode, errorInfo: outcome.errorInfo }, 'job finished');
+    flushLog(); // a job's end is worth reading at once
     this.hooks.onJobFinished?.(this.store.state().jobs[job.id], outcome);
   }
 }
