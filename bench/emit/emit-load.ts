@@ -8,18 +8,18 @@
 //  - sync queries: get_cluster_summary, answered by the member asked after a ReadIndex
 //    barrier.
 // Requests go round-robin over all members, over keep-alive connections (node:http, the
-// client followers forward with): the load generator shares the machine's two cores with
+// test helpers' KeepAliveClient): the load generator shares the machine's two cores with
 // the managers, and fetch spent about three times the CPU per request (see
-// leader-forwarder.ts), as raft-kv's own load generator (a batched gRPC stream) does not.
+// keep-alive-client.ts), as raft-kv's own load generator (a batched gRPC stream) does not.
 
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { runPhase, type PhaseResult } from '../raft-kv/workload';
 import { EMIT_PATH } from '../../services/manager/src/gateway/build-gateway';
-import { LeaderForwarder } from '../../services/manager/src/leader-forwarder';
+import { KeepAliveClient } from '../../test/manager/helpers/keep-alive-client';
 import { requestEnvelope, type EmitOptions } from '../../test/manager/helpers/emit-client';
 import { createMachineParas } from '../../test/manager/helpers/group';
 
-const connections = new LeaderForwarder();
+const connections = new KeepAliveClient();
 
 /** Like emitRaw (same envelope), over the pooled connections. */
 function emitKeepAlive(member: string, jobType: string, paras: Record<string, unknown>, opts: EmitOptions): Promise<ReplyEnvelope> {

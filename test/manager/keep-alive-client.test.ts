@@ -1,14 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaderForwarder } from '../src/leader-forwarder';
+import { KeepAliveClient } from './helpers/keep-alive-client';
 
 interface Seen {
   body: string;
   headers: http.IncomingHttpHeaders;
 }
 
-describe('LeaderForwarder', () => {
+describe('KeepAliveClient', () => {
   const seen: Seen[] = [];
   let connections = 0;
   let member = '';
@@ -34,33 +34,33 @@ describe('LeaderForwarder', () => {
   });
 
   it('posts the JSON body with the given headers and resolves with the parsed reply', async () => {
-    const forwarder = new LeaderForwarder();
-    const reply = await forwarder.postJson(member, '/HttpService/Emit', '{"job_type":"create_machine"}', { headers: { 'x-kcm-forwarded-by': '127.0.1.1:1' }, timeoutMs: 5000 });
+    const client = new KeepAliveClient();
+    const reply = await client.postJson(member, '/HttpService/Emit', '{"job_type":"create_machine"}', { headers: { 'x-request-id': 'req-1' }, timeoutMs: 5000 });
     expect(reply).toEqual({ error_code: '0', echo: seen.length });
-    expect(seen.at(-1)).toMatchObject({ body: '{"job_type":"create_machine"}', headers: { 'content-type': 'application/json', 'x-kcm-forwarded-by': '127.0.1.1:1' } });
-    forwarder.close();
+    expect(seen.at(-1)).toMatchObject({ body: '{"job_type":"create_machine"}', headers: { 'content-type': 'application/json', 'x-request-id': 'req-1' } });
+    client.close();
   });
 
   it('relays an error envelope whatever its HTTP status', async () => {
-    const forwarder = new LeaderForwarder();
-    expect(await forwarder.postJson(member, '/busy', '{}', { headers: {}, timeoutMs: 5000 })).toMatchObject({ error_code: '20' });
-    forwarder.close();
+    const client = new KeepAliveClient();
+    expect(await client.postJson(member, '/busy', '{}', { headers: {}, timeoutMs: 5000 })).toMatchObject({ error_code: '20' });
+    client.close();
   });
 
   it('keeps one connection open across requests instead of one per request', async () => {
-    const forwarder = new LeaderForwarder();
+    const client = new KeepAliveClient();
     const before = connections;
-    for (let i = 0; i < 5; i++) await forwarder.postJson(member, '/HttpService/Emit', '{}', { headers: {}, timeoutMs: 5000 });
+    for (let i = 0; i < 5; i++) await client.postJson(member, '/HttpService/Emit', '{}', { headers: {}, timeoutMs: 5000 });
     expect(connections - before).toBe(1);
-    forwarder.close();
+    client.close();
   });
 
   it('rejects a reply that is not JSON, and a leader that does not answer within the timeout', async () => {
-    const forwarder = new LeaderForwarder();
-    await expect(forwarder.postJson(member, '/not-json', '{}', { headers: {}, timeoutMs: 5000 })).rejects.toThrow(/HTTP 502 with a body that is not JSON/);
+    const client = new KeepAliveClient();
+    await expect(client.postJson(member, '/not-json', '{}', { headers: {}, timeoutMs: 5000 })).rejects.toThrow(/HTTP 502 with a body that is not JSON/);
     const started = Date.now();
-    await expect(forwarder.postJson(member, '/silent', '{}', { headers: {}, timeoutMs: 200 })).rejects.toThrow();
+    await expect(client.postJson(member, '/silent', '{}', { headers: {}, timeoutMs: 200 })).rejects.toThrow();
     expect(Date.now() - started).toBeLessThan(3000);
-    forwarder.close();
+    client.close();
   });
 });

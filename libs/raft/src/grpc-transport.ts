@@ -41,6 +41,8 @@ export interface GrpcTransportOptions {
   connectTimeoutMs?: number; // default 2 s
   backoff?: BackoffOptions; // default 50 ms .. 2 s with jitter
   serverCredentials?: grpc.ServerCredentials; // default insecure
+  /** Other gRPC services the application serves on this same address (one port per member). */
+  extraServices?: readonly { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }[];
   channelCredentials?: grpc.ChannelCredentials; // default insecure
   logger?: TransportLogger;
 }
@@ -113,6 +115,7 @@ export class GrpcTransport implements Transport {
       SendSnapshot: this.receiver.handle,
     };
     server.addService(raftServiceDefinition(), handlers);
+    for (const extra of this.options.extraServices ?? []) server.addService(extra.definition, extra.implementation);
     this.boundPort = await new Promise<number>((resolve, reject) => {
       server.bindAsync(this.options.listen, this.options.serverCredentials ?? grpc.ServerCredentials.createInsecure(), (err, port) =>
         err ? reject(err) : resolve(port),

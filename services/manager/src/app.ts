@@ -31,6 +31,8 @@ import { createManagerMetrics } from './metrics';
 import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
 import { RoutingService } from './routing-service';
+import { forwardServiceDefinition } from './forward/forward-proto';
+import { forwardServiceImplementation } from './forward/forward-server';
 
 export interface Manager {
   config: ManagerConfig;
@@ -59,7 +61,16 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const bootstrapVoters = config.join ? [] : config.initialMembers.length > 0 ? config.initialMembers : [config.member];
   const storage = await LevelStorage.open(path.join(config.dataDir, 'raft'), { bootstrap: { voters: bootstrapVoters, learners: [] } });
 
-  const grpcTransport = new GrpcTransport({ id: config.member, listen: raftAddressOf(config.member), peers: {}, logger: logger.child({ component: 'raft-transport' }) });
+  // Followers forward submissions to the leader on its Raft address (forward/).
+  let routing: RoutingService | undefined;
+  const forwardService = { definition: forwardServiceDefinition, implementation: forwardServiceImplementation(() => routing, logger.child({ component: 'forward' })) };
+  const grpcTransport = new GrpcTransport({
+    id: config.member,
+    listen: raftAddressOf(config.member),
+    peers: {},
+    extraServices: [forwardService],
+    logger: logger.child({ component: 'raft-transport' }),
+  });
   const peers = new PeerDirectory(grpcTransport, [...config.initialMembers, ...storage.initialState().confState.voters, ...storage.initialState().confState.learners]);
   // A member we never heard of (the leader that adds us, a new learner) must be answerable.
   const transport: Transport = {
@@ -175,7 +186,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     validationBarrier: () => (leaderHasAppliedAllCommitted() ? Promise.resolve() : store.linearizableRead()),
     onSubmitted: () => activeRunner.notify(),
   });
-  const service = new RoutingService({ local, self: config.member, leader: () => raft.status().leader, token: config.authTokens[0] });
+  const service = new RoutingService({ local, self: config.member, leader: () => raft.status().leader });
+  routing = service;
   const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth: { tokens: config.authTokens }, registry: promRegistry });
 
   const { host, port } = splitMember(config.member);

@@ -13,13 +13,6 @@ import { answerEmit, echoFields, errorAnswer } from './emit-route';
 import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-replies';
 
 export const EMIT_PATH = '/HttpService/Emit';
-/** Set by a member that forwards a write to the leader, so a stale hop is refused, not bounced on. */
-export const FORWARDED_BY_HEADER = 'x-kcm-forwarded-by';
-
-function forwardedBy(header: string | string[] | undefined): string | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  return value && value.length <= 300 ? value : undefined;
-}
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface GatewayOptions {
@@ -85,14 +78,12 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
     onResponse: async (request, reply) => {
       const record = emitRecordOf(request);
       metrics.observe(record.jobTypeLabel, record.outcome, reply.elapsedTime / 1000);
-      // A forwarded request already has its info line at the member the client reached
-      // (under the same request id); here it is a debug line.
-      logEmit(request, reply, record, reply.elapsedTime, forwardedBy(request.headers[FORWARDED_BY_HEADER]) !== undefined);
+      logEmit(request, reply, record, reply.elapsedTime);
     },
     handler: async (request, reply) => {
       const answer = await answerEmit(request.body, options.service, String(request.id), (err) =>
         request.log.error({ err, job_type: echoFields(request.body).sentJobType.slice(0, 64) }, 'job service failed'),
-        { forwardedBy: forwardedBy(request.headers[FORWARDED_BY_HEADER]), requestId: String(request.id) },
+        { requestId: String(request.id) },
       );
       recordEmit(request, answer.record);
       return reply.code(answer.httpStatus).send(answer.reply);

@@ -1,5 +1,5 @@
 // The manager's HTTP gateway: POST /HttpService/Emit, /metrics, /healthz.
-export { buildGateway, EMIT_PATH, DEFAULT_BODY_LIMIT_BYTES, FORWARDED_BY_HEADER } from './build-gateway';
+export { buildGateway, EMIT_PATH, DEFAULT_BODY_LIMIT_BYTES } from './build-gateway';
 export type { GatewayOptions } from './build-gateway';
 export type { JobService, JobStatusView, SubmitContext } from './job-service';
 export { assertAuthForListenHost } from './auth';

@@ -18,7 +18,7 @@ export interface JobStatusView {
 
 /** Where a submission came from, beyond its body. */
 export interface SubmitContext {
-  /** The member that forwarded this request to us (header x-kcm-forwarded-by), if any. */
+  /** The member that forwarded this submission to us (forward/), if any. */
   forwardedBy?: string;
   /** This request's id (x-request-id); a member forwarding it sends the same id along. */
   requestId?: string;

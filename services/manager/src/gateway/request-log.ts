@@ -55,8 +55,8 @@ export function emitRecordOf(request: FastifyRequest): EmitRecord {
 // A client controls these strings; keep log lines bounded whatever it sends.
 export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}...(${text.length} chars)` : text);
 
-/** One line per Emit: info, or debug for a request another member forwarded (that member logged it at info). */
-export function logEmit(request: FastifyRequest, reply: FastifyReply, record: EmitRecord, durationMs: number, forwarded = false): void {
+/** One info line per Emit (a submission forwarded to the leader gets a debug line there, forward/). */
+export function logEmit(request: FastifyRequest, reply: FastifyReply, record: EmitRecord, durationMs: number): void {
   const line = {
     job_type: clip(record.sentJobType, 64),
     outcome: record.outcome,
@@ -67,6 +67,5 @@ export function logEmit(request: FastifyRequest, reply: FastifyReply, record: Em
     ...(record.outcome === 'ok' ? {} : { error_info: clip(record.errorInfo, 300) }),
   };
   if (record.outcome === 'internal') request.log.error(line, 'emit');
-  else if (forwarded) request.log.debug(line, 'emit');
   else request.log.info(line, 'emit');
 }

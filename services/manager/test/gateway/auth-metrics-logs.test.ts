@@ -104,18 +104,6 @@ describe('request ids and the Emit log line', () => {
     expect(typeof lines[0].duration_ms).toBe('number');
   });
 
-  it('writes a forwarded Emit at debug: the member the client reached has its info line, under the same request id', async () => {
-    const { app, logLines } = testGateway();
-    await emit(app, envelope('create_machine', MACHINE_PARAS), { 'x-request-id': 'fwd-7', 'x-kcm-forwarded-by': '127.0.1.2:18330' });
-    await emit(app, envelope('create_machine', MACHINE_PARAS), { 'x-request-id': 'direct-8' });
-    const lines = logLines().filter((l) => l.msg === 'emit');
-    expect(lines.map((l) => l.request_id)).toEqual(['direct-8']);
-
-    const debug = testGateway({}, 'debug');
-    await emit(debug.app, envelope('create_machine', MACHINE_PARAS), { 'x-request-id': 'fwd-9', 'x-kcm-forwarded-by': '127.0.1.2:18330' });
-    expect(debug.logLines().filter((l) => l.msg === 'emit')).toMatchObject([{ request_id: 'fwd-9', level: 20, outcome: 'ok' }]);
-  });
-
   it('replaces an unsafe incoming request id with a generated one', async () => {
     const { app } = testGateway();
     const { headers } = await emit(app, envelope('get_meta_mode'), { 'x-request-id': 'bad id\twith spaces' });

@@ -1,0 +1,44 @@
+// Loads proto/manager-forward.proto at run time (no generated code to go stale) and states
+// the TypeScript shapes of its messages beside it, as proto-loader decodes them.
+
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+const PROTO_PATH = fileURLToPath(new URL('../../../../proto/manager-forward.proto', import.meta.url));
+
+export interface SubmitRequest {
+  id: number;
+  envelope_json: string;
+  request_id: string;
+  forwarded_by: string;
+}
+
+export interface SubmitBatch {
+  requests: SubmitRequest[];
+}
+
+export interface SubmitReply {
+  id: number;
+  job_id: string;
+  error_name: string;
+  error_info: string;
+}
+
+export interface SubmitReplyBatch {
+  replies: SubmitReply[];
+}
+
+export interface ForwardClient extends grpc.Client {
+  Submit(): grpc.ClientDuplexStream<SubmitBatch, SubmitReplyBatch>;
+}
+
+const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true });
+const ForwardService = (grpc.loadPackageDefinition(definition) as unknown as { kcm: { manager: { v1: { Forward: grpc.ServiceClientConstructor } } } }).kcm.manager.v1.Forward;
+
+/** The Forward service's definition, for a server to add. */
+export const forwardServiceDefinition: grpc.ServiceDefinition = ForwardService.service;
+
+export function newForwardClient(address: string): ForwardClient {
+  return new ForwardService(address, grpc.credentials.createInsecure()) as unknown as ForwardClient;
+}

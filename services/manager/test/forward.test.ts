@@ -1,0 +1,102 @@
+// A follower's RoutingService forwarding submissions to a leader's Forward service over
+// real gRPC (the leader's side is forwardServiceImplementation in front of a JobService
+// that records what reached it).
+
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
+import { silentLogger } from '@kcm/common';
+import { RoutingService } from '../src/routing-service';
+import type { JobService, SubmitContext } from '../src/gateway/job-service';
+import { forwardServiceDefinition } from '../src/forward/forward-proto';
+import { answerForwarded, forwardServiceImplementation } from '../src/forward/forward-server';
+
+const FOLLOWER = '127.0.1.2:18330';
+
+const notHere: JobService = {
+  submitJob: async () => Promise.reject(new Error('a follower must not submit locally')),
+  getStatus: async () => Promise.reject(new Error('unused')),
+  runQuery: async () => Promise.reject(new Error('unused')),
+};
+
+function request(hostaddr = '127.9.0.1'): ValidRequest {
+  const parsed = parseRequest({ version: '1.0', job_id: '', job_type: 'delete_machine', timestamp: '1', user_name: 't', paras: { hostaddr, machine_type: 'storage' } });
+  if (!parsed.ok) throw parsed.error;
+  return parsed.request;
+}
+
+/** The leader's job service: records each submission; hostaddr 127.9.0.99 is refused, 127.9.0.98 throws a plain Error. */
+class RecordingLeader implements JobService {
+  readonly seen: { req: ValidRequest; context: SubmitContext | undefined }[] = [];
+  private nextJob = 41;
+  async submitJob(req: ValidRequest, context?: SubmitContext): Promise<{ jobId: string }> {
+    this.seen.push({ req, context });
+    const host = (req.paras as { hostaddr: string }).hostaddr;
+    if (host === '127.9.0.99') throw KcmError.of('NOT_FOUND', `machine ${host} is not registered as storage`);
+    if (host === '127.9.0.98') throw new Error('disk on fire');
+    const jobId = String(this.nextJob++);
+    // Answers come back out of order.
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
+    return { jobId };
+  }
+  getStatus = notHere.getStatus;
+  runQuery = notHere.runQuery;
+}
+
+describe('forwarding submissions from a follower to the leader', () => {
+  const leaderService = new RecordingLeader();
+  const server = new grpc.Server();
+  /** The leader's member id: its Raft (and Forward) address is the next port. */
+  let leader = '';
+
+  beforeAll(async () => {
+    server.addService(forwardServiceDefinition, forwardServiceImplementation(() => leaderService, silentLogger()));
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    leader = `127.0.0.1:${port - 1}`;
+  });
+  afterAll(() => server.forceShutdown());
+
+  it("hands the envelope, the request's id and its own name to the leader, and relays the job id", async () => {
+    const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
+    await expect(routing.submitJob(request(), { requestId: 'req-abc' })).resolves.toEqual({ jobId: '41' });
+    const last = leaderService.seen.at(-1)!;
+    expect(last.context).toEqual({ forwardedBy: FOLLOWER, requestId: 'req-abc' });
+    expect(last.req.jobType).toBe('delete_machine');
+    expect(last.req.paras).toEqual({ hostaddr: '127.9.0.1', machine_type: 'storage' });
+    routing.close();
+  });
+
+  it('matches many submissions in flight on one stream to their own replies', async () => {
+    const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
+    const hosts = Array.from({ length: 50 }, (_, i) => `127.9.1.${i + 1}`);
+    const before = leaderService.seen.length;
+    const replies = await Promise.all(hosts.map((h) => routing.submitJob(request(h))));
+    const jobOf = new Map(leaderService.seen.slice(before).map((s, i) => [(s.req.paras as { hostaddr: string }).hostaddr, String(41 + before + i)]));
+    expect(replies.map((r) => r.jobId)).toEqual(hosts.map((h) => jobOf.get(h)));
+    routing.close();
+  });
+
+  it("relays the leader's refusal as the same catalog error, and masks an unexpected failure as INTERNAL", async () => {
+    const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
+    await expect(routing.submitJob(request('127.9.0.99'))).rejects.toSatisfy((err) => KcmError.is(err, 'NOT_FOUND') && String((err as Error).message).includes('not registered'));
+    await expect(routing.submitJob(request('127.9.0.98'))).rejects.toSatisfy((err) => KcmError.is(err, 'INTERNAL') && !String((err as Error).message).includes('fire'));
+    routing.close();
+  });
+
+  it('answers NO_LEADER when the leader cannot be reached, and when a forwarded submission reaches a non-leader', async () => {
+    const gone = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => '127.0.0.1:1', forwardTimeoutMs: 2000 });
+    await expect(gone.submitJob(request())).rejects.toSatisfy((err) => KcmError.is(err, 'NO_LEADER') && String((err as Error).message).includes('retry'));
+    gone.close();
+    const stale = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
+    await expect(stale.submitJob(request(), { forwardedBy: '127.0.1.3:18330' })).rejects.toSatisfy((err) => KcmError.is(err, 'NO_LEADER'));
+    stale.close();
+  });
+
+  it('validates a forwarded envelope again at the leader', async () => {
+    const before = leaderService.seen.length;
+    const bad = await answerForwarded({ id: 7, envelope_json: JSON.stringify({ ...request().envelope, paras: { hostaddr: 'not an address' } }), request_id: 'r', forwarded_by: FOLLOWER }, leaderService, silentLogger());
+    expect(bad).toMatchObject({ id: 7, job_id: '', error_name: 'INVALID_PARAS' });
+    expect(await answerForwarded({ id: 8, envelope_json: '{', request_id: 'r', forwarded_by: FOLLOWER }, leaderService, silentLogger())).toMatchObject({ id: 8, error_name: 'BAD_JSON' });
+    expect(leaderService.seen.length).toBe(before);
+  });
+});
