@@ -108,6 +108,34 @@ function formatCpu(c: CpuUse, leaderIndex: number): string {
   return `${members}  (managers ${total.toFixed(2)}, client ${c.client.toFixed(2)})`;
 }
 
+/** Sums and counts of the histograms that split a submission's time, over all members. */
+interface TimeSplit {
+  /** Accepted create_machine requests: time from request to reply at the member the client reached. */
+  emitSum: number;
+  emitCount: number;
+  /** Raft proposals (submissions and runner commits): propose to applied, where proposed (the leader). */
+  raftSum: number;
+  raftCount: number;
+}
+
+async function timeSplit(): Promise<TimeSplit> {
+  const all = await Promise.all(MEMBERS.map((m) => metrics(m)));
+  const sum = (series: string) => all.reduce((acc, m) => acc + (m.get(series) ?? 0), 0);
+  const emit = 'kcm_emit_request_duration_seconds_{job_type="create_machine",outcome="ok"}';
+  return {
+    emitSum: sum(emit.replace('_{', '_sum{')),
+    emitCount: sum(emit.replace('_{', '_count{')),
+    raftSum: sum('kcm_raft_proposal_duration_seconds_sum{outcome="ok"}'),
+    raftCount: sum('kcm_raft_proposal_duration_seconds_count{outcome="ok"}'),
+  };
+}
+
+/** Mean ms of each part between two readings. */
+function splitMeans(before: TimeSplit, after: TimeSplit): { atMember: number; raft: number } {
+  const mean = (sum: number, count: number) => (count > 0 ? (sum / count) * 1000 : 0);
+  return { atMember: mean(after.emitSum - before.emitSum, after.emitCount - before.emitCount), raft: mean(after.raftSum - before.raftSum, after.raftCount - before.raftCount) };
+}
+
 /** Unfinished jobs (started + ongoing) in the leader's replicated state. */
 async function unfinishedJobs(leader: string): Promise<number> {
   const m = await metrics(leader);
@@ -132,9 +160,15 @@ async function benchEmit(): Promise<EmitRow[]> {
   const rows: EmitRow[] = [];
   for (const concurrency of concurrencies) {
     const started = performance.now();
+    const splitBefore = await timeSplit();
     cpu.start();
     const jobs = await asyncJobsPhase(target, concurrency, seconds, hosts, runId);
     console.log(formatPhase('jobs', jobs));
+    const split = splitMeans(splitBefore, await timeSplit());
+    console.log(
+      `       c=${String(concurrency).padStart(3)}  mean ms per acked job: ${jobs.meanMs.toFixed(2)} at the client, ${split.atMember.toFixed(2)} in the member it reached ` +
+        `(forwarding included), of which the Raft commit (propose to applied at the leader) ${split.raft.toFixed(2)}`,
+    );
     const current = (await findLeader(MEMBERS)) ?? leader;
     await waitFor(`the jobs of c=${concurrency} to end`, async () => (await unfinishedJobs(current)) === 0, 300_000, 200);
     const endedAt = performance.now();

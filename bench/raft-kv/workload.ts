@@ -14,6 +14,8 @@ export interface PhaseResult {
   ops: number;
   errors: number;
   opsPerSec: number;
+  /** Mean latency, ms (to set against means measured inside the system). */
+  meanMs: number;
   p50: number;
   p95: number;
   p99: number;
@@ -77,6 +79,7 @@ export function summarize(concurrency: number, slices: Samples[]): PhaseResult {
     ops: latencies.length,
     errors: slices.reduce((sum, s) => sum + s.errors, 0),
     opsPerSec: latencies.length / seconds,
+    meanMs: latencies.length > 0 ? latencies.reduce((a, b) => a + b, 0) / latencies.length : 0,
     p50: percentile(latencies, 0.5),
     p95: percentile(latencies, 0.95),
     p99: percentile(latencies, 0.99),
