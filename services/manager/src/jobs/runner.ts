@@ -203,8 +203,7 @@ export class JobRunner {
       const committed = await this.commit({ kind: CommandKind.JobStepDone, at: Date.now(), jobId, step: k, output: output ?? null }, signal);
       outputs[names[k]] = committed.ok ? (committed.value as { output: unknown }).output : output;
       const durationMs = Date.now() - started;
-      log.info({ step: names[k], durationMs }, 'step done');
-      flushLog();
+      log.info({ step: names[k], durationMs }, 'step done'); // written out with the next step's or the job's end line
       this.hooks.onStepDone?.(this.store.state().jobs[jobId], names[k], durationMs);
     }
     await this.finish(job, { ok: true, errorCode: 0, errorInfo: '', attachment: def.result(outputs, job.paras) }, signal);
