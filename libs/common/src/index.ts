@@ -5,3 +5,5 @@ export { ConfigError, envString, envInt, envList, isLoopbackHost } from './confi
 export type { Env } from './config';
 export { createShutdown } from './shutdown';
 export type { Shutdown } from './shutdown';
+export { PipelinedStream, PipelineError } from './pipelined-stream';
+export type { BatchDuplex, PipelineOptions } from './pipelined-stream';
