@@ -4,7 +4,9 @@
 // acknowledged async jobs per second (create_machine, see emit-load.ts) and sync queries
 // per second (get_cluster_summary), requests round-robin over all members, with p50/p99.
 // After each job phase it waits until the leader has ended every job it acknowledged
-// (they fail fast: nobody serves their hosts) and reports how fast jobs ran to their end.
+// (they fail fast: nobody serves their hosts) and reports how fast jobs ran to their end,
+// and where a job's mean time went (at the client, in the member it reached, in the Raft
+// commit), from the members' histograms.
 // The group is then stopped and bench/raft-kv (its own 3 members) runs with the same
 // phase length and concurrencies, so both print side by side from the same run on the
 // same machine, never at the same time.
