@@ -88,11 +88,16 @@ export class JobRunner {
     this.logger.info('job runner stopped');
   }
 
-  /** Something changed (a job was submitted or finished): look for jobs to start. */
+  /**
+   * Something changed (a job was submitted or finished): look for jobs to start. On the
+   * next turn, not in a microtask: notify() comes from the apply of a JobSubmitted, and a
+   * microtask would start the job (log lines, the first step's connect) before the
+   * submitter's reply, which waits on the same commit, is even written.
+   */
   notify(): void {
     if (!this.abort || this.scanScheduled) return;
     this.scanScheduled = true;
-    queueMicrotask(() => {
+    setImmediate(() => {
       this.scanScheduled = false;
       this.scan();
     });
