@@ -123,10 +123,10 @@ interface TimeSplit {
 async function timeSplit(): Promise<TimeSplit> {
   const all = await Promise.all(MEMBERS.map((m) => metrics(m)));
   const sum = (series: string) => all.reduce((acc, m) => acc + (m.get(series) ?? 0), 0);
-  const emit = 'kcm_emit_request_duration_seconds_{job_type="create_machine",outcome="ok"}';
+  const accepted = '{job_type="create_machine",outcome="ok"}';
   return {
-    emitSum: sum(emit.replace('_{', '_sum{')),
-    emitCount: sum(emit.replace('_{', '_count{')),
+    emitSum: sum(`kcm_emit_request_duration_seconds_sum${accepted}`),
+    emitCount: sum(`kcm_emit_request_duration_seconds_count${accepted}`),
     raftSum: sum('kcm_raft_proposal_duration_seconds_sum{outcome="ok"}'),
     raftCount: sum('kcm_raft_proposal_duration_seconds_count{outcome="ok"}'),
   };

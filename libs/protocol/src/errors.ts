@@ -47,11 +47,6 @@ export function errorEntry(name: ErrorName): ErrorEntry {
   return entry;
 }
 
-/** Whether a string (e.g. one received from another member) names a catalog error. */
-export function isErrorName(name: string): name is ErrorName {
-  return ENTRY_BY_NAME.has(name);
-}
-
 /** The catalog entry for a wire code, e.g. to name the error a get_status reply carries. */
 export function errorEntryByCode(code: number): ErrorEntry | undefined {
   return ENTRY_BY_CODE.get(code);

@@ -23,7 +23,7 @@ export {
   type ParseResult,
 } from './envelope';
 export { PARAS_SCHEMAS, type ParasOf, type ParasInputOf } from './paras';
-export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, isErrorName, type ErrorName, type ErrorEntry } from './errors';
+export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, type ErrorName, type ErrorEntry } from './errors';
 export { acceptReply, doneReply, statusReply, errorReply, JOB_STATUSES, type JobStatus, type ReplyEnvelope } from './replies';
 export { describeJob, FIELD_DOCS, type JobDescription, type ParaDescription } from './describe';
 export {

@@ -1,9 +1,9 @@
 // Any member serves the gateway. Writes (async job submissions) go to the leader: served
-// here when this member leads, otherwise the request is forwarded to the leader's gateway
-// and its reply relayed (over one gRPC stream per leader, see forward/). Reads (get_status, queries) are served locally after a ReadIndex
-// barrier, so they are linearizable on every member without loading the leader.
+// here when this member leads, otherwise forwarded to the leader over one gRPC stream
+// (forward/) and its answer relayed. Reads (get_status, queries) are served locally after
+// a ReadIndex barrier, so they are linearizable on every member without loading the leader.
 
-import { isErrorName, KcmError, type ValidRequest } from '@kcm/protocol';
+import { errorEntryByCode, KcmError, type ValidRequest } from '@kcm/protocol';
 import type { NodeId } from '@kcm/raft';
 import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
 import type { SubmitReply } from './forward/forward-proto';
@@ -37,7 +37,7 @@ export class RoutingService implements JobService {
       throw KcmError.of('NO_LEADER', `leadership moved while the request was forwarded from ${context.forwardedBy}; retry`);
     }
     const reply = await this.forward(leader, req, context.requestId);
-    if (reply.error_name) throw relayedError(reply);
+    if (reply.error_code !== 0) throw relayedError(reply);
     return { jobId: reply.job_id };
   }
 
@@ -61,5 +61,6 @@ export class RoutingService implements JobService {
 }
 
 function relayedError(reply: SubmitReply): KcmError {
-  return KcmError.of(isErrorName(reply.error_name) ? reply.error_name : 'INTERNAL', reply.error_info || `the leader answered ${reply.error_name}`);
+  const entry = errorEntryByCode(reply.error_code);
+  return KcmError.of(entry?.name ?? 'INTERNAL', reply.error_info || `the leader answered error ${reply.error_code}`);
 }

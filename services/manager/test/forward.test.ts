@@ -95,8 +95,8 @@ describe('forwarding submissions from a follower to the leader', () => {
   it('validates a forwarded envelope again at the leader', async () => {
     const before = leaderService.seen.length;
     const bad = await answerForwarded({ id: 7, envelope_json: JSON.stringify({ ...request().envelope, paras: { hostaddr: 'not an address' } }), request_id: 'r', forwarded_by: FOLLOWER }, leaderService, silentLogger());
-    expect(bad).toMatchObject({ id: 7, job_id: '', error_name: 'INVALID_PARAS' });
-    expect(await answerForwarded({ id: 8, envelope_json: '{', request_id: 'r', forwarded_by: FOLLOWER }, leaderService, silentLogger())).toMatchObject({ id: 8, error_name: 'BAD_JSON' });
+    expect(bad).toMatchObject({ id: 7, job_id: '', error_code: KcmError.of('INVALID_PARAS', '').code });
+    expect(await answerForwarded({ id: 8, envelope_json: '{', request_id: 'r', forwarded_by: FOLLOWER }, leaderService, silentLogger())).toMatchObject({ id: 8, error_code: KcmError.of('BAD_JSON', '').code });
     expect(leaderService.seen.length).toBe(before);
   });
 });

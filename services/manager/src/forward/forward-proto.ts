@@ -21,7 +21,7 @@ export interface SubmitBatch {
 export interface SubmitReply {
   id: number;
   job_id: string;
-  error_name: string;
+  error_code: number;
   error_info: string;
 }
 
