@@ -7,11 +7,10 @@
 //    jobs never queue behind a shared lock and every submission is a new registration.
 //  - sync queries: get_cluster_summary, answered by the member asked after a ReadIndex
 //    barrier.
-// Requests go round-robin over all members, over keep-alive connections (node:http, the
-// test helpers' KeepAliveClient): the load generator shares the machine's two cores with
-// the managers, and fetch spent about three times the CPU per request (see
-// keep-alive-client.ts), as raft-kv's own load generator (a batched gRPC stream) does not.
-
+// Requests go round-robin over all members, over keep-alive connections (undici's Pool,
+// the test helpers' KeepAliveClient): the load generator shares the machine's two cores
+// with the managers, so its own CPU per request counts (see keep-alive-client.ts), as
+// raft-kv's own load generator (a batched gRPC stream) is lean too.
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { runPhase, type PhaseResult } from '../raft-kv/workload';
 import { EMIT_PATH } from '../../services/manager/src/gateway/build-gateway';
