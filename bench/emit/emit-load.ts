@@ -11,6 +11,7 @@
 // the test helpers' KeepAliveClient): the load generator shares the machine's two cores
 // with the managers, so its own CPU per request counts (see keep-alive-client.ts), as
 // raft-kv's own load generator (a batched gRPC stream) is lean too.
+
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { runPhase, type PhaseResult } from '../raft-kv/workload';
 import { EMIT_PATH } from '../../services/manager/src/gateway/build-gateway';

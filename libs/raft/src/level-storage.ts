@@ -342,9 +342,24 @@ export class LevelStorage implements Storage {
     await this.db.clear({ gte: entryKey(from), lte: entryKey(to) });
   }
 
+  /**
+   * One atomic LevelDB write. Through a chained batch, not db.batch(array): the array form
+   * copies every operation into a new object and looks up its encodings again, which cost
+   * 13-21 us of CPU per put against 4-12 us chained (400-byte values, 3-10 per batch).
+   */
   private async write(ops: BatchOp[], sync: boolean): Promise<void> {
     this.countWrite(sync);
-    await this.db.batch(ops, { sync });
+    const batch = this.db.batch();
+    try {
+      for (const op of ops) {
+        if (op.type === 'put') batch.put(op.key, op.value);
+        else batch.del(op.key);
+      }
+    } catch (err) {
+      await batch.close();
+      throw err;
+    }
+    await batch.write({ sync });
   }
 
   private countWrite(sync: boolean): void {

@@ -42,9 +42,45 @@ runStorageContract('LevelStorage', {
 const conf: ConfState = { voters: ['a', 'b', 'c'], learners: [] };
 const bytes = (...values: number[]) => Uint8Array.from(values);
 
-/** Counts the batches LevelDB is really asked to write, below LevelStorage's own counters. */
+interface WrittenOp {
+  type: 'put' | 'del';
+  key: Uint8Array;
+}
+
+/** What the spy below touches of a LevelDB chained batch (classic-level's internals). */
+interface ChainedBatchInternals {
+  _put(key: Uint8Array, value: Uint8Array): void;
+  _del(key: Uint8Array): void;
+  _write(opts: { sync?: boolean }): Promise<void>;
+}
+
+/**
+ * Records each batch LevelDB is really asked to write (its operations and options), below
+ * LevelStorage's own counters. Make the returned mock reject to fail the next write.
+ */
 function spyOnBatches() {
-  return vi.spyOn(Level.prototype as unknown as { _batch: (ops: unknown[], opts: { sync?: boolean }) => Promise<void> }, '_batch');
+  const written = vi.fn(async (_ops: WrittenOp[], _opts: { sync?: boolean }): Promise<void> => {});
+  const proto = Level.prototype as unknown as { _chainedBatch(): ChainedBatchInternals };
+  const open = proto._chainedBatch;
+  vi.spyOn(proto, '_chainedBatch').mockImplementation(function (this: unknown) {
+    const batch = open.call(this);
+    const ops: WrittenOp[] = [];
+    const [put, del, write] = [batch._put.bind(batch), batch._del.bind(batch), batch._write.bind(batch)];
+    batch._put = (key, value) => {
+      ops.push({ type: 'put', key });
+      put(key, value);
+    };
+    batch._del = (key) => {
+      ops.push({ type: 'del', key });
+      del(key);
+    };
+    batch._write = async (opts) => {
+      await written(ops, opts);
+      return write(opts);
+    };
+    return batch;
+  });
+  return written;
 }
 
 /** Opens the directory with a plain Level handle, to plant what a crash could leave behind. */
@@ -234,7 +270,7 @@ describe('LevelStorage state machine store', () => {
       { type: 'put', key: 'host/é', value: bytes(5) },
     ]);
     expect(batches).toHaveBeenCalledTimes(1);
-    const keysWritten = (batches.mock.calls[0][0] as Array<{ key: Uint8Array }>).map((op) => op.key);
+    const keysWritten = batches.mock.calls[0][0].map((op) => op.key);
     expect(keysWritten).toContainEqual(appliedIndexKey);
     expect(keysWritten).toHaveLength(3);
     await storage.close();
