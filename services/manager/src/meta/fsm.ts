@@ -1,12 +1,35 @@
 // The metadata state machine: one apply switch over the numbered command kinds.
 
 import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyInstancesPlaced, applyInstancesRemoved } from './clusters';
-import { CommandKind, type Command } from './commands';
+import { CommandKind, type Command, type LoggedCommand } from './commands';
 import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
 import { applyMachineFactsRecorded, applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { refused, type ApplyOutcome } from './outcome';
 import { applyPortsAllocated, applyPortsReleased } from './ports';
 import type { MetaState } from './state';
+
+/**
+ * Applies what one log entry carries: a command, or a CommandBatch whose commands apply in
+ * order exactly as consecutive entries would (their outcomes in the same order). `onApplied`
+ * hears of each command after it took effect.
+ */
+export function applyLogged(
+  state: MetaState,
+  logged: LoggedCommand,
+  onApplied?: (cmd: Command, outcome: ApplyOutcome) => void,
+): ApplyOutcome | ApplyOutcome[] {
+  if (logged.kind !== CommandKind.CommandBatch) {
+    const outcome = applyCommand(state, logged);
+    onApplied?.(logged, outcome);
+    return outcome;
+  }
+  return logged.commands.map((cmd) => {
+    // A batch inside a batch is never proposed; applyCommand refuses it as an unknown kind.
+    const outcome = applyCommand(state, cmd);
+    onApplied?.(cmd, outcome);
+    return outcome;
+  });
+}
 
 /**
  * Applies one committed command to the state, in place. Deterministic: the same

@@ -7,7 +7,7 @@
 
 import type { Entry, SnapshotMeta, StateMachine } from '@kcm/raft';
 import { decodeCommand, type Command } from './commands';
-import { applyCommand } from './fsm';
+import { applyLogged } from './fsm';
 import type { ApplyOutcome } from './outcome';
 import { restoreMeta, snapshotMeta } from './snapshot';
 import { emptyMetaState, type MetaState } from './state';
@@ -35,10 +35,8 @@ export class MetaStateMachine implements StateMachine {
       let result: unknown = undefined;
       if (entry.type === 'conf') this.hooks.onConfEntry?.(entry);
       if (entry.type === 'normal' && entry.data.byteLength > 0) {
-        const cmd = decodeCommand(entry.data);
-        const outcome = applyCommand(this.meta, cmd);
-        this.hooks.onApplied?.(cmd, outcome);
-        result = outcome;
+        // A batch entry's result is the array of its commands' outcomes (RaftMetaStore hands them out).
+        result = applyLogged(this.meta, decodeCommand(entry.data), this.hooks.onApplied);
       }
       this.applied = entry.index;
       results.push(result);

@@ -17,7 +17,7 @@ export class LocalStore implements MetaStore {
 
   async propose(cmd: Command) {
     if (this.failProposals) throw new Error('not leader');
-    return applyCommand(this.s, decodeCommand(encodeCommand(cmd)));
+    return applyCommand(this.s, decodeCommand(encodeCommand(cmd)) as Command);
   }
 }
 

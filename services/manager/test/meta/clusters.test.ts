@@ -19,7 +19,7 @@ const accounts = {
 
 /** Applies through the wire encoding, as every member does. */
 function apply(s: MetaState, cmd: Command) {
-  return applyCommand(s, decodeCommand(encodeCommand(cmd)));
+  return applyCommand(s, decodeCommand(encodeCommand(cmd)) as Command);
 }
 
 function register(s: MetaState, hostaddr: string, machineType: MachineType, portLow: number, portHigh: number): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CommandKind, decodeCommand, encodeCommand, type Command, type MachineRegistered } from '../../src/meta/commands';
-import { applyCommand } from '../../src/meta/fsm';
+import { CommandKind, decodeCommand, encodeCommand, encodeCommandBatch, type Command, type MachineRegistered } from '../../src/meta/commands';
+import { applyCommand, applyLogged } from '../../src/meta/fsm';
 import { runnableJobs } from '../../src/meta/jobs';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
 import { emptyMetaState, type MetaState } from '../../src/meta/state';
@@ -16,7 +16,7 @@ function machine(hostaddr: string, machineType: 'storage' | 'computer', portLow:
 
 /** Applies through the wire encoding, as a follower would. */
 function apply(state: MetaState, cmd: Command) {
-  return applyCommand(state, decodeCommand(encodeCommand(cmd)));
+  return applyCommand(state, decodeCommand(encodeCommand(cmd)) as Command);
 }
 
 function submit(state: MetaState, lockKey: string | null, requestId: string | null = null) {
@@ -139,6 +139,36 @@ describe('jobs started by their submission', () => {
     expect(s.jobs[jobId]).toMatchObject({ status: 'started', stepNames: [] });
   });
 });
+
+describe('command batches (several commands in one log entry)', () => {
+  const submission = (requestId: string | null): Command => ({ kind: CommandKind.JobSubmitted, at, jobType: 'create_machine', sentJobType: 'create_machine', paras: {}, requestId, lockKey: null });
+
+  it('apply in order exactly as consecutive entries would, each command with its own outcome', () => {
+    const commands = [machine('127.0.0.1', 'storage', 100, 200), submission('r1'), submission('r1'), machine('127.0.0.1', 'storage', 300, 400), submission(null)];
+    const one = emptyMetaState();
+    const applied: Command[] = [];
+    const outcomes = applyLogged(one, decodeCommand(encodeCommandBatch(at, commands.map((c) => JSON.stringify(c)))), (cmd) => applied.push(cmd));
+
+    const consecutive = emptyMetaState();
+    expect(outcomes).toEqual(commands.map((c) => apply(consecutive, c)));
+    expect(one).toEqual(consecutive);
+    expect(applied.map((c) => c.kind)).toEqual(commands.map((c) => c.kind));
+    // The same request id twice in one batch is still one job; the second registration of the host is refused.
+    expect(outcomes).toMatchObject([{ ok: true }, { ok: true, value: { jobId: '1', duplicate: false } }, { ok: true, value: { jobId: '1', duplicate: true } }, { ok: false, refusal: 'CONFLICT' }, { ok: true, value: { jobId: '2' } }]);
+  });
+
+  it('a batch nested in a batch is refused as an unknown kind, on every member alike', () => {
+    const nested = decodeCommand(encodeCommandBatch(at, [encodeCommandBatchJson([submission(null)])]));
+    const s = emptyMetaState();
+    expect(applyLogged(s, nested)).toEqual([{ ok: false, refusal: 'INVALID_PARAS', message: 'unknown command kind 17' }]);
+    expect(s.jobs).toEqual({});
+  });
+});
+
+/** A CommandBatch as JSON text (to nest one inside another). */
+function encodeCommandBatchJson(commands: Command[]): string {
+  return new TextDecoder().decode(encodeCommandBatch(at, commands.map((c) => JSON.stringify(c))));
+}
 
 describe('snapshot', () => {
   it('an image from before openJobs existed restores with the unfinished jobs as the work list', () => {
