@@ -36,9 +36,13 @@ export class RoutingService implements JobService {
       // Forwarded to us, but we are not the leader either: leadership moved; let the client retry.
       throw KcmError.of('NO_LEADER', `leadership moved while the request was forwarded from ${context.forwardedBy}; retry`);
     }
-    const reply = await this.forward(leader, req, context.requestId);
-    if (reply.error_code !== 0) throw relayedError(reply);
-    return { jobId: reply.job_id };
+    return this.forward(leader, JSON.stringify(req.envelope), context.requestId);
+  }
+
+  relaySubmission(envelope: Record<string, unknown>, context: SubmitContext): Promise<{ jobId: string }> | null {
+    const leader = this.deps.leader();
+    if (leader === null || leader === this.deps.self || context.forwardedBy) return null;
+    return this.forward(leader, JSON.stringify(envelope), context.requestId);
   }
 
   getStatus(jobId: string): Promise<JobStatusView> {
@@ -49,14 +53,18 @@ export class RoutingService implements JobService {
     return this.deps.local.runQuery(req);
   }
 
-  private async forward(leader: NodeId, req: ValidRequest, requestId: string | undefined): Promise<SubmitReply> {
+  /** Hands an envelope (JSON text) to the leader; resolves with the job id it answered, or throws the error it answered. */
+  private async forward(leader: NodeId, envelopeJson: string, requestId: string | undefined): Promise<{ jobId: string }> {
+    let reply: SubmitReply;
     try {
       // The leader keeps the request id, so both members' lines about this request share it.
-      const request = { envelope_json: JSON.stringify(req.envelope), request_id: requestId ?? '', forwarded_by: this.deps.self };
-      return await this.link.submit(raftAddressOf(leader), request, this.deps.forwardTimeoutMs ?? 15_000);
+      const request = { envelope_json: envelopeJson, request_id: requestId ?? '', forwarded_by: this.deps.self };
+      reply = await this.link.submit(raftAddressOf(leader), request, this.deps.forwardTimeoutMs ?? 15_000);
     } catch (err) {
       throw KcmError.of('NO_LEADER', `the leader ${leader} did not answer the forwarded request: ${(err as Error).message}; retry`, { cause: err });
     }
+    if (reply.error_code !== 0) throw relayedError(reply);
+    return { jobId: reply.job_id };
   }
 }
 

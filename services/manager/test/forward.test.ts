@@ -83,6 +83,25 @@ describe('forwarding submissions from a follower to the leader', () => {
     routing.close();
   });
 
+  it('relays an envelope unvalidated: the leader validates it and its refusal comes back as the same error', async () => {
+    const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
+    const envelope = { ...request().envelope, job_type: 'create_machine', paras: { hostaddr: 'not an address' } };
+    const relayed = routing.relaySubmission(envelope, { requestId: 'req-raw' });
+    expect(relayed).not.toBeNull();
+    await expect(relayed).rejects.toSatisfy((err) => KcmError.is(err, 'INVALID_PARAS') && String((err as Error).message).includes('hostaddr'));
+    const valid = { ...request('127.9.2.1').envelope };
+    await expect(routing.relaySubmission(valid, {})).resolves.toMatchObject({ jobId: expect.any(String) });
+    expect(leaderService.seen.at(-1)!.req.paras).toEqual({ hostaddr: '127.9.2.1', machine_type: 'storage' });
+    routing.close();
+  });
+
+  it('relays nothing when it leads, when no leader is known, or when the envelope was forwarded to it', () => {
+    const envelope = request().envelope as unknown as Record<string, unknown>;
+    expect(new RoutingService({ local: notHere, self: FOLLOWER, leader: () => FOLLOWER }).relaySubmission(envelope, {})).toBeNull();
+    expect(new RoutingService({ local: notHere, self: FOLLOWER, leader: () => null }).relaySubmission(envelope, {})).toBeNull();
+    expect(new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader }).relaySubmission(envelope, { forwardedBy: '127.0.1.3:18330' })).toBeNull();
+  });
+
   it('answers NO_LEADER when the leader cannot be reached, and when a forwarded submission reaches a non-leader', async () => {
     const gone = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => '127.0.0.1:1', forwardTimeoutMs: 2000 });
     await expect(gone.submitJob(request())).rejects.toSatisfy((err) => KcmError.is(err, 'NO_LEADER') && String((err as Error).message).includes('retry'));

@@ -1,5 +1,6 @@
 // POST /HttpService/Emit: one validation path (parseRequest from @kcm/protocol), then one
-// JobService call chosen by the job's mode. Every answer is a reply envelope; HTTP status
+// JobService call chosen by the job's mode. An async job that a follower only passes on to
+// its leader is validated there, by this same path, and not here as well. Every answer is a reply envelope; HTTP status
 // follows DESIGN.md section 2: 200 for every well-formed protocol reply, the catalog's status
 // for envelope, auth, size and availability errors (400, 401/403, 413, 503).
 
@@ -65,6 +66,14 @@ function okAnswer(reply: ReplyEnvelope, sentJobType: string): EmitAnswer {
   };
 }
 
+/** An async job's submission the service passes on unvalidated to the member that answers it (see JobService.relaySubmission), or null. */
+function relayedSubmission(body: unknown, sentJobType: string, service: JobService, context: SubmitContext): Promise<{ jobId: string }> | null {
+  if (!service.relaySubmission || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const jobType = canonicalJobType(sentJobType);
+  if (jobType === undefined || JOB_MODES[jobType] !== 'async') return null;
+  return service.relaySubmission(body as Record<string, unknown>, context);
+}
+
 /**
  * Answer one Emit body. Never throws: service errors become error envelopes. `onInternal`
  * receives errors that are not KcmErrors (for the log) before they are masked.
@@ -78,8 +87,18 @@ export async function answerEmit(
 ): Promise<EmitAnswer> {
   // No body at all (no Content-Type, no length) never reaches the JSON parser.
   if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
-  const parsed = parseRequest(body);
   const echo = echoFields(body);
+  const relayed = relayedSubmission(body, echo.sentJobType, service, context);
+  if (relayed) {
+    try {
+      const { jobId } = await relayed;
+      return okAnswer(acceptReply(jobId, echo.sentJobType), echo.sentJobType);
+    } catch (err) {
+      if (!(err instanceof KcmError)) onInternal(err);
+      return errorAnswer(asKcmError(err, requestId), echo.sentJobType, echo.jobId);
+    }
+  }
+  const parsed = parseRequest(body);
   if (!parsed.ok) return errorAnswer(parsed.error, echo.sentJobType, echo.jobId);
   const request = parsed.request;
   try {

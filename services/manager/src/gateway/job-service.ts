@@ -37,4 +37,13 @@ export interface JobService {
   getStatus(jobId: string): Promise<JobStatusView>;
   /** A sync query (JOB_MODES[jobType] === 'sync', except get_status): the reply attachment. */
   runQuery(req: ValidRequest): Promise<Record<string, unknown>>;
+  /**
+   * Optional. An async job's envelope, not validated yet, that another member is to answer
+   * (a follower's leader): passed on as it came, the leader's answer relayed. The leader
+   * validates every submission anyway (its schema decides during an upgrade), so a member
+   * that only relays need not parse it a second time. Returns null, synchronously, when
+   * this member answers the submission itself (it leads, or no leader is known: then bad
+   * input still gets its validation error, not NO_LEADER).
+   */
+  relaySubmission?(envelope: Record<string, unknown>, context: SubmitContext): Promise<{ jobId: string }> | null;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KcmError, parseRequest } from '@kcm/protocol';
+import { FakeJobService } from './fake-job-service';
 import { MACHINE_PARAS, emit, envelope, testGateway } from './helpers';
 
 describe('Emit dispatch by job mode', () => {
@@ -47,6 +48,49 @@ describe('Emit dispatch by job mode', () => {
     expect(status).toBe(200);
     expect(body).toMatchObject({ status: 'failed', error_code: String(KcmError.of('NOT_FOUND', '').code), job_id: '999', job_type: 'get_status' });
     expect(body.error_info).toBe('job 999 does not exist');
+  });
+});
+
+describe('a follower relays async submissions to its leader unvalidated', () => {
+  /** A service that relays async jobs (as a follower's RoutingService does) to a "leader" answering with `answer`. */
+  function relayingGateway(answer: (envelope: Record<string, unknown>) => Promise<{ jobId: string }> | null) {
+    const relayed: Record<string, unknown>[] = [];
+    const service = Object.assign(new FakeJobService(), {
+      relaySubmission: (envelope: Record<string, unknown>) => {
+        const reply = answer(envelope);
+        if (reply) relayed.push(envelope);
+        return reply;
+      },
+    });
+    return { ...testGateway({ service }), service, relayed };
+  }
+
+  it("passes an async job's envelope on as it came and answers with the leader's job id or error", async () => {
+    const { app, service, relayed } = relayingGateway(async (env) => {
+      if ((env.paras as Record<string, unknown>).total_mem === 'lots') throw KcmError.of('INVALID_PARAS', 'paras.total_mem: must be a number');
+      return { jobId: '77' };
+    });
+    const accepted = await emit(app, envelope('create_machine', MACHINE_PARAS));
+    expect(accepted.body).toMatchObject({ error_code: '0', status: 'accept', job_id: '77', job_type: 'create_machine' });
+    const refused = await emit(app, envelope('create_machine', { ...MACHINE_PARAS, total_mem: 'lots' }));
+    expect(refused.status).toBe(200);
+    expect(refused.body).toMatchObject({ status: 'failed', error_code: String(KcmError.of('INVALID_PARAS', '').code), error_info: 'paras.total_mem: must be a number', job_type: 'create_machine' });
+    expect(relayed.map((e) => (e.paras as Record<string, unknown>).total_mem)).toEqual([MACHINE_PARAS.total_mem, 'lots']);
+    expect(service.submitted).toHaveLength(0);
+  });
+
+  it('answers queries, get_status and unknown job types itself, and validates what the service does not relay', async () => {
+    const { app, service, relayed } = relayingGateway(() => null);
+    const invalid = await emit(app, envelope('create_machine', { ...MACHINE_PARAS, port_range: '9-1' }));
+    expect(invalid.body).toMatchObject({ status: 'failed', error_code: String(KcmError.of('INVALID_PARAS', '').code) });
+    expect((await emit(app, envelope('create_machine', MACHINE_PARAS))).body).toMatchObject({ status: 'accept', job_id: '1' });
+    expect(service.submitted).toHaveLength(1);
+    const relayAll = relayingGateway(async () => ({ jobId: '5' }));
+    expect((await emit(relayAll.app, envelope('get_cluster_summary'))).body).toMatchObject({ status: 'done' });
+    expect((await emit(relayAll.app, envelope('get_status', {}, { job_id: '5' }))).body).toMatchObject({ error_code: String(KcmError.of('NOT_FOUND', '').code) });
+    expect((await emit(relayAll.app, envelope('no_such_job'))).body).toMatchObject({ error_code: String(KcmError.of('UNKNOWN_JOB_TYPE', '').code) });
+    expect(relayed).toHaveLength(0);
+    expect(relayAll.relayed).toHaveLength(0);
   });
 });
 
