@@ -58,6 +58,7 @@ export const clip = (text: string, max: number): string => (text.length > max ? 
 /** One info line per Emit (a submission forwarded to the leader gets a debug line there, forward/). */
 export function logEmit(request: FastifyRequest, reply: FastifyReply, record: EmitRecord, durationMs: number): void {
   const line = {
+    request_id: request.id,
     job_type: clip(record.sentJobType, 64),
     outcome: record.outcome,
     error_code: record.errorCode,
