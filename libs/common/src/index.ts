@@ -1,5 +1,5 @@
 // @kcm/common: small on purpose. Logger, environment configuration, shutdown ordering.
-export { createLogger, flushLog, silentLogger, isLogLevel } from './logger';
+export { createLogger, flushLog, flushLogSoon, silentLogger, isLogLevel } from './logger';
 export type { Logger, LoggerOptions } from './logger';
 export { ConfigError, envString, envInt, envList, isLoopbackHost } from './config';
 export type { Env } from './config';

@@ -46,6 +46,21 @@ export function flushLog(): void {
   for (const dest of stdoutBlocks) dest.flush(); // sync destination, no callback: write(2) only
 }
 
+let pendingFlush: Promise<void> | null = null;
+
+/**
+ * flushLog() for many callers at once: resolves once the lines logged so far are written,
+ * by one write for every call made before the microtasks run (e.g. each job a runner
+ * starts in one pass logs its 'step started' line, and all wait for the same write).
+ */
+export function flushLogSoon(): Promise<void> {
+  pendingFlush ??= Promise.resolve().then(() => {
+    pendingFlush = null;
+    flushLog();
+  });
+  return pendingFlush;
+}
+
 const LEVELS: readonly LevelWithSilent[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function isLogLevel(value: string | undefined): value is LevelWithSilent {

@@ -3,14 +3,14 @@
 // stopped with leadership in one place (leadership.ts); on stop it aborts its jobs
 // without finishing them, so the next leader resumes each at its first unfinished step.
 
-import { KcmError } from '@kcm/protocol';
-import { flushLog, type Logger } from '@kcm/common';
+import { KcmError, errorEntry, type ErrorName } from '@kcm/protocol';
+import { flushLogSoon, type Logger } from '@kcm/common';
 import { CommandKind, type Command } from '../meta/commands';
 import { runnableJobs } from '../meta/jobs';
 import type { ApplyOutcome } from '../meta/outcome';
 import type { JobRecord, JobResultRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
-import { toKcmError } from './errors';
+import { stepFailureOf } from './errors';
 import type { JobDefinition, StepContext } from './workflow';
 
 export type JobRegistry = ReadonlyMap<string, JobDefinition<any>>;
@@ -141,14 +141,14 @@ export class JobRunner {
     const def = this.registry.get(job.jobType);
     const log = this.logger.child({ jobId, jobType: job.jobType });
     if (!def) {
-      await this.finish(job, fail(KcmError.of('UNSUPPORTED', `job type ${job.jobType} has no runner in this kcm`)), signal);
+      await this.finish(job, failed('UNSUPPORTED', `job type ${job.jobType} has no runner in this kcm`), signal);
       return;
     }
     const steps = def.steps(job.paras);
     const names = steps.map((s) => s.name);
     if (job.stepNames.length > 0 && job.stepNames.join() !== names.join()) {
       const msg = `job was started with steps [${job.stepNames.join(', ')}] but this kcm defines [${names.join(', ')}]; it cannot be resumed safely`;
-      await this.finish(job, fail(KcmError.of('INTERNAL', msg)), signal);
+      await this.finish(job, failed('INTERNAL', msg), signal);
       return;
     }
     // Started already: by its JobSubmitted (runnable at submission) or by an earlier leader.
@@ -177,32 +177,34 @@ export class JobRunner {
       const started = Date.now();
       // 'step started' and 'step done' are the outside record of step runs (the system tests
       // count them to prove no committed step runs twice): they stay at info, and are
-      // written out at once, so a member killed in the middle of a step leaves them behind.
+      // written out before the step acts, so a member killed in the middle of a step leaves
+      // them behind (the jobs started in one pass share that write).
       log.info({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
-      flushLog();
+      await flushLogSoon();
       let output: unknown;
       try {
         output = await steps[k].run(ctx(k));
       } catch (err) {
         // Leadership moving under a step's own proposal leaves the job to whoever leads next.
         if (signal.aborted || isLeadershipError(err)) throw new LeadershipLost();
-        const error = toKcmError(err);
-        const info = `step ${k + 1} of ${steps.length} (${names[k]}) failed: ${error.message}`;
+        const failure = stepFailureOf(err);
+        const info = `step ${k + 1} of ${steps.length} (${names[k]}) failed: ${failure.message}`;
         // A catalog error (agent unreachable, bad directories, ...) is an outcome, and its
         // message says it all; only an unexpected error is worth its stack in the log. With
         // no rollback to run, the 'job finished' line right after says the same (code and
         // info): this one is then a debug line.
-        if (error.errorName === 'INTERNAL') log.warn({ step: names[k], err }, 'step failed');
-        else if (def.rollback) log.warn({ step: names[k], error_code: error.code, error: error.message }, 'step failed');
-        else log.debug({ step: names[k], error_code: error.code, error: error.message }, 'step failed');
+        const errorCode = errorEntry(failure.errorName).code;
+        if (failure.errorName === 'INTERNAL') log.warn({ step: names[k], err }, 'step failed');
+        else if (def.rollback) log.warn({ step: names[k], error_code: errorCode, error: failure.message }, 'step failed');
+        else log.debug({ step: names[k], error_code: errorCode, error: failure.message }, 'step failed');
         if (def.rollback) {
           try {
-            await def.rollback(ctx(k), names[k], error);
+            await def.rollback(ctx(k), names[k], err instanceof KcmError ? err : KcmError.of(failure.errorName, failure.message, { cause: err }));
           } catch (rollbackErr) {
             log.error({ err: rollbackErr }, 'rollback failed');
           }
         }
-        await this.finish(job, fail(KcmError.of(error.errorName, info, { cause: err })), signal);
+        await this.finish(job, failed(failure.errorName, info), signal);
         return;
       }
       const committed = await this.commit({ kind: CommandKind.JobStepDone, at: Date.now(), jobId, step: k, output: output ?? null }, signal);
@@ -217,11 +219,11 @@ export class JobRunner {
   private async finish(job: JobRecord, outcome: JobResultRecord, signal: AbortSignal): Promise<void> {
     await this.commit({ kind: CommandKind.JobFinished, at: Date.now(), jobId: job.id, outcome }, signal);
     this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorCode: outcome.errorCode, errorInfo: outcome.errorInfo }, 'job finished');
-    flushLog(); // a job's end is worth reading at once
+    void flushLogSoon(); // a job's end is worth reading at once
     this.hooks.onJobFinished?.(this.store.state().jobs[job.id], outcome);
   }
 }
 
-function fail(error: KcmError): JobResultRecord {
-  return { ok: false, errorCode: error.code, errorInfo: error.message, attachment: null };
+function failed(errorName: ErrorName, errorInfo: string): JobResultRecord {
+  return { ok: false, errorCode: errorEntry(errorName).code, errorInfo, attachment: null };
 }
