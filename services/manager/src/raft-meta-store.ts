@@ -22,8 +22,8 @@ export function raftErrorToKcm(err: unknown): unknown {
 const LEADER_CHANGED = Symbol('leader changed');
 
 /**
- * Most JSON bytes of commands packed into one entry; a larger command gets an entry of its
- * own. Well under Raft's 1 MiB per append message, so a batch never needs a message alone.
+ * Most characters of JSON packed into one entry; a larger command gets an entry of its own.
+ * Well under Raft's 1 MiB per append message, so a batch never needs a message alone.
  */
 const MAX_BATCH_BYTES = 256 * 1024;
 
@@ -43,6 +43,8 @@ export class RaftMetaStore implements MetaStore {
    * with a formatted stack, again each time the list shrank back and grew.
    */
   private readonly leaderChangeWaiters = new Set<() => void>();
+  /** Commands proposed in this turn of the event loop, proposed together on the next. */
+  private queued: QueuedProposal[] = [];
 
   constructor(private readonly raft: RaftNode, private readonly sm: MetaStateMachine, private readonly timeoutMs = 10_000) {
     raft.on('leaderChange', () => {
@@ -55,9 +57,6 @@ export class RaftMetaStore implements MetaStore {
   state(): MetaState {
     return this.sm.state;
   }
-
-  /** Commands proposed in this turn of the event loop, proposed together on the next. */
-  private queued: QueuedProposal[] = [];
 
   /**
    * Resolves with the apply outcome once committed and applied here. If this member stops
