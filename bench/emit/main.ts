@@ -1,4 +1,4 @@
-// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--keep] [--cpu-prof DIR]
+// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--skip-bare-http] [--keep] [--cpu-prof DIR]
 //
 // Starts a local 3-manager group (127.0.1.51-53), then at each concurrency measures
 // acknowledged async jobs per second (create_machine, see emit-load.ts) and sync queries
@@ -7,9 +7,13 @@
 // (they fail fast: nobody serves their hosts) and reports how fast jobs ran to their end,
 // and where a job's mean time went (at the client, in the member it reached, in the Raft
 // commit), from the members' histograms.
-// The group is then stopped and bench/raft-kv (its own 3 members) runs with the same
-// phase length and concurrencies, so both print side by side from the same run on the
-// same machine, never at the same time.
+// The group is then stopped, and two baselines run with the same phase length and
+// concurrencies, one after the other, never at the same time:
+//  - bare HTTP (bare-http.ts): the same job requests, client and concurrency, against one
+//    fastify process that only parses the body and answers accept. What an HTTP request
+//    costs on this machine before kcm does any work for it.
+//  - bench/raft-kv (its own 3 members): the raw Raft write path.
+// All print side by side from the same run on the same machine.
 
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -19,6 +23,7 @@ import type { PhaseResult } from '../raft-kv/workload';
 import { emitRaw, findLeader, metrics } from '../../test/manager/helpers/emit-client';
 import { LocalGroup } from '../../test/manager/helpers/group';
 import { REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
+import { benchBareHttp, type BareHttpRow } from './bare-http';
 import { asyncJobsPhase, closeConnections, queriesPhase, type AsyncPhaseResult, type EmitTarget, type HostCounter } from './emit-load';
 
 const { values: flags } = parseArgs({
@@ -27,6 +32,7 @@ const { values: flags } = parseArgs({
     concurrency: { type: 'string', default: '1,16,64' },
     'raft-kv-seconds': { type: 'string' },
     'skip-raft-kv': { type: 'boolean', default: false },
+    'skip-bare-http': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
   },
@@ -199,8 +205,16 @@ async function benchEmit(): Promise<EmitRow[]> {
   return rows;
 }
 
+interface RaftKvRow {
+  opsPerSec: number;
+  p50: number;
+  p99: number;
+  /** CPU ms per put, the three members together (the load generator's not included). */
+  membersCpuMs: number;
+}
+
 /** Runs bench/raft-kv/main.ts (it exports no function) and parses its 'ours' phase lines. */
-async function benchRaftKv(phaseSeconds: number): Promise<Map<number, { opsPerSec: number; p50: number; p99: number }>> {
+async function benchRaftKv(phaseSeconds: number): Promise<Map<number, RaftKvRow>> {
   const args = ['--import', 'tsx', path.join(REPO_ROOT, 'bench/raft-kv/main.ts'), '--seconds', String(phaseSeconds), '--concurrency', concurrencies.join(',')];
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -209,36 +223,40 @@ async function benchRaftKv(phaseSeconds: number): Promise<Map<number, { opsPerSe
     process.stdout.write(chunk);
   });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const rows = new Map<number, { opsPerSec: number; p50: number; p99: number }>();
-  for (const m of out.matchAll(/^ours\s+c=\s*(\d+)\s+(\d+) ops\/s\s+p50\s+([\d.]+)\s+p95\s+[\d.]+\s+p99\s+([\d.]+)/gm)) {
-    rows.set(Number(m[1]), { opsPerSec: Number(m[2]), p50: Number(m[3]), p99: Number(m[4]) });
+  const rows = new Map<number, RaftKvRow>();
+  for (const m of out.matchAll(/^ours\s+c=\s*(\d+)\s+(\d+) ops\/s\s+p50\s+([\d.]+)\s+p95\s+[\d.]+\s+p99\s+([\d.]+).*cpu ms\/op ([\d.]+) =/gm)) {
+    rows.set(Number(m[1]), { opsPerSec: Number(m[2]), p50: Number(m[3]), p99: Number(m[4]), membersCpuMs: Number(m[5]) });
   }
   if (rows.size === 0) console.log(`bench/raft-kv printed no phase lines (exit code ${code}); its column is left empty`);
   return rows;
 }
 
-function printSideBySide(rows: EmitRow[], kv: Map<number, { opsPerSec: number; p50: number; p99: number }>): void {
+function printSideBySide(rows: EmitRow[], bare: BareHttpRow[], kv: Map<number, RaftKvRow>): void {
   const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
-  console.log(`\nEmit on 3 kcm managers vs raft-kv puts, ${seconds} s per phase, same machine, same run (latencies in ms)`);
-  console.log('  c | jobs acked/s   p50    p99 | jobs ended/s | CPU ms/job leader  all | queries/s   p50    p99 | raft-kv puts/s   p50    p99');
+  const dash = (w: number) => '-'.padStart(w);
+  console.log(`\nEmit on 3 kcm managers vs bare HTTP vs raft-kv puts, ${seconds} s per phase, same machine, same run (latencies in ms)`);
+  console.log('  c | jobs acked/s   p50    p99 | jobs ended/s | CPU ms/job leader  all | queries/s   p50    p99 | bare HTTP req/s | raft-kv puts/s   p50    p99 CPU ms/put');
   for (const r of rows) {
     const k = kv.get(r.concurrency);
-    const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.p99, 6, 2)}` : `${'-'.padStart(14)} ${'-'.padStart(5)} ${'-'.padStart(6)}`;
+    const b = bare.find((x) => x.concurrency === r.concurrency);
+    const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.p99, 6, 2)} ${n(k.membersCpuMs, 10, 2)}` : `${dash(14)} ${dash(5)} ${dash(6)} ${dash(10)}`;
     console.log(
       `${n(r.concurrency, 3)} | ${n(r.jobs.opsPerSec, 12)} ${n(r.jobs.p50, 5, 1)} ${n(r.jobs.p99, 6, 1)} | ${n(r.jobsEndedPerSec, 12)} | ` +
         `${n(r.jobCpuMs.members[r.leaderIndex] ?? 0, 17, 2)} ${n(r.jobCpuMs.members.reduce((a, b) => a + b, 0), 4, 2)} | ` +
-        `${n(r.queries.opsPerSec, 9)} ${n(r.queries.p50, 5, 1)} ${n(r.queries.p99, 6, 1)} | ${kvCols}`,
+        `${n(r.queries.opsPerSec, 9)} ${n(r.queries.p50, 5, 1)} ${n(r.queries.p99, 6, 1)} | ${b ? n(b.result.opsPerSec, 15) : dash(15)} | ${kvCols}`,
     );
   }
   const errors = rows.reduce((s, r) => s + r.jobs.errors + r.queries.errors, 0);
   console.log(`failed requests (not acknowledged / not answered): ${errors}`);
+  console.log('CPU ms/job: all three managers per acknowledged job (to its end); CPU ms/put: raft-kv\'s three members per put. Load generators not included in either.');
 }
 
 async function main(): Promise<void> {
   console.log(`emit benchmark: ${seconds} s per phase, concurrency ${concurrencies.join(', ')}`);
   const rows = await benchEmit();
-  const kv = flags['skip-raft-kv'] ? new Map() : await benchRaftKv(Number(flags['raft-kv-seconds'] ?? seconds));
-  printSideBySide(rows, kv);
+  const bare = flags['skip-bare-http'] ? [] : await benchBareHttp(concurrencies, seconds);
+  const kv = flags['skip-raft-kv'] ? new Map<number, RaftKvRow>() : await benchRaftKv(Number(flags['raft-kv-seconds'] ?? seconds));
+  printSideBySide(rows, bare, kv);
 }
 
 main()
