@@ -4,7 +4,7 @@
 
 import { KcmError } from '@kcm/protocol';
 import { NotLeaderError, ProposalDroppedError, ProposalOverloadedError, TimeoutError, type RaftNode } from '@kcm/raft';
-import { encodeCommandBatch, type Command } from './meta/commands';
+import { encodeCommands, type Command } from './meta/commands';
 import type { ApplyOutcome } from './meta/outcome';
 import type { MetaStateMachine } from './meta/state-machine';
 import type { MetaState } from './meta/state';
@@ -25,9 +25,7 @@ const LEADER_CHANGED = Symbol('leader changed');
  * Most characters of JSON packed into one entry; a larger command gets an entry of its own.
  * Well under Raft's 1 MiB per append message, so a batch never needs a message alone.
  */
-const MAX_BATCH_BYTES = 256 * 1024;
-
-const textEncoder = new TextEncoder();
+const MAX_BATCH_CHARS = 256 * 1024;
 
 interface QueuedProposal {
   json: string;
@@ -81,27 +79,23 @@ export class RaftMetaStore implements MetaStore {
     const queued = this.queued;
     this.queued = [];
     let first = 0;
-    let bytes = 0;
+    let chars = 0;
     for (let i = 0; i < queued.length; i++) {
-      bytes += queued[i].json.length;
+      chars += queued[i].json.length;
       const last = i === queued.length - 1;
-      if (last || bytes + queued[i + 1].json.length > MAX_BATCH_BYTES) {
+      if (last || chars + queued[i + 1].json.length > MAX_BATCH_CHARS) {
         this.proposeBatch(queued.slice(first, i + 1));
         first = i + 1;
-        bytes = 0;
+        chars = 0;
       }
     }
   }
 
   private proposeBatch(batch: QueuedProposal[]): void {
-    if (batch.length === 1) {
-      const [only] = batch;
-      this.proposeEntry(textEncoder.encode(only.json)).then((outcome) => only.resolve(outcome as ApplyOutcome), only.reject);
-      return;
-    }
-    const entry = encodeCommandBatch(Date.now(), batch.map((q) => q.json));
-    this.proposeEntry(entry).then(
-      (outcomes) => batch.forEach((q, k) => q.resolve((outcomes as ApplyOutcome[])[k])),
+    // Alone, the entry's result is the command's outcome; a CommandBatch's is the array of them.
+    const outcomeOf = (result: unknown, k: number) => (batch.length === 1 ? result : (result as unknown[])[k]) as ApplyOutcome;
+    this.proposeEntry(encodeCommands(Date.now(), batch.map((q) => q.json))).then(
+      (result) => batch.forEach((q, k) => q.resolve(outcomeOf(result, k))),
       (err: unknown) => batch.forEach((q) => q.reject(err)),
     );
   }

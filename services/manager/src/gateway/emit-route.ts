@@ -1,8 +1,9 @@
 // POST /HttpService/Emit: one validation path (parseRequest from @kcm/protocol), then one
 // JobService call chosen by the job's mode. An async job that a follower only passes on to
-// its leader is validated there, by this same path, and not here as well. Every answer is a reply envelope; HTTP status
-// follows DESIGN.md section 2: 200 for every well-formed protocol reply, the catalog's status
-// for envelope, auth, size and availability errors (400, 401/403, 413, 503).
+// its leader is validated there, by this same path, and not here as well. Every answer is
+// a reply envelope; HTTP status follows DESIGN.md section 2: 200 for every well-formed
+// protocol reply, the catalog's status for envelope, auth, size and availability errors
+// (400, 401/403, 413, 503).
 
 import {
   JOB_MODES,
@@ -13,6 +14,7 @@ import {
   errorReply,
   parseRequest,
   statusReply,
+  type AnyValidRequest,
   type ReplyEnvelope,
 } from '@kcm/protocol';
 import type { JobService, SubmitContext } from './job-service';
@@ -88,33 +90,33 @@ export async function answerEmit(
   // No body at all (no Content-Type, no length) never reaches the JSON parser.
   if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
   const echo = echoFields(body);
-  const relayed = relayedSubmission(body, echo.sentJobType, service, context);
-  if (relayed) {
+  // The service's answer, or its error as an envelope; a non-KcmError is logged, then masked.
+  const answered = async (work: Promise<EmitAnswer>): Promise<EmitAnswer> => {
     try {
-      const { jobId } = await relayed;
-      return okAnswer(acceptReply(jobId, echo.sentJobType), echo.sentJobType);
+      return await work;
     } catch (err) {
       if (!(err instanceof KcmError)) onInternal(err);
       return errorAnswer(asKcmError(err, requestId), echo.sentJobType, echo.jobId);
     }
-  }
+  };
+  const relayed = relayedSubmission(body, echo.sentJobType, service, context);
+  if (relayed) return answered(relayed.then(({ jobId }) => okAnswer(acceptReply(jobId, echo.sentJobType), echo.sentJobType)));
   const parsed = parseRequest(body);
   if (!parsed.ok) return errorAnswer(parsed.error, echo.sentJobType, echo.jobId);
-  const request = parsed.request;
-  try {
-    if (request.jobType === 'get_status') {
-      const jobId = request.envelope.job_id ?? '';
-      const job = await service.getStatus(jobId);
-      // The reply names the job's own type (as it was submitted), so a poller sees what it waits for.
-      return okAnswer(statusReply({ jobId, ...job }), request.sentJobType);
-    }
-    if (JOB_MODES[request.jobType] === 'sync') {
-      return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
-    }
-    const { jobId } = await service.submitJob(request, context);
-    return okAnswer(acceptReply(jobId, request.sentJobType), request.sentJobType);
-  } catch (err) {
-    if (!(err instanceof KcmError)) onInternal(err);
-    return errorAnswer(asKcmError(err, requestId), request.sentJobType, echo.jobId);
+  return answered(serveRequest(parsed.request, service, context));
+}
+
+/** A validated request, served by the JobService call its mode calls for. */
+async function serveRequest(request: AnyValidRequest, service: JobService, context: SubmitContext): Promise<EmitAnswer> {
+  if (request.jobType === 'get_status') {
+    const jobId = request.envelope.job_id ?? '';
+    const job = await service.getStatus(jobId);
+    // The reply names the job's own type (as it was submitted), so a poller sees what it waits for.
+    return okAnswer(statusReply({ jobId, ...job }), request.sentJobType);
   }
+  if (JOB_MODES[request.jobType] === 'sync') {
+    return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
+  }
+  const { jobId } = await service.submitJob(request, context);
+  return okAnswer(acceptReply(jobId, request.sentJobType), request.sentJobType);
 }

@@ -193,8 +193,12 @@ export function encodeCommand(cmd: LoggedCommand): Uint8Array {
   return textEncoder.encode(JSON.stringify(cmd));
 }
 
-/** One entry holding the already-JSON-encoded `commands` (see CommandBatch), built without encoding them again. */
-export function encodeCommandBatch(at: number, commandsJson: readonly string[]): Uint8Array {
+/**
+ * One entry holding already-JSON-encoded commands, without encoding them again: a single
+ * command as itself, several as a CommandBatch.
+ */
+export function encodeCommands(at: number, commandsJson: readonly string[]): Uint8Array {
+  if (commandsJson.length === 1) return textEncoder.encode(commandsJson[0]);
   return textEncoder.encode(`{"kind":${CommandKind.CommandBatch},"at":${at},"commands":[${commandsJson.join(',')}]}`);
 }
 

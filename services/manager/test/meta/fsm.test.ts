@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommandKind, decodeCommand, encodeCommand, encodeCommandBatch, type Command, type MachineRegistered } from '../../src/meta/commands';
+import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command, type MachineRegistered } from '../../src/meta/commands';
 import { applyCommand, applyLogged } from '../../src/meta/fsm';
 import { runnableJobs } from '../../src/meta/jobs';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
@@ -147,7 +147,7 @@ describe('command batches (several commands in one log entry)', () => {
     const commands = [machine('127.0.0.1', 'storage', 100, 200), submission('r1'), submission('r1'), machine('127.0.0.1', 'storage', 300, 400), submission(null)];
     const one = emptyMetaState();
     const applied: Command[] = [];
-    const outcomes = applyLogged(one, decodeCommand(encodeCommandBatch(at, commands.map((c) => JSON.stringify(c)))), (cmd) => applied.push(cmd));
+    const outcomes = applyLogged(one, decodeCommand(encodeCommands(at, commands.map((c) => JSON.stringify(c)))), (cmd) => applied.push(cmd));
 
     const consecutive = emptyMetaState();
     expect(outcomes).toEqual(commands.map((c) => apply(consecutive, c)));
@@ -158,17 +158,13 @@ describe('command batches (several commands in one log entry)', () => {
   });
 
   it('a batch nested in a batch is refused as an unknown kind, on every member alike', () => {
-    const nested = decodeCommand(encodeCommandBatch(at, [encodeCommandBatchJson([submission(null)])]));
+    const inner = { kind: CommandKind.CommandBatch, at, commands: [submission(null)] } as unknown as Command;
+    const nested = decodeCommand(encodeCommand({ kind: CommandKind.CommandBatch, at, commands: [inner] }));
     const s = emptyMetaState();
     expect(applyLogged(s, nested)).toEqual([{ ok: false, refusal: 'INVALID_PARAS', message: 'unknown command kind 17' }]);
     expect(s.jobs).toEqual({});
   });
 });
-
-/** A CommandBatch as JSON text (to nest one inside another). */
-function encodeCommandBatchJson(commands: Command[]): string {
-  return new TextDecoder().decode(encodeCommandBatch(at, commands.map((c) => JSON.stringify(c))));
-}
 
 describe('snapshot', () => {
   it('an image from before openJobs existed restores with the unfinished jobs as the work list', () => {
