@@ -240,8 +240,10 @@ describe('RaftNode driver', () => {
     const err = await follower.node.read({ timeoutMs: 20_000 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotLeaderError);
     expect(Date.now() - started).toBeLessThan(5_000); // the next election, not the 20 s timeout
-    // A fresh read goes to the new leader and succeeds.
-    await until(() => follower.node.status().leader !== null && follower.node.status().leader !== leader.node.id);
+    // A fresh read goes to the new leader and succeeds. Waits on knownLeader, the leader
+    // read() itself goes by (as of the last processed Ready); status() is the core's view,
+    // which may already name a leader the driver has not processed yet.
+    await until(() => follower.node.knownLeader !== null && follower.node.knownLeader !== leader.node.id);
     await follower.node.read({ timeoutMs: 5_000 });
   });
 
