@@ -2,7 +2,7 @@
 
 import type { JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
-import type { JobRecord, MetaState } from './state';
+import { runQueueOf, type JobRecord, type MetaState } from './state';
 
 export interface SubmittedJob {
   jobId: string;
@@ -16,7 +16,9 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     if (earlier !== undefined) return accepted({ jobId: earlier, duplicate: true });
   }
   const id = String(++state.counters.job);
-  const startsNow = cmd.stepNames !== undefined && cmd.stepNames.length > 0 && !lockKeyHeld(state, cmd.lockKey);
+  const queue = runQueueOf({ id, lockKey: cmd.lockKey });
+  // A key is held while any unfinished job has it: this job then waits its turn in 'started'.
+  const startsNow = cmd.stepNames !== undefined && cmd.stepNames.length > 0 && state.runQueues[queue] === undefined;
   state.jobs[id] = {
     id,
     jobType: cmd.jobType,
@@ -32,16 +34,9 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     progress: null,
     result: null,
   };
-  state.openJobs[id] = true;
+  (state.runQueues[queue] ??= []).push(id);
   if (cmd.requestId !== null) state.requestIds[cmd.requestId] = id;
   return accepted({ jobId: id, duplicate: false });
-}
-
-/** True when an unfinished job holds `lockKey` (a job without a key never waits). */
-function lockKeyHeld(state: MetaState, lockKey: string | null): boolean {
-  if (lockKey === null) return false;
-  for (const id in state.openJobs) if (state.jobs[id].lockKey === lockKey) return true;
-  return false;
 }
 
 function unfinishedJob(state: MetaState, jobId: string): JobRecord | ApplyOutcome<never> {
@@ -87,30 +82,38 @@ export function applyJobFinished(state: MetaState, cmd: JobFinished): ApplyOutco
   if (!job) return refused('NOT_FOUND', `job ${cmd.jobId} does not exist`);
   if (job.result) return accepted({ duplicate: true });
   job.result = cmd.outcome;
-  delete state.openJobs[cmd.jobId];
+  leaveRunQueue(state, job);
   job.status = cmd.outcome.ok ? 'done' : 'failed';
   job.finishedAt = cmd.at;
   job.progress = null;
   return accepted({ duplicate: false });
 }
 
+/** A finished job leaves its queue (normally as its head: only heads run). */
+function leaveRunQueue(state: MetaState, job: JobRecord): void {
+  const key = runQueueOf(job);
+  const queue = state.runQueues[key] ?? [];
+  const at = queue.indexOf(job.id);
+  if (at >= 0) queue.splice(at, 1);
+  if (queue.length === 0) delete state.runQueues[key];
+}
+
 /**
- * Jobs the runner may start now: unfinished, and first in submission order among the
- * unfinished jobs sharing their lock key.
+ * Jobs the runner may start now, in submission order: unfinished, and first among the
+ * unfinished jobs sharing their lock key. Costs one step per queue, however many jobs wait.
  */
 export function runnableJobs(state: MetaState): JobRecord[] {
-  const heldKeys = new Set<string>();
   const runnable: JobRecord[] = [];
-  const unfinished = Object.keys(state.openJobs)
-    .map((id) => state.jobs[id])
+  for (const key in state.runQueues) runnable.push(state.jobs[state.runQueues[key][0]]);
+  return runnable.sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+/** The run queues of a state that has none recorded (an image from before they existed). */
+export function rebuildRunQueues(state: MetaState): Record<string, string[]> {
+  const queues: Record<string, string[]> = {};
+  const unfinished = Object.values(state.jobs)
+    .filter((job) => !job.result)
     .sort((a, b) => Number(a.id) - Number(b.id));
-  for (const job of unfinished) {
-    if (job.lockKey === null) {
-      runnable.push(job);
-    } else if (!heldKeys.has(job.lockKey)) {
-      heldKeys.add(job.lockKey);
-      runnable.push(job);
-    }
-  }
-  return runnable;
+  for (const job of unfinished) (queues[runQueueOf(job)] ??= []).push(job.id);
+  return queues;
 }

@@ -165,8 +165,13 @@ export interface MetaState {
   /** Keyed by `${hostaddr}/${machineType}`: one host may be registered as both types. */
   machines: Record<string, MachineRecord>;
   jobs: Record<string, JobRecord>;
-  /** Ids of the jobs not finished yet: the runner's work list, without scanning every job ever run. */
-  openJobs: Record<string, true>;
+  /**
+   * The jobs not finished yet, as queues in submission order: one per lock key, and one of
+   * its own for each job without a key (under `#<job id>`; no lock key starts with '#').
+   * The head of each queue is what the runner may run; a submission learns whether its key
+   * is held, and the runner what to start, without scanning every unfinished job.
+   */
+  runQueues: Record<string, string[]>;
   /** Idempotency keys to the job they created. */
   requestIds: Record<string, string>;
   /** hostaddr -> port -> allocation: ports are unique per host across both machine types. */
@@ -181,7 +186,7 @@ export function emptyMetaState(): MetaState {
   return {
     machines: {},
     jobs: {},
-    openJobs: {},
+    runQueues: {},
     requestIds: {},
     ports: {},
     counters: { job: 0 },
@@ -189,5 +194,8 @@ export function emptyMetaState(): MetaState {
     clusterCounters: { cluster: 0, shard: 0, node: 0, comp: 0 },
   };
 }
+
+/** The run queue a job waits in: its lock key's, or its own when it has none. */
+export const runQueueOf = (job: Pick<JobRecord, 'id' | 'lockKey'>): string => job.lockKey ?? `#${job.id}`;
 
 export const machineKey = (hostaddr: string, machineType: MachineType): string => `${hostaddr}/${machineType}`;

@@ -103,6 +103,21 @@ describe('jobs', () => {
     apply(s, { kind: CommandKind.JobFinished, at, jobId: a, outcome: { ok: false, errorCode: 1, errorInfo: 'x', attachment: null } });
     expect(runnableJobs(s).map((j) => j.id)).toEqual([b, c, d]);
   });
+
+  it('a job finished out of its turn leaves its queue; nothing is left queued once all have ended', () => {
+    const s = emptyMetaState();
+    const finish = (jobId: string) => apply(s, { kind: CommandKind.JobFinished, at, jobId, outcome: { ok: false, errorCode: 1, errorInfo: 'x', attachment: null } });
+    const [a, b, c] = [submit(s, 'cluster:1').jobId, submit(s, 'cluster:1').jobId, submit(s, 'cluster:1').jobId];
+    const d = submit(s, null).jobId;
+    finish(b);
+    expect(s.runQueues['cluster:1']).toEqual([a, c]);
+    finish(a);
+    expect(runnableJobs(s).map((j) => j.id)).toEqual([c, d]);
+    finish(c);
+    finish(d);
+    finish(d); // a repeated finish changes nothing
+    expect(s.runQueues).toEqual({});
+  });
 });
 
 describe('jobs started by their submission', () => {
@@ -167,15 +182,18 @@ describe('command batches (several commands in one log entry)', () => {
 });
 
 describe('snapshot', () => {
-  it('an image from before openJobs existed restores with the unfinished jobs as the work list', () => {
+  it('an image from before the run queues existed restores with the unfinished jobs queued by lock key', () => {
     const s = emptyMetaState();
     const a = submit(s, null).jobId;
-    const b = submit(s, null).jobId;
+    const b = submit(s, 'cluster:1').jobId;
+    const c = submit(s, 'cluster:1').jobId;
+    const d = submit(s, null).jobId;
     apply(s, { kind: CommandKind.JobFinished, at, jobId: a, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} } });
-    const { openJobs: _dropped, ...older } = JSON.parse(JSON.stringify(s)) as MetaState;
+    // Earlier images carried a flat list of the unfinished ids instead.
+    const { runQueues: _dropped, ...older } = { ...(JSON.parse(JSON.stringify(s)) as MetaState), openJobs: { [b]: true, [c]: true, [d]: true } };
     const restored = restoreMeta(new TextEncoder().encode(JSON.stringify({ format: 1, state: older })));
-    expect(restored.openJobs).toEqual({ [b]: true });
-    expect(runnableJobs(restored).map((j) => j.id)).toEqual([b]);
+    expect(restored).toEqual(s);
+    expect(runnableJobs(restored).map((j) => j.id)).toEqual([b, d]);
   });
 
   it('round-trips the whole state, and the restored state applies the next command identically', () => {
