@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { KcmError } from './errors';
 import { parseText } from './formats';
-import { formatIssues, PARSE_OPTIONS } from './issues';
+import { formatIssues, safeParseWire } from './issues';
 import { canonicalJobType, PROTOCOL_VERSION, type JobType } from './job-types';
 import { PARAS_SCHEMAS, type ParasOf } from './paras';
 import { objectShapeOf } from './schema-walk';
@@ -83,7 +83,7 @@ export function parseRequest(body: unknown): ParseResult {
     const got = Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`;
     return { ok: false, error: KcmError.of('BAD_ENVELOPE', `body: must be a JSON object (the request envelope), got ${got}`, { field: 'body' }) };
   }
-  const parsed = envelopeSchema.safeParse(body, PARSE_OPTIONS);
+  const parsed = safeParseWire(envelopeSchema, body);
   if (!parsed.success) {
     const { message, field } = formatIssues('', parsed.error.issues, ENVELOPE_FIELDS);
     return { ok: false, error: KcmError.of('BAD_ENVELOPE', message, { field }) };
@@ -116,7 +116,7 @@ export function validateParas<T extends JobType>(jobType: T, paras: unknown): { 
     return { ok: false, error: KcmError.of('INVALID_PARAS', `paras: must be an object, got ${paras === null ? 'null' : Array.isArray(paras) ? 'an array' : `a ${typeof paras}`}`, { field: 'paras' }) };
   }
   const schema = PARAS_SCHEMAS[jobType] as z.ZodType;
-  const parsed = schema.safeParse(paras, PARSE_OPTIONS);
+  const parsed = safeParseWire(schema, paras);
   if (!parsed.success) {
     const order = Object.keys(objectShapeOf(schema) ?? {});
     const { message, field } = formatIssues('paras', parsed.error.issues, order);

@@ -37,6 +37,17 @@ export const wireErrorMap = (issue: z.core.$ZodRawIssue): string | undefined => 
 
 export const PARSE_OPTIONS = { reportInput: true, error: wireErrorMap } as const;
 
+/**
+ * safeParse whose issues, if any, are worded for the wire (PARSE_OPTIONS). Valid input,
+ * the usual case, is parsed without the options: they change only the issues, yet made a
+ * valid create_machine's paras take 11 us instead of 7. Invalid input is parsed again with
+ * them, so its issues are exactly those a parse with the options gives.
+ */
+export function safeParseWire<T extends z.ZodType>(schema: T, value: unknown): ReturnType<T['safeParse']> {
+  const plain = schema.safeParse(value);
+  return (plain.success ? plain : schema.safeParse(value, PARSE_OPTIONS)) as ReturnType<T['safeParse']>;
+}
+
 /** `paras.rb_nodes[0].port` */
 export function formatPath(prefix: string, path: readonly PropertyKey[]): string {
   let out = prefix;
