@@ -5,6 +5,9 @@
 //    forwarded there by followers); then the leader runs the job: JobStarted, the agent
 //    connection is refused, JobFinished failed. Each request names a host of its own, so
 //    jobs never queue behind a shared lock and every submission is a new registration.
+//  - queued submissions: the same requests, all naming one host whose agent never answers
+//    (stalled-agent.ts). Its first job holds the host's lock; the others queue behind it
+//    and do not run during the phase, which so measures submissions alone.
 //  - sync queries: get_cluster_summary, answered by the member asked after a ReadIndex
 //    barrier.
 // Requests go round-robin over all members, over keep-alive connections (undici's Pool,
@@ -53,7 +56,18 @@ export interface HostCounter {
   next: number;
 }
 
-export async function asyncJobsPhase(target: EmitTarget, concurrency: number, seconds: number, hosts: HostCounter, runId: string): Promise<AsyncPhaseResult> {
+/**
+ * create_machine requests at `concurrency` for `seconds`, each with a request_id of its own
+ * and, unless `hostOf` says otherwise, a host of its own.
+ */
+export async function asyncJobsPhase(
+  target: EmitTarget,
+  concurrency: number,
+  seconds: number,
+  hosts: HostCounter,
+  runId: string,
+  hostOf: (n: number) => string = unservedHost,
+): Promise<AsyncPhaseResult> {
   const jobIds: string[] = [];
   const result = await runPhase({
     concurrency,
@@ -63,7 +77,7 @@ export async function asyncJobsPhase(target: EmitTarget, concurrency: number, se
       const n = hosts.next++;
       const member = target.members[n % target.members.length];
       try {
-        const reply = await emitKeepAlive(member, 'create_machine', createMachineParas(unservedHost(n), target.baseDir), { requestId: key, timeoutMs: 30_000 });
+        const reply = await emitKeepAlive(member, 'create_machine', createMachineParas(hostOf(n), target.baseDir), { requestId: key, timeoutMs: 30_000 });
         if (reply.error_code !== '0' || reply.status !== 'accept') return false;
         jobIds.push(reply.job_id);
         return true;

@@ -1,4 +1,4 @@
-// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--skip-bare-http] [--keep] [--cpu-prof DIR]
+// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--skip-bare-http] [--skip-queued] [--keep] [--cpu-prof DIR]
 //
 // Starts a local 3-manager group (127.0.1.51-53), then at each concurrency measures
 // acknowledged async jobs per second (create_machine, see emit-load.ts) and sync queries
@@ -7,6 +7,10 @@
 // (they fail fast: nobody serves their hosts) and reports how fast jobs ran to their end,
 // and where a job's mean time went (at the client, in the member it reached, in the Raft
 // commit), from the members' histograms.
+// Then, at each concurrency, submissions alone: the same requests all naming one host whose
+// agent never answers, so they queue behind its first job and none runs beside them
+// (emit-load.ts). What is left is each job's submission: HTTP, forwarding, validation, the
+// JobSubmitted commit, the reply.
 // The group is then stopped, and two baselines run with the same phase length and
 // concurrencies, one after the other, never at the same time:
 //  - bare HTTP (bare-http.ts): the same job requests, client and concurrency, against one
@@ -25,6 +29,7 @@ import { LocalGroup } from '../../test/manager/helpers/group';
 import { REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
 import { benchBareHttp, type BareHttpRow } from './bare-http';
 import { asyncJobsPhase, closeConnections, queriesPhase, type AsyncPhaseResult, type EmitTarget, type HostCounter } from './emit-load';
+import { startStalledAgent } from './stalled-agent';
 
 const { values: flags } = parseArgs({
   options: {
@@ -33,6 +38,7 @@ const { values: flags } = parseArgs({
     'raft-kv-seconds': { type: 'string' },
     'skip-raft-kv': { type: 'boolean', default: false },
     'skip-bare-http': { type: 'boolean', default: false },
+    'skip-queued': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
   },
@@ -40,6 +46,9 @@ const { values: flags } = parseArgs({
 const seconds = Number(flags.seconds);
 const concurrencies = flags.concurrency.split(',').map(Number);
 const MEMBERS = ['127.0.1.51:18330', '127.0.1.52:18330', '127.0.1.53:18330'];
+const AGENT_PORT = 18393;
+/** The host of the queued submissions: its agent (stalled-agent.ts) accepts and never answers. */
+const BUSY_HOST = '127.3.255.254';
 
 interface EmitRow {
   concurrency: number;
@@ -59,7 +68,7 @@ interface EmitRow {
 const profileDir = flags['cpu-prof'] ? path.resolve(flags['cpu-prof']) : undefined;
 if (profileDir) process.env.KCM_TEST_NODE_ARGS = `${process.env.KCM_TEST_NODE_ARGS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`;
 
-const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: 18393, keepDir: flags.keep });
+const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: AGENT_PORT, keepDir: flags.keep });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => void group.stop().finally(() => process.exit(130)));
 }
@@ -144,13 +153,47 @@ function splitMeans(before: TimeSplit, after: TimeSplit): { atMember: number; ra
   return { atMember: mean(after.emitSum - before.emitSum, after.emitCount - before.emitCount), raft: mean(after.raftSum - before.raftSum, after.raftCount - before.raftCount) };
 }
 
+interface QueuedRow {
+  concurrency: number;
+  submissions: PhaseResult;
+  /** CPU ms per acknowledged submission over the phase: each member's, then the load generator's. */
+  cpuMs: CpuUse;
+  leaderIndex: number;
+}
+
 /** Unfinished jobs (started + ongoing) in the leader's replicated state. */
 async function unfinishedJobs(leader: string): Promise<number> {
   const m = await metrics(leader);
   return (m.get('kcm_jobs{status="started"}') ?? 0) + (m.get('kcm_jobs{status="ongoing"}') ?? 0);
 }
 
-async function benchEmit(): Promise<EmitRow[]> {
+/**
+ * Submissions alone, at each concurrency (see the header). Runs after the job phases: the
+ * queue it builds does not drain while the group runs (one job per agent deadline).
+ */
+async function benchQueued(target: EmitTarget, cpu: CpuPerOp, hosts: HostCounter, runId: string): Promise<QueuedRow[]> {
+  const agent = await startStalledAgent(BUSY_HOST, AGENT_PORT);
+  try {
+    const busyHost = () => BUSY_HOST;
+    await asyncJobsPhase(target, 1, 0.2, hosts, `${runId}-queued-warmup`, busyHost);
+    const rows: QueuedRow[] = [];
+    for (const concurrency of concurrencies) {
+      cpu.start();
+      const submissions = await asyncJobsPhase(target, concurrency, seconds, hosts, `${runId}-queued`, busyHost);
+      const cpuMs = cpu.perOp(submissions.ops);
+      const leader = (await findLeader(MEMBERS)) ?? MEMBERS[0];
+      const queued = await unfinishedJobs(leader);
+      console.log(formatPhase('queued', submissions));
+      console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per acked submission above idle: ${formatCpu(cpuMs, MEMBERS.indexOf(leader))}; ${queued} jobs unfinished`);
+      rows.push({ concurrency, submissions, cpuMs, leaderIndex: MEMBERS.indexOf(leader) });
+    }
+    return rows;
+  } finally {
+    agent.close();
+  }
+}
+
+async function benchEmit(): Promise<{ rows: EmitRow[]; queuedRows: QueuedRow[] }> {
   await group.start();
   const leader = await group.waitForLeader(MEMBERS, 30_000);
   console.log(`kcm managers: leader is ${leader}; data under ${group.dir}`);
@@ -195,6 +238,7 @@ async function benchEmit(): Promise<EmitRow[]> {
   }
   const last = await emitRaw(MEMBERS[0], 'get_status', {}, { jobId: rows.at(-1)?.jobs.jobIds.at(-1) ?? '1' });
   console.log(`last job: ${last.status} (${last.error_info.slice(0, 80)})`);
+  const queuedRows = flags['skip-queued'] ? [] : await benchQueued(target, cpu, hosts, runId);
   if (profileDir) {
     // A profile is written only on a clean exit; SIGKILL (group.stop) would lose it.
     for (const [i, m] of MEMBERS.entries()) console.log(`profile of ${m}${i === rows.at(-1)?.leaderIndex ? ' (leader)' : ''}: pid ${group.manager(m).pid}`);
@@ -202,7 +246,7 @@ async function benchEmit(): Promise<EmitRow[]> {
     console.log(`CPU profiles in ${profileDir}`);
   }
   await group.stop();
-  return rows;
+  return { rows, queuedRows };
 }
 
 interface RaftKvRow {
@@ -231,6 +275,21 @@ async function benchRaftKv(phaseSeconds: number): Promise<Map<number, RaftKvRow>
   return rows;
 }
 
+function printQueued(rows: QueuedRow[], kv: Map<number, RaftKvRow>): void {
+  if (rows.length === 0) return;
+  const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
+  console.log('\nSubmissions alone (queued behind one busy host: no job runs beside them) vs raft-kv puts');
+  console.log('  c | submissions acked/s   p50    p99 | CPU ms/submission leader  all | raft-kv puts/s   p50 CPU ms/put');
+  for (const r of rows) {
+    const k = kv.get(r.concurrency);
+    const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.membersCpuMs, 10, 2)}` : `${'-'.padStart(14)} ${'-'.padStart(5)} ${'-'.padStart(10)}`;
+    console.log(
+      `${n(r.concurrency, 3)} | ${n(r.submissions.opsPerSec, 19)} ${n(r.submissions.p50, 5, 1)} ${n(r.submissions.p99, 6, 1)} | ` +
+        `${n(r.cpuMs.members[r.leaderIndex] ?? 0, 24, 2)} ${n(r.cpuMs.members.reduce((a, b) => a + b, 0), 4, 2)} | ${kvCols}`,
+    );
+  }
+}
+
 function printSideBySide(rows: EmitRow[], bare: BareHttpRow[], kv: Map<number, RaftKvRow>): void {
   const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
   const dash = (w: number) => '-'.padStart(w);
@@ -253,10 +312,11 @@ function printSideBySide(rows: EmitRow[], bare: BareHttpRow[], kv: Map<number, R
 
 async function main(): Promise<void> {
   console.log(`emit benchmark: ${seconds} s per phase, concurrency ${concurrencies.join(', ')}`);
-  const rows = await benchEmit();
+  const { rows, queuedRows } = await benchEmit();
   const bare = flags['skip-bare-http'] ? [] : await benchBareHttp(concurrencies, seconds);
   const kv = flags['skip-raft-kv'] ? new Map<number, RaftKvRow>() : await benchRaftKv(Number(flags['raft-kv-seconds'] ?? seconds));
   printSideBySide(rows, bare, kv);
+  printQueued(queuedRows, kv);
 }
 
 main()
