@@ -121,6 +121,12 @@ export class RaftMetaStore implements MetaStore {
    * A round in flight when leadership changes is never answered (RaftNode then fails it with
    * NotLeaderError), so a leader change during the wait starts a fresh round at once instead:
    * reads are idempotent, and a member with no leader now fails fast.
+   *
+   * Right after an election the Raft core can know the new leader a moment before the
+   * node has processed that news, and read() goes by the node's view: it refuses with "no
+   * leader is known". Then the barrier waits for the node to announce the leader (within
+   * its deadline) and reads again, instead of answering a client 503 that a retry a
+   * millisecond later would not get.
    */
   async linearizableRead(): Promise<void> {
     const deadline = Date.now() + this.timeoutMs;
@@ -131,10 +137,26 @@ export class RaftMetaStore implements MetaStore {
         if ((await Promise.race([attempt, leaderChange.changed])) !== LEADER_CHANGED) return;
         attempt.catch(() => {}); // abandoned: its timeout is nobody's error
       } catch (err) {
-        throw raftErrorToKcm(err);
+        if (!this.leaderNotAnnouncedYet(err) || !(await this.within(deadline, leaderChange.changed))) throw raftErrorToKcm(err);
       } finally {
         leaderChange.stop();
       }
+    }
+  }
+
+  /** read() refused for want of a leader that the core already knows. */
+  private leaderNotAnnouncedYet(err: unknown): boolean {
+    return err instanceof NotLeaderError && err.leader === null && this.raft.status().leader !== null;
+  }
+
+  /** True if `event` happens before `deadline`. */
+  private async within(deadline: number, event: Promise<unknown>): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))));
+    try {
+      return await Promise.race([event.then(() => true as const), late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

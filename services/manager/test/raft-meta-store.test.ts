@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
-import type { RaftNode } from '@kcm/raft';
+import { NotLeaderError, type RaftNode } from '@kcm/raft';
 import { RaftMetaStore } from '../src/raft-meta-store';
 import { CommandKind } from '../src/meta/commands';
 import { MetaStateMachine } from '../src/meta/state-machine';
@@ -95,5 +95,33 @@ describe('RaftMetaStore', () => {
     node.emit('leaderChange', '127.0.1.2:1', 3);
     await expect(barrier).resolves.toBeUndefined();
     expect(rounds).toBe(2);
+  });
+
+  it('reads again once the node announces a leader its core already knew, instead of failing with NO_LEADER', async () => {
+    const node = new PendingNode();
+    let rounds = 0;
+    node.read = () => (++rounds === 1 ? Promise.reject(new NotLeaderError(null)) : Promise.resolve());
+    const status = { leader: '127.0.1.2:1' as string | null };
+    Object.assign(node, { status: () => status });
+    const store = new RaftMetaStore(node as unknown as RaftNode, new MetaStateMachine());
+    const barrier = store.linearizableRead();
+    await nextTurn();
+    expect(rounds).toBe(1); // waiting for the node to catch up
+    node.emit('leaderChange', '127.0.1.2:1', 3);
+    await expect(barrier).resolves.toBeUndefined();
+    expect(rounds).toBe(2);
+  });
+
+  it('still fails with NO_LEADER at once when no leader is known anywhere, or when the announcement does not come in time', async () => {
+    const node = new PendingNode();
+    node.read = () => Promise.reject(new NotLeaderError(null));
+    const status = { leader: null as string | null };
+    Object.assign(node, { status: () => status });
+    await expect(new RaftMetaStore(node as unknown as RaftNode, new MetaStateMachine()).linearizableRead()).rejects.toMatchObject({ errorName: 'NO_LEADER' });
+
+    status.leader = '127.0.1.2:1';
+    const started = Date.now();
+    await expect(new RaftMetaStore(node as unknown as RaftNode, new MetaStateMachine(), 50).linearizableRead()).rejects.toMatchObject({ errorName: 'NO_LEADER' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
   });
 });
