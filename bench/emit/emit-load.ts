@@ -56,6 +56,9 @@ export interface HostCounter {
   next: number;
 }
 
+/** Phases started so far: part of every request_id, so that no two phases share one (a repeated id is a duplicate, not a new job). */
+let phasesStarted = 0;
+
 /**
  * create_machine requests at `concurrency` for `seconds`, each with a request_id of its own
  * and, unless `hostOf` says otherwise, a host of its own.
@@ -72,7 +75,7 @@ export async function asyncJobsPhase(
   const result = await runPhase({
     concurrency,
     seconds,
-    keyPrefix: `${runId}-c${concurrency}`,
+    keyPrefix: `${runId}-p${++phasesStarted}-c${concurrency}`,
     put: async (_worker, key) => {
       const n = hosts.next++;
       const member = target.members[n % target.members.length];
