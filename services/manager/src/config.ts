@@ -27,6 +27,12 @@ export const managerConfigSchema = z.object({
   tickMs: z.number().int().positive().default(100),
   electionTick: z.number().int().min(2).default(10),
   snapshotEntries: z.number().int().min(0).default(10_000),
+  /**
+   * Finished jobs kept in the job history (get_status answers for them; their request_ids
+   * still find them). The oldest finished beyond it are dropped; unfinished jobs never.
+   * The leader's value goes into each JobFinished entry, so members never disagree.
+   */
+  finishedJobsKept: z.number().int().min(1).default(10_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

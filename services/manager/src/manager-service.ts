@@ -64,8 +64,9 @@ export class ManagerService implements JobService {
 
   async getStatus(jobId: string): Promise<JobStatusView> {
     await this.deps.linearizableRead();
-    const job = this.deps.store.state().jobs[jobId];
-    if (!job) throw KcmError.of('NOT_FOUND', `job ${jobId} does not exist`, { field: 'job_id' });
+    const state = this.deps.store.state();
+    const job = state.jobs[jobId];
+    if (!job) throw KcmError.of('NOT_FOUND', missingJobMessage(state, jobId), { field: 'job_id' });
     return statusView(job);
   }
 
@@ -75,6 +76,14 @@ export class ManagerService implements JobService {
     await this.deps.linearizableRead();
     return handler(req, this.deps.store.state());
   }
+}
+
+/** A job id never handed out, or one of a finished job dropped from the kept history. */
+function missingJobMessage(state: MetaState, jobId: string): string {
+  const issued = /^[1-9][0-9]*$/.test(jobId) && Number(jobId) <= state.counters.job;
+  return issued
+    ? `job ${jobId} finished and is no longer kept: the job history keeps only the newest finished jobs (finishedJobsKept)`
+    : `job ${jobId} does not exist`;
 }
 
 export function statusView(job: JobRecord): JobStatusView {

@@ -27,6 +27,11 @@ export interface RunnerHooks {
   caughtUp?(): Promise<void>;
 }
 
+export interface RunnerOptions {
+  /** Written into each JobFinished: how many finished jobs the history keeps (meta/jobs.ts). Absent: all. */
+  keepFinishedJobs?: number;
+}
+
 /** Raised inside the runner when a commit fails because leadership moved on. */
 class LeadershipLost extends Error {}
 
@@ -50,6 +55,7 @@ export class JobRunner {
     private readonly registry: JobRegistry,
     private readonly logger: Logger,
     private readonly hooks: RunnerHooks = {},
+    private readonly options: RunnerOptions = {},
   ) {}
 
   get active(): boolean {
@@ -217,10 +223,10 @@ export class JobRunner {
   }
 
   private async finish(job: JobRecord, outcome: JobResultRecord, signal: AbortSignal): Promise<void> {
-    await this.commit({ kind: CommandKind.JobFinished, at: Date.now(), jobId: job.id, outcome }, signal);
+    await this.commit({ kind: CommandKind.JobFinished, at: Date.now(), jobId: job.id, outcome, keepFinished: this.options.keepFinishedJobs }, signal);
     this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorCode: outcome.errorCode, errorInfo: outcome.errorInfo }, 'job finished');
     void flushLogSoon(); // a job's end is worth reading at once
-    this.hooks.onJobFinished?.(this.store.state().jobs[job.id], outcome);
+    this.hooks.onJobFinished?.(this.store.state().jobs[job.id] ?? job, outcome);
   }
 }
 

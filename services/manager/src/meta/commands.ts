@@ -91,6 +91,13 @@ export interface JobProgress extends Base<typeof CommandKind.JobProgress> {
 export interface JobFinished extends Base<typeof CommandKind.JobFinished> {
   jobId: string;
   outcome: JobResultRecord;
+  /**
+   * How many finished jobs the history keeps, this one included: the oldest finished ones
+   * beyond it are dropped in the same apply. Chosen by the leader that proposes (its
+   * config) and carried here, so every member drops exactly the same jobs whatever its
+   * own config says. Absent (entries written before the limit existed): nothing is dropped.
+   */
+  keepFinished?: number;
 }
 
 export interface PortsAllocated extends Base<typeof CommandKind.PortsAllocated> {

@@ -86,7 +86,35 @@ export function applyJobFinished(state: MetaState, cmd: JobFinished): ApplyOutco
   job.status = cmd.outcome.ok ? 'done' : 'failed';
   job.finishedAt = cmd.at;
   job.progress = null;
+  state.finishedJobs.push(job.id);
+  if (cmd.keepFinished !== undefined) dropOldestFinished(state, Math.max(1, cmd.keepFinished));
   return accepted({ duplicate: false });
+}
+
+/**
+ * Keeps the newest `keep` finished jobs. A dropped job's request id goes with it: a
+ * client retrying that request from then on creates a new job. Unfinished jobs are never
+ * dropped. Why a limit at all: the whole state is one snapshot image, serialised on every
+ * member's event loop at every snapshot, and job history would otherwise grow without end
+ * (40k jobs: a 40 MB image, about 250 ms to write and 360 ms to read back).
+ */
+function dropOldestFinished(state: MetaState, keep: number): void {
+  const excess = state.finishedJobs.length - keep;
+  if (excess <= 0) return;
+  for (const id of state.finishedJobs.splice(0, excess)) {
+    const job = state.jobs[id];
+    if (!job) continue;
+    if (job.requestId !== null && state.requestIds[job.requestId] === id) delete state.requestIds[job.requestId];
+    delete state.jobs[id];
+  }
+}
+
+/** The finished jobs in the order they finished, for an image from before finishedJobs existed. */
+export function rebuildFinishedJobs(state: MetaState): string[] {
+  return Object.values(state.jobs)
+    .filter((job) => job.result !== null)
+    .sort((a, b) => (a.finishedAt ?? 0) - (b.finishedAt ?? 0) || Number(a.id) - Number(b.id))
+    .map((job) => job.id);
 }
 
 /** A finished job leaves its queue (normally as its head: only heads run). */

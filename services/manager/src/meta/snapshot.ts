@@ -1,6 +1,6 @@
 // The whole metadata state as one serialised image, for Raft snapshots.
 
-import { rebuildRunQueues } from './jobs';
+import { rebuildFinishedJobs, rebuildRunQueues } from './jobs';
 import { emptyMetaState, type MetaState } from './state';
 
 const SNAPSHOT_FORMAT = 1;
@@ -13,10 +13,11 @@ export function restoreMeta(image: Uint8Array): MetaState {
   if (image.byteLength === 0) return emptyMetaState();
   const parsed = JSON.parse(new TextDecoder().decode(image)) as { format: number; state: MetaState };
   if (parsed.format !== SNAPSHOT_FORMAT) throw new Error(`unsupported metadata snapshot format ${parsed.format}`);
-  // Images from before the run queues existed (some with the flat openJobs list that came
-  // before them): derive the queues from the jobs themselves.
+  // Images from before the run queues or the finished-job list existed (some with the flat
+  // openJobs list that came before the queues): derive them from the jobs themselves.
   const { openJobs: _superseded, ...stored } = parsed.state as MetaState & { openJobs?: unknown };
   const state = { ...emptyMetaState(), ...stored };
   if (!stored.runQueues) state.runQueues = rebuildRunQueues(state);
+  if (!stored.finishedJobs) state.finishedJobs = rebuildFinishedJobs(state);
   return state;
 }

@@ -172,6 +172,8 @@ export interface MetaState {
    * is held, and the runner what to start, without scanning every unfinished job.
    */
   runQueues: Record<string, string[]>;
+  /** Ids of the finished jobs still kept, oldest finish first (JobFinished drops from the front). */
+  finishedJobs: string[];
   /** Idempotency keys to the job they created. */
   requestIds: Record<string, string>;
   /** hostaddr -> port -> allocation: ports are unique per host across both machine types. */
@@ -187,6 +189,7 @@ export function emptyMetaState(): MetaState {
     machines: {},
     jobs: {},
     runQueues: {},
+    finishedJobs: [],
     requestIds: {},
     ports: {},
     counters: { job: 0 },

@@ -5,6 +5,7 @@ import { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
 import { JobRunner, type JobRegistry } from '../../src/jobs/runner';
+import { ManagerService } from '../../src/manager-service';
 import type { JobDefinition } from '../../src/jobs/workflow';
 
 async function submit(store: LocalStore, jobType: string, lockKey: string | null = null): Promise<string> {
@@ -172,6 +173,25 @@ describe('job runner', () => {
     runner.start();
     await until(() => store.s.jobs[id].status === 'failed');
     expect(store.s.jobs[id].result?.errorInfo).toMatch(/no runner/);
+    await runner.stop();
+  });
+
+  it('keeps the job history to the configured number of finished jobs, dropping the oldest finished', async () => {
+    const store = new LocalStore();
+    const runner = new JobRunner(store, registryOf(countingJob({})), silentLogger(), {}, { keepFinishedJobs: 2 });
+    runner.start();
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const id = await submit(store, 'three_steps');
+      ids.push(id);
+      runner.notify(); // as the manager does on each applied submission
+      await until(() => store.s.jobs[id]?.status === 'done');
+    }
+    expect(Object.keys(store.s.jobs)).toEqual(ids.slice(2));
+    // get_status tells a dropped job from one that never existed.
+    const service = new ManagerService({ store, registry: new Map(), queries: new Map(), linearizableRead: async () => {} });
+    await expect(service.getStatus(ids[0])).rejects.toThrow(`job ${ids[0]} finished and is no longer kept: the job history keeps only the newest finished jobs (finishedJobsKept)`);
+    await expect(service.getStatus('99')).rejects.toThrow('job 99 does not exist');
     await runner.stop();
   });
 });

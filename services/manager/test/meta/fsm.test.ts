@@ -120,6 +120,35 @@ describe('jobs', () => {
   });
 });
 
+describe('the kept job history', () => {
+  const finish = (s: MetaState, jobId: string, keepFinished?: number) =>
+    apply(s, { kind: CommandKind.JobFinished, at, jobId, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} }, keepFinished });
+
+  it('drops the oldest finished jobs beyond keepFinished, with their request ids; unfinished jobs stay', () => {
+    const s = emptyMetaState();
+    const [a, b, c, d] = ['ra', 'rb', 'rc', 'rd'].map((r) => submit(s, null, r).jobId);
+    finish(s, b, 2);
+    finish(s, a, 2);
+    expect(Object.keys(s.jobs)).toEqual([a, b, c, d]);
+    finish(s, d, 2); // b finished first: it goes
+    expect(Object.keys(s.jobs)).toEqual([a, c, d]);
+    expect(s.finishedJobs).toEqual([a, d]);
+    expect(s.requestIds).toEqual({ ra: a, rc: c, rd: d });
+    // The dropped job's request id is free again: the retried request is a new job.
+    expect(submit(s, null, 'rb')).toEqual({ jobId: '5', duplicate: false });
+    expect(s.jobs[c].status).toBe('started');
+  });
+
+  it('a JobFinished written before the limit existed drops nothing; a repeated one changes nothing', () => {
+    const s = emptyMetaState();
+    const ids = [submit(s, null).jobId, submit(s, null).jobId, submit(s, null).jobId];
+    for (const id of ids) finish(s, id);
+    expect(Object.keys(s.jobs)).toEqual(ids);
+    finish(s, ids[0], 1);
+    expect(Object.keys(s.jobs)).toEqual(ids);
+  });
+});
+
 describe('jobs started by their submission', () => {
   const submitWithSteps = (state: MetaState, lockKey: string | null) => {
     const out = apply(state, { kind: CommandKind.JobSubmitted, at, jobType: 'create_machine', sentJobType: 'create_machine', paras: {}, requestId: null, lockKey, stepNames: ['a', 'b'] });
@@ -194,6 +223,16 @@ describe('snapshot', () => {
     const restored = restoreMeta(new TextEncoder().encode(JSON.stringify({ format: 1, state: older })));
     expect(restored).toEqual(s);
     expect(runnableJobs(restored).map((j) => j.id)).toEqual([b, d]);
+  });
+
+  it('an image from before the finished-job list existed restores it in the order the jobs finished', () => {
+    const s = emptyMetaState();
+    const [a, b, c] = [submit(s, null).jobId, submit(s, null).jobId, submit(s, null).jobId];
+    for (const [id, when] of [[c, 10], [a, 20], [b, 20]] as const) apply(s, { kind: CommandKind.JobFinished, at: when, jobId: id, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} } });
+    const { finishedJobs: _dropped, ...older } = JSON.parse(JSON.stringify(s)) as MetaState;
+    const restored = restoreMeta(new TextEncoder().encode(JSON.stringify({ format: 1, state: older })));
+    expect(restored.finishedJobs).toEqual([c, a, b]);
+    expect(restored).toEqual(s);
   });
 
   it('round-trips the whole state, and the restored state applies the next command identically', () => {
