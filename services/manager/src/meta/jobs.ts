@@ -86,7 +86,7 @@ export function applyJobFinished(state: MetaState, cmd: JobFinished): ApplyOutco
   job.status = cmd.outcome.ok ? 'done' : 'failed';
   job.finishedAt = cmd.at;
   job.progress = null;
-  state.finishedJobs.push(job.id);
+  recordFinished(state, job);
   if (cmd.keepFinished !== undefined) dropOldestFinished(state, Math.max(1, cmd.keepFinished));
   return accepted({ duplicate: false });
 }
@@ -109,11 +109,30 @@ function dropOldestFinished(state: MetaState, keep: number): void {
   }
 }
 
-/** The finished jobs in the order they finished, for an image from before finishedJobs existed. */
+/** Finish time, then id: the order finishedJobs keeps and the oldest are dropped in. */
+function finishOrder(a: JobRecord, b: JobRecord): number {
+  return (a.finishedAt ?? 0) - (b.finishedAt ?? 0) || Number(a.id) - Number(b.id);
+}
+
+/**
+ * Files a finished job in finishedJobs by finishOrder, normally at the end. Not simply in
+ * apply order: the list must be a function of the finished jobs alone, so that a member
+ * that rebuilt it from an older image (which only has the finish times) and a member that
+ * replayed the log hold the same list, and so drop the same jobs, even where a new leader's
+ * clock put a later finish before an earlier one.
+ */
+function recordFinished(state: MetaState, job: JobRecord): void {
+  const list = state.finishedJobs;
+  let at = list.length;
+  while (at > 0 && finishOrder(job, state.jobs[list[at - 1]]) < 0) at--;
+  list.splice(at, 0, job.id);
+}
+
+/** finishedJobs for an image from before it existed. */
 export function rebuildFinishedJobs(state: MetaState): string[] {
   return Object.values(state.jobs)
     .filter((job) => job.result !== null)
-    .sort((a, b) => (a.finishedAt ?? 0) - (b.finishedAt ?? 0) || Number(a.id) - Number(b.id))
+    .sort(finishOrder)
     .map((job) => job.id);
 }
 

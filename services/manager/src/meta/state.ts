@@ -172,7 +172,7 @@ export interface MetaState {
    * is held, and the runner what to start, without scanning every unfinished job.
    */
   runQueues: Record<string, string[]>;
-  /** Ids of the finished jobs still kept, oldest finish first (JobFinished drops from the front). */
+  /** Ids of the finished jobs still kept, by finish time then id (JobFinished drops from the front). */
   finishedJobs: string[];
   /** Idempotency keys to the job they created. */
   requestIds: Record<string, string>;

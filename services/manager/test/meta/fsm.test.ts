@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command, type MachineRegistered } from '../../src/meta/commands';
 import { applyCommand, applyLogged } from '../../src/meta/fsm';
-import { runnableJobs } from '../../src/meta/jobs';
+import { rebuildFinishedJobs, runnableJobs } from '../../src/meta/jobs';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
 import { emptyMetaState, type MetaState } from '../../src/meta/state';
 
@@ -121,8 +121,9 @@ describe('jobs', () => {
 });
 
 describe('the kept job history', () => {
+  let clock = at;
   const finish = (s: MetaState, jobId: string, keepFinished?: number) =>
-    apply(s, { kind: CommandKind.JobFinished, at, jobId, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} }, keepFinished });
+    apply(s, { kind: CommandKind.JobFinished, at: ++clock, jobId, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} }, keepFinished });
 
   it('drops the oldest finished jobs beyond keepFinished, with their request ids; unfinished jobs stay', () => {
     const s = emptyMetaState();
@@ -137,6 +138,18 @@ describe('the kept job history', () => {
     // The dropped job's request id is free again: the retried request is a new job.
     expect(submit(s, null, 'rb')).toEqual({ jobId: '5', duplicate: false });
     expect(s.jobs[c].status).toBe('started');
+  });
+
+  it('orders the kept finished jobs by finish time, so a finish stamped earlier by a new leader is dropped first', () => {
+    const s = emptyMetaState();
+    const [a, b, c] = [submit(s, null).jobId, submit(s, null).jobId, submit(s, null).jobId];
+    const finishAt = (jobId: string, when: number) => apply(s, { kind: CommandKind.JobFinished, at: when, jobId, outcome: { ok: true, errorCode: 0, errorInfo: '', attachment: {} }, keepFinished: 2 });
+    finishAt(a, 100);
+    finishAt(b, 90); // applied later, stamped earlier
+    expect(s.finishedJobs).toEqual([b, a]);
+    finishAt(c, 110);
+    expect(Object.keys(s.jobs)).toEqual([a, c]);
+    expect(s.finishedJobs).toEqual(rebuildFinishedJobs(s));
   });
 
   it('a JobFinished written before the limit existed drops nothing; a repeated one changes nothing', () => {
