@@ -2,7 +2,7 @@
 // replicated state, commit JobSubmitted, reply with the id only after commit) and
 // linearizable reads for get_status and the queries.
 
-import { KcmError, type ValidRequest } from '@kcm/protocol';
+import { KcmError, parseId, type ValidRequest } from '@kcm/protocol';
 import type { JobService, JobStatusView } from './gateway/job-service';
 import { CommandKind } from './meta/commands';
 import type { SubmittedJob } from './meta/jobs';
@@ -80,7 +80,7 @@ export class ManagerService implements JobService {
 
 /** A job id never handed out, or one of a finished job dropped from the kept history. */
 function missingJobMessage(state: MetaState, jobId: string): string {
-  const issued = /^[1-9][0-9]*$/.test(jobId) && Number(jobId) <= state.counters.job;
+  const issued = parseId(jobId).ok && Number(jobId) <= state.counters.job;
   return issued
     ? `job ${jobId} finished and is no longer kept: the job history keeps only the newest finished jobs (finishedJobsKept)`
     : `job ${jobId} does not exist`;

@@ -18,17 +18,13 @@ export function applyLogged(
   logged: LoggedCommand,
   onApplied?: (cmd: Command, outcome: ApplyOutcome) => void,
 ): ApplyOutcome | ApplyOutcome[] {
-  if (logged.kind !== CommandKind.CommandBatch) {
-    const outcome = applyCommand(state, logged);
-    onApplied?.(logged, outcome);
-    return outcome;
-  }
-  return logged.commands.map((cmd) => {
-    // A batch inside a batch is never proposed; applyCommand refuses it as an unknown kind.
+  const applyOne = (cmd: Command): ApplyOutcome => {
     const outcome = applyCommand(state, cmd);
     onApplied?.(cmd, outcome);
     return outcome;
-  });
+  };
+  // A batch inside a batch is never proposed; applyCommand refuses it as an unknown kind.
+  return logged.kind === CommandKind.CommandBatch ? logged.commands.map(applyOne) : applyOne(logged);
 }
 
 /**

@@ -109,9 +109,14 @@ function dropOldestFinished(state: MetaState, keep: number): void {
   }
 }
 
-/** Finish time, then id: the order finishedJobs keeps and the oldest are dropped in. */
+/** Submission order: job ids come from a counter. */
+function submissionOrder(a: JobRecord, b: JobRecord): number {
+  return Number(a.id) - Number(b.id);
+}
+
+/** Finish time, then submission: the order finishedJobs keeps and the oldest are dropped in. */
 function finishOrder(a: JobRecord, b: JobRecord): number {
-  return (a.finishedAt ?? 0) - (b.finishedAt ?? 0) || Number(a.id) - Number(b.id);
+  return (a.finishedAt ?? 0) - (b.finishedAt ?? 0) || submissionOrder(a, b);
 }
 
 /**
@@ -152,7 +157,7 @@ function leaveRunQueue(state: MetaState, job: JobRecord): void {
 export function runnableJobs(state: MetaState): JobRecord[] {
   const runnable: JobRecord[] = [];
   for (const key in state.runQueues) runnable.push(state.jobs[state.runQueues[key][0]]);
-  return runnable.sort((a, b) => Number(a.id) - Number(b.id));
+  return runnable.sort(submissionOrder);
 }
 
 /** The run queues of a state that has none recorded (an image from before they existed). */
@@ -160,7 +165,7 @@ export function rebuildRunQueues(state: MetaState): Record<string, string[]> {
   const queues: Record<string, string[]> = {};
   const unfinished = Object.values(state.jobs)
     .filter((job) => !job.result)
-    .sort((a, b) => Number(a.id) - Number(b.id));
+    .sort(submissionOrder);
   for (const job of unfinished) (queues[runQueueOf(job)] ??= []).push(job.id);
   return queues;
 }
