@@ -184,8 +184,9 @@ async function benchQueued(target: EmitTarget, cpu: CpuPerOp, hosts: HostCounter
       const leader = (await findLeader(MEMBERS)) ?? MEMBERS[0];
       const queued = await unfinishedJobs(leader);
       console.log(formatPhase('queued', submissions));
-      console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per acked submission above idle: ${formatCpu(cpuMs, MEMBERS.indexOf(leader))}; ${queued} jobs unfinished`);
-      rows.push({ concurrency, submissions, cpuMs, leaderIndex: MEMBERS.indexOf(leader) });
+      const leaderIndex = MEMBERS.indexOf(leader);
+      console.log(`       c=${String(concurrency).padStart(3)}  CPU ms per acked submission above idle: ${formatCpu(cpuMs, leaderIndex)}; ${queued} jobs unfinished`);
+      rows.push({ concurrency, submissions, cpuMs, leaderIndex });
     }
     return rows;
   } finally {
@@ -275,24 +276,28 @@ async function benchRaftKv(phaseSeconds: number): Promise<Map<number, RaftKvRow>
   return rows;
 }
 
+/** A table cell: `x` with `d` decimals, right-aligned in `w` characters. */
+const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
+/** An empty table cell. */
+const dash = (w: number) => '-'.padStart(w);
+/** The leader's CPU ms and all members' together, the leader's cell `w` wide. */
+const cpuCells = (c: CpuUse, leaderIndex: number, w: number) => `${n(c.members[leaderIndex] ?? 0, w, 2)} ${n(c.members.reduce((a, b) => a + b, 0), 4, 2)}`;
+
 function printQueued(rows: QueuedRow[], kv: Map<number, RaftKvRow>): void {
   if (rows.length === 0) return;
-  const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
   console.log('\nSubmissions alone (queued behind one busy host: no job runs beside them) vs raft-kv puts');
   console.log('  c | submissions acked/s   p50    p99 | CPU ms/submission leader  all | raft-kv puts/s   p50 CPU ms/put');
   for (const r of rows) {
     const k = kv.get(r.concurrency);
-    const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.membersCpuMs, 10, 2)}` : `${'-'.padStart(14)} ${'-'.padStart(5)} ${'-'.padStart(10)}`;
+    const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.membersCpuMs, 10, 2)}` : `${dash(14)} ${dash(5)} ${dash(10)}`;
     console.log(
       `${n(r.concurrency, 3)} | ${n(r.submissions.opsPerSec, 19)} ${n(r.submissions.p50, 5, 1)} ${n(r.submissions.p99, 6, 1)} | ` +
-        `${n(r.cpuMs.members[r.leaderIndex] ?? 0, 24, 2)} ${n(r.cpuMs.members.reduce((a, b) => a + b, 0), 4, 2)} | ${kvCols}`,
+        `${cpuCells(r.cpuMs, r.leaderIndex, 24)} | ${kvCols}`,
     );
   }
 }
 
 function printSideBySide(rows: EmitRow[], bare: BareHttpRow[], kv: Map<number, RaftKvRow>): void {
-  const n = (x: number, w: number, d = 0) => x.toFixed(d).padStart(w);
-  const dash = (w: number) => '-'.padStart(w);
   console.log(`\nEmit on 3 kcm managers vs bare HTTP vs raft-kv puts, ${seconds} s per phase, same machine, same run (latencies in ms)`);
   console.log('  c | jobs acked/s   p50    p99 | jobs ended/s | CPU ms/job leader  all | queries/s   p50    p99 | bare HTTP req/s | raft-kv puts/s   p50    p99 CPU ms/put');
   for (const r of rows) {
@@ -301,7 +306,7 @@ function printSideBySide(rows: EmitRow[], bare: BareHttpRow[], kv: Map<number, R
     const kvCols = k ? `${n(k.opsPerSec, 14)} ${n(k.p50, 5, 2)} ${n(k.p99, 6, 2)} ${n(k.membersCpuMs, 10, 2)}` : `${dash(14)} ${dash(5)} ${dash(6)} ${dash(10)}`;
     console.log(
       `${n(r.concurrency, 3)} | ${n(r.jobs.opsPerSec, 12)} ${n(r.jobs.p50, 5, 1)} ${n(r.jobs.p99, 6, 1)} | ${n(r.jobsEndedPerSec, 12)} | ` +
-        `${n(r.jobCpuMs.members[r.leaderIndex] ?? 0, 17, 2)} ${n(r.jobCpuMs.members.reduce((a, b) => a + b, 0), 4, 2)} | ` +
+        `${cpuCells(r.jobCpuMs, r.leaderIndex, 17)} | ` +
         `${n(r.queries.opsPerSec, 9)} ${n(r.queries.p50, 5, 1)} ${n(r.queries.p99, 6, 1)} | ${b ? n(b.result.opsPerSec, 15) : dash(15)} | ${kvCols}`,
     );
   }
