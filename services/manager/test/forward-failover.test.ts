@@ -136,6 +136,23 @@ describe('a member following the leader with its in-flight submissions', () => {
     routing.close();
   });
 
+  it('submits a relayed envelope itself, keyed as first sent, when it becomes the new leader', async () => {
+    const view = new LeaderView(oldAt.member);
+    const here = new FakeLeader(table);
+    const routing = new RoutingService({ local: here, self: SELF, ...view.deps(), forwardTimeoutMs: 15_000 });
+    const seenBefore = oldLeader.seen.length;
+    const createdBefore = table.created;
+    const submitted = routing.relaySubmission(request().envelope as unknown as Record<string, unknown>, {})!;
+    await until(() => oldLeader.seen.length === seenBefore + 1);
+    view.move(SELF);
+    const { jobId } = await submitted;
+    expect(here.seen).toHaveLength(1); // validated and submitted here, by this member's own JobService
+    expect(here.seen[0].envelope.request_id).toBe(oldLeader.seen.at(-1)!.envelope.request_id);
+    expect(jobId).toBe(table.byRequestId.get(here.seen[0].envelope.request_id!));
+    expect(table.created).toBe(createdBefore + 1);
+    routing.close();
+  });
+
   it('forwards its own submission to the new leader when it loses leadership with the entry pending', async () => {
     const view = new LeaderView(SELF);
     const pendingHere: ValidRequest[] = [];
