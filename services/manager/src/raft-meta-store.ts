@@ -15,8 +15,14 @@ export function raftErrorToKcm(err: unknown): unknown {
   if (err instanceof NotLeaderError) return KcmError.of('NO_LEADER', err.message, { cause: err });
   if (err instanceof ProposalOverloadedError) return KcmError.of('OVERLOADED', err.message, { cause: err });
   if (err instanceof ProposalDroppedError) return KcmError.of('NO_LEADER', `${err.message}; retry`, { cause: err });
-  if (err instanceof TimeoutError) return KcmError.of('TIMEOUT', `${err.message}; the outcome is unknown, retry with the same request_id`, { cause: err });
+  if (err instanceof TimeoutError) return KcmError.of('TIMEOUT', `outcome unknown: ${err.message}; retry with the same request_id`, { cause: err });
   return err;
+}
+
+/** The same for a read barrier: a read changes nothing, so there is no outcome to be unknown. */
+function readErrorToKcm(err: unknown): unknown {
+  if (err instanceof TimeoutError) return KcmError.of('TIMEOUT', `${err.message}: no leader confirmed this member's read in time; retry`, { cause: err });
+  return raftErrorToKcm(err);
 }
 
 const LEADER_CHANGED = Symbol('leader changed');
@@ -108,7 +114,7 @@ export class RaftMetaStore implements MetaStore {
       const result = await Promise.race([attempt, leaderChange.changed]);
       if (result !== LEADER_CHANGED) return result;
       attempt.catch(() => {}); // abandoned: its late failure is nobody's error
-      throw KcmError.of('NO_LEADER', 'leadership moved while the command was pending; its outcome is unknown, retry with the same request_id');
+      throw KcmError.of('NO_LEADER', 'outcome unknown: leadership moved while the command was pending; retry with the same request_id');
     } catch (err) {
       throw raftErrorToKcm(err);
     } finally {
@@ -137,7 +143,7 @@ export class RaftMetaStore implements MetaStore {
         if ((await Promise.race([attempt, leaderChange.changed])) !== LEADER_CHANGED) return;
         attempt.catch(() => {}); // abandoned: its timeout is nobody's error
       } catch (err) {
-        if (!this.leaderNotAnnouncedYet(err) || !(await this.within(deadline, leaderChange.changed))) throw raftErrorToKcm(err);
+        if (!this.leaderNotAnnouncedYet(err) || !(await this.within(deadline, leaderChange.changed))) throw readErrorToKcm(err);
       } finally {
         leaderChange.stop();
       }
