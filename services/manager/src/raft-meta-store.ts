@@ -9,6 +9,7 @@ import type { ApplyOutcome } from './meta/outcome';
 import type { MetaStateMachine } from './meta/state-machine';
 import type { MetaState } from './meta/state';
 import type { MetaStore } from './meta/store';
+import { LEADER_CHANGED, LeaderChanges } from './leader-changes';
 
 /** Raft's typed errors as the catalog errors a client sees. */
 export function raftErrorToKcm(err: unknown): unknown {
@@ -25,7 +26,6 @@ function readErrorToKcm(err: unknown): unknown {
   return raftErrorToKcm(err);
 }
 
-const LEADER_CHANGED = Symbol('leader changed');
 
 /**
  * Most characters of JSON packed into one entry; a larger command gets an entry of its own.
@@ -40,22 +40,13 @@ interface QueuedProposal {
 }
 
 export class RaftMetaStore implements MetaStore {
-  /**
-   * Callers waiting for the next leader change. One listener on the node serves them all:
-   * a listener per pending proposal made every add and remove a scan of the emitter's
-   * listener list, and past 10 pending calls node printed a MaxListenersExceededWarning,
-   * with a formatted stack, again each time the list shrank back and grew.
-   */
-  private readonly leaderChangeWaiters = new Set<() => void>();
+  /** Calls waiting for the next leader change (one listener on the node serves them all). */
+  private readonly leaderChanges = new LeaderChanges();
   /** Commands proposed in this turn of the event loop, proposed together on the next. */
   private queued: QueuedProposal[] = [];
 
   constructor(private readonly raft: RaftNode, private readonly sm: MetaStateMachine, private readonly timeoutMs = 10_000) {
-    raft.on('leaderChange', () => {
-      const waiters = [...this.leaderChangeWaiters];
-      this.leaderChangeWaiters.clear();
-      for (const wake of waiters) wake();
-    });
+    raft.on('leaderChange', () => this.leaderChanges.notify());
   }
 
   state(): MetaState {
@@ -108,7 +99,7 @@ export class RaftMetaStore implements MetaStore {
 
   /** One log entry: resolves with what its apply returned here (an outcome, or a batch's outcomes). */
   private async proposeEntry(data: Uint8Array): Promise<unknown> {
-    const leaderChange = this.nextLeaderChange();
+    const leaderChange = this.leaderChanges.next();
     const attempt = this.raft.propose(data, { timeoutMs: this.timeoutMs });
     try {
       const result = await Promise.race([attempt, leaderChange.changed]);
@@ -137,13 +128,13 @@ export class RaftMetaStore implements MetaStore {
   async linearizableRead(): Promise<void> {
     const deadline = Date.now() + this.timeoutMs;
     for (;;) {
-      const leaderChange = this.nextLeaderChange();
+      const leaderChange = this.leaderChanges.next();
       const attempt = this.raft.read({ timeoutMs: Math.max(1, deadline - Date.now()) });
       try {
         if ((await Promise.race([attempt, leaderChange.changed])) !== LEADER_CHANGED) return;
         attempt.catch(() => {}); // abandoned: its timeout is nobody's error
       } catch (err) {
-        if (!this.leaderNotAnnouncedYet(err) || !(await this.within(deadline, leaderChange.changed))) throw readErrorToKcm(err);
+        if (!this.leaderNotAnnouncedYet(err) || !(await this.leaderChanges.within(deadline, leaderChange.changed))) throw readErrorToKcm(err);
       } finally {
         leaderChange.stop();
       }
@@ -153,26 +144,5 @@ export class RaftMetaStore implements MetaStore {
   /** read() refused for want of a leader that the core already knows. */
   private leaderNotAnnouncedYet(err: unknown): boolean {
     return err instanceof NotLeaderError && err.leader === null && this.raft.status().leader !== null;
-  }
-
-  /** True if `event` happens before `deadline`. */
-  private async within(deadline: number, event: Promise<unknown>): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))));
-    try {
-      return await Promise.race([event.then(() => true as const), late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Resolves at the next leader change this member observes; stop() when no longer needed. */
-  private nextLeaderChange(): { changed: Promise<typeof LEADER_CHANGED>; stop(): void } {
-    let wake: () => void = () => {};
-    const changed = new Promise<typeof LEADER_CHANGED>((resolve) => {
-      wake = () => resolve(LEADER_CHANGED);
-      this.leaderChangeWaiters.add(wake);
-    });
-    return { changed, stop: () => this.leaderChangeWaiters.delete(wake) };
   }
 }

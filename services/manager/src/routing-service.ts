@@ -18,6 +18,7 @@ import type { NodeId } from '@kcm/raft';
 import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
 import type { SubmitReply } from './forward/forward-proto';
 import { LeaderLink } from './forward/leader-link';
+import { LEADER_CHANGED, LeaderChanges } from './leader-changes';
 import { raftAddressOf } from './members';
 
 /** Prefix of the idempotency keys a member gives submissions that came without a request_id. */
@@ -37,19 +38,13 @@ export interface RoutingDeps {
   forwardTimeoutMs?: number;
 }
 
-const LEADER_CHANGED = Symbol('leader changed');
-
 export class RoutingService implements JobService {
   private readonly link = new LeaderLink();
-  /** Submissions waiting for the next leader change; one listener on the node serves them all. */
-  private readonly leaderChangeWaiters = new Set<() => void>();
+  /** Submissions waiting for the next leader change (one listener on the node serves them all). */
+  private readonly leaderChanges = new LeaderChanges();
 
   constructor(private readonly deps: RoutingDeps) {
-    deps.onLeaderChange?.(() => {
-      const waiters = [...this.leaderChangeWaiters];
-      this.leaderChangeWaiters.clear();
-      for (const wake of waiters) wake();
-    });
+    deps.onLeaderChange?.(() => this.leaderChanges.notify());
   }
 
   /** Closes the streams to the leader. */
@@ -97,10 +92,10 @@ export class RoutingService implements JobService {
     for (;;) {
       const leader = this.deps.leader();
       if (leader !== null) {
-        const changed = this.nextLeaderChange();
+        const changed = this.leaderChanges.next();
         const attempt = leader === this.deps.self ? this.submitHere(envelope, parsed) : this.forwardOnce(leader, envelope, logId, deadline);
         try {
-          const result = await Promise.race([attempt, changed.promise]);
+          const result = await Promise.race([attempt, changed.changed]);
           if (result !== LEADER_CHANGED) return result;
           attempt.catch(() => {}); // abandoned: the re-send gets the same job, or its answer
           lastFailure = `leadership moved from ${leader}`;
@@ -116,7 +111,7 @@ export class RoutingService implements JobService {
       }
       if (Date.now() >= deadline) break;
       // A pause, cut short by news of a leader: the failed one may be gone for good, or back in a moment.
-      await this.leaderChangeWithin(Math.min(deadline, Date.now() + RESEND_PAUSE_MS));
+      await this.leaderChanges.within(Math.min(deadline, Date.now() + RESEND_PAUSE_MS));
     }
     throw outcomeUnknown(requestId, lastFailure);
   }
@@ -141,29 +136,6 @@ export class RoutingService implements JobService {
     }
     if (reply.error_code !== 0) throw relayedError(reply);
     return { jobId: reply.job_id };
-  }
-
-  /** True if the leader changes before `deadline`. */
-  private async leaderChangeWithin(deadline: number): Promise<boolean> {
-    const changed = this.nextLeaderChange();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))));
-    try {
-      return (await Promise.race([changed.promise, late])) === LEADER_CHANGED;
-    } finally {
-      clearTimeout(timer);
-      changed.stop();
-    }
-  }
-
-  /** Resolves at the next leader change this member observes; stop() when no longer needed. */
-  private nextLeaderChange(): { promise: Promise<typeof LEADER_CHANGED>; stop(): void } {
-    let wake: () => void = () => {};
-    const promise = new Promise<typeof LEADER_CHANGED>((resolve) => {
-      wake = () => resolve(LEADER_CHANGED);
-      this.leaderChangeWaiters.add(wake);
-    });
-    return { promise, stop: () => this.leaderChangeWaiters.delete(wake) };
   }
 }
 
