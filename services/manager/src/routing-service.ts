@@ -82,13 +82,15 @@ export class RoutingService implements JobService {
    * follows leadership until a leader answers: a leader change while it is in flight, or a
    * leader that fails to answer (its stream broke, it lost leadership with the entry
    * pending), sends it again to the leader known then. A refusal (validation, conflict, ...)
-   * is the answer. Gives up at the deadline with an "outcome unknown" NO_LEADER naming the
-   * request_id to retry with.
+   * is the answer. Gives up at the deadline with an "outcome unknown" NO_LEADER (TIMEOUT when
+   * the last leader's commit timed out) naming the request_id to retry with.
    */
   private async submit(envelope: Record<string, unknown>, logId: string | undefined, parsed?: ValidRequest): Promise<{ jobId: string }> {
     const deadline = Date.now() + (this.deps.forwardTimeoutMs ?? 15_000);
     const requestId = typeof envelope.request_id === 'string' ? envelope.request_id : undefined;
     let lastFailure = 'no answer';
+    /** NO_LEADER, or TIMEOUT when the last leader's commit timed out: the final answer keeps that code. */
+    let lastCode: 'NO_LEADER' | 'TIMEOUT' = 'NO_LEADER';
     for (;;) {
       const leader = this.deps.leader();
       if (leader !== null) {
@@ -99,12 +101,14 @@ export class RoutingService implements JobService {
           if (result !== LEADER_CHANGED) return result;
           attempt.catch(() => {}); // abandoned: the re-send gets the same job, or its answer
           lastFailure = `leadership moved from ${leader}`;
+          lastCode = 'NO_LEADER';
           continue;
         } catch (err) {
           // Only an unanswered submission is sent again, and only with a key (one without is malformed: refused anyway).
           if (!KcmError.is(err, 'NO_LEADER') && !KcmError.is(err, 'TIMEOUT')) throw err;
           if (requestId === undefined) throw err;
-          lastFailure = `${leader === this.deps.self ? 'this member' : `the leader ${leader}`} did not answer: ${(err as Error).message}`;
+          lastFailure = `${leader === this.deps.self ? 'this member' : `the leader ${leader}`} did not answer: ${(err as Error).message.replace(/^outcome unknown: /, '')}`;
+          lastCode = KcmError.is(err, 'TIMEOUT') ? 'TIMEOUT' : 'NO_LEADER';
         } finally {
           changed.stop();
         }
@@ -113,7 +117,7 @@ export class RoutingService implements JobService {
       // A pause, cut short by news of a leader: the failed one may be gone for good, or back in a moment.
       await this.leaderChanges.within(Math.min(deadline, Date.now() + RESEND_PAUSE_MS));
     }
-    throw outcomeUnknown(requestId, lastFailure);
+    throw outcomeUnknown(requestId, lastFailure, lastCode);
   }
 
   /** This member leads: its own JobService validates and commits (the leader validates every submission). */
@@ -155,9 +159,9 @@ function noLeaderKnown(): KcmError {
 }
 
 /** The plain statement a client needs when a submission may or may not have created its job. */
-export function outcomeUnknown(requestId: string | undefined, why: string): KcmError {
+export function outcomeUnknown(requestId: string | undefined, why: string, code: 'NO_LEADER' | 'TIMEOUT' = 'NO_LEADER'): KcmError {
   const retry = requestId === undefined ? 'retry' : `retry with request_id ${JSON.stringify(requestId)}: a retry with the same request_id returns that job and never creates a second one`;
-  return KcmError.of('NO_LEADER', `outcome unknown: the job may or may not have been created (${why}); ${retry}`);
+  return KcmError.of(code, `outcome unknown: the job may or may not have been created (${why}); ${retry}`);
 }
 
 function relayedError(reply: SubmitReply): KcmError {

@@ -177,6 +177,19 @@ describe('a member following the leader with its in-flight submissions', () => {
     routing.close();
   });
 
+  it("keeps TIMEOUT as the code when the last leader's commit timed out", async () => {
+    const view = new LeaderView(SELF);
+    const local: JobService = { ...notHere, submitJob: () => Promise.reject(KcmError.of('TIMEOUT', 'outcome unknown: proposal timed out after 10000 ms; retry with the same request_id')) };
+    const routing = new RoutingService({ local, self: SELF, ...view.deps(), forwardTimeoutMs: 500 });
+    const err = await routing.submitJob(request('client-key-9')).catch((e: unknown) => e);
+    expect(KcmError.is(err, 'TIMEOUT')).toBe(true);
+    expect((err as Error).message).toBe(
+      'outcome unknown: the job may or may not have been created (this member did not answer: proposal timed out after 10000 ms; retry with the same request_id); ' +
+        'retry with request_id "client-key-9": a retry with the same request_id returns that job and never creates a second one',
+    );
+    routing.close();
+  });
+
   it('says plainly that the outcome is unknown, naming the request_id to retry with, when no leader answers in time', async () => {
     const view = new LeaderView(oldAt.member);
     const routing = new RoutingService({ local: notHere, self: SELF, ...view.deps(), forwardTimeoutMs: 600 });
