@@ -38,6 +38,11 @@ export interface RaftNodeOptions {
   heartbeatTick?: number; // default 1
   /** Take a snapshot (and compact the log) every this many applied entries; 0 = never. Default 10,000. */
   snapshotEntries?: number;
+  /**
+   * A follower asks the leader again for a read round it has not answered within this many
+   * ticks (the request or its answer may be lost: see read-rounds.ts). Default 5.
+   */
+  readRetryTicks?: number;
   /** Timeout of propose()/read() when the call gives none. Default 5,000 ms. */
   defaultTimeoutMs?: number;
   /** Further core tunables (preVote, checkQuorum, flow control). */
@@ -81,6 +86,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private readonly tickMs: number;
   private readonly snapshotEntries: number;
   private readonly defaultTimeoutMs: number;
+  private readonly readRetryTicks: number;
 
   private ticker: NodeJS.Timeout | undefined;
   private passScheduled = false;
@@ -111,6 +117,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.tickMs = opts.tickMs ?? 100;
     this.snapshotEntries = opts.snapshotEntries ?? 10_000;
     this.defaultTimeoutMs = opts.defaultTimeoutMs ?? 5_000;
+    this.readRetryTicks = Math.max(1, opts.readRetryTicks ?? 5);
     this.reads = new ReadRounds(opts.id);
   }
 
@@ -147,6 +154,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.transport.onMessage((m) => this.stepMessage(m));
     this.transport.onUnreachable((peer) => {
       if (this.stopped) return;
+      // The connection that carried our read rounds to the leader broke: ask again soon.
+      if (peer === this.leader) this.reads.askAgainSoon(this.readRetryTicks);
       this.raw.reportUnreachable(peer);
       this.schedule();
     });
@@ -241,6 +250,10 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     if (this.stopped) return;
     this.raw.tick();
     this.reads.forgetSettled();
+    // A leader's own rounds ride on every heartbeat; a follower's need asking again.
+    if (this.role === 'follower' && this.leader !== null) {
+      for (const ctx of this.reads.dueForAskingAgain(this.readRetryTicks)) this.raw.readIndex(ctx);
+    }
     this.schedule();
   }
 

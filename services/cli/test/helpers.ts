@@ -29,13 +29,18 @@ export interface RunResult {
   stderr: string;
 }
 
-export async function runKcm(argv: string[], options: { url?: string; tty?: boolean; env?: Record<string, string> } = {}): Promise<RunResult> {
+export async function runKcm(
+  argv: string[],
+  options: { url?: string; tty?: boolean; env?: Record<string, string>; fetch?: typeof fetch; sleep?: (ms: number) => Promise<void> } = {},
+): Promise<RunResult> {
   let stdout = '';
   let stderr = '';
   const io: CliIo = {
     stdout: { write: (text: string) => (stdout += text), isTTY: options.tty ?? false, columns: 120 },
     stderr: { write: (text: string) => (stderr += text) },
     env: { USER: 'alice', ...(options.url ? { KCM_URL: options.url } : {}), ...options.env },
+    fetch: options.fetch,
+    sleep: options.sleep,
   };
   const code = await main(argv, io);
   return { code, stdout, stderr };

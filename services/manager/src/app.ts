@@ -186,7 +186,12 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     validationBarrier: () => (leaderHasAppliedAllCommitted() ? Promise.resolve() : store.linearizableRead()),
     onSubmitted: () => activeRunner.notify(),
   });
-  const service = new RoutingService({ local, self: config.member, leader: () => raft.status().leader });
+  const service = new RoutingService({
+    local,
+    self: config.member,
+    leader: () => raft.status().leader,
+    onLeaderChange: (listener) => raft.on('leaderChange', listener),
+  });
   routing = service;
   const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth: { tokens: config.authTokens }, registry: promRegistry });
 

@@ -9,17 +9,23 @@ import type { ApplyOutcome } from './meta/outcome';
 import type { MetaStateMachine } from './meta/state-machine';
 import type { MetaState } from './meta/state';
 import type { MetaStore } from './meta/store';
+import { LEADER_CHANGED, LeaderChanges } from './leader-changes';
 
 /** Raft's typed errors as the catalog errors a client sees. */
 export function raftErrorToKcm(err: unknown): unknown {
   if (err instanceof NotLeaderError) return KcmError.of('NO_LEADER', err.message, { cause: err });
   if (err instanceof ProposalOverloadedError) return KcmError.of('OVERLOADED', err.message, { cause: err });
   if (err instanceof ProposalDroppedError) return KcmError.of('NO_LEADER', `${err.message}; retry`, { cause: err });
-  if (err instanceof TimeoutError) return KcmError.of('TIMEOUT', `${err.message}; the outcome is unknown, retry with the same request_id`, { cause: err });
+  if (err instanceof TimeoutError) return KcmError.of('TIMEOUT', `outcome unknown: ${err.message}; retry with the same request_id`, { cause: err });
   return err;
 }
 
-const LEADER_CHANGED = Symbol('leader changed');
+/** The same for a read barrier: a read changes nothing, so there is no outcome to be unknown. */
+function readErrorToKcm(err: unknown): unknown {
+  if (err instanceof TimeoutError) return KcmError.of('TIMEOUT', `${err.message}: no leader confirmed this member's read in time; retry`, { cause: err });
+  return raftErrorToKcm(err);
+}
+
 
 /**
  * Most characters of JSON packed into one entry; a larger command gets an entry of its own.
@@ -34,22 +40,13 @@ interface QueuedProposal {
 }
 
 export class RaftMetaStore implements MetaStore {
-  /**
-   * Callers waiting for the next leader change. One listener on the node serves them all:
-   * a listener per pending proposal made every add and remove a scan of the emitter's
-   * listener list, and past 10 pending calls node printed a MaxListenersExceededWarning,
-   * with a formatted stack, again each time the list shrank back and grew.
-   */
-  private readonly leaderChangeWaiters = new Set<() => void>();
+  /** Calls waiting for the next leader change (one listener on the node serves them all). */
+  private readonly leaderChanges = new LeaderChanges();
   /** Commands proposed in this turn of the event loop, proposed together on the next. */
   private queued: QueuedProposal[] = [];
 
   constructor(private readonly raft: RaftNode, private readonly sm: MetaStateMachine, private readonly timeoutMs = 10_000) {
-    raft.on('leaderChange', () => {
-      const waiters = [...this.leaderChangeWaiters];
-      this.leaderChangeWaiters.clear();
-      for (const wake of waiters) wake();
-    });
+    raft.on('leaderChange', () => this.leaderChanges.notify());
   }
 
   state(): MetaState {
@@ -102,13 +99,13 @@ export class RaftMetaStore implements MetaStore {
 
   /** One log entry: resolves with what its apply returned here (an outcome, or a batch's outcomes). */
   private async proposeEntry(data: Uint8Array): Promise<unknown> {
-    const leaderChange = this.nextLeaderChange();
+    const leaderChange = this.leaderChanges.next();
     const attempt = this.raft.propose(data, { timeoutMs: this.timeoutMs });
     try {
       const result = await Promise.race([attempt, leaderChange.changed]);
       if (result !== LEADER_CHANGED) return result;
       attempt.catch(() => {}); // abandoned: its late failure is nobody's error
-      throw KcmError.of('NO_LEADER', 'leadership moved while the command was pending; its outcome is unknown, retry with the same request_id');
+      throw KcmError.of('NO_LEADER', 'outcome unknown: leadership moved while the command was pending; retry with the same request_id');
     } catch (err) {
       throw raftErrorToKcm(err);
     } finally {
@@ -131,13 +128,13 @@ export class RaftMetaStore implements MetaStore {
   async linearizableRead(): Promise<void> {
     const deadline = Date.now() + this.timeoutMs;
     for (;;) {
-      const leaderChange = this.nextLeaderChange();
+      const leaderChange = this.leaderChanges.next();
       const attempt = this.raft.read({ timeoutMs: Math.max(1, deadline - Date.now()) });
       try {
         if ((await Promise.race([attempt, leaderChange.changed])) !== LEADER_CHANGED) return;
         attempt.catch(() => {}); // abandoned: its timeout is nobody's error
       } catch (err) {
-        if (!this.leaderNotAnnouncedYet(err) || !(await this.within(deadline, leaderChange.changed))) throw raftErrorToKcm(err);
+        if (!this.leaderNotAnnouncedYet(err) || !(await this.leaderChanges.within(deadline, leaderChange.changed))) throw readErrorToKcm(err);
       } finally {
         leaderChange.stop();
       }
@@ -147,26 +144,5 @@ export class RaftMetaStore implements MetaStore {
   /** read() refused for want of a leader that the core already knows. */
   private leaderNotAnnouncedYet(err: unknown): boolean {
     return err instanceof NotLeaderError && err.leader === null && this.raft.status().leader !== null;
-  }
-
-  /** True if `event` happens before `deadline`. */
-  private async within(deadline: number, event: Promise<unknown>): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))));
-    try {
-      return await Promise.race([event.then(() => true as const), late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Resolves at the next leader change this member observes; stop() when no longer needed. */
-  private nextLeaderChange(): { changed: Promise<typeof LEADER_CHANGED>; stop(): void } {
-    let wake: () => void = () => {};
-    const changed = new Promise<typeof LEADER_CHANGED>((resolve) => {
-      wake = () => resolve(LEADER_CHANGED);
-      this.leaderChangeWaiters.add(wake);
-    });
-    return { changed, stop: () => this.leaderChangeWaiters.delete(wake) };
   }
 }

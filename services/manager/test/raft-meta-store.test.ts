@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
-import { NotLeaderError, type RaftNode } from '@kcm/raft';
+import { NotLeaderError, TimeoutError, type RaftNode } from '@kcm/raft';
 import { RaftMetaStore } from '../src/raft-meta-store';
 import { CommandKind } from '../src/meta/commands';
 import { MetaStateMachine } from '../src/meta/state-machine';
@@ -123,5 +123,14 @@ describe('RaftMetaStore', () => {
     const started = Date.now();
     await expect(new RaftMetaStore(node as unknown as RaftNode, new MetaStateMachine(), 50).linearizableRead()).rejects.toMatchObject({ errorName: 'NO_LEADER' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+  });
+
+  it('says a proposal that timed out has an unknown outcome, and a read that timed out only that it can be retried', async () => {
+    const node = new PendingNode();
+    node.read = () => Promise.reject(new TimeoutError('read', 10_000));
+    node.propose = () => Promise.reject(new TimeoutError('proposal', 10_000));
+    const store = new RaftMetaStore(node as unknown as RaftNode, new MetaStateMachine());
+    await expect(store.propose(cmd)).rejects.toSatisfy((err) => KcmError.is(err, 'TIMEOUT') && /^outcome unknown: .*retry with the same request_id$/.test((err as Error).message));
+    await expect(store.linearizableRead()).rejects.toSatisfy((err) => KcmError.is(err, 'TIMEOUT') && !/outcome|request_id/.test((err as Error).message));
   });
 });

@@ -22,6 +22,8 @@ export interface GroupOptions {
   agentPort: number;
   /** Extra manager config (tickMs, electionTick, ...). */
   managerConfig?: Partial<ManagerSpec>;
+  /** Extra config of single members, over managerConfig (e.g. a slower election timer for one). */
+  memberConfig?: Record<string, Partial<ManagerSpec>>;
   /** Keep the temp folder after stop() (for reading logs after a failure); also $KCM_TEST_KEEP_DIR. */
   keepDir?: boolean;
 }
@@ -37,7 +39,13 @@ export class LocalGroup {
     const joiners = new Set(opts.joiners ?? []);
     const seeds = opts.members.filter((m) => !joiners.has(m));
     for (const [i, member] of opts.members.entries()) {
-      const spec: ManagerSpec = { member, agentPort: opts.agentPort, ...opts.managerConfig, ...(joiners.has(member) ? { join: true } : { initialMembers: seeds }) };
+      const spec: ManagerSpec = {
+        member,
+        agentPort: opts.agentPort,
+        ...opts.managerConfig,
+        ...opts.memberConfig?.[member],
+        ...(joiners.has(member) ? { join: true } : { initialMembers: seeds }),
+      };
       this.managers.set(member, this.processes.add(new ManagerProcess(spec, path.join(this.dir, `manager-${i + 1}`))));
     }
     for (const host of opts.agentHosts) {

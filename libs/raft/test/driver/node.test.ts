@@ -19,6 +19,12 @@ class LoopbackNetwork {
   private readonly unreachable = new Map<NodeId, (peer: NodeId) => void>();
   readonly isolated = new Set<NodeId>();
   readonly sent: { from: NodeId; m: Message; syncedWritesInFlight: number }[] = [];
+  /**
+   * Messages of these types are lost without a word, the next one of each type only: like a
+   * message written into a connection the peer already closed (a member SIGSTOPped past
+   * the keepalive timeout), which the sender learns of only after the write.
+   */
+  readonly loseNext = new Set<Message['type']>();
 
   transport(id: NodeId, storage: CountingStorage): DriverTransport {
     return {
@@ -36,6 +42,7 @@ class LoopbackNetwork {
             setImmediate(() => this.unreachable.get(id)?.(m.to));
             continue;
           }
+          if (this.loseNext.delete(m.type)) continue;
           setImmediate(() => this.handlers.get(m.to)?.(m));
         }
       },
@@ -246,6 +253,25 @@ describe('RaftNode driver', () => {
     await until(() => follower.node.knownLeader !== null && follower.node.knownLeader !== leader.node.id);
     await follower.node.read({ timeoutMs: 5_000 });
   });
+
+  // Issue 12, defect 4: the first read on a follower after a 20 s SIGSTOP timed out. Its
+  // ReadIndex went into the connection the leader had closed during the pause (keepalive),
+  // and neither the core nor the driver ever asked again.
+  for (const lost of ['ReadIndex', 'ReadIndexResp'] as const) {
+    it(`serves a follower's read at once when its round's ${lost} is lost (asks the leader again)`, async () => {
+      const { net, members } = await startGroup();
+      const leader = await leaderOf(members);
+      const follower = members.find((m) => m !== leader)!;
+      await until(() => follower.node.knownLeader === leader.node.id);
+      await leader.node.propose(put('before', 'read'));
+      net.loseNext.add(lost);
+      const started = Date.now();
+      await follower.node.read({ timeoutMs: 10_000 });
+      expect(Date.now() - started).toBeLessThan(1_000); // ticks are 5 ms here: a few retries, not the timeout
+      expect(follower.sm.map.get('before')).toBe('read');
+      expect(net.loseNext.size).toBe(0); // the message was indeed lost once
+    });
+  }
 
   it('writes a commit-only change together with the next write, and the latest commit when stopped', async () => {
     const { members } = await startGroup();

@@ -6,6 +6,7 @@ import { JOB_MODES, canonicalJobType, unknownParas, type ReplyEnvelope } from '@
 import { EXIT, UsageError, type CliIo } from '../io';
 import { emitHelp, jobHelp } from '../help';
 import { followJob } from './status';
+import { newRequestId, submitWithRetries } from '../submit';
 import {
   buildEnvelope,
   connect,
@@ -74,13 +75,17 @@ export async function sendJob(
   request: { jobType: string; paras: Record<string, unknown>; jobId?: string; requestId?: string },
   wait: { wait?: boolean; interval?: string; timeout?: string } = {},
 ): Promise<number> {
-  const envelope = buildEnvelope(request.jobType, request.paras, io, { jobId: request.jobId, requestId: request.requestId });
+  // An async job always carries a request_id, so that sending it again never makes a second job.
+  const canonical = canonicalJobType(request.jobType);
+  const isSubmission = canonical !== undefined && JOB_MODES[canonical] === 'async';
+  const requestId = request.requestId ?? (isSubmission ? newRequestId() : undefined);
+  const envelope = buildEnvelope(request.jobType, request.paras, io, { jobId: request.jobId, requestId });
   const valid = validateLocally(envelope, io, connection.json);
   if (!valid) return EXIT.failed;
   for (const name of unknownParas(valid.jobType, request.paras)) {
     io.stderr.write(`kcm: warning: paras.${name} is not a parameter of ${valid.jobType}; the manager ignores it\n`);
   }
-  const { reply } = await connection.client.emit(envelope);
+  const reply = isSubmission ? await submitWithRetries(connection.client, envelope, io) : (await connection.client.emit(envelope)).reply;
   if (reply.status === 'accept' && wait.wait) {
     if (!connection.json) io.stdout.write(`accepted: ${reply.job_type} job ${reply.job_id}\n`);
     return followJob(connection, reply.job_id, io, wait, 'emit');
