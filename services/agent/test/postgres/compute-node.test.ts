@@ -210,21 +210,23 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     const m = await maria.connect('postgres_$$_public');
     await m.query(
       `CREATE TABLE wallets (id INT PRIMARY KEY, money INT DEFAULT 1000, flag INT NOT NULL DEFAULT 7, note VARCHAR(20) DEFAULT 'it''s new',
-         at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, tag VARCHAR(40) DEFAULT (uuid()))`,
+         at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, tag VARCHAR(40) DEFAULT (uuid()), span TIME DEFAULT '-10:00:00')`,
     );
     const reply = await sync(0, 'sync-defaults');
     expect(reply.changes.map((c) => `${c.action} ${c.table}: ${c.reason}`)).toEqual([
       'imported wallets: ',
       'skipped wallets: defaults not carried: tag (uuid(): an expression with no safe PostgreSQL equivalent)',
+      // Mapped, but PostgreSQL's time type has no negative values: only that default is left out.
+      expect.stringMatching(/^skipped wallets: PostgreSQL refused column attributes: span: default '-10:00:00' not carried: .*time/),
     ]);
     const c = await login(0);
     await c.query('INSERT INTO public.wallets (id) VALUES (1)');
     const row = async (id: number) => {
-      const [rows] = await m.query('SELECT money, flag, note, tag, TIMESTAMPDIFF(SECOND, at, NOW()) AS age FROM wallets WHERE id = ?', [id]);
+      const [rows] = await m.query('SELECT money, flag, note, tag, span, TIMESTAMPDIFF(SECOND, at, NOW()) AS age FROM wallets WHERE id = ?', [id]);
       return (rows as Record<string, unknown>[])[0];
     };
     const first = await row(1);
-    expect(first).toMatchObject({ money: 1000, flag: 7, note: "it's new", tag: null }); // uuid() is not carried: the row gets NULL
+    expect(first).toMatchObject({ money: 1000, flag: 7, note: "it's new", tag: null, span: null }); // defaults not carried: the row gets NULL
     expect(Math.abs(Number(first.age))).toBeLessThan(60);
     const attributes = async () =>
       (await c.query(`SELECT attname AS col, attnotnull AS not_null, pg_get_expr(d.adbin, d.adrelid) AS dflt

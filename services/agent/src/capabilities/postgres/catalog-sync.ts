@@ -159,27 +159,26 @@ async function trySavepoint(db: AdminClient, sql: string): Promise<Error | undef
 
 /**
  * Gives every column of a foreign table its NOT NULL and default, in one statement. When
- * PostgreSQL refuses one (a literal its column type cannot read), the columns are done one
- * by one so that default alone is left out, and the change says so. The attributes
- * signature is recorded all the same: the same input would be refused again every round.
+ * PostgreSQL refuses it (a literal its column type cannot read, e.g. MariaDB's TIME
+ * '-10:00:00'), the columns are done one by one, each in a savepoint, so only what is
+ * refused is left out, and a 'skipped' change says what. The attributes signature is
+ * recorded all the same: the same input would be refused again every round.
  */
 async function applyColumnAttributes(db: AdminClient, schema: string, shardId: string, t: TableDefinition): Promise<CatalogChange[]> {
   const name = `${ident(schema)}.${ident(t.table)}`;
-  if (t.columns.length > 0 && (await trySavepoint(db, `ALTER FOREIGN TABLE ${name} ${t.columns.map((c) => columnClauses(c)).join(', ')}`))) {
-    const refused: string[] = [];
+  const alter = (clauses: string) => trySavepoint(db, `ALTER FOREIGN TABLE ${name} ${clauses}`);
+  const refused: string[] = [];
+  if (t.columns.length > 0 && (await alter(t.columns.map((c) => columnClauses(c)).join(', ')))) {
     for (const c of t.columns) {
-      const err = await trySavepoint(db, `ALTER FOREIGN TABLE ${name} ${columnClauses(c)}`);
+      const err = await alter(columnClauses(c));
       if (!err) continue;
-      const withoutDefault = c.defaultSql === null ? err : await trySavepoint(db, `ALTER FOREIGN TABLE ${name} ${columnClauses(c, false)}`);
+      const withoutDefault = c.defaultSql === null ? err : await alter(columnClauses(c, false));
       refused.push(withoutDefault ? `${c.name}: ${withoutDefault.message}` : `${c.name}: default ${c.rawDefault} not carried: ${err.message}`);
-    }
-    if (refused.length > 0) {
-      await db.query(`COMMENT ON FOREIGN TABLE ${name} IS ${literal(`kcm:${t.signature}:${t.attributes}`)}`);
-      return [{ database: '', schema, table: t.table, action: 'skipped', shard_id: shardId, reason: `PostgreSQL refused column attributes: ${refused.join('; ')}` }];
     }
   }
   await db.query(`COMMENT ON FOREIGN TABLE ${name} IS ${literal(`kcm:${t.signature}:${t.attributes}`)}`);
-  return [];
+  if (refused.length === 0) return [];
+  return [{ database: '', schema, table: t.table, action: 'skipped', shard_id: shardId, reason: `PostgreSQL refused column attributes: ${refused.join('; ')}` }];
 }
 
 /** Runs the plan in one transaction: a failure leaves the database's catalog as it was. */
