@@ -48,6 +48,8 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
    * which fails there again and removes the learner then.
    */
   async function removeLearner(peer: string, signal: AbortSignal): Promise<string> {
+    if (isVoter(peer)) return `${peer} became a voting member all the same (a proposal whose outcome was unknown committed); remove it with remove_peer if unwanted`;
+    if (!isLearner(peer)) return `${peer} was not added as a learner`;
     for (let attempt = 1; isLearner(peer); attempt++) {
       try {
         await changeConf('remove', peer);
