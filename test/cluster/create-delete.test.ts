@@ -94,7 +94,11 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ nodes: '2' }, '1004', /paras\.nodes/],
       [{ storage_iplists: ['127.0.2.1', '127.0.2.9'] }, '1005', /paras\.storage_iplists\[1\].*127\.0\.2\.9 is not registered/],
-      [{ shards: '30' }, '1007', /paras\.storage_iplists: 90 storage nodes are needed.*60 free ports/],
+      // 'share': weights are not summed, so the ports are what runs out.
+      [{ shards: '30', cpu_limit_node: 'share' }, '1007', /paras\.storage_iplists: 90 storage nodes are needed.*60 free ports/],
+      [{ shards: '30' }, '1007', /paras\.storage_iplists: 90 storage nodes are needed .* have room for 6: 127\.0\.2\.1 takes 2 more \(cores: a quota of 1/],
+      [{ innodb_size: '2048', cpu_cores: '8' }, '1007', /127\.0\.2\.1 takes 0 more \(cpu_cores 8 per storage node is more than its 2 cores/],
+      [{ innodb_size: '4096' }, '1007', /127\.0\.2\.1 takes 1 more \(memory: 4096 MB innodb_size per storage node, 4096 MB of its 4096 MB total_mem free\)/],
       [{ ha_mode: 'mgr' }, '1008', /paras\.ha_mode.*not supported/],
       [{ install_proxysql: '1', shards: '1' }, '1008', /paras\.install_proxysql.*not supported/],
       [{ fullsync_level: '3' }, '1004', /paras\.fullsync_level/],

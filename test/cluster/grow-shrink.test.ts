@@ -109,10 +109,12 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
 
   beforeAll(async () => {
     f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER });
+    // 8 cores: placement sums quota cores per machine, and after add_shards and add_nodes a
+    // host holds 3-4 storage nodes with a quota of 1 core each.
     for (const [i, host] of HOSTS.entries()) {
       for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
         const reply = await f.runJob('create_machine', {
-          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
+          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '8',
         });
         expect(reply.status, reply.error_info).toBe('done');
       }

@@ -80,7 +80,7 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
   delete_machine: [missing('machine_type'), wrongType('machine_type', 'server'), broken('hostaddr', 'localhost', 'a name, not an IP')],
   set_machine: [missing('node_stats'), wrongType('node_stats', 'offline'), broken('hostaddr', '127.0.0', 'three octets')],
   create_cluster: [
-    missing('nick_name'), missing('fullsync_level'), missing('storage_iplists'), missing('rocksdb_block_cache_size_M'),
+    missing('nick_name'), missing('fullsync_level'), missing('rocksdb_block_cache_size_M'),
     wrongType('ha_mode', 'galera'), wrongType('cpu_limit_node', 'hard'), wrongType('storage_iplists', '127.0.2.1'),
     wrongType('dbcfg', '2'), wrongType('install_proxysql', 'yes'), wrongType('nodes', 3),
     broken('nodes', '2', 'fewer than 3 nodes'), broken('shards', '0', 'no shards'), broken('comps', '0', 'no compute nodes'),

@@ -49,6 +49,13 @@ describe('validated paras are what jobs consume', () => {
     expect(parseRequest(body).ok).toBe(true);
   });
 
+  it('read a missing storage/computer iplist in create_cluster as empty: the spec text says machines are then chosen', () => {
+    const body = loadFixture('create_cluster');
+    delete body.paras.storage_iplists;
+    delete body.paras.computer_iplists;
+    expect(accept(body).paras).toMatchObject({ storage_iplists: [], computer_iplists: [] });
+  });
+
   it('accept IPv6 machine addresses', () => {
     const body = loadFixture('create_machine');
     body.paras.hostaddr = 'fd00::12';

@@ -36,9 +36,12 @@ export const createClusterParas = z
     rocksdb_block_cache_size_M: integerString(0),
     dbcfg: enumString(ZERO_ONE).default('0'),
     fullsync_level: integerString(0),
-    // Required by the spec but may be empty: then kcm places nodes on running machines.
-    storage_iplists: hostAddressList(),
-    computer_iplists: hostAddressList(),
+    // The spec's table marks them R, but its text says "if not specified, existing machines
+    // are chosen" and the reference system's clients leave them out: absent = [] = kcm
+    // places the nodes on running machines. (add_shards/add_comps/add_nodes have no such
+    // text in the spec, so they keep their list required.)
+    storage_iplists: hostAddressList().default([]),
+    computer_iplists: hostAddressList().default([]),
     install_proxysql: enumString(ZERO_ONE).default('0'),
   })
   .superRefine((p, ctx) => {

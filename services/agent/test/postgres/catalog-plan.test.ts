@@ -3,11 +3,17 @@
 
 import { describe, expect, it } from 'vitest';
 import { planDatabase, type LocalForeignTable } from '../../src/capabilities/postgres/catalog-plan';
-import { splitRemoteDb, type RemoteTable, type ShardView } from '../../src/capabilities/postgres/shard-catalog';
+import { mapMariadbDefault } from '../../src/capabilities/postgres/column-defaults';
+import { attributeSignature, remoteColumn, splitRemoteDb, type RemoteColumn, type RemoteTable, type ShardView } from '../../src/capabilities/postgres/shard-catalog';
 
-const remote = (table: string, signature = 'sig', remoteDb = 'app_$$_public'): RemoteTable => ({ remoteDb, ...splitRemoteDb(remoteDb)!, table, signature });
+const ID = remoteColumn('id', 'NO', null, 'int(11)', 'NEVER');
+const ATTRS = attributeSignature([ID]);
+const remote = (table: string, signature = 'sig', remoteDb = 'app_$$_public', columns: RemoteColumn[] = [ID]): RemoteTable => ({
+  remoteDb, ...splitRemoteDb(remoteDb)!, table, signature, columns, attributes: attributeSignature(columns),
+});
 const shard = (shardId: string, tables: RemoteTable[], reachable = true): ShardView => ({ shardId, reachable, problem: reachable ? '' : 'down', tables });
-const local = (table: string, server = 'shard_1', signature = 'sig', schema = 'public'): LocalForeignTable => ({ schema, table, server, signature });
+const local = (table: string, server = 'shard_1', signature = 'sig', schema = 'public', attributes = ATTRS): LocalForeignTable => ({ schema, table, server, signature, attributes });
+const imported = (table: string, signature = 'sig', columns: RemoteColumn[] = [ID]) => ({ table, signature, columns, attributes: attributeSignature(columns) });
 const summary = (plan: ReturnType<typeof planDatabase>) => plan.changes.map((c) => `${c.action} ${c.schema}.${c.table}@${c.shard_id}${c.reason ? ` (${c.reason})` : ''}`).sort();
 
 describe('catalog sync plan', () => {
@@ -21,8 +27,8 @@ describe('catalog sync plan', () => {
   it('imports new tables in one batch per shard and schema, only for its own database', () => {
     const plan = planDatabase('app', [shard('1', [remote('a'), remote('b'), remote('c', 'sig', 'other_$$_public')]), shard('2', [remote('d')])], [], new Set());
     expect(plan.imports).toEqual([
-      { shardId: '1', schema: 'public', remoteDb: 'app_$$_public', tables: [{ table: 'a', signature: 'sig' }, { table: 'b', signature: 'sig' }] },
-      { shardId: '2', schema: 'public', remoteDb: 'app_$$_public', tables: [{ table: 'd', signature: 'sig' }] },
+      { shardId: '1', schema: 'public', remoteDb: 'app_$$_public', tables: [imported('a'), imported('b')] },
+      { shardId: '2', schema: 'public', remoteDb: 'app_$$_public', tables: [imported('d')] },
     ]);
     expect(plan.drops).toEqual([]);
     expect(plan.foreignTables).toBe(3);
@@ -30,7 +36,7 @@ describe('catalog sync plan', () => {
 
   it('changes nothing when every foreign table matches its source', () => {
     const plan = planDatabase('app', [shard('1', [remote('a')])], [local('a')], new Set());
-    expect(plan).toEqual({ drops: [], imports: [], changes: [], foreignTables: 1 });
+    expect(plan).toEqual({ drops: [], imports: [], alters: [], changes: [], foreignTables: 1 });
   });
 
   it('drops a foreign table whose source is gone, also when its shard left the cluster', () => {
@@ -41,7 +47,7 @@ describe('catalog sync plan', () => {
 
   it('keeps the foreign tables of an unreachable shard untouched', () => {
     const plan = planDatabase('app', [shard('1', [], false)], [local('a')], new Set());
-    expect(plan).toEqual({ drops: [], imports: [], changes: [], foreignTables: 1 });
+    expect(plan).toEqual({ drops: [], imports: [], alters: [], changes: [], foreignTables: 1 });
   });
 
   it('re-imports a table whose columns changed or that moved to another shard', () => {
@@ -60,5 +66,81 @@ describe('catalog sync plan', () => {
     const plan = planDatabase('app', [shard('1', [remote('bad-name'), remote('mine')])], [], new Set(['public.mine']));
     expect(summary(plan)).toEqual(['skipped public.bad-name@1 (not a plain identifier)', 'skipped public.mine@1 (a local relation that kcm did not create has this name)']);
     expect(plan.imports).toEqual([]);
+  });
+});
+
+describe('column NOT NULL and defaults on the foreign tables', () => {
+  // COLUMN_DEFAULT exactly as MariaDB 10.11 reports it for `money int DEFAULT 1000`, `flag int NOT NULL DEFAULT 7`, ...
+  const money = remoteColumn('money', 'YES', '1000', 'int(11)', 'NEVER');
+  const flag = remoteColumn('flag', 'NO', '7', 'int(11)', 'NEVER');
+
+  it('maps literals, NULL and the current time; leaves out what has no safe PostgreSQL form', () => {
+    const cases: [string | null, string, string | null | { unmapped: RegExp }][] = [
+      [null, 'int(11)', null],
+      ['NULL', 'varchar(10)', null],
+      ['1000', 'int(11)', '1000'],
+      ['-1.50', 'decimal(5,2)', '-1.50'],
+      ['1e3', 'double', '1e3'],
+      ["'NULL'", 'varchar(10)', "'NULL'"],
+      ["''", 'text', "''"],
+      ["'it''s'", 'varchar(20)', "'it''s'"],
+      ["'a\\\\b\\nc'", 'varchar(20)', "'a\\b\nc'"],
+      ["'b'", "enum('a','b')", "'b'"],
+      ['current_timestamp()', 'timestamp', 'CURRENT_TIMESTAMP'],
+      ['current_timestamp(3)', 'datetime(3)', 'CURRENT_TIMESTAMP'],
+      ['curdate()', 'date', 'CURRENT_DATE'],
+      ['uuid()', 'varchar(40)', { unmapped: /no safe PostgreSQL equivalent/ }],
+      ['(1 + 2)', 'int(11)', { unmapped: /no safe PostgreSQL equivalent/ }],
+      ["b'1'", 'bit(1)', { unmapped: /no safe PostgreSQL equivalent/ }],
+      ["'a' || 'b'", 'varchar(9)', { unmapped: /no safe PostgreSQL equivalent/ }],
+      ["'x'); DROP TABLE t; --'", 'varchar(9)', { unmapped: /no safe PostgreSQL equivalent/ }],
+      ["'0000-00-00 00:00:00'", 'datetime', { unmapped: /zero date/ }],
+      ["'a\\\\b'", 'blob', { unmapped: /binary string with backslashes/ }],
+      ["'a\\0b'", 'varchar(9)', { unmapped: /NUL/ }],
+      ["'a\\qb'", 'varchar(9)', { unmapped: /no safe PostgreSQL equivalent/ }],
+    ];
+    for (const [raw, type, expected] of cases) {
+      const mapped = mapMariadbDefault(raw, type);
+      if (expected !== null && typeof expected === 'object') expect('unmapped' in mapped && mapped.unmapped, `${raw}`).toMatch(expected.unmapped);
+      else expect(mapped, `${raw}`).toEqual({ sql: expected });
+    }
+    expect(mapMariadbDefault('NULL', 'int(11)', true)).toEqual({ sql: null }); // a generated column has no default to carry
+  });
+
+  it('carries NOT NULL and the mapped default of every column into a new foreign table', () => {
+    const plan = planDatabase('app', [shard('1', [remote('t', 'sig', 'app_$$_public', [ID, money, flag])])], [], new Set());
+    expect(plan.imports[0].tables[0].columns.map((c) => [c.name, c.notNull, c.defaultSql])).toEqual([
+      ['id', true, null],
+      ['money', false, '1000'],
+      ['flag', true, '7'],
+    ]);
+  });
+
+  it('alters a foreign table in place when a default or NOT NULL changes on the shard, without re-importing it', () => {
+    const before = remote('t', 'sig', 'app_$$_public', [ID, money, flag]);
+    const after = remote('t', 'sig', 'app_$$_public', [ID, remoteColumn('money', 'NO', '2000', 'int(11)', 'NEVER'), flag]);
+    expect(after.attributes).not.toBe(before.attributes);
+    const plan = planDatabase('app', [shard('1', [after])], [local('t', 'shard_1', 'sig', 'public', before.attributes)], new Set());
+    expect(summary(plan)).toEqual(['altered public.t@1 (NOT NULL or defaults changed)']);
+    expect(plan.drops).toEqual([]);
+    expect(plan.imports).toEqual([]);
+    expect(plan.alters).toEqual([{ schema: 'public', shardId: '1', table: 't', signature: 'sig', attributes: after.attributes, columns: after.columns }]);
+    expect(planDatabase('app', [shard('1', [after])], [local('t', 'shard_1', 'sig', 'public', after.attributes)], new Set()).alters).toEqual([]);
+  });
+
+  it('alters a foreign table made before defaults were carried (no attributes in its comment)', () => {
+    const plan = planDatabase('app', [shard('1', [remote('t', 'sig', 'app_$$_public', [ID, money])])], [local('t', 'shard_1', 'sig', 'public', '')], new Set());
+    expect(summary(plan)).toEqual(['altered public.t@1 (NOT NULL or defaults changed)']);
+  });
+
+  it('reports a default it cannot carry, on every round, without re-importing or altering again', () => {
+    const u = remoteColumn('u', 'YES', 'uuid()', 'varchar(40)', 'NEVER');
+    const t = remote('t', 'sig', 'app_$$_public', [ID, u]);
+    expect(u).toMatchObject({ defaultSql: null, unmapped: 'an expression with no safe PostgreSQL equivalent' });
+    const skip = 'skipped public.t@1 (defaults not carried: u (uuid(): an expression with no safe PostgreSQL equivalent))';
+    expect(summary(planDatabase('app', [shard('1', [t])], [], new Set()))).toEqual(['imported public.t@1', skip]);
+    const steady = planDatabase('app', [shard('1', [t])], [local('t', 'shard_1', 'sig', 'public', t.attributes)], new Set());
+    expect(summary(steady)).toEqual([skip]);
+    expect(steady).toMatchObject({ drops: [], imports: [], alters: [], foreignTables: 1 });
   });
 });

@@ -26,7 +26,7 @@ import {
   opId,
   type EngineAgents,
 } from './instance-ops';
-import { candidatesFor, carryLoad, checkStorageSpace, placeComps, placeShards, type ShardPlacement } from './placement';
+import { candidatesFor, carryLoad, checkStorageSpace, computeDemand, placeComps, placeShards, storageDemand, type ShardPlacement } from './placement';
 import type { JobDefinition, StepContext } from './workflow';
 
 export interface ClusterJobDeps {
@@ -45,10 +45,11 @@ interface ClusterPlan {
 
 /** Placement of the whole cluster on the current state; throws the first reason it cannot be made. */
 export function planCluster(p: CreateParas, state: MetaState): ClusterPlan {
-  const storage = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists');
+  const options = optionsOf(p);
+  const storage = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists', storageDemand(options));
   const shards = placeShards(storage, p.shards, p.nodes, 'storage_iplists');
   checkStorageSpace(state, shards.flatMap((s) => s.hosts), p.max_storage_size);
-  const computer = candidatesFor(state, 'computer', p.computer_iplists, 'computer_iplists');
+  const computer = candidatesFor(state, 'computer', p.computer_iplists, 'computer_iplists', computeDemand(options));
   carryLoad(storage, computer);
   return { shards, comps: placeComps(computer, p.comps, 'computer_iplists') };
 }

@@ -10,7 +10,7 @@ import type { ClusterRecord, CompRecord, MetaState } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster } from './cluster-lookup';
 import { applyCpuLimit, installComp, placeOnce, rollBackPlacement, syncCompCatalogs, takeOutInstanceSteps } from './instance-ops';
-import { candidatesFor, placeComps } from './placement';
+import { candidatesFor, computeDemand, placeComps } from './placement';
 import type { JobDefinition, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_comps'>;
@@ -18,8 +18,8 @@ type DeleteParas = ParasOf<'delete_comp'>;
 
 /** Hosts of the new compute nodes on the current state; throws the first reason they cannot be placed. */
 export function planNewComps(p: AddParas, state: MetaState): string[] {
-  readyCluster(state, p.cluster_id);
-  return placeComps(candidatesFor(state, 'computer', p.computer_iplists, 'computer_iplists'), p.comps, 'computer_iplists');
+  const cluster = readyCluster(state, p.cluster_id);
+  return placeComps(candidatesFor(state, 'computer', p.computer_iplists, 'computer_iplists', computeDemand(cluster.options)), p.comps, 'computer_iplists');
 }
 
 function deletableComp(state: MetaState, p: DeleteParas): { cluster: ClusterRecord; comp: CompRecord } {

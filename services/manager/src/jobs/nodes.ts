@@ -18,7 +18,7 @@ import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '.
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { applyCpuLimit, instanceSpec, opId, placeOnce, rollBackPlacement, takeOutInstanceSteps, type EngineAgents } from './instance-ops';
-import { candidatesFor, checkStorageSpace, placeNodesInShard } from './placement';
+import { candidatesFor, checkStorageSpace, placeNodesInShard, storageDemand } from './placement';
 import type { JobDefinition } from './workflow';
 
 type AddParas = ParasOf<'add_nodes'>;
@@ -82,7 +82,7 @@ export async function copyIntoStandby(
 export function planNewNodes(p: AddParas, state: MetaState): { shardId: string; hostaddr: string }[] {
   const cluster = readyCluster(state, p.cluster_id);
   const shards = p.shard_id !== undefined ? [shardOf(cluster, p.shard_id)] : Object.values(cluster.shards);
-  const pool = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists');
+  const pool = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists', storageDemand(cluster.options));
   const placed = shards.flatMap((shard) => {
     const taken = Object.values(shard.nodes).map((n) => n.hostaddr);
     return placeNodesInShard(pool, taken, p.nodes, 'storage_iplists').hosts.map((hostaddr) => ({ shardId: shard.id, hostaddr }));

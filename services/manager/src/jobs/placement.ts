@@ -6,24 +6,91 @@
 // iplist, or every registered one when the list is empty); a shard's replicas go to
 // distinct machines when there are enough, and the result says which shards could not be
 // spread; among equal choices the machine with the fewest instances wins.
+//
+// A machine takes as many new instances as it has free ports, memory and cores for, all
+// counted against its registration (create_machine's total_mem and total_cpu_cores: what
+// the operator gives kcm on that machine; the measured facts are not used as the budget
+// because simulated hosts on one box each measure the whole box):
+// - memory: every storage node takes its cluster's innodb_size (existing ones included);
+//   compute nodes have no memory para and take none;
+// - cores: no instance may ask for more cpu_cores than its machine has. Instances in
+//   'share' mode (a cgroup weight) share the cores and are not summed; 'quota' mode is a
+//   hard cap, counted as a reservation: the quota cores of a machine's instances together
+//   stay within its total_cpu_cores. (update_instance_cgroup changes are not recorded in
+//   the metadata, so an instance counts with its cluster's cpu_cores and cpu_limit_node.)
+// Like the disk check, this is a placement check on the committed state, not a quota.
 
 import { KcmError } from '@kcm/protocol';
 import { freePortCount } from '../meta/clusters';
-import type { MachineType, MetaState } from '../meta/state';
+import { machineKey, type ClusterOptions, type MachineRecord, type MachineType, type MetaState } from '../meta/state';
 
 export interface Candidate {
   hostaddr: string;
-  /** Ports still free in this machine's range: how many more instances it can take. */
+  /** Ports still free in this machine's range. */
   freePorts: number;
+  /** How many more instances of the request it can take: free ports, memory and cores. */
+  room: number;
+  /** Why `room` is below `freePorts` ('' when ports are the limit): memory or cores, in words. */
+  short: string;
   /** Instances already on the host (any type): placement prefers the least loaded. */
   load: number;
+}
+
+/** What each new instance of a request takes from its machine. */
+export interface InstanceDemand {
+  /** MB of the machine's total_mem: a storage node's innodb_size; 0 for a compute node. */
+  memoryMb: number;
+  cpuCores: number;
+  cpuLimitNode: ClusterOptions['cpuLimitNode'];
+}
+
+export function storageDemand(options: Pick<ClusterOptions, 'innodbSizeMb' | 'cpuCores' | 'cpuLimitNode'>): InstanceDemand {
+  return { memoryMb: options.innodbSizeMb, cpuCores: options.cpuCores, cpuLimitNode: options.cpuLimitNode };
+}
+
+export function computeDemand(options: Pick<ClusterOptions, 'cpuCores' | 'cpuLimitNode'>): InstanceDemand {
+  return { memoryMb: 0, cpuCores: options.cpuCores, cpuLimitNode: options.cpuLimitNode };
+}
+
+/** Memory and quota cores the instances already on a machine take (its type's instances only). */
+function machineUse(state: MetaState, hostaddr: string, machineType: MachineType): { memoryMb: number; quotaCores: number } {
+  const use = { memoryMb: 0, quotaCores: 0 };
+  for (const cluster of Object.values(state.clusters)) {
+    const here =
+      machineType === 'storage'
+        ? Object.values(cluster.shards).reduce((n, shard) => n + Object.values(shard.nodes).filter((node) => node.hostaddr === hostaddr).length, 0)
+        : Object.values(cluster.comps).filter((comp) => comp.hostaddr === hostaddr).length;
+    const demand = machineType === 'storage' ? storageDemand(cluster.options) : computeDemand(cluster.options);
+    use.memoryMb += here * demand.memoryMb;
+    if (demand.cpuLimitNode === 'quota') use.quotaCores += here * demand.cpuCores;
+  }
+  return use;
+}
+
+/** How many instances of `demand` fit in the machine's memory and cores, and what limits it. */
+function resourceRoom(state: MetaState, machine: MachineRecord, demand: InstanceDemand): { room: number; short: string } {
+  const what = machine.machineType === 'storage' ? 'storage node' : 'compute node';
+  if (demand.cpuCores > machine.totalCpuCores) {
+    return { room: 0, short: `cpu_cores ${demand.cpuCores} per ${what} is more than its ${machine.totalCpuCores} cores (total_cpu_cores)` };
+  }
+  const use = machineUse(state, machine.hostaddr, machine.machineType);
+  const limits: { room: number; short: string }[] = [];
+  if (demand.memoryMb > 0) {
+    const free = Math.max(0, machine.totalMemMb - use.memoryMb);
+    limits.push({ room: Math.floor(free / demand.memoryMb), short: `memory: ${demand.memoryMb} MB innodb_size per ${what}, ${free} MB of its ${machine.totalMemMb} MB total_mem free` });
+  }
+  if (demand.cpuLimitNode === 'quota') {
+    const free = Math.max(0, machine.totalCpuCores - use.quotaCores);
+    limits.push({ room: Math.floor(free / demand.cpuCores), short: `cores: a quota of ${demand.cpuCores} per ${what}, ${free} of its ${machine.totalCpuCores} cores (total_cpu_cores) not under a quota yet` });
+  }
+  return limits.sort((a, b) => a.room - b.room)[0] ?? { room: Number.POSITIVE_INFINITY, short: '' };
 }
 
 /**
  * The running machines of `machineType` a request may use. Every address of a non-empty
  * iplist must be a registered, running machine of that type; the error names the entry.
  */
-export function candidatesFor(state: MetaState, machineType: MachineType, iplist: readonly string[], field: string): Candidate[] {
+export function candidatesFor(state: MetaState, machineType: MachineType, iplist: readonly string[], field: string, demand: InstanceDemand): Candidate[] {
   const seen = new Set<string>();
   const hosts: string[] = [];
   iplist.forEach((hostaddr, i) => {
@@ -43,11 +110,17 @@ export function candidatesFor(state: MetaState, machineType: MachineType, iplist
   if (hosts.length === 0) {
     throw KcmError.of('NO_RESOURCES', `paras.${field}: no running ${machineType} machine is registered`, { field: `paras.${field}` });
   }
-  return hosts.map((hostaddr) => ({
-    hostaddr,
-    freePorts: freePortCount(state, hostaddr, machineType),
-    load: Object.keys(state.ports[hostaddr] ?? {}).length,
-  }));
+  return hosts.map((hostaddr) => {
+    const freePorts = freePortCount(state, hostaddr, machineType);
+    const resources = resourceRoom(state, state.machines[machineKey(hostaddr, machineType)], demand);
+    return {
+      hostaddr,
+      freePorts,
+      room: Math.min(freePorts, resources.room),
+      short: resources.room < freePorts ? resources.short : '',
+      load: Object.keys(state.ports[hostaddr] ?? {}).length,
+    };
+  });
 }
 
 export interface ShardPlacement {
@@ -57,9 +130,9 @@ export interface ShardPlacement {
   spread: boolean;
 }
 
-/** Picks the least loaded candidate with a free port, preferring hosts not in `avoid`. */
+/** Picks the least loaded candidate with room, preferring hosts not in `avoid`. */
 function pick(pool: Candidate[], avoid: Set<string>): { candidate: Candidate; distinct: boolean } | undefined {
-  const usable = pool.filter((c) => c.freePorts > 0);
+  const usable = pool.filter((c) => c.room > 0);
   const byLoad = (a: Candidate, b: Candidate) => a.load - b.load || pool.indexOf(a) - pool.indexOf(b);
   const fresh = usable.filter((c) => !avoid.has(c.hostaddr)).sort(byLoad)[0];
   if (fresh) return { candidate: fresh, distinct: true };
@@ -69,12 +142,30 @@ function pick(pool: Candidate[], avoid: Set<string>): { candidate: Candidate; di
 
 function take(c: Candidate): string {
   c.freePorts--;
+  c.room--;
   c.load++;
   return c.hostaddr;
 }
 
-function totalFree(pool: Candidate[]): number {
-  return pool.reduce((n, c) => n + c.freePorts, 0);
+function totalRoom(pool: Candidate[]): number {
+  return pool.reduce((n, c) => n + c.room, 0);
+}
+
+/**
+ * NO_RESOURCES when the pool has room for fewer than `needed` instances. The message names
+ * the free ports, or, when memory or cores are what is short, each machine and what it lacks.
+ */
+function requireRoom(pool: Candidate[], needed: number, what: string, field: string): void {
+  const room = totalRoom(pool);
+  if (room >= needed) return;
+  const short = pool.filter((c) => c.short);
+  const detail =
+    short.length === 0
+      ? `have ${room} free ports`
+      : `have room for ${room}: ${short.map((c) => `${c.hostaddr} takes ${c.room} more (${c.short})`).join('; ')}`;
+  throw KcmError.of('NO_RESOURCES', `paras.${field}: ${needed} ${what} are needed but the candidate machines (${pool.map((c) => c.hostaddr).join(', ')}) ${detail}`, {
+    field: `paras.${field}`,
+  });
 }
 
 /**
@@ -82,20 +173,13 @@ function totalFree(pool: Candidate[]): number {
  * free ports, so a later call on the same candidates sees what this one took.
  */
 export function placeShards(pool: Candidate[], shards: number, nodesPerShard: number, field: string): ShardPlacement[] {
-  const needed = shards * nodesPerShard;
-  if (totalFree(pool) < needed) {
-    throw KcmError.of(
-      'NO_RESOURCES',
-      `paras.${field}: ${needed} storage nodes are needed but the candidate machines (${pool.map((c) => c.hostaddr).join(', ')}) have ${totalFree(pool)} free ports`,
-      { field: `paras.${field}` },
-    );
-  }
+  requireRoom(pool, shards * nodesPerShard, 'storage nodes', field);
   const placements: ShardPlacement[] = [];
   for (let s = 0; s < shards; s++) {
     const inShard = new Set<string>();
     const placement: ShardPlacement = { hosts: [], spread: true };
     for (let n = 0; n < nodesPerShard; n++) {
-      const chosen = pick(pool, inShard)!; // enough free ports in total: never undefined
+      const chosen = pick(pool, inShard)!; // enough room in total: never undefined
       if (!chosen.distinct) placement.spread = false;
       inShard.add(chosen.candidate.hostaddr);
       placement.hosts.push(take(chosen.candidate));
@@ -111,13 +195,7 @@ export function placeShards(pool: Candidate[], shards: number, nodesPerShard: nu
  * the candidates' free ports like placeShards.
  */
 export function placeNodesInShard(pool: Candidate[], shardHosts: readonly string[], count: number, field: string): ShardPlacement {
-  if (totalFree(pool) < count) {
-    throw KcmError.of(
-      'NO_RESOURCES',
-      `paras.${field}: ${count} storage nodes are needed but the candidate machines (${pool.map((c) => c.hostaddr).join(', ')}) have ${totalFree(pool)} free ports`,
-      { field: `paras.${field}` },
-    );
-  }
+  requireRoom(pool, count, 'storage nodes', field);
   const inShard = new Set(shardHosts);
   const placement: ShardPlacement = { hosts: [], spread: true };
   for (let n = 0; n < count; n++) {
@@ -131,13 +209,7 @@ export function placeNodesInShard(pool: Candidate[], shardHosts: readonly string
 
 /** Hosts for `count` new compute nodes, spread over the candidates. */
 export function placeComps(pool: Candidate[], count: number, field: string): string[] {
-  if (totalFree(pool) < count) {
-    throw KcmError.of(
-      'NO_RESOURCES',
-      `paras.${field}: ${count} compute nodes are needed but the candidate machines (${pool.map((c) => c.hostaddr).join(', ')}) have ${totalFree(pool)} free ports`,
-      { field: `paras.${field}` },
-    );
-  }
+  requireRoom(pool, count, 'compute nodes', field);
   const used = new Set<string>();
   const hosts: string[] = [];
   for (let i = 0; i < count; i++) {

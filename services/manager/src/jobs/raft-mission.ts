@@ -38,31 +38,80 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
     }
   }
 
+  const isDropped = (err: unknown) => KcmError.is(err) && err.cause instanceof ProposalDroppedError;
+
+  /**
+   * Takes out a learner that add_peer added when the job fails: a learner that never
+   * caught up must not stay in the group (get_meta_mode lists it, the leader keeps
+   * replicating to it) until someone thinks of remove_peer. Returns what happened, for
+   * the job's error. A lost leadership is thrown as is: the next leader resumes the step,
+   * which fails there again and removes the learner then.
+   */
+  async function removeLearner(peer: string, signal: AbortSignal): Promise<string> {
+    if (isVoter(peer)) return `${peer} became a voting member all the same (a proposal whose outcome was unknown committed); remove it with remove_peer if unwanted`;
+    if (!isLearner(peer)) return `${peer} was not added as a learner`;
+    for (let attempt = 1; isLearner(peer); attempt++) {
+      try {
+        await changeConf('remove', peer);
+      } catch (err) {
+        if (isDropped(err) && attempt < 5) {
+          await sleep(200, signal);
+          continue;
+        }
+        if (KcmError.is(err, 'NO_LEADER') && !isDropped(err)) throw err;
+        return `removing the learner failed (${(err as Error).message}): remove it with remove_peer`;
+      }
+    }
+    return `learner ${peer} was removed again`;
+  }
+
+  /** Runs an add_peer step; when it fails (other than by a lost leadership) the learner is removed and the error says so. */
+  async function rollingBackLearner<T>(peer: string, signal: AbortSignal, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      // NO_LEADER (also a dropped proposal) hands the job to the next leader, as for any step.
+      if (signal.aborted || KcmError.is(err, 'NO_LEADER')) throw err;
+      const undone = await removeLearner(peer, signal);
+      if (!KcmError.is(err)) throw err;
+      throw KcmError.of(err.errorName, `${err.message}; ${undone}`, { cause: err, field: err.field });
+    }
+  }
+
   const addPeer = (peer: string) => [
     {
       name: 'add learner',
-      async run() {
-        if (!isVoter(peer) && !isLearner(peer)) await changeConf('addLearner', peer);
+      async run(ctx: StepContext<Paras>) {
+        // A proposal that timed out may still commit: the learner is removed whatever the outcome.
+        if (!isVoter(peer) && !isLearner(peer)) await rollingBackLearner(peer, ctx.signal, () => changeConf('addLearner', peer));
         return { learner: peer };
       },
     },
     {
       name: 'catch up and promote',
       async run(ctx: StepContext<Paras>) {
-        const deadline = Date.now() + (deps.catchUpTimeoutMs ?? 60_000);
-        // The core refuses promotion until the learner's log is close to the leader's.
-        while (!isVoter(peer)) {
-          if (Date.now() > deadline) throw KcmError.of('TIMEOUT', `learner ${peer} did not catch up within ${deps.catchUpTimeoutMs ?? 60_000} ms; is it running?`);
-          try {
-            await changeConf('promote', peer);
-          } catch (err) {
-            if (!(KcmError.is(err) && (err.cause instanceof ProposalDroppedError))) throw err;
-            const progress = deps.raft.status().progress?.[peer];
-            await ctx.progress(progress?.match ?? 0, deps.raft.status().lastIndex);
-            await sleep(200, ctx.signal);
-          }
+        // Resumed after the learner was already removed (the leader died between the removal
+        // and the job's end): promoting a non-member is not what was asked.
+        if (!isVoter(peer) && !isLearner(peer)) {
+          throw KcmError.of('CONFLICT', `paras.peer: ${peer} is no longer a learner: it was removed after it failed to catch up`, { field: 'paras.peer' });
         }
-        return { voter: peer };
+        const timeoutMs = deps.catchUpTimeoutMs ?? 60_000;
+        const deadline = Date.now() + timeoutMs;
+        return rollingBackLearner(peer, ctx.signal, async () => {
+          // The core refuses promotion until the learner's log is close to the leader's.
+          while (!isVoter(peer)) {
+            if (Date.now() > deadline) throw KcmError.of('TIMEOUT', `learner ${peer} did not catch up within ${timeoutMs} ms; is it running?`);
+            try {
+              await changeConf('promote', peer);
+            } catch (err) {
+              if (!isDropped(err)) throw err;
+              const progress = deps.raft.status().progress?.[peer];
+              await ctx.progress(progress?.match ?? 0, deps.raft.status().lastIndex);
+              await sleep(200, ctx.signal);
+            }
+          }
+          return { voter: peer };
+        });
       },
     },
   ];

@@ -17,7 +17,7 @@ import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { orThrow } from './errors';
 import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, rollBackPlacement, setUpShardReplication, syncCompCatalogs } from './instance-ops';
-import { candidatesFor, checkStorageSpace, placeShards, type ShardPlacement } from './placement';
+import { candidatesFor, checkStorageSpace, placeShards, storageDemand, type ShardPlacement } from './placement';
 import type { JobDefinition, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_shards'>;
@@ -34,7 +34,7 @@ export interface ShardJobDeps extends ClusterJobDeps {
 /** Where add_shards would put the new shards on the current state; throws the first reason it cannot. */
 export function planNewShards(p: AddParas, state: MetaState): ShardPlacement[] {
   const cluster = readyCluster(state, p.cluster_id);
-  const pool = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists');
+  const pool = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists', storageDemand(cluster.options));
   const shards = placeShards(pool, p.shards, p.nodes, 'storage_iplists');
   checkStorageSpace(state, shards.flatMap((s) => s.hosts), cluster.options.maxStorageSizeGb, 'storage_iplists');
   return shards;

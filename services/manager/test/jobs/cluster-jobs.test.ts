@@ -22,7 +22,7 @@ async function setUp(failures: { method: string; host: string }[] = []) {
     for (const [machineType, low] of [['storage', 5000], ['computer', 6000]] as const) {
       await store.propose({
         kind: CommandKind.MachineRegistered, at: 0, hostaddr: h, machineType, portLow: low, portHigh: low + 9, rackId: 'r', datadir: `/d`, logdir: '/l',
-        walLogDir: '/w', compDatadir: '/c', totalMemMb: 1, totalCpuCores: 1, facts: null,
+        walLogDir: '/w', compDatadir: '/c', totalMemMb: 65536, totalCpuCores: 4, facts: null,
       });
     }
   }

@@ -82,11 +82,12 @@ export interface HarnessOptions {
 
 export async function startHarness(options: HarnessOptions = {}) {
   const store = new LocalStore();
+  // Room for the quota nodes of 2 cores the tests put on each storage machine (placement sums quotas).
   for (const h of HOSTS) {
     for (const [machineType, low] of [['storage', 5000], ['computer', 6000]] as const) {
       await store.propose({
         kind: CommandKind.MachineRegistered, at: 0, hostaddr: h, machineType, portLow: low, portHigh: low + 19, rackId: 'r', datadir: '/d', logdir: '/l',
-        walLogDir: '/w', compDatadir: '/c', totalMemMb: 1, totalCpuCores: 4, facts: null,
+        walLogDir: '/w', compDatadir: '/c', totalMemMb: 65536, totalCpuCores: machineType === 'storage' ? 16 : 4, facts: null,
       });
     }
   }

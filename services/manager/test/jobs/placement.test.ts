@@ -1,17 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { KcmError, parseRequest } from '@kcm/protocol';
 import { planCluster } from '../../src/jobs/cluster';
-import { candidatesFor, checkStorageSpace, placeComps, placeShards, type Candidate } from '../../src/jobs/placement';
+import { candidatesFor, checkStorageSpace, placeComps, placeShards, type Candidate, type InstanceDemand } from '../../src/jobs/placement';
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { emptyMetaState, type MachineType, type MetaState } from '../../src/meta/state';
 
-const pool = (...hosts: [string, number, number?][]): Candidate[] => hosts.map(([hostaddr, freePorts, load = 0]) => ({ hostaddr, freePorts, load }));
+const pool = (...hosts: [string, number, number?][]): Candidate[] => hosts.map(([hostaddr, freePorts, load = 0]) => ({ hostaddr, freePorts, room: freePorts, short: '', load }));
+const SMALL: InstanceDemand = { memoryMb: 64, cpuCores: 1, cpuLimitNode: 'share' };
 
-function register(s: MetaState, hostaddr: string, machineType: MachineType, portLow: number, portHigh: number): void {
+function register(s: MetaState, hostaddr: string, machineType: MachineType, portLow: number, portHigh: number, totalMemMb = 8192, totalCpuCores = 8): void {
   applyCommand(s, {
     kind: CommandKind.MachineRegistered, at: 0, hostaddr, machineType, portLow, portHigh, rackId: 'r', datadir: '/d', logdir: '/l',
-    walLogDir: '/w', compDatadir: '/c', totalMemMb: 1, totalCpuCores: 1, facts: null,
+    walLogDir: '/w', compDatadir: '/c', totalMemMb, totalCpuCores, facts: null,
   });
 }
 
@@ -63,14 +64,14 @@ describe('placement of new instances', () => {
     register(s, '10.0.0.1', 'storage', 5000, 5009);
     register(s, '10.0.0.2', 'storage', 5000, 5001);
     register(s, '10.0.0.3', 'computer', 6000, 6009);
-    expect(candidatesFor(s, 'storage', [], 'storage_iplists').map((c) => [c.hostaddr, c.freePorts])).toEqual([['10.0.0.1', 10], ['10.0.0.2', 2]]);
-    expect(candidatesFor(s, 'storage', ['10.0.0.2'], 'storage_iplists').map((c) => c.hostaddr)).toEqual(['10.0.0.2']);
-    const wrongType = thrown(() => candidatesFor(s, 'storage', ['10.0.0.1', '10.0.0.3'], 'storage_iplists'));
+    expect(candidatesFor(s, 'storage', [], 'storage_iplists', SMALL).map((c) => [c.hostaddr, c.freePorts])).toEqual([['10.0.0.1', 10], ['10.0.0.2', 2]]);
+    expect(candidatesFor(s, 'storage', ['10.0.0.2'], 'storage_iplists', SMALL).map((c) => c.hostaddr)).toEqual(['10.0.0.2']);
+    const wrongType = thrown(() => candidatesFor(s, 'storage', ['10.0.0.1', '10.0.0.3'], 'storage_iplists', SMALL));
     expect(wrongType).toMatchObject({ errorName: 'NOT_FOUND', message: 'paras.storage_iplists[1]: 10.0.0.3 is not registered as a storage machine' });
     applyCommand(s, { kind: CommandKind.MachineStatusSet, at: 0, hostaddr: '10.0.0.1', nodeStats: 'dead', reason: 'operator' });
-    expect(thrown(() => candidatesFor(s, 'storage', ['10.0.0.1'], 'storage_iplists')).message).toBe('paras.storage_iplists[0]: machine 10.0.0.1 is dead, not running');
-    expect(candidatesFor(s, 'storage', [], 'storage_iplists').map((c) => c.hostaddr)).toEqual(['10.0.0.2']);
-    expect(thrown(() => candidatesFor(emptyMetaState(), 'computer', [], 'computer_iplists')).message).toBe(
+    expect(thrown(() => candidatesFor(s, 'storage', ['10.0.0.1'], 'storage_iplists', SMALL)).message).toBe('paras.storage_iplists[0]: machine 10.0.0.1 is dead, not running');
+    expect(candidatesFor(s, 'storage', [], 'storage_iplists', SMALL).map((c) => c.hostaddr)).toEqual(['10.0.0.2']);
+    expect(thrown(() => candidatesFor(emptyMetaState(), 'computer', [], 'computer_iplists', SMALL)).message).toBe(
       'paras.computer_iplists: no running computer machine is registered',
     );
   });
@@ -103,5 +104,86 @@ describe('placement of new instances', () => {
     const err = thrown(() => checkStorageSpace(s, ['10.0.0.1', '10.0.0.1', '10.0.0.1'], 10));
     expect(err).toMatchObject({ errorName: 'NO_RESOURCES' });
     expect(err.message).toBe('paras.max_storage_size: 3 storage node(s) of 10 GB need 30 GB on 10.0.0.1, but its datadir /d had 25.0 GB free when last measured');
+  });
+
+  describe('memory and cores (NO_RESOURCES names the machine and what is short)', () => {
+    const createParas = (change: Record<string, string> = {}) => {
+      const parsed = parseRequest({
+        version: '1.0', job_type: 'create_cluster', timestamp: '1700000000', user_name: 't',
+        paras: {
+          nick_name: 'n', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+          cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [], ...change,
+        },
+      });
+      if (!parsed.ok) throw parsed.error;
+      return parsed.request.paras as never;
+    };
+    /** A cluster already holding storage nodes on `storageHosts` and compute nodes on `compHosts`. */
+    const existing = (s: MetaState, id: string, options: { innodbSizeMb: number; cpuCores: number; cpuLimitNode: 'share' | 'quota' }, storageHosts: string[], compHosts: string[] = []) => {
+      const nodes = Object.fromEntries(storageHosts.map((hostaddr, i) => [`${id}${i}`, { id: `${id}${i}`, hostaddr, port: 7000 + i, serverId: i + 1, datadir: '/d', logdir: '/l', walLogDir: '/w' }]));
+      const comps = Object.fromEntries(compHosts.map((hostaddr, i) => [`${id}${i}`, { id: `${id}${i}`, name: `comp_${id}${i}`, hostaddr, port: 8000 + i, compDatadir: '/c' }]));
+      s.clusters[id] = {
+        id, name: `cluster_${id}`, nickName: '', status: 'ready', createdByJob: '1', createdAt: 0,
+        options: { haMode: 'rbr', maxStorageSizeGb: 1, maxConnections: 100, rocksdbBlockCacheSizeMb: 0, dbcfg: 0, fullsyncLevel: 1, ...options },
+        accounts: {} as never,
+        shards: { [id]: { id, name: `shard_${id}`, masterNodeId: `${id}0`, nodes } },
+        comps,
+      };
+    };
+    const oneMachine = (totalMemMb: number, totalCpuCores: number) => {
+      const s = emptyMetaState();
+      register(s, '10.0.0.1', 'storage', 5000, 5009, totalMemMb, totalCpuCores);
+      register(s, '10.0.0.1', 'computer', 6000, 6009, totalMemMb, totalCpuCores);
+      return s;
+    };
+
+    it('refuses three nodes of innodb_size 2048 and cpu_cores 8 on one machine of 4096 MB and 2 cores', () => {
+      const s = oneMachine(4096, 2);
+      const cores = thrown(() => planCluster(createParas({ innodb_size: '2048', cpu_cores: '8' }), s));
+      expect(cores).toMatchObject({ errorName: 'NO_RESOURCES' });
+      expect(cores.message).toBe(
+        'paras.storage_iplists: 3 storage nodes are needed but the candidate machines (10.0.0.1) have room for 0: 10.0.0.1 takes 0 more (cpu_cores 8 per storage node is more than its 2 cores (total_cpu_cores))',
+      );
+      const memory = thrown(() => planCluster(createParas({ innodb_size: '2048', cpu_cores: '2' }), s));
+      expect(memory.message).toBe(
+        'paras.storage_iplists: 3 storage nodes are needed but the candidate machines (10.0.0.1) have room for 2: 10.0.0.1 takes 2 more (memory: 2048 MB innodb_size per storage node, 4096 MB of its 4096 MB total_mem free)',
+      );
+      expect(planCluster(createParas({ innodb_size: '1024', cpu_cores: '2' }), s).shards[0].hosts).toEqual(['10.0.0.1', '10.0.0.1', '10.0.0.1']);
+    });
+
+    it('counts the innodb_size of the storage nodes already on the machine, of every cluster', () => {
+      const s = oneMachine(4096, 8);
+      existing(s, '1', { innodbSizeMb: 3000, cpuCores: 1, cpuLimitNode: 'share' }, ['10.0.0.1']);
+      const [candidate] = candidatesFor(s, 'storage', [], 'storage_iplists', { memoryMb: 512, cpuCores: 1, cpuLimitNode: 'share' });
+      expect(candidate).toMatchObject({ freePorts: 10, room: 2, short: 'memory: 512 MB innodb_size per storage node, 1096 MB of its 4096 MB total_mem free' });
+      // Compute nodes take no memory, so the computer registration is not short of it.
+      expect(candidatesFor(s, 'computer', [], 'computer_iplists', { memoryMb: 0, cpuCores: 1, cpuLimitNode: 'share' })[0]).toMatchObject({ room: 10, short: '' });
+    });
+
+    it("sums quota cores against total_cpu_cores but lets 'share' instances share the cores", () => {
+      const s = oneMachine(65536, 4);
+      existing(s, '1', { innodbSizeMb: 64, cpuCores: 1, cpuLimitNode: 'quota' }, ['10.0.0.1', '10.0.0.1'], ['10.0.0.1']);
+      existing(s, '2', { innodbSizeMb: 64, cpuCores: 4, cpuLimitNode: 'share' }, ['10.0.0.1', '10.0.0.1', '10.0.0.1']);
+      const quota = (cpuCores: number, type: MachineType = 'storage') => candidatesFor(s, type, [], `${type}_iplists`, { memoryMb: 64, cpuCores, cpuLimitNode: 'quota' })[0];
+      expect(quota(1)).toMatchObject({ room: 2, short: 'cores: a quota of 1 per storage node, 2 of its 4 cores (total_cpu_cores) not under a quota yet' });
+      expect(quota(2).room).toBe(1);
+      expect(quota(3).room).toBe(0);
+      expect(quota(1, 'computer').room).toBe(3); // the computer registration holds one quota compute node
+      expect(candidatesFor(s, 'storage', [], 'storage_iplists', { memoryMb: 64, cpuCores: 4, cpuLimitNode: 'share' })[0]).toMatchObject({ room: 10, short: '' }); // only its ports limit it
+      expect(candidatesFor(s, 'storage', [], 'storage_iplists', { memoryMb: 64, cpuCores: 5, cpuLimitNode: 'share' })[0].room).toBe(0);
+    });
+
+    it('places on the machines that have room rather than refusing, and refuses a quota over what is left', () => {
+      const s = emptyMetaState();
+      for (const [h, mem] of [['10.0.0.1', 1024], ['10.0.0.2', 8192], ['10.0.0.3', 8192], ['10.0.0.4', 8192]] as const) {
+        register(s, h, 'storage', 5000, 5009, mem, 2);
+        register(s, h, 'computer', 6000, 6009, mem, 2);
+      }
+      existing(s, '1', { innodbSizeMb: 1024, cpuCores: 1, cpuLimitNode: 'quota' }, ['10.0.0.1']);
+      const plan = planCluster(createParas({ innodb_size: '1024', cpu_cores: '2', cpu_limit_node: 'quota' }), s);
+      expect(plan.shards[0].hosts).toEqual(['10.0.0.2', '10.0.0.3', '10.0.0.4']);
+      const err = thrown(() => planCluster(createParas({ shards: '2', innodb_size: '1024', cpu_cores: '2', cpu_limit_node: 'quota' }), s));
+      expect(err.message).toMatch(/^paras\.storage_iplists: 6 storage nodes are needed but the candidate machines \(10\.0\.0\.1, 10\.0\.0\.2, 10\.0\.0\.3, 10\.0\.0\.4\) have room for 3: 10\.0\.0\.1 takes 0 more \(memory: .*0 MB of its 1024 MB total_mem free\); 10\.0\.0\.2 takes 1 more \(cores: a quota of 2/);
+    });
   });
 });

@@ -1,10 +1,10 @@
 // The pure half of catalog sync: given what the shards hold and what one compute database
-// has, decide which foreign tables to import, re-import and drop. No I/O, so every rule
-// below is tested directly (test/postgres/catalog-plan.test.ts).
+// has, decide which foreign tables to import, re-import, alter and drop. No I/O, so every
+// rule below is tested directly (test/postgres/catalog-plan.test.ts).
 
 import { isIdentifier } from './layout';
 import type { CatalogChange } from './postgres-proto';
-import type { RemoteTable, ShardView } from './shard-catalog';
+import type { RemoteColumn, RemoteTable, ShardView } from './shard-catalog';
 
 export const SERVER_PREFIX = 'shard_';
 
@@ -12,24 +12,39 @@ export function serverName(shardId: string): string {
   return `${SERVER_PREFIX}${shardId}`;
 }
 
-/** A foreign table kcm made: on a shard_<id> server, carrying the remote columns' signature in its comment. */
+/**
+ * A foreign table kcm made: on a shard_<id> server, carrying in its comment the remote
+ * columns' signature and the signature of the column attributes (NOT NULL, defaults) it
+ * was given ('' for a table made before kcm carried them).
+ */
 export interface LocalForeignTable {
   schema: string;
   table: string;
   server: string;
   signature: string;
+  attributes: string;
 }
+
+/** What a foreign table is built from: its name, both signatures and the columns' attributes. */
+export type TableDefinition = Pick<RemoteTable, 'table' | 'signature' | 'attributes' | 'columns'>;
 
 export interface ImportBatch {
   shardId: string;
   schema: string;
   remoteDb: string;
-  tables: { table: string; signature: string }[];
+  tables: TableDefinition[];
+}
+
+/** A foreign table whose columns are right but whose NOT NULL or defaults are not: fixed in place. */
+export interface AttributeFix extends TableDefinition {
+  schema: string;
+  shardId: string;
 }
 
 export interface DatabasePlan {
   drops: LocalForeignTable[];
   imports: ImportBatch[];
+  alters: AttributeFix[];
   changes: CatalogChange[];
   /** Foreign tables of kcm's that exist after the plan runs. */
   foreignTables: number;
@@ -37,12 +52,24 @@ export interface DatabasePlan {
 
 const key = (schema: string, table: string) => `${schema}.${table}`;
 
+const definition = ({ table, signature, attributes, columns }: RemoteTable): TableDefinition => ({ table, signature, attributes, columns });
+
+/** A 'skipped' change naming each column whose MariaDB default the foreign table cannot carry. */
+function unmappedDefaults(database: string, shardId: string, remote: RemoteTable): CatalogChange[] {
+  const unmapped = remote.columns.filter((c: RemoteColumn) => c.unmapped);
+  if (unmapped.length === 0) return [];
+  const reason = `defaults not carried: ${unmapped.map((c) => `${c.name} (${c.rawDefault}: ${c.unmapped})`).join('; ')}`;
+  return [{ database, schema: remote.schema, table: remote.table, action: 'skipped', shard_id: shardId, reason }];
+}
+
 /**
  * Rules:
  * - a kcm foreign table whose shard is unreachable is left alone (its source is unknown);
  * - one whose source table exists on no reachable shard is dropped (the request names
  *   every shard of the cluster, so a shard missing from it is gone);
  * - one whose source moved to another shard, or whose columns changed, is re-imported;
+ * - one whose columns' NOT NULL or defaults changed (or were never set) is altered in place;
+ * - a source table's default that has no safe PostgreSQL form is reported as skipped;
  * - a source table with no foreign table is imported, unless a local relation that is not
  *   kcm's already has the name, or a name is not a plain identifier (then: skipped);
  * - a table present on several shards (mid-move) stays where it is, else the first listed shard wins.
@@ -64,6 +91,7 @@ export function planDatabase(database: string, shards: ShardView[], local: Local
   }
 
   const drops: LocalForeignTable[] = [];
+  const alters: AttributeFix[] = [];
   const toImport: { shardId: string; remote: RemoteTable; action: 'imported' | 'reimported'; reason: string }[] = [];
   const covered = new Set<string>();
   let kept = 0;
@@ -78,6 +106,11 @@ export function planDatabase(database: string, shards: ShardView[], local: Local
     const here = candidates.find((c) => serverName(c.shardId) === ft.server);
     if (here && here.remote.signature === ft.signature) {
       kept++;
+      changes.push(...unmappedDefaults(database, here.shardId, here.remote));
+      if (here.remote.attributes !== ft.attributes) {
+        alters.push({ ...definition(here.remote), schema: ft.schema, shardId: here.shardId });
+        changes.push({ database, schema: ft.schema, table: ft.table, action: 'altered', shard_id: here.shardId, reason: 'NOT NULL or defaults changed' });
+      }
       continue;
     }
     drops.push(ft);
@@ -102,11 +135,11 @@ export function planDatabase(database: string, shards: ShardView[], local: Local
   for (const { shardId, remote, action, reason } of toImport) {
     const b = `${shardId}\0${remote.schema}`;
     const batch = batches.get(b) ?? { shardId, schema: remote.schema, remoteDb: remote.remoteDb, tables: [] };
-    batch.tables.push({ table: remote.table, signature: remote.signature });
+    batch.tables.push(definition(remote));
     batches.set(b, batch);
-    changes.push({ database, schema: remote.schema, table: remote.table, action, shard_id: shardId, reason });
+    changes.push({ database, schema: remote.schema, table: remote.table, action, shard_id: shardId, reason }, ...unmappedDefaults(database, shardId, remote));
   }
-  return { drops, imports: [...batches.values()], changes, foreignTables: kept + toImport.length };
+  return { drops, imports: [...batches.values()], alters, changes, foreignTables: kept + toImport.length };
 }
 
 /** Every compute database the shards name (reachable shards only). */

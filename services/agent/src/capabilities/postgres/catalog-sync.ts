@@ -4,16 +4,17 @@
 // one information_schema query per shard, one catalog read per compute database.
 
 import { withAdmin, ident, literal, type AdminClient } from './admin-session';
-import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type DatabasePlan, type LocalForeignTable } from './catalog-plan';
+import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
 import { ADMIN_ROLE, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
 import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from './postgres-proto';
-import { readShardTables, type ShardView } from './shard-catalog';
+import { readShardTables, type RemoteColumn, type ShardView } from './shard-catalog';
 
 const SHARD_ID = /^[A-Za-z0-9_]{1,50}$/;
 const HOST = /^[A-Za-z0-9.:-]{1,253}$/;
-const SIGNATURE_COMMENT = /^kcm:([0-9a-f]+)$/;
+/** kcm:<columns signature>[:<attributes signature>]; the second part is absent on tables made before defaults were carried. */
+const SIGNATURE_COMMENT = /^kcm:([0-9a-f]+)(?::([0-9a-f]+))?$/;
 
 function validateShards(shards: ShardEndpoint[]): ShardEndpoint[] {
   const seen = new Set<string>();
@@ -73,7 +74,10 @@ async function readDatabaseState(db: AdminClient, schemas: string[]): Promise<Da
       WHERE n.nspname = ANY($1) AND c.relkind IN ('r', 'v', 'm', 'p', 'f')`,
     [schemas],
   );
-  const local = tables.rows.map((r) => ({ schema: r.schema, table: r.table, server: r.server, signature: SIGNATURE_COMMENT.exec(r.comment ?? '')?.[1] ?? '' }));
+  const local = tables.rows.map((r) => {
+    const comment = SIGNATURE_COMMENT.exec(r.comment ?? '');
+    return { schema: r.schema, table: r.table, server: r.server, signature: comment?.[1] ?? '', attributes: comment?.[2] ?? '' };
+  });
   const kcm = new Set(local.map((t) => `${t.schema}.${t.table}`));
   return {
     hasExtension: (ext.rowCount ?? 0) > 0,
@@ -130,9 +134,57 @@ function retiredServerStatements(state: DatabaseState, shards: ShardEndpoint[], 
     });
 }
 
+/** The ALTER subcommands that give one foreign column its NOT NULL and (unless `withDefault` is false) its default. */
+function columnClauses(c: RemoteColumn, withDefault = true): string {
+  const column = `ALTER COLUMN ${ident(c.name)}`;
+  const notNull = `${column} ${c.notNull ? 'SET' : 'DROP'} NOT NULL`;
+  // defaultSql is built by column-defaults.ts from validated numbers, literal() and fixed keywords only.
+  const dflt = withDefault && c.defaultSql !== null ? `${column} SET DEFAULT ${c.defaultSql}` : `${column} DROP DEFAULT`;
+  return `${notNull}, ${dflt}`;
+}
+
+/** Runs one statement inside a savepoint; its error, or undefined when it succeeded. */
+async function trySavepoint(db: AdminClient, sql: string): Promise<Error | undefined> {
+  await db.query('SAVEPOINT kcm_column');
+  try {
+    await db.query(sql);
+    await db.query('RELEASE SAVEPOINT kcm_column');
+    return undefined;
+  } catch (err) {
+    await db.query('ROLLBACK TO SAVEPOINT kcm_column');
+    await db.query('RELEASE SAVEPOINT kcm_column');
+    return err as Error;
+  }
+}
+
+/**
+ * Gives every column of a foreign table its NOT NULL and default, in one statement. When
+ * PostgreSQL refuses it (a literal its column type cannot read, e.g. MariaDB's TIME
+ * '-10:00:00'), the columns are done one by one, each in a savepoint, so only what is
+ * refused is left out, and a 'skipped' change says what. The attributes signature is
+ * recorded all the same: the same input would be refused again every round.
+ */
+async function applyColumnAttributes(db: AdminClient, schema: string, shardId: string, t: TableDefinition): Promise<CatalogChange[]> {
+  const name = `${ident(schema)}.${ident(t.table)}`;
+  const alter = (clauses: string) => trySavepoint(db, `ALTER FOREIGN TABLE ${name} ${clauses}`);
+  const refused: string[] = [];
+  if (t.columns.length > 0 && (await alter(t.columns.map((c) => columnClauses(c)).join(', ')))) {
+    for (const c of t.columns) {
+      const err = await alter(columnClauses(c));
+      if (!err) continue;
+      const withoutDefault = c.defaultSql === null ? err : await alter(columnClauses(c, false));
+      refused.push(withoutDefault ? `${c.name}: ${withoutDefault.message}` : `${c.name}: default ${c.rawDefault} not carried: ${err.message}`);
+    }
+  }
+  await db.query(`COMMENT ON FOREIGN TABLE ${name} IS ${literal(`kcm:${t.signature}:${t.attributes}`)}`);
+  if (refused.length === 0) return [];
+  return [{ database: '', schema, table: t.table, action: 'skipped', shard_id: shardId, reason: `PostgreSQL refused column attributes: ${refused.join('; ')}` }];
+}
+
 /** Runs the plan in one transaction: a failure leaves the database's catalog as it was. */
-async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, computeUser: string, teardown: string[]): Promise<CatalogChange[]> {
+async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, computeUser: string, teardown: string[]): Promise<{ skipped: CatalogChange[]; notImported: number }> {
   const skipped: CatalogChange[] = [];
+  let notImported = 0;
   await db.query('BEGIN');
   try {
     for (const stmt of setup) await db.query(stmt);
@@ -151,19 +203,20 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
       for (const t of batch.tables) {
         if (!present.has(t.table)) {
           skipped.push({ database: '', schema: batch.schema, table: t.table, action: 'skipped', shard_id: batch.shardId, reason: 'mysql_fdw did not import it' });
+          notImported++;
           continue;
         }
-        const name = `${ident(batch.schema)}.${ident(t.table)}`;
-        await db.query(`COMMENT ON FOREIGN TABLE ${name} IS ${literal(`kcm:${t.signature}`)}`);
-        await db.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${name} TO ${ident(computeUser)}`);
+        skipped.push(...(await applyColumnAttributes(db, batch.schema, batch.shardId, t)));
+        await db.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${ident(batch.schema)}.${ident(t.table)} TO ${ident(computeUser)}`);
       }
     }
+    for (const fix of plan.alters) skipped.push(...(await applyColumnAttributes(db, fix.schema, fix.shardId, fix)));
     await db.query('COMMIT');
   } catch (err) {
     await db.query('ROLLBACK').catch(() => {});
     throw err;
   }
-  return skipped;
+  return { skipped, notImported };
 }
 
 async function syncDatabase(instance: PostgresInstance, database: string, shards: ShardEndpoint[], views: ShardView[], serversChanged: string[]) {
@@ -173,10 +226,10 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
     const plan = planDatabase(database, views, state.local, state.otherRelations);
     const setup = [...(state.hasExtension ? [] : ['CREATE EXTENSION IF NOT EXISTS mysql_fdw']), ...serverStatements(state, shards, instance.user, serversChanged, database)];
     const teardown = retiredServerStatements(state, shards, serversChanged, database);
-    if (setup.length === 0 && teardown.length === 0 && plan.drops.length === 0 && plan.imports.length === 0) return { changes: plan.changes, foreignTables: plan.foreignTables };
-    const skipped = await applyPlan(db, setup, plan, instance.user, teardown);
+    if (setup.length === 0 && teardown.length === 0 && plan.drops.length === 0 && plan.imports.length === 0 && plan.alters.length === 0) return { changes: plan.changes, foreignTables: plan.foreignTables };
+    const { skipped, notImported } = await applyPlan(db, setup, plan, instance.user, teardown);
     const changes = [...plan.changes, ...skipped.map((s) => ({ ...s, database }))];
-    return { changes, foreignTables: plan.foreignTables - skipped.length };
+    return { changes, foreignTables: plan.foreignTables - notImported };
   });
 }
 
@@ -213,6 +266,8 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
   }
   if (scope.join('\0') !== [...instance.catalogDatabases].sort().join('\0')) await host.registry.save({ ...instance, catalogDatabases: scope });
   const elapsed = Date.now() - started;
-  host.logger.info({ port: instance.port, databases: scope.length, changes: changes.length, servers_changed: serversChanged, elapsed_ms: elapsed }, 'catalog synced');
+  // Skips (unreachable shards, defaults not carried, ...) are logged here and reported to the manager, which warns once per new problem.
+  const skipped = changes.filter((c) => c.action === 'skipped').map((c) => `${c.database}.${c.schema}.${c.table}@${c.shard_id}: ${c.reason}`);
+  host.logger.info({ port: instance.port, databases: scope.length, changes: changes.length, skipped, servers_changed: serversChanged, elapsed_ms: elapsed }, 'catalog synced');
   return { changes, servers_changed: serversChanged, foreign_tables: foreignTables, elapsed_ms: elapsed };
 }

@@ -55,7 +55,7 @@ export interface SyncCatalogRequest {
   shards: ShardEndpoint[];
 }
 
-export type CatalogAction = 'imported' | 'dropped' | 'reimported' | 'skipped';
+export type CatalogAction = 'imported' | 'dropped' | 'reimported' | 'altered' | 'skipped';
 
 export interface CatalogChange {
   database: string;

@@ -1,8 +1,11 @@
 // What a shard master holds: every base table in a database named <D>_$$_<S>, with a
-// signature of its columns (names and types, in order) so a changed table is re-imported.
+// signature of its columns (names and types, in order) so a changed table is re-imported,
+// and each column's NOT NULL and default as the foreign table should carry them, with a
+// signature of those so a changed default is applied in place.
 
 import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
+import { mapMariadbDefault } from './column-defaults';
 import type { ShardEndpoint } from './postgres-proto';
 
 /** PostgreSQL database D, schema S <-> MariaDB database D_$$_S (DESIGN.md section 1). */
@@ -15,6 +18,20 @@ export interface RemoteTable {
   schema: string;
   table: string;
   signature: string;
+  /** NOT NULL and default of every column, in order. */
+  columns: RemoteColumn[];
+  /** Hash of `columns`' notNull and defaultSql: what the foreign table's columns must carry. */
+  attributes: string;
+}
+
+export interface RemoteColumn {
+  name: string;
+  notNull: boolean;
+  /** The PostgreSQL default expression; null = none. */
+  defaultSql: string | null;
+  /** Why the MariaDB default (`rawDefault`) is not carried; empty when it is. */
+  unmapped: string;
+  rawDefault: string | null;
 }
 
 export interface ShardView {
@@ -32,8 +49,24 @@ export function splitRemoteDb(remoteDb: string): { database: string; schema: str
   return { database: remoteDb.slice(0, at), schema: remoteDb.slice(at + SCHEMA_SEPARATOR.length) };
 }
 
+function hash(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 24);
+}
+
 export function columnSignature(columns: [name: string, type: string][]): string {
-  return createHash('sha256').update(JSON.stringify(columns)).digest('hex').slice(0, 24);
+  return hash(columns);
+}
+
+export function attributeSignature(columns: RemoteColumn[]): string {
+  return hash(columns.map((c) => [c.name, c.notNull, c.defaultSql]));
+}
+
+/** One information_schema.COLUMNS row as the foreign column should be. */
+export function remoteColumn(name: string, nullable: string, columnDefault: string | null, columnType: string, generated: string): RemoteColumn {
+  const mapped = mapMariadbDefault(columnDefault, columnType, generated === 'ALWAYS');
+  return 'sql' in mapped
+    ? { name, notNull: nullable === 'NO', defaultSql: mapped.sql, unmapped: '', rawDefault: columnDefault }
+    : { name, notNull: nullable === 'NO', defaultSql: null, unmapped: mapped.unmapped, rawDefault: columnDefault };
 }
 
 interface ColumnRow {
@@ -41,6 +74,9 @@ interface ColumnRow {
   tbl: string;
   col: string;
   type: string;
+  nullable: string;
+  dflt: string | null;
+  generated: string;
 }
 
 export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): Promise<ShardView> {
@@ -48,7 +84,8 @@ export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): 
   try {
     conn = await mysql.createConnection({ host: shard.host, port: shard.port, user: shard.user, password: shard.password, connectTimeout: timeoutMs });
     const [rows] = await conn.query({
-      sql: `SELECT c.TABLE_SCHEMA AS db, c.TABLE_NAME AS tbl, c.COLUMN_NAME AS col, c.COLUMN_TYPE AS type
+      sql: `SELECT c.TABLE_SCHEMA AS db, c.TABLE_NAME AS tbl, c.COLUMN_NAME AS col, c.COLUMN_TYPE AS type,
+                   c.IS_NULLABLE AS nullable, c.COLUMN_DEFAULT AS dflt, c.IS_GENERATED AS generated
               FROM information_schema.COLUMNS c
               JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
              WHERE t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_SCHEMA LIKE ?
@@ -56,17 +93,18 @@ export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): 
       values: ['%\\_$$\\_%'],
       timeout: timeoutMs,
     });
-    const byTable = new Map<string, { db: string; tbl: string; columns: [string, string][] }>();
+    const byTable = new Map<string, { db: string; tbl: string; types: [string, string][]; columns: RemoteColumn[] }>();
     for (const r of rows as ColumnRow[]) {
       const key = `${r.db}\0${r.tbl}`;
-      const entry = byTable.get(key) ?? { db: r.db, tbl: r.tbl, columns: [] };
-      entry.columns.push([r.col, r.type]);
+      const entry = byTable.get(key) ?? { db: r.db, tbl: r.tbl, types: [], columns: [] };
+      entry.types.push([r.col, r.type]);
+      entry.columns.push(remoteColumn(r.col, r.nullable, r.dflt, r.type, r.generated));
       byTable.set(key, entry);
     }
     const tables: RemoteTable[] = [];
-    for (const { db, tbl, columns } of byTable.values()) {
+    for (const { db, tbl, types, columns } of byTable.values()) {
       const names = splitRemoteDb(db);
-      if (names) tables.push({ remoteDb: db, ...names, table: tbl, signature: columnSignature(columns) });
+      if (names) tables.push({ remoteDb: db, ...names, table: tbl, signature: columnSignature(types), columns, attributes: attributeSignature(columns) });
     }
     return { shardId: shard.shard_id, reachable: true, problem: '', tables };
   } catch (err) {
