@@ -7,6 +7,7 @@
 
 import { CommandKind, type ClusterCreated, type ClusterDeleted, type ClusterStatusSet, type InstancePlacement, type InstancesPlaced, type InstancesRemoved } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
+import { dict } from './dict';
 import { applyPortsAllocated, applyPortsReleased } from './ports';
 import { machineKey, type ClusterRecord, type MachineType, type MetaState } from './state';
 
@@ -93,7 +94,7 @@ function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlac
   };
   for (const shard of placement.newShards) {
     const id = String(++state.clusterCounters.shard);
-    cluster.shards[id] = { id, name: shardName(id), masterNodeId: '', nodes: {}, ...tag };
+    cluster.shards[id] = { id, name: shardName(id), masterNodeId: '', nodes: dict(), ...tag };
     placed.shardIds.push(id);
     for (const host of shard.hosts) {
       const nodeId = addNode(id, host);
@@ -143,8 +144,8 @@ export function applyClusterCreated(state: MetaState, cmd: ClusterCreated): Appl
     createdAt: cmd.at,
     options: cmd.options,
     accounts: cmd.accounts,
-    shards: {},
-    comps: {},
+    shards: dict(),
+    comps: dict(),
   };
   state.clusters[id] = cluster;
   return accepted({ ...place(state, cluster, cmd.placement, cmd.at), duplicate: false });

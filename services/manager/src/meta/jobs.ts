@@ -2,6 +2,7 @@
 
 import type { JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
+import { dict } from './dict';
 import { runQueueOf, type JobRecord, type MetaState } from './state';
 
 export interface SubmittedJob {
@@ -30,7 +31,7 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     submittedAt: cmd.at,
     finishedAt: null,
     stepNames: startsNow ? [...(cmd.stepNames ?? [])] : [],
-    stepOutputs: {},
+    stepOutputs: dict(),
     progress: null,
     result: null,
   };
@@ -162,7 +163,7 @@ export function runnableJobs(state: MetaState): JobRecord[] {
 
 /** The run queues of a state that has none recorded (an image from before they existed). */
 export function rebuildRunQueues(state: MetaState): Record<string, string[]> {
-  const queues: Record<string, string[]> = {};
+  const queues = dict<string[]>();
   const unfinished = Object.values(state.jobs)
     .filter((job) => !job.result)
     .sort(submissionOrder);
