@@ -3,6 +3,7 @@
 import type { JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
+import { requestDigest } from './request-digest';
 import { runQueueOf, type JobRecord, type MetaState } from './state';
 
 export interface SubmittedJob {
@@ -11,10 +12,29 @@ export interface SubmittedJob {
   duplicate: boolean;
 }
 
+/**
+ * The job a request id already created, when this request is a retry of it; CONFLICT when
+ * the id was used for a different request (another job type or other paras); undefined
+ * when the id is new. A job recorded without a digest (before digests existed) matches.
+ */
+export function jobOfRequest(state: MetaState, requestId: string, digest: string): ApplyOutcome<SubmittedJob> | undefined {
+  const jobId = state.requestIds[requestId];
+  if (jobId === undefined) return undefined;
+  const job = state.jobs[jobId];
+  if (job?.requestDigest !== undefined && job.requestDigest !== digest) {
+    return refused(
+      'CONFLICT',
+      `request_id: ${requestId} was already used for job ${jobId} (${job.sentJobType}) with a different body; a retry must send the same job_type and paras, a new request needs a new request_id`,
+    );
+  }
+  return accepted({ jobId, duplicate: true });
+}
+
 export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOutcome<SubmittedJob> {
+  const digest = cmd.requestId === null ? undefined : requestDigest(cmd.jobType, cmd.paras);
   if (cmd.requestId !== null) {
-    const earlier = state.requestIds[cmd.requestId];
-    if (earlier !== undefined) return accepted({ jobId: earlier, duplicate: true });
+    const earlier = jobOfRequest(state, cmd.requestId, digest!);
+    if (earlier !== undefined) return earlier;
   }
   const id = String(++state.counters.job);
   const queue = runQueueOf({ id, lockKey: cmd.lockKey });
@@ -26,6 +46,7 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     sentJobType: cmd.sentJobType,
     paras: cmd.paras,
     requestId: cmd.requestId,
+    ...(digest === undefined ? {} : { requestDigest: digest }),
     lockKey: cmd.lockKey,
     status: startsNow ? 'ongoing' : 'started',
     submittedAt: cmd.at,

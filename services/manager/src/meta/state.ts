@@ -61,6 +61,11 @@ export interface JobRecord {
   sentJobType: string;
   paras: Record<string, unknown>;
   requestId: string | null;
+  /**
+   * With a request id: requestDigest(jobType, paras), so a reuse of the id for another
+   * request is told apart from a retry. Absent on jobs recorded before it existed.
+   */
+  requestDigest?: string;
   lockKey: string | null;
   status: JobStatus;
   submittedAt: number;
