@@ -3,7 +3,6 @@
 import type { JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
-import { requestDigest } from './request-digest';
 import { runQueueOf, type JobRecord, type MetaState } from './state';
 
 export interface SubmittedJob {
@@ -15,13 +14,14 @@ export interface SubmittedJob {
 /**
  * The job a request id already created, when this request is a retry of it; CONFLICT when
  * the id was used for a different request (another job type or other paras); undefined
- * when the id is new. A job recorded without a digest (before digests existed) matches.
+ * when the id is new. Without a digest on either side (entries and images from before
+ * digests existed) the request matches, as it always did.
  */
-export function jobOfRequest(state: MetaState, requestId: string, digest: string): ApplyOutcome<SubmittedJob> | undefined {
+export function jobOfRequest(state: MetaState, requestId: string, digest: string | undefined): ApplyOutcome<SubmittedJob> | undefined {
   const jobId = state.requestIds[requestId];
   if (jobId === undefined) return undefined;
   const job = state.jobs[jobId];
-  if (job?.requestDigest !== undefined && job.requestDigest !== digest) {
+  if (digest !== undefined && job?.requestDigest !== undefined && job.requestDigest !== digest) {
     return refused(
       'CONFLICT',
       `request_id: ${requestId} was already used for job ${jobId} (${job.sentJobType}) with a different body; a retry must send the same job_type and paras, a new request needs a new request_id`,
@@ -31,9 +31,9 @@ export function jobOfRequest(state: MetaState, requestId: string, digest: string
 }
 
 export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOutcome<SubmittedJob> {
-  const digest = cmd.requestId === null ? undefined : requestDigest(cmd.jobType, cmd.paras);
+  const digest = cmd.requestId === null ? undefined : cmd.requestDigest;
   if (cmd.requestId !== null) {
-    const earlier = jobOfRequest(state, cmd.requestId, digest!);
+    const earlier = jobOfRequest(state, cmd.requestId, digest);
     if (earlier !== undefined) return earlier;
   }
   const id = String(++state.counters.job);

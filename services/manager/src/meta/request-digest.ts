@@ -18,9 +18,11 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The digest recorded with a job submitted under a request id. Over the canonical job type
- * (an alias and its canonical spelling are the same request) and the paras as validated
- * (numbers parsed, defaults filled), so only a request that would do something else differs.
+ * The digest recorded with a job submitted under a request id, computed by the proposer.
+ * Over the canonical job type (an alias and its canonical spelling are the same request)
+ * and the paras as validated (numbers parsed, defaults filled), so only a request that
+ * would do something else differs; before a name in them is resolved to an id, so a retry
+ * finds its job even after the job removed what the name named.
  */
 export function requestDigest(jobType: string, paras: unknown): string {
   return createHash('sha256').update(canonicalJson({ jobType, paras })).digest('base64url');

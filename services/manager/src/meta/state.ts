@@ -62,8 +62,8 @@ export interface JobRecord {
   paras: Record<string, unknown>;
   requestId: string | null;
   /**
-   * With a request id: requestDigest(jobType, paras), so a reuse of the id for another
-   * request is told apart from a retry. Absent on jobs recorded before it existed.
+   * The submission's requestDigest (see JobSubmitted), so a reuse of the request id for
+   * another request is told apart from a retry. Absent on jobs recorded before it existed.
    */
   requestDigest?: string;
   lockKey: string | null;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command, type MachineRegistered } from '../../src/meta/commands';
+import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command, type JobSubmitted, type MachineRegistered } from '../../src/meta/commands';
+import { requestDigest } from '../../src/meta/request-digest';
 import { applyCommand, applyLogged } from '../../src/meta/fsm';
 import { rebuildFinishedJobs, runnableJobs } from '../../src/meta/jobs';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
@@ -83,7 +84,7 @@ describe('jobs', () => {
 
   describe('a request id reused with a different body', () => {
     const setMachine = (requestId: string, paras: Record<string, unknown>, jobType = 'set_machine'): Command => ({
-      kind: CommandKind.JobSubmitted, at, jobType, sentJobType: jobType, paras, requestId, lockKey: null,
+      kind: CommandKind.JobSubmitted, at, jobType, sentJobType: jobType, paras, requestId, requestDigest: requestDigest(jobType, paras), lockKey: null,
     });
     const running = { hostaddr: '127.0.2.1', node_stats: 'running' };
     const dead = { hostaddr: '127.0.2.1', node_stats: 'dead' };
@@ -108,9 +109,11 @@ describe('jobs', () => {
       expect(apply(restored, setMachine('r', dead))).toMatchObject({ ok: false, refusal: 'CONFLICT' });
     });
 
-    it('matches a job recorded before digests existed, as it always did', () => {
+    it('matches, as it always did, when the job or the entry is from before digests existed', () => {
       const s = emptyMetaState();
       apply(s, setMachine('r', running));
+      const { requestDigest: _digest, ...oldEntry } = setMachine('r', dead) as JobSubmitted;
+      expect(apply(s, oldEntry)).toEqual({ ok: true, value: { jobId: '1', duplicate: true } });
       delete s.jobs['1'].requestDigest;
       const restored = restoreMeta(snapshotMeta(s));
       expect(apply(restored, setMachine('r', dead))).toEqual({ ok: true, value: { jobId: '1', duplicate: true } });
