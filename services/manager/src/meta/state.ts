@@ -12,7 +12,7 @@ export interface HostFacts {
   cores: number;
   memoryMb: number;
   /** Free bytes of each directory the registration names. */
-  freeDiskBytes: Record<string, number>;
+  freeDiskBytes: Dict<number>;
   mariadbInstalled: boolean;
   postgresInstalled: boolean;
 }
@@ -213,6 +213,7 @@ export function emptyMetaState(): MetaState {
  */
 export function withDicts(state: MetaState): MetaState {
   state.machines = dict(state.machines);
+  for (const m of Object.values(state.machines)) if (m.facts) m.facts.freeDiskBytes = dict(m.facts.freeDiskBytes);
   state.jobs = dict(state.jobs);
   for (const job of Object.values(state.jobs)) job.stepOutputs = dict(job.stepOutputs);
   state.runQueues = dict(state.runQueues);

@@ -75,6 +75,19 @@ describe('request ids named like Object.prototype members', () => {
   });
 });
 
+describe('directories named like Object.prototype members', () => {
+  it('free disk space reported for a directory "__proto__" is an ordinary key after a log entry and a snapshot', () => {
+    const s = emptyMetaState();
+    apply(s, { ...machine('10.0.0.1'), facts: { cores: 2, memoryMb: 1024, freeDiskBytes: JSON.parse('{"__proto__": 5}'), mariadbInstalled: true, postgresInstalled: true } });
+    apply(s, { kind: CommandKind.MachineFactsRecorded, at, hostaddr: '10.0.0.1', facts: { cores: 2, memoryMb: 1024, freeDiskBytes: JSON.parse('{"__proto__": 7, "/d": 9}'), mariadbInstalled: true, postgresInstalled: true } });
+    for (const state of [s, restoreMeta(snapshotMeta(s))]) {
+      const free = state.machines['10.0.0.1/storage'].facts!.freeDiskBytes;
+      expect(Object.getPrototypeOf(free)).toBeNull();
+      expect([free['__proto__'], free['/d'], free['toString']]).toEqual([7, 9, undefined]);
+    }
+  });
+});
+
 describe('job ids named like Object.prototype members', () => {
   it.each(PROTOTYPE_NAMES)('job %s does not exist for JobStarted, JobStepDone, JobProgress and JobFinished', (jobId) => {
     const s = emptyMetaState();
