@@ -15,10 +15,7 @@ let clusterName: string;
 
 beforeAll(async () => {
   kcm = await startInProcessManager();
-  await kcm.commit({
-    kind: CommandKind.MachineRegistered, at: Date.now(), hostaddr: '127.0.2.1', machineType: 'storage', portLow: 57000, portHigh: 57999, rackId: 'r1',
-    datadir: '/d', logdir: '/l', walLogDir: '/w', compDatadir: '/c', totalMemMb: 1024, totalCpuCores: 2, facts: null,
-  });
+  await kcm.registerMachine('127.0.2.1');
   await kcm.commit({
     kind: CommandKind.ClusterCreated, at: Date.now(), jobId: '0', nickName: 'shop',
     options: { haMode: 'rbr', maxStorageSizeGb: 1, maxConnections: 10, cpuCores: 1, cpuLimitNode: 'quota', innodbSizeMb: 64, rocksdbBlockCacheSizeMb: 0, dbcfg: 0, fullsyncLevel: 0 },

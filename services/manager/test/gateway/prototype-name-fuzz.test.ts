@@ -98,12 +98,8 @@ beforeAll(async () => {
   // variants get past "not found" into every deeper check.
   const at = 1_700_000_000_000;
   for (const hostaddr of HOSTS) {
-    for (const [machineType, portLow] of [['storage', 57000], ['computer', 59000]] as const) {
-      await kcm.commit({
-        kind: CommandKind.MachineRegistered, at, hostaddr, machineType, portLow, portHigh: portLow + 999, rackId: 'r1',
-        datadir: '/kunlun/data', logdir: '/kunlun/log', walLogDir: '/kunlun/wal', compDatadir: '/kunlun/comp', totalMemMb: 8192, totalCpuCores: 8, facts: null,
-      });
-    }
+    await kcm.registerMachine(hostaddr, 'storage', 57000);
+    await kcm.registerMachine(hostaddr, 'computer', 59000);
   }
   const account = { user: 'u', password: 'p' };
   await kcm.commit({

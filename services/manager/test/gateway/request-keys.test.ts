@@ -3,7 +3,6 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
-import { CommandKind } from '../../src/meta/commands';
 import { startInProcessManager, type InProcessManager } from '../helpers/in-process-manager';
 import { envelope } from './helpers';
 
@@ -14,10 +13,7 @@ let kcm: InProcessManager;
 
 beforeAll(async () => {
   kcm = await startInProcessManager();
-  await kcm.commit({
-    kind: CommandKind.MachineRegistered, at: Date.now(), hostaddr: '127.0.2.1', machineType: 'storage', portLow: 57000, portHigh: 57999, rackId: 'r1',
-    datadir: '/d', logdir: '/l', walLogDir: '/w', compDatadir: '/c', totalMemMb: 1024, totalCpuCores: 2, facts: null,
-  });
+  await kcm.registerMachine('127.0.2.1');
 });
 afterAll(() => kcm?.close());
 

@@ -12,7 +12,8 @@ import { createLogger } from '@kcm/common';
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { buildManager, type Manager } from '../../src/app';
 import { parseManagerConfig } from '../../src/config';
-import type { Command } from '../../src/meta/commands';
+import { CommandKind, type Command } from '../../src/meta/commands';
+import type { MachineType } from '../../src/meta/state';
 
 export interface InProcessManager {
   manager: Manager;
@@ -20,6 +21,8 @@ export interface InProcessManager {
   emit(body: unknown): Promise<{ status: number; reply: ReplyEnvelope }>;
   /** Commits a command as a job step would (to set up machines and clusters). */
   commit(cmd: Command): Promise<void>;
+  /** Registers a machine, as a finished create_machine would, with ports portLow..portLow+999. */
+  registerMachine(hostaddr: string, machineType?: MachineType, portLow?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,10 @@ export async function startInProcessManager(): Promise<InProcessManager> {
     await close();
     throw err;
   }
+  const commit = async (cmd: Command) => {
+    const outcome = await manager.store.propose(cmd);
+    if (!outcome.ok) throw new Error(`${outcome.refusal}: ${outcome.message}`);
+  };
   return {
     manager,
     async emit(body) {
@@ -69,9 +76,12 @@ export async function startInProcessManager(): Promise<InProcessManager> {
       });
       return { status: response.statusCode, reply: response.json() as ReplyEnvelope };
     },
-    async commit(cmd) {
-      const outcome = await manager.store.propose(cmd);
-      if (!outcome.ok) throw new Error(`${outcome.refusal}: ${outcome.message}`);
+    commit,
+    registerMachine(hostaddr, machineType = 'storage', portLow = 57000) {
+      return commit({
+        kind: CommandKind.MachineRegistered, at: 1_700_000_000_000, hostaddr, machineType, portLow, portHigh: portLow + 999, rackId: 'r1',
+        datadir: '/kunlun/data', logdir: '/kunlun/log', walLogDir: '/kunlun/wal', compDatadir: '/kunlun/comp', totalMemMb: 8192, totalCpuCores: 8, facts: null,
+      });
     },
     close,
   };
