@@ -3,6 +3,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
+import type { JobService } from '../../src/gateway/job-service';
+import { RoutingService } from '../../src/routing-service';
 import { startInProcessManager, type InProcessManager } from '../helpers/in-process-manager';
 import { envelope } from './helpers';
 
@@ -53,5 +55,22 @@ describe('a request id reused with a different body', () => {
 
     const retry = await kcm.emit({ ...running, timestamp: String(Number(running.timestamp) + 5), paras: { node_stats: 'running', hostaddr: '127.0.2.1' } });
     expect(retry.reply).toMatchObject({ error_code: '0', job_id: first.reply.job_id });
+  });
+});
+
+describe('a request id reused with a different body, forwarded by a follower', () => {
+  it('is CONFLICT from the leader; the same body forwarded again gets the first job', async () => {
+    const unused = {} as JobService; // a follower answers no submission itself
+    const follower = new RoutingService({ local: unused, self: '127.0.99.251:1', leader: () => kcm.manager.config.member });
+    try {
+      const running = envelope('set_machine', { hostaddr: '127.0.2.1', node_stats: 'running' }, { request_id: 'forwarded-1' });
+      const first = await follower.relaySubmission(running, {});
+      expect(first?.jobId).toMatch(/^[1-9][0-9]*$/);
+      await expect(follower.relaySubmission({ ...running, paras: { node_stats: 'running', hostaddr: '127.0.2.1' } }, {})).resolves.toEqual(first);
+      const dead = follower.relaySubmission({ ...running, paras: { hostaddr: '127.0.2.1', node_stats: 'dead' } }, {});
+      await expect(dead).rejects.toSatisfy((err) => KcmError.is(err, 'CONFLICT') && String((err as Error).message).startsWith('request_id: forwarded-1 was already used'));
+    } finally {
+      follower.close();
+    }
   });
 });
