@@ -133,7 +133,7 @@ describe('cluster, shard and compute node ids named like Object.prototype member
     const s = withCluster();
     const before = JSON.stringify(s);
     const placement = { newShards: [], newNodes: [{ shardId: id, hostaddr: '10.0.0.1' }], newComps: [] };
-    expect(apply(s, { kind: CommandKind.InstancesPlaced, at, clusterId: '1', jobId: '9', placement })).toMatchObject({ ok: false, refusal: 'NO_RESOURCES' });
+    expect(apply(s, { kind: CommandKind.InstancesPlaced, at, clusterId: '1', jobId: '9', placement })).toMatchObject({ ok: false, refusal: 'NOT_FOUND' });
     expect(apply(s, { kind: CommandKind.InstancesRemoved, at, clusterId: '1', nodeIds: [id], compIds: [id], shardIds: [id] })).toEqual({ ok: true, value: { releasedPorts: 0 } });
     expect(JSON.stringify(s)).toBe(before);
   });
