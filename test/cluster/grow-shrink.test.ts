@@ -148,7 +148,7 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
       ['delete_nodes', { cluster_id: clusterId, hostaddr: standby.hostaddr, port: String(standby.port) }, '1006', /shard_\d+ has 3 nodes; deleting .* would leave 2, below the minimum of 3 nodes per shard/],
       ['delete_nodes', { cluster_id: clusterId, hostaddr: standby.hostaddr, port: '3306' }, '1005', /paras\.hostaddr\/paras\.port: 127\.0\.2\.\d:3306 is not a storage node of cluster/],
       ['update_instance_cgroup', { ip: master.hostaddr, port: '3306', type: 'mysql', cpu_cores: '1', cgroup_mode: 'quota' }, '1005', /paras\.ip\/paras\.port: .*:3306 is not an instance kcm manages/],
-      ['update_instance_cgroup', { ip: master.hostaddr, port: String(master.port), type: 'pg', cpu_cores: '1', cgroup_mode: 'quota' }, '1004', /paras\.type: .* is a storage node \(type mysql\), not pg/],
+      ['update_instance_cgroup', { ip: master.hostaddr, port: String(master.port), type: 'pg', cpu_cores: '1', cgroup_mode: 'quota' }, '1005', /paras\.type: .* is a storage node \(type mysql\), not pg/],
       ['rebuild_node', { cluster_id: clusterId, rb_nodes: [{ hostaddr: master.hostaddr, port: String(master.port) }] }, '1006', /paras\.rb_nodes\[0\]: .* is the master of shard_\d+; only a standby can be rebuilt/],
       ['delete_comp', { cluster_id: clusterId, comp_id: '999' }, '1005', /paras\.comp_id: compute node 999 is not part of cluster/],
       ['add_nodes', { cluster_id: clusterId, shard_id: '999', nodes: '1', storage_iplists: [] }, '1005', /paras\.shard_id: shard 999 is not part of cluster/],

@@ -108,7 +108,7 @@ describe('a manager group when its leader is SIGKILLed during a multi-step job',
     // The machine is registered exactly once, seen alike by both live members.
     for (const m of followers) {
       const summary = await emit(m, 'get_machine_summary');
-      expect(summary.attachment).toEqual({ list_machine: [{ hostaddr: AGENT_HOST, status: 'online', node_stats: 'running', machine_types: ['storage'] }] });
+      expect(summary.attachment).toEqual({ list_machine: [{ hostaddr: AGENT_HOST, status: 'online', node_stats: 'running', agent: 'reachable', machine_types: ['storage'] }] });
     }
 
     // The killed member comes back on its own data as a follower, learns the outcome, and runs nothing.

@@ -109,7 +109,11 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
     summary: 'Create a cluster of shards (MariaDB) and compute nodes (PostgreSQL).',
     notes: ['fullsync_level <= nodes - 1', 'install_proxysql "1" requires shards "1"'],
   },
-  delete_cluster: { summary: 'Delete a cluster, its shards and compute nodes.' },
+  delete_cluster: {
+    summary: 'Delete a cluster, its shards and compute nodes.',
+    notes: ['cluster_id or cluster_name is required; given both, they must name the same cluster'],
+    fields: { cluster_name: 'name of the cluster, instead of cluster_id' },
+  },
   add_shards: { summary: 'Add shards to a cluster.', fields: { shards: 'number of shards to add', nodes: 'storage nodes per new shard' } },
   delete_shards: { summary: 'Delete one shard of a cluster.' },
   add_comps: { summary: 'Add compute nodes to a cluster.', fields: { comps: 'number of compute nodes to add' } },

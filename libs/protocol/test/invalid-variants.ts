@@ -89,7 +89,10 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     broken('computer_iplists[0]', 'not-an-ip', 'not an IP'), broken('nick_name', '\u0007bell', 'control character'),
     broken('shards', '2', 'proxy needs one shard', { install_proxysql: '1' }),
   ],
-  delete_cluster: [missing('cluster_id'), wrongType('cluster_id', 1), broken('cluster_id', '-1', '-1 only for manual_backup_cluster')],
+  delete_cluster: [
+    missing('cluster_id'), wrongType('cluster_id', 1), broken('cluster_id', '-1', '-1 only for manual_backup_cluster'),
+    broken('cluster_name', 'drop table;', 'unsafe characters', { cluster_id: undefined }),
+  ],
   add_shards: [
     missing('storage_iplists'), wrongType('shards', ['1']), broken('nodes', '1', 'fewer than 3 nodes'), broken('shards', '0', 'zero shards'),
   ],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRequest, validateParas, type AnyValidRequest } from '../src/index';
+import { describeJob, parseRequest, validateParas, type AnyValidRequest } from '../src/index';
 import { loadFixture, type Envelope } from './fixtures';
 
 function accept(body: Envelope): AnyValidRequest {
@@ -117,6 +117,16 @@ describe('validated paras are what jobs consume', () => {
     const body = loadFixture('get_cluster_detail');
     body.paras = { cluster_id: '3' };
     expect(accept(body).paras).toEqual({ cluster_id: '3' });
+  });
+
+  it('name the cluster of delete_cluster by cluster_name instead of cluster_id, as get_cluster_detail does', () => {
+    const body = loadFixture('delete_cluster');
+    body.paras = { cluster_name: 'cluster_1700000000_000001' };
+    expect(accept(body).paras).toEqual({ cluster_name: 'cluster_1700000000_000001' });
+    body.paras = {};
+    const missing = parseRequest(body);
+    expect(!missing.ok && [missing.error.field, missing.error.message]).toEqual(['paras.cluster_id', 'paras.cluster_id: is required (or paras.cluster_name)']);
+    expect(describeJob('delete_cluster').paras.map((p) => p.name)).toEqual(['cluster_id', 'cluster_name']);
   });
 
   it('are rejected by validateParas when paras is not an object', () => {

@@ -41,7 +41,9 @@ export function formatCell(value: unknown): string {
 export function renderTable(rows: Row[], columns?: string[]): string {
   const cols = columns ?? scalarColumns(rows);
   if (cols.length === 0) return '';
-  const cells = rows.map((row) => cols.map((c) => formatCell(row[c])));
+  // A column is any key some row has (the server's): a row without it shows '-', never what
+  // Object.prototype has under that name (a column `constructor` would print a function).
+  const cells = rows.map((row) => cols.map((c) => formatCell(Object.hasOwn(row, c) ? row[c] : undefined)));
   const widths = cols.map((c, i) => Math.max(displayWidth(c), ...cells.map((r) => displayWidth(r[i]))));
   const line = (values: string[]) => values.map((v, i) => (i === values.length - 1 ? v : padEnd(v, widths[i]))).join('  ').trimEnd();
   return [line(cols.map((c) => c.toUpperCase())), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');

@@ -51,6 +51,14 @@ describe('tables', () => {
     );
   });
 
+  it('a column named like an Object.prototype member is blank in a row that lacks it', () => {
+    const table = renderTable([
+      { id: '1', constructor: 'x', toString: 'y' },
+      { id: '2' },
+    ]);
+    expect(table.split('\n')).toEqual(['ID  CONSTRUCTOR  TOSTRING', '--  -----------  --------', '1   x            y', '2   -            -']);
+  });
+
   it('says when there is nothing to show and marks empty lists', () => {
     expect(renderAttachment({})).toBe('(no result fields)');
     expect(renderAttachment({ list_cluster: [] })).toBe('list_cluster: (none)');

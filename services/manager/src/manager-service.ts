@@ -5,7 +5,8 @@
 import { KcmError, parseId, type ValidRequest } from '@kcm/protocol';
 import type { JobService, JobStatusView } from './gateway/job-service';
 import { CommandKind } from './meta/commands';
-import type { SubmittedJob } from './meta/jobs';
+import { jobOfRequest, type SubmittedJob } from './meta/jobs';
+import { requestDigest } from './meta/request-digest';
 import type { JobRecord, MetaState } from './meta/state';
 import type { MetaStore } from './meta/store';
 import { orThrow } from './jobs/errors';
@@ -41,21 +42,25 @@ export class ManagerService implements JobService {
     // A retry of a request that already created a job gets that job, even when the job has
     // since changed the state its validation looks at (a retried delete_machine must not
     // answer NOT_FOUND because its own first attempt already removed the machine).
+    // The same request id with another body is CONFLICT here as in apply (see jobOfRequest).
     const requestId = req.envelope.request_id;
-    const earlier = requestId === undefined ? undefined : this.deps.store.state().requestIds[requestId];
-    if (earlier !== undefined) return { jobId: earlier };
+    const digest = requestId === undefined ? undefined : requestDigest(req.jobType, paras);
+    const earlier = requestId === undefined ? undefined : jobOfRequest(this.deps.store.state(), requestId, digest);
+    if (earlier !== undefined) return { jobId: orThrow(earlier).jobId };
     def.validate?.(paras, this.deps.store.state());
+    const resolved = def.resolve ? def.resolve(paras, this.deps.store.state()) : paras;
     const submitted = orThrow(
       await this.deps.store.propose({
         kind: CommandKind.JobSubmitted,
         at: Date.now(),
         jobType: req.jobType,
         sentJobType: req.sentJobType,
-        paras,
-        requestId: req.envelope.request_id ?? null,
-        lockKey: def.lockKey(paras),
+        paras: resolved,
+        requestId: requestId ?? null,
+        ...(digest === undefined ? {} : { requestDigest: digest }),
+        lockKey: def.lockKey(resolved),
         // Lets the commit also start the job when nothing it waits for is running.
-        stepNames: def.steps(paras).map((s) => s.name),
+        stepNames: def.steps(resolved).map((s) => s.name),
       }),
     ) as SubmittedJob;
     this.deps.onSubmitted?.(submitted.jobId);

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import {
   addFieldIssue,
+  clusterNameString,
   enumString,
   flagString,
   hostAddressList,
@@ -53,7 +54,23 @@ export const createClusterParas = z
     }
   });
 
-export const deleteClusterParas = z.object({ cluster_id: idString() });
+/**
+ * A cluster named by cluster_name or by cluster_id: at least one, and both must name the
+ * same cluster (checked against the state by the job). `primary` is the one the spec lists
+ * as required for the job: it comes first, and a request with neither is told it is missing.
+ */
+export function clusterReferenceParas(primary: 'cluster_name' | 'cluster_id') {
+  const fields = { cluster_name: clusterNameString().optional(), cluster_id: idString().optional() };
+  const other = primary === 'cluster_name' ? 'cluster_id' : 'cluster_name';
+  return z.object({ [primary]: fields[primary], [other]: fields[other] } as typeof fields).superRefine((p, ctx) => {
+    if (p.cluster_name === undefined && p.cluster_id === undefined) {
+      ctx.addIssue({ code: 'custom', message: `is required (or paras.${other})`, path: [primary] });
+    }
+  });
+}
+
+/** By cluster_id as the spec has it, or by cluster_name as get_cluster_detail (DESIGN.md section 2). */
+export const deleteClusterParas = clusterReferenceParas('cluster_id');
 
 export const addShardsParas = z.object({
   cluster_id: idString(),

@@ -1,20 +1,13 @@
 /** Read-only queries on metadata, machines, clusters, backup storage and variables (spec 4.6). */
 import { z } from 'zod';
-import { clusterNameString, hostAddressString, identifierString, idString, portString } from '../formats';
+import { hostAddressString, identifierString, portString } from '../formats';
+import { clusterReferenceParas } from './clusters';
 
 /** Queries that take no paras; anything sent is ignored like any unknown para. */
 export const noParas = z.object({});
 
-export const getClusterDetailParas = z
-  .object({
-    cluster_name: clusterNameString().optional(),
-    cluster_id: idString().optional(), // DESIGN.md section 2: also accepted
-  })
-  .superRefine((p, ctx) => {
-    if (p.cluster_name === undefined && p.cluster_id === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'is required (or paras.cluster_id)', path: ['cluster_name'] });
-    }
-  });
+/** By cluster_name as the spec has it; DESIGN.md section 2: by cluster_id as well. */
+export const getClusterDetailParas = clusterReferenceParas('cluster_name');
 
 export const getVariableParas = z.object({
   hostaddr: hostAddressString(),

@@ -44,14 +44,15 @@ function targetInstance(state: MetaState, p: CgroupParas): ManagedInstance {
   const where = `${p.ip}:${p.port}`;
   const found = instanceAt(state, p.ip, p.port);
   if (!found) throw KcmError.of('NOT_FOUND', `paras.ip/paras.port: ${where} is not an instance kcm manages`, { field: 'paras.port' });
-  if (found.type !== p.type) throw KcmError.of('INVALID_PARAS', `paras.type: ${where} is ${TYPE_NAMES[found.type]}, not ${p.type}`, { field: 'paras.type' });
+  // Well-formed paras naming an instance that is not there as that type: no such instance.
+  if (found.type !== p.type) throw KcmError.of('NOT_FOUND', `paras.type: ${where} is ${TYPE_NAMES[found.type]}, not ${p.type}`, { field: 'paras.type' });
   changeableCluster(state, found.cluster.id, 'paras.ip/paras.port');
   if (found.cluster.status === 'deleting') {
     throw KcmError.of('CONFLICT', `paras.ip/paras.port: ${where} belongs to cluster ${found.cluster.id}, which is being deleted`, { field: 'paras.port' });
   }
   const machine = state.machines[machineKey(p.ip, p.type === 'mysql' ? 'storage' : 'computer')];
   if (machine && p.cpu_cores > machine.totalCpuCores) {
-    throw KcmError.of('INVALID_PARAS', `paras.cpu_cores: ${p.cpu_cores} is more than the ${machine.totalCpuCores} cores machine ${p.ip} was registered with (total_cpu_cores)`, {
+    throw KcmError.of('NO_RESOURCES', `paras.cpu_cores: ${p.cpu_cores} is more than the ${machine.totalCpuCores} cores machine ${p.ip} was registered with (total_cpu_cores)`, {
       field: 'paras.cpu_cores',
     });
   }

@@ -14,6 +14,21 @@ export function clusterById(state: MetaState, clusterId: string, field = 'paras.
 }
 
 /**
+ * The cluster paras name by cluster_name or cluster_id (clusterReferenceParas), or NOT_FOUND
+ * naming the field; given both, they must name the same cluster.
+ */
+export function clusterByReference(state: MetaState, p: { cluster_name?: string; cluster_id?: string }): ClusterRecord {
+  if (p.cluster_name === undefined) return clusterById(state, p.cluster_id!);
+  const field = 'paras.cluster_name';
+  const cluster = Object.values(state.clusters).find((c) => c.name === p.cluster_name);
+  if (!cluster) throw KcmError.of('NOT_FOUND', `${field}: no cluster is named ${p.cluster_name}`, { field });
+  if (p.cluster_id !== undefined && p.cluster_id !== cluster.id) {
+    throw KcmError.of('NOT_FOUND', `${field}: ${p.cluster_name} is cluster ${cluster.id}, not paras.cluster_id ${p.cluster_id}; no cluster has both`, { field });
+  }
+  return cluster;
+}
+
+/**
  * A cluster a new job may change: not being deleted, and not still being built by its
  * create_cluster job (that job holds no cluster lock, since the id did not exist when it
  * was submitted). A cluster left behind by a failed create may be changed (deleted).

@@ -11,7 +11,7 @@ import { clusterCreatedByJob } from '../meta/clusters';
 import { CommandKind } from '../meta/commands';
 import type { ClusterOptions, ClusterRecord, MetaState } from '../meta/state';
 import type { MetaStore } from '../meta/store';
-import { changeableCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
+import { changeableCluster, clusterByReference, clusterOfStep, forEachInstance } from './cluster-lookup';
 import { generateClusterAccounts } from './credentials';
 import { orThrow } from './errors';
 import {
@@ -36,7 +36,8 @@ export interface ClusterJobDeps {
 }
 
 type CreateParas = ParasOf<'create_cluster'>;
-type DeleteParas = ParasOf<'delete_cluster'>;
+/** cluster_id is always there: resolve() fills it in from cluster_name at submission. */
+type DeleteParas = ParasOf<'delete_cluster'> & { cluster_id: string };
 
 interface ClusterPlan {
   shards: ShardPlacement[];
@@ -246,7 +247,8 @@ function deleteClusterJob(deps: ClusterJobDeps): JobDefinition<DeleteParas> {
   const snapshotOf = (ctx: StepContext<DeleteParas>) => ctx.outputs['mark cluster deleting'] as DeleteSnapshot;
   return {
     jobType: 'delete_cluster',
-    validate: (p, state) => void changeableCluster(state, p.cluster_id),
+    validate: (p, state) => void changeableCluster(state, clusterByReference(state, p).id),
+    resolve: (p, state) => ({ ...p, cluster_id: clusterByReference(state, p).id }),
     lockKey: (p) => `cluster:${p.cluster_id}`,
     steps: (p) => [
       {

@@ -71,7 +71,8 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
           if (reply.problems.length > 0) {
             const fieldOf = (dir: string) => DIR_FIELDS.filter((f) => p[f] === dir).map((f) => `paras.${f}`).join('/');
             const detail = reply.problems.map((pr) => `${fieldOf(pr.dir)} ${pr.dir}: ${pr.reason}`).join('; ');
-            throw KcmError.of('INVALID_PARAS', `directories on ${p.hostaddr} cannot be used: ${detail}`);
+            // Well-formed paths the host disagrees with (a file in the way, no permission): state, not paras.
+            throw KcmError.of('CONFLICT', `directories on ${p.hostaddr} cannot be used: ${detail}`);
           }
           return null;
         },

@@ -134,7 +134,7 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
       async run(ctx: StepContext<Paras>) {
         const status = deps.raft.status();
         if (status.leader === target) return { leader: target };
-        if (!isVoter(target)) throw KcmError.of('INVALID_PARAS', `paras.target_leader: ${target} is not a voting member (members: ${conf().voters.join(', ')})`, { field: 'paras.target_leader' });
+        if (!isVoter(target)) throw KcmError.of(isLearner(target) ? 'CONFLICT' : 'NOT_FOUND', `paras.target_leader: ${target} is not a voting member (members: ${conf().voters.join(', ')})`, { field: 'paras.target_leader' });
         deps.raft.transferLeader(target);
         const deadline = Date.now() + (deps.transferTimeoutMs ?? 10_000);
         while (deps.raft.status().leader !== target) {
@@ -150,7 +150,7 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
     jobType: 'raft_mission',
     validate(p) {
       if (p.task_type === 'transfer_leader' && !isVoter(p.target_leader!)) {
-        throw KcmError.of('INVALID_PARAS', `paras.target_leader: ${p.target_leader} is not a voting member (members: ${conf().voters.join(', ')})`, { field: 'paras.target_leader' });
+        throw KcmError.of(isLearner(p.target_leader!) ? 'CONFLICT' : 'NOT_FOUND', `paras.target_leader: ${p.target_leader} is not a voting member (members: ${conf().voters.join(', ')})`, { field: 'paras.target_leader' });
       }
       if (p.task_type === 'remove_peer' && !isVoter(p.peer!) && !isLearner(p.peer!)) {
         throw KcmError.of('NOT_FOUND', `paras.peer: ${p.peer} is not a member (members: ${conf().voters.join(', ')})`, { field: 'paras.peer' });

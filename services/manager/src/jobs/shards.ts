@@ -171,9 +171,10 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
             throw KcmError.of('INSTANCE_FAILED', `cannot tell whether ${shard.name} holds tables: its master did not answer: ${(err as Error).message}`, { cause: err });
           }
           if (tables.length > 0) {
+            // Names no job to move them: expand_cluster answers UNSUPPORTED until the moves land.
             throw KcmError.of(
               'CONFLICT',
-              `paras.shard_id: ${shard.name} still holds ${tables.length} table(s): ${tables.join(', ')}; move them to another shard (expand_cluster) or drop them first (delete_shards has no flag to drop them)`,
+              `paras.shard_id: ${shard.name} still holds ${tables.length} table(s): ${tables.join(', ')}; delete_shards never drops tables: drop them on the shard first, after copying elsewhere any rows you still need`,
               { field: 'paras.shard_id' },
             );
           }

@@ -31,6 +31,11 @@ export interface JobDefinition<P = Record<string, unknown>> {
    * throws a KcmError naming the field and what was wrong.
    */
   validate?(paras: P, state: MetaState): void;
+  /**
+   * The paras the job is committed with, after validate: names resolved to the ids the
+   * lock key and the steps use (delete_cluster by cluster_name). Absent: the paras as sent.
+   */
+  resolve?(paras: P, state: MetaState): P;
   /** Jobs with the same key run one at a time in submission order (e.g. `cluster:7`). */
   lockKey(paras: P): string | null;
   steps(paras: P): JobStep<P>[];

@@ -7,6 +7,7 @@
 
 import { CommandKind, type ClusterCreated, type ClusterDeleted, type ClusterStatusSet, type InstancePlacement, type InstancesPlaced, type InstancesRemoved } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
+import { dict } from './dict';
 import { applyPortsAllocated, applyPortsReleased } from './ports';
 import { machineKey, type ClusterRecord, type MachineType, type MetaState } from './state';
 
@@ -31,8 +32,12 @@ export function freePortCount(state: MetaState, hostaddr: string, machineType: M
   return free;
 }
 
-/** Why the placement cannot be made as asked, or undefined when every host can take its share. */
-function placementProblem(state: MetaState, cluster: ClusterRecord | undefined, placement: InstancePlacement): string | undefined {
+/**
+ * Why the placement cannot be made as asked, or undefined when every host can take its share:
+ * NOT_FOUND for a machine or shard that is not there, NO_RESOURCES for one that cannot take more.
+ * (The job's validation said so first; this is the same verdict for a state that moved since.)
+ */
+function placementProblem(state: MetaState, cluster: ClusterRecord | undefined, placement: InstancePlacement): ApplyOutcome<never> | undefined {
   const wanted = new Map<string, { hostaddr: string; type: MachineType; count: number }>();
   const want = (hostaddr: string, type: MachineType) => {
     const key = machineKey(hostaddr, type);
@@ -41,20 +46,20 @@ function placementProblem(state: MetaState, cluster: ClusterRecord | undefined, 
     wanted.set(key, entry);
   };
   for (const shard of placement.newShards) {
-    if (shard.hosts.length === 0) return 'a new shard needs at least one node';
+    if (shard.hosts.length === 0) return refused('INVALID_PARAS', 'a new shard needs at least one node');
     shard.hosts.forEach((h) => want(h, 'storage'));
   }
   for (const node of placement.newNodes) {
-    if (!cluster?.shards[node.shardId]) return `shard ${node.shardId} is not part of the cluster`;
+    if (!cluster?.shards[node.shardId]) return refused('NOT_FOUND', `shard ${node.shardId} is not part of the cluster`);
     want(node.hostaddr, 'storage');
   }
   placement.newComps.forEach((h) => want(h, 'computer'));
   for (const { hostaddr, type, count } of wanted.values()) {
     const machine = state.machines[machineKey(hostaddr, type)];
-    if (!machine) return `machine ${hostaddr} is not registered as ${type}`;
-    if (machine.nodeStats !== 'running') return `machine ${hostaddr} (${type}) is ${machine.nodeStats}, not running`;
+    if (!machine) return refused('NOT_FOUND', `machine ${hostaddr} is not registered as ${type}`);
+    if (machine.nodeStats !== 'running') return refused('NO_RESOURCES', `machine ${hostaddr} (${type}) is ${machine.nodeStats}, not running`);
     const free = freePortCount(state, hostaddr, type);
-    if (free < count) return `machine ${hostaddr} (${type}) has ${free} free ports in ${machine.portLow}-${machine.portHigh}, ${count} needed`;
+    if (free < count) return refused('NO_RESOURCES', `machine ${hostaddr} (${type}) has ${free} free ports in ${machine.portLow}-${machine.portHigh}, ${count} needed`);
   }
   return undefined;
 }
@@ -93,7 +98,7 @@ function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlac
   };
   for (const shard of placement.newShards) {
     const id = String(++state.clusterCounters.shard);
-    cluster.shards[id] = { id, name: shardName(id), masterNodeId: '', nodes: {}, ...tag };
+    cluster.shards[id] = { id, name: shardName(id), masterNodeId: '', nodes: dict(), ...tag };
     placed.shardIds.push(id);
     for (const host of shard.hosts) {
       const nodeId = addNode(id, host);
@@ -131,7 +136,7 @@ export function applyClusterCreated(state: MetaState, cmd: ClusterCreated): Appl
   }
   if (cmd.placement.newNodes.length > 0) return refused('INVALID_PARAS', 'a new cluster has no shards to add nodes to');
   const problem = placementProblem(state, undefined, cmd.placement);
-  if (problem) return refused('NO_RESOURCES', problem);
+  if (problem) return problem;
   const idNumber = ++state.clusterCounters.cluster;
   const id = String(idNumber);
   const cluster: ClusterRecord = {
@@ -143,8 +148,8 @@ export function applyClusterCreated(state: MetaState, cmd: ClusterCreated): Appl
     createdAt: cmd.at,
     options: cmd.options,
     accounts: cmd.accounts,
-    shards: {},
-    comps: {},
+    shards: dict(),
+    comps: dict(),
   };
   state.clusters[id] = cluster;
   return accepted({ ...place(state, cluster, cmd.placement, cmd.at), duplicate: false });
@@ -169,7 +174,7 @@ export function applyInstancesPlaced(state: MetaState, cmd: InstancesPlaced): Ap
   const earlier = instancesPlacedByJob(cluster, cmd.jobId);
   if (earlier.shardIds.length + earlier.nodeIds.length + earlier.compIds.length > 0) return accepted(earlier);
   const problem = placementProblem(state, cluster, cmd.placement);
-  if (problem) return refused('NO_RESOURCES', problem);
+  if (problem) return problem;
   return accepted(place(state, cluster, cmd.placement, cmd.at, cmd.jobId));
 }
 

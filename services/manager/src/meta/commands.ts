@@ -59,6 +59,12 @@ export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
   paras: Record<string, unknown>;
   /** Client idempotency key: the same key yields the same job, never a second one. */
   requestId: string | null;
+  /**
+   * With a request id: requestDigest(jobType, paras as validated, before any name was
+   * resolved to an id), from the proposer. The same key with another digest is CONFLICT.
+   * Absent in entries written before: such a submission matches whatever reuses its key.
+   */
+  requestDigest?: string;
   /** Jobs with the same lock key (e.g. `cluster:7`) run one at a time in submission order. */
   lockKey: string | null;
   /**

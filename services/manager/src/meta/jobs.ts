@@ -2,6 +2,7 @@
 
 import type { JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
+import { dict } from './dict';
 import { runQueueOf, type JobRecord, type MetaState } from './state';
 
 export interface SubmittedJob {
@@ -10,10 +11,30 @@ export interface SubmittedJob {
   duplicate: boolean;
 }
 
+/**
+ * The job a request id already created, when this request is a retry of it; CONFLICT when
+ * the id was used for a different request (another job type or other paras); undefined
+ * when the id is new. Without a digest on either side (entries and images from before
+ * digests existed) the request matches, as it always did.
+ */
+export function jobOfRequest(state: MetaState, requestId: string, digest: string | undefined): ApplyOutcome<SubmittedJob> | undefined {
+  const jobId = state.requestIds[requestId];
+  if (jobId === undefined) return undefined;
+  const job = state.jobs[jobId];
+  if (digest !== undefined && job?.requestDigest !== undefined && job.requestDigest !== digest) {
+    return refused(
+      'CONFLICT',
+      `request_id: ${requestId} was already used for job ${jobId} (${job.sentJobType}) with a different body; a retry must send the same job_type and paras, a new request needs a new request_id`,
+    );
+  }
+  return accepted({ jobId, duplicate: true });
+}
+
 export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOutcome<SubmittedJob> {
+  const digest = cmd.requestId === null ? undefined : cmd.requestDigest;
   if (cmd.requestId !== null) {
-    const earlier = state.requestIds[cmd.requestId];
-    if (earlier !== undefined) return accepted({ jobId: earlier, duplicate: true });
+    const earlier = jobOfRequest(state, cmd.requestId, digest);
+    if (earlier !== undefined) return earlier;
   }
   const id = String(++state.counters.job);
   const queue = runQueueOf({ id, lockKey: cmd.lockKey });
@@ -25,12 +46,13 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     sentJobType: cmd.sentJobType,
     paras: cmd.paras,
     requestId: cmd.requestId,
+    ...(digest === undefined ? {} : { requestDigest: digest }),
     lockKey: cmd.lockKey,
     status: startsNow ? 'ongoing' : 'started',
     submittedAt: cmd.at,
     finishedAt: null,
     stepNames: startsNow ? [...(cmd.stepNames ?? [])] : [],
-    stepOutputs: {},
+    stepOutputs: dict(),
     progress: null,
     result: null,
   };
@@ -162,7 +184,7 @@ export function runnableJobs(state: MetaState): JobRecord[] {
 
 /** The run queues of a state that has none recorded (an image from before they existed). */
 export function rebuildRunQueues(state: MetaState): Record<string, string[]> {
-  const queues: Record<string, string[]> = {};
+  const queues = dict<string[]>();
   const unfinished = Object.values(state.jobs)
     .filter((job) => !job.result)
     .sort(submissionOrder);

@@ -2,7 +2,8 @@
 
 import type { MachineFactsRecorded, MachineRegistered, MachineRemoved, MachineStatusSet } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
-import { machineKey, type MetaState } from './state';
+import { dict } from './dict';
+import { machineKey, type HostFacts, type MetaState } from './state';
 
 export function applyMachineRegistered(state: MetaState, cmd: MachineRegistered): ApplyOutcome<null> {
   const key = machineKey(cmd.hostaddr, cmd.machineType);
@@ -16,8 +17,8 @@ export function applyMachineRegistered(state: MetaState, cmd: MachineRegistered)
       `port_range ${cmd.portLow}-${cmd.portHigh} overlaps ${clash.portLow}-${clash.portHigh} of ${cmd.hostaddr} as ${clash.machineType}; keep the ranges of one host apart`,
     );
   }
-  const { kind: _kind, at, ...fields } = cmd;
-  state.machines[key] = { ...fields, nodeStats: 'running', nodeStatsSetBy: 'operator', registeredAt: at };
+  const { kind: _kind, at, facts, ...fields } = cmd;
+  state.machines[key] = { ...fields, facts: factsWithDict(facts), nodeStats: 'running', nodeStatsSetBy: 'operator', registeredAt: at };
   return accepted(null);
 }
 
@@ -48,6 +49,11 @@ export function applyMachineStatusSet(state: MetaState, cmd: MachineStatusSet): 
 export function applyMachineFactsRecorded(state: MetaState, cmd: MachineFactsRecorded): ApplyOutcome<null> {
   const records = Object.values(state.machines).filter((m) => m.hostaddr === cmd.hostaddr);
   if (records.length === 0) return refused('NOT_FOUND', `machine ${cmd.hostaddr} is not registered`);
-  for (const m of records) m.facts = cmd.facts;
+  for (const m of records) m.facts = factsWithDict(cmd.facts);
   return accepted(null);
+}
+
+/** Facts as recorded: free disk space is keyed by directories a client named. */
+export function factsWithDict(facts: HostFacts | null): HostFacts | null {
+  return facts && { ...facts, freeDiskBytes: dict(facts.freeDiskBytes) };
 }

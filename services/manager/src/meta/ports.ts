@@ -2,6 +2,7 @@
 // state, so two jobs can never be handed the same port, whoever proposed first.
 
 import type { PortsAllocated, PortsReleased } from './commands';
+import { dict } from './dict';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { machineKey, type MetaState } from './state';
 
@@ -9,7 +10,7 @@ export function applyPortsAllocated(state: MetaState, cmd: PortsAllocated): Appl
   const machine = state.machines[machineKey(cmd.hostaddr, cmd.machineType)];
   if (!machine) return refused('NOT_FOUND', `machine ${cmd.hostaddr} is not registered as ${cmd.machineType}`);
   if (!Number.isInteger(cmd.count) || cmd.count < 1) return refused('INVALID_PARAS', `port count must be >= 1, got ${cmd.count}`);
-  const taken = (state.ports[cmd.hostaddr] ??= {});
+  const taken = (state.ports[cmd.hostaddr] ??= dict());
   const chosen: number[] = [];
   for (let port = machine.portLow; port <= machine.portHigh && chosen.length < cmd.count; port++) {
     if (!taken[port]) chosen.push(port);

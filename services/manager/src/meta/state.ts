@@ -1,4 +1,8 @@
 // The replicated metadata: plain JSON-serialisable records, so a snapshot is one image.
+// Every Record keyed by an id, a host address or a request id is a Dict (no prototype):
+// made with dict() here and in apply, and made again by withDicts() after JSON.parse.
+
+import { dict, type Dict } from './dict';
 
 export type MachineType = 'storage' | 'computer';
 export type NodeStats = 'running' | 'dead';
@@ -8,7 +12,7 @@ export interface HostFacts {
   cores: number;
   memoryMb: number;
   /** Free bytes of each directory the registration names. */
-  freeDiskBytes: Record<string, number>;
+  freeDiskBytes: Dict<number>;
   mariadbInstalled: boolean;
   postgresInstalled: boolean;
 }
@@ -57,6 +61,11 @@ export interface JobRecord {
   sentJobType: string;
   paras: Record<string, unknown>;
   requestId: string | null;
+  /**
+   * The submission's requestDigest (see JobSubmitted), so a reuse of the request id for
+   * another request is told apart from a retry. Absent on jobs recorded before it existed.
+   */
+  requestDigest?: string;
   lockKey: string | null;
   status: JobStatus;
   submittedAt: number;
@@ -64,7 +73,7 @@ export interface JobRecord {
   /** Filled when the runner starts the job; a resumed job keeps them. */
   stepNames: string[];
   /** Output of each finished step, by step number; a step never runs again once here. */
-  stepOutputs: Record<number, unknown>;
+  stepOutputs: Dict<unknown>;
   progress: JobProgressRecord | null;
   result: JobResultRecord | null;
 }
@@ -124,7 +133,7 @@ export interface ShardRecord {
   name: string;
   /** The node that is (or is to become) the shard's master. */
   masterNodeId: string;
-  nodes: Record<string, StorageNodeRecord>;
+  nodes: Dict<StorageNodeRecord>;
   /** The add_shards job that placed it (absent for a create_cluster's own shards). */
   placedByJob?: string;
 }
@@ -149,8 +158,8 @@ export interface ClusterRecord {
   createdAt: number;
   options: ClusterOptions;
   accounts: ClusterAccounts;
-  shards: Record<string, ShardRecord>;
-  comps: Record<string, CompRecord>;
+  shards: Dict<ShardRecord>;
+  comps: Dict<CompRecord>;
 }
 
 /** Monotonic id counters of the cluster domain; an id is never reused, even after a delete. */
@@ -163,39 +172,61 @@ export interface ClusterCounters {
 
 export interface MetaState {
   /** Keyed by `${hostaddr}/${machineType}`: one host may be registered as both types. */
-  machines: Record<string, MachineRecord>;
-  jobs: Record<string, JobRecord>;
+  machines: Dict<MachineRecord>;
+  jobs: Dict<JobRecord>;
   /**
    * The jobs not finished yet, as queues in submission order: one per lock key, and one of
    * its own for each job without a key (under `#<job id>`; no lock key starts with '#').
    * The head of each queue is what the runner may run; a submission learns whether its key
    * is held, and the runner what to start, without scanning every unfinished job.
    */
-  runQueues: Record<string, string[]>;
+  runQueues: Dict<string[]>;
   /** Ids of the finished jobs still kept, by finish time then id (JobFinished drops from the front). */
   finishedJobs: string[];
   /** Idempotency keys to the job they created. */
-  requestIds: Record<string, string>;
+  requestIds: Dict<string>;
   /** hostaddr -> port -> allocation: ports are unique per host across both machine types. */
-  ports: Record<string, Record<number, PortAllocation>>;
+  ports: Dict<Dict<PortAllocation>>;
   counters: { job: number };
-  clusters: Record<string, ClusterRecord>;
+  clusters: Dict<ClusterRecord>;
   /** Top-level (not inside `counters`) so that restoring an older snapshot keeps them. */
   clusterCounters: ClusterCounters;
 }
 
 export function emptyMetaState(): MetaState {
   return {
-    machines: {},
-    jobs: {},
-    runQueues: {},
+    machines: dict(),
+    jobs: dict(),
+    runQueues: dict(),
     finishedJobs: [],
-    requestIds: {},
-    ports: {},
+    requestIds: dict(),
+    ports: dict(),
     counters: { job: 0 },
-    clusters: {},
+    clusters: dict(),
     clusterCounters: { cluster: 0, shard: 0, node: 0, comp: 0 },
   };
+}
+
+/**
+ * The state with every dict of it (and of its jobs, clusters, shards and host ports) made a
+ * Dict again, for a state read back from JSON (a snapshot image). Changes it in place.
+ */
+export function withDicts(state: MetaState): MetaState {
+  state.machines = dict(state.machines);
+  for (const m of Object.values(state.machines)) if (m.facts) m.facts.freeDiskBytes = dict(m.facts.freeDiskBytes);
+  state.jobs = dict(state.jobs);
+  for (const job of Object.values(state.jobs)) job.stepOutputs = dict(job.stepOutputs);
+  state.runQueues = dict(state.runQueues);
+  state.requestIds = dict(state.requestIds);
+  state.ports = dict(state.ports);
+  for (const host of Object.keys(state.ports)) state.ports[host] = dict(state.ports[host]);
+  state.clusters = dict(state.clusters);
+  for (const cluster of Object.values(state.clusters)) {
+    cluster.shards = dict(cluster.shards);
+    for (const shard of Object.values(cluster.shards)) shard.nodes = dict(shard.nodes);
+    cluster.comps = dict(cluster.comps);
+  }
+  return state;
 }
 
 /** The run queue a job waits in: its lock key's, or its own when it has none. */

@@ -5,9 +5,10 @@
 
 import { AgentUnreachableError, type MariaDbAgentClient } from '@kcm/agent';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
+import { clusterByReference } from '../jobs/cluster-lookup';
 import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
-import type { ClusterRecord, CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
+import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
 
 export type InstanceStatus = 'online' | 'offline' | 'unknown';
 type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
@@ -53,18 +54,8 @@ async function compStatus(deps: ClusterQueryDeps, comp: CompRecord): Promise<Ins
   }
 }
 
-function findCluster(state: MetaState, req: ValidRequest): ClusterRecord {
-  const p = req.paras as { cluster_name?: string; cluster_id?: string };
-  const cluster = p.cluster_name !== undefined ? Object.values(state.clusters).find((c) => c.name === p.cluster_name) : state.clusters[p.cluster_id!];
-  if (!cluster) {
-    const field = p.cluster_name !== undefined ? 'paras.cluster_name' : 'paras.cluster_id';
-    throw KcmError.of('NOT_FOUND', `${field}: no cluster ${p.cluster_name ?? p.cluster_id}`, { field });
-  }
-  return cluster;
-}
-
 export async function clusterDetail(state: MetaState, req: ValidRequest, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
-  const cluster = findCluster(state, req);
+  const cluster = clusterByReference(state, req.paras as { cluster_name?: string; cluster_id?: string });
   const shards = Object.values(cluster.shards);
   const comps = Object.values(cluster.comps);
   const [list_shard, list_comp] = await Promise.all([

@@ -28,17 +28,22 @@ async function machineSummary(state: MetaState, deps: QueryDeps): Promise<Record
   const list_machine = await Promise.all(
     hosts.map(async (hostaddr) => {
       const records = Object.values(state.machines).filter((m) => m.hostaddr === hostaddr);
-      let online = false;
+      let reachable = false;
       try {
         await deps.withAgent(hostaddr, (agent) => agent.health());
-        online = true;
+        reachable = true;
       } catch {
-        online = false;
+        reachable = false;
       }
+      const inService = records.every((m) => m.nodeStats === 'running');
       return {
         hostaddr,
-        status: online ? 'online' : 'offline',
-        node_stats: records.every((m) => m.nodeStats === 'running') ? 'running' : 'dead',
+        // Online means usable now: in service (node_stats running; spec: dead = offline) and
+        // its agent answered this probe. A machine set dead is offline even while its agent
+        // answers: `agent` shows that measurement on its own.
+        status: inService && reachable ? 'online' : 'offline',
+        node_stats: inService ? 'running' : 'dead',
+        agent: reachable ? 'reachable' : 'unreachable',
         machine_types: records.map((m) => m.machineType).sort(),
       };
     }),

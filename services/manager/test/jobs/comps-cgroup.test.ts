@@ -80,8 +80,8 @@ describe('update_instance_cgroup', () => {
     const jobs = h.jobCount();
     const cg = (p: Record<string, unknown>) => h.refusal('update_instance_cgroup', { ip: comp.hostaddr, port: String(comp.port), type: 'pg', cpu_cores: '1', cgroup_mode: 'quota', ...p });
     expect(await cg({ port: '3306' })).toEqual(['NOT_FOUND', `paras.ip/paras.port: ${comp.hostaddr}:3306 is not an instance kcm manages`]);
-    expect(await cg({ type: 'mysql' })).toEqual(['INVALID_PARAS', `paras.type: ${comp.hostaddr}:${comp.port} is a compute node (type pg), not mysql`]);
-    expect(await cg({ cpu_cores: '5' })).toEqual(['INVALID_PARAS', `paras.cpu_cores: 5 is more than the 4 cores machine ${comp.hostaddr} was registered with (total_cpu_cores)`]);
+    expect(await cg({ type: 'mysql' })).toEqual(['NOT_FOUND', `paras.type: ${comp.hostaddr}:${comp.port} is a compute node (type pg), not mysql`]);
+    expect(await cg({ cpu_cores: '5' })).toEqual(['NO_RESOURCES', `paras.cpu_cores: 5 is more than the 4 cores machine ${comp.hostaddr} was registered with (total_cpu_cores)`]);
     expect(h.jobCount()).toBe(jobs);
     await h.runner.stop();
   });

@@ -88,6 +88,7 @@ describe('machine jobs against a real agent', () => {
     const status = await finished(jobId);
     expect(status.status).toBe('failed');
     expect(status.errorInfo).toMatch(/paras\.datadir .*plain-file\/data: ENOTDIR/);
+    expect(status.errorCode).toBe(KcmError.of('CONFLICT', '').code);
   });
 
   it('set_machine moves the machine to dead and back; delete_machine removes it; unknown machines are NOT_FOUND', async () => {

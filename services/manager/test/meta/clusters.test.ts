@@ -79,11 +79,11 @@ describe('cluster domain of the metadata state machine', () => {
     const tooMany = apply(s, created('8', placement({ newShards: [{ hosts: Array(11).fill('10.0.0.1') }] })));
     expect(tooMany).toEqual({ ok: false, refusal: 'NO_RESOURCES', message: 'machine 10.0.0.1 (storage) has 10 free ports in 5000-5009, 11 needed' });
     const unknownHost = apply(s, created('8', placement({ newShards: [{ hosts: ['10.0.0.1'] }], newComps: ['10.0.0.9'] })));
-    expect(unknownHost).toMatchObject({ ok: false, refusal: 'NO_RESOURCES', message: 'machine 10.0.0.9 is not registered as computer' });
+    expect(unknownHost).toMatchObject({ ok: false, refusal: 'NOT_FOUND', message: 'machine 10.0.0.9 is not registered as computer' });
     apply(s, { kind: CommandKind.MachineStatusSet, at: AT, hostaddr: '10.0.0.3', nodeStats: 'dead', reason: 'operator' });
     const afterDead = JSON.stringify(s);
     const dead = apply(s, created('8', placement({ newShards: [{ hosts: ['10.0.0.3'] }] })));
-    expect(dead).toMatchObject({ ok: false, message: 'machine 10.0.0.3 (storage) is dead, not running' });
+    expect(dead).toMatchObject({ ok: false, refusal: 'NO_RESOURCES', message: 'machine 10.0.0.3 (storage) is dead, not running' });
     expect(JSON.stringify(s)).toBe(afterDead);
     expect(JSON.parse(before).clusterCounters).toEqual(s.clusterCounters);
   });

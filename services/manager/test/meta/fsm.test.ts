@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command, type MachineRegistered } from '../../src/meta/commands';
+import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command, type JobSubmitted, type MachineRegistered } from '../../src/meta/commands';
+import { requestDigest } from '../../src/meta/request-digest';
 import { applyCommand, applyLogged } from '../../src/meta/fsm';
 import { rebuildFinishedJobs, runnableJobs } from '../../src/meta/jobs';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
@@ -79,6 +80,44 @@ describe('jobs', () => {
     const again = submit(s, null, 'req-1');
     expect(again).toEqual({ jobId: first.jobId, duplicate: true });
     expect(Object.keys(s.jobs)).toHaveLength(1);
+  });
+
+  describe('a request id reused with a different body', () => {
+    const setMachine = (requestId: string, paras: Record<string, unknown>, jobType = 'set_machine'): Command => ({
+      kind: CommandKind.JobSubmitted, at, jobType, sentJobType: jobType, paras, requestId, requestDigest: requestDigest(jobType, paras), lockKey: null,
+    });
+    const running = { hostaddr: '127.0.2.1', node_stats: 'running' };
+    const dead = { hostaddr: '127.0.2.1', node_stats: 'dead' };
+
+    it('is CONFLICT and creates no job; the same body in another key order is a retry of the first job', () => {
+      const s = emptyMetaState();
+      expect(apply(s, setMachine('r', running))).toEqual({ ok: true, value: { jobId: '1', duplicate: false } });
+      const conflict = apply(s, setMachine('r', dead));
+      expect(conflict).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+      expect(conflict.ok ? '' : conflict.message).toMatch(/^request_id: r was already used for job 1 \(set_machine\) with a different body/);
+      expect(apply(s, setMachine('r', running, 'delete_machine'))).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+      expect(apply(s, setMachine('r', { node_stats: 'running', hostaddr: '127.0.2.1' }))).toEqual({ ok: true, value: { jobId: '1', duplicate: true } });
+      expect(Object.keys(s.jobs)).toEqual(['1']);
+      expect(s.counters.job).toBe(1);
+    });
+
+    it('is told apart from a retry after a snapshot restore too', () => {
+      const s = emptyMetaState();
+      apply(s, setMachine('r', running));
+      const restored = restoreMeta(snapshotMeta(s));
+      expect(apply(restored, setMachine('r', running))).toEqual({ ok: true, value: { jobId: '1', duplicate: true } });
+      expect(apply(restored, setMachine('r', dead))).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+    });
+
+    it('matches, as it always did, when the job or the entry is from before digests existed', () => {
+      const s = emptyMetaState();
+      apply(s, setMachine('r', running));
+      const { requestDigest: _digest, ...oldEntry } = setMachine('r', dead) as JobSubmitted;
+      expect(apply(s, oldEntry)).toEqual({ ok: true, value: { jobId: '1', duplicate: true } });
+      delete s.jobs['1'].requestDigest;
+      const restored = restoreMeta(snapshotMeta(s));
+      expect(apply(restored, setMachine('r', dead))).toEqual({ ok: true, value: { jobId: '1', duplicate: true } });
+    });
   });
 
   it('records a step output once; a repeated report keeps the first output', () => {
