@@ -5,29 +5,7 @@ import { silentLogger } from '@kcm/common';
 import { AgentUnreachableError } from '@kcm/agent';
 import { describe, expect, it } from 'vitest';
 import { InstanceReconciler, type ReconcileAgents } from '../src/instance-reconciler';
-import { emptyMetaState, type ClusterRecord, type MetaState } from '../src/meta/state';
-
-function cluster(id: string, status: ClusterRecord['status'], nodes: Array<[string, string, number]>, comps: Array<[string, string, number]>): ClusterRecord {
-  return {
-    id,
-    name: `cluster_${id}`,
-    nickName: '',
-    status,
-    createdByJob: '1',
-    createdAt: 0,
-    options: {} as ClusterRecord['options'],
-    accounts: {} as ClusterRecord['accounts'],
-    shards: {
-      [`${id}1`]: {
-        id: `${id}1`,
-        name: `shard_${id}1`,
-        masterNodeId: nodes[0]?.[0] ?? '',
-        nodes: Object.fromEntries(nodes.map(([nid, hostaddr, port]) => [nid, { id: nid, hostaddr, port, serverId: 1, datadir: '/d', logdir: '/l', walLogDir: '/w' }])),
-      },
-    },
-    comps: Object.fromEntries(comps.map(([cid, hostaddr, port]) => [cid, { id: cid, name: `comp_${cid}`, hostaddr, port, compDatadir: '/c' }])),
-  };
-}
+import { cluster, stateWith } from './helpers/cluster-state';
 
 /** Agents whose instances are up or down as listed; records every start asked. */
 function fakeAgents(down: Set<string>, opts: { unreachable?: Set<string>; missing?: Set<string> } = {}) {
@@ -63,12 +41,6 @@ function fakeAgents(down: Set<string>, opts: { unreachable?: Set<string>; missin
     }),
   };
   return { agents, starts };
-}
-
-function stateWith(...clusters: ClusterRecord[]): MetaState {
-  const state = emptyMetaState();
-  for (const c of clusters) state.clusters[c.id] = c;
-  return state;
 }
 
 describe('instance reconciler', () => {
