@@ -56,14 +56,19 @@ async function probeNode(deps: ClusterQueryDeps, node: StorageNodeRecord): Promi
   }
 }
 
-async function compStatus(deps: ClusterQueryDeps, comp: CompRecord): Promise<InstanceStatus> {
+/** A compute node's measured status, and how often its agent had to restart it. */
+async function probeComp(deps: ClusterQueryDeps, comp: CompRecord): Promise<{ status: InstanceStatus; restarts: number }> {
   try {
     const probe = await deps.agents.postgresProbe(comp.hostaddr).probe(comp.port);
-    if (!probe.installed) return 'unknown';
-    return probe.running && probe.accepting ? 'online' : 'offline';
+    if (!probe.installed) return { status: 'unknown', restarts: 0 };
+    return { status: probe.running && probe.accepting ? 'online' : 'offline', restarts: probe.supervisor_restarts ?? 0 };
   } catch {
-    return 'unknown';
+    return { status: 'unknown', restarts: 0 };
   }
+}
+
+async function compStatus(deps: ClusterQueryDeps, comp: CompRecord): Promise<InstanceStatus> {
+  return (await probeComp(deps, comp)).status;
 }
 
 function findCluster(state: MetaState, req: ValidRequest): ClusterRecord {
@@ -99,12 +104,19 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
               // Replication as measured, so an operator sees why a standby is not healthy.
               replica_of: probe?.is_replica ? `${probe.master_host}:${probe.master_port}` : '',
               replication_error: probe?.last_error ?? '',
+              // Times its agent found it down and started it again (issue 12: instances come back).
+              restarts: String(probe?.supervisor_restarts ?? 0),
             };
           }),
         ),
       })),
     ),
-    Promise.all(comps.map(async (c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status: await compStatus(deps, c) }))),
+    Promise.all(
+      comps.map(async (c) => {
+        const { status, restarts } = await probeComp(deps, c);
+        return { comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status, restarts: String(restarts) };
+      }),
+    ),
   ]);
   return {
     cluster_id: cluster.id,

@@ -19,14 +19,14 @@ function agents(up: Set<string>, unreachable = new Set<string>()): EngineAgents 
       async probe(port: number) {
         reach(host);
         const online = up.has(`${host}:${port}`);
-        return { port, state: online ? 'online' : 'offline', pid: online ? 7 : 0, reason: '', is_replica: false, read_only: false, master_host: '', master_port: 0, last_error: '' };
+        return { port, state: online ? 'online' : 'offline', pid: online ? 7 : 0, reason: '', is_replica: false, read_only: false, master_host: '', master_port: 0, last_error: '', supervisor_restarts: port - 57001 };
       },
     }),
     postgresProbe: (host: string) => ({
       async probe(port: number) {
         reach(host);
         const online = up.has(`${host}:${port}`);
-        return { installed: true, running: online, accepting: online, pid: 0, version: '', problem: '' };
+        return { installed: true, running: online, accepting: online, pid: 0, version: '', problem: '', supervisor_restarts: 5 };
       },
     }),
   } as unknown as EngineAgents;
@@ -48,10 +48,16 @@ describe('measured cluster status', () => {
     expect(await summaryOf([], ['h1', 'h2', 'h3'])).toMatchObject({ status: 'unknown' });
   });
 
-  it('the detail derives the cluster status from the node statuses it measured', async () => {
+  it('the detail derives the cluster status from the node statuses it measured, and shows how often each instance was restarted', async () => {
     const req = { paras: { cluster_name: 'cluster_1' } } as unknown as ValidRequest;
-    const detail = await clusterDetail(stateWith(shop()), req, { agents: agents(new Set(['h2:57002', 'h3:57003', 'h1:57010'])) });
+    const detail = (await clusterDetail(stateWith(shop()), req, { agents: agents(new Set(['h2:57002', 'h3:57003', 'h1:57010'])) })) as unknown as {
+      status: string;
+      list_shard: { list_node: { status: string; restarts: string }[] }[];
+      list_comp: { restarts: string }[];
+    };
     expect(detail.status).toBe('degraded');
+    expect(detail.list_shard[0].list_node.map((n) => `${n.status} ${n.restarts}`)).toEqual(['offline 0', 'online 1', 'online 2']);
+    expect(detail.list_comp[0].restarts).toBe('5');
   });
 
   it('keeps the stored lifecycle states while a job creates or deletes the cluster', () => {
