@@ -100,8 +100,10 @@ export class InstanceSupervisor {
     if (this.checking) return this.checking;
     this.checking = (async () => {
       try {
-        const records = await this.opts.desired.list();
-        for (const record of records) if (record.desired === 'running') await this.check(record);
+        const records = (await this.opts.desired.list()).filter((r) => r.desired === 'running');
+        const wanted = new Set(records.map((r) => `${r.kind}-${r.port}`));
+        for (const [key, w] of this.watches) if (!wanted.has(key) && !w.busy) this.watches.delete(key);
+        for (const record of records) await this.check(record);
       } catch (err) {
         this.opts.logger.error({ err }, 'supervisor pass failed');
       } finally {
