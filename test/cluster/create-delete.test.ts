@@ -265,7 +265,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     expect(stranger.error_info).toMatch(/not an instance kcm manages/);
   });
 
-  it('get_cluster_detail shows every node online with measured master flags; a standby killed with SIGKILL turns offline within seconds', async () => {
+  it('get_cluster_detail and the summary show what is measured: every node online with master flags; a frozen standby offline and the cluster degraded; a killed standby back online', async () => {
     type Detail = { list_shard: { shard_id: string; list_node: { node_id: string; hostaddr: string; port: string; status: string; master: string }[] }[]; list_comp: { status: string }[] };
     const detail = async () => (await emit(MEMBER, 'get_cluster_detail', { cluster_name: result.cluster_name })).attachment as unknown as Detail;
     const first = await detail();
@@ -277,20 +277,30 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     const byId = (await emit(MEMBER, 'get_cluster_detail', { cluster_id: result.cluster_id })).attachment as unknown as Detail;
     expect(byId.list_shard.length).toBe(2);
 
+    const summary = async () => ((await emit(MEMBER, 'get_cluster_summary')).attachment as { list_cluster: Record<string, string>[] }).list_cluster[0];
+    expect(await summary()).toMatchObject({ cluster_id: result.cluster_id, status: 'online', nodes_online: '6/6', comps_online: '2/2' });
+
     const standby = Object.values(shards()[0].nodes).find((n) => n.id !== shards()[0].masterNodeId)!;
+    const nodeStatus = async () => (await detail()).list_shard.flatMap((s) => s.list_node).find((n) => n.node_id === standby.id)!.status;
     const pid = Number((await readFile(path.join(standby.datadir, String(standby.port), 'run', 'mariadbd.pid'), 'utf8')).trim());
+    // A standby that stops answering (its process alive, so nothing restarts it) is measured offline,
+    // and the cluster degraded, not the stored "ready".
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await waitUntil('the frozen standby shown offline', async () => ((await nodeStatus()) === 'offline' ? true : undefined), 15_000);
+      expect(await summary()).toMatchObject({ status: 'degraded', nodes_online: '5/6' });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // A standby killed with SIGKILL is restarted by its agent and measured online again.
     process.kill(pid, 'SIGKILL');
     const killed = Date.now();
-    await waitUntil('the killed standby shown offline', async () => {
-      const d = await detail();
-      const node = d.list_shard.flatMap((s) => s.list_node).find((n) => n.node_id === standby.id)!;
-      return node.status === 'offline' ? true : undefined;
-    }, 10_000);
-    console.log(`killed standby shown offline ${Date.now() - killed} ms after SIGKILL`);
+    await waitUntil('the killed standby back online', async () => ((await nodeStatus()) === 'online' ? true : undefined), 10_000);
+    console.log(`killed standby online again ${Date.now() - killed} ms after SIGKILL`);
     const after = await detail();
-    const others = after.list_shard.flatMap((s) => s.list_node).filter((n) => n.node_id !== standby.id);
-    expect(others.every((n) => n.status === 'online')).toBe(true);
-  }, 30_000);
+    expect(after.list_shard.flatMap((s) => s.list_node).every((n) => n.status === 'online')).toBe(true);
+    expect(await summary()).toMatchObject({ status: 'online', nodes_online: '6/6' });
+  }, 60_000);
 
   it('delete_cluster reports each step, leaves no process or data dir, and the ports can be allocated again', async () => {
     const reply = await f.runJob('delete_cluster', { cluster_id: result.cluster_id }, 180_000);

@@ -6,6 +6,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@kcm/common';
 import type { EnginePaths } from './capabilities/host-facts';
 import type { OpLedger } from './ops/op-ledger';
+import type { InstanceSupervisor } from './capabilities/supervisor';
 
 export interface AgentContext {
   hostaddr: string;
@@ -14,6 +15,8 @@ export interface AgentContext {
   /** The agent's own state (op ledger, instance registry); survives agent restarts. */
   stateDir: string;
   ops: OpLedger;
+  /** Brings back instances wanted running (capabilities register their engine and record desired states). */
+  supervisor: InstanceSupervisor;
 }
 
 export interface CapabilityModule {

@@ -10,6 +10,9 @@ import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
 import type { AgentContext } from './capability';
 import { OpLedger } from './ops/op-ledger';
+import { DesiredStates } from './capabilities/desired-state';
+import { InstanceSupervisor } from './capabilities/supervisor';
+import { rejoinCgroup } from './capabilities/cgroup/rejoin';
 import { unary } from './grpc-unary';
 
 export const AGENT_VERSION = '0.1.0';
@@ -21,6 +24,8 @@ export interface AgentOptions {
   engines?: EnginePaths;
   /** The agent's own state directory; default /var/lib/kcm/agent-<hostaddr>. */
   stateDir?: string;
+  /** How often the supervisor checks the instances wanted running (ms); default 1000. */
+  superviseIntervalMs?: number;
 }
 
 export interface RunningAgent {
@@ -33,7 +38,13 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const startedAt = Date.now();
   const engines = opts.engines ?? debianEnginePaths;
   const stateDir = opts.stateDir ?? path.join('/var/lib/kcm', `agent-${opts.hostaddr}`);
-  const ctx: AgentContext = { hostaddr: opts.hostaddr, logger: opts.logger, engines, stateDir, ops: new OpLedger(path.join(stateDir, 'ops')) };
+  const supervisor = new InstanceSupervisor({
+    desired: new DesiredStates(path.join(stateDir, 'desired')),
+    logger: opts.logger.child({ component: 'supervisor' }),
+    intervalMs: opts.superviseIntervalMs,
+    onRestarted: (kind, port, pid) => rejoinCgroup({ kind: kind === 'mariadb' ? 'mysql' : 'pg', hostaddr: opts.hostaddr, port }, pid),
+  });
+  const ctx: AgentContext = { hostaddr: opts.hostaddr, logger: opts.logger, engines, stateDir, ops: new OpLedger(path.join(stateDir, 'ops')), supervisor };
   const server = new grpc.Server();
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => ({
@@ -56,10 +67,15 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   });
   const address = `${opts.hostaddr}:${port}`;
   opts.logger.info({ address }, 'agent listening');
+  // After a host or agent restart, this first pass brings back what was running.
+  supervisor.start();
   return {
     address,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    stop: async () => {
+      // No restart may begin once stopping; one under way gets a moment to finish, so a
+      // server it spawns is not left behind by a caller that cleans up right after.
+      await Promise.race([supervisor.stop(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+      await new Promise<void>((resolve) => {
         ctx.ops.close();
         server.tryShutdown(() => resolve());
         // Do not let a stuck in-flight call hold shutdown forever.
@@ -67,6 +83,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
           server.forceShutdown();
           resolve();
         }, 2000).unref();
-      }),
+      });
+    },
   };
 }

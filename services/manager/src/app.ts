@@ -11,6 +11,7 @@ import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
 import { CatalogSync } from './catalog-sync';
+import { InstanceReconciler } from './instance-reconciler';
 import { clusterJobs } from './jobs/cluster';
 import { cgroupJobs } from './jobs/cgroup';
 import { compJobs } from './jobs/comps';
@@ -153,11 +154,13 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const activeRunner = runner;
   const activeMonitor = monitor;
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
+  const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
       { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
       { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
+      { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
     ],
     logger,
   );

@@ -5,6 +5,7 @@ import type { MariaDbProbeReply } from '../../src/capabilities/mariadb/proto';
 const healthy: MariaDbProbeReply = {
   port: 1, state: 'online', pid: 10, reason: '', is_replica: true, io_running: true, sql_running: true, seconds_behind_master: 0,
   last_error: '', gtid_current_pos: '0-1-5', read_only: true, semi_sync_master: false, semi_sync_master_clients: 0, master_host: 'm', master_port: 1,
+  supervisor_restarts: 0, desired_state: 'running',
 };
 const master: ProbedSource = {
   source: { agent_address: 'h1:58100', hostaddr: 'h1', port: 3001, is_master: true },

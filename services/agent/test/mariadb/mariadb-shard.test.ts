@@ -6,7 +6,7 @@ import { access, readFile, stat } from 'node:fs/promises';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processAlive } from '../../src/ops/exec';
-import type { MariaDbBackupSource, MariaDbInstanceReply, MariaDbRebuildRequest } from '../../src/capabilities/mariadb/proto';
+import type { MariaDbBackupSource, MariaDbInstanceReply, MariaDbProbeReply, MariaDbRebuildRequest } from '../../src/capabilities/mariadb/proto';
 import { AGENT_PORT, allSecretValues, HOSTS, secrets, startShardFixture, type ShardFixture } from './shard-fixture';
 
 interface Node {
@@ -62,12 +62,25 @@ async function insertOrders(from: number, to: number): Promise<void> {
   }
 }
 
+/** Polls the node's probe until `ok` holds; fails with the last probe after `timeoutMs`. */
+async function waitForProbe(node: Node, ok: (p: MariaDbProbeReply) => boolean, timeoutMs: number): Promise<MariaDbProbeReply> {
+  const deadline = Date.now() + Math.max(timeoutMs, 0);
+  let last: MariaDbProbeReply | undefined;
+  while (Date.now() < deadline) {
+    last = await f.clients[node.agent].probe(node.port).catch(() => undefined);
+    if (last && ok(last)) return last;
+    await sleep(100);
+  }
+  throw new Error(`${node.host}:${node.port} not as expected within ${timeoutMs} ms; last probe: ${JSON.stringify(last)}`);
+}
+
 function source(node: Node, isMaster: boolean): MariaDbBackupSource {
   return { agent_address: `${node.host}:${AGENT_PORT}`, hostaddr: node.host, port: node.port, is_master: isMaster };
 }
 
+let f: ShardFixture;
+
 describe('MariaDB storage instances through the agent API (real mariadbd)', () => {
-  let f: ShardFixture;
   const installed = new Map<number, MariaDbInstanceReply>();
 
   beforeAll(async () => {
@@ -162,14 +175,22 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     expect(await f.clients[STANDBY_A.agent].probe(STANDBY_A.port)).toMatchObject({ io_running: true, sql_running: true, read_only: true, semi_sync_master: false });
   }, 60_000);
 
-  it('the probe says offline once a standby mariadbd is killed with SIGKILL', async () => {
+  it('a standby mariadbd killed with SIGKILL is restarted by its agent and replicating again within 10 s', async () => {
     const before = await f.clients[STANDBY_B.agent].probe(STANDBY_B.port);
-    expect(before.state).toBe('online');
+    expect(before).toMatchObject({ state: 'online', supervisor_restarts: 0, desired_state: 'running' });
     process.kill(before.pid, 'SIGKILL');
-    while (processAlive(before.pid)) await sleep(50);
-    const after = await f.clients[STANDBY_B.agent].probe(STANDBY_B.port);
-    expect(after).toMatchObject({ state: 'offline', pid: 0 });
-  });
+    const killed = Date.now();
+    while (processAlive(before.pid)) await sleep(20);
+    // Right after the kill nothing answers on it (a restart may already be under way).
+    expect((await f.clients[STANDBY_B.agent].probe(STANDBY_B.port)).state).toBe('offline');
+    const back = await waitForProbe(STANDBY_B, (p) => p.state === 'online' && p.io_running && p.sql_running && p.supervisor_restarts === 1, 10_000);
+    console.log(`killed standby replicating again ${Date.now() - killed} ms after SIGKILL`);
+    expect(back).toMatchObject({ supervisor_restarts: 1, last_error: '', read_only: true });
+    expect(back.pid).not.toBe(before.pid);
+    await insertOrders(210, 215);
+    expect(await waitForRows(STANDBY_B, 215)).toBe(215);
+    expect(f.logLines.join('')).toContain('instance restarted by the supervisor');
+  }, 30_000);
 
   it('rebuilds the killed standby from the healthy standby, keeping its old data, and it replicates again', async () => {
     const reply = await f.clients[STANDBY_B.agent].rebuildStandby(
@@ -182,10 +203,10 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     const mbPerS = reply.bytes / 2 ** 20 / (reply.transfer_ms / 1000);
     console.log(`rebuild copy: ${(reply.bytes / 2 ** 20).toFixed(1)} MB in ${reply.transfer_ms} ms = ${mbPerS.toFixed(2)} MB/s (limit ${PV_LIMIT_MB})`);
     expect(mbPerS).toBeLessThanOrEqual(PV_LIMIT_MB * 1.1);
-    expect(await rowCount(STANDBY_B)).toBe(210);
+    expect(await rowCount(STANDBY_B)).toBe(215);
     const probe = await f.clients[STANDBY_B.agent].probe(STANDBY_B.port);
     expect(probe).toMatchObject({ state: 'online', io_running: true, sql_running: true, last_error: '', read_only: true, semi_sync_master: false });
-    await insertOrders(210, 250);
+    await insertOrders(215, 250);
     expect(await waitForRows(STANDBY_B, 250)).toBe(250);
   }, 90_000);
 
@@ -217,6 +238,18 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     expect((await readFile(errorLog, 'utf8')).split('ready for connections').length).toBe(startsBefore);
     expect(await rowCount(MASTER)).toBe(260);
   });
+
+  it('a master mariadbd killed with SIGKILL is back within 10 s, and both standbys replicate from it again', async () => {
+    const before = await f.clients[MASTER.agent].probe(MASTER.port);
+    process.kill(before.pid, 'SIGKILL');
+    const killed = Date.now();
+    await waitForProbe(MASTER, (p) => p.state === 'online' && p.pid !== before.pid && !p.read_only && p.semi_sync_master, 10_000);
+    for (const n of [STANDBY_A, STANDBY_B]) await waitForProbe(n, (p) => p.io_running && p.sql_running, 10_000 - (Date.now() - killed));
+    console.log(`killed master back and both standbys replicating ${Date.now() - killed} ms after SIGKILL`);
+    await insertOrders(260, 270);
+    expect(await waitForRows(STANDBY_A, 270)).toBe(270);
+    expect(await waitForRows(STANDBY_B, 270)).toBe(270);
+  }, 30_000);
 
   it('stops and removes an instance: no process, no directories', async () => {
     const { pid } = await f.clients[SEEDED.agent].probe(SEEDED.port);

@@ -79,9 +79,10 @@ export async function startShardFixture(): Promise<ShardFixture> {
     close: async () => {
       sampler.stop();
       if (process.env.KCM_TEST_DUMP_LOG) await writeFile(process.env.KCM_TEST_DUMP_LOG, logLines.join(""));
-      await killServersUnder(tmp);
       for (const c of clients) c.close();
+      // Agents first: their supervisors would restart what is killed while they run.
       await Promise.all(agents.map((a) => a.stop()));
+      await killServersUnder(tmp);
       await rm(tmp, { recursive: true, force: true });
     },
   };

@@ -299,6 +299,25 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     expect((await sync(1, 'sync-after-restart')).changes).toEqual([]);
   });
 
+  it('a postmaster killed with SIGKILL is restarted by its agent and takes logins again within 10 s', async () => {
+    const before = await clients[1].probe(PG_PORTS[1]);
+    expect(before).toMatchObject({ running: true, desired_state: 'running', supervisor_restarts: 0 });
+    process.kill(before.pid, 'SIGKILL');
+    const killed = Date.now();
+    let after = before;
+    while (Date.now() - killed < 10_000) {
+      after = await clients[1].probe(PG_PORTS[1]);
+      if (after.accepting && after.pid !== before.pid) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    console.log(`killed postmaster accepting again ${Date.now() - killed} ms after SIGKILL`);
+    expect(after).toMatchObject({ running: true, accepting: true, supervisor_restarts: 1 });
+    expect(after.pid).not.toBe(before.pid);
+    const c = await login(1);
+    expect((await c.query('SELECT count(*)::int AS n FROM public.accounts')).rows[0].n).toBeGreaterThanOrEqual(0);
+    await c.end();
+  }, 20_000);
+
   it('stop and remove leave no postgres process and no data dir', async () => {
     for (const i of [0, 1]) {
       const datadir = path.join(compDatadir, String(PG_PORTS[i]));

@@ -1,16 +1,17 @@
 // kcm local up: start managers and agents detached, record them in <dir>/local.json, wait
 // until the group has elected a leader, print the endpoints. Running it again while the
-// deployment runs only prints the endpoints.
+// deployment runs only prints the endpoints; while only part of it runs, it starts the
+// recorded processes that are not running (a crashed manager, say) and nothing else.
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../io';
 import { writeJson } from '../commands/shared';
-import { bindProblems, describeBindProblem, logTail, startDetached, waitListening, writeDeploymentFiles } from './launcher';
+import { bindProblems, describeBindProblem, logTail, probeBind, startDetached, waitListening, writeDeploymentFiles, type BindProblem } from './launcher';
 import { waitForLeader } from './meta-probe';
 import { readRecord, writeRecord, RECORD_VERSION, type DeploymentRecord } from './record';
 import { endpointLines, endpointsJson, metaLines, shown, tryLines } from './render';
-import { firstExited, overallState, serviceStates } from './services';
+import { agentLabel, firstExited, managerLabel, overallState, serviceStates, type ServiceStates } from './services';
 import { agentArgv, managerArgv, planTopology, type Topology, type TopologyOptions } from './topology';
 import type { LocalContext } from './context';
 
@@ -28,9 +29,14 @@ function sameGroup(record: DeploymentRecord, topology: Topology): boolean {
   return members(record.managers) === members(topology.managers);
 }
 
-async function printRunning(ctx: LocalContext, record: DeploymentRecord, options: UpOptions, note: string, leaderMs?: number): Promise<void> {
+async function printRunning(ctx: LocalContext, record: DeploymentRecord, options: UpOptions, note: string, leaderMs?: number, restarted?: string[]): Promise<void> {
   if (options.json) {
-    writeJson(ctx.io, { ...endpointsJson(record), alreadyRunning: leaderMs === undefined, ...(leaderMs !== undefined ? { leaderElectedMs: leaderMs } : {}) });
+    writeJson(ctx.io, {
+      ...endpointsJson(record),
+      alreadyRunning: leaderMs === undefined,
+      ...(leaderMs !== undefined ? { leaderElectedMs: leaderMs } : {}),
+      ...(restarted ? { restarted } : {}),
+    });
     return;
   }
   const lines = [note, ...endpointLines(record, ctx.cwd), '', ...tryLines(record, ctx.defaultDir, ctx.cwd), ''];
@@ -52,14 +58,11 @@ export async function localUp(ctx: LocalContext, options: UpOptions): Promise<nu
   const topology = planTopology(options.topology);
   const existing = await readRecord(topology.dir);
   if (existing) {
-    const state = overallState(await serviceStates(existing));
+    const states = await serviceStates(existing);
+    const state = overallState(states);
     if (state === 'all') {
       await printRunning(ctx, existing, options, `kcm local is already running in ${shown(existing.dir, ctx.cwd)} (started ${existing.startedAt}); nothing started.`);
       return EXIT.ok;
-    }
-    if (state === 'partial') {
-      ctx.io.stderr.write(`kcm: local up: the deployment in ${shown(existing.dir, ctx.cwd)} is partly running; run kcm local status --dir ${shown(existing.dir, ctx.cwd)} to see which, then kcm local down before starting it again\n`);
-      return EXIT.failed;
     }
     if (!sameGroup(existing, topology)) {
       ctx.io.stderr.write(
@@ -68,6 +71,10 @@ export async function localUp(ctx: LocalContext, options: UpOptions): Promise<nu
       );
       return EXIT.failed;
     }
+    // Some managers or agents died (a crash, a reboot of one): start those again as they were
+    // recorded and leave the running ones alone. Stopping everything first would also stop
+    // every database instance the running agents keep.
+    if (state === 'partial') return startStopped(ctx, existing, topology, states, options);
   }
 
   const missing = ENTRY_POINTS.filter((entry) => !existsSync(path.join(ctx.repoRoot, entry)));
@@ -107,6 +114,47 @@ export async function localUp(ctx: LocalContext, options: UpOptions): Promise<nu
   }
 
   if (!options.json) ctx.io.stderr.write(`kcm local: started ${record.managers.length} managers and ${record.agents.length} agents; waiting for a leader...\n`);
+  return awaitReady(ctx, record, options);
+}
+
+/** Starts, with their recorded argv, the recorded managers and agents that are not running. */
+async function startStopped(ctx: LocalContext, record: DeploymentRecord, topology: Topology, states: ServiceStates, options: UpOptions): Promise<number> {
+  const managers = record.managers.filter((_, i) => states.managers[i] !== 'running');
+  const agents = record.agents.filter((_, i) => states.agents[i] !== 'running');
+  const addresses = [
+    ...managers.flatMap((m) => topology.managers.find((p) => p.index === m.index)?.ports.map((port): [string, number] => [splitHost(m.member), port]) ?? []),
+    ...agents.map((a): [string, number] => [a.hostaddr, a.port]),
+  ];
+  const problems: BindProblem[] = [];
+  for (const [host, port] of addresses) {
+    const problem = await probeBind(host, port);
+    if (problem) problems.push(problem);
+  }
+  if (problems.length > 0) {
+    ctx.io.stderr.write(`kcm: local up: cannot restart what stopped in ${shown(record.dir, ctx.cwd)}:\n${problems.map((p) => `  ${describeBindProblem(p)}`).join('\n')}\nNothing was started.\n`);
+    return EXIT.failed;
+  }
+  const restarted: string[] = [];
+  for (const manager of managers) {
+    manager.pid = await startDetached(manager.argv, manager.log, ctx.repoRoot);
+    restarted.push(managerLabel(manager));
+    await writeRecord(record);
+  }
+  for (const agent of agents) {
+    agent.pid = await startDetached(agent.argv, agent.log, ctx.repoRoot);
+    restarted.push(agentLabel(agent));
+    await writeRecord(record);
+  }
+  if (!options.json) ctx.io.stderr.write(`kcm local: restarted ${restarted.join(', ')} (the others were running); waiting for a leader...\n`);
+  return awaitReady(ctx, record, options, restarted);
+}
+
+function splitHost(member: string): string {
+  return member.slice(0, member.lastIndexOf(':'));
+}
+
+/** Waits for a leader and for every agent to listen, then prints the endpoints. */
+async function awaitReady(ctx: LocalContext, record: DeploymentRecord, options: UpOptions, restarted?: string[]): Promise<number> {
   const deadline = Date.now() + options.timeoutMs;
   const waited = await waitForLeader({
     urls: record.managers.map((m) => m.url),
@@ -121,6 +169,7 @@ export async function localUp(ctx: LocalContext, options: UpOptions): Promise<nu
   if (exited) return reportStartupFailure(ctx, record, exited, []);
   if (silentAgents.length > 0) return reportStartupFailure(ctx, record, `agents not listening yet: ${silentAgents.join(', ')}`, record.agents.map((a) => `agent log: ${shown(a.log, ctx.cwd)}`));
   const seconds = (waited.elapsedMs / 1000).toFixed(1);
-  await printRunning(ctx, record, options, `kcm local is running in ${shown(record.dir, ctx.cwd)}: leader elected in ${seconds} s.`, waited.elapsedMs);
+  const what = restarted ? `restarted ${restarted.join(', ')}` : 'leader elected';
+  await printRunning(ctx, record, options, `kcm local is running in ${shown(record.dir, ctx.cwd)}: ${what}; leader known after ${seconds} s.`, waited.elapsedMs, restarted);
   return EXIT.ok;
 }

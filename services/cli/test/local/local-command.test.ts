@@ -7,7 +7,8 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RECORD_VERSION, writeRecord, type DeploymentRecord } from '../../src/local/record';
+import { readCmdline } from '../../src/local/processes';
+import { readRecord, RECORD_VERSION, writeRecord, type DeploymentRecord } from '../../src/local/record';
 import { runKcm } from '../helpers';
 
 let dir: string;
@@ -118,13 +119,25 @@ describe('kcm local command line', () => {
     expect(JSON.parse(after.stdout)).toMatchObject({ running: 'partial', leaderKnown: false, agents: [{ running: false }] });
   });
 
-  it('up refuses a deployment that is only partly running', async () => {
+  it('up on a partly running deployment starts the recorded processes that are not running and leaves the others alone', async () => {
     const manager = start(['sleep', '60']);
     await settle();
+    // The agent died (its pid is gone); the manager still runs.
     await writeRecord(recordOf({ pid: manager.pid!, argv: ['sleep', '60'] }, { pid: 2 ** 22 + 7, argv: ['sleep', '61'] }));
-    const { code, stderr } = await runKcm(['local', 'up', '--managers', '1', '--hosts', '1', '--first', '231', '--dir', dir]);
-    expect(code).toBe(1);
-    expect(stderr).toContain('is partly running');
+    const { stderr } = await runKcm(['local', 'up', '--managers', '1', '--hosts', '1', '--first', '231', '--dir', dir, '--timeout', '1']);
+    expect(stderr).not.toContain('partly running');
+    expect(stderr).toContain('restarted agent 127.0.2.231:58100 (the others were running)');
+    const after = await readRecord(dir);
+    const agentPid = after!.agents[0].pid;
+    try {
+      expect(after!.managers[0].pid).toBe(manager.pid);
+      expect(agentPid).not.toBe(2 ** 22 + 7);
+      expect(await readCmdline(agentPid)).toEqual(['sleep', '61']);
+      const status = JSON.parse((await runKcm(['local', 'status', '--dir', dir, '--json'])).stdout);
+      expect(status.running).toBe('all');
+    } finally {
+      process.kill(agentPid, 'SIGKILL');
+    }
   });
 
   it('down stops the recorded processes and the instances under its directory, and leaves a reused pid alone', async () => {

@@ -1,7 +1,8 @@
-// Cluster queries (spec 4.6): the summary from the replicated state; the detail and
-// get_variable measured live from the agents. A status is never copied from metadata:
-// `online` / `offline` as the agent measured it, `unknown` when the agent did not answer
-// or has no such instance.
+// Cluster queries (spec 4.6): which clusters exist comes from the replicated state; every
+// status (summary, detail) and get_variable is measured live from the agents. A status is
+// never copied from metadata: `online` / `offline` as the agent measured it, `unknown` when
+// the agent did not answer or has no such instance; a cluster's from its instances'
+// (cluster-status.ts).
 
 import { AgentUnreachableError, type MariaDbAgentClient } from '@kcm/agent';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
@@ -9,25 +10,37 @@ import { clusterByReference } from '../jobs/cluster-lookup';
 import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
+import { measuredClusterStatus, onlineCount, type InstanceStatus } from './cluster-status';
 
-export type InstanceStatus = 'online' | 'offline' | 'unknown';
+export type { InstanceStatus } from './cluster-status';
 type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
 
 export interface ClusterQueryDeps {
   agents: EngineAgents;
 }
 
-export function clusterSummary(state: MetaState): Record<string, unknown> {
-  return {
-    list_cluster: Object.values(state.clusters).map((c) => ({
-      cluster_id: c.id,
-      cluster_name: c.name,
-      nick_name: c.nickName,
-      shards: String(Object.keys(c.shards).length),
-      comps: String(Object.keys(c.comps).length),
-      status: c.status,
-    })),
-  };
+export async function clusterSummary(state: MetaState, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
+  const list_cluster = await Promise.all(
+    Object.values(state.clusters).map(async (c) => {
+      const nodes = Object.values(c.shards).flatMap((s) => Object.values(s.nodes));
+      const comps = Object.values(c.comps);
+      const [nodeStatuses, compStatuses] = await Promise.all([
+        Promise.all(nodes.map(async (n) => storageNodeView(await probeNode(deps, n)).status)),
+        Promise.all(comps.map((comp) => compStatus(deps, comp))),
+      ]);
+      return {
+        cluster_id: c.id,
+        cluster_name: c.name,
+        nick_name: c.nickName,
+        shards: String(Object.keys(c.shards).length),
+        comps: String(comps.length),
+        status: measuredClusterStatus(c.status, [...nodeStatuses, ...compStatuses]),
+        nodes_online: onlineCount(nodeStatuses),
+        comps_online: onlineCount(compStatuses),
+      };
+    }),
+  );
+  return { list_cluster };
 }
 
 /** A storage node's measured status and whether it acts as a master (writable, replicating from no one). */
@@ -44,14 +57,19 @@ async function probeNode(deps: ClusterQueryDeps, node: StorageNodeRecord): Promi
   }
 }
 
-async function compStatus(deps: ClusterQueryDeps, comp: CompRecord): Promise<InstanceStatus> {
+/** A compute node's measured status, and how often its agent had to restart it. */
+async function probeComp(deps: ClusterQueryDeps, comp: CompRecord): Promise<{ status: InstanceStatus; restarts: number }> {
   try {
     const probe = await deps.agents.postgresProbe(comp.hostaddr).probe(comp.port);
-    if (!probe.installed) return 'unknown';
-    return probe.running && probe.accepting ? 'online' : 'offline';
+    if (!probe.installed) return { status: 'unknown', restarts: 0 };
+    return { status: probe.running && probe.accepting ? 'online' : 'offline', restarts: probe.supervisor_restarts ?? 0 };
   } catch {
-    return 'unknown';
+    return { status: 'unknown', restarts: 0 };
   }
+}
+
+async function compStatus(deps: ClusterQueryDeps, comp: CompRecord): Promise<InstanceStatus> {
+  return (await probeComp(deps, comp)).status;
 }
 
 export async function clusterDetail(state: MetaState, req: ValidRequest, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
@@ -77,18 +95,25 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
               // Replication as measured, so an operator sees why a standby is not healthy.
               replica_of: probe?.is_replica ? `${probe.master_host}:${probe.master_port}` : '',
               replication_error: probe?.last_error ?? '',
+              // Times its agent found it down and started it again (issue 12: instances come back).
+              restarts: String(probe?.supervisor_restarts ?? 0),
             };
           }),
         ),
       })),
     ),
-    Promise.all(comps.map(async (c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status: await compStatus(deps, c) }))),
+    Promise.all(
+      comps.map(async (c) => {
+        const { status, restarts } = await probeComp(deps, c);
+        return { comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status, restarts: String(restarts) };
+      }),
+    ),
   ]);
   return {
     cluster_id: cluster.id,
     cluster_name: cluster.name,
     nick_name: cluster.nickName,
-    status: cluster.status,
+    status: measuredClusterStatus(cluster.status, [...list_shard.flatMap((s) => s.list_node.map((n) => n.status)), ...list_comp.map((c) => c.status)]),
     shards: String(shards.length),
     comps: String(comps.length),
     list_shard,
@@ -120,7 +145,7 @@ export async function instanceVariable(state: MetaState, req: ValidRequest, deps
 
 export function clusterQueries(deps: ClusterQueryDeps): [string, QueryHandler][] {
   return [
-    ['get_cluster_summary', (_req, state) => clusterSummary(state)],
+    ['get_cluster_summary', (_req, state) => clusterSummary(state, deps)],
     ['get_cluster_detail', (req, state) => clusterDetail(state, req, deps)],
     ['get_variable', (req, state) => instanceVariable(state, req, deps)],
   ];

@@ -9,6 +9,7 @@ import { streamBackupHandler } from './backup-stream';
 import { installInstance } from './install';
 import { checkPort } from './instance-layout';
 import { layoutOf, removeInstance, startInstance, stopInstance } from './lifecycle';
+import { mariadbSupervision } from './supervision';
 import { probeInstance } from './probe';
 import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from './proto';
 import { rebuildStandby } from './rebuild';
@@ -19,7 +20,7 @@ import { readVariables } from './variables';
  * Runs operations that change an instance one at a time per port (a rebuild and a stop of
  * the same instance must not interleave). One serialiser per agent: ports are per host.
  */
-function portSerialiser() {
+export function portSerialiser() {
   const tails = new Map<number, Promise<unknown>>();
   return <T>(port: number, operation: () => Promise<T>): Promise<T> => {
     const next = (tails.get(port) ?? Promise.resolve()).catch(() => {}).then(operation);
@@ -39,22 +40,37 @@ export const mariadbModule: CapabilityModule = {
     // op_ids are per capability: the same id sent to Install and Start names two operations.
     const once = <T>(kind: string, opId: string, port: number, operation: () => Promise<T>): Promise<T> =>
       ctx.ops.run(`mariadb.${kind}.${opId}`, () => serialised(port, operation));
+    // The desired state each command leaves (see ../supervisor.ts): what the supervisor keeps running.
+    const desired = mariadbSupervision(ctx, serialised);
     server.addService(MariaDbAgentService.service, {
-      Install: unary(log, 'MariaDb.Install', (req: MariaDbInstallRequest) => once('install', req.op_id, req.spec?.port ?? 0, () => installInstance(ctx, req))),
+      Install: unary(log, 'MariaDb.Install', (req: MariaDbInstallRequest) =>
+        once('install', req.op_id, req.spec?.port ?? 0, () => desired.runningAfter(req.spec?.port, () => installInstance(ctx, req))),
+      ),
       Start: unary(log, 'MariaDb.Start', (req: MariaDbInstanceCommand) =>
-        once('start', req.op_id, req.port, async () => startInstance(ctx, await layoutOf(ctx, checkPort(req.port)))),
+        once('start', req.op_id, req.port, () => desired.runningAfter(req.port, async () => startInstance(ctx, await layoutOf(ctx, checkPort(req.port))))),
       ),
       Stop: unary(log, 'MariaDb.Stop', (req: MariaDbInstanceCommand) =>
-        once('stop', req.op_id, req.port, async () => stopInstance(ctx, await layoutOf(ctx, checkPort(req.port)))),
+        once('stop', req.op_id, req.port, async () => {
+          const layout = await layoutOf(ctx, checkPort(req.port));
+          await desired.stopped(req.port);
+          return stopInstance(ctx, layout);
+        }),
       ),
-      Remove: unary(log, 'MariaDb.Remove', (req: MariaDbInstanceCommand) => once('remove', req.op_id, req.port, () => removeInstance(ctx, checkPort(req.port)))),
+      Remove: unary(log, 'MariaDb.Remove', (req: MariaDbInstanceCommand) =>
+        once('remove', req.op_id, req.port, async () => {
+          await desired.forget(checkPort(req.port));
+          return removeInstance(ctx, req.port);
+        }),
+      ),
       ConfigureReplication: unary(log, 'MariaDb.ConfigureReplication', (req: MariaDbReplicationRequest) =>
         once('replication', req.op_id, req.port, () => configureReplication(ctx, req)),
       ),
-      RebuildStandby: unary(log, 'MariaDb.RebuildStandby', (req: MariaDbRebuildRequest) => once('rebuild', req.op_id, req.spec?.port ?? 0, () => rebuildStandby(ctx, req))),
+      RebuildStandby: unary(log, 'MariaDb.RebuildStandby', (req: MariaDbRebuildRequest) =>
+        once('rebuild', req.op_id, req.spec?.port ?? 0, () => desired.runningAfter(req.spec?.port, () => rebuildStandby(ctx, req))),
+      ),
       StreamBackup: streamBackupHandler({ ...ctx, logger: log }),
       GetVariables: unary(log, 'MariaDb.GetVariables', (req: MariaDbVariablesRequest) => readVariables(ctx, req)),
-      Probe: unary(log, 'MariaDb.Probe', (req: MariaDbProbeRequest) => probeInstance(ctx, req.port)),
+      Probe: unary(log, 'MariaDb.Probe', async (req: MariaDbProbeRequest) => ({ ...(await probeInstance(ctx, req.port)), ...(await desired.report(req.port)) })),
     });
   },
 };

@@ -35,7 +35,7 @@ const STORAGE_PRIVILEGES = [
   'CREATE TEMPORARY TABLES', 'LOCK TABLES', 'CREATE VIEW', 'SHOW VIEW', 'TRIGGER',
 ].join(', ');
 
-const INITIALIZED_MARKER = '.kcm-initialized';
+export const INITIALIZED_MARKER = '.kcm-initialized';
 
 /** Writes the instance's directories and config files (shared with seeding, which skips mariadb-install-db). */
 export async function prepareInstanceFiles(ctx: AgentContext, spec: MariaDbInstanceSpec, admin: MariaDbAccount): Promise<InstanceLayout> {

@@ -12,7 +12,10 @@ import type { MariaDbInstanceReply } from './proto';
 const START_TIMEOUT_MS = 90_000;
 const STOP_GRACE_MS = 60_000;
 
-/** The live mariadbd pid of this instance, or 0. A stale pid file naming another process is not alive. */
+/**
+ * The live mariadbd pid of this instance, or 0. A stale pid file naming another process is
+ * not alive, nor one naming another instance's mariadbd (pids are reused after a reboot).
+ */
 export async function runningPid(layout: InstanceLayout): Promise<number> {
   let pid: number;
   try {
@@ -22,7 +25,9 @@ export async function runningPid(layout: InstanceLayout): Promise<number> {
   }
   if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return 0;
   const comm = await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '');
-  return comm.trim() === 'mariadbd' ? pid : 0;
+  if (comm.trim() !== 'mariadbd') return 0;
+  const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+  return argv.includes(`--defaults-file=${layout.myCnf}`) ? pid : 0;
 }
 
 /**

@@ -16,6 +16,7 @@ function blank(port: number, state: MariaDbProbeReply['state'], reason: string, 
     port, state, pid, reason,
     is_replica: false, io_running: false, sql_running: false, seconds_behind_master: -1, last_error: '',
     gtid_current_pos: '', read_only: false, semi_sync_master: false, semi_sync_master_clients: 0, master_host: '', master_port: 0,
+    supervisor_restarts: 0, desired_state: '',
   };
 }
 

@@ -136,4 +136,8 @@ export interface MariaDbProbeReply {
   semi_sync_master_clients: number;
   master_host: string;
   master_port: number;
+  /** Times the agent's supervisor restarted this instance after finding it down. */
+  supervisor_restarts: number;
+  /** running | stopped; '' when the agent has no desired state for it. */
+  desired_state: string;
 }

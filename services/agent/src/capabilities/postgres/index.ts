@@ -9,6 +9,7 @@ import { osUser, type RunAs } from '../../ops/exec';
 import { InstanceLocks, InstanceRegistry, POSTGRES_OS_USER } from './layout';
 import { installPostgres, removePostgres, startPostgres, stopPostgres, type PostgresHost } from './lifecycle';
 import { probePostgres } from './probe';
+import { postgresSupervision } from './supervision';
 import { syncCatalog } from './catalog-sync';
 import { getVariables, setVariables } from './variables';
 import {
@@ -40,18 +41,27 @@ export const postgresCapability: CapabilityModule = {
     /** op_id replay outside, one command per instance inside. */
     const command = <Req extends { op_id: string; port: number }, Res>(name: string, run: (req: Req) => Promise<Res>) =>
       unary(ctx.logger, name, (req: Req) => ctx.ops.run(req.op_id, () => locks.run(req.port, () => run(req))));
+    // The desired state each command leaves (see ../supervisor.ts): what the supervisor keeps running.
+    const desired = postgresSupervision(ctx, host, (port, work) => locks.run(port, work));
     server.addService(PostgresAgentService.service, {
-      InstallPostgres: command('InstallPostgres', (req: InstallPostgresRequest) => installPostgres(host, req)),
-      StartPostgres: command('StartPostgres', (req: PostgresInstanceRequest) => startPostgres(host, req.port)),
-      StopPostgres: command('StopPostgres', (req: PostgresInstanceRequest) => stopPostgres(host, req.port)),
-      RemovePostgres: command('RemovePostgres', (req: PostgresInstanceRequest) => removePostgres(host, req.port)),
+      InstallPostgres: command('InstallPostgres', (req: InstallPostgresRequest) => desired.runningAfter(req.port, () => installPostgres(host, req))),
+      StartPostgres: command('StartPostgres', (req: PostgresInstanceRequest) => desired.runningAfter(req.port, () => startPostgres(host, req.port))),
+      StopPostgres: command('StopPostgres', async (req: PostgresInstanceRequest) => {
+        await host.registry.get(req.port);
+        await desired.stopped(req.port);
+        return stopPostgres(host, req.port);
+      }),
+      RemovePostgres: command('RemovePostgres', async (req: PostgresInstanceRequest) => {
+        await desired.forget(req.port);
+        return removePostgres(host, req.port);
+      }),
       // Sync converges to the shards' current catalog, so a repeat is harmless; it skips the op
       // ledger because the manager syncs every few seconds and each round would leave a record.
       SyncCatalog: unary(ctx.logger, 'SyncCatalog', (req: SyncCatalogRequest) => locks.run(req.port, () => syncCatalog(host, req))),
       SetPostgresVariables: command('SetPostgresVariables', (req: SetPostgresVariablesRequest) =>
         setVariables(host, req.port, req.variables),
       ),
-      ProbePostgres: unary(ctx.logger, 'ProbePostgres', (req: ProbePostgresRequest) => probePostgres(host.registry, req.port)),
+      ProbePostgres: unary(ctx.logger, 'ProbePostgres', async (req: ProbePostgresRequest) => ({ ...(await probePostgres(host.registry, req.port)), ...(await desired.report(req.port)) })),
       GetPostgresVariables: unary(ctx.logger, 'GetPostgresVariables', (req: GetPostgresVariablesRequest) => getVariables(host.registry, req.port, req.names)),
     });
   },

@@ -39,6 +39,10 @@ export interface ProbePostgresReply {
   accepting: boolean;
   version: string;
   problem: string;
+  /** Times the agent's supervisor restarted this instance after finding it down. */
+  supervisor_restarts?: number;
+  /** running | stopped; '' when the agent has no desired state for it. */
+  desired_state?: string;
 }
 
 export interface ShardEndpoint {

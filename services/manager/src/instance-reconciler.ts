@@ -1,0 +1,134 @@
+// Leader-only: the metadata says which instances a live cluster has and where; this checks
+// that they actually run. Every few seconds it probes, through each host's agent, every
+// storage and compute node of every ready cluster, and asks the agent to start (an
+// idempotent Start) any whose server process is not running. Each agent also supervises
+// its own instances; this is the backstop for what the agent does not know to keep
+// running (an instance installed before supervision existed, or stopped by hand with an
+// explicit Stop), and the one place that sees the desired state (the metadata) against
+// the observed one.
+//
+// Left alone: clusters that are being created or deleted, and clusters with a job queued
+// or running (a job may stop an instance on purpose); instances whose agent does not answer
+// (the health monitor reports the host); instances the agent does not have (reported once).
+
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@kcm/common';
+import type { ClusterRecord, MetaState } from './meta/state';
+
+export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+
+/** The agent calls the reconciler needs (EngineAgents provides them). */
+export interface ReconcileAgents {
+  mariadb(hostaddr: string): {
+    probe(port: number): Promise<{ state: string; pid: number; reason: string }>;
+    start(opId: string, port: number): Promise<{ pid: number }>;
+  };
+  postgresProbe(hostaddr: string): { probe(port: number): Promise<{ installed: boolean; running: boolean; problem: string }> };
+  postgres(hostaddr: string): { start(opId: string, port: number): Promise<{ pid: number }> };
+}
+
+export interface ReconcilerOptions {
+  store: { state(): MetaState };
+  agents: ReconcileAgents;
+  logger: Logger;
+  intervalMs?: number;
+}
+
+/** One instance as the reconciler sees it. */
+interface Placed {
+  kind: 'storage node' | 'compute node';
+  cluster: ClusterRecord;
+  id: string;
+  hostaddr: string;
+  port: number;
+}
+
+type Observed = 'running' | 'down' | 'missing' | 'unreachable';
+
+export class InstanceReconciler {
+  private timer: NodeJS.Timeout | null = null;
+  private round: Promise<void> | null = null;
+  /** Last observation per instance, so a lasting condition is logged once. */
+  private readonly lastSeen = new Map<string, Observed>();
+  /** Starts asked of agents since this member became leader (tests, logs). */
+  startsRequested = 0;
+
+  constructor(private readonly opts: ReconcilerOptions) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.reconcileAll(), this.opts.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
+    this.timer.unref();
+    void this.reconcileAll();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.round;
+  }
+
+  /** One round over every live cluster; a round still under way makes this a no-op. */
+  reconcileAll(): Promise<void> {
+    if (this.round) return this.round;
+    this.round = (async () => {
+      try {
+        const state = this.opts.store.state();
+        const placed = Object.values(state.clusters).filter((c) => isSettled(state, c)).flatMap(instancesOf);
+        await Promise.all(placed.map((p) => this.reconcile(p)));
+      } finally {
+        this.round = null;
+      }
+    })();
+    return this.round;
+  }
+
+  private async reconcile(p: Placed): Promise<void> {
+    const key = `${p.cluster.id}/${p.kind}/${p.id}`;
+    const log = this.opts.logger.child({ cluster: p.cluster.name, [p.kind === 'storage node' ? 'node' : 'comp']: p.id, hostaddr: p.hostaddr, port: p.port });
+    const { observed, reason } = await this.observe(p);
+    const before = this.lastSeen.get(key);
+    this.lastSeen.set(key, observed);
+    if (observed === 'missing' && before !== 'missing') log.error({ reason }, `${p.kind} of a live cluster is not installed on its host`);
+    if (observed === 'running' && before === 'down') log.info(`${p.kind} is running again`);
+    if (observed !== 'down') return;
+    const opId = `reconcile:${p.cluster.id}:${p.kind === 'storage node' ? 'node' : 'comp'}-${p.id}:${randomUUID()}`;
+    log.warn({ reason }, `${p.kind} of a live cluster is not running; asking its agent to start it`);
+    this.startsRequested++;
+    try {
+      const reply = p.kind === 'storage node' ? await this.opts.agents.mariadb(p.hostaddr).start(opId, p.port) : await this.opts.agents.postgres(p.hostaddr).start(opId, p.port);
+      log.warn({ pid: reply.pid, op_id: opId }, `${p.kind} started by the reconciler`);
+    } catch (err) {
+      log.error({ err, op_id: opId }, `${p.kind} could not be started; will try again next round`);
+    }
+  }
+
+  private async observe(p: Placed): Promise<{ observed: Observed; reason: string }> {
+    try {
+      if (p.kind === 'storage node') {
+        const probe = await this.opts.agents.mariadb(p.hostaddr).probe(p.port);
+        if (probe.state === 'unknown') return { observed: 'missing', reason: probe.reason };
+        // A process that is alive but not answering may be recovering: only a missing one is started.
+        return { observed: probe.state === 'offline' && probe.pid === 0 ? 'down' : 'running', reason: probe.reason };
+      }
+      const probe = await this.opts.agents.postgresProbe(p.hostaddr).probe(p.port);
+      if (!probe.installed) return { observed: 'missing', reason: probe.problem };
+      return { observed: probe.running ? 'running' : 'down', reason: probe.problem };
+    } catch (err) {
+      return { observed: 'unreachable', reason: (err as Error).message };
+    }
+  }
+}
+
+/** A ready cluster no job is working on: its instances should all be running. */
+function isSettled(state: MetaState, cluster: ClusterRecord): boolean {
+  return cluster.status === 'ready' && (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) === 0;
+}
+
+function instancesOf(cluster: ClusterRecord): Placed[] {
+  const nodes = Object.values(cluster.shards).flatMap((s) => Object.values(s.nodes));
+  return [
+    ...nodes.map((n): Placed => ({ kind: 'storage node', cluster, id: n.id, hostaddr: n.hostaddr, port: n.port })),
+    ...Object.values(cluster.comps).map((c): Placed => ({ kind: 'compute node', cluster, id: c.id, hostaddr: c.hostaddr, port: c.port })),
+  ];
+}
