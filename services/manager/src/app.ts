@@ -30,6 +30,7 @@ import { MetaStateMachine } from './meta/state-machine';
 import { createManagerMetrics } from './metrics';
 import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
+import { RollbackFinisher } from './rollback-finisher';
 import { RoutingService } from './routing-service';
 import { forwardServiceDefinition } from './forward/forward-proto';
 import { forwardServiceImplementation } from './forward/forward-server';
@@ -40,6 +41,8 @@ export interface Manager {
   raft: RaftNode;
   store: RaftMetaStore;
   leadership: Leadership;
+  /** Finishes recorded rollbacks while this member leads (tests pause it to reach a state). */
+  rollbacks: RollbackFinisher;
   logger: Logger;
   /** Binds the gateway on the member's HTTP address. */
   listen(): Promise<void>;
@@ -153,11 +156,13 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const activeRunner = runner;
   const activeMonitor = monitor;
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
+  const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs });
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
       { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
       { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
+      { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
     ],
     logger,
   );
@@ -198,6 +203,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     raft,
     store,
     leadership,
+    rollbacks,
     logger,
     async listen() {
       assertAuthForListenHost(host, { tokens: config.authTokens });

@@ -216,40 +216,6 @@ export async function placeOnce(store: MetaStore, cluster: ClusterRecord, jobId:
   return orThrow(outcome) as PlacedInstances;
 }
 
-/**
- * Rollback of a job that grew a cluster (add_shards, add_nodes, add_comps): removes from
- * their hosts every instance the job placed (its records carry placedByJob), then forgets
- * them and returns their ports, and re-points the remaining compute nodes when shards went.
- * Waits for every removal; if any failed, nothing is forgotten (the ports must stay taken
- * while an instance may still run there) and it throws.
- */
-export async function rollBackPlacement(agents: EngineAgents, store: MetaStore, jobId: string, clusterId: string): Promise<{ shardIds: string[]; nodeIds: string[]; compIds: string[] }> {
-  const cluster = store.state().clusters[clusterId];
-  if (!cluster) return { shardIds: [], nodeIds: [], compIds: [] };
-  const removed = await removeInstancesPlacedBy(agents, jobId, cluster);
-  if (removed.shardIds.length + removed.nodeIds.length + removed.compIds.length === 0) return removed;
-  const outcome = await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId, ...removed });
-  if (!outcome.ok) throw new Error(`forgetting what job ${jobId} placed was refused: ${outcome.message}`);
-  if (removed.shardIds.length > 0) {
-    const after = store.state().clusters[clusterId];
-    if (after) await syncCompCatalogs(agents, jobId, 'uncatalog', after, Object.values(after.comps));
-  }
-  return removed;
-}
-
-async function removeInstancesPlacedBy(agents: EngineAgents, jobId: string, cluster: ClusterRecord): Promise<{ shardIds: string[]; nodeIds: string[]; compIds: string[] }> {
-  const nodes = storageNodes(cluster).filter(({ shard, node }) => node.placedByJob === jobId || shard.placedByJob === jobId).map(({ node }) => node);
-  const comps = Object.values(cluster.comps).filter((c) => c.placedByJob === jobId);
-  const settled = await Promise.allSettled([...nodes.map((n) => removeStorageNode(agents, jobId, n)), ...comps.map((c) => removeComp(agents, jobId, c))]);
-  const failed = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as Error).message] : []));
-  if (failed.length > 0) throw new Error(`removing what job ${jobId} placed failed: ${failed.join('; ')}`);
-  return {
-    shardIds: Object.values(cluster.shards).filter((s) => s.placedByJob === jobId).map((s) => s.id),
-    nodeIds: nodes.map((n) => n.id),
-    compIds: comps.map((c) => c.id),
-  };
-}
-
 /** Where an instance that is being taken out of a cluster ran; kept in the job's step output. */
 export interface RemovedInstance {
   id: string;
