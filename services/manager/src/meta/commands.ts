@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingInstance } from './state';
+import type { ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -169,15 +169,7 @@ export interface ClusterDeleted extends Base<typeof CommandKind.ClusterDeleted> 
  * also those already removed: RollbackInstancesRemoved follows for those), kept until each
  * is gone. Recording it again (the job's rollback re-run by a new leader) replaces the record.
  */
-export interface RollbackRecorded extends Base<typeof CommandKind.RollbackRecorded> {
-  jobId: string;
-  jobType: string;
-  clusterId: string;
-  instances: PendingInstance[];
-  shardIds: string[];
-  deleteCluster: boolean;
-  reason: string;
-}
+export interface RollbackRecorded extends Base<typeof CommandKind.RollbackRecorded>, Omit<PendingRollbackRecord, 'recordedAt'> {}
 
 /**
  * Instances of a pending rollback that are gone from their hosts: forgotten, their ports
