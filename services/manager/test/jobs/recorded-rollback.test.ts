@@ -64,6 +64,24 @@ describe('a rollback that cannot reach a host is recorded and finished later', (
     expect(store.s.pendingRollbacks).toEqual({});
   });
 
+  it('with two hosts down, each host\'s ports come back when that host\'s instances are gone, not before', async () => {
+    const h = await startHarness();
+    h.failOn({ method: 'pg.install', host: DEAD, kill: true }, { method: 'pg.install', host: '10.0.0.4', kill: true });
+    const status = await h.run('create_cluster', createParas({ computer_iplists: [DEAD, '10.0.0.4'] }));
+    await h.runner.stop();
+    expect(status.errorInfo).toMatch(/rollback incomplete: agent 10\.0\.0\.3 unreachable; .* will be removed when it answers; agent 10\.0\.0\.4 unreachable; compute node \d+ at 10\.0\.0\.4:6000 will be removed when it answers$/);
+    const finisher = new RollbackFinisher({ store: h.store, agents: h.agents, withAgent: h.withAgent, logger: silentLogger() });
+    h.down.delete(DEAD);
+    await finisher.finishAll();
+    expect(Object.keys(h.store.s.ports)).toEqual(['10.0.0.4']);
+    expect(Object.values(h.store.s.pendingRollbacks)[0].instances.map((i) => `${i.hostaddr}:${i.port}`)).toEqual(['10.0.0.4:6000']);
+    expect(Object.keys(h.store.s.clusters)).toHaveLength(1);
+    h.down.delete('10.0.0.4');
+    await finisher.finishAll();
+    expect(h.store.s.ports).toEqual({});
+    expect(h.store.s.clusters).toEqual({});
+  });
+
   it('a new leader carries on: the record survives the snapshot, and nothing is forgotten that was not committed', async () => {
     const { store, down, finisher } = await clusterWithDeadHost();
     down.delete(DEAD);
