@@ -93,6 +93,15 @@ describe('an install does not reuse a data directory another op created (real po
     expect((await readdir(path.join(tmp, 'comp'))).filter((e) => e === String(PG_PORT))).toEqual([]);
   }, 60_000);
 
+  it('postgres: remove given the comp_datadir deletes a data dir the agent has no record of (the reported leftover)', async () => {
+    await pgInstall('job:4:install:comp-4', 'fourth_user');
+    await postgres.stop('stop-4', PG_PORT);
+    await rm(path.join(stateDir(), 'postgres', `${PG_PORT}.json`));
+    const reply = await postgres.remove('job:5:remove:comp-4', PG_PORT, path.join(tmp, 'comp'));
+    expect(reply.detail).toBe('not registered; data directory removed');
+    expect((await readdir(path.join(tmp, 'comp'))).filter((e) => e === String(PG_PORT))).toEqual([]);
+  }, 60_000);
+
   it('mariadb: directories left by an instance of another op are moved aside, not reused', async () => {
     await mariadbInstall('job:1:install:node-1');
     const c = await mysql.createConnection({ host: HOST, port: MARIADB_PORT, user: secrets.storage.user, password: secrets.storage.password });

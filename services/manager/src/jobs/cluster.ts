@@ -230,7 +230,8 @@ interface DeleteSnapshot {
   clusterId: string;
   clusterName: string;
   shards: { id: string; nodes: { id: string; hostaddr: string; port: number }[] }[];
-  comps: { id: string; hostaddr: string; port: number }[];
+  /** compDatadir: absent in snapshots taken before it was kept. */
+  comps: { id: string; hostaddr: string; port: number; compDatadir?: string }[];
 }
 
 const hostsList = (instances: { hostaddr: string; port: number }[]) => instances.map((i) => `${i.hostaddr}_${i.port};`).join('');
@@ -253,7 +254,7 @@ function deleteClusterJob(deps: ClusterJobDeps): JobDefinition<DeleteParas> {
             clusterId: cluster.id,
             clusterName: cluster.name,
             shards: Object.values(cluster.shards).map((s) => ({ id: s.id, nodes: Object.values(s.nodes).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })) })),
-            comps: Object.values(cluster.comps).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })),
+            comps: Object.values(cluster.comps).map(({ id, hostaddr, port, compDatadir }) => ({ id, hostaddr, port, compDatadir })),
           };
         },
       },

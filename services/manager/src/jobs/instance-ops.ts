@@ -186,8 +186,9 @@ export async function removeStorageNode(agents: EngineAgents, jobId: string, nod
   await agents.cgroup(node.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `mysql-${node.id}`), node.port, 'mysql');
 }
 
-export async function removeComp(agents: EngineAgents, jobId: string, comp: { id: string; hostaddr: string; port: number }): Promise<void> {
-  await agents.postgres(comp.hostaddr).remove(opId(jobId, 'remove', `comp-${comp.id}`), comp.port);
+/** `compDatadir` (where it was installed) lets the agent delete a data dir it has no record of. */
+export async function removeComp(agents: EngineAgents, jobId: string, comp: { id: string; hostaddr: string; port: number; compDatadir?: string }): Promise<void> {
+  await agents.postgres(comp.hostaddr).remove(opId(jobId, 'remove', `comp-${comp.id}`), comp.port, comp.compDatadir);
   await agents.cgroup(comp.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `pg-${comp.id}`), comp.port, 'pg');
 }
 
@@ -240,8 +241,9 @@ export function takeOutInstanceSteps<P extends { cluster_id: string }>(
     {
       name: `remove ${kind}`,
       async run(ctx): Promise<RemovedInstance> {
-        const { id, hostaddr, port } = find(ctx.state(), ctx.paras);
-        await (kind === 'storage node' ? removeStorageNode : removeComp)(agents, ctx.jobId, { id, hostaddr, port });
+        const found = find(ctx.state(), ctx.paras);
+        const { id, hostaddr, port } = found;
+        await (kind === 'storage node' ? removeStorageNode : removeComp)(agents, ctx.jobId, found);
         return { id, hostaddr, port };
       },
     },

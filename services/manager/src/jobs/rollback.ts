@@ -8,7 +8,7 @@
 import { AgentUnreachableError } from '@kcm/agent';
 import type { Logger } from '@kcm/common';
 import { CommandKind } from '../meta/commands';
-import type { ClusterRecord, PendingInstance } from '../meta/state';
+import type { ClusterRecord, CompRecord, PendingInstance } from '../meta/state';
 import type { MetaStore } from '../meta/store';
 import { orThrow } from './errors';
 import { removeComp, removeStorageNode, storageNodes, syncCompCatalogs, type EngineAgents } from './instance-ops';
@@ -35,7 +35,7 @@ export function wholeClusterPlan(cluster: ClusterRecord): RollbackPlan {
     clusterId: cluster.id,
     instances: [
       ...storageNodes(cluster).map(({ node }) => pendingInstance('storage node', node)),
-      ...Object.values(cluster.comps).map((comp) => pendingInstance('compute node', comp)),
+      ...Object.values(cluster.comps).map(compInstance),
     ],
     shardIds: Object.keys(cluster.shards),
     deleteCluster: true,
@@ -48,7 +48,7 @@ export function placedByJobPlan(cluster: ClusterRecord, jobId: string): Rollback
     clusterId: cluster.id,
     instances: [
       ...storageNodes(cluster).filter(({ shard, node }) => node.placedByJob === jobId || shard.placedByJob === jobId).map(({ node }) => pendingInstance('storage node', node)),
-      ...Object.values(cluster.comps).filter((c) => c.placedByJob === jobId).map((comp) => pendingInstance('compute node', comp)),
+      ...Object.values(cluster.comps).filter((c) => c.placedByJob === jobId).map(compInstance),
     ],
     shardIds: Object.values(cluster.shards).filter((s) => s.placedByJob === jobId).map((s) => s.id),
     deleteCluster: false,
@@ -56,6 +56,7 @@ export function placedByJobPlan(cluster: ClusterRecord, jobId: string): Rollback
 }
 
 const pendingInstance = (kind: PendingInstance['kind'], i: { id: string; hostaddr: string; port: number }): PendingInstance => ({ kind, id: i.id, hostaddr: i.hostaddr, port: i.port });
+const compInstance = (comp: CompRecord): PendingInstance => ({ ...pendingInstance('compute node', comp), compDatadir: comp.compDatadir });
 
 /** Stops the instance, deletes its directories (the data dir included) and its cgroup. */
 export function removeInstance(agents: EngineAgents, jobId: string, instance: PendingInstance): Promise<void> {

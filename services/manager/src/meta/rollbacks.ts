@@ -14,7 +14,7 @@ export function applyRollbackRecorded(state: MetaState, cmd: RollbackRecorded): 
     jobId: cmd.jobId,
     jobType: cmd.jobType,
     clusterId: cmd.clusterId,
-    instances: cmd.instances.map((i) => ({ kind: i.kind, id: i.id, hostaddr: i.hostaddr, port: i.port })),
+    instances: cmd.instances.map((i) => ({ ...i })),
     shardIds: [...cmd.shardIds],
     deleteCluster: cmd.deleteCluster,
     reason: cmd.reason,

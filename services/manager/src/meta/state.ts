@@ -159,6 +159,8 @@ export interface PendingInstance {
   id: string;
   hostaddr: string;
   port: number;
+  /** A compute node's comp_datadir, so its data dir is found even without the agent's record. */
+  compDatadir?: string;
 }
 
 /**

@@ -61,7 +61,7 @@ export function recordingAgents(failures: Failure[], down = new Set<string>()) {
     }),
     postgres: (host: string) => ({
       install: (r: any) => record(host, 'pg.install', r, { pid: 200 }),
-      remove: (op: string, port: number) => record(host, 'pg.remove', { op, port }, {}),
+      remove: (op: string, port: number, compDatadir?: string) => record(host, 'pg.remove', { op, port, compDatadir }, {}),
       probe: (port: number) => record(host, 'pg.probe', { port }, { pid: 200, installed: true }),
       syncCatalog: (op: string, port: number, shards: unknown[]) => record(host, 'pg.sync', { op, port, shards }, { changes: [], servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }),
     }),

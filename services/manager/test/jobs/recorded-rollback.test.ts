@@ -59,6 +59,8 @@ describe('a rollback that cannot reach a host is recorded and finished later', (
     down.delete(DEAD);
     await f.finishAll();
     expect(removalsOn(DEAD).slice(before).map((c) => c.method).sort()).toEqual(['cgroup.remove', 'cgroup.remove', 'cgroup.remove', 'mariadb.remove', 'mariadb.remove', 'pg.remove']);
+    // The compute node's comp_datadir goes along: its data dir is found even if the agent never recorded it.
+    expect(removalsOn(DEAD).find((c) => c.method === 'pg.remove')!.request.compDatadir).toBe('/c');
     expect(store.s.clusters).toEqual({});
     expect(store.s.ports).toEqual({});
     expect(store.s.pendingRollbacks).toEqual({});

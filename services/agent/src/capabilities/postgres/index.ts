@@ -44,7 +44,7 @@ export const postgresCapability: CapabilityModule = {
       InstallPostgres: command('InstallPostgres', (req: InstallPostgresRequest) => installPostgres(host, req)),
       StartPostgres: command('StartPostgres', (req: PostgresInstanceRequest) => startPostgres(host, req.port)),
       StopPostgres: command('StopPostgres', (req: PostgresInstanceRequest) => stopPostgres(host, req.port)),
-      RemovePostgres: command('RemovePostgres', (req: PostgresInstanceRequest) => removePostgres(host, req.port)),
+      RemovePostgres: command('RemovePostgres', (req: PostgresInstanceRequest) => removePostgres(host, req.port, req.comp_datadir ?? '')),
       // Sync converges to the shards' current catalog, so a repeat is harmless; it skips the op
       // ledger because the manager syncs every few seconds and each round would leave a record.
       SyncCatalog: unary(ctx.logger, 'SyncCatalog', (req: SyncCatalogRequest) => locks.run(req.port, () => syncCatalog(host, req))),

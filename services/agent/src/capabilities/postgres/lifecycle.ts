@@ -157,13 +157,30 @@ export async function stopPostgres(host: PostgresHost, port: number): Promise<Po
   return reply(instance, undefined, how);
 }
 
-/** Stops the instance, deletes its data directory and forgets it. Removing what is gone succeeds. */
-export async function removePostgres(host: PostgresHost, port: number): Promise<PostgresInstanceReply> {
+/**
+ * Stops the instance, deletes its data directory and forgets it. Removing what is gone
+ * succeeds. With `compDatadir`, a data dir at <compDatadir>/<port> that the registry does
+ * not name (an install killed before recording it, by an older agent) is deleted as well;
+ * one a server runs from is refused, as nothing says it is the instance being removed.
+ */
+export async function removePostgres(host: PostgresHost, port: number, compDatadir = ''): Promise<PostgresInstanceReply> {
   const instance = await host.registry.find(validatePort(port));
-  if (!instance) return { port, datadir: '', pid: 0, running: false, user: '', detail: 'not installed' };
+  if (!instance) return removeUnregistered(host, port, compDatadir);
   const stopped = await stopPostgres(host, port);
   await rm(instance.datadir, { recursive: true, force: true });
   await host.registry.delete(port);
   host.logger.info({ port, datadir: instance.datadir }, 'postgres instance removed');
   return reply(instance, undefined, `${stopped.detail}, data directory removed`);
+}
+
+async function removeUnregistered(host: PostgresHost, port: number, compDatadir: string): Promise<PostgresInstanceReply> {
+  const none = { port, datadir: '', pid: 0, running: false, user: '', detail: 'not installed' };
+  if (!compDatadir) return none;
+  const datadir = instanceDatadir(compDatadir, port);
+  if (!(await exists(datadir))) return none;
+  const running = await postmasterStatus(datadir);
+  if (running) throw new Error(`${datadir} has no registry entry and a running PostgreSQL (pid ${running.pid}); refusing to remove it`);
+  await rm(datadir, { recursive: true, force: true });
+  host.logger.warn({ port, datadir }, 'removed a postgres data directory the agent had no record of');
+  return { ...none, datadir, detail: 'not registered; data directory removed' };
 }
