@@ -10,14 +10,21 @@ import { instancesPlacedByJob, type PlacedInstances } from '../meta/clusters';
 import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
+import { EngineClientCache } from './engine-client-cache';
 import { orThrow } from './errors';
 import type { JobStep } from './workflow';
 
-/** One client per host and engine, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
+/**
+ * One client per host and engine, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). A
+ * client that finds its agent unreachable is replaced by a fresh one on the next call
+ * (engine-client-cache.ts), so a restarted agent is reached at once.
+ */
 export class EngineAgents {
-  private readonly mariadbClients = new Map<string, MariaDbAgentClient>();
-  private readonly postgresClients = new Map<string, PostgresAgentClient>();
-  private readonly cgroupClients = new Map<string, CgroupAgentClient>();
+  private readonly mariadbClients = new EngineClientCache((hostaddr) => new MariaDbAgentClient(this.address(hostaddr), { queryMs: this.probeDeadlineMs }));
+  private readonly postgresClients = new EngineClientCache((hostaddr) => new PostgresAgentClient(this.address(hostaddr)));
+  /** A short-deadline client for probes: PostgresAgentClient has one deadline for every call. */
+  private readonly postgresProbeClients = new EngineClientCache((hostaddr) => new PostgresAgentClient(this.address(hostaddr), this.probeDeadlineMs));
+  private readonly cgroupClients = new EngineClientCache((hostaddr) => new CgroupAgentClient(this.address(hostaddr)));
 
   /** `probeDeadlineMs` bounds the live-status probes of queries: a dead host must not hold a reply. */
   constructor(private readonly agentPort: number, private readonly probeDeadlineMs = 4000) {}
@@ -32,36 +39,23 @@ export class EngineAgents {
   }
 
   mariadb(hostaddr: string): MariaDbAgentClient {
-    let c = this.mariadbClients.get(hostaddr);
-    if (!c) this.mariadbClients.set(hostaddr, (c = new MariaDbAgentClient(this.address(hostaddr), { queryMs: this.probeDeadlineMs })));
-    return c;
+    return this.mariadbClients.get(hostaddr);
   }
 
   postgres(hostaddr: string): PostgresAgentClient {
-    let c = this.postgresClients.get(hostaddr);
-    if (!c) this.postgresClients.set(hostaddr, (c = new PostgresAgentClient(this.address(hostaddr))));
-    return c;
+    return this.postgresClients.get(hostaddr);
   }
 
-  /** A short-deadline client for probes: PostgresAgentClient has one deadline for every call. */
   postgresProbe(hostaddr: string): PostgresAgentClient {
-    const key = `probe:${hostaddr}`;
-    let c = this.postgresClients.get(key);
-    if (!c) this.postgresClients.set(key, (c = new PostgresAgentClient(this.address(hostaddr), this.probeDeadlineMs)));
-    return c;
+    return this.postgresProbeClients.get(hostaddr);
   }
 
   cgroup(hostaddr: string): CgroupAgentClient {
-    let c = this.cgroupClients.get(hostaddr);
-    if (!c) this.cgroupClients.set(hostaddr, (c = new CgroupAgentClient(this.address(hostaddr))));
-    return c;
+    return this.cgroupClients.get(hostaddr);
   }
 
   close(): void {
-    for (const c of [...this.mariadbClients.values(), ...this.postgresClients.values(), ...this.cgroupClients.values()]) c.close();
-    this.mariadbClients.clear();
-    this.postgresClients.clear();
-    this.cgroupClients.clear();
+    for (const cache of [this.mariadbClients, this.postgresClients, this.postgresProbeClients, this.cgroupClients]) cache.closeAll();
   }
 }
 
