@@ -156,7 +156,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const activeRunner = runner;
   const activeMonitor = monitor;
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
-  const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs });
+  const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, caughtUp: () => store.linearizableRead() });
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },

@@ -23,6 +23,12 @@ export interface RollbackFinisherOptions {
   withAgent: WithAgent;
   logger: Logger;
   intervalMs?: number;
+  /**
+   * Resolves once the local state holds every committed entry (as the job runner's). A new
+   * leader may not have applied its predecessor's last entries yet: it must not act on a
+   * record that is already finished, or whose job ended well after all.
+   */
+  caughtUp?(): Promise<void>;
 }
 
 /** Whether the finisher may act on the record now (see the file comment). */
@@ -38,11 +44,14 @@ export class RollbackFinisher {
   private round: Promise<void> | null = null;
   /** Last problem per instance, so one that stays left is logged when it changes, not every round. */
   private readonly lastProblem = new Map<string, string>();
+  /** Whether the state caught up since this member started leading. */
+  private caughtUp = false;
 
   constructor(private readonly opts: RollbackFinisherOptions) {}
 
   start(): void {
     if (this.timer) return;
+    this.caughtUp = false;
     this.timer = setInterval(() => void this.finishAll(), this.opts.intervalMs ?? DEFAULT_ROLLBACK_RETRY_INTERVAL_MS);
     this.timer.unref();
     void this.finishAll();
@@ -59,9 +68,20 @@ export class RollbackFinisher {
     if (this.round) return this.round;
     this.round = (async () => {
       try {
+        if (!this.caughtUp) {
+          try {
+            await this.opts.caughtUp?.();
+          } catch (err) {
+            this.opts.logger.debug({ err }, 'rollback finisher: state not caught up yet; next round');
+            return;
+          }
+          this.caughtUp = true;
+        }
         const state = this.opts.store.state();
         const records = Object.values(state.pendingRollbacks).filter((r) => finishableNow(state, r));
-        await Promise.all(records.map((r) => this.finish(r)));
+        await Promise.all(
+          records.map((r) => this.finish(r).catch((err: unknown) => this.opts.logger.warn({ err, jobId: r.jobId }, 'rollback finisher: round failed; retrying later'))),
+        );
       } finally {
         this.round = null;
       }

@@ -101,6 +101,21 @@ describe('a rollback that cannot reach a host is recorded and finished later', (
     expect(next.s.pendingRollbacks).toEqual({});
   });
 
+  it('a new leader\'s finisher acts only once its state has caught up with every committed entry', async () => {
+    const { store, down, agents, withAgent, removalsOn } = await clusterWithDeadHost();
+    down.delete(DEAD);
+    let release = () => {};
+    const barrier = new Promise<void>((resolve) => (release = resolve));
+    const f = new RollbackFinisher({ store, agents, withAgent, logger: silentLogger(), caughtUp: () => barrier });
+    const before = removalsOn(DEAD).length;
+    const round = f.finishAll();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(removalsOn(DEAD)).toHaveLength(before);
+    release();
+    await round;
+    expect(store.s.pendingRollbacks).toEqual({});
+  });
+
   it('the finisher leaves a record alone while its job is unfinished or another job holds the cluster', async () => {
     const { store } = await clusterWithDeadHost();
     const record = Object.values(store.s.pendingRollbacks)[0];
