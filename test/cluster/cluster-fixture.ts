@@ -12,7 +12,7 @@ import { startAgent, type RunningAgent } from '@kcm/agent';
 import { buildManager, type Manager } from '../../services/manager/src/app';
 import { parseManagerConfig } from '../../services/manager/src/config';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
-import { sleep } from '../manager/helpers/processes';
+import { AgentProcess, sleep } from '../manager/helpers/processes';
 
 export const HOSTS = ['127.0.2.1', '127.0.2.2', '127.0.2.3'] as const;
 export const AGENT_PORT = 58150;
@@ -30,6 +30,8 @@ export interface ClusterFixtureOptions {
   agentPort?: number;
   /** The manager member's `<host>:<port>` (default MEMBER). */
   member?: string;
+  /** Hosts whose agent runs as its own OS process, so that a test can SIGKILL it (default none). */
+  processAgentHosts?: readonly string[];
 }
 
 export interface ClusterFixture {
@@ -38,7 +40,10 @@ export interface ClusterFixture {
   member: string;
   agentPort: number;
   manager: Manager;
+  /** The in-process agents (hosts not in processAgentHosts). */
   agents: RunningAgent[];
+  /** The agents running as their own OS process, by host. */
+  processAgents: Map<string, AgentProcess>;
   logLines: string[];
   /** Directories of host i's machine registration. */
   dirs(i: number): { datadir: string; logdir: string; wal_log_dir: string; comp_datadir: string };
@@ -59,16 +64,25 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
     destination: new Writable({ write: (chunk, _enc, done) => (logLines.push(String(chunk)), done()) }),
   });
   const agents: RunningAgent[] = [];
+  const processAgents = new Map<string, AgentProcess>();
   let manager: Manager | undefined;
   const close = async () => {
     await manager?.stop().catch(() => {});
     await Promise.all(agents.map((a) => a.stop()));
+    await Promise.all([...processAgents.values()].map((a) => a.kill()));
     killAll(await enginePidsUnder(tmp));
     if (process.env.KCM_TEST_KEEP_DIR) console.log(`kept ${tmp}`);
     else await rm(tmp, { recursive: true, force: true });
   };
   try {
     for (const host of HOSTS) {
+      if (options.processAgentHosts?.includes(host)) {
+        const agent = new AgentProcess(host, agentPort, path.join(tmp, `agent-${host}`));
+        processAgents.set(host, agent);
+        agent.start();
+        await agent.listeningPid();
+        continue;
+      }
       agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
     }
     const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10 });
@@ -95,6 +109,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
     agentPort,
     manager,
     agents,
+    processAgents,
     logLines,
     dirs,
     async runJob(jobType, paras, timeoutMs = 60_000) {

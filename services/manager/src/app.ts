@@ -31,6 +31,7 @@ import { MetaStateMachine } from './meta/state-machine';
 import { createManagerMetrics } from './metrics';
 import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
+import { RollbackFinisher } from './rollback-finisher';
 import { RoutingService } from './routing-service';
 import { forwardServiceDefinition } from './forward/forward-proto';
 import { forwardServiceImplementation } from './forward/forward-server';
@@ -41,6 +42,8 @@ export interface Manager {
   raft: RaftNode;
   store: RaftMetaStore;
   leadership: Leadership;
+  /** Finishes recorded rollbacks while this member leads (tests pause it to reach a state). */
+  rollbacks: RollbackFinisher;
   logger: Logger;
   /** Binds the gateway on the member's HTTP address. */
   listen(): Promise<void>;
@@ -155,12 +158,14 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const activeMonitor = monitor;
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
+  const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, caughtUp: () => store.linearizableRead() });
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
       { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
       { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
       { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
+      { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
     ],
     logger,
   );
@@ -206,6 +211,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     raft,
     store,
     leadership,
+    rollbacks,
     logger,
     async listen() {
       assertAuthForListenHost(host, { tokens: config.authTokens });

@@ -52,6 +52,18 @@ export function createManagerMetrics(
       for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
     },
   });
+  new Gauge({
+    name: 'kcm_pending_rollback_instances',
+    help: 'Instances that failed jobs could not remove from their hosts yet, by host (removed when the agent answers)',
+    labelNames: ['hostaddr'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const counts = new Map<string, number>();
+      for (const r of Object.values(sources.state().pendingRollbacks)) for (const i of r.instances) counts.set(i.hostaddr, (counts.get(i.hostaddr) ?? 0) + 1);
+      for (const [hostaddr, n] of counts) this.set({ hostaddr }, n);
+    },
+  });
   const stepSeconds = new Histogram({
     name: 'kcm_job_step_duration_seconds',
     help: 'Duration of job steps run by this member',

@@ -46,8 +46,9 @@ export class PostgresAgentClient {
     return this.call('StopPostgres', { op_id: opId, port });
   }
 
-  remove(opId: string, port: number): Promise<PostgresInstanceReply> {
-    return this.call('RemovePostgres', { op_id: opId, port });
+  /** `compDatadir`: where the install put it, so a data dir the agent never recorded is removed too. */
+  remove(opId: string, port: number, compDatadir = ''): Promise<PostgresInstanceReply> {
+    return this.call('RemovePostgres', { op_id: opId, port, comp_datadir: compDatadir });
   }
 
   probe(port: number): Promise<ProbePostgresReply> {

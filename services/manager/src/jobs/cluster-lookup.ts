@@ -31,7 +31,9 @@ export function clusterByReference(state: MetaState, p: { cluster_name?: string;
 /**
  * A cluster a new job may change: not being deleted, and not still being built by its
  * create_cluster job (that job holds no cluster lock, since the id did not exist when it
- * was submitted). A cluster left behind by a failed create may be changed (deleted).
+ * was submitted). A cluster left behind by a failed create may be changed (deleted), also
+ * while its rollback waits for an agent (meta/rollbacks.ts): delete_cluster then removes
+ * what the rollback could not, and the pending record goes with the cluster.
  */
 export function changeableCluster(state: MetaState, clusterId: string, field = 'paras.cluster_id'): ClusterRecord {
   const cluster = clusterById(state, clusterId, field);

@@ -3,7 +3,8 @@
 // create_cluster commits the whole placement first (cluster, shard, node and compute-node
 // records, ports, ids, generated accounts) in one command, then builds it on the hosts:
 // storage nodes, replication, compute nodes, catalog, cpu limits. A failed step removes
-// every instance the job created and returns its ports (rollback).
+// every instance the job created and returns its ports (rollback); what it cannot remove
+// now is recorded and removed when its host's agent answers again (rollback.ts).
 
 import { KcmError, type ParasOf } from '@kcm/protocol';
 import type { Logger } from '@kcm/common';
@@ -27,6 +28,7 @@ import {
   type EngineAgents,
 } from './instance-ops';
 import { candidatesFor, carryLoad, checkStorageSpace, computeDemand, placeComps, placeShards, storageDemand, type ShardPlacement } from './placement';
+import { rollBackJob, wholeClusterPlan } from './rollback';
 import type { JobDefinition, StepContext } from './workflow';
 
 export interface ClusterJobDeps {
@@ -216,17 +218,10 @@ export function clusterJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
     result: (outputs) => outputs['mark cluster ready'] as Record<string, unknown>,
     async rollback(ctx, failedStep, error) {
       const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId);
-      if (!cluster) return; // nothing was placed
-      const log = deps.logger.child({ jobId: ctx.jobId, clusterId: cluster.id });
-      log.warn({ failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
-      await forEachInstance(
-        [...storageNodes(cluster).map(({ node }) => ({ kind: 'node' as const, instance: node })), ...Object.values(cluster.comps).map((comp) => ({ kind: 'comp' as const, instance: comp }))],
-        ({ kind, instance }) => `${kind} ${instance.id} on ${instance.hostaddr}:${instance.port}`,
-        ({ kind, instance }) => (kind === 'node' ? removeStorageNode(agents, ctx.jobId, instance) : removeComp(agents, ctx.jobId, instance)),
-      );
-      // Only once every instance is gone: a port handed out again must be free on its host.
-      orThrow(await store.propose({ kind: CommandKind.ClusterDeleted, at: Date.now(), clusterId: cluster.id }));
-      log.info('create_cluster rolled back: instances removed, ports returned');
+      if (!cluster) return undefined; // nothing was placed
+      deps.logger.warn({ jobId: ctx.jobId, clusterId: cluster.id, failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
+      // Ports are returned per instance, only once it is gone from its host (rollback.ts).
+      return rollBackJob(deps, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
     },
   };
 
@@ -237,7 +232,8 @@ interface DeleteSnapshot {
   clusterId: string;
   clusterName: string;
   shards: { id: string; nodes: { id: string; hostaddr: string; port: number }[] }[];
-  comps: { id: string; hostaddr: string; port: number }[];
+  /** compDatadir: absent in snapshots taken before it was kept. */
+  comps: { id: string; hostaddr: string; port: number; compDatadir?: string }[];
 }
 
 const hostsList = (instances: { hostaddr: string; port: number }[]) => instances.map((i) => `${i.hostaddr}_${i.port};`).join('');
@@ -261,7 +257,7 @@ function deleteClusterJob(deps: ClusterJobDeps): JobDefinition<DeleteParas> {
             clusterId: cluster.id,
             clusterName: cluster.name,
             shards: Object.values(cluster.shards).map((s) => ({ id: s.id, nodes: Object.values(s.nodes).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })) })),
-            comps: Object.values(cluster.comps).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })),
+            comps: Object.values(cluster.comps).map(({ id, hostaddr, port, compDatadir }) => ({ id, hostaddr, port, compDatadir })),
           };
         },
       },

@@ -9,8 +9,9 @@ import { KcmError, type ParasOf } from '@kcm/protocol';
 import type { ClusterRecord, CompRecord, MetaState } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster } from './cluster-lookup';
-import { applyCpuLimit, installComp, placeOnce, rollBackPlacement, syncCompCatalogs, takeOutInstanceSteps } from './instance-ops';
+import { applyCpuLimit, installComp, placeOnce, syncCompCatalogs, takeOutInstanceSteps } from './instance-ops';
 import { candidatesFor, computeDemand, placeComps } from './placement';
+import { rollBackPlacement } from './rollback';
 import type { JobDefinition, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_comps'>;
@@ -93,12 +94,7 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
       },
     ],
     result: (outputs) => outputs['apply cpu limits'] as Record<string, unknown>,
-    async rollback(ctx, failedStep, error) {
-      const log = deps.logger.child({ jobId: ctx.jobId, clusterId: ctx.paras.cluster_id });
-      log.warn({ failedStep, reason: error.message }, 'add_comps failed: removing the compute nodes it placed');
-      const removed = await rollBackPlacement(agents, store, ctx.jobId, ctx.paras.cluster_id);
-      log.info({ comps: removed.compIds }, 'add_comps rolled back: instances removed, ports returned');
-    },
+    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_comps', ctx.paras.cluster_id, failedStep, error.message),
   };
 
   const deleteComp: JobDefinition<DeleteParas> = {

@@ -10,14 +10,21 @@ import { instancesPlacedByJob, type PlacedInstances } from '../meta/clusters';
 import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
+import { EngineClientCache } from './engine-client-cache';
 import { orThrow } from './errors';
 import type { JobStep } from './workflow';
 
-/** One client per host and engine, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
+/**
+ * One client per host and engine, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). A
+ * client that finds its agent unreachable is replaced by a fresh one on the next call
+ * (engine-client-cache.ts), so a restarted agent is reached at once.
+ */
 export class EngineAgents {
-  private readonly mariadbClients = new Map<string, MariaDbAgentClient>();
-  private readonly postgresClients = new Map<string, PostgresAgentClient>();
-  private readonly cgroupClients = new Map<string, CgroupAgentClient>();
+  private readonly mariadbClients = new EngineClientCache((hostaddr) => new MariaDbAgentClient(this.address(hostaddr), { queryMs: this.probeDeadlineMs }));
+  private readonly postgresClients = new EngineClientCache((hostaddr) => new PostgresAgentClient(this.address(hostaddr)));
+  /** A short-deadline client for probes: PostgresAgentClient has one deadline for every call. */
+  private readonly postgresProbeClients = new EngineClientCache((hostaddr) => new PostgresAgentClient(this.address(hostaddr), this.probeDeadlineMs));
+  private readonly cgroupClients = new EngineClientCache((hostaddr) => new CgroupAgentClient(this.address(hostaddr)));
 
   /** `probeDeadlineMs` bounds the live-status probes of queries: a dead host must not hold a reply. */
   constructor(private readonly agentPort: number, private readonly probeDeadlineMs = 4000) {}
@@ -32,36 +39,23 @@ export class EngineAgents {
   }
 
   mariadb(hostaddr: string): MariaDbAgentClient {
-    let c = this.mariadbClients.get(hostaddr);
-    if (!c) this.mariadbClients.set(hostaddr, (c = new MariaDbAgentClient(this.address(hostaddr), { queryMs: this.probeDeadlineMs })));
-    return c;
+    return this.mariadbClients.get(hostaddr);
   }
 
   postgres(hostaddr: string): PostgresAgentClient {
-    let c = this.postgresClients.get(hostaddr);
-    if (!c) this.postgresClients.set(hostaddr, (c = new PostgresAgentClient(this.address(hostaddr))));
-    return c;
+    return this.postgresClients.get(hostaddr);
   }
 
-  /** A short-deadline client for probes: PostgresAgentClient has one deadline for every call. */
   postgresProbe(hostaddr: string): PostgresAgentClient {
-    const key = `probe:${hostaddr}`;
-    let c = this.postgresClients.get(key);
-    if (!c) this.postgresClients.set(key, (c = new PostgresAgentClient(this.address(hostaddr), this.probeDeadlineMs)));
-    return c;
+    return this.postgresProbeClients.get(hostaddr);
   }
 
   cgroup(hostaddr: string): CgroupAgentClient {
-    let c = this.cgroupClients.get(hostaddr);
-    if (!c) this.cgroupClients.set(hostaddr, (c = new CgroupAgentClient(this.address(hostaddr))));
-    return c;
+    return this.cgroupClients.get(hostaddr);
   }
 
   close(): void {
-    for (const c of [...this.mariadbClients.values(), ...this.postgresClients.values(), ...this.cgroupClients.values()]) c.close();
-    this.mariadbClients.clear();
-    this.postgresClients.clear();
-    this.cgroupClients.clear();
+    for (const cache of [this.mariadbClients, this.postgresClients, this.postgresProbeClients, this.cgroupClients]) cache.closeAll();
   }
 }
 
@@ -186,8 +180,9 @@ export async function removeStorageNode(agents: EngineAgents, jobId: string, nod
   await agents.cgroup(node.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `mysql-${node.id}`), node.port, 'mysql');
 }
 
-export async function removeComp(agents: EngineAgents, jobId: string, comp: { id: string; hostaddr: string; port: number }): Promise<void> {
-  await agents.postgres(comp.hostaddr).remove(opId(jobId, 'remove', `comp-${comp.id}`), comp.port);
+/** `compDatadir` (where it was installed) lets the agent delete a data dir it has no record of. */
+export async function removeComp(agents: EngineAgents, jobId: string, comp: { id: string; hostaddr: string; port: number; compDatadir?: string }): Promise<void> {
+  await agents.postgres(comp.hostaddr).remove(opId(jobId, 'remove', `comp-${comp.id}`), comp.port, comp.compDatadir);
   await agents.cgroup(comp.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `pg-${comp.id}`), comp.port, 'pg');
 }
 
@@ -216,40 +211,6 @@ export async function placeOnce(store: MetaStore, cluster: ClusterRecord, jobId:
   return orThrow(outcome) as PlacedInstances;
 }
 
-/**
- * Rollback of a job that grew a cluster (add_shards, add_nodes, add_comps): removes from
- * their hosts every instance the job placed (its records carry placedByJob), then forgets
- * them and returns their ports, and re-points the remaining compute nodes when shards went.
- * Waits for every removal; if any failed, nothing is forgotten (the ports must stay taken
- * while an instance may still run there) and it throws.
- */
-export async function rollBackPlacement(agents: EngineAgents, store: MetaStore, jobId: string, clusterId: string): Promise<{ shardIds: string[]; nodeIds: string[]; compIds: string[] }> {
-  const cluster = store.state().clusters[clusterId];
-  if (!cluster) return { shardIds: [], nodeIds: [], compIds: [] };
-  const removed = await removeInstancesPlacedBy(agents, jobId, cluster);
-  if (removed.shardIds.length + removed.nodeIds.length + removed.compIds.length === 0) return removed;
-  const outcome = await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId, ...removed });
-  if (!outcome.ok) throw new Error(`forgetting what job ${jobId} placed was refused: ${outcome.message}`);
-  if (removed.shardIds.length > 0) {
-    const after = store.state().clusters[clusterId];
-    if (after) await syncCompCatalogs(agents, jobId, 'uncatalog', after, Object.values(after.comps));
-  }
-  return removed;
-}
-
-async function removeInstancesPlacedBy(agents: EngineAgents, jobId: string, cluster: ClusterRecord): Promise<{ shardIds: string[]; nodeIds: string[]; compIds: string[] }> {
-  const nodes = storageNodes(cluster).filter(({ shard, node }) => node.placedByJob === jobId || shard.placedByJob === jobId).map(({ node }) => node);
-  const comps = Object.values(cluster.comps).filter((c) => c.placedByJob === jobId);
-  const settled = await Promise.allSettled([...nodes.map((n) => removeStorageNode(agents, jobId, n)), ...comps.map((c) => removeComp(agents, jobId, c))]);
-  const failed = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as Error).message] : []));
-  if (failed.length > 0) throw new Error(`removing what job ${jobId} placed failed: ${failed.join('; ')}`);
-  return {
-    shardIds: Object.values(cluster.shards).filter((s) => s.placedByJob === jobId).map((s) => s.id),
-    nodeIds: nodes.map((n) => n.id),
-    compIds: comps.map((c) => c.id),
-  };
-}
-
 /** Where an instance that is being taken out of a cluster ran; kept in the job's step output. */
 export interface RemovedInstance {
   id: string;
@@ -274,8 +235,9 @@ export function takeOutInstanceSteps<P extends { cluster_id: string }>(
     {
       name: `remove ${kind}`,
       async run(ctx): Promise<RemovedInstance> {
-        const { id, hostaddr, port } = find(ctx.state(), ctx.paras);
-        await (kind === 'storage node' ? removeStorageNode : removeComp)(agents, ctx.jobId, { id, hostaddr, port });
+        const found = find(ctx.state(), ctx.paras);
+        const { id, hostaddr, port } = found;
+        await (kind === 'storage node' ? removeStorageNode : removeComp)(agents, ctx.jobId, found);
         return { id, hostaddr, port };
       },
     },

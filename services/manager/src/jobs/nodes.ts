@@ -17,8 +17,9 @@ import type { MariaDbAgentClient } from '@kcm/agent';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
-import { applyCpuLimit, instanceSpec, opId, placeOnce, rollBackPlacement, takeOutInstanceSteps, type EngineAgents } from './instance-ops';
+import { applyCpuLimit, instanceSpec, opId, placeOnce, takeOutInstanceSteps, type EngineAgents } from './instance-ops';
 import { candidatesFor, checkStorageSpace, placeNodesInShard, storageDemand } from './placement';
+import { rollBackPlacement } from './rollback';
 import type { JobDefinition } from './workflow';
 
 type AddParas = ParasOf<'add_nodes'>;
@@ -237,12 +238,7 @@ export function nodeJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
       },
     ],
     result: (outputs) => outputs['apply cpu limits'] as Record<string, unknown>,
-    async rollback(ctx, failedStep, error) {
-      const log = deps.logger.child({ jobId: ctx.jobId, clusterId: ctx.paras.cluster_id });
-      log.warn({ failedStep, reason: error.message }, 'add_nodes failed: removing the nodes it placed');
-      const removed = await rollBackPlacement(agents, store, ctx.jobId, ctx.paras.cluster_id);
-      log.info({ nodes: removed.nodeIds }, 'add_nodes rolled back: instances removed, ports returned');
-    },
+    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_nodes', ctx.paras.cluster_id, failedStep, error.message),
   };
 
   const deleteNodes: JobDefinition<DeleteParas> = {

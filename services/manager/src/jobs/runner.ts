@@ -203,14 +203,19 @@ export class JobRunner {
         if (failure.errorName === 'INTERNAL') log.warn({ step: names[k], err }, 'step failed');
         else if (def.rollback) log.warn({ step: names[k], error_code: errorCode, error: failure.message }, 'step failed');
         else log.debug({ step: names[k], error_code: errorCode, error: failure.message }, 'step failed');
+        let rollbackNote = '';
         if (def.rollback) {
           try {
-            await def.rollback(ctx(k), names[k], err instanceof KcmError ? err : KcmError.of(failure.errorName, failure.message, { cause: err }));
+            const note = await def.rollback(ctx(k), names[k], err instanceof KcmError ? err : KcmError.of(failure.errorName, failure.message, { cause: err }));
+            if (note) rollbackNote = `; ${note}`;
           } catch (rollbackErr) {
+            // Its commits were not made here: whoever leads next resumes the job (and its rollback).
+            if (signal.aborted || isLeadershipError(rollbackErr)) throw new LeadershipLost();
             log.error({ err: rollbackErr }, 'rollback failed');
+            rollbackNote = `; rollback failed: ${rollbackErr instanceof Error ? rollbackErr.message : String(rollbackErr)}`;
           }
         }
-        await this.finish(job, failed(failure.errorName, info), signal);
+        await this.finish(job, failed(failure.errorName, info + rollbackNote), signal);
         return;
       }
       const committed = await this.commit({ kind: CommandKind.JobStepDone, at: Date.now(), jobId, step: k, output: output ?? null }, signal);

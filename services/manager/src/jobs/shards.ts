@@ -16,8 +16,9 @@ import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { orThrow } from './errors';
-import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, rollBackPlacement, setUpShardReplication, syncCompCatalogs } from './instance-ops';
+import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs } from './instance-ops';
 import { candidatesFor, checkStorageSpace, placeShards, storageDemand, type ShardPlacement } from './placement';
+import { rollBackPlacement } from './rollback';
 import type { JobDefinition, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_shards'>;
@@ -141,12 +142,7 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
       },
     ],
     result: (outputs) => outputs['connect compute nodes to shards'] as Record<string, unknown>,
-    async rollback(ctx, failedStep, error) {
-      const log = deps.logger.child({ jobId: ctx.jobId, clusterId: ctx.paras.cluster_id });
-      log.warn({ failedStep, reason: error.message }, 'add_shards failed: removing the shards it placed');
-      const removed = await rollBackPlacement(agents, store, ctx.jobId, ctx.paras.cluster_id);
-      log.info({ shards: removed.shardIds, nodes: removed.nodeIds }, 'add_shards rolled back: instances removed, ports returned');
-    },
+    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_shards', ctx.paras.cluster_id, failedStep, error.message),
   };
 
   interface DeletedShard {

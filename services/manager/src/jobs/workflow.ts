@@ -41,6 +41,10 @@ export interface JobDefinition<P = Record<string, unknown>> {
   steps(paras: P): JobStep<P>[];
   /** The attachment of the finished job, from the step outputs. */
   result(outputs: Record<string, unknown>, paras: P): Record<string, unknown>;
-  /** Undo what the finished steps created after a later step failed (best effort). */
-  rollback?(ctx: StepContext<P>, failedStep: string, error: KcmError): Promise<void>;
+  /**
+   * Undo what the finished steps created after a later step failed. Resolves to a note for
+   * the job's error when something could not be undone now (what is left, and where; it is
+   * recorded and finished later), or to nothing when all was undone.
+   */
+  rollback?(ctx: StepContext<P>, failedStep: string, error: KcmError): Promise<string | undefined | void>;
 }

@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats } from './state';
+import type { ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -25,6 +25,8 @@ export const CommandKind = {
   ClusterStatusSet: 15,
   ClusterDeleted: 16,
   CommandBatch: 17,
+  RollbackRecorded: 18,
+  RollbackInstancesRemoved: 19,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -168,6 +170,24 @@ export interface ClusterDeleted extends Base<typeof CommandKind.ClusterDeleted> 
   clusterId: string;
 }
 
+/**
+ * A failed job's rollback: every instance it has to remove from its host (all of them,
+ * also those already removed: RollbackInstancesRemoved follows for those), kept until each
+ * is gone. Recording it again (the job's rollback re-run by a new leader) replaces the record.
+ */
+export interface RollbackRecorded extends Base<typeof CommandKind.RollbackRecorded>, Omit<PendingRollbackRecord, 'recordedAt'> {}
+
+/**
+ * Instances of a pending rollback that are gone from their hosts: forgotten, their ports
+ * returned. When the last one goes, the job's shards (or its whole cluster) go too and
+ * the record is dropped. Removing what is already forgotten is a no-op.
+ */
+export interface RollbackInstancesRemoved extends Base<typeof CommandKind.RollbackInstancesRemoved> {
+  jobId: string;
+  nodeIds: string[];
+  compIds: string[];
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -184,7 +204,9 @@ export type Command =
   | InstancesPlaced
   | InstancesRemoved
   | ClusterStatusSet
-  | ClusterDeleted;
+  | ClusterDeleted
+  | RollbackRecorded
+  | RollbackInstancesRemoved;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

@@ -6,6 +6,7 @@ import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, 
 import { applyMachineFactsRecorded, applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { refused, type ApplyOutcome } from './outcome';
 import { applyPortsAllocated, applyPortsReleased } from './ports';
+import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
 
 /**
@@ -49,8 +50,11 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyJobStepDone(state, cmd);
     case CommandKind.JobProgress:
       return applyJobProgress(state, cmd);
-    case CommandKind.JobFinished:
-      return applyJobFinished(state, cmd);
+    case CommandKind.JobFinished: {
+      const outcome = applyJobFinished(state, cmd);
+      if (cmd.outcome.ok) dropPendingRollbackOf(state, cmd.jobId);
+      return outcome;
+    }
     case CommandKind.PortsAllocated:
       return applyPortsAllocated(state, cmd);
     case CommandKind.PortsReleased:
@@ -63,8 +67,15 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyInstancesRemoved(state, cmd);
     case CommandKind.ClusterStatusSet:
       return applyClusterStatusSet(state, cmd);
-    case CommandKind.ClusterDeleted:
-      return applyClusterDeleted(state, cmd);
+    case CommandKind.ClusterDeleted: {
+      const outcome = applyClusterDeleted(state, cmd);
+      dropPendingRollbacksOf(state, cmd.clusterId);
+      return outcome;
+    }
+    case CommandKind.RollbackRecorded:
+      return applyRollbackRecorded(state, cmd);
+    case CommandKind.RollbackInstancesRemoved:
+      return applyRollbackInstancesRemoved(state, cmd);
     default: {
       // A command from a newer kcm: refuse it identically everywhere rather than guess.
       const unknown: { kind: number } = cmd;

@@ -162,6 +162,35 @@ export interface ClusterRecord {
   comps: Dict<CompRecord>;
 }
 
+/** An instance a failed job's rollback could not remove from its host: it still runs, or its files remain. */
+export interface PendingInstance {
+  kind: 'storage node' | 'compute node';
+  id: string;
+  hostaddr: string;
+  port: number;
+  /** A compute node's comp_datadir, so its data dir is found even without the agent's record. */
+  compDatadir?: string;
+}
+
+/**
+ * A rollback that could not finish (a host's agent did not answer): what is left to remove.
+ * The instances stay in their cluster's record, so their ports stay taken until each is
+ * really gone; the leader's rollback finisher removes them when their agents answer again.
+ */
+export interface PendingRollbackRecord {
+  jobId: string;
+  jobType: string;
+  clusterId: string;
+  instances: PendingInstance[];
+  /** Shards the job placed: forgotten as a whole once their last node is gone (add_shards). */
+  shardIds: string[];
+  /** The job created the cluster: it is forgotten once its last instance is gone. */
+  deleteCluster: boolean;
+  /** Why the removal failed, as first recorded (shown to operators). */
+  reason: string;
+  recordedAt: number;
+}
+
 /** Monotonic id counters of the cluster domain; an id is never reused, even after a delete. */
 export interface ClusterCounters {
   cluster: number;
@@ -191,6 +220,8 @@ export interface MetaState {
   clusters: Dict<ClusterRecord>;
   /** Top-level (not inside `counters`) so that restoring an older snapshot keeps them. */
   clusterCounters: ClusterCounters;
+  /** Rollbacks that could not finish, by the id of the job that failed (meta/rollbacks.ts). */
+  pendingRollbacks: Record<string, PendingRollbackRecord>;
 }
 
 export function emptyMetaState(): MetaState {
@@ -204,6 +235,7 @@ export function emptyMetaState(): MetaState {
     counters: { job: 0 },
     clusters: dict(),
     clusterCounters: { cluster: 0, shard: 0, node: 0, comp: 0 },
+    pendingRollbacks: dict(),
   };
 }
 
@@ -226,6 +258,7 @@ export function withDicts(state: MetaState): MetaState {
     for (const shard of Object.values(cluster.shards)) shard.nodes = dict(shard.nodes);
     cluster.comps = dict(cluster.comps);
   }
+  state.pendingRollbacks = dict(state.pendingRollbacks ?? {});
   return state;
 }
 

@@ -2,11 +2,13 @@
 // storage and computer machines, recording fake agents (fail where told), every cluster
 // job family registered, and a helper that builds a ready cluster through create_cluster.
 
+import { AgentUnreachableError } from '@kcm/agent';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { cgroupJobs } from '../../src/jobs/cgroup';
 import { clusterJobs } from '../../src/jobs/cluster';
 import { compJobs } from '../../src/jobs/comps';
+import type { WithAgent } from '../../src/agent-pool';
 import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { nodeJobs } from '../../src/jobs/nodes';
 import { JobRunner } from '../../src/jobs/runner';
@@ -28,14 +30,22 @@ export interface Call {
 export interface Failure {
   method: string;
   host: string;
+  /** The host's agent dies at this call (as if SIGKILLed): this and every later call to it is unreachable until revived. */
+  kill?: boolean;
 }
 
-/** Agents that succeed (or fail where told) and record what they were asked, in order. */
-export function recordingAgents(failures: Failure[]) {
+/**
+ * Agents that succeed (or fail where told) and record what they were asked, in order.
+ * `down` holds the hosts whose agent does not answer (AgentUnreachableError).
+ */
+export function recordingAgents(failures: Failure[], down = new Set<string>()) {
   const calls: Call[] = [];
   const record = (host: string, method: string, request: any, reply: unknown) => {
     calls.push({ host, method, request });
-    if (failures.some((f) => f.method === method && f.host === host)) return Promise.reject(new Error(`${method} failed on ${host}`));
+    const failure = failures.find((f) => f.method === method && f.host === host);
+    if (failure?.kill) down.add(host);
+    if (down.has(host)) return Promise.reject(new AgentUnreachableError(`${host}:${AGENT_PORT}`, new Error('connect ECONNREFUSED')));
+    if (failure) return Promise.reject(new Error(`${method} failed on ${host}`));
     return Promise.resolve(reply);
   };
   const copyReply = (r: any) => ({ source_hostaddr: r.sources[0]?.hostaddr ?? '', source_port: r.sources[0]?.port ?? 0, gtid_pos: '0-1-5', bytes: 1000, transfer_ms: 10, kept_old_data: '', pid: 300 });
@@ -51,7 +61,7 @@ export function recordingAgents(failures: Failure[]) {
     }),
     postgres: (host: string) => ({
       install: (r: any) => record(host, 'pg.install', r, { pid: 200 }),
-      remove: (op: string, port: number) => record(host, 'pg.remove', { op, port }, {}),
+      remove: (op: string, port: number, compDatadir?: string) => record(host, 'pg.remove', { op, port, compDatadir }, {}),
       probe: (port: number) => record(host, 'pg.probe', { port }, { pid: 200, installed: true }),
       syncCatalog: (op: string, port: number, shards: unknown[]) => record(host, 'pg.sync', { op, port, shards }, { changes: [], servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }),
     }),
@@ -92,7 +102,8 @@ export async function startHarness(options: HarnessOptions = {}) {
     }
   }
   const failures: Failure[] = [];
-  const { agents, calls } = recordingAgents(failures);
+  const down = new Set<string>();
+  const { agents, calls } = recordingAgents(failures, down);
   const shardTables = async (_c: ClusterRecord, shard: ShardRecord) => options.tables?.[shard.id] ?? [];
   const deps = { store, agents, logger: silentLogger() };
   const definitions = [...clusterJobs(deps), ...shardJobs({ ...deps, shardTables }), ...compJobs(deps), ...nodeJobs(deps), ...cgroupJobs(deps)];
@@ -120,7 +131,10 @@ export async function startHarness(options: HarnessOptions = {}) {
   };
   const failOn = (...f: Failure[]) => failures.push(...f);
   const jobCount = () => store.s.counters.job;
-  return { store, calls, runner, run, refusal, readyCluster, failOn, jobCount };
+  /** The agent pool's view of the same fake hosts: a down host's health check is unreachable. */
+  const withAgent = (<T>(host: string, use: (agent: any) => Promise<T>): Promise<T> =>
+    down.has(host) ? Promise.reject(new AgentUnreachableError(`${host}:${AGENT_PORT}`, new Error('connect ECONNREFUSED'))) : use({ health: async () => ({}) })) as WithAgent;
+  return { store, calls, runner, run, refusal, readyCluster, failOn, jobCount, agents, down, withAgent };
 }
 
 export const methods = (calls: Call[]) => [...new Set(calls.map((c) => c.method))];

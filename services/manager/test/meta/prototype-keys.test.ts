@@ -143,7 +143,7 @@ describe('cluster, shard and compute node ids named like Object.prototype member
     submit(s, 'r');
     const restored = restoreMeta(snapshotMeta(s));
     const cluster = restored.clusters['1'];
-    const dicts = [restored.machines, restored.jobs, restored.jobs['1'].stepOutputs, restored.runQueues, restored.requestIds, restored.ports, restored.ports['10.0.0.1'], restored.clusters, cluster.shards, cluster.shards['1'].nodes, cluster.comps];
+    const dicts = [restored.machines, restored.jobs, restored.jobs['1'].stepOutputs, restored.runQueues, restored.requestIds, restored.ports, restored.ports['10.0.0.1'], restored.clusters, cluster.shards, cluster.shards['1'].nodes, cluster.comps, restored.pendingRollbacks];
     for (const d of dicts) expect(Object.getPrototypeOf(d)).toBeNull();
   });
 });

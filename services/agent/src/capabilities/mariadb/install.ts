@@ -3,7 +3,7 @@
 // Idempotent by state as well as by op_id: each step finds its work done and moves on, so
 // a re-run after a crash mid-install completes it instead of failing.
 
-import { access, chown, rm, writeFile } from 'node:fs/promises';
+import { access, chown, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentContext } from '../../capability';
 import { exec, ExecError } from '../../ops/exec';
@@ -13,6 +13,7 @@ import {
   createLayoutDirs,
   emptyDir,
   instanceLayout,
+  isEmptyDir,
   loadRecord,
   mariadbTools,
   mysqlUser,
@@ -20,7 +21,7 @@ import {
   saveRecord,
   type InstanceLayout,
 } from './instance-layout';
-import { startInstance } from './lifecycle';
+import { runningPid, startInstance } from './lifecycle';
 import { renderMyCnf, renderRoleCnf } from './my-cnf';
 import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from './proto';
 import { account, scrub, sqlString, withAdmin } from './sql';
@@ -36,11 +37,21 @@ const STORAGE_PRIVILEGES = [
 ].join(', ');
 
 export const INITIALIZED_MARKER = '.kcm-initialized';
+/** Holds the op_id of the install that created the instance dir. */
+const CREATED_BY_OP_MARKER = '.kcm-created-by-op';
 
-/** Writes the instance's directories and config files (shared with seeding, which skips mariadb-install-db). */
-export async function prepareInstanceFiles(ctx: AgentContext, spec: MariaDbInstanceSpec, admin: MariaDbAccount): Promise<InstanceLayout> {
+/**
+ * Writes the instance's directories and config files (shared with seeding, which skips
+ * mariadb-install-db). The agent's record is written first: an agent killed half-way leaves
+ * directories that Remove (a rollback, delete_nodes) can still find and delete.
+ * `createdByOp`: the install op that creates the instance, marked in its instance dir.
+ */
+export async function prepareInstanceFiles(ctx: AgentContext, spec: MariaDbInstanceSpec, admin: MariaDbAccount, createdByOp?: string): Promise<InstanceLayout> {
   const layout = instanceLayout(spec);
+  const previous = await loadRecord(ctx.stateDir, spec.port);
+  await saveRecord(ctx.stateDir, { spec, installedAt: previous?.installedAt ?? new Date().toISOString() });
   await createLayoutDirs(layout);
+  if (createdByOp !== undefined && (await creatorOp(layout)) === undefined) await writeFile(path.join(layout.instanceDir, CREATED_BY_OP_MARKER), createdByOp);
   const group = mysqlUser().gid;
   await writeFile(layout.myCnf, renderMyCnf(spec, layout, ctx.hostaddr), { mode: 0o640 });
   await chown(layout.myCnf, 0, group);
@@ -49,9 +60,39 @@ export async function prepareInstanceFiles(ctx: AgentContext, spec: MariaDbInsta
     await chown(layout.roleCnf, 0, group);
   }
   await saveAdminAccount(layout, admin);
-  const previous = await loadRecord(ctx.stateDir, spec.port);
-  await saveRecord(ctx.stateDir, { spec, installedAt: previous?.installedAt ?? new Date().toISOString() });
   return layout;
+}
+
+/** The op_id of the install that created the instance dir, if it has the marker. */
+async function creatorOp(layout: InstanceLayout): Promise<string | undefined> {
+  return readFile(path.join(layout.instanceDir, CREATED_BY_OP_MARKER), 'utf8').catch(() => undefined);
+}
+
+/**
+ * An install never reuses an instance it did not create: directories left by a removed
+ * instance, or by an install of another op killed half-way, would bring a stranger's data,
+ * accounts and binlogs into a new storage node. A retry of the creating op (same op_id)
+ * continues. A stopped stranger is moved aside (kept, not deleted: it may be someone's
+ * data) and the new paths returned; a running one is refused.
+ */
+async function setAsideForeignInstance(ctx: AgentContext, layout: InstanceLayout, opId: string): Promise<string[]> {
+  const creator = await creatorOp(layout);
+  if (creator === opId) return [];
+  const dirs = [];
+  for (const dir of [layout.instanceDir, layout.logDir, layout.walDir]) if (!(await isEmptyDir(dir))) dirs.push(dir);
+  if (dirs.length === 0) return [];
+  const pid = await runningPid(layout);
+  const by = creator === undefined ? 'an unknown op' : `op ${creator}`;
+  if (pid) throw new Error(`port ${layout.port} has a running mariadbd (pid ${pid}) in ${layout.instanceDir}, created by ${by}, not by install ${opId}; refusing to touch it`);
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const moved = [];
+  for (const dir of dirs) {
+    const aside = `${dir}.set-aside-${stamp}`;
+    await rename(dir, aside);
+    moved.push(aside);
+  }
+  ctx.logger.warn({ port: layout.port, op_id: opId, created_by: by, moved }, 'mariadb install found directories it did not create; moved them aside');
+  return moved;
 }
 
 export async function installInstance(ctx: AgentContext, req: MariaDbInstallRequest): Promise<MariaDbInstanceReply> {
@@ -63,7 +104,8 @@ export async function installInstance(ctx: AgentContext, req: MariaDbInstallRequ
   for (const p of patterns) if (!DB_PATTERN.test(p)) throw new Error(`storage_db_pattern ${JSON.stringify(p)} must match ${DB_PATTERN}`);
   const secrets = [admin.password, replication.password, storage.password];
 
-  const layout = await prepareInstanceFiles(ctx, spec, admin);
+  const movedAside = await setAsideForeignInstance(ctx, instanceLayout(spec), req.op_id);
+  const layout = await prepareInstanceFiles(ctx, spec, admin, req.op_id);
   await initializeDataDir(ctx, layout);
   const started = await startInstance(ctx, layout);
   await createAdminAccount(layout, admin);
@@ -81,7 +123,7 @@ export async function installInstance(ctx: AgentContext, req: MariaDbInstallRequ
     }
   });
   ctx.logger.info({ port: spec.port, server_id: spec.server_id, admin: admin.user, replication: replication.user, storage: storage.user }, 'mariadb instance installed');
-  return started;
+  return movedAside.length === 0 ? started : { ...started, detail: `directories this install did not create were moved aside to ${movedAside.join(', ')}` };
 }
 
 async function ensureUser(s: { run(what: string, sql: string, values?: unknown[]): Promise<void> }, acct: MariaDbAccount, host: string): Promise<void> {

@@ -44,6 +44,8 @@ export interface MariaDbInstanceReply {
   pid: number;
   instance_dir: string;
   socket: string;
+  /** Anything the command did that the caller should know (e.g. directories set aside); '' otherwise. */
+  detail?: string;
 }
 
 export type MariaDbRole = 'master' | 'standby';

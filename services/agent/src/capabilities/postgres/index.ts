@@ -53,7 +53,7 @@ export const postgresCapability: CapabilityModule = {
       }),
       RemovePostgres: command('RemovePostgres', async (req: PostgresInstanceRequest) => {
         await desired.forget(req.port);
-        return removePostgres(host, req.port);
+        return removePostgres(host, req.port, req.comp_datadir ?? '');
       }),
       // Sync converges to the shards' current catalog, so a repeat is harmless; it skips the op
       // ledger because the manager syncs every few seconds and each round would leave a record.

@@ -24,6 +24,12 @@ export interface PostgresInstance {
   variables: Record<string, string>;
   /** Databases the catalog sync has put foreign tables in; rescanned on every sync so drops are seen. */
   catalogDatabases: string[];
+  /**
+   * The op_id of the install that created the data directory (recorded before initdb). A
+   * retry of that op may continue a half-done install; any other install finds a data
+   * directory it did not create and sets it aside (lifecycle.ts). Absent in older records.
+   */
+  createdByOp?: string;
 }
 
 export function validatePort(port: number): number {

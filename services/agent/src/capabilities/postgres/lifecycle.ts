@@ -1,7 +1,7 @@
 // Install, start, stop and remove a compute instance. Each is idempotent on its own (it
 // looks at what exists before acting), and the op ledger in index.ts adds op_id replay.
 
-import { access, chown, mkdir, readdir, rm } from 'node:fs/promises';
+import { access, chown, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '@kcm/common';
@@ -43,9 +43,10 @@ async function assertTraversable(host: PostgresHost, dir: string): Promise<void>
   }
 }
 
+/** initdb into `datadir`, which this op created (a stranger's was set aside): a half-done earlier attempt is started over. */
 async function initdb(host: PostgresHost, datadir: string): Promise<void> {
   if (await exists(datadir)) {
-    if ((await readdir(datadir)).length > 0) throw new Error(`${datadir} exists, is not empty and holds no PostgreSQL cluster; refusing to touch it`);
+    for (const entry of await readdir(datadir)) await rm(path.join(datadir, entry), { recursive: true, force: true });
   } else {
     await mkdir(datadir, { mode: 0o700 });
   }
@@ -56,6 +57,24 @@ async function initdb(host: PostgresHost, datadir: string): Promise<void> {
     ['-D', datadir, '-U', ADMIN_ROLE, '-E', 'UTF8', '--no-locale', '--auth-local=peer', '--auth-host=scram-sha-256'],
     { runAs: owner, cwd: datadir, env: { LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' }, timeoutMs: 300_000 },
   );
+}
+
+/**
+ * An install never reuses a data directory it did not create (a leftover of a removed
+ * instance, or of an install killed half-way by another op): nothing of a stranger's
+ * catalog, accounts or settings may leak into a new compute node. A stopped one is moved
+ * aside (kept, not deleted: it may be someone's data) and its path returned; a running one
+ * is refused. Returns '' when there is nothing there.
+ */
+async function setAsideForeignDatadir(host: PostgresHost, datadir: string, opId: string): Promise<string> {
+  const entries = await readdir(datadir).catch(() => [] as string[]);
+  if (entries.length === 0) return '';
+  const running = await postmasterStatus(datadir);
+  if (running) throw new Error(`${datadir} holds a running PostgreSQL (pid ${running.pid}) that install ${opId} did not create; refusing to touch it`);
+  const aside = `${datadir}.set-aside-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  await rename(datadir, aside);
+  host.logger.warn({ datadir, aside, op_id: opId }, 'postgres install found a data directory it did not create; moved it aside');
+  return aside;
 }
 
 /** The compute account: created, or its password and login reset; the password goes as a SCRAM verifier. */
@@ -84,14 +103,27 @@ export async function installPostgres(host: PostgresHost, req: InstallPostgresRe
   await mkdir(req.comp_datadir, { recursive: true, mode: 0o755 });
   await assertTraversable(host, req.comp_datadir);
   const details: string[] = [];
-  if (await exists(path.join(datadir, 'PG_VERSION'))) details.push('data directory already initialised');
+  const ours = known?.createdByOp === req.op_id;
+  const aside = ours ? '' : await setAsideForeignDatadir(host, datadir, req.op_id);
+  if (aside) details.push(`a data directory this install did not create was moved aside to ${aside}`);
+  const instance: PostgresInstance = {
+    port,
+    hostaddr: host.hostaddr,
+    datadir,
+    user,
+    variables,
+    catalogDatabases: ours ? known.catalogDatabases : [],
+    createdByOp: req.op_id,
+  };
+  // Recorded before initdb: an agent killed during the install leaves a data dir that the
+  // registry names, so RemovePostgres (a rollback, delete_comp) finds and deletes it.
+  await host.registry.save(instance);
+  if (await exists(path.join(datadir, 'PG_VERSION'))) details.push('data directory already initialised by this op');
   else {
     await initdb(host, datadir);
     details.push('initialised');
   }
-  const instance: PostgresInstance = { port, hostaddr: host.hostaddr, datadir, user, variables, catalogDatabases: known?.catalogDatabases ?? [] };
   await writeInstanceConfig(instance, os.userInfo().username, host.runAs());
-  await host.registry.save(instance);
 
   let status = await postmasterStatus(datadir);
   if (status) {
@@ -125,13 +157,30 @@ export async function stopPostgres(host: PostgresHost, port: number): Promise<Po
   return reply(instance, undefined, how);
 }
 
-/** Stops the instance, deletes its data directory and forgets it. Removing what is gone succeeds. */
-export async function removePostgres(host: PostgresHost, port: number): Promise<PostgresInstanceReply> {
+/**
+ * Stops the instance, deletes its data directory and forgets it. Removing what is gone
+ * succeeds. With `compDatadir`, a data dir at <compDatadir>/<port> that the registry does
+ * not name (an install killed before recording it, by an older agent) is deleted as well;
+ * one a server runs from is refused, as nothing says it is the instance being removed.
+ */
+export async function removePostgres(host: PostgresHost, port: number, compDatadir = ''): Promise<PostgresInstanceReply> {
   const instance = await host.registry.find(validatePort(port));
-  if (!instance) return { port, datadir: '', pid: 0, running: false, user: '', detail: 'not installed' };
+  if (!instance) return removeUnregistered(host, port, compDatadir);
   const stopped = await stopPostgres(host, port);
   await rm(instance.datadir, { recursive: true, force: true });
   await host.registry.delete(port);
   host.logger.info({ port, datadir: instance.datadir }, 'postgres instance removed');
   return reply(instance, undefined, `${stopped.detail}, data directory removed`);
+}
+
+async function removeUnregistered(host: PostgresHost, port: number, compDatadir: string): Promise<PostgresInstanceReply> {
+  const none = { port, datadir: '', pid: 0, running: false, user: '', detail: 'not installed' };
+  if (!compDatadir) return none;
+  const datadir = instanceDatadir(compDatadir, port);
+  if (!(await exists(datadir))) return none;
+  const running = await postmasterStatus(datadir);
+  if (running) throw new Error(`${datadir} has no registry entry and a running PostgreSQL (pid ${running.pid}); refusing to remove it`);
+  await rm(datadir, { recursive: true, force: true });
+  host.logger.warn({ port, datadir }, 'removed a postgres data directory the agent had no record of');
+  return { ...none, datadir, detail: 'not registered; data directory removed' };
 }

@@ -17,6 +17,8 @@ export interface InstallPostgresRequest {
 export interface PostgresInstanceRequest {
   op_id: string;
   port: number;
+  /** RemovePostgres only: where the install put it, for a data dir with no registry entry. */
+  comp_datadir?: string;
 }
 
 export interface PostgresInstanceReply {

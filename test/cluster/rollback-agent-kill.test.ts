@@ -1,0 +1,127 @@
+// Issue 12, defect 2, on real engines: the agent of one host is SIGKILLed about 1 s into
+// create_cluster's "install compute nodes". The job must fail saying what its rollback
+// left on that host; once the agent is restarted, the leader finishes the rollback, and
+// nothing of the cluster is left: no process, no directory, no cgroup, no port. And a
+// delete_cluster of such a half-made cluster removes it all too.
+//
+// One shard of 3 MariaDB nodes (one per host) and one compute node on host 3, whose agent
+// runs as its own OS process so that it can really be SIGKILLed.
+
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentClient } from '@kcm/agent';
+import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
+import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
+import { sleep } from '../manager/helpers/processes';
+import { computerPorts, enginePidsUnder, HOSTS, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+
+const AGENT_PORT = 58154;
+const MEMBER = '127.0.1.73:58175';
+const KILLED = HOSTS[2];
+
+const CREATE_PARAS = {
+  nick_name: 'orphans', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100',
+  cpu_cores: '1', cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+  storage_iplists: [...HOSTS], computer_iplists: [KILLED], install_proxysql: '0',
+};
+
+describe('an agent SIGKILLed in the middle of create_cluster leaves nothing behind once it is back', () => {
+  let f: ClusterFixture;
+  const state = () => f.manager.store.state();
+
+  beforeAll(async () => {
+    f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER, processAgentHosts: [KILLED] });
+    for (const [i, host] of HOSTS.entries()) {
+      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
+        const reply = await f.runJob('create_machine', {
+          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
+        });
+        expect(reply.status, reply.error_info).toBe('done');
+      }
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await f?.close();
+  }, 120_000);
+
+  /** create_cluster with host 3's agent SIGKILLed ~1 s into "install compute nodes"; its final status. */
+  async function createAndKillAgent() {
+    const ack = await emit(MEMBER, 'create_cluster', CREATE_PARAS);
+    const jobId = ack.job_id;
+    // Steps 1-3 (placement, storage nodes, replication) committed: the compute node is being installed.
+    for (const deadline = Date.now() + 120_000; Object.keys(state().jobs[jobId].stepOutputs).length < 3; await sleep(50)) {
+      const result = state().jobs[jobId].result;
+      if (result) throw new Error(`create_cluster ended before installing compute nodes: ${result.errorInfo}`);
+      if (Date.now() > deadline) throw new Error('create_cluster did not reach "install compute nodes" in 120 s');
+    }
+    await sleep(1000);
+    await f.processAgents.get(KILLED)!.kill();
+    const reply = await waitForJobEnd([MEMBER], jobId, 120_000);
+    return { jobId, reply };
+  }
+
+  async function restartKilledAgent() {
+    const agent = f.processAgents.get(KILLED)!;
+    agent.start();
+    const client = new AgentClient(`${KILLED}:${AGENT_PORT}`, 2000);
+    try {
+      await waitUntil('the restarted agent to answer', async () => (await client.health(), true), 30_000);
+    } finally {
+      client.close();
+    }
+  }
+
+  /** Everything of the test's clusters that could be left on the hosts: processes, directories, cgroups. */
+  async function leftovers() {
+    const dirs: string[] = [];
+    for (const i of [0, 1, 2]) {
+      for (const dir of Object.values(f.dirs(i))) for (const entry of await readdir(dir).catch(() => [] as string[])) dirs.push(path.join(dir, entry));
+    }
+    const cpu = await detectCpuHierarchy();
+    const cgroups = cpu ? (await readdir(path.join(cpu.root, 'kcm')).catch(() => [] as string[])).filter((name) => HOSTS.some((h) => name.includes(`-${h}-`))) : [];
+    return { processes: await enginePidsUnder(f.tmp), dirs, cgroups };
+  }
+
+  it('the job fails naming what its rollback left on the dead host; the rest is removed and its ports returned', async () => {
+    const { jobId, reply } = await createAndKillAgent();
+    console.log(`create_cluster with a SIGKILLed agent: ${reply.error_info}`);
+    expect(reply.status).toBe('failed');
+    expect(reply.error_code).toBe('2000');
+    expect(reply.error_info).toMatch(
+      /; rollback incomplete: agent 127\.0\.2\.3 unreachable; storage node \d+ at 127\.0\.2\.3:\d+ and compute node \d+ at 127\.0\.2\.3:\d+ will be removed when it answers$/,
+    );
+    const record = state().pendingRollbacks[jobId];
+    expect(record.instances.map((i) => `${i.kind} ${i.hostaddr}`).sort()).toEqual(['compute node 127.0.2.3', 'storage node 127.0.2.3']);
+    expect(Object.keys(state().ports)).toEqual([KILLED]);
+    // What the defect left: the dead host's mariadbd still runs until its agent is back.
+    expect((await enginePidsUnder(f.dirs(2).datadir)).length).toBeGreaterThan(0);
+
+    await restartKilledAgent();
+    await waitUntil('the leader to finish the rollback', async () => (Object.keys(state().pendingRollbacks).length === 0 ? true : undefined), 60_000);
+    expect(state().clusters).toEqual({});
+    expect(state().ports).toEqual({});
+    expect(await leftovers()).toEqual({ processes: [], dirs: [], cgroups: [] });
+  }, 240_000);
+
+  it('delete_cluster of the half-made cluster removes it all: processes, the PostgreSQL and MariaDB data dirs, cgroups and ports', async () => {
+    // Held back so that delete_cluster, not the leader's finisher, is what cleans up here.
+    await f.manager.rollbacks.stop();
+    try {
+      const { jobId, reply } = await createAndKillAgent();
+      expect(reply.status).toBe('failed');
+      const clusterId = state().pendingRollbacks[jobId].clusterId;
+      expect(state().clusters[clusterId].status).toBe('creating');
+      await restartKilledAgent();
+      const deleted = await f.runJob('delete_cluster', { cluster_id: clusterId }, 120_000);
+      expect(deleted.status, deleted.error_info).toBe('done');
+      expect(state().clusters).toEqual({});
+      expect(state().ports).toEqual({});
+      expect(state().pendingRollbacks).toEqual({});
+      expect(await leftovers()).toEqual({ processes: [], dirs: [], cgroups: [] });
+    } finally {
+      f.manager.rollbacks.start();
+    }
+  }, 240_000);
+});
