@@ -1,0 +1,76 @@
+// A recorded rollback survives a leader change (issue 12, defect 2): a 3-manager group and
+// three agents, each its own OS process, on real engines. Host 3's agent is SIGKILLed
+// during create_cluster's compute-node install; the job fails leaving a recorded rollback;
+// then the leader is SIGKILLed too. Once host 3's agent is back, the new leader finishes
+// the rollback: the cluster is gone and nothing of it is left on the hosts.
+
+import { chmodSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emit, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
+import { LocalGroup } from '../manager/helpers/group';
+import { sleep, waitFor } from '../manager/helpers/processes';
+import { computerPorts, enginePidsUnder, HOSTS, storagePorts } from './cluster-fixture';
+
+const MEMBERS = ['127.0.1.74:58178', '127.0.1.75:58178', '127.0.1.76:58178'];
+const AGENT_PORT = 58156;
+const KILLED = HOSTS[2];
+
+describe('a recorded rollback is finished by the next leader', () => {
+  const group = new LocalGroup({ name: 'rollback-leader', members: MEMBERS, agentHosts: [...HOSTS], agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10 } });
+  chmodSync(group.dir, 0o755); // mysql and postgres must traverse it to their directories
+  const dirs = (i: number) => ({
+    datadir: path.join(group.dir, `h${i}`, 'data'),
+    logdir: path.join(group.dir, `h${i}`, 'log'),
+    wal_log_dir: path.join(group.dir, `h${i}`, 'wal'),
+    comp_datadir: path.join(group.dir, `h${i}`, 'comp'),
+  });
+  let leader: string;
+
+  beforeAll(async () => {
+    await group.start();
+    leader = await group.waitForLeader();
+    for (const [i, host] of HOSTS.entries()) {
+      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
+        const ack = await emit(leader, 'create_machine', {
+          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...dirs(i), total_mem: '4096', total_cpu_cores: '2',
+        });
+        expect((await waitForJobEnd(MEMBERS, ack.job_id)).status).toBe('done');
+      }
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    await group.stop();
+    for (const pid of await enginePidsUnder(group.dir)) process.kill(pid, 'SIGKILL');
+  }, 60_000);
+
+  it('SIGKILL the agent mid-install, then the leader: the new leader removes what was left once the agent is back', async () => {
+    const ack = await emit(leader, 'create_cluster', {
+      nick_name: 'orphans', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+      cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+      storage_iplists: [...HOSTS], computer_iplists: [KILLED], install_proxysql: '0',
+    });
+    await waitFor('install compute nodes', async () => {
+      const status = await jobStatus(leader, ack.job_id);
+      if (status.status === 'failed' || status.status === 'done') throw new Error(`create_cluster ended before installing compute nodes: ${status.status} ${status.error_info}`);
+      return (status.attachment as { progress?: { step_name?: string } } | null)?.progress?.step_name === 'install compute nodes';
+    }, 120_000, 100);
+    await sleep(1000);
+    await group.agent(KILLED).kill();
+    const reply = await waitForJobEnd(MEMBERS, ack.job_id, 120_000);
+    expect(reply.error_info).toMatch(/rollback incomplete: agent 127\.0\.2\.3 unreachable; .* will be removed when it answers$/);
+    expect((await emit(leader, 'get_cluster_summary')).attachment).toMatchObject({ list_cluster: [expect.anything()] });
+
+    await group.manager(leader).kill();
+    const next = await group.waitForLeader(MEMBERS.filter((m) => m !== leader), 30_000);
+    group.agent(KILLED).start();
+    await waitFor('the new leader to finish the rollback', async () => {
+      const summary = await emit(next, 'get_cluster_summary');
+      return (summary.attachment as { list_cluster: unknown[] }).list_cluster.length === 0;
+    }, 90_000, 500);
+    expect(await enginePidsUnder(group.dir)).toEqual([]);
+    for (const i of [0, 1, 2]) for (const dir of Object.values(dirs(i))) expect(await readdir(dir).catch(() => []), dir).toEqual([]);
+  }, 300_000);
+});
