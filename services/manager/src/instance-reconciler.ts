@@ -74,7 +74,11 @@ export class InstanceReconciler {
     this.round = (async () => {
       try {
         const state = this.opts.store.state();
-        const placed = Object.values(state.clusters).filter((c) => isSettled(state, c)).flatMap(instancesOf);
+        const leaving = awaitingRemoval(state);
+        const placed = Object.values(state.clusters)
+          .filter((c) => isSettled(state, c))
+          .flatMap(instancesOf)
+          .filter((p) => !leaving.has(`${p.hostaddr}:${p.port}`));
         await Promise.all(placed.map((p) => this.reconcile(p)));
       } finally {
         this.round = null;
@@ -123,6 +127,14 @@ export class InstanceReconciler {
 /** A ready cluster no job is working on: its instances should all be running. */
 function isSettled(state: MetaState, cluster: ClusterRecord): boolean {
   return cluster.status === 'ready' && (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) === 0;
+}
+
+/**
+ * Instances a failed job's recorded rollback is still to remove (see rollback-finisher.ts):
+ * they stay in their cluster's record only to hold their ports, and must never be started again.
+ */
+function awaitingRemoval(state: MetaState): Set<string> {
+  return new Set(Object.values(state.pendingRollbacks).flatMap((r) => r.instances.map((i) => `${i.hostaddr}:${i.port}`)));
 }
 
 function instancesOf(cluster: ClusterRecord): Placed[] {

@@ -67,6 +67,23 @@ describe('instance reconciler', () => {
     expect(starts).toEqual([]);
   });
 
+  it("never starts an instance that a failed job's recorded rollback is still to remove", async () => {
+    const state = stateWith(cluster('1', 'ready', [['11', 'h1', 57001], ['12', 'h2', 57002]], [['21', 'h3', 57010]]));
+    state.pendingRollbacks['7'] = {
+      jobId: '7',
+      jobType: 'add_comps',
+      clusterId: '1',
+      instances: [{ kind: 'compute node', id: '21', hostaddr: 'h3', port: 57010 }],
+      shardIds: [],
+      deleteCluster: false,
+      reason: 'agent h3 unreachable',
+      recordedAt: 0,
+    };
+    const { agents, starts } = fakeAgents(new Set(['h1:57001', 'h3:57010']));
+    await new InstanceReconciler({ store: { state: () => state }, agents, logger: silentLogger() }).reconcileAll();
+    expect(starts.map((s) => s.split(' ').slice(0, 2).join(' '))).toEqual(['mariadb h1:57001']);
+  });
+
   it('does nothing for an unreachable agent or an instance its agent does not have, and the round still ends', async () => {
     const state = stateWith(cluster('1', 'ready', [['11', 'h1', 57001], ['12', 'h2', 57002]], []));
     const { agents, starts } = fakeAgents(new Set(['h1:57001', 'h2:57002']), { unreachable: new Set(['h1']), missing: new Set(['h2:57002']) });
