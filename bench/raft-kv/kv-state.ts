@@ -1,6 +1,6 @@
 // The raft-kv state machine: an in-memory map rebuilt on start from the stored snapshot
 // plus the committed log after it (the driver replays them because appliedIndex()
-// starts at the snapshot's index). Chosen over LevelStorage.applyBatch because applying
+// starts at the snapshot's index). Chosen over a durable map because applying
 // in memory costs nothing next to the fsync on the write path, and the snapshot every
 // `snapshotEntries` entries bounds the replay on restart. Re-applying a put is
 // idempotent (last write wins, in log order), which is all the restart contract needs.

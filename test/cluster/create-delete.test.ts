@@ -10,7 +10,8 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CgroupAgentClient } from '@kcm/agent';
-import { CommandKind } from '../../services/manager/src/meta/commands';
+import { allocatePorts } from '../../services/manager/src/meta/ports';
+import { restoreMeta, snapshotMeta } from '../../services/manager/src/meta/snapshot';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit, emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
@@ -332,9 +333,9 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     const state = f.manager.store.state();
     expect(state.clusters[result.cluster_id]).toBeUndefined();
     expect(state.ports).toEqual({});
-    const again = await f.manager.store.propose({ kind: CommandKind.PortsAllocated, at: Date.now(), hostaddr: HOSTS[0], machineType: 'storage', count: 6, owner: 'test' });
+    // Every port is free again: an allocation on a copy of the state gets the lowest six.
+    const again = allocatePorts(restoreMeta(snapshotMeta(state)), { hostaddr: HOSTS[0], machineType: 'storage', count: 6, owner: 'test' });
     expect(again).toEqual({ ok: true, value: [55100, 55101, 55102, 55103, 55104, 55105] });
-    await f.manager.store.propose({ kind: CommandKind.PortsReleased, at: Date.now(), hostaddr: HOSTS[0], ports: [55100, 55101, 55102, 55103, 55104, 55105] });
     expect((await emit(MEMBER, 'get_cluster_summary')).attachment).toEqual({ list_cluster: [] });
   }, 200_000);
 });

@@ -6,7 +6,7 @@
  *   Codes are grouped: 1xxx the request is wrong, 2xxx the job failed while running,
  *   3xxx authentication, 4xxx the manager group cannot take the request now, 5xxx a kcm bug.
  * - `httpStatus` is the HTTP status of a reply that carries this error *as the answer to
- *   the Emit call itself* (DESIGN.md section 2: 200 for every well-formed protocol reply,
+ *   the Emit call itself* (200 for every well-formed protocol reply, as the spec's clients expect;
  *   400 for a body that is not a JSON envelope, 401/403 for auth, 503 without a leader).
  *   A job that fails later is reported by get_status, which itself answers 200.
  * - Codes and names are append-only: clients match on them. docs/errors.md is generated

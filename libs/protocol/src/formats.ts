@@ -9,8 +9,8 @@
  *   number where a string is meant is rejected, so that kcm and the reference clients
  *   agree on one wire form.
  * - Counts and sizes are decimal digits without sign, fraction or leading zero; the
- *   validated paras carry them as numbers. Ids stay decimal strings (DESIGN.md: ids are
- *   decimal strings from counters) but must be positive integers.
+ *   validated paras carry them as numbers. Ids stay decimal strings (kcm assigns them
+ *   from counters in the replicated state) but must be positive integers.
  * - Flags accept "0"/"1"/"true"/"false" and become booleans.
  * - SQL identifiers (database, schema, table, variable names) are ASCII: a letter or `_`
  *   then letters, digits or `_`, at most 64 characters. Unicode there is rejected with that
@@ -116,7 +116,7 @@ export function parseIdentifier(s: string): Parsed<string> {
 }
 export const identifierString = () => formatted(parseIdentifier, 'SQL identifier [A-Za-z_][A-Za-z0-9_]*');
 
-/** cluster_name as kcm generates it (DESIGN.md: cluster_<unix seconds>_<6-digit sequence>) or any safe name. */
+/** cluster_name as kcm generates it (cluster_<unix seconds>_<6-digit sequence>) or any safe name. */
 const CLUSTER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 export function parseClusterName(s: string): Parsed<string> {
   return CLUSTER_NAME.test(s) ? ok(s) : broken('must be a cluster name of ASCII letters, digits, _ or -');
@@ -262,7 +262,8 @@ const DATETIME = /^([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]
 
 /**
  * A restore point: `YYYY-MM-DD HH:MM:SS` (a real calendar date, read in the manager's local
- * time zone) or Unix seconds. Returns Unix seconds either way (DESIGN.md section 2).
+ * time zone) or Unix seconds, both accepted because the spec names no format. Returns Unix
+ * seconds either way.
  */
 export function parseRestoreTime(s: string, timeZoneOffsetMinutes?: (d: Date) => number): Parsed<number> {
   const rule = 'must be YYYY-MM-DD HH:MM:SS (a real date and time) or Unix seconds';

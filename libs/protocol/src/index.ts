@@ -1,5 +1,5 @@
 /**
- * @kcm/protocol: the Emit job API (spec emit-api.md, DESIGN.md section 2), defined once.
+ * @kcm/protocol: the Emit job API of the spec (emit-api.md), defined once.
  * The gateway and the CLI validate with `parseRequest` and answer with the reply builders.
  */
 export {

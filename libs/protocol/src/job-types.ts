@@ -1,5 +1,5 @@
 /**
- * Job types, their modes and the aliases accepted on the wire (DESIGN.md section 2).
+ * Job types, their modes and the aliases accepted on the wire.
  *
  * Canonical spelling = the first one the spec lists. Aliases are other spellings the
  * spec's own examples send; they resolve to the canonical type, and replies echo the
@@ -71,7 +71,7 @@ export const JOB_MODES: Readonly<Record<JobType, JobMode>> = Object.freeze({
   delete_nodes: 'async',
   rebuild_node: 'async',
   update_instance_cgroup: 'async',
-  manual_backup_cluster: 'async', // DESIGN.md section 2: async, the result names the backup
+  manual_backup_cluster: 'async', // the spec leaves it open: async, and the result names the backup
   cluster_restore: 'async',
   logical_backup: 'async',
   logical_restore: 'async',

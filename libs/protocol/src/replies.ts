@@ -1,6 +1,7 @@
 /**
  * Reply builders: every reply is the spec's envelope (2.2), built here and nowhere else.
- * `job_type` always echoes the spelling the client sent (DESIGN.md section 2).
+ * `job_type` always echoes the spelling the client sent (an alias stays an alias), so a
+ * client matching on its own spelling is never surprised.
  */
 import type { KcmError } from './errors';
 import { PROTOCOL_VERSION } from './job-types';

@@ -48,7 +48,7 @@ describe('reply builders (spec 2.2)', () => {
   });
 });
 
-describe('job type aliases (DESIGN.md section 2)', () => {
+describe('job type aliases', () => {
   it('map each alias the spec examples send to its canonical job type', () => {
     expect(JOB_TYPE_ALIASES).toEqual({
       delete_shard: 'delete_shards',

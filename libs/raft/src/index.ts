@@ -40,7 +40,7 @@ export type { InitialState, LogReader, PersistUpdate, Storage } from './core/sto
 
 // Adapters and the driver
 export { LevelStorage } from './level-storage';
-export type { LevelStorageOptions, StateMachineOp, WriteStats } from './level-storage';
+export type { LevelStorageOptions, WriteStats } from './level-storage';
 export type { Transport } from './transport';
 export { GrpcTransport } from './grpc-transport';
 export type { GrpcTransportOptions, TransportStats } from './grpc-transport';

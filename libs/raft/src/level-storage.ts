@@ -1,5 +1,6 @@
 // Storage on LevelDB (`level`, classic-level underneath): the durable home of one Raft
-// node's hard state, log and snapshot, and of its state machine's keys.
+// node's hard state, log and snapshot. The state machine is the application's: it keeps
+// its own state and reports what it applied (state-machine.ts); nothing of it lives here.
 //
 // Layout (level-keys.ts): one database, one-byte tags per kind, log entries keyed by
 // 8-byte big-endian index so key order is index order. Values use the compact binary
@@ -16,8 +17,8 @@
 // reader (e.g. the leader building App messages) ever sees entries a crash could lose.
 // The cost is a contract on the driver: do not advance() before persist() resolves.
 //
-// Writes are serialised (one queue for the log, one for the state machine) so that disk
-// order and mirror order are call order, even if a caller does not await between calls.
+// Writes are serialised (one queue) so that disk order and mirror order are call order,
+// even if a caller does not await between calls.
 // After a write error the storage should be considered failed and the node stopped.
 
 import { Level } from 'level';
@@ -28,33 +29,24 @@ import type { ConfState, Entry, Snapshot } from './core/types';
 import {
   decodeEntryValue,
   decodeHardState,
-  decodeIndex,
   decodeSnapshotMeta,
   encodeEntryValue,
   encodeHardState,
-  encodeIndex,
   encodeSnapshotMeta,
 } from './codec/entry-codec';
 import {
-  appliedIndexKey,
   entryIndexOfKey,
   entryKey,
   entryKeyRange,
   hardStateKey,
   snapshotDataKey,
   snapshotMetaKey,
-  stateMachineKey,
-  stateMachineKeyName,
-  stateMachineKeyRange,
 } from './level-keys';
 
 export interface LevelStorageOptions {
   /** Initial membership, written only when the directory holds no Raft state yet. */
   bootstrap?: ConfState;
 }
-
-/** A state machine write; keys live in their own key range, apart from the Raft log. */
-export type StateMachineOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
 
 /** Every LevelDB write this storage issued (batches and range clears), and how many were fsynced. */
 export interface WriteStats {
@@ -65,20 +57,15 @@ export interface WriteStats {
 type Db = Level<Uint8Array, Uint8Array>;
 type BatchOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
 
-/** Puts per batch when loading a state machine image (bounds memory, not correctness). */
-const RESTORE_CHUNK_BYTES = 1 << 20;
-
 export class LevelStorage implements Storage {
   private readonly writeCounts: WriteStats = { writes: 0, syncedWrites: 0 };
-  private logQueue: Promise<unknown> = Promise.resolve();
-  private smQueue: Promise<unknown> = Promise.resolve();
+  private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly compactions = new Set<Promise<void>>();
 
   private constructor(
     private readonly db: Db,
     private readonly mirror: MemoryStorage,
-    private applied: number,
   ) {}
 
   /**
@@ -91,13 +78,7 @@ export class LevelStorage implements Storage {
     const db: Db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
     await db.open();
     try {
-      const [hsValue, metaValue, dataValue, appliedValue] = await db.getMany([
-        hardStateKey,
-        snapshotMetaKey,
-        snapshotDataKey,
-        appliedIndexKey,
-      ]);
-      const applied = appliedValue ? decodeIndex(appliedValue) : 0;
+      const [hsValue, metaValue, dataValue] = await db.getMany([hardStateKey, snapshotMetaKey, snapshotDataKey]);
       const stored = metaValue ? decodeSnapshotMeta(metaValue) : undefined;
       const entries = await loadLog(db, stored?.index ?? 0);
       const brandNew = !stored && !hsValue && entries.length === 0;
@@ -107,7 +88,7 @@ export class LevelStorage implements Storage {
       const mirror = meta.index > 0 ? new MemoryStorage() : MemoryStorage.bootstrap(meta.conf.voters, meta.conf.learners);
       if (meta.index > 0) mirror.persistNow({ snapshot: { meta, data: dataValue ? plainView(dataValue) : new Uint8Array() } });
       mirror.persistNow({ entries, hardState: hsValue ? decodeHardState(hsValue) : undefined });
-      const storage = new LevelStorage(db, mirror, applied);
+      const storage = new LevelStorage(db, mirror);
       if (brandNew && opts.bootstrap) {
         await storage.write([{ type: 'put', key: snapshotMetaKey, value: encodeSnapshotMeta(meta) }], true);
       }
@@ -148,7 +129,7 @@ export class LevelStorage implements Storage {
    * one write per call; none when the update carries nothing.
    */
   persist(update: PersistUpdate, sync: boolean): Promise<void> {
-    return this.enqueue('log', async () => {
+    return this.enqueue(async () => {
       const ops = this.persistOps(update);
       if (ops.length === 0) return;
       await this.write(ops, sync);
@@ -170,7 +151,7 @@ export class LevelStorage implements Storage {
    * not happen, as the log still holds the entries.
    */
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.enqueue('log', async () => {
+    return this.enqueue(async () => {
       const snapIndex = this.mirror.firstIndex() - 1;
       if (index <= snapIndex) throw new SnapshotOutOfDateError(index, snapIndex);
       if (index > this.mirror.lastIndex()) throw new UnavailableError(index, this.mirror.lastIndex());
@@ -198,96 +179,13 @@ export class LevelStorage implements Storage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([this.logQueue, this.smQueue]);
+    await this.queue;
     await this.compacted();
     await this.db.close();
   }
 
   stats(): WriteStats {
     return { ...this.writeCounts };
-  }
-
-  // ---- State machine store ----
-  //
-  // Contract: the state machine's keys and the index of the last entry it applied are
-  // written in ONE batch (applyBatch), so after any crash the keys reflect exactly the
-  // entries up to appliedIndex() and the driver replays from appliedIndex() + 1. The
-  // applied index never goes backwards, except through smClear/smRestore. On start, if
-  // appliedIndex() < snapshot().meta.index, the state machine must be restored from
-  // snapshot() (smRestore) before applying entries: the log below it is gone.
-
-  /** Writes `ops` and the applied index atomically. Unsynced by default: the log is the durable record. */
-  applyBatch(appliedIndex: number, ops: StateMachineOp[], sync = false): Promise<void> {
-    return this.enqueue('sm', async () => {
-      if (appliedIndex < this.applied) {
-        throw new RangeError(`applied index ${appliedIndex} is below the stored applied index ${this.applied}`);
-      }
-      const batch: BatchOp[] = ops.map((op) =>
-        op.type === 'put'
-          ? { type: 'put', key: stateMachineKey(op.key), value: op.value }
-          : { type: 'del', key: stateMachineKey(op.key) },
-      );
-      batch.push({ type: 'put', key: appliedIndexKey, value: encodeIndex(appliedIndex) });
-      await this.write(batch, sync);
-      this.applied = appliedIndex;
-    });
-  }
-
-  /** Index of the last entry whose effects applyBatch stored (0 for an empty or cleared state machine). */
-  appliedIndex(): number {
-    return this.applied;
-  }
-
-  async smGet(key: string): Promise<Uint8Array | undefined> {
-    const value = await this.db.get(stateMachineKey(key));
-    return value === undefined ? undefined : plainView(value);
-  }
-
-  /** The state machine's keys starting with `prefix`, in key (UTF-8 byte) order. */
-  async *smEntries(prefix = ''): AsyncGenerator<[string, Uint8Array]> {
-    const iterator = this.db.iterator(stateMachineKeyRange(prefix));
-    try {
-      for (;;) {
-        const page = await iterator.nextv(1000);
-        if (page.length === 0) return;
-        for (const [key, value] of page) yield [stateMachineKeyName(key), plainView(value)];
-      }
-    } finally {
-      await iterator.close();
-    }
-  }
-
-  /**
-   * Deletes every state machine key and sets the applied index to 0. The applied index
-   * is reset (synced) first, so a crash half-way leaves a store that says "restore me".
-   */
-  smClear(): Promise<void> {
-    return this.enqueue('sm', () => this.clearStateMachine());
-  }
-
-  /**
-   * Replaces the state machine's keys with `image` (e.g. decoded from a Raft snapshot)
-   * and sets the applied index to `appliedIndex`. Loaded in chunks; the applied index is
-   * written last, synced, so until then a crash leaves applied index 0 (restore again).
-   */
-  smRestore(appliedIndex: number, image: Iterable<[string, Uint8Array]> | AsyncIterable<[string, Uint8Array]>): Promise<void> {
-    return this.enqueue('sm', async () => {
-      await this.clearStateMachine();
-      let chunk: BatchOp[] = [];
-      let chunkBytes = 0;
-      for await (const [key, value] of image) {
-        chunk.push({ type: 'put', key: stateMachineKey(key), value });
-        chunkBytes += key.length + value.byteLength;
-        if (chunkBytes >= RESTORE_CHUNK_BYTES) {
-          await this.write(chunk, false);
-          chunk = [];
-          chunkBytes = 0;
-        }
-      }
-      chunk.push({ type: 'put', key: appliedIndexKey, value: encodeIndex(appliedIndex) });
-      await this.write(chunk, true);
-      this.applied = appliedIndex;
-    });
   }
 
   // ---- internals ----
@@ -321,13 +219,6 @@ export class LevelStorage implements Storage {
     }
     if (update.hardState) ops.push({ type: 'put', key: hardStateKey, value: encodeHardState(update.hardState) });
     return ops;
-  }
-
-  private async clearStateMachine(): Promise<void> {
-    await this.write([{ type: 'put', key: appliedIndexKey, value: encodeIndex(0) }], true);
-    this.applied = 0;
-    this.countWrite(false);
-    await this.db.clear(stateMachineKeyRange());
   }
 
   /** Entries at or below the snapshot index left by a crash between createSnapshot's two writes. */
@@ -367,13 +258,10 @@ export class LevelStorage implements Storage {
     if (sync) this.writeCounts.syncedWrites++;
   }
 
-  private enqueue<T>(queue: 'log' | 'sm', work: () => Promise<T>): Promise<T> {
+  private enqueue<T>(work: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new StoppedError());
-    const previous = queue === 'log' ? this.logQueue : this.smQueue;
-    const run = previous.then(work);
-    const settled = run.catch(() => undefined);
-    if (queue === 'log') this.logQueue = settled;
-    else this.smQueue = settled;
+    const run = this.queue.then(work);
+    this.queue = run.catch(() => undefined);
     return run;
   }
 }

@@ -1,6 +1,7 @@
 // Waiting for an async job: poll get_status until done or failed, showing progress.
 //
-// Progress comes from the `progress` field of an ongoing job's attachment (DESIGN.md section 2).
+// Progress comes from the `progress` field of an ongoing job's attachment (kcm's addition:
+// the spec has polling only, no events).
 // Shape read here (numbers may also arrive as decimal strings):
 //   { step: k, steps: n, step_name: "copy_rows", done?: 500, total?: 1000, unit?: "rows" }
 // A person at a terminal sees one redrawn bar; logs and pipes get a plain line per change.

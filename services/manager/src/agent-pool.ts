@@ -61,7 +61,7 @@ export class AgentPool {
     return this.clients.size;
   }
 
-  /** The agent of a host, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). */
+  /** The agent of a host, at `<hostaddr>:<agent_port>` (agent_port is manager configuration, the same on every host). */
   readonly withAgent: WithAgent = async (hostaddr, use) => {
     if (!this.clients.has(hostaddr)) await this.probe(hostaddr);
     const entry = this.checkOut(hostaddr);

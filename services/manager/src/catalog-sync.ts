@@ -1,6 +1,6 @@
-// Leader-only: keeps every compute node's catalog in step with the shards (DESIGN.md
-// section 1). Every few seconds, for each ready cluster, it calls SyncCatalog on each
-// compute node with every shard at its current master, so a table created on a shard
+// Leader-only: keeps every compute node's catalog in step with the shards. Every few
+// seconds, for each ready cluster, it calls SyncCatalog on each compute node with every
+// shard at its current master, so a table created on a shard
 // master in database `D_$$_S` appears as `S.<table>` in database `D` on every compute node
 // within seconds, disappears when dropped, and follows its shard's master after a failover.
 // An unchanged catalog costs the agent only reads.

@@ -1,6 +1,6 @@
 // A local manager group for tests, soaks and benchmarks: managers on 127.0.1.x, agents on
 // 127.0.2.x, data and logs under one temporary folder. Callers pick an address block no
-// other test uses (DESIGN.md section 6) and call stop() in afterAll, even on failure.
+// other test uses (tests may run in parallel) and call stop() in afterAll, even on failure.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';

@@ -29,7 +29,7 @@ export const createClusterParas = z
     shards: integerString(1),
     nodes: integerString(MIN_NODES_PER_SHARD),
     comps: integerString(1),
-    max_storage_size: integerString(1), // GB (DESIGN.md section 2)
+    max_storage_size: integerString(1), // GB; checked at placement against free disk, not a quota
     max_connections: integerString(1),
     cpu_cores: integerString(1),
     cpu_limit_node: enumString(CPU_LIMIT_MODES),
@@ -69,7 +69,7 @@ export function clusterReferenceParas(primary: 'cluster_name' | 'cluster_id') {
   });
 }
 
-/** By cluster_id as the spec has it, or by cluster_name as get_cluster_detail (DESIGN.md section 2). */
+/** By cluster_id as the spec has it, or by cluster_name as get_cluster_detail takes it. */
 export const deleteClusterParas = clusterReferenceParas('cluster_id');
 
 export const addShardsParas = z.object({

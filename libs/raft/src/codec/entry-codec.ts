@@ -86,15 +86,3 @@ export function decodeSnapshotMeta(value: Uint8Array): SnapshotMeta {
   if (!Array.isArray(conf.voters) || !Array.isArray(conf.learners)) throw new Error('snapshot meta: malformed conf');
   return { index: readUint64(view, 0), term: readUint64(view, 8), conf: { voters: conf.voters, learners: conf.learners } };
 }
-
-/** Applied index value: 8 bytes, big-endian. */
-export function encodeIndex(index: number): Uint8Array {
-  const out = new Uint8Array(8);
-  writeUint64(new DataView(out.buffer), 0, index);
-  return out;
-}
-
-export function decodeIndex(value: Uint8Array): number {
-  if (value.byteLength !== 8) throw new Error(`index value of ${value.byteLength} bytes is malformed`);
-  return readUint64(new DataView(value.buffer, value.byteOffset, value.byteLength), 0);
-}

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SnapshotOutOfDateError, StoppedError } from '../../src/core/errors';
 import { LevelStorage } from '../../src/level-storage';
 import { encodeEntryValue } from '../../src/codec/entry-codec';
-import { appliedIndexKey, entryIndexOfKey, entryKey } from '../../src/level-keys';
+import { entryIndexOfKey, entryKey } from '../../src/level-keys';
 import type { ConfState } from '../../src/core/types';
 import { run, runStorageContract } from './storage-contract';
 
@@ -178,7 +178,6 @@ describe('LevelStorage writes', () => {
     const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
     await storage.close();
     await expect(storage.persist({ entries: run(1, 1, 1) }, true)).rejects.toThrow(StoppedError);
-    await expect(storage.applyBatch(1, [])).rejects.toThrow(StoppedError);
   });
 });
 
@@ -252,114 +251,6 @@ describe('LevelStorage open', () => {
       SnapshotOutOfDateError,
     );
     expect(batches).not.toHaveBeenCalled();
-    await storage.close();
-  });
-});
-
-describe('LevelStorage state machine store', () => {
-  it('applyBatch writes the keys and the applied index in one batch, and both survive a reopen', async () => {
-    const dir = await tempDir();
-    let storage = await LevelStorage.open(dir, { bootstrap: conf });
-    await storage.applyBatch(3, [
-      { type: 'put', key: 'job/1', value: bytes(1) },
-      { type: 'put', key: 'job/2', value: bytes(2) },
-    ]);
-    const batches = spyOnBatches();
-    await storage.applyBatch(5, [
-      { type: 'del', key: 'job/1' },
-      { type: 'put', key: 'host/é', value: bytes(5) },
-    ]);
-    expect(batches).toHaveBeenCalledTimes(1);
-    const keysWritten = batches.mock.calls[0][0].map((op) => op.key);
-    expect(keysWritten).toContainEqual(appliedIndexKey);
-    expect(keysWritten).toHaveLength(3);
-    await storage.close();
-
-    storage = await LevelStorage.open(dir);
-    expect(storage.appliedIndex()).toBe(5);
-    expect(await storage.smGet('job/1')).toBeUndefined();
-    expect(await storage.smGet('job/2')).toEqual(bytes(2));
-    expect(await storage.smGet('host/é')).toEqual(bytes(5));
-    await storage.close();
-  });
-
-  it('a failed applyBatch changes neither the keys nor the applied index', async () => {
-    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
-    await storage.applyBatch(1, [{ type: 'put', key: 'k', value: bytes(1) }]);
-    spyOnBatches().mockRejectedValueOnce(new Error('io error'));
-    await expect(storage.applyBatch(2, [{ type: 'put', key: 'k', value: bytes(2) }])).rejects.toThrow('io error');
-    expect(storage.appliedIndex()).toBe(1);
-    expect(await storage.smGet('k')).toEqual(bytes(1));
-    await storage.close();
-  });
-
-  it('the applied index never goes backwards through applyBatch', async () => {
-    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
-    await storage.applyBatch(10, []);
-    await expect(storage.applyBatch(9, [])).rejects.toThrow(RangeError);
-    await storage.applyBatch(10, []);
-    expect(storage.appliedIndex()).toBe(10);
-    await storage.close();
-  });
-
-  it('smEntries lists keys under a prefix in order, and never Raft keys', async () => {
-    const storage = await LevelStorage.open(await tempDir(), { bootstrap: conf });
-    await storage.persist({ entries: run(1, 3, 1), hardState: { term: 1, vote: 'a', commit: 3 } }, true);
-    await storage.applyBatch(3, [
-      { type: 'put', key: 'job/2', value: bytes(2) },
-      { type: 'put', key: 'job/10', value: bytes(10) },
-      { type: 'put', key: 'jobs', value: bytes(0) },
-      { type: 'put', key: 'host/a', value: bytes(7) },
-    ]);
-    const list = async (prefix?: string) => {
-      const out: Array<[string, number[]]> = [];
-      for await (const [key, value] of storage.smEntries(prefix)) out.push([key, Array.from(value)]);
-      return out;
-    };
-    expect(await list('job/')).toEqual([
-      ['job/10', [10]],
-      ['job/2', [2]],
-    ]);
-    expect((await list()).map(([key]) => key)).toEqual(['host/a', 'job/10', 'job/2', 'jobs']);
-    await storage.close();
-  });
-
-  it('smRestore replaces every key and sets the applied index; smClear empties the store', async () => {
-    const dir = await tempDir();
-    let storage = await LevelStorage.open(dir, { bootstrap: conf });
-    await storage.applyBatch(4, [{ type: 'put', key: 'stale', value: bytes(1) }]);
-    const image: Array<[string, Uint8Array]> = Array.from({ length: 3000 }, (_, i) => [`k/${i}`, new Uint8Array(500).fill(i & 0xff)]);
-    await storage.smRestore(120, image);
-    await storage.close();
-    storage = await LevelStorage.open(dir);
-    expect(storage.appliedIndex()).toBe(120);
-    expect(await storage.smGet('stale')).toBeUndefined();
-    let count = 0;
-    for await (const _ of storage.smEntries('k/')) count++;
-    expect(count).toBe(3000);
-    expect((await storage.smGet('k/257'))?.[0]).toBe(1);
-
-    await storage.smClear();
-    expect(storage.appliedIndex()).toBe(0);
-    await storage.close();
-    storage = await LevelStorage.open(dir);
-    expect(storage.appliedIndex()).toBe(0);
-    expect(await storage.smGet('k/1')).toBeUndefined();
-    await storage.close();
-  });
-
-  it('a crash half-way through smRestore leaves applied index 0, so the restore is redone', async () => {
-    const dir = await tempDir();
-    let storage = await LevelStorage.open(dir, { bootstrap: conf });
-    await storage.applyBatch(4, [{ type: 'put', key: 'old', value: bytes(1) }]);
-    async function* failingImage(): AsyncGenerator<[string, Uint8Array]> {
-      yield ['new', bytes(2)];
-      throw new Error('snapshot stream broke');
-    }
-    await expect(storage.smRestore(50, failingImage())).rejects.toThrow('snapshot stream broke');
-    await storage.close();
-    storage = await LevelStorage.open(dir);
-    expect(storage.appliedIndex()).toBe(0);
     await storage.close();
   });
 });

@@ -8,6 +8,7 @@ import {
   MariaDbAgentService,
   type MariaDbInstallRequest,
   type MariaDbInstanceReply,
+  type MariaDbListTablesReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
   type MariaDbRebuildRequest,
@@ -76,6 +77,11 @@ export class MariaDbAgentClient {
 
   probe(port: number): Promise<MariaDbProbeReply> {
     return this.call('Probe', { port }, this.deadlines.queryMs);
+  }
+
+  /** Tables of the cluster databases (`D_$$_S`) on the instance, as `database.table`. */
+  listTables(port: number): Promise<MariaDbListTablesReply> {
+    return this.call('ListTables', { port }, this.deadlines.queryMs);
   }
 
   close(): void {

@@ -1,5 +1,6 @@
 // kcm local up|status|down: a manager group and agents on loopback addresses, one process
-// each (DESIGN.md section 6). This file reads the command line; the work is in ../local/.
+// each (managers on 127.0.1.x, agents on 127.0.2.x). This file reads the command line;
+// the work is in ../local/.
 
 import path from 'node:path';
 import { EXIT, UsageError, type CliIo } from '../io';

@@ -1,6 +1,7 @@
 // What a local deployment is made of, computed without touching anything: which address and
 // directory each manager and agent gets, the manager's config file and the argv of every
-// process (DESIGN.md section 6: managers on 127.0.1.x, agents on 127.0.2.x).
+// process: managers on 127.0.1.x, agents on 127.0.2.x (all of 127.0.0.0/8 routes to
+// loopback on Linux, so each address is a simulated host).
 
 import path from 'node:path';
 import { isIP } from 'node:net';

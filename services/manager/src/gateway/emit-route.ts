@@ -1,8 +1,8 @@
 // POST /HttpService/Emit: one validation path (parseRequest from @kcm/protocol), then one
 // JobService call chosen by the job's mode. An async job that a follower only passes on to
 // its leader is validated there, by this same path, and not here as well. Every answer is
-// a reply envelope; HTTP status follows DESIGN.md section 2: 200 for every well-formed
-// protocol reply, the catalog's status for envelope, auth, size and availability errors
+// a reply envelope; HTTP status: 200 for every well-formed protocol reply (the spec's
+// clients read the outcome from error_code), the catalog's status for envelope, auth, size and availability errors
 // (400, 401/403, 413, 503).
 
 import {

@@ -15,7 +15,8 @@ import { orThrow } from './errors';
 import type { JobStep } from './workflow';
 
 /**
- * One client per host and engine, at `<hostaddr>:<agent_port>` (DESIGN.md section 2). A
+ * One client per host and engine, at `<hostaddr>:<agent_port>` (agent_port is manager
+ * configuration, the same on every host). A
  * client that finds its agent unreachable is replaced by a fresh one on the next call
  * (engine-client-cache.ts), so a restarted agent is reached at once.
  */

@@ -235,7 +235,8 @@ const GB = 2 ** 30;
 
 /**
  * max_storage_size (GB per storage node) against the free space each machine's agent
- * reported for its datadir (DESIGN.md section 2: a placement check, not a quota). A machine
+ * reported for its datadir (a placement check, not a quota: the spec's GB limit is not
+ * enforced on disk). A machine
  * whose free space is unknown is not refused.
  */
 export function checkStorageSpace(state: MetaState, hosts: string[], maxStorageSizeGb: number, field = 'max_storage_size'): void {

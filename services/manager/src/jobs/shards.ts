@@ -9,28 +9,19 @@
 // tables of the cluster's databases: the protocol has no paras flag to drop them
 // (libs/protocol paras/clusters.ts), and silently destroying data is not a default.
 
-import mysql from 'mysql2/promise';
 import { KcmError, type ParasOf } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { orThrow } from './errors';
-import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs } from './instance-ops';
+import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs, type EngineAgents } from './instance-ops';
 import { candidatesFor, checkStorageSpace, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackPlacement } from './rollback';
 import type { JobDefinition, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_shards'>;
 type DeleteParas = ParasOf<'delete_shards'>;
-
-export interface ShardJobDeps extends ClusterJobDeps {
-  /**
-   * Tables of the cluster's databases (`D_$$_S.table`) on the shard, as its master reports
-   * them now. Default: asked over SQL with the cluster's storage account.
-   */
-  shardTables?(cluster: ClusterRecord, shard: ShardRecord): Promise<string[]>;
-}
 
 /** Where add_shards would put the new shards on the current state; throws the first reason it cannot. */
 export function planNewShards(p: AddParas, state: MetaState): ShardPlacement[] {
@@ -53,29 +44,19 @@ function deletableShard(state: MetaState, p: DeleteParas): { cluster: ClusterRec
   return { cluster, shard };
 }
 
-/** Lists the tables of the cluster's `D_$$_S` databases on the shard's master, over SQL. */
-export async function tablesOnShardMaster(cluster: ClusterRecord, shard: ShardRecord): Promise<string[]> {
+/** Lists the tables of the cluster's `D_$$_S` databases on the shard's master, through its agent. */
+export async function tablesOnShardMaster(agents: EngineAgents, shard: ShardRecord): Promise<string[]> {
   const master = shard.nodes[shard.masterNodeId];
   if (!master) throw new Error(`${shard.name} has no master node ${shard.masterNodeId}`);
-  const { user, password } = cluster.accounts.storage;
-  const c = await mysql.createConnection({ host: master.hostaddr, port: master.port, user, password, connectTimeout: 5000 });
-  try {
-    const [rows] = (await c.query(
-      "SELECT TABLE_SCHEMA AS db, TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE '%\\_$$\\_%' ORDER BY 1, 2",
-    )) as unknown as [{ db: string; name: string }[]];
-    return rows.map((r) => `${r.db}.${r.name}`);
-  } finally {
-    await c.end().catch(() => {});
-  }
+  return (await agents.mariadb(master.hostaddr).listTables(master.port)).tables;
 }
 
 function shardList(cluster: ClusterRecord, shardIds: string[]) {
   return shardIds.map((id) => ({ shard_id: id, shard_name: cluster.shards[id]?.name ?? `shard_${id}` }));
 }
 
-export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
+export function shardJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
   const { store, agents } = deps;
-  const shardTables = deps.shardTables ?? tablesOnShardMaster;
 
   const newShardsOf = (ctx: StepContext<AddParas>) => {
     const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
@@ -162,7 +143,7 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
           const { cluster, shard } = deletableShard(ctx.state(), p);
           let tables: string[];
           try {
-            tables = await shardTables(cluster, shard);
+            tables = await tablesOnShardMaster(agents, shard);
           } catch (err) {
             throw KcmError.of('INSTANCE_FAILED', `cannot tell whether ${shard.name} holds tables: its master did not answer: ${(err as Error).message}`, { cause: err });
           }

@@ -8,7 +8,7 @@
 import { CommandKind, type ClusterCreated, type ClusterDeleted, type ClusterStatusSet, type InstancePlacement, type InstancesPlaced, type InstancesRemoved } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
-import { applyPortsAllocated, applyPortsReleased } from './ports';
+import { allocatePorts, releasePorts } from './ports';
 import { machineKey, type ClusterRecord, type MachineType, type MetaState } from './state';
 
 export interface PlacedInstances {
@@ -65,8 +65,8 @@ function placementProblem(state: MetaState, cluster: ClusterRecord | undefined, 
 }
 
 /** Takes the lowest free port of the host's range for one instance (checked free beforehand). */
-function takePort(state: MetaState, hostaddr: string, machineType: MachineType, owner: string, at: number): number {
-  const outcome = applyPortsAllocated(state, { kind: CommandKind.PortsAllocated, at, hostaddr, machineType, count: 1, owner });
+function takePort(state: MetaState, hostaddr: string, machineType: MachineType, owner: string): number {
+  const outcome = allocatePorts(state, { hostaddr, machineType, count: 1, owner });
   if (!outcome.ok) throw new Error(`port allocation after a successful check failed: ${outcome.message}`);
   return outcome.value[0];
 }
@@ -82,7 +82,7 @@ function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlac
   const addNode = (shardId: string, hostaddr: string) => {
     const id = String(++state.clusterCounters.node);
     const machine = state.machines[machineKey(hostaddr, 'storage')];
-    const port = takePort(state, hostaddr, 'storage', `cluster:${cluster.id}/node:${id}`, at);
+    const port = takePort(state, hostaddr, 'storage', `cluster:${cluster.id}/node:${id}`);
     cluster.shards[shardId].nodes[id] = {
       id,
       hostaddr,
@@ -109,7 +109,7 @@ function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlac
   for (const hostaddr of placement.newComps) {
     const id = String(++state.clusterCounters.comp);
     const machine = state.machines[machineKey(hostaddr, 'computer')];
-    const port = takePort(state, hostaddr, 'computer', `cluster:${cluster.id}/comp:${id}`, at);
+    const port = takePort(state, hostaddr, 'computer', `cluster:${cluster.id}/comp:${id}`);
     cluster.comps[id] = { id, name: compName(id), hostaddr, port, compDatadir: machine.compDatadir, ...tag };
     placed.compIds.push(id);
   }
@@ -184,8 +184,7 @@ export function applyInstancesRemoved(state: MetaState, cmd: InstancesRemoved): 
   if (!cluster) return refused('NOT_FOUND', `cluster ${cmd.clusterId} does not exist`);
   let releasedPorts = 0;
   const release = (hostaddr: string, port: number) => {
-    const outcome = applyPortsReleased(state, { kind: CommandKind.PortsReleased, at: cmd.at, hostaddr, ports: [port] });
-    if (outcome.ok) releasedPorts += outcome.value.released;
+    releasedPorts += releasePorts(state, hostaddr, [port]).released;
   };
   const dropShards = new Set(cmd.shardIds);
   const dropNodes = new Set(cmd.nodeIds);

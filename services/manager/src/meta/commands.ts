@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -16,9 +16,10 @@ export const CommandKind = {
   JobStepDone: 6,
   JobProgress: 7,
   JobFinished: 8,
-  PortsAllocated: 9,
-  PortsReleased: 10,
-  MachineFactsRecorded: 11,
+  // 9, 10 and 11 are retired: PortsAllocated, PortsReleased and MachineFactsRecorded were
+  // never proposed (ports are taken and returned inside ClusterCreated, InstancesPlaced and
+  // InstancesRemoved; facts come with MachineRegistered). An entry with one of them is
+  // refused as an unknown kind. Never reuse these numbers.
   ClusterCreated: 12,
   InstancesPlaced: 13,
   InstancesRemoved: 14,
@@ -48,11 +49,6 @@ export interface MachineStatusSet extends Base<typeof CommandKind.MachineStatusS
   nodeStats: NodeStats;
   /** Who moved it: an operator's set_machine or the leader's health monitor. */
   reason: 'operator' | 'health';
-}
-
-export interface MachineFactsRecorded extends Base<typeof CommandKind.MachineFactsRecorded> {
-  hostaddr: string;
-  facts: HostFacts;
 }
 
 export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
@@ -106,19 +102,6 @@ export interface JobFinished extends Base<typeof CommandKind.JobFinished> {
    * own config says. Absent (entries written before the limit existed): nothing is dropped.
    */
   keepFinished?: number;
-}
-
-export interface PortsAllocated extends Base<typeof CommandKind.PortsAllocated> {
-  hostaddr: string;
-  machineType: MachineType;
-  count: number;
-  /** What the ports are for, e.g. `job:12/shard:3`; released together by owner. */
-  owner: string;
-}
-
-export interface PortsReleased extends Base<typeof CommandKind.PortsReleased> {
-  hostaddr: string;
-  ports: number[];
 }
 
 /** Where the proposer wants new instances: one host per storage node or compute node. */
@@ -192,14 +175,11 @@ export type Command =
   | MachineRegistered
   | MachineRemoved
   | MachineStatusSet
-  | MachineFactsRecorded
   | JobSubmitted
   | JobStarted
   | JobStepDone
   | JobProgress
   | JobFinished
-  | PortsAllocated
-  | PortsReleased
   | ClusterCreated
   | InstancesPlaced
   | InstancesRemoved

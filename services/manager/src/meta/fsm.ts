@@ -3,9 +3,8 @@
 import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyInstancesPlaced, applyInstancesRemoved } from './clusters';
 import { CommandKind, type Command, type LoggedCommand } from './commands';
 import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
-import { applyMachineFactsRecorded, applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
+import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { refused, type ApplyOutcome } from './outcome';
-import { applyPortsAllocated, applyPortsReleased } from './ports';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
 
@@ -40,8 +39,6 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyMachineRemoved(state, cmd);
     case CommandKind.MachineStatusSet:
       return applyMachineStatusSet(state, cmd);
-    case CommandKind.MachineFactsRecorded:
-      return applyMachineFactsRecorded(state, cmd);
     case CommandKind.JobSubmitted:
       return applyJobSubmitted(state, cmd);
     case CommandKind.JobStarted:
@@ -55,10 +52,6 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       if (cmd.outcome.ok) dropPendingRollbackOf(state, cmd.jobId);
       return outcome;
     }
-    case CommandKind.PortsAllocated:
-      return applyPortsAllocated(state, cmd);
-    case CommandKind.PortsReleased:
-      return applyPortsReleased(state, cmd);
     case CommandKind.ClusterCreated:
       return applyClusterCreated(state, cmd);
     case CommandKind.InstancesPlaced:
@@ -77,7 +70,8 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
     case CommandKind.RollbackInstancesRemoved:
       return applyRollbackInstancesRemoved(state, cmd);
     default: {
-      // A command from a newer kcm: refuse it identically everywhere rather than guess.
+      // A command from a newer kcm, or a retired kind (9-11): refuse it identically
+      // everywhere rather than guess.
       const unknown: { kind: number } = cmd;
       return refused('INVALID_PARAS', `unknown command kind ${unknown.kind}`);
     }

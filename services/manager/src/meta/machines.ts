@@ -1,6 +1,6 @@
 // Apply functions of the machines domain.
 
-import type { MachineFactsRecorded, MachineRegistered, MachineRemoved, MachineStatusSet } from './commands';
+import type { MachineRegistered, MachineRemoved, MachineStatusSet } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
 import { machineKey, type HostFacts, type MetaState } from './state';
@@ -44,13 +44,6 @@ export function applyMachineStatusSet(state: MetaState, cmd: MachineStatusSet): 
     m.nodeStatsSetBy = cmd.reason;
   }
   return accepted({ changed });
-}
-
-export function applyMachineFactsRecorded(state: MetaState, cmd: MachineFactsRecorded): ApplyOutcome<null> {
-  const records = Object.values(state.machines).filter((m) => m.hostaddr === cmd.hostaddr);
-  if (records.length === 0) return refused('NOT_FOUND', `machine ${cmd.hostaddr} is not registered`);
-  for (const m of records) m.facts = factsWithDict(cmd.facts);
-  return accepted(null);
 }
 
 /** Facts as recorded: free disk space is keyed by directories a client named. */

@@ -1,6 +1,6 @@
 // What applying a command returns. Apply never throws for a domain refusal: every member
 // must reach the same verdict from the same state, and the proposer turns a refusal
-// into a KcmError with the same catalog name (see propose.ts).
+// into a KcmError with the same catalog name (orThrow in ../jobs/errors.ts).
 
 export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS';
 

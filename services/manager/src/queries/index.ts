@@ -18,7 +18,7 @@ export interface QueryDeps {
   agents: EngineAgents;
 }
 
-/** `no_rep` for a one-member group, `mgr` for a consensus group (DESIGN.md section 2). */
+/** `no_rep` for a one-member group, `mgr` for a consensus group of two or more. */
 export function metaMode(conf: ConfState): 'no_rep' | 'mgr' {
   return conf.voters.length + conf.learners.length > 1 ? 'mgr' : 'no_rep';
 }

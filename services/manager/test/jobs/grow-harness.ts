@@ -15,7 +15,6 @@ import { JobRunner } from '../../src/jobs/runner';
 import { shardJobs } from '../../src/jobs/shards';
 import { ManagerService } from '../../src/manager-service';
 import { CommandKind } from '../../src/meta/commands';
-import type { ClusterRecord, ShardRecord } from '../../src/meta/state';
 import { LocalStore, until } from '../helpers/local-store';
 
 export const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'];
@@ -38,7 +37,7 @@ export interface Failure {
  * Agents that succeed (or fail where told) and record what they were asked, in order.
  * `down` holds the hosts whose agent does not answer (AgentUnreachableError).
  */
-export function recordingAgents(failures: Failure[], down = new Set<string>()) {
+export function recordingAgents(failures: Failure[], down = new Set<string>(), tablesAt: (host: string, port: number) => string[] = () => []) {
   const calls: Call[] = [];
   const record = (host: string, method: string, request: any, reply: unknown) => {
     calls.push({ host, method, request });
@@ -58,6 +57,7 @@ export function recordingAgents(failures: Failure[], down = new Set<string>()) {
       rebuildStandby: (r: any) => record(host, 'mariadb.rebuild', r, copyReply(r)),
       remove: (op: string, port: number) => record(host, 'mariadb.remove', { op, port }, {}),
       probe: (port: number) => record(host, 'mariadb.probe', { port }, { pid: 100, state: 'online' }),
+      listTables: (port: number) => record(host, 'mariadb.listTables', { port }, { tables: tablesAt(host, port) }),
     }),
     postgres: (host: string) => ({
       install: (r: any) => record(host, 'pg.install', r, { pid: 200 }),
@@ -103,10 +103,15 @@ export async function startHarness(options: HarnessOptions = {}) {
   }
   const failures: Failure[] = [];
   const down = new Set<string>();
-  const { agents, calls } = recordingAgents(failures, down);
-  const shardTables = async (_c: ClusterRecord, shard: ShardRecord) => options.tables?.[shard.id] ?? [];
+  // The tables a shard holds, as its master's agent reports them.
+  const tablesAt = (host: string, port: number) => {
+    const shards = Object.values(store.s.clusters).flatMap((c) => Object.values(c.shards));
+    const shard = shards.find((s) => s.nodes[s.masterNodeId]?.hostaddr === host && s.nodes[s.masterNodeId]?.port === port);
+    return (shard && options.tables?.[shard.id]) ?? [];
+  };
+  const { agents, calls } = recordingAgents(failures, down, tablesAt);
   const deps = { store, agents, logger: silentLogger() };
-  const definitions = [...clusterJobs(deps), ...shardJobs({ ...deps, shardTables }), ...compJobs(deps), ...nodeJobs(deps), ...cgroupJobs(deps)];
+  const definitions = [...clusterJobs(deps), ...shardJobs(deps), ...compJobs(deps), ...nodeJobs(deps), ...cgroupJobs(deps)];
   const registry = new Map(definitions.map((d) => [d.jobType, d]));
   const runner = new JobRunner(store, registry, silentLogger());
   const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });

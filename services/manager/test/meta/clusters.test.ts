@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CommandKind, decodeCommand, encodeCommand, type ClusterCreated, type Command, type InstancePlacement } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
+import { allocatePorts } from '../../src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
 import { emptyMetaState, type ClusterOptions, type MachineType, type MetaState } from '../../src/meta/state';
 
@@ -90,7 +91,7 @@ describe('cluster domain of the metadata state machine', () => {
 
   it('ports taken by another owner are skipped, so two clusters never share a port', () => {
     const s = threeHosts();
-    apply(s, { kind: CommandKind.PortsAllocated, at: AT, hostaddr: '10.0.0.1', machineType: 'storage', count: 2, owner: 'other' });
+    allocatePorts(s, { hostaddr: '10.0.0.1', machineType: 'storage', count: 2, owner: 'other' });
     apply(s, created('9', placement({ newShards: [{ hosts: ['10.0.0.1'] }] })));
     apply(s, created('10', placement({ newShards: [{ hosts: ['10.0.0.1'] }] })));
     expect(s.clusters['1'].shards['1'].nodes['1'].port).toBe(5002);

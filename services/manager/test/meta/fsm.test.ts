@@ -3,6 +3,7 @@ import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command
 import { requestDigest } from '../../src/meta/request-digest';
 import { applyCommand, applyLogged } from '../../src/meta/fsm';
 import { rebuildFinishedJobs, runnableJobs } from '../../src/meta/jobs';
+import { allocatePorts, releasePorts } from '../../src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
 import { emptyMetaState, type MetaState } from '../../src/meta/state';
 
@@ -47,9 +48,9 @@ describe('machines', () => {
   it('refuses to delete a machine that still has allocated ports', () => {
     const s = emptyMetaState();
     apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
-    const alloc = apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'job:1' });
+    const alloc = allocatePorts(s, { hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'job:1' });
     expect(apply(s, { kind: CommandKind.MachineRemoved, at, hostaddr: '127.0.2.1', machineType: 'storage' })).toMatchObject({ ok: false, refusal: 'CONFLICT' });
-    apply(s, { kind: CommandKind.PortsReleased, at, hostaddr: '127.0.2.1', ports: alloc.ok ? (alloc.value as number[]) : [] });
+    releasePorts(s, '127.0.2.1', alloc.ok ? alloc.value : []);
     expect(apply(s, { kind: CommandKind.MachineRemoved, at, hostaddr: '127.0.2.1', machineType: 'storage' }).ok).toBe(true);
   });
 });
@@ -60,16 +61,36 @@ describe('port allocator', () => {
     apply(s, machine('127.0.2.1', 'storage', 57000, 57009));
     const seen = new Set<number>();
     for (let i = 0; i < 5; i++) {
-      const out = apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 2, owner: `job:${i}` });
+      const out = allocatePorts(s, { hostaddr: '127.0.2.1', machineType: 'storage', count: 2, owner: `job:${i}` });
       expect(out.ok).toBe(true);
-      for (const p of out.ok ? (out.value as number[]) : []) {
+      for (const p of out.ok ? out.value : []) {
         expect(seen.has(p)).toBe(false);
         seen.add(p);
       }
     }
-    expect(apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'x' })).toMatchObject({ ok: false, refusal: 'NO_RESOURCES' });
-    apply(s, { kind: CommandKind.PortsReleased, at, hostaddr: '127.0.2.1', ports: [57003] });
-    expect(apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'y' })).toEqual({ ok: true, value: [57003] });
+    expect(allocatePorts(s, { hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'x' })).toMatchObject({ ok: false, refusal: 'NO_RESOURCES' });
+    releasePorts(s, '127.0.2.1', [57003]);
+    expect(allocatePorts(s, { hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'y' })).toEqual({ ok: true, value: [57003] });
+  });
+});
+
+describe('retired command kinds', () => {
+  it.each([
+    [9, { hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'job:1' }],
+    [10, { hostaddr: '127.0.2.1', ports: [57000] }],
+    [11, { hostaddr: '127.0.2.1', facts: { cores: 4, memoryMb: 2048, freeDiskBytes: {}, mariadbInstalled: true, postgresInstalled: true } }],
+  ])('an old log entry of kind %i is refused as unknown and changes nothing', (kind, fields) => {
+    const s = emptyMetaState();
+    apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
+    expect(allocatePorts(s, { hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'job:0' }).ok).toBe(true);
+    const before = JSON.stringify(s);
+    const retired = { kind, at, ...fields } as unknown as Command;
+    expect(apply(s, retired)).toEqual({ ok: false, refusal: 'INVALID_PARAS', message: `unknown command kind ${kind}` });
+    expect(JSON.stringify(s)).toBe(before);
+  });
+
+  it('no live command kind reuses a retired number', () => {
+    expect(Object.values(CommandKind).filter((k) => k >= 9 && k <= 11)).toEqual([]);
   });
 });
 
@@ -290,12 +311,14 @@ describe('snapshot', () => {
   it('round-trips the whole state, and the restored state applies the next command identically', () => {
     const s = emptyMetaState();
     apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
-    apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 3, owner: 'job:1' });
+    allocatePorts(s, { hostaddr: '127.0.2.1', machineType: 'storage', count: 3, owner: 'job:1' });
     submit(s, 'cluster:1', 'req-9');
     const restored = restoreMeta(snapshotMeta(s));
     expect(restored).toEqual(JSON.parse(JSON.stringify(s)));
-    const next: Command = { kind: CommandKind.PortsAllocated, at, hostaddr: '127.0.2.1', machineType: 'storage', count: 2, owner: 'job:2' };
+    // Refused because of the ports taken before the snapshot: the restored state must know them.
+    const next: Command = { kind: CommandKind.MachineRemoved, at, hostaddr: '127.0.2.1', machineType: 'storage' };
     expect(apply(restored, next)).toEqual(apply(s, next));
+    expect(apply(restored, next)).toMatchObject({ ok: false, refusal: 'CONFLICT' });
     expect(submit(restored, null, 'req-9').duplicate).toBe(true);
   });
 });

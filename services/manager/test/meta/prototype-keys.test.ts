@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { CommandKind, decodeCommand, encodeCommand, type Command, type MachineRegistered } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
+import { allocatePorts, releasePorts } from '../../src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
 import { emptyMetaState, type ClusterOptions, type MetaState } from '../../src/meta/state';
 
@@ -78,8 +79,7 @@ describe('request ids named like Object.prototype members', () => {
 describe('directories named like Object.prototype members', () => {
   it('free disk space reported for a directory "__proto__" is an ordinary key after a log entry and a snapshot', () => {
     const s = emptyMetaState();
-    apply(s, { ...machine('10.0.0.1'), facts: { cores: 2, memoryMb: 1024, freeDiskBytes: JSON.parse('{"__proto__": 5}'), mariadbInstalled: true, postgresInstalled: true } });
-    apply(s, { kind: CommandKind.MachineFactsRecorded, at, hostaddr: '10.0.0.1', facts: { cores: 2, memoryMb: 1024, freeDiskBytes: JSON.parse('{"__proto__": 7, "/d": 9}'), mariadbInstalled: true, postgresInstalled: true } });
+    apply(s, { ...machine('10.0.0.1'), facts: { cores: 2, memoryMb: 1024, freeDiskBytes: JSON.parse('{"__proto__": 7, "/d": 9}'), mariadbInstalled: true, postgresInstalled: true } });
     for (const state of [s, restoreMeta(snapshotMeta(s))]) {
       const free = state.machines['10.0.0.1/storage'].facts!.freeDiskBytes;
       expect(Object.getPrototypeOf(free)).toBeNull();
@@ -104,16 +104,16 @@ describe('host addresses named like Object.prototype members', () => {
   it.each(PROTOTYPE_NAMES)('ports of host %s are allocated and released in its own table, never on Object.prototype', (hostaddr) => {
     const s = emptyMetaState();
     expect(apply(s, machine(hostaddr, 7000, 7001)).ok).toBe(true);
-    expect(apply(s, { kind: CommandKind.PortsAllocated, at, hostaddr, machineType: 'storage', count: 2, owner: 'job:1' })).toEqual({ ok: true, value: [7000, 7001] });
+    expect(allocatePorts(s, { hostaddr, machineType: 'storage', count: 2, owner: 'job:1' })).toEqual({ ok: true, value: [7000, 7001] });
     expectPrototypeUntouched();
     expect(Object.keys(restoreMeta(snapshotMeta(s)).ports[hostaddr])).toEqual(['7000', '7001']);
-    expect(apply(s, { kind: CommandKind.PortsReleased, at, hostaddr, ports: [7000, 7001] })).toEqual({ ok: true, value: { released: 2 } });
+    expect(releasePorts(s, hostaddr, [7000, 7001])).toEqual({ released: 2 });
     expect(Object.keys(s.ports)).toEqual([]);
   });
 
   it('ports released on a host with no allocation named like a prototype member release nothing', () => {
     const s = emptyMetaState();
-    expect(apply(s, { kind: CommandKind.PortsReleased, at, hostaddr: 'constructor', ports: [1] })).toEqual({ ok: true, value: { released: 0 } });
+    expect(releasePorts(s, 'constructor', [1])).toEqual({ released: 0 });
   });
 });
 

@@ -11,9 +11,10 @@ import { checkPort } from './instance-layout';
 import { layoutOf, removeInstance, startInstance, stopInstance } from './lifecycle';
 import { mariadbSupervision } from './supervision';
 import { probeInstance } from './probe';
-import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from './proto';
+import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from './proto';
 import { rebuildStandby } from './rebuild';
 import { configureReplication } from './replication';
+import { listClusterTables } from './tables';
 import { readVariables } from './variables';
 
 /**
@@ -70,6 +71,7 @@ export const mariadbModule: CapabilityModule = {
       ),
       StreamBackup: streamBackupHandler({ ...ctx, logger: log }),
       GetVariables: unary(log, 'MariaDb.GetVariables', (req: MariaDbVariablesRequest) => readVariables(ctx, req)),
+      ListTables: unary(log, 'MariaDb.ListTables', (req: MariaDbListTablesRequest) => listClusterTables(ctx, req)),
       Probe: unary(log, 'MariaDb.Probe', async (req: MariaDbProbeRequest) => ({ ...(await probeInstance(ctx, req.port)), ...(await desired.report(req.port)) })),
     });
   },

@@ -26,7 +26,7 @@ import { renderMyCnf, renderRoleCnf } from './my-cnf';
 import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from './proto';
 import { account, scrub, sqlString, withAdmin } from './sql';
 
-/** Every `D_$$_S` database (DESIGN.md naming): `_` is a LIKE wildcard, so it is escaped. */
+/** Every `D_$$_S` database (PostgreSQL database D, schema S): `_` is a LIKE wildcard, so it is escaped. */
 export const CLUSTER_DATABASES_PATTERN = '%\\_$$\\_%';
 const DB_PATTERN = /^[A-Za-z0-9_$%\\]{1,64}$/;
 

@@ -116,6 +116,15 @@ export interface MariaDbVariablesReply {
   variables: { name: string; value: string }[];
 }
 
+export interface MariaDbListTablesRequest {
+  port: number;
+}
+
+export interface MariaDbListTablesReply {
+  /** `database.table`, sorted. */
+  tables: string[];
+}
+
 export interface MariaDbProbeRequest {
   port: number;
 }

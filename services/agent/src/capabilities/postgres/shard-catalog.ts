@@ -8,7 +8,7 @@ import mysql from 'mysql2/promise';
 import { mapMariadbDefault } from './column-defaults';
 import type { ShardEndpoint } from './postgres-proto';
 
-/** PostgreSQL database D, schema S <-> MariaDB database D_$$_S (DESIGN.md section 1). */
+/** PostgreSQL database D, schema S <-> MariaDB database D_$$_S on a shard (the spec's `db_table` shapes use the same convention). */
 export const SCHEMA_SEPARATOR = '_$$_';
 
 export interface RemoteTable {
