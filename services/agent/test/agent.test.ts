@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
-import { AgentClient, AgentUnreachableError, startAgent, type RunningAgent } from '../src/index';
+import { AgentClient, AgentUnreachableError } from '@kcm/agent-api';
+import { startAgent, type RunningAgent } from '../src/index';
 
 describe('agent over gRPC', () => {
   let agent: RunningAgent;

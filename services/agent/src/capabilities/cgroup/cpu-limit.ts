@@ -8,7 +8,7 @@
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CpuHierarchy } from './detect';
-import type { CpuLimitMode, InstanceKind } from './cgroup-proto';
+import type { CpuLimitMode, InstanceKind } from '@kcm/agent-api';
 
 export const CFS_PERIOD_US = 100_000;
 const MAX_CORES = 4096;

@@ -3,7 +3,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { unary } from '../../grpc-unary';
 import type { AgentContext, CapabilityModule } from '../../capability';
-import { CgroupAgentService, type CgroupInfoReply, type CpuLimitReply, type InstanceKind, type RemoveCpuLimitRequest, type SetCpuLimitRequest } from './cgroup-proto';
+import { CgroupAgentService, type CgroupInfoReply, type CpuLimitReply, type InstanceKind, type RemoveCpuLimitRequest, type SetCpuLimitRequest } from '@kcm/agent-api';
 import { detectCpuHierarchy, type CpuHierarchy } from './detect';
 import { applyCpuLimit, removeCpuLimit, validateCpuLimit } from './cpu-limit';
 import { descendantsOf, listenerPid, parentMap } from './processes';

@@ -2,7 +2,7 @@
 // threads running, lag within allow_replica_delay), else the master, but only when
 // allow_pull_from_master says the master may carry the extra load. Pure: the caller probes.
 
-import type { MariaDbBackupSource, MariaDbProbeReply } from './proto';
+import type { MariaDbBackupSource, MariaDbProbeReply } from '@kcm/agent-api';
 
 export interface SourcePolicy {
   allowReplicaDelayS: number;

@@ -18,7 +18,7 @@
 import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { osUser, type RunAs } from '../../ops/exec';
-import type { MariaDbAccount, MariaDbInstanceSpec } from './proto';
+import type { MariaDbAccount, MariaDbInstanceSpec } from '@kcm/agent-api';
 
 export const MARIADB_OS_USER = 'mysql';
 

@@ -4,7 +4,7 @@
 import type { AgentContext } from '../../capability';
 import { checkAccount, checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
 import { layoutOf } from './lifecycle';
-import type { MariaDbAccount, MariaDbReplicationReply, MariaDbReplicationRequest, MariaDbRole } from './proto';
+import type { MariaDbAccount, MariaDbReplicationReply, MariaDbReplicationRequest, MariaDbRole } from '@kcm/agent-api';
 import { applySemiSync, persistRole } from './semi-sync';
 import { withAdmin, type AdminSession } from './sql';
 

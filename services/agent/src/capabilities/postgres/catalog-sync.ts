@@ -8,7 +8,7 @@ import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type Database
 import { ADMIN_ROLE, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
-import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from './postgres-proto';
+import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from '@kcm/agent-api';
 import { readShardTables, type RemoteColumn, type ShardView } from './shard-catalog';
 
 const SHARD_ID = /^[A-Za-z0-9_]{1,50}$/;

@@ -11,7 +11,7 @@ import { ADMIN_ROLE, instanceDatadir, validateIdentifier, validatePort, type Ins
 import { postmasterStatus, startPostmaster, stopPostmaster } from './postmaster';
 import { ident, literal, withAdmin } from './admin-session';
 import { scramSha256Verifier } from './scram';
-import type { InstallPostgresRequest, PostgresInstanceReply } from './postgres-proto';
+import type { InstallPostgresRequest, PostgresInstanceReply } from '@kcm/agent-api';
 
 export interface PostgresHost {
   hostaddr: string;

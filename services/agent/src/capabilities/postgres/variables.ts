@@ -9,7 +9,7 @@ import { withAdmin, type AdminClient } from './admin-session';
 import { validateVariables, variablesConf, VARIABLES_CONF, writeOwned } from './config';
 import type { InstanceRegistry, PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
-import type { PostgresVariablesReply } from './postgres-proto';
+import type { PostgresVariablesReply } from '@kcm/agent-api';
 import { exec } from '../../ops/exec';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
