@@ -6,7 +6,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Transport } from '@kcm/raft';
-import { AgentPool } from '@kcm/agent-api';
+import { AgentPool, channelCredentials, serverCredentials } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
@@ -73,6 +73,9 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     peers: {},
     extraServices: [forwardService],
     logger: logger.child({ component: 'raft-transport' }),
+    // The members' links take their credentials from the same place as the agents' (mTLS later).
+    channelCredentials: channelCredentials(),
+    serverCredentials: serverCredentials(),
   });
   const peers = new PeerDirectory(grpcTransport, [...config.initialMembers, ...storage.initialState().confState.voters, ...storage.initialState().confState.learners]);
   // A member we never heard of (the leader that adds us, a new learner) must be answerable.
