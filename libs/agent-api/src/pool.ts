@@ -87,7 +87,8 @@ export class AgentPool implements Agents {
   constructor(private readonly agentPort: number, opts: AgentPoolOptions = {}) {
     this.deadlineMs = opts.deadlineMs ?? 5000;
     this.probeDeadlineMs = opts.probeDeadlineMs ?? 4000;
-    this.maxClients = opts.maxClients ?? 256;
+    // 256 hosts' worth of the kinds a leader uses on each (host-level, mariadb, postgres, cgroup).
+    this.maxClients = opts.maxClients ?? 1024;
     this.idleCloseMs = opts.idleCloseMs ?? 60_000;
     this.now = opts.now ?? Date.now;
     this.makeClient = opts.makeClient ?? ((kind, address) => this.realClient(kind, address));
