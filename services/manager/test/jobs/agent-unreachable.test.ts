@@ -132,4 +132,20 @@ describe('an agent stopped during a job fails it with AGENT_UNREACHABLE, in ever
     await h.runner.stop();
     expectUnreachable(status);
   });
+
+  it('add_shards, with the agents stopped between the installs and the replication set-up', async () => {
+    const h = await startHarness();
+    const cluster = await h.readyCluster();
+    const pool = deadAgentPool();
+    pools.push(pool);
+    const fakeMariadb = h.agents.mariadb.bind(h.agents);
+    // The installs are answered; the agents stop before the replication is configured.
+    Object.assign(h.agents, {
+      mariadb: (host: string) => Object.assign(fakeMariadb(host), { configureReplication: pool.mariadb(host).configureReplication }),
+    });
+    const status = await h.run('add_shards', { cluster_id: cluster.id, shards: '1', nodes: '3', storage_iplists: [] });
+    await h.runner.stop();
+    expect(h.calls.map((c) => c.method)).toContain('mariadb.install');
+    expectUnreachable(status);
+  });
 });
