@@ -9,7 +9,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CgroupAgentClient } from '@kcm/agent';
+import { CgroupAgentClient } from '@kcm/agent-api';
 import { allocatePorts } from '../../services/manager/src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../services/manager/src/meta/snapshot';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CgroupAgentClient } from '@kcm/agent';
+import { CgroupAgentClient } from '@kcm/agent-api';
 import type { ClusterRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';

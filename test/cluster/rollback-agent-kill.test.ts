@@ -10,7 +10,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentClient } from '@kcm/agent';
+import { AgentClient } from '@kcm/agent-api';
 import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';

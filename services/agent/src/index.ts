@@ -1,10 +1,3 @@
-export { AgentClient, AgentUnreachableError } from './client';
+// The agent server. Its clients and the contract types are in @kcm/agent-api.
 export { startAgent, AGENT_VERSION } from './server';
 export type { AgentOptions, RunningAgent } from './server';
-export type { HealthReply, HostFactsReply, PrepareDirsReply } from './agent-proto';
-export { PostgresAgentClient } from './clients/postgres-client';
-export { CgroupAgentClient } from './clients/cgroup-client';
-export type { SetCpuLimitParams } from './clients/cgroup-client';
-export type * from './capabilities/postgres/postgres-proto';
-export type { CgroupInfoReply, CpuLimitReply, CpuLimitMode, InstanceKind } from './capabilities/cgroup/cgroup-proto';
-export { MariaDbAgentClient } from './clients/mariadb-client';

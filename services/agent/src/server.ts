@@ -4,7 +4,7 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@kcm/common';
-import { AgentService, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from './agent-proto';
+import { AgentService, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
 import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
 import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
@@ -63,7 +63,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   for (const module of capabilityModules) module.register(server, ctx);
   const bindAddress = `${opts.hostaddr.includes(':') ? `[${opts.hostaddr}]` : opts.hostaddr}:${opts.port}`;
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(bindAddress, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+    server.bindAsync(bindAddress, serverCredentials(), (err, bound) => (err ? reject(err) : resolve(bound)));
   });
   const address = `${opts.hostaddr}:${port}`;
   opts.logger.info({ address }, 'agent listening');

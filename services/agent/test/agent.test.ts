@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
-import { AgentClient, AgentUnreachableError, startAgent, type RunningAgent } from '../src/index';
+import { AgentCallError, AgentClient, AgentUnreachableError, CgroupAgentClient, MariaDbAgentClient, PostgresAgentClient, catalogErrorOf } from '@kcm/agent-api';
+import { startAgent, type RunningAgent } from '../src/index';
 
 describe('agent over gRPC', () => {
   let agent: RunningAgent;
@@ -53,6 +54,39 @@ describe('agent over gRPC', () => {
   it('an agent that is not there is a clear AgentUnreachableError', async () => {
     const nobody = new AgentClient('127.0.0.1:1', 1000);
     await expect(nobody.health()).rejects.toBeInstanceOf(AgentUnreachableError);
+    nobody.close();
+  });
+
+  it('answers a failed command with the status of its kind, which the manager maps to one catalog error', async () => {
+    const mariadb = new MariaDbAgentClient(agent.address);
+    const postgres = new PostgresAgentClient(agent.address);
+    const cgroup = new CgroupAgentClient(agent.address);
+    const failureOf = (call: Promise<unknown>) =>
+      call.then(
+        () => 'succeeded',
+        (err: unknown) => ({ error: err instanceof AgentCallError ? 'AgentCallError' : String(err), catalog: catalogErrorOf(err) }),
+      );
+    try {
+      // A request the agent refuses to act on: bad port, bad mode.
+      expect(await failureOf(mariadb.start('op-start', 80))).toEqual({ error: 'AgentCallError', catalog: 'INVALID_PARAS' });
+      expect(await failureOf(cgroup.setCpuLimit('op-cpu', { port: 5000, kind: 'mysql', cpuCores: 1, mode: 'burst' as 'quota' }))).toEqual({
+        error: 'AgentCallError',
+        catalog: 'INVALID_PARAS',
+      });
+      // An instance this agent never installed.
+      expect(await failureOf(mariadb.start('op-start-2', 45_001))).toEqual({ error: 'AgentCallError', catalog: 'NOT_FOUND' });
+      expect(await failureOf(postgres.start('op-start-3', 45_002))).toEqual({ error: 'AgentCallError', catalog: 'NOT_FOUND' });
+    } finally {
+      for (const c of [mariadb, postgres, cgroup]) c.close();
+    }
+  });
+
+  it('an unreachable agent maps to AGENT_UNREACHABLE', async () => {
+    const nobody = new MariaDbAgentClient('127.0.0.1:1', { queryMs: 1000 });
+    const err = await nobody.probe(5000).catch((e: unknown) => e);
+    expect(catalogErrorOf(err)).toBe('AGENT_UNREACHABLE');
+    // However deep a job wraps it.
+    expect(catalogErrorOf(new Error('installing node 3', { cause: new Error('step', { cause: err }) }))).toBe('AGENT_UNREACHABLE');
     nobody.close();
   });
 });

@@ -6,7 +6,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Transport } from '@kcm/raft';
-import { AgentPool } from './agent-pool';
+import { AgentPool, channelCredentials, serverCredentials } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
@@ -17,7 +17,6 @@ import { cgroupJobs } from './jobs/cgroup';
 import { compJobs } from './jobs/comps';
 import { nodeJobs } from './jobs/nodes';
 import { shardJobs } from './jobs/shards';
-import { EngineAgents } from './jobs/instance-ops';
 import { machineJobs } from './jobs/machines';
 import { raftMissionJob } from './jobs/raft-mission';
 import { CommitPacer } from './jobs/commit-pacer';
@@ -74,6 +73,9 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     peers: {},
     extraServices: [forwardService],
     logger: logger.child({ component: 'raft-transport' }),
+    // The members' links take their credentials from the same place as the agents' (mTLS later).
+    channelCredentials: channelCredentials(),
+    serverCredentials: serverCredentials(),
   });
   const peers = new PeerDirectory(grpcTransport, [...config.initialMembers, ...storage.initialState().confState.voters, ...storage.initialState().confState.learners]);
   // A member we never heard of (the leader that adds us, a new learner) must be answerable.
@@ -133,7 +135,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   const agents = new AgentPool(config.agentPort);
   const withAgent = agents.withAgent;
-  const engineAgents = new EngineAgents(config.agentPort);
+  const engineAgents = agents; // one bounded pool for every agent client
   const definitions: JobDefinition<any>[] = [
     ...machineJobs({ store: observedStore, withAgent, agentPort: config.agentPort }),
     ...clusterJobs({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) }),

@@ -3,7 +3,7 @@
 // has been unreachable for `deadAfterMs`, and back to `running` when it answers again.
 // A machine an operator set dead stays dead: only the monitor's own verdicts are undone.
 
-import type { WithAgent } from './agent-pool';
+import type { WithAgent } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { CommandKind } from './meta/commands';
 import type { MetaStore } from './meta/store';

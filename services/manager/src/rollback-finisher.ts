@@ -9,7 +9,7 @@
 // instance of it anyway; two removers of one instance would only race).
 
 import type { Logger } from '@kcm/common';
-import type { WithAgent } from './agent-pool';
+import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from './jobs/instance-ops';
 import { describeInstance, forgetRemoved, removeAll } from './jobs/rollback';
 import type { MetaState, PendingInstance, PendingRollbackRecord } from './meta/state';

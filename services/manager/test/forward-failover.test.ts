@@ -4,6 +4,7 @@
 // cut-off leader that never answers, and the next leader.
 
 import * as grpc from '@grpc/grpc-js';
+import { serverCredentials } from '@kcm/agent-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { silentLogger } from '@kcm/common';
@@ -55,7 +56,7 @@ class FakeLeader implements JobService {
 async function serve(service: JobService): Promise<{ member: string; server: grpc.Server }> {
   const server = new grpc.Server();
   server.addService(forwardServiceDefinition, forwardServiceImplementation(() => service, silentLogger()));
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', serverCredentials(), (err, p) => (err ? reject(err) : resolve(p))));
   return { member: `127.0.0.1:${port - 1}`, server }; // a member's Forward service is on its Raft port, the next one
 }
 

@@ -3,6 +3,7 @@
 // that records what reached it).
 
 import * as grpc from '@grpc/grpc-js';
+import { serverCredentials } from '@kcm/agent-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { silentLogger } from '@kcm/common';
@@ -51,7 +52,7 @@ describe('forwarding submissions from a follower to the leader', () => {
 
   beforeAll(async () => {
     server.addService(forwardServiceDefinition, forwardServiceImplementation(() => leaderService, silentLogger()));
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', serverCredentials(), (err, p) => (err ? reject(err) : resolve(p))));
     leader = `127.0.0.1:${port - 1}`;
   });
   afterAll(() => server.forceShutdown());

@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
-import { AgentClient, startAgent } from '@kcm/agent';
+// The manager's code imports only @kcm/agent-api; this test watches a real agent server.
+import { startAgent } from '@kcm/agent';
+import { AgentClient } from '@kcm/agent-api';
 import { CommandKind } from '../src/meta/commands';
 import { HealthMonitor } from '../src/health-monitor';
 import { LocalStore, until } from './helpers/local-store';

@@ -2,7 +2,7 @@
 // live cluster and is not running, and leaves alone what it must not touch.
 
 import { silentLogger } from '@kcm/common';
-import { AgentUnreachableError } from '@kcm/agent';
+import { AgentUnreachableError } from '@kcm/agent-api';
 import { describe, expect, it } from 'vitest';
 import { InstanceReconciler, type ReconcileAgents } from '../src/instance-reconciler';
 import { cluster, stateWith } from './helpers/cluster-state';

@@ -3,7 +3,7 @@
 import { access, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { HostFactsReply } from '../agent-proto';
+import type { HostFactsReply } from '@kcm/agent-api';
 
 /** Where Debian's packages put the engines; overridable for other layouts. */
 export interface EnginePaths {

@@ -3,7 +3,7 @@
 
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { PrepareDirsReply } from '../agent-proto';
+import type { PrepareDirsReply } from '@kcm/agent-api';
 
 export async function prepareDirs(dirs: string[]): Promise<PrepareDirsReply> {
   const problems: PrepareDirsReply['problems'] = [];

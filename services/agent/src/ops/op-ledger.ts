@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { AgentFailure } from '@kcm/agent-api';
 
 /** How long a finished outcome is kept: far longer than any manager retries an operation. */
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3600_000;
@@ -42,7 +43,7 @@ export class OpLedger {
   }
 
   async run<T>(opId: string, operation: () => Promise<T>): Promise<T> {
-    if (!OP_ID.test(opId)) throw new Error(`op_id ${JSON.stringify(opId)} must be 1-200 characters of [A-Za-z0-9_.:-]`);
+    if (!OP_ID.test(opId)) throw new AgentFailure('invalid_argument', `op_id ${JSON.stringify(opId)} must be 1-200 characters of [A-Za-z0-9_.:-]`);
     const running = this.inFlight.get(opId);
     if (running) return running as Promise<T>;
     const done = this.finished<T>(opId);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chooseBackupSource, NoBackupSourceError, type ProbedSource } from '../../src/capabilities/mariadb/choose-source';
-import type { MariaDbProbeReply } from '../../src/capabilities/mariadb/proto';
+import type { MariaDbProbeReply } from '@kcm/agent-api';
 
 const healthy: MariaDbProbeReply = {
   port: 1, state: 'online', pid: 10, reason: '', is_replica: true, io_running: true, sql_running: true, seconds_behind_master: 0,

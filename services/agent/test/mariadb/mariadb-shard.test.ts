@@ -6,7 +6,7 @@ import { access, readFile, stat } from 'node:fs/promises';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processAlive } from '../../src/ops/exec';
-import type { MariaDbBackupSource, MariaDbInstanceReply, MariaDbProbeReply, MariaDbRebuildRequest } from '../../src/capabilities/mariadb/proto';
+import type { MariaDbBackupSource, MariaDbInstanceReply, MariaDbProbeReply, MariaDbRebuildRequest } from '@kcm/agent-api';
 import { AGENT_PORT, allSecretValues, HOSTS, secrets, startShardFixture, type ShardFixture } from './shard-fixture';
 
 interface Node {

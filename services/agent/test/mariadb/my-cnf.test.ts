@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { instanceLayout } from '../../src/capabilities/mariadb/instance-layout';
 import { renderMyCnf, renderRoleCnf } from '../../src/capabilities/mariadb/my-cnf';
-import type { MariaDbInstanceSpec } from '../../src/capabilities/mariadb/proto';
+import type { MariaDbInstanceSpec } from '@kcm/agent-api';
 
 const spec: MariaDbInstanceSpec = {
   port: 57001, datadir: '/data/db', logdir: '/data/log', wal_log_dir: '/wal', server_id: 7,

@@ -7,8 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '../../src/index';
-import { MariaDbAgentClient } from '../../src/clients/mariadb-client';
-import type { MariaDbInstallRequest, MariaDbInstanceSpec } from '../../src/capabilities/mariadb/proto';
+import { MariaDbAgentClient } from '@kcm/agent-api';
+import type { MariaDbInstallRequest, MariaDbInstanceSpec } from '@kcm/agent-api';
 
 export const HOSTS = ['127.0.2.1', '127.0.2.2', '127.0.2.3'] as const;
 export const AGENT_PORT = 57190;

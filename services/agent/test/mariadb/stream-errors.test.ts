@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '../../src/index';
 import { receiveBackup } from '../../src/capabilities/mariadb/backup-stream';
-import { MariaDbAgentClient } from '../../src/clients/mariadb-client';
+import { MariaDbAgentClient } from '@kcm/agent-api';
 
 describe('backup streams and commands that cannot be served', () => {
   let tmp: string;

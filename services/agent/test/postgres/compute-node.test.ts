@@ -9,7 +9,8 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@kcm/common';
-import { CgroupAgentClient, PostgresAgentClient, startAgent, type RunningAgent, type ShardEndpoint } from '../../src/index';
+import { CgroupAgentClient, PostgresAgentClient, type ShardEndpoint } from '@kcm/agent-api';
+import { startAgent, type RunningAgent } from '../../src/index';
 import { startThrowawayMariadb, type ThrowawayMariadb } from './mariadb-fixture';
 import { killAll, pidsMentioning, postgresProcessesOf } from './processes';
 

@@ -11,8 +11,9 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@kcm/common';
-import { PostgresAgentClient, startAgent, type RunningAgent } from '../../src/index';
-import { MariaDbAgentClient } from '../../src/clients/mariadb-client';
+import { PostgresAgentClient } from '@kcm/agent-api';
+import { startAgent, type RunningAgent } from '../../src/index';
+import { MariaDbAgentClient } from '@kcm/agent-api';
 import { killAll, pidsMentioning } from './processes';
 
 const HOST = '127.0.2.1';

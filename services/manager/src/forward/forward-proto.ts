@@ -4,6 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { channelCredentials } from '@kcm/agent-api';
 
 const PROTO_PATH = fileURLToPath(new URL('../../../../proto/manager-forward.proto', import.meta.url));
 
@@ -40,5 +41,5 @@ const ForwardService = (grpc.loadPackageDefinition(definition) as unknown as { k
 export const forwardServiceDefinition: grpc.ServiceDefinition = ForwardService.service;
 
 export function newForwardClient(address: string): ForwardClient {
-  return new ForwardService(address, grpc.credentials.createInsecure()) as unknown as ForwardClient;
+  return new ForwardService(address, channelCredentials()) as unknown as ForwardClient;
 }

@@ -8,7 +8,7 @@
 // Known limit: the new limit is not recorded in the metadata, so a later rebuild_node of
 // that storage node applies the cluster's own cpu_cores and cpu_limit_node again.
 
-import type { CpuLimitReply } from '@kcm/agent';
+import type { CpuLimitReply } from '@kcm/agent-api';
 import { KcmError, type ParasOf } from '@kcm/protocol';
 import { machineKey, type ClusterRecord, type MetaState } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';

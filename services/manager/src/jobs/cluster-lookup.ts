@@ -1,7 +1,7 @@
 // Finding the cluster a job works on, and the checks every job that changes a cluster
 // makes before it is committed (shared by the cluster, shard, comp and node families).
 
-import { AgentUnreachableError } from '@kcm/agent';
+import { errorNameOf } from './errors';
 import { KcmError } from '@kcm/protocol';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import type { StepContext } from './workflow';
@@ -79,6 +79,6 @@ export async function forEachInstance<T>(items: T[], describe: (item: T) => stri
   const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ item: items[i], err: s.reason as unknown }] : []));
   if (failures.length === 0) return;
   const message = failures.map((f) => `${describe(f.item)}: ${f.err instanceof Error ? f.err.message : String(f.err)}`).join('; ');
-  const unreachable = failures.every((f) => f.err instanceof AgentUnreachableError);
+  const unreachable = failures.every((f) => errorNameOf(f.err) === 'AGENT_UNREACHABLE');
   throw KcmError.of(unreachable ? 'AGENT_UNREACHABLE' : 'INSTANCE_FAILED', message, { cause: failures[0].err });
 }

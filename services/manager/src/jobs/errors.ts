@@ -1,6 +1,6 @@
 // One place that turns whatever a step threw into the catalog error the job reports.
 
-import { AgentUnreachableError } from '@kcm/agent';
+import { catalogErrorOf } from '@kcm/agent-api';
 import { KcmError, type ErrorName } from '@kcm/protocol';
 import type { ApplyOutcome } from '../meta/outcome';
 
@@ -16,9 +16,17 @@ export interface StepFailure {
  * each Error built captures a stack, which cost the leader 3% of its CPU in bench/emit.
  */
 export function stepFailureOf(err: unknown): StepFailure {
-  if (err instanceof KcmError) return { errorName: err.errorName, message: err.message };
-  if (err instanceof AgentUnreachableError) return { errorName: 'AGENT_UNREACHABLE', message: err.message };
-  return { errorName: 'INTERNAL', message: err instanceof Error ? err.message : String(err) };
+  return { errorName: errorNameOf(err), message: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * The catalog error of a failure: its own (KcmError), else the one of the agent call that
+ * failed, however deep in the causes (@kcm/agent-api catalogErrorOf: the one mapping of
+ * gRPC failures), else `fallback`.
+ */
+export function errorNameOf(err: unknown, fallback: ErrorName = 'INTERNAL'): ErrorName {
+  if (err instanceof KcmError) return err.errorName;
+  return catalogErrorOf(err) ?? fallback;
 }
 
 /** The value of an accepted command, or its refusal as the KcmError of the same name. */

@@ -5,60 +5,21 @@
 // re-run after a crash or a leadership change repeats the same commands and the agent
 // answers with the first result instead of acting twice.
 
-import { CgroupAgentClient, MariaDbAgentClient, PostgresAgentClient, type ShardEndpoint } from '@kcm/agent';
+import type { Agents, ShardEndpoint } from '@kcm/agent-api';
 import { instancesPlacedByJob, type PlacedInstances } from '../meta/clusters';
 import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
-import { EngineClientCache } from './engine-client-cache';
 import { orThrow } from './errors';
 import type { JobStep } from './workflow';
 
 /**
- * One client per host and engine, at `<hostaddr>:<agent_port>` (agent_port is manager
- * configuration, the same on every host). A
- * client that finds its agent unreachable is replaced by a fresh one on the next call
- * (engine-client-cache.ts), so a restarted agent is reached at once.
+ * The agents as the jobs use them: one client per host and engine, from the manager's one
+ * bounded pool (@kcm/agent-api AgentPool), at `<hostaddr>:<agent_port>`. A client that finds
+ * its agent unreachable is replaced by a fresh one on the next call, so a restarted agent
+ * is reached at once.
  */
-export class EngineAgents {
-  private readonly mariadbClients = new EngineClientCache((hostaddr) => new MariaDbAgentClient(this.address(hostaddr), { queryMs: this.probeDeadlineMs }));
-  private readonly postgresClients = new EngineClientCache((hostaddr) => new PostgresAgentClient(this.address(hostaddr)));
-  /** A short-deadline client for probes: PostgresAgentClient has one deadline for every call. */
-  private readonly postgresProbeClients = new EngineClientCache((hostaddr) => new PostgresAgentClient(this.address(hostaddr), this.probeDeadlineMs));
-  private readonly cgroupClients = new EngineClientCache((hostaddr) => new CgroupAgentClient(this.address(hostaddr)));
-
-  /** `probeDeadlineMs` bounds the live-status probes of queries: a dead host must not hold a reply. */
-  constructor(private readonly agentPort: number, private readonly probeDeadlineMs = 4000) {}
-
-  private address(hostaddr: string): string {
-    return this.agentAddress(hostaddr);
-  }
-
-  /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
-  agentAddress(hostaddr: string): string {
-    return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
-  }
-
-  mariadb(hostaddr: string): MariaDbAgentClient {
-    return this.mariadbClients.get(hostaddr);
-  }
-
-  postgres(hostaddr: string): PostgresAgentClient {
-    return this.postgresClients.get(hostaddr);
-  }
-
-  postgresProbe(hostaddr: string): PostgresAgentClient {
-    return this.postgresProbeClients.get(hostaddr);
-  }
-
-  cgroup(hostaddr: string): CgroupAgentClient {
-    return this.cgroupClients.get(hostaddr);
-  }
-
-  close(): void {
-    for (const cache of [this.mariadbClients, this.postgresClients, this.postgresProbeClients, this.cgroupClients]) cache.closeAll();
-  }
-}
+export type EngineAgents = Agents;
 
 /** op_ids allow [A-Za-z0-9_.:-]. */
 export const opId = (jobId: string, action: string, instance: string): string => `job:${jobId}:${action}:${instance}`;
@@ -197,7 +158,9 @@ export async function syncCompCatalogs(agents: EngineAgents, jobId: string, acti
   const shards = shardEndpoints(cluster);
   const settled = await Promise.allSettled(comps.map((comp) => agents.postgres(comp.hostaddr).syncCatalog(opId(jobId, action, `comp-${comp.id}`), comp.port, shards)));
   const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${comps[i].name}: ${(s.reason as Error).message}`] : []));
-  if (failed.length > 0) throw new Error(`catalog sync failed on ${failed.join('; ')}`);
+  // The first failure is the cause: its agent error names the job's (stepFailureOf).
+  const first = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (first) throw new Error(`catalog sync failed on ${failed.join('; ')}`, { cause: first.reason });
 }
 
 /**

@@ -1,8 +1,7 @@
 // Job family: machines (create_machine, delete_machine, set_machine).
 
 import { KcmError, parsePortRange, type ParasOf } from '@kcm/protocol';
-import type { HostFactsReply } from '@kcm/agent';
-import type { WithAgent } from '../agent-pool';
+import type { HostFactsReply, WithAgent } from '@kcm/agent-api';
 import { CommandKind } from '../meta/commands';
 import { machineKey, type HostFacts, type MetaState } from '../meta/state';
 import type { MetaStore } from '../meta/store';

@@ -13,11 +13,12 @@
 // as there is no HDFS here.
 
 import { KcmError, MIN_NODES_PER_SHARD, type ParasOf } from '@kcm/protocol';
-import type { MariaDbAgentClient } from '@kcm/agent';
+import type { MariaDbAgentClient } from '@kcm/agent-api';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { applyCpuLimit, instanceSpec, opId, placeOnce, takeOutInstanceSteps, type EngineAgents } from './instance-ops';
+import { errorNameOf } from './errors';
 import { candidatesFor, checkStorageSpace, placeNodesInShard, storageDemand } from './placement';
 import { rollBackPlacement } from './rollback';
 import type { JobDefinition } from './workflow';
@@ -267,7 +268,7 @@ export function nodeJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
             try {
               copies.push(copySummary(node, await copyIntoStandby(agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), cluster, shard, node, sources, policy, false)));
             } catch (err) {
-              throw KcmError.of('INSTANCE_FAILED', `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
+              throw KcmError.of(errorNameOf(err, 'INSTANCE_FAILED'), `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
             }
           }
           return copies;

@@ -5,7 +5,7 @@
 // the leader's RollbackFinisher; its port stays taken until then, so it is never handed to
 // a new instance while the old one may still run there. The job's error says what is left.
 
-import { AgentUnreachableError } from '@kcm/agent';
+import { isAgentUnreachable } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, CompRecord, PendingInstance } from '../meta/state';
@@ -102,7 +102,7 @@ export function incompleteRollbackNote(left: RemovalRound['left']): string {
   const parts = [...byHost].map(([host, entries]) => {
     const what = entries.map((e) => describeInstance(e.instance));
     const list = what.length === 1 ? what[0] : `${what.slice(0, -1).join(', ')} and ${what.at(-1)}`;
-    if (entries.every((e) => e.err instanceof AgentUnreachableError)) return `agent ${host} unreachable; ${list} will be removed when it answers`;
+    if (entries.every((e) => isAgentUnreachable(e.err))) return `agent ${host} unreachable; ${list} will be removed when it answers`;
     const why = entries.map((e) => (e.err instanceof Error ? e.err.message : String(e.err))).join('; ');
     return `removal failed on ${host} (${why}); ${list} will be removed on a later try`;
   });

@@ -4,7 +4,7 @@
 // the agent did not answer or has no such instance; a cluster's from its instances'
 // (cluster-status.ts).
 
-import { AgentUnreachableError, type MariaDbAgentClient } from '@kcm/agent';
+import { catalogErrorOf, type MariaDbAgentClient } from '@kcm/agent-api';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
 import { clusterByReference } from '../jobs/cluster-lookup';
 import type { EngineAgents } from '../jobs/instance-ops';
@@ -136,7 +136,7 @@ export async function instanceVariable(state: MetaState, req: ValidRequest, deps
       ? (await deps.agents.mariadb(p.hostaddr).variables(p.port, [p.variable])).variables
       : (await deps.agents.postgresProbe(p.hostaddr).getVariables(p.port, [p.variable])).variables;
   } catch (err) {
-    throw KcmError.of(err instanceof AgentUnreachableError ? 'AGENT_UNREACHABLE' : 'INSTANCE_FAILED', `reading ${p.variable} on ${p.hostaddr}:${p.port}: ${(err as Error).message}`, { cause: err });
+    throw KcmError.of(catalogErrorOf(err) === 'AGENT_UNREACHABLE' ? 'AGENT_UNREACHABLE' : 'INSTANCE_FAILED', `reading ${p.variable} on ${p.hostaddr}:${p.port}: ${(err as Error).message}`, { cause: err });
   }
   const found = variables.find((v) => v.name.toLowerCase() === p.variable.toLowerCase());
   if (!found) throw KcmError.of('NOT_FOUND', `paras.variable: ${p.hostaddr}:${p.port} has no variable ${p.variable}`, { field: 'paras.variable' });

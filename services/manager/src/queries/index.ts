@@ -2,7 +2,7 @@
 // for live status. Each runs after a ReadIndex barrier (see ManagerService.runQuery).
 
 import type { ConfState } from '@kcm/raft';
-import type { WithAgent } from '../agent-pool';
+import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { MetaState } from '../meta/state';

@@ -2,13 +2,13 @@
 // storage and computer machines, recording fake agents (fail where told), every cluster
 // job family registered, and a helper that builds a ready cluster through create_cluster.
 
-import { AgentUnreachableError } from '@kcm/agent';
+import { AgentUnreachableError } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { cgroupJobs } from '../../src/jobs/cgroup';
 import { clusterJobs } from '../../src/jobs/cluster';
 import { compJobs } from '../../src/jobs/comps';
-import type { WithAgent } from '../../src/agent-pool';
+import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { nodeJobs } from '../../src/jobs/nodes';
 import { JobRunner } from '../../src/jobs/runner';

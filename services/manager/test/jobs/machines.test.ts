@@ -3,9 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
-import { AgentClient, startAgent, type RunningAgent } from '@kcm/agent';
+// The manager's code imports only @kcm/agent-api; this test runs the jobs against a real agent server.
+import { startAgent, type RunningAgent } from '@kcm/agent';
+import { AgentClient, type WithAgent } from '@kcm/agent-api';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
-import type { WithAgent } from '../../src/agent-pool';
 import { machineJobs } from '../../src/jobs/machines';
 import { JobRunner } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';

@@ -1,7 +1,7 @@
 // get_cluster_summary and get_cluster_detail report a cluster's status as measured from
 // its instances, against fake agents: never the stored "ready" while nodes are down.
 
-import { AgentUnreachableError } from '@kcm/agent';
+import { AgentUnreachableError } from '@kcm/agent-api';
 import type { ValidRequest } from '@kcm/protocol';
 import { describe, expect, it } from 'vitest';
 import type { EngineAgents } from '../../src/jobs/instance-ops';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentClient } from '@kcm/agent';
+import type { AgentClient } from '@kcm/agent-api';
 import { parseRequest, type ValidRequest } from '@kcm/protocol';
-import type { WithAgent } from '../../src/agent-pool';
+import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';

@@ -8,7 +8,8 @@
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CpuHierarchy } from './detect';
-import type { CpuLimitMode, InstanceKind } from './cgroup-proto';
+import type { CpuLimitMode, InstanceKind } from '@kcm/agent-api';
+import { AgentFailure } from '@kcm/agent-api';
 
 export const CFS_PERIOD_US = 100_000;
 const MAX_CORES = 4096;
@@ -24,8 +25,8 @@ export interface CgroupWrite {
 }
 
 export function validateCpuLimit(cores: number, mode: string): CpuLimit {
-  if (mode !== 'quota' && mode !== 'share') throw new Error(`mode must be "quota" or "share", not ${JSON.stringify(mode)}`);
-  if (!Number.isFinite(cores) || cores <= 0 || cores > MAX_CORES) throw new Error(`cpu_cores must be in (0, ${MAX_CORES}], not ${cores}`);
+  if (mode !== 'quota' && mode !== 'share') throw new AgentFailure('invalid_argument', `mode must be "quota" or "share", not ${JSON.stringify(mode)}`);
+  if (!Number.isFinite(cores) || cores <= 0 || cores > MAX_CORES) throw new AgentFailure('invalid_argument', `cpu_cores must be in (0, ${MAX_CORES}], not ${cores}`);
   return { cores, mode };
 }
 

@@ -3,7 +3,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { unary } from '../../grpc-unary';
 import type { AgentContext, CapabilityModule } from '../../capability';
-import { CgroupAgentService, type CgroupInfoReply, type CpuLimitReply, type InstanceKind, type RemoveCpuLimitRequest, type SetCpuLimitRequest } from './cgroup-proto';
+import { AgentFailure, CgroupAgentService, type CgroupInfoReply, type CpuLimitReply, type InstanceKind, type RemoveCpuLimitRequest, type SetCpuLimitRequest } from '@kcm/agent-api';
 import { detectCpuHierarchy, type CpuHierarchy } from './detect';
 import { applyCpuLimit, removeCpuLimit, validateCpuLimit } from './cpu-limit';
 import { descendantsOf, listenerPid, parentMap } from './processes';
@@ -15,8 +15,8 @@ export interface CgroupModuleOptions {
 }
 
 function validateInstance(kind: string, port: number): InstanceKind {
-  if (kind !== 'mysql' && kind !== 'pg') throw new Error(`kind must be "mysql" or "pg", not ${JSON.stringify(kind)}`);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`port ${port} is not a TCP port`);
+  if (kind !== 'mysql' && kind !== 'pg') throw new AgentFailure('invalid_argument', `kind must be "mysql" or "pg", not ${JSON.stringify(kind)}`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new AgentFailure('invalid_argument', `port ${port} is not a TCP port`);
   return kind;
 }
 
@@ -29,8 +29,8 @@ async function requireHierarchy(find: () => Promise<CpuHierarchy | undefined>): 
 /** The instance's main process (given, or the listener on its port) and all its descendants. */
 async function instanceProcesses(hostaddr: string, port: number, pid: number): Promise<number[]> {
   const main = pid > 0 ? pid : await listenerPid(port, hostaddr);
-  if (main === undefined) throw new Error(`no process listens on port ${port}; pass the instance's pid`);
-  if (!processAlive(main)) throw new Error(`process ${main} does not exist`);
+  if (main === undefined) throw new AgentFailure('failed_precondition', `no process listens on port ${port}; pass the instance's pid`);
+  if (!processAlive(main)) throw new AgentFailure('failed_precondition', `process ${main} does not exist`);
   return descendantsOf(main, await parentMap());
 }
 

@@ -15,8 +15,7 @@ import { checkPort, mariadbTools } from './instance-layout';
 import { layoutOf, runningPid } from './lifecycle';
 import { spawnPiped } from '../../ops/exec';
 import { rateLimited } from './rate-limit';
-import { MariaDbAgentService, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from './proto';
-import { agentChannelOptions } from '../../channel-options';
+import { agentClient, agentStatusOf, MariaDbAgentService, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from '@kcm/agent-api';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;
 const MB = 1024 * 1024;
@@ -27,7 +26,7 @@ export function streamBackupHandler(ctx: AgentContext): grpc.handleServerStreami
     sendBackup(ctx, call).catch((err: unknown) => {
       ctx.logger.error({ err, rpc: 'StreamBackup', port: call.request.port }, 'backup stream failed');
       // grpc-js turns an 'error' event on a server stream into the call's final status.
-      call.emit('error', { code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) });
+      call.emit('error', { code: agentStatusOf(err), details: err instanceof Error ? err.message : String(err) });
     });
   };
 }
@@ -75,7 +74,7 @@ export interface ReceivedCopy {
 
 /** The target side: pulls a source's StreamBackup into `mbstream -x` in stagingDir. */
 export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: number, stagingDir: string): Promise<ReceivedCopy> {
-  const client = new MariaDbAgentService(source.agent_address, grpc.credentials.createInsecure(), agentChannelOptions);
+  const client = agentClient(MariaDbAgentService, source.agent_address);
   const started = Date.now();
   const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', stagingDir], { input: 'pipe', output: 'ignore', timeoutMs: BACKUP_TIMEOUT_MS });
   const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({

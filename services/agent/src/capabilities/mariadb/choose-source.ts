@@ -2,7 +2,7 @@
 // threads running, lag within allow_replica_delay), else the master, but only when
 // allow_pull_from_master says the master may carry the extra load. Pure: the caller probes.
 
-import type { MariaDbBackupSource, MariaDbProbeReply } from './proto';
+import { AgentFailure, type MariaDbBackupSource, type MariaDbProbeReply } from '@kcm/agent-api';
 
 export interface SourcePolicy {
   allowReplicaDelayS: number;
@@ -15,9 +15,9 @@ export interface ProbedSource {
   probe: MariaDbProbeReply | undefined;
 }
 
-export class NoBackupSourceError extends Error {
+export class NoBackupSourceError extends AgentFailure {
   constructor(readonly reasons: string[]) {
-    super(`no suitable backup source: ${reasons.join('; ') || 'no candidates given'}`);
+    super('failed_precondition', `no suitable backup source: ${reasons.join('; ') || 'no candidates given'}`);
     this.name = 'NoBackupSourceError';
   }
 }

@@ -11,7 +11,7 @@ import { checkPort } from './instance-layout';
 import { layoutOf, removeInstance, startInstance, stopInstance } from './lifecycle';
 import { mariadbSupervision } from './supervision';
 import { probeInstance } from './probe';
-import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from './proto';
+import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from '@kcm/agent-api';
 import { rebuildStandby } from './rebuild';
 import { configureReplication } from './replication';
 import { listClusterTables } from './tables';

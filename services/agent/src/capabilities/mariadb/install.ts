@@ -23,7 +23,7 @@ import {
 } from './instance-layout';
 import { runningPid, startInstance } from './lifecycle';
 import { renderMyCnf, renderRoleCnf } from './my-cnf';
-import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from './proto';
+import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from '@kcm/agent-api';
 import { account, scrub, sqlString, withAdmin } from './sql';
 
 /** Every `D_$$_S` database (PostgreSQL database D, schema S): `_` is a LIKE wildcard, so it is escaped. */

@@ -18,7 +18,8 @@
 import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { osUser, type RunAs } from '../../ops/exec';
-import type { MariaDbAccount, MariaDbInstanceSpec } from './proto';
+import type { MariaDbAccount, MariaDbInstanceSpec } from '@kcm/agent-api';
+import { AgentFailure } from '@kcm/agent-api';
 
 export const MARIADB_OS_USER = 'mysql';
 
@@ -79,34 +80,34 @@ export function serverOwnedDirs(layout: InstanceLayout): string[] {
 const USER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$/;
 
 export function checkSpec(spec: MariaDbInstanceSpec | undefined | null): MariaDbInstanceSpec {
-  if (!spec) throw new Error('spec is required');
-  if (!Number.isInteger(spec.port) || spec.port < 1024 || spec.port > 65535) throw new Error(`port ${spec.port} must be 1024-65535`);
+  if (!spec) throw new AgentFailure('invalid_argument', 'spec is required');
+  if (!Number.isInteger(spec.port) || spec.port < 1024 || spec.port > 65535) throw new AgentFailure('invalid_argument', `port ${spec.port} must be 1024-65535`);
   for (const key of ['datadir', 'logdir', 'wal_log_dir'] as const) checkDir(key, spec[key]);
-  if (!Number.isInteger(spec.server_id) || spec.server_id < 1 || spec.server_id > 2 ** 31 - 1) throw new Error(`server_id ${spec.server_id} must be a positive integer`);
-  if (!(spec.innodb_size_mb >= 16)) throw new Error(`innodb_size ${spec.innodb_size_mb} MB must be at least 16`);
-  if (!(spec.max_connections >= 10 && spec.max_connections <= 100_000)) throw new Error(`max_connections ${spec.max_connections} must be 10-100000`);
-  if (spec.dbcfg !== 0 && spec.dbcfg !== 1) throw new Error(`dbcfg ${spec.dbcfg} must be 0 or 1`);
-  if (!(spec.fullsync_level >= 0)) throw new Error(`fullsync_level ${spec.fullsync_level} must be >= 0`);
+  if (!Number.isInteger(spec.server_id) || spec.server_id < 1 || spec.server_id > 2 ** 31 - 1) throw new AgentFailure('invalid_argument', `server_id ${spec.server_id} must be a positive integer`);
+  if (!(spec.innodb_size_mb >= 16)) throw new AgentFailure('invalid_argument', `innodb_size ${spec.innodb_size_mb} MB must be at least 16`);
+  if (!(spec.max_connections >= 10 && spec.max_connections <= 100_000)) throw new AgentFailure('invalid_argument', `max_connections ${spec.max_connections} must be 10-100000`);
+  if (spec.dbcfg !== 0 && spec.dbcfg !== 1) throw new AgentFailure('invalid_argument', `dbcfg ${spec.dbcfg} must be 0 or 1`);
+  if (!(spec.fullsync_level >= 0)) throw new AgentFailure('invalid_argument', `fullsync_level ${spec.fullsync_level} must be >= 0`);
   return spec;
 }
 
 export function checkPort(port: number): number {
-  if (!Number.isInteger(port) || port < 1024 || port > 65535) throw new Error(`port ${port} must be 1024-65535`);
+  if (!Number.isInteger(port) || port < 1024 || port > 65535) throw new AgentFailure('invalid_argument', `port ${port} must be 1024-65535`);
   return port;
 }
 
 function checkDir(name: string, dir: string): void {
   // Paths go into my.cnf: no newlines, quotes or '#', and no '..' games.
   if (!path.isAbsolute(dir) || path.normalize(dir) !== dir.replace(/\/+$/, '') || /["'\\#\n\r\0]/.test(dir)) {
-    throw new Error(`${name} ${JSON.stringify(dir)} must be a plain absolute path`);
+    throw new AgentFailure('invalid_argument', `${name} ${JSON.stringify(dir)} must be a plain absolute path`);
   }
 }
 
 /** Account names go into SQL as quoted identifiers; passwords only as escaped literals or connection options. */
 export function checkAccount(role: string, account: MariaDbAccount | undefined | null): MariaDbAccount {
-  if (!account || !USER_NAME.test(account.user)) throw new Error(`${role} user must match ${USER_NAME}`);
+  if (!account || !USER_NAME.test(account.user)) throw new AgentFailure('invalid_argument', `${role} user must match ${USER_NAME}`);
   if (account.password.length < 8 || account.password.length > 200 || /[\0-\x1f\x7f]/.test(account.password)) {
-    throw new Error(`${role} password must be 8-200 printable characters`);
+    throw new AgentFailure('invalid_argument', `${role} password must be 8-200 printable characters`);
   }
   return account;
 }
@@ -209,7 +210,7 @@ export async function loadRecord(stateDir: string, port: number): Promise<Instan
 
 export async function requireRecord(stateDir: string, port: number): Promise<InstanceRecord> {
   const record = await loadRecord(stateDir, port);
-  if (!record) throw new Error(`no MariaDB instance on port ${port} is installed by this agent`);
+  if (!record) throw new AgentFailure('not_found', `no MariaDB instance on port ${port} is installed by this agent`);
   return record;
 }
 

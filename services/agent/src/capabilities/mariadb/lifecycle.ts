@@ -7,7 +7,7 @@ import mysql from 'mysql2/promise';
 import type { AgentContext } from '../../capability';
 import { processAlive, spawnDetached } from '../../ops/exec';
 import { dropRecord, instanceLayout, loadRecord, mysqlUser, requireRecord, type InstanceLayout } from './instance-layout';
-import type { MariaDbInstanceReply } from './proto';
+import type { MariaDbInstanceReply } from '@kcm/agent-api';
 
 const START_TIMEOUT_MS = 90_000;
 const STOP_GRACE_MS = 60_000;

@@ -2,7 +2,7 @@
 // Every value here was validated (instance-layout.ts) before it reaches this text.
 
 import type { InstanceLayout } from './instance-layout';
-import type { MariaDbInstanceSpec, MariaDbRole } from './proto';
+import type { MariaDbInstanceSpec, MariaDbRole } from '@kcm/agent-api';
 
 /** Small-memory mode (dbcfg 1): caches and the redo log sized for a laptop or a test. */
 const SMALL_MEMORY = {

@@ -5,7 +5,7 @@
 import type { AgentContext } from '../../capability';
 import { checkPort, instanceLayout, loadAdminAccount, loadRecord } from './instance-layout';
 import { runningPid } from './lifecycle';
-import type { MariaDbProbeReply } from './proto';
+import type { MariaDbProbeReply } from '@kcm/agent-api';
 import { adminSession } from './sql';
 import { slaveStatus } from './replication';
 

@@ -5,7 +5,6 @@
 
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../capability';
 import { exec } from '../../ops/exec';
 import { receiveBackup } from './backup-stream';
@@ -13,11 +12,10 @@ import { chooseBackupSource, type ProbedSource } from './choose-source';
 import { markInitialized, prepareInstanceFiles, unmarkInitialized } from './install';
 import { checkAccount, checkPort, checkSpec, chownTree, emptyDir, mariadbTools, moveContents, mysqlUser, type InstanceLayout } from './instance-layout';
 import { startInstance, stopInstance } from './lifecycle';
-import { MariaDbAgentService, type MariaDbBackupSource, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from './proto';
+import { AgentFailure, agentClient, callUnary, MariaDbAgentService, type MariaDbBackupSource, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from '@kcm/agent-api';
 import { attachToMaster, checkMaster } from './replication';
 import { applySemiSync, persistRole } from './semi-sync';
 import { withAdmin } from './sql';
-import { agentChannelOptions } from '../../channel-options';
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.-]{1,255}:\d{1,5}$/;
 const GTID_LIST = /^(\d+-\d+-\d+(,\d+-\d+-\d+)*)?$/;
@@ -28,9 +26,9 @@ export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildReque
   const admin = checkAccount('admin', req.admin);
   const master = checkMaster(req.master_host, req.master_port, req.replication);
   for (const s of req.sources) {
-    if (!AGENT_ADDRESS.test(s.agent_address)) throw new Error(`agent_address ${JSON.stringify(s.agent_address)} must be host:port`);
+    if (!AGENT_ADDRESS.test(s.agent_address)) throw new AgentFailure('invalid_argument', `agent_address ${JSON.stringify(s.agent_address)} must be host:port`);
     checkPort(s.port);
-    if (s.hostaddr === ctx.hostaddr && s.port === spec.port) throw new Error('an instance cannot be rebuilt from itself');
+    if (s.hostaddr === ctx.hostaddr && s.port === spec.port) throw new AgentFailure('invalid_argument', 'an instance cannot be rebuilt from itself');
   }
   const probed = await Promise.all(req.sources.map(async (source): Promise<ProbedSource> => ({ source, probe: await probeRemote(source) })));
   const source = chooseBackupSource(probed, { allowReplicaDelayS: req.allow_replica_delay_s, allowPullFromMaster: req.allow_pull_from_master });
@@ -83,13 +81,9 @@ export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildReque
 
 /** Asks a candidate's agent for its live status; an agent that does not answer makes it unsuitable. */
 async function probeRemote(source: MariaDbBackupSource): Promise<MariaDbProbeReply | undefined> {
-  const client = new MariaDbAgentService(source.agent_address, grpc.credentials.createInsecure(), agentChannelOptions);
+  const client = agentClient(MariaDbAgentService, source.agent_address);
   try {
-    return await new Promise<MariaDbProbeReply>((resolve, reject) =>
-      (client as unknown as { Probe: Function }).Probe({ port: source.port }, { deadline: Date.now() + 5000 }, (err: Error | null, reply: MariaDbProbeReply) =>
-        err ? reject(err) : resolve(reply),
-      ),
-    );
+    return await callUnary<MariaDbProbeReply>(client, source.agent_address, 'Probe', { port: source.port }, 5000);
   } catch {
     return undefined;
   } finally {
@@ -110,7 +104,7 @@ export async function backupGtid(backupDir: string): Promise<string> {
     const slaveInfo = (await read('mariadb_backup_slave_info')) || (await read('xtrabackup_slave_info'));
     gtid = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(slaveInfo)?.[1] ?? '';
   }
-  if (!GTID_LIST.test(gtid)) throw new Error(`backup GTID position ${JSON.stringify(gtid)} is not a GTID list`);
+  if (!GTID_LIST.test(gtid)) throw new AgentFailure('instance_failed', `backup GTID position ${JSON.stringify(gtid)} is not a GTID list`);
   return gtid;
 }
 

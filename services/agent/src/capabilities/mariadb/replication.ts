@@ -4,9 +4,10 @@
 import type { AgentContext } from '../../capability';
 import { checkAccount, checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
 import { layoutOf } from './lifecycle';
-import type { MariaDbAccount, MariaDbReplicationReply, MariaDbReplicationRequest, MariaDbRole } from './proto';
+import type { MariaDbAccount, MariaDbReplicationReply, MariaDbReplicationRequest, MariaDbRole } from '@kcm/agent-api';
 import { applySemiSync, persistRole } from './semi-sync';
 import { withAdmin, type AdminSession } from './sql';
+import { AgentFailure } from '@kcm/agent-api';
 
 const HOST = /^[A-Za-z0-9.:-]{1,255}$/;
 const ATTACH_WAIT_MS = 20_000;
@@ -19,15 +20,15 @@ export interface MasterEndpoint {
 
 export async function configureReplication(ctx: AgentContext, req: MariaDbReplicationRequest): Promise<MariaDbReplicationReply> {
   const layout = await layoutOf(ctx, checkPort(req.port));
-  if (req.role !== 'master' && req.role !== 'standby') throw new Error(`role ${JSON.stringify(req.role)} must be master or standby`);
+  if (req.role !== 'master' && req.role !== 'standby') throw new AgentFailure('invalid_argument', `role ${JSON.stringify(req.role)} must be master or standby`);
   const level = req.fullsync_level;
-  if (!(level >= 0)) throw new Error(`fullsync_level ${level} must be >= 0`);
+  if (!(level >= 0)) throw new AgentFailure('invalid_argument', `fullsync_level ${level} must be >= 0`);
   if (req.role === 'master') return becomeMaster(ctx, layout, level);
   return becomeStandby(ctx, layout, checkMaster(req.master_host, req.master_port, req.replication), level);
 }
 
 export function checkMaster(host: string, port: number, replication: MariaDbAccount): MasterEndpoint {
-  if (!HOST.test(host)) throw new Error(`master_host ${JSON.stringify(host)} is not a host name or address`);
+  if (!HOST.test(host)) throw new AgentFailure('invalid_argument', `master_host ${JSON.stringify(host)} is not a host name or address`);
   return { host, port: checkPort(port), replication: checkAccount('replication', replication) };
 }
 
@@ -79,7 +80,7 @@ export async function attachToMaster(s: AdminSession, master: MasterEndpoint): P
     if (last && (last.Last_SQL_Error || (last.Slave_IO_Running === 'No' && last.Last_IO_Error))) break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(
+  throw new AgentFailure('instance_failed', 
     `replication from ${master.host}:${master.port} did not start: io=${last?.Slave_IO_Running} sql=${last?.Slave_SQL_Running} ${last?.Last_IO_Error ?? ''} ${last?.Last_SQL_Error ?? ''}`.trim(),
   );
 }

@@ -7,7 +7,7 @@
 import { chown, rename, writeFile } from 'node:fs/promises';
 import { mysqlUser, type InstanceLayout } from './instance-layout';
 import { renderRoleCnf } from './my-cnf';
-import type { MariaDbRole } from './proto';
+import type { MariaDbRole } from '@kcm/agent-api';
 import type { AdminSession } from './sql';
 
 export interface SemiSyncSides {

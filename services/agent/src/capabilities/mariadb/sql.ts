@@ -5,7 +5,7 @@
 
 import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
 import type { InstanceLayout } from './instance-layout';
-import type { MariaDbAccount } from './proto';
+import type { MariaDbAccount } from '@kcm/agent-api';
 
 export class MariaDbSqlError extends Error {
   constructor(

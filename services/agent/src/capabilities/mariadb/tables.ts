@@ -4,7 +4,7 @@
 import type { AgentContext } from '../../capability';
 import { checkPort, loadAdminAccount } from './instance-layout';
 import { layoutOf } from './lifecycle';
-import type { MariaDbListTablesReply, MariaDbListTablesRequest } from './proto';
+import type { MariaDbListTablesReply, MariaDbListTablesRequest } from '@kcm/agent-api';
 import { withAdmin } from './sql';
 
 export async function listClusterTables(ctx: AgentContext, req: MariaDbListTablesRequest): Promise<MariaDbListTablesReply> {

@@ -3,7 +3,7 @@
 import type { AgentContext } from '../../capability';
 import { checkPort, loadAdminAccount } from './instance-layout';
 import { layoutOf } from './lifecycle';
-import type { MariaDbVariablesReply, MariaDbVariablesRequest } from './proto';
+import type { MariaDbVariablesReply, MariaDbVariablesRequest } from '@kcm/agent-api';
 import { withAdmin } from './sql';
 
 const VARIABLE_NAME = /^[A-Za-z0-9_]{1,64}$/;

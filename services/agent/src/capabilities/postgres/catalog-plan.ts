@@ -3,7 +3,7 @@
 // rule below is tested directly (test/postgres/catalog-plan.test.ts).
 
 import { isIdentifier } from './layout';
-import type { CatalogChange } from './postgres-proto';
+import type { CatalogChange } from '@kcm/agent-api';
 import type { RemoteColumn, RemoteTable, ShardView } from './shard-catalog';
 
 export const SERVER_PREFIX = 'shard_';

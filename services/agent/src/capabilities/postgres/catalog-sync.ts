@@ -8,8 +8,9 @@ import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type Database
 import { ADMIN_ROLE, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
-import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from './postgres-proto';
+import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from '@kcm/agent-api';
 import { readShardTables, type RemoteColumn, type ShardView } from './shard-catalog';
+import { AgentFailure } from '@kcm/agent-api';
 
 const SHARD_ID = /^[A-Za-z0-9_]{1,50}$/;
 const HOST = /^[A-Za-z0-9.:-]{1,253}$/;
@@ -19,12 +20,12 @@ const SIGNATURE_COMMENT = /^kcm:([0-9a-f]+)(?::([0-9a-f]+))?$/;
 function validateShards(shards: ShardEndpoint[]): ShardEndpoint[] {
   const seen = new Set<string>();
   for (const s of shards) {
-    if (!SHARD_ID.test(s.shard_id)) throw new Error(`shard_id ${JSON.stringify(s.shard_id)} must be 1-50 characters of [A-Za-z0-9_]`);
-    if (seen.has(s.shard_id)) throw new Error(`shard ${s.shard_id} is listed twice`);
+    if (!SHARD_ID.test(s.shard_id)) throw new AgentFailure('invalid_argument', `shard_id ${JSON.stringify(s.shard_id)} must be 1-50 characters of [A-Za-z0-9_]`);
+    if (seen.has(s.shard_id)) throw new AgentFailure('invalid_argument', `shard ${s.shard_id} is listed twice`);
     seen.add(s.shard_id);
-    if (!HOST.test(s.host)) throw new Error(`shard ${s.shard_id}: host ${JSON.stringify(s.host)} is not a host name or address`);
+    if (!HOST.test(s.host)) throw new AgentFailure('invalid_argument', `shard ${s.shard_id}: host ${JSON.stringify(s.host)} is not a host name or address`);
     validatePort(s.port);
-    if (!s.user) throw new Error(`shard ${s.shard_id}: user is required`);
+    if (!s.user) throw new AgentFailure('invalid_argument', `shard ${s.shard_id}: user is required`);
   }
   return shards;
 }
@@ -237,7 +238,7 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
   const started = Date.now();
   const instance = await host.registry.get(req.port);
   const shards = validateShards(req.shards);
-  if (!(await postmasterStatus(instance.datadir))) throw new Error(`the compute instance on port ${instance.port} is not running`);
+  if (!(await postmasterStatus(instance.datadir))) throw new AgentFailure('failed_precondition', `the compute instance on port ${instance.port} is not running`);
   const views = await Promise.all(shards.map((s) => readShardTables(s)));
   const changes: CatalogChange[] = views
     .filter((v) => !v.reachable)

@@ -6,6 +6,7 @@
 import { appendFile, chown, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ADMIN_ROLE, socketDir, type PostgresInstance } from './layout';
+import { AgentFailure } from '@kcm/agent-api';
 
 const SETTING_NAME = /^[a-z_][a-z0-9_.]{0,62}$/;
 
@@ -20,14 +21,14 @@ export const KCM_CONF = 'kcm.conf';
 export const VARIABLES_CONF = 'kcm-variables.conf';
 
 function quoteValue(value: string): string {
-  if (/[\n\r\0]/.test(value)) throw new Error('a setting value must be one line');
+  if (/[\n\r\0]/.test(value)) throw new AgentFailure('invalid_argument', 'a setting value must be one line');
   return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
 }
 
 export function validateVariables(variables: Record<string, string>): Record<string, string> {
   for (const [name, value] of Object.entries(variables)) {
-    if (!SETTING_NAME.test(name)) throw new Error(`setting name ${JSON.stringify(name)} is not valid`);
-    if (RESERVED.has(name)) throw new Error(`setting ${name} is managed by kcm and cannot be changed`);
+    if (!SETTING_NAME.test(name)) throw new AgentFailure('invalid_argument', `setting name ${JSON.stringify(name)} is not valid`);
+    if (RESERVED.has(name)) throw new AgentFailure('invalid_argument', `setting ${name} is managed by kcm and cannot be changed`);
     quoteValue(value);
   }
   return variables;

@@ -20,7 +20,7 @@ import {
   type ProbePostgresRequest,
   type SetPostgresVariablesRequest,
   type SyncCatalogRequest,
-} from './postgres-proto';
+} from '@kcm/agent-api';
 
 function hostOf(ctx: AgentContext): PostgresHost {
   let runAs: RunAs | undefined;

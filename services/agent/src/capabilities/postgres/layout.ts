@@ -4,6 +4,7 @@
 
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { AgentFailure } from '@kcm/agent-api';
 
 /** The initdb superuser; reached only over the instance's unix socket, by peer auth. */
 export const ADMIN_ROLE = 'postgres';
@@ -33,13 +34,13 @@ export interface PostgresInstance {
 }
 
 export function validatePort(port: number): number {
-  if (!Number.isInteger(port) || port < 1024 || port > 65535) throw new Error(`port ${port} must be an integer in 1024..65535`);
+  if (!Number.isInteger(port) || port < 1024 || port > 65535) throw new AgentFailure('invalid_argument', `port ${port} must be an integer in 1024..65535`);
   return port;
 }
 
 /** PostgreSQL identifiers kcm creates (roles, databases, schemas, tables): plain names only. */
 export function validateIdentifier(kind: string, name: string): string {
-  if (!PG_IDENTIFIER.test(name)) throw new Error(`${kind} ${JSON.stringify(name)} is not a valid identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 63 characters)`);
+  if (!PG_IDENTIFIER.test(name)) throw new AgentFailure('invalid_argument', `${kind} ${JSON.stringify(name)} is not a valid identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 63 characters)`);
   return name;
 }
 
@@ -49,12 +50,12 @@ export function isIdentifier(name: string): boolean {
 
 export function instanceDatadir(compDatadir: string, port: number): string {
   if (!path.isAbsolute(compDatadir) || path.normalize(compDatadir) !== compDatadir.replace(/\/+$/, '')) {
-    throw new Error(`comp_datadir ${JSON.stringify(compDatadir)} must be an absolute, normalised path`);
+    throw new AgentFailure('invalid_argument', `comp_datadir ${JSON.stringify(compDatadir)} must be an absolute, normalised path`);
   }
-  if (compDatadir === '/') throw new Error('comp_datadir must not be /');
+  if (compDatadir === '/') throw new AgentFailure('invalid_argument', 'comp_datadir must not be /');
   const datadir = path.join(compDatadir, String(port));
   const socket = path.join(datadir, `.s.PGSQL.${port}`);
-  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) throw new Error(`socket path ${socket} is longer than ${MAX_SOCKET_PATH} bytes; use a shorter comp_datadir`);
+  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) throw new AgentFailure('invalid_argument', `socket path ${socket} is longer than ${MAX_SOCKET_PATH} bytes; use a shorter comp_datadir`);
   return datadir;
 }
 
@@ -81,7 +82,7 @@ export class InstanceRegistry {
 
   async get(port: number): Promise<PostgresInstance> {
     const found = await this.find(port);
-    if (!found) throw new Error(`no PostgreSQL instance is installed on port ${port} by this agent`);
+    if (!found) throw new AgentFailure('not_found', `no PostgreSQL instance is installed on port ${port} by this agent`);
     return found;
   }
 

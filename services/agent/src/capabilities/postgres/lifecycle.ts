@@ -11,7 +11,8 @@ import { ADMIN_ROLE, instanceDatadir, validateIdentifier, validatePort, type Ins
 import { postmasterStatus, startPostmaster, stopPostmaster } from './postmaster';
 import { ident, literal, withAdmin } from './admin-session';
 import { scramSha256Verifier } from './scram';
-import type { InstallPostgresRequest, PostgresInstanceReply } from './postgres-proto';
+import type { InstallPostgresRequest, PostgresInstanceReply } from '@kcm/agent-api';
+import { AgentFailure } from '@kcm/agent-api';
 
 export interface PostgresHost {
   hostaddr: string;
@@ -70,7 +71,7 @@ async function setAsideForeignDatadir(host: PostgresHost, datadir: string, opId:
   const entries = await readdir(datadir).catch(() => [] as string[]);
   if (entries.length === 0) return '';
   const running = await postmasterStatus(datadir);
-  if (running) throw new Error(`${datadir} holds a running PostgreSQL (pid ${running.pid}) that install ${opId} did not create; refusing to touch it`);
+  if (running) throw new AgentFailure('failed_precondition', `${datadir} holds a running PostgreSQL (pid ${running.pid}) that install ${opId} did not create; refusing to touch it`);
   const aside = `${datadir}.set-aside-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   await rename(datadir, aside);
   host.logger.warn({ datadir, aside, op_id: opId }, 'postgres install found a data directory it did not create; moved it aside');
@@ -93,12 +94,12 @@ async function ensureComputeAccount(instance: PostgresInstance, password: string
 export async function installPostgres(host: PostgresHost, req: InstallPostgresRequest): Promise<PostgresInstanceReply> {
   const port = validatePort(req.port);
   const user = validateIdentifier('user', req.user);
-  if (user === ADMIN_ROLE) throw new Error(`the compute account must not be the superuser ${ADMIN_ROLE}`);
-  if (!req.password) throw new Error('password is required');
+  if (user === ADMIN_ROLE) throw new AgentFailure('invalid_argument', `the compute account must not be the superuser ${ADMIN_ROLE}`);
+  if (!req.password) throw new AgentFailure('invalid_argument', 'password is required');
   const variables = validateVariables(req.variables ?? {});
   const datadir = instanceDatadir(req.comp_datadir, port);
   const known = await host.registry.find(port);
-  if (known && known.datadir !== datadir) throw new Error(`port ${port} already belongs to the instance in ${known.datadir}`);
+  if (known && known.datadir !== datadir) throw new AgentFailure('failed_precondition', `port ${port} already belongs to the instance in ${known.datadir}`);
 
   await mkdir(req.comp_datadir, { recursive: true, mode: 0o755 });
   await assertTraversable(host, req.comp_datadir);
@@ -179,7 +180,7 @@ async function removeUnregistered(host: PostgresHost, port: number, compDatadir:
   const datadir = instanceDatadir(compDatadir, port);
   if (!(await exists(datadir))) return none;
   const running = await postmasterStatus(datadir);
-  if (running) throw new Error(`${datadir} has no registry entry and a running PostgreSQL (pid ${running.pid}); refusing to remove it`);
+  if (running) throw new AgentFailure('failed_precondition', `${datadir} has no registry entry and a running PostgreSQL (pid ${running.pid}); refusing to remove it`);
   await rm(datadir, { recursive: true, force: true });
   host.logger.warn({ port, datadir }, 'removed a postgres data directory the agent had no record of');
   return { ...none, datadir, detail: 'not registered; data directory removed' };

@@ -6,6 +6,7 @@ import { chown, open, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { processAlive, spawnDetached, type RunAs } from '../../ops/exec';
 import { descendantsOf, parentMap } from '../cgroup/processes';
+import { AgentFailure } from '@kcm/agent-api';
 
 export interface PostmasterStatus {
   pid: number;
@@ -52,10 +53,10 @@ export async function startPostmaster(postgresBin: string, datadir: string, runA
   while (Date.now() < deadline) {
     const status = await postmasterStatus(datadir);
     if (status?.pid === pid && status.state === 'ready') return pid;
-    if (!processAlive(pid)) throw new Error(`postgres in ${datadir} exited during startup: ${await logTail(datadir)}`);
+    if (!processAlive(pid)) throw new AgentFailure('instance_failed', `postgres in ${datadir} exited during startup: ${await logTail(datadir)}`);
     await sleep(100);
   }
-  throw new Error(`postgres in ${datadir} was not ready after ${timeoutMs} ms: ${await logTail(datadir)}`);
+  throw new AgentFailure('instance_failed', `postgres in ${datadir} was not ready after ${timeoutMs} ms: ${await logTail(datadir)}`);
 }
 
 async function waitGone(pid: number, timeoutMs: number): Promise<boolean> {

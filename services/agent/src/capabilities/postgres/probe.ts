@@ -6,7 +6,7 @@ import path from 'node:path';
 import { withAdmin } from './admin-session';
 import type { InstanceRegistry } from './layout';
 import { postmasterStatus } from './postmaster';
-import type { ProbePostgresReply } from './postgres-proto';
+import type { ProbePostgresReply } from '@kcm/agent-api';
 
 export async function probePostgres(registry: InstanceRegistry, port: number): Promise<ProbePostgresReply> {
   const none: ProbePostgresReply = { installed: false, running: false, pid: 0, accepting: false, version: '', problem: '' };

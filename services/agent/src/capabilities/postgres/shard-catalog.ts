@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { mapMariadbDefault } from './column-defaults';
-import type { ShardEndpoint } from './postgres-proto';
+import type { ShardEndpoint } from '@kcm/agent-api';
 
 /** PostgreSQL database D, schema S <-> MariaDB database D_$$_S on a shard (the spec's `db_table` shapes use the same convention). */
 export const SCHEMA_SEPARATOR = '_$$_';

@@ -9,8 +9,9 @@ import { withAdmin, type AdminClient } from './admin-session';
 import { validateVariables, variablesConf, VARIABLES_CONF, writeOwned } from './config';
 import type { InstanceRegistry, PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
-import type { PostgresVariablesReply } from './postgres-proto';
+import type { PostgresVariablesReply } from '@kcm/agent-api';
 import { exec } from '../../ops/exec';
+import { AgentFailure } from '@kcm/agent-api';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -31,7 +32,7 @@ async function reloadAndWait(db: AdminClient): Promise<void> {
     const now = (await db.query<{ t: string }>('SELECT pg_conf_load_time()::text AS t')).rows[0].t;
     if (now !== before) return;
   }
-  throw new Error('the server did not reload its configuration within 2 s');
+  throw new AgentFailure('instance_failed', 'the server did not reload its configuration within 2 s');
 }
 
 /** Problems PostgreSQL finds in the written file; an empty list means every setting parses. */
@@ -63,7 +64,7 @@ export async function setVariables(host: PostgresHost, port: number, variables: 
     const problems = await checkWrittenSettings(host, instance, db, file, Object.keys(variables));
     if (problems.length > 0) {
       await writeOwned(file, previous, host.runAs());
-      throw new Error(`settings refused, nothing changed: ${problems.join('; ')}`);
+      throw new AgentFailure('invalid_argument', `settings refused, nothing changed: ${problems.join('; ')}`);
     }
     await host.registry.save({ ...instance, variables: merged });
     await reloadAndWait(db);

@@ -1,7 +1,7 @@
 // Loads proto/agent-cgroup.proto at run time and states its message shapes as proto-loader
 // decodes them (keepCase, longs and enums as numbers/strings, defaults filled in).
 
-import { loadAgentService } from '../../load-proto';
+import { loadAgentService } from '../load-proto';
 
 export const CgroupAgentService = loadAgentService('agent-cgroup.proto', 'CgroupAgent');
 

@@ -2,8 +2,8 @@
 // service, each with a deadline sized to the command (an install or a rebuild takes
 // minutes, a probe must answer in seconds). An unreachable agent is AgentUnreachableError.
 
-import * as grpc from '@grpc/grpc-js';
-import { AgentUnreachableError } from '../client';
+import type * as grpc from '@grpc/grpc-js';
+import { agentClient, callUnary } from '../call';
 import {
   MariaDbAgentService,
   type MariaDbInstallRequest,
@@ -15,8 +15,7 @@ import {
   type MariaDbReplicationReply,
   type MariaDbReplicationRequest,
   type MariaDbVariablesReply,
-} from '../capabilities/mariadb/proto';
-import { agentChannelOptions } from '../channel-options';
+} from '../contract/mariadb';
 
 export interface MariaDbDeadlines {
   /** Install, start, stop, remove, replication set-up. */
@@ -34,7 +33,7 @@ export class MariaDbAgentClient {
   private readonly deadlines: MariaDbDeadlines;
 
   constructor(readonly address: string, deadlines: Partial<MariaDbDeadlines> = {}) {
-    this.client = new MariaDbAgentService(address, grpc.credentials.createInsecure(), agentChannelOptions);
+    this.client = agentClient(MariaDbAgentService, address);
     this.deadlines = { ...DEFAULT_DEADLINES, ...deadlines };
   }
 
@@ -89,13 +88,6 @@ export class MariaDbAgentClient {
   }
 
   private call<Res>(method: string, request: object, deadlineMs: number): Promise<Res> {
-    const fn = (this.client as unknown as Record<string, Function>)[method].bind(this.client);
-    return new Promise<Res>((resolve, reject) => {
-      fn(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, reply: Res) => {
-        if (!err) return resolve(reply);
-        const unreachable = err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED;
-        reject(unreachable ? new AgentUnreachableError(this.address, err) : err);
-      });
-    });
+    return callUnary<Res>(this.client, this.address, method, request, deadlineMs);
   }
 }

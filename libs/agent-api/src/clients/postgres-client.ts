@@ -1,8 +1,8 @@
 // The manager's side of the PostgresAgent service: typed promises with deadlines.
 // An unreachable agent becomes AgentUnreachableError; a failed command keeps the agent's reason.
 
-import * as grpc from '@grpc/grpc-js';
-import { AgentUnreachableError } from '../client';
+import type * as grpc from '@grpc/grpc-js';
+import { agentClient, callUnary } from '../call';
 import {
   PostgresAgentService,
   type InstallPostgresRequest,
@@ -11,27 +11,14 @@ import {
   type ProbePostgresReply,
   type ShardEndpoint,
   type SyncCatalogReply,
-} from '../capabilities/postgres/postgres-proto';
-import { agentChannelOptions } from '../channel-options';
-
-/** One unary call with a deadline; shared by the capability clients. */
-export function callUnary<Res>(client: grpc.Client, address: string, method: string, request: object, deadlineMs: number): Promise<Res> {
-  const fn = (client as unknown as Record<string, Function>)[method].bind(client);
-  return new Promise<Res>((resolve, reject) => {
-    fn(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, reply: Res) => {
-      if (!err) return resolve(reply);
-      const unreachable = err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED;
-      reject(unreachable ? new AgentUnreachableError(address, err) : err);
-    });
-  });
-}
+} from '../contract/postgres';
 
 export class PostgresAgentClient {
   private readonly client: grpc.Client;
 
   /** Install and catalog sync can take tens of seconds (initdb, first import); hence the long default deadline. */
   constructor(readonly address: string, private readonly deadlineMs = 120_000) {
-    this.client = new PostgresAgentService(address, grpc.credentials.createInsecure(), agentChannelOptions);
+    this.client = agentClient(PostgresAgentService, address);
   }
 
   install(request: InstallPostgresRequest): Promise<PostgresInstanceReply> {

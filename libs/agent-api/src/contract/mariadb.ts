@@ -1,7 +1,7 @@
 // Loads proto/agent-mariadb.proto at run time and states the TypeScript shapes of its
 // messages as proto-loader decodes them (keepCase, longs as numbers, defaults filled).
 
-import { loadAgentService } from '../../load-proto';
+import { loadAgentService } from '../load-proto';
 
 export const MariaDbAgentService = loadAgentService('agent-mariadb.proto', 'MariaDbAgent');
 

@@ -1,7 +1,7 @@
 // Loads proto/agent.proto at run time (no generated code to go stale) and states the
 // TypeScript shapes of its messages beside it, as proto-loader decodes them.
 
-import { loadAgentService } from './load-proto';
+import { loadAgentService } from '../load-proto';
 
 export const AgentService = loadAgentService('agent.proto', 'Agent');
 

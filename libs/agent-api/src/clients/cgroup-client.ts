@@ -1,9 +1,8 @@
 // The manager's side of the CgroupAgent service.
 
-import * as grpc from '@grpc/grpc-js';
-import { CgroupAgentService, type CgroupInfoReply, type CpuLimitMode, type CpuLimitReply, type InstanceKind } from '../capabilities/cgroup/cgroup-proto';
-import { callUnary } from './postgres-client';
-import { agentChannelOptions } from '../channel-options';
+import type * as grpc from '@grpc/grpc-js';
+import { agentClient, callUnary } from '../call';
+import { CgroupAgentService, type CgroupInfoReply, type CpuLimitMode, type CpuLimitReply, type InstanceKind } from '../contract/cgroup';
 
 export interface SetCpuLimitParams {
   port: number;
@@ -18,7 +17,7 @@ export class CgroupAgentClient {
   private readonly client: grpc.Client;
 
   constructor(readonly address: string, private readonly deadlineMs = 10_000) {
-    this.client = new CgroupAgentService(address, grpc.credentials.createInsecure(), agentChannelOptions);
+    this.client = agentClient(CgroupAgentService, address);
   }
 
   info(): Promise<CgroupInfoReply> {

@@ -1,8 +1,7 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentUnreachableError, type AgentClient } from '@kcm/agent';
-import { AgentPool } from '../src/agent-pool';
+import { AgentPool, AgentUnreachableError, type AgentClient } from '@kcm/agent-api';
 
 // Stand-in agents: the pool only needs a TCP listener to open a client (no call is made).
 const HOSTS = ['127.9.0.1', '127.9.0.2', '127.9.0.3'];

@@ -1,7 +1,7 @@
 // Loads proto/agent-postgres.proto at run time and states its message shapes as
 // proto-loader decodes them (keepCase, int64 as number, defaults filled in).
 
-import { loadAgentService } from '../../load-proto';
+import { loadAgentService } from '../load-proto';
 
 export const PostgresAgentService = loadAgentService('agent-postgres.proto', 'PostgresAgent');
 

@@ -1,0 +1,22 @@
+// The one unary call helper of every agent client: a deadline on each call, and a failure
+// thrown as AgentUnreachableError or AgentCallError (errors.ts), never a bare ServiceError.
+
+import * as grpc from '@grpc/grpc-js';
+import { agentChannelOptions } from './channel-options';
+import { channelCredentials } from './credentials';
+import { agentCallFailure } from './errors';
+
+/** A gRPC client of one agent service at `address`, with kcm's credentials and channel options. */
+export function agentClient(service: grpc.ServiceClientConstructor, address: string): grpc.Client {
+  return new service(address, channelCredentials(), agentChannelOptions);
+}
+
+export function callUnary<Res>(client: grpc.Client, address: string, method: string, request: object, deadlineMs: number): Promise<Res> {
+  const fn = (client as unknown as Record<string, Function>)[method].bind(client);
+  return new Promise<Res>((resolve, reject) => {
+    fn(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, reply: Res) => {
+      if (!err) return resolve(reply);
+      reject(agentCallFailure(address, err));
+    });
+  });
+}

@@ -1,0 +1,26 @@
+// Loads an agent .proto from the repository's proto/ folder at run time (no generated code
+// to go stale), with the decoding options every agent service uses: field names as written,
+// 64-bit integers as numbers, enums as their names, defaults filled, repeated fields always
+// arrays. The TypeScript shapes in contract/ state what these options decode; the contract
+// test checks them against the .proto files.
+
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+export const AGENT_PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true };
+
+/** The agent protos, by file name under proto/. */
+export const AGENT_PROTO_FILES = ['agent.proto', 'agent-mariadb.proto', 'agent-postgres.proto', 'agent-cgroup.proto'] as const;
+
+export function agentProtoPath(protoFile: string): string {
+  return fileURLToPath(new URL(`../../../proto/${protoFile}`, import.meta.url));
+}
+
+export function loadAgentService(protoFile: string, serviceName: string): grpc.ServiceClientConstructor {
+  const definition = protoLoader.loadSync(agentProtoPath(protoFile), AGENT_PROTO_OPTIONS);
+  const loaded = grpc.loadPackageDefinition(definition) as unknown as { kcm: { agent: Record<string, grpc.ServiceClientConstructor> } };
+  const service = loaded.kcm.agent[serviceName];
+  if (!service) throw new Error(`${protoFile} defines no service kcm.agent.${serviceName}`);
+  return service;
+}

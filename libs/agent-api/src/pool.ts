@@ -1,0 +1,228 @@
+// The manager's gRPC clients of the hosts' agents, all in one bounded pool, shared by jobs,
+// queries, the health monitor and the reconcilers (a client per call would open a
+// connection per call). Bounded: a gRPC channel keeps reconnecting on its own with backoff
+// for as long as it is open, so a client left open for every host ever named (thousands of
+// never-served hosts under load) costs the leader CPU forever. A client is closed when
+//  - a call through it finds the agent unreachable: the next call opens a fresh channel,
+//    which tries to connect once, instead of grpc's backoff loop retrying in the background
+//    (a fresh channel also sees an agent that came back at once, not after the backoff:
+//    after an agent restart, a delete_cluster kept failing until grpc's retry came round);
+//  - it has not been used for `idleCloseMs`;
+//  - the pool holds more than `maxClients`: the least recently used ones go first.
+// Never while a call is in flight through it: every call is counted while it runs.
+//
+// Before opening the host-level client (withAgent) for a host it has none for, the pool
+// tries a plain TCP connect to the agent's port: a host where nobody listens fails at once
+// as unreachable, without a gRPC channel (bench/emit names a new unserved host per job).
+
+import net from 'node:net';
+import { AgentClient } from './clients/agent-client';
+import { CgroupAgentClient } from './clients/cgroup-client';
+import { MariaDbAgentClient } from './clients/mariadb-client';
+import { PostgresAgentClient } from './clients/postgres-client';
+import { AgentUnreachableError, isAgentUnreachable } from './errors';
+
+/** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
+export type WithAgent = <T>(hostaddr: string, use: (agent: AgentClient) => Promise<T>) => Promise<T>;
+
+/**
+ * What the manager uses to talk to agents. The engine clients (`mariadb(host)` ...) are
+ * views: each call goes through the pool's current client for that host, so a view may be
+ * kept and reused.
+ */
+export interface Agents {
+  withAgent: WithAgent;
+  mariadb(hostaddr: string): MariaDbAgentClient;
+  postgres(hostaddr: string): PostgresAgentClient;
+  /** A short-deadline postgres client for live-status probes: a dead host must not hold a reply. */
+  postgresProbe(hostaddr: string): PostgresAgentClient;
+  cgroup(hostaddr: string): CgroupAgentClient;
+  /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
+  agentAddress(hostaddr: string): string;
+  close(): void;
+}
+
+interface ClientKinds {
+  agent: AgentClient;
+  mariadb: MariaDbAgentClient;
+  postgres: PostgresAgentClient;
+  postgresProbe: PostgresAgentClient;
+  cgroup: CgroupAgentClient;
+}
+type Kind = keyof ClientKinds;
+type Closeable = { close(): void };
+
+export interface AgentPoolOptions {
+  /** Deadline of every call of the host-level client (ms). */
+  deadlineMs?: number;
+  /** Deadline of the engines' probes (mariadb probe and variables, postgresProbe) (ms). */
+  probeDeadlineMs?: number;
+  /** Clients kept open at most (idle ones beyond it are closed, least recently used first). */
+  maxClients?: number;
+  /** A client unused this long is closed (ms). */
+  idleCloseMs?: number;
+  now?: () => number;
+  /** Builds a client (tests); defaults to the real gRPC clients. */
+  makeClient?: <K extends Kind>(kind: K, address: string) => ClientKinds[K];
+}
+
+interface PooledClient {
+  client: Closeable;
+  inFlight: number;
+  lastUsedMs: number;
+  /** Out of the pool (unreachable agent): closed as soon as its last call settles. */
+  retired: boolean;
+}
+
+export class AgentPool implements Agents {
+  /** In least-recently-used-first order: a use moves its entry to the end. Keyed `<kind> <hostaddr>`. */
+  private readonly clients = new Map<string, PooledClient>();
+  private readonly deadlineMs: number;
+  private readonly probeDeadlineMs: number;
+  private readonly maxClients: number;
+  private readonly idleCloseMs: number;
+  private readonly now: () => number;
+  private readonly makeClient: <K extends Kind>(kind: K, address: string) => ClientKinds[K];
+
+  constructor(private readonly agentPort: number, opts: AgentPoolOptions = {}) {
+    this.deadlineMs = opts.deadlineMs ?? 5000;
+    this.probeDeadlineMs = opts.probeDeadlineMs ?? 4000;
+    // 256 hosts' worth of the kinds a leader uses on each (host-level, mariadb, postgres, cgroup).
+    this.maxClients = opts.maxClients ?? 1024;
+    this.idleCloseMs = opts.idleCloseMs ?? 60_000;
+    this.now = opts.now ?? Date.now;
+    this.makeClient = opts.makeClient ?? ((kind, address) => this.realClient(kind, address));
+  }
+
+  /** Open clients (for tests and metrics). */
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** The agent of a host, at `<hostaddr>:<agent_port>`. */
+  readonly withAgent: WithAgent = async (hostaddr, use) => {
+    if (!this.clients.has(keyOf('agent', hostaddr))) await this.probe(hostaddr);
+    return this.using('agent', hostaddr, use);
+  };
+
+  mariadb(hostaddr: string): MariaDbAgentClient {
+    return this.view('mariadb', hostaddr);
+  }
+
+  postgres(hostaddr: string): PostgresAgentClient {
+    return this.view('postgres', hostaddr);
+  }
+
+  postgresProbe(hostaddr: string): PostgresAgentClient {
+    return this.view('postgresProbe', hostaddr);
+  }
+
+  cgroup(hostaddr: string): CgroupAgentClient {
+    return this.view('cgroup', hostaddr);
+  }
+
+  /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
+  agentAddress(hostaddr: string): string {
+    return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
+  }
+
+  close(): void {
+    for (const entry of this.clients.values()) entry.client.close();
+    this.clients.clear();
+  }
+
+  private realClient<K extends Kind>(kind: K, address: string): ClientKinds[K] {
+    const made: { [P in Kind]: () => ClientKinds[P] } = {
+      agent: () => new AgentClient(address, this.deadlineMs),
+      mariadb: () => new MariaDbAgentClient(address, { queryMs: this.probeDeadlineMs }),
+      postgres: () => new PostgresAgentClient(address),
+      postgresProbe: () => new PostgresAgentClient(address, this.probeDeadlineMs),
+      cgroup: () => new CgroupAgentClient(address),
+    };
+    return made[kind]();
+  }
+
+  /** Runs `use` with the pool's client of `kind` for the host, counted in flight. */
+  private async using<K extends Kind, T>(kind: K, hostaddr: string, use: (client: ClientKinds[K]) => Promise<T>): Promise<T> {
+    const key = keyOf(kind, hostaddr);
+    const entry = this.checkOut(key, () => this.makeClient(kind, this.agentAddress(hostaddr)));
+    try {
+      return await use(entry.client as ClientKinds[K]);
+    } catch (err) {
+      if (isAgentUnreachable(err)) this.retire(key, entry);
+      throw err;
+    } finally {
+      entry.inFlight--;
+      entry.lastUsedMs = this.now();
+      if (entry.retired && entry.inFlight === 0) entry.client.close();
+      this.closeExcess();
+    }
+  }
+
+  /** A client-shaped object whose every method runs through `using`; other properties come from a fresh look-up. */
+  private view<K extends Exclude<Kind, 'agent'>>(kind: K, hostaddr: string): ClientKinds[K] {
+    return new Proxy({} as ClientKinds[K], {
+      get: (_target, prop) => {
+        if (prop === 'address') return this.agentAddress(hostaddr);
+        if (prop === 'close') return () => {}; // the pool owns its clients
+        if (prop === 'then') return undefined; // not a thenable
+        return (...args: unknown[]) =>
+          this.using(kind, hostaddr, (client) => {
+            const method = (client as unknown as Record<PropertyKey, unknown>)[prop];
+            if (typeof method !== 'function') throw new TypeError(`${kind} client has no method ${String(prop)}`);
+            return (method as (...a: unknown[]) => Promise<unknown>).apply(client, args);
+          });
+      },
+    });
+  }
+
+  /** Resolves once a TCP connection to the host's agent port opens; AgentUnreachableError otherwise (within the call deadline). */
+  private probe(hostaddr: string): Promise<void> {
+    const address = this.agentAddress(hostaddr);
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host: hostaddr, port: this.agentPort });
+      const settle = (err: Error | null) => {
+        clearTimeout(timer);
+        socket.destroy();
+        if (err) reject(new AgentUnreachableError(address, err));
+        else resolve();
+      };
+      const timer = setTimeout(() => settle(new Error(`no TCP connection within ${this.deadlineMs} ms`)), this.deadlineMs);
+      socket.once('connect', () => settle(null));
+      socket.once('error', settle);
+    });
+  }
+
+  private checkOut(key: string, make: () => Closeable): PooledClient {
+    let entry = this.clients.get(key);
+    if (entry) {
+      this.clients.delete(key); // re-inserted below: now the most recently used
+      entry.lastUsedMs = this.now();
+    } else {
+      entry = { client: make(), inFlight: 0, lastUsedMs: this.now(), retired: false };
+    }
+    this.clients.set(key, entry);
+    entry.inFlight++;
+    return entry;
+  }
+
+  private retire(key: string, entry: PooledClient): void {
+    if (entry.retired) return;
+    entry.retired = true;
+    if (this.clients.get(key) === entry) this.clients.delete(key);
+  }
+
+  /** Closes idle clients from the least recently used end: too many, or unused too long. */
+  private closeExcess(): void {
+    const idleBefore = this.now() - this.idleCloseMs;
+    for (const [key, entry] of this.clients) {
+      const tooMany = this.clients.size > this.maxClients;
+      if (!tooMany && entry.lastUsedMs > idleBefore) break; // the rest were used more recently
+      if (entry.inFlight > 0) continue;
+      this.clients.delete(key);
+      entry.client.close();
+    }
+  }
+}
+
+const keyOf = (kind: Kind, hostaddr: string): string => `${kind} ${hostaddr}`;
