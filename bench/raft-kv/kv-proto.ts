@@ -4,6 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { channelCredentials } from '@kcm/agent-api';
 
 export type KvOp = 'PUT' | 'GET';
 
@@ -110,7 +111,7 @@ export const channelOptions: grpc.ChannelOptions = {
 };
 
 export function newKvClient(address: string): KvServiceClient {
-  return new pkg.kcm.bench.raftkv.v1.Kv(address, grpc.credentials.createInsecure(), channelOptions);
+  return new pkg.kcm.bench.raftkv.v1.Kv(address, channelCredentials(), channelOptions);
 }
 
 export type { KvServiceClient };

@@ -25,6 +25,7 @@ import { KvSession, errorReply } from './kv-client';
 import { kvService } from './kv-proto';
 import type { KvErrorCode, KvReply, KvReplyBatch, KvRequest, KvRequestBatch, StatusReply, TransferLeaderReply, TransferLeaderRequest } from './kv-proto';
 import { KvStateMachine, encodePut } from './kv-state';
+import { channelCredentials, serverCredentials } from '@kcm/agent-api';
 
 export interface ServerConfig {
   /** Raft id and listen address ('host:port'). */
@@ -73,6 +74,7 @@ async function main(): Promise<void> {
   const sm = new KvStateMachine();
   // Loopback peers come back within a second of a restart: reconnect quickly.
   const transport = new GrpcTransport({
+      channelCredentials: channelCredentials(), serverCredentials: serverCredentials(),
     id: config.id,
     listen: config.id,
     peers: peersOf(config),
@@ -194,7 +196,7 @@ async function main(): Promise<void> {
   const server = new grpc.Server({ 'grpc.keepalive_time_ms': 10_000 });
   server.addService(kvService, { Session: session, Status: status, TransferLeader: transferLeader });
   await new Promise<void>((resolve, reject) =>
-    server.bindAsync(config.kv, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+    server.bindAsync(config.kv, serverCredentials(), (err) => (err ? reject(err) : resolve())),
   );
 
   let stopping = false;

@@ -5,11 +5,12 @@
 
 import { randomBytes } from 'node:crypto';
 import { GrpcTransport } from '../../libs/raft/src/grpc-transport';
+import { channelCredentials, serverCredentials } from '@kcm/agent-api';
 
 const megabytes = Number(process.env.MB ?? 64);
 const rounds = Number(process.env.ROUNDS ?? 3);
-const a = new GrpcTransport({ id: 'a', listen: '127.0.66.1:0', peers: {} });
-const b = new GrpcTransport({ id: 'b', listen: '127.0.66.2:0', peers: {} });
+const a = new GrpcTransport({ channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'a', listen: '127.0.66.1:0', peers: {} });
+const b = new GrpcTransport({ channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'b', listen: '127.0.66.2:0', peers: {} });
 await Promise.all([a.start(), b.start()]);
 a.setPeers({ b: b.address() });
 b.onMessage(() => {});

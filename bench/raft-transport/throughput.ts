@@ -6,11 +6,12 @@
 
 import type { Message } from '../../libs/raft/src/core/types';
 import { GrpcTransport } from '../../libs/raft/src/grpc-transport';
+import { channelCredentials, serverCredentials } from '@kcm/agent-api';
 
 const seconds = Number(process.env.SECONDS ?? 5);
 const ENTRIES = 8;
-const a = new GrpcTransport({ id: 'a', listen: '127.0.67.1:0', peers: {} });
-const b = new GrpcTransport({ id: 'b', listen: '127.0.67.2:0', peers: {} });
+const a = new GrpcTransport({ channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'a', listen: '127.0.67.1:0', peers: {} });
+const b = new GrpcTransport({ channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'b', listen: '127.0.67.2:0', peers: {} });
 await Promise.all([a.start(), b.start()]);
 a.setPeers({ b: b.address() });
 let received = 0;

@@ -40,10 +40,15 @@ export interface GrpcTransportOptions {
   snapshotStallTimeoutMs?: number; // default 30 s
   connectTimeoutMs?: number; // default 2 s
   backoff?: BackoffOptions; // default 50 ms .. 2 s with jitter
-  serverCredentials?: grpc.ServerCredentials; // default insecure
+  /**
+   * Required, never defaulted: the library does not choose how members authenticate each
+   * other. kcm passes the ones from @kcm/agent-api's credentials module, where mutual TLS plugs in.
+   */
+  serverCredentials: grpc.ServerCredentials;
   /** Other gRPC services the application serves on this same address (one port per member). */
   extraServices?: readonly { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }[];
-  channelCredentials?: grpc.ChannelCredentials; // default insecure
+  /** Required for the same reason as serverCredentials. */
+  channelCredentials: grpc.ChannelCredentials;
   logger?: TransportLogger;
 }
 
@@ -117,7 +122,7 @@ export class GrpcTransport implements Transport {
     server.addService(raftServiceDefinition(), handlers);
     for (const extra of this.options.extraServices ?? []) server.addService(extra.definition, extra.implementation);
     this.boundPort = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(this.options.listen, this.options.serverCredentials ?? grpc.ServerCredentials.createInsecure(), (err, port) =>
+      server.bindAsync(this.options.listen, this.options.serverCredentials, (err, port) =>
         err ? reject(err) : resolve(port),
       );
     });
@@ -229,7 +234,7 @@ export class GrpcTransport implements Transport {
     const address = this.peers[peer];
     if (address === undefined) return undefined;
     const RaftClientCtor = raftClientConstructor();
-    const client = new RaftClientCtor(address, this.options.channelCredentials ?? grpc.credentials.createInsecure(), this.grpcOptions());
+    const client = new RaftClientCtor(address, this.options.channelCredentials, this.grpcOptions());
     const connectTimeoutMs = this.options.connectTimeoutMs ?? 2_000;
     const onUnreachable = (reason: string) => this.reportUnreachable(peer, reason);
     const link: PeerLink = {

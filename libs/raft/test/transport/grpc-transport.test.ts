@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/types';
 import { GrpcTransport } from '../../src/grpc-transport';
 import { Recorder, TcpProxy, freePort, heartbeat, loopbackBlock, startGroup, waitFor } from './helpers';
+import { testCredentials } from './credentials';
 
 const running: GrpcTransport[] = [];
 const track = (recorders: Recorder[]) => {
@@ -63,7 +64,7 @@ describe('GrpcTransport', () => {
   it('returns from send at once while the peer is down, and reports it unreachable', async () => {
     const address = loopbackBlock();
     const deadPort = await freePort(address(2));
-    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: `${address(2)}:${deadPort}` } }))])[0];
+    const a = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'a', listen: `${address(1)}:0`, peers: { b: `${address(2)}:${deadPort}` } }))])[0];
     await a.transport.start();
     const results: unknown[] = [];
     let slowestSendMs = 0;
@@ -80,12 +81,12 @@ describe('GrpcTransport', () => {
   it('keeps queued messages for a down peer and delivers them, in order, once it comes up', async () => {
     const address = loopbackBlock();
     const bAddress = `${address(2)}:${await freePort(address(2))}`;
-    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress } }))])[0];
+    const a = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress } }))])[0];
     await a.transport.start();
     for (let seq = 1; seq <= 5; seq++) a.transport.send([heartbeat('a', 'b', seq)]);
     await waitFor('an unreachable report', () => a.unreachable.length > 0);
 
-    const b = track([new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }))])[0];
+    const b = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'b', listen: bAddress, peers: {} }))])[0];
     await b.transport.start();
     for (let seq = 6; seq <= 10; seq++) a.transport.send([heartbeat('a', 'b', seq)]);
     await waitFor('all ten messages after reconnecting', () => b.received.length === 10);
@@ -95,15 +96,15 @@ describe('GrpcTransport', () => {
   it('reconnects after the peer restarts and reports the break as unreachable', async () => {
     const address = loopbackBlock();
     const bAddress = `${address(2)}:${await freePort(address(2))}`;
-    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress } }))])[0];
-    const b1 = new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }));
+    const a = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress } }))])[0];
+    const b1 = new Recorder(new GrpcTransport({ ...testCredentials, id: 'b', listen: bAddress, peers: {} }));
     await Promise.all([a.transport.start(), b1.transport.start()]);
     a.transport.send([heartbeat('a', 'b', 1)]);
     await waitFor('the first message', () => b1.received.length === 1);
 
     await b1.transport.stop();
     await waitFor('the break to be reported', () => a.unreachable.includes('b'));
-    const b2 = track([new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }))])[0];
+    const b2 = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'b', listen: bAddress, peers: {} }))])[0];
     await b2.transport.start();
     // Keep sending as Raft would (heartbeats every tick) until the new instance hears one.
     let seq = 2;
@@ -119,14 +120,14 @@ describe('GrpcTransport', () => {
   it('drops the oldest messages when a peer queue is full, and reports the peer unreachable', async () => {
     const address = loopbackBlock();
     const bAddress = `${address(2)}:${await freePort(address(2))}`;
-    const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress }, maxQueuedMessages: 10 }))])[0];
+    const a = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'a', listen: `${address(1)}:0`, peers: { b: bAddress }, maxQueuedMessages: 10 }))])[0];
     await a.transport.start();
     for (let seq = 1; seq <= 25; seq++) a.transport.send([heartbeat('a', 'b', seq)]);
     expect(a.transport.stats().messagesDropped).toBe(15);
     expect(a.transport.stats().peers.b.queued).toBe(10);
     await waitFor('an unreachable report', () => a.unreachable.includes('b'));
 
-    const b = track([new Recorder(new GrpcTransport({ id: 'b', listen: bAddress, peers: {} }))])[0];
+    const b = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'b', listen: bAddress, peers: {} }))])[0];
     await b.transport.start();
     await waitFor('the newest ten messages', () => b.received.length === 10);
     expect(seqs(b.received)).toEqual(range(16, 25));
@@ -137,7 +138,7 @@ describe('GrpcTransport', () => {
     a.transport.send([heartbeat('a', 'b', 1)]);
     await waitFor('the first message', () => b.received.length === 1);
     const address = loopbackBlock();
-    const moved = track([new Recorder(new GrpcTransport({ id: 'b', listen: `${address(9)}:0`, peers: {} }))])[0];
+    const moved = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'b', listen: `${address(9)}:0`, peers: {} }))])[0];
     await moved.transport.start();
     a.transport.setPeers({ b: moved.transport.address() });
     a.transport.send([heartbeat('a', 'b', 2)]);
@@ -159,12 +160,12 @@ describe('GrpcTransport', () => {
 describe('GrpcTransport with a slow peer', () => {
   it('keeps send() instant and coalesces into few writes while the stream pushes back', async () => {
     const address = loopbackBlock();
-    const b = track([new Recorder(new GrpcTransport({ id: 'b', listen: `${address(2)}:0`, peers: {} }))])[0];
+    const b = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'b', listen: `${address(2)}:0`, peers: {} }))])[0];
     await b.transport.start();
     const proxy = new TcpProxy(address(3), { host: address(2), port: Number(b.transport.address().split(':').pop()) });
     await proxy.listen();
     try {
-      const a = track([new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address } }))])[0];
+      const a = track([new Recorder(new GrpcTransport({ ...testCredentials, id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address } }))])[0];
       await a.transport.start();
       a.transport.send([heartbeat('a', 'b', 0)]);
       await waitFor('the stream to open', () => b.received.length === 1);
@@ -203,7 +204,7 @@ describe('GrpcTransport robustness', () => {
 
   it('drops a stream that sends a malformed batch, and keeps serving other senders', async () => {
     const [a, b] = track(await startGroup(['a', 'b']));
-    const raw = new grpc.Client(b.transport.address(), grpc.credentials.createInsecure());
+    const raw = new grpc.Client(b.transport.address(), testCredentials.channelCredentials);
     try {
       const failed = new Promise<grpc.ServiceError | null>((resolve) => {
         const call = raw.makeClientStreamRequest<Buffer, Buffer>(

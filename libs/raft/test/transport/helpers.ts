@@ -5,6 +5,7 @@ import net from 'node:net';
 import { randomInt } from 'node:crypto';
 import type { Message, NodeId } from '../../src/core/types';
 import { GrpcTransport, type GrpcTransportOptions } from '../../src/grpc-transport';
+import { testCredentials } from './credentials';
 
 /** A random 127.0.x block per test file, so parallel test files never share addresses. */
 export function loopbackBlock(): (host: number) => string {
@@ -54,7 +55,7 @@ export type MemberOptions = Partial<Omit<GrpcTransportOptions, 'id' | 'listen' |
 /** Starts one member per id on its own loopback address, then tells each about the others. */
 export async function startGroup(ids: NodeId[], options: MemberOptions = {}): Promise<Recorder[]> {
   const address = loopbackBlock();
-  const members = ids.map((id, i) => new GrpcTransport({ id, listen: `${address(i + 1)}:0`, peers: {}, ...options }));
+  const members = ids.map((id, i) => new GrpcTransport({ ...testCredentials, id, listen: `${address(i + 1)}:0`, peers: {}, ...options }));
   await Promise.all(members.map((t) => t.start()));
   const book = Object.fromEntries(members.map((t) => [t.id, t.address()]));
   for (const t of members) t.setPeers(book);

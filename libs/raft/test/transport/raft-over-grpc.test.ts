@@ -9,6 +9,7 @@ import { GrpcTransport } from '../../src/grpc-transport';
 import { RaftNode } from '../../src/node';
 import type { StateMachine } from '../../src/state-machine';
 import { freePort, loopbackBlock, waitFor } from './helpers';
+import { testCredentials } from './credentials';
 
 /** Remembers every command it applied; its snapshot is the whole list. */
 class CommandLog implements StateMachine {
@@ -47,7 +48,7 @@ afterEach(async () => {
 });
 
 async function startMember(id: NodeId, address: string, book: Record<NodeId, string>, voters: NodeId[]): Promise<Member> {
-  const transport = new GrpcTransport({ id, listen: address, peers: book });
+  const transport = new GrpcTransport({ ...testCredentials, id, listen: address, peers: book });
   const sm = new CommandLog();
   const node = await RaftNode.start({
     id, storage: MemoryStorage.bootstrap(voters), transport, stateMachine: sm,

@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/types';
 import { toProtoMessage } from '../../src/codec/message-codec';
 import { GrpcTransport } from '../../src/grpc-transport';
 import { raftClientConstructor, type SnapshotAck } from '../../src/grpc/raft-proto';
 import { Recorder, TcpProxy, freePort, loopbackBlock, startGroup, waitFor } from './helpers';
+import { testCredentials } from './credentials';
 
 const running: { stop(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -24,7 +24,7 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('h
 /** A started receiver `b` that the sender reaches only through a TCP proxy the test controls. */
 async function receiverBehindProxy(): Promise<{ address: (host: number) => string; b: Recorder; proxy: TcpProxy }> {
   const address = loopbackBlock();
-  const b = new Recorder(new GrpcTransport({ id: 'b', listen: `${address(2)}:0`, peers: {} }));
+  const b = new Recorder(new GrpcTransport({ ...testCredentials, id: 'b', listen: `${address(2)}:0`, peers: {} }));
   running.push(b.transport);
   await b.transport.start();
   const proxy = new TcpProxy(address(3), { host: address(2), port: Number(b.transport.address().split(':').pop()) });
@@ -55,7 +55,7 @@ describe('snapshot streaming', () => {
   it('resumes an interrupted snapshot from the offset the receiver acknowledged, not from zero', async () => {
     // a reaches b only through the proxy, which "dies" mid-transfer and comes back.
     const { address, b, proxy } = await receiverBehindProxy();
-    const a = new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address }, snapshotChunkBytes: 64 * 1024 }));
+    const a = new Recorder(new GrpcTransport({ ...testCredentials, id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address }, snapshotChunkBytes: 64 * 1024 }));
     running.push(a.transport);
     await a.transport.start();
 
@@ -88,7 +88,7 @@ describe('snapshot streaming', () => {
   it('reports a transfer cut short by the peer leaving the address book as failed', async () => {
     const { address, b, proxy } = await receiverBehindProxy();
     proxy.pause(); // b reads nothing: the transfer stays in flight
-    const a = new Recorder(new GrpcTransport({ id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address } }));
+    const a = new Recorder(new GrpcTransport({ ...testCredentials, id: 'a', listen: `${address(1)}:0`, peers: { b: proxy.address } }));
     running.push(a.transport);
     await a.transport.start();
     a.transport.send([snapMessage('a', 'b', new Uint8Array(4 * 1024 * 1024))]);
@@ -104,7 +104,7 @@ describe('snapshot streaming', () => {
     const [b] = await startGroup(['b']);
     running.push(b.transport);
     const RaftClient = raftClientConstructor();
-    const client = new RaftClient(b.transport.address(), grpc.credentials.createInsecure());
+    const client = new RaftClient(b.transport.address(), testCredentials.channelCredentials);
     running.push({ stop: async () => client.close() });
     const image = new Uint8Array(randomBytes(100_000));
     const call = client.sendSnapshot();
@@ -129,6 +129,7 @@ describe('snapshot streaming', () => {
     const address = loopbackBlock();
     const deadPort = await freePort(address(2));
     const a = new Recorder(new GrpcTransport({
+      ...testCredentials,
       id: 'a', listen: `${address(1)}:0`, peers: { b: `${address(2)}:${deadPort}` },
       snapshotMaxAttempts: 3, backoff: { minMs: 10, maxMs: 40 }, connectTimeoutMs: 200,
     }));
