@@ -36,6 +36,7 @@ async function main(): Promise<void> {
   if (mutantName) removeMutants();
   for (const f of summary.failures.slice(0, 3)) console.log(`${formatFailure(f)}\n`);
   if (summary.failures.length > 3) console.log(`... and ${summary.failures.length - 3} more failing seeds: ${summary.failures.map((f) => f.seed).join(' ')}`);
+  if (summary.lincheckUnknown.length > 0) console.log(`linearizability check ran out of time on seeds: ${summary.lincheckUnknown.join(' ')}`);
   console.log(formatSummary(`${mutantName || 'core'} nodes=${extra.nodes ?? nodes} ticks=${ticks} seeds ${from}..${from + seeds - 1}`, summary));
   const failed = mutantName ? summary.failures.length === 0 : summary.failures.length > 0;
   process.exitCode = failed ? 1 : 0;
