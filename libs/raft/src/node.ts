@@ -1,6 +1,7 @@
 // The driver: owns the RawNode, a clock, the storage and the transport, and runs the
-// Ready loop (persist -> send -> apply -> advance) that turns the pure core into a
-// working Raft member. Application code talks to RaftNode only.
+// Ready loop that turns the pure core into a working Raft member, in the order of
+// core/driver-order.ts (a leader's appends leave before its own fsync; committed entries
+// already on disk are applied during it). Application code talks to RaftNode only.
 //
 // One processing pass at a time. Ticks, incoming messages, proposals and reads only step
 // the core synchronously and schedule a pass; the pass drains rawNode.hasReady(). While
@@ -9,6 +10,7 @@
 // batching is where the throughput comes from; never two persists in flight.
 
 import { EventEmitter } from 'node:events';
+import { planReady } from './core/driver-order';
 import { RawNode } from './core/raw-node';
 import { NotLeaderError, ProposalDroppedError, StoppedError, TimeoutError } from './core/errors';
 import type { Storage } from './core/storage';
@@ -97,7 +99,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   /** The state machine's applied index when the node started: entries up to it are not applied again. */
   private smAppliedAtStart = 0;
   private lastSnapshotIndex = 0;
-  /** The latest commit-only hard state, not written yet: the next write carries it (see handleReady). */
+  /** The latest commit-only hard state, not written yet: the next write carries it (see driver-order.ts). */
   private unwrittenHardState: HardState | undefined;
   /** A createSnapshot write still in flight; the next persist waits for it (one storage write at a time). */
   private snapshotWrite: Promise<void> | undefined;
@@ -336,53 +338,32 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private async handleReady(rd: Ready): Promise<void> {
     const leaderChanged = rd.softState ? this.noteSoftState(rd.softState.leader, rd.softState.role) : false;
 
-    // Thesis 10.2.1: a leader may replicate before its own write completes. Safe here
-    // because commit can only count this node's copy of those entries in a later Ready,
-    // which is taken after this persist resolved. Every other message (votes, append
-    // and vote responses) waits for the fsync.
-    const early: Message[] = [];
-    const late: Message[] = [];
-    for (const m of rd.messages) (m.type === 'App' || m.type === 'Heartbeat' ? early : late).push(m);
-    if (early.length > 0) {
-      this.transport.send(early);
+    // The order of this pass (what leaves or is applied before the write is durable, and
+    // why that is safe) is decided by planReady, which the simulator follows too.
+    const plan = planReady(rd, this.unwrittenHardState);
+    if (plan.sendBeforeWrite.length > 0) {
+      this.transport.send(plan.sendBeforeWrite);
       // Let the Apps reach the socket before the write wakes a storage thread, which on
       // two cores often takes this thread's CPU. Node's HTTP/2 sends in the next turn's
       // check phase, ahead of JS immediates, so one turn is enough; the followers'
       // round trip takes far longer than this turn, so our own fsync still finishes first.
-      if (rd.mustSync) await nextTurn();
+      if (plan.write) await nextTurn();
     }
 
     if (this.snapshotWrite) await this.snapshotWrite;
-    // A Ready that only moves the commit index (no entries, snapshot, term or vote) is
-    // not written on its own: its hard state rides along with the next write. The commit
-    // index promises nothing to anyone and is relearned from the leader after a restart
-    // (the core starts at max(snapshot index, stored commit)). etcd does the same: a
-    // commit-only HardState waits in its WAL encoder's buffer for the next synced record.
-    // This saves one storage write per commit on every member, and a pass waiting on it.
-    let write: Promise<void> | undefined;
-    let hardState = rd.hardState;
-    if (rd.mustSync) {
-      hardState ??= this.unwrittenHardState;
-      this.unwrittenHardState = undefined;
-      write = this.storage.persist({ hardState, entries: rd.entries, snapshot: rd.snapshot }, true);
-    } else if (rd.hardState) {
-      this.unwrittenHardState = rd.hardState;
-    }
-    // Committed entries that an earlier Ready already wrote here are durable locally and
-    // on a quorum: apply them while this Ready's new entries are being synced, so their
-    // callers do not wait for an fsync that is not theirs. Entries in this very Ready
-    // (a one-member group commits at once) and a snapshot wait for the write.
+    // A commit-only hard state is not written now: the next write carries it.
+    this.unwrittenHardState = plan.unwrittenHardState;
+    const update = plan.write;
+    const write = update ? this.storage.persist(update, true) : undefined;
     const committed = rd.committedEntries;
-    const applyDuringWrite =
-      !rd.snapshot && (rd.entries.length === 0 || committed.length === 0 || committed[committed.length - 1].index < rd.entries[0].index);
-    if (applyDuringWrite) await this.applyCommitted(committed);
+    if (plan.applyDuringWrite) await this.applyCommitted(committed);
 
-    // The synced write guards what the messages promise (a vote, an append ack): wait for it.
-    if (write) await this.written(write, hardState);
-    if (late.length > 0) this.transport.send(late);
+    // The synced write guards what the later messages promise (a vote, an append ack): wait for it.
+    if (write) await this.written(write, update?.hardState);
+    if (plan.sendAfterWrite.length > 0) this.transport.send(plan.sendAfterWrite);
 
     if (rd.snapshot) await this.restoreSnapshot(rd.snapshot);
-    if (!applyDuringWrite) await this.applyCommitted(committed);
+    if (!plan.applyDuringWrite) await this.applyCommitted(committed);
     this.raw.advance(rd); // only after the write: storage shows its entries from then on
     // Conf changes settle after advance, so their callers see them in status().conf.
     this.settleProposals(committed, undefined, 'conf');

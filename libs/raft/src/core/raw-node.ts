@@ -1,5 +1,6 @@
 // The public face of the pure core: feed it ticks, proposals and messages; drain a Ready;
-// persist -> send -> apply -> advance(ready). One Ready is outstanding at a time.
+// persist, send and apply it in the order of driver-order.ts, then advance(ready). One
+// Ready is outstanding at a time.
 
 import { Raft } from './raft';
 import { advanceReady, hardStateOf, hasReady, softStateOf, takeReady } from './ready';

@@ -41,9 +41,9 @@ export function hasReady(r: Raft, prevSoft: SoftState, prevHard: HardState): boo
 
 /**
  * Collects everything to persist, send and apply, and marks it handed out. The driver
- * persists (one synced write when mustSync), then sends `messages`, then applies, then
- * calls advance(). All messages wait for the write: votes and append acks must not
- * leave before the state they promise is durable.
+ * persists (one synced write when mustSync), sends and applies in the order planReady
+ * gives (driver-order.ts: only App and Heartbeat may leave before the write is durable;
+ * votes and append acks never), then calls advance().
  */
 export function takeReady(r: Raft, prevSoft: SoftState, prevHard: HardState): Ready {
   flushBroadcast(r);

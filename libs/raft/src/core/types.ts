@@ -111,9 +111,9 @@ export interface ReadState {
 }
 
 /**
- * Everything the driver must do, in order: persist (hardState, entries, snapshot) with
- * one synced write when mustSync, then send messages, then apply snapshot and
- * committedEntries, then call advance(ready).
+ * Everything the driver must do: persist (hardState, entries, snapshot) with one synced
+ * write when mustSync, send messages, apply snapshot and committedEntries, in the order
+ * of driver-order.ts (planReady), then call advance(ready).
  */
 export interface Ready {
   softState?: SoftState;

@@ -1,7 +1,7 @@
 // One deterministic simulated run: N nodes, a faulty network, clients, a fault schedule
 // and the safety checker, all driven by one seed. Time is ticks; within a tick the order
-// is fixed: faults, message delivery (each message handled to its Ready at once), node
-// ticks, clients. Invariants are checked after every node operation; the history is
+// is fixed: faults, writes becoming durable, message delivery (each message stepped and
+// its Ready handled at once, unless a write is still in flight), node ticks, clients. Invariants are checked after every node operation; the history is
 // checked for linearizability at the end.
 
 import type { PersistUpdate } from '../../src/core/storage';
@@ -14,7 +14,7 @@ import { SafetyChecker, type LogView, type Violation } from './invariants';
 import type { AppliedCommand } from './kv-machine';
 import { describeMessage, Network, calmNetwork } from './network';
 import { Prng } from './prng';
-import { SimNode, type NodeObserver, type NodeTuning, type RawNodeClass } from './sim-node';
+import { SimNode, type NodeObserver, type NodeTuning, type OrderStats, type PlanReady, type RawNodeClass } from './sim-node';
 import { drawRunProfile } from './profile';
 import { Trace } from './trace';
 
@@ -22,6 +22,8 @@ export interface SimOptions {
   seed: number;
   /** The RawNode class under test (the real one, or a mutated copy). */
   RawNode: RawNodeClass;
+  /** The driver's ordering decision under test: the production planReady unless a mutant's. */
+  planReady?: PlanReady;
   nodes?: number; // default 3
   ticks?: number; // default 2000
   /** Overrides of the settings drawn for this seed (see profile.ts). */
@@ -35,7 +37,7 @@ export interface SimOptions {
   checkCommitRule?: boolean;
 }
 
-export interface SimStats extends ClientStats {
+export interface SimStats extends ClientStats, OrderStats {
   ticks: number;
   committedEntries: number;
   leaderTerms: number;
@@ -72,6 +74,9 @@ const defaultClients: ClientOptions = {
   reconnectRate: 0.2,
 };
 
+/** Far above what a healthy run ever has in flight (a few hundred messages). */
+const maxInFlight = 100_000;
+
 export function runSimulation(options: SimOptions): SimResult {
   const sim = new Simulation(options);
   return sim.run();
@@ -105,7 +110,7 @@ class Simulation implements FaultTarget, NodeObserver {
     this.tuning = { ...profile.tuning, ...options.tuning };
     this.network = new Network(root.fork(), { ...calmNetwork }, this.trace);
     for (const id of this.nodeIds) {
-      const node = new SimNode(id, this.nodeIds, options.RawNode, this.tuning, root.fork(), this);
+      const node = new SimNode(id, this.nodeIds, options.RawNode, this.tuning, root.fork(), this, root.fork(), options.planReady);
       this.nodes.set(id, node);
       this.logViews.set(id, {
         termAt: (i) => {
@@ -136,11 +141,21 @@ class Simulation implements FaultTarget, NodeObserver {
     try {
       for (this.now = 1; this.now <= this.ticks && this.checker.ok; this.now++) {
         this.faults.step(this.now);
+        // Writes due now become durable before this tick's messages arrive; messages that
+        // arrive while a write is in flight step the core, as in the production driver.
+        for (const node of this.nodes.values()) {
+          if (node.live) this.operate(node, () => node.diskTick());
+        }
         for (const m of this.network.takeDue(this.now)) this.deliver(m);
         for (const node of this.nodes.values()) {
           if (node.live) this.operate(node, () => node.tick());
         }
         this.clients.step(this.now, this.now < lastIssue);
+        // A core (or a planted bug) that answers every message with more messages would
+        // exhaust memory before any checker sees a violation: stop the run instead.
+        if (this.network.inFlightCount > maxInFlight) {
+          throw new Error(`message storm: ${this.network.inFlightCount} messages in flight at tick ${this.now}`);
+        }
         if (this.now % 250 === 0) this.checkDurableLogs();
       }
       if (this.checker.ok) this.checkDurableLogs();
@@ -176,10 +191,19 @@ class Simulation implements FaultTarget, NodeObserver {
         messagesSent: this.network.sent,
         messagesDropped: this.network.dropped,
         historyOps: this.clients.history.operations().length,
+        ...this.orderStats(),
       },
       traceHash: this.trace.finish(),
       traceTail,
     };
+  }
+
+  private orderStats(): OrderStats {
+    const sum: OrderStats = { sentBeforeDurable: 0, appliedDuringWrite: 0, steppedDuringWrite: 0, crashesInWindow: 0 };
+    for (const node of this.nodes.values()) {
+      for (const k of Object.keys(sum) as (keyof OrderStats)[]) sum[k] += node.orderStats[k];
+    }
+    return sum;
   }
 
   private deliver(m: Message): void {

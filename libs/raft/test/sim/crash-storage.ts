@@ -3,9 +3,14 @@
 // the durable image plus a random prefix of the written-but-unsynced updates (the torn
 // un-synced tail) and throws the rest away; the restarted node reads only what survived.
 //
-// The driver's contract (see Ready): a Ready with mustSync is synced before its messages
-// are sent, so nothing a peer was told can be lost; a Ready without mustSync (e.g. only
-// the commit index moved) may stay unsynced until a later sync, and a crash may lose it.
+// The driver's contract (src/core/driver-order.ts): a Ready with mustSync is written and
+// synced; only a leader's App and Heartbeat may leave before the sync, every message that
+// promises durable state after it. A commit-only hard state is not written at all until
+// the next synced write carries it, so a crash may lose it.
+//
+// Unlike LevelStorage, which shows a write to readers only once it resolved, this storage
+// shows it at once. The core cannot tell: entries of a Ready stay in its unstable log,
+// which shadows storage, until advance(), and advance() comes after the write is durable.
 
 import { cloneConf, MemoryStorage, type InitialState, type LogReader, type PersistUpdate } from '../../src/core/storage';
 import type { ConfState, Entry, Snapshot } from '../../src/core/types';

@@ -1,5 +1,6 @@
-// Planted bugs: textual mutations of a copy of the core, to prove the simulator's
-// checkers catch real Raft mistakes. Each mutant is the core's source copied into
+// Planted bugs: textual mutations of a copy of the core (driver-order.ts included, so a
+// mistake in the production driver's order is planted the same way), to prove the
+// simulator's checkers catch real Raft mistakes. Each mutant is the core's source copied into
 // .mutants/<name>/ (gitignored) with one exact piece of text replaced, then imported
 // dynamically. If the text is not found exactly once, loading fails loudly: a mutation
 // that silently stopped applying would make its test pass for nothing.
@@ -9,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SimOptions } from './cluster';
 import { flavours } from './profile';
-import type { RawNodeClass } from './sim-node';
+import type { PlanReady, RawNodeClass } from './sim-node';
 
 const simDir = dirname(fileURLToPath(import.meta.url));
 const coreDir = join(simDir, '..', '..', 'src', 'core');
@@ -32,6 +33,7 @@ export interface Mutation {
 
 const readHunt: Mutation['hunt'] = { nodes: 3, ...flavours['partition-heavy'] };
 const electionHunt: Mutation['hunt'] = { nodes: 5, ...flavours['election-storm'] };
+const crashHunt: Mutation['hunt'] = { nodes: 3, ...flavours['crash-heavy'] };
 
 export const plantedBugs: Mutation[] = [
   {
@@ -68,14 +70,38 @@ export const plantedBugs: Mutation[] = [
     replace: 'this.vote = null;',
     hunt: electionHunt,
   },
+  {
+    // The driver's order, not the core: a follower's ack leaves before its fsync. Caught
+    // only because the simulator drives planReady and crashes inside the write's window.
+    name: 'ack-before-fsync',
+    breaks: 'figure 2: a follower acknowledges AppendEntries only once the entries are on stable storage',
+    file: 'driver-order.ts',
+    find: "return m.type === 'App' || m.type === 'Heartbeat';",
+    replace: "return m.type === 'App' || m.type === 'Heartbeat' || m.type === 'AppResp';",
+    hunt: crashHunt,
+  },
+  {
+    name: 'vote-before-fsync',
+    breaks: 'figure 2: votedFor is on stable storage before the vote is granted',
+    file: 'driver-order.ts',
+    find: "return m.type === 'App' || m.type === 'Heartbeat';",
+    replace: "return m.type === 'App' || m.type === 'Heartbeat' || m.type === 'VoteResp';",
+    hunt: electionHunt,
+  },
 ];
 
+/** A core under test: the RawNode class and the driver-order plan that go with it. */
+export interface MutantCore {
+  RawNode: RawNodeClass;
+  planReady: PlanReady;
+}
+
 /**
- * Writes the mutated copy of the core and imports its RawNode. The copy's errors.ts
+ * Writes the mutated copy of the core and imports its RawNode and planReady. The copy's errors.ts
  * re-exports the real one: the real MemoryStorage throws the real error classes, and
  * the core catches them with instanceof.
  */
-export async function loadMutant(m: Mutation): Promise<RawNodeClass> {
+export async function loadMutant(m: Mutation): Promise<MutantCore> {
   const dir = join(mutantsDir, m.name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -98,7 +124,9 @@ export async function loadMutant(m: Mutation): Promise<RawNodeClass> {
   writeFileSync(path, source.replace(m.find, m.replace));
   const mod = (await import(pathToFileURL(join(dir, 'raw-node.ts')).href)) as { RawNode?: RawNodeClass };
   if (typeof mod.RawNode !== 'function') throw new Error(`mutant ${m.name} does not export RawNode`);
-  return mod.RawNode;
+  const order = (await import(pathToFileURL(join(dir, 'driver-order.ts')).href)) as { planReady?: PlanReady };
+  if (typeof order.planReady !== 'function') throw new Error(`mutant ${m.name} does not export planReady`);
+  return { RawNode: mod.RawNode, planReady: order.planReady };
 }
 
 export function removeMutants(): void {

@@ -15,8 +15,8 @@ describe('planted bugs are caught by the simulator', () => {
 
   for (const bug of plantedBugs) {
     it(`catches ${bug.name} (${bug.breaks})`, async () => {
-      const RawNode = await loadMutant(bug);
-      const summary = runSeeds({ RawNode, ...bug.hunt, firstSeed: 1, count: seedBound, stopAtFirstFailure: true });
+      const core = await loadMutant(bug);
+      const summary = runSeeds({ ...core, ...bug.hunt, firstSeed: 1, count: seedBound, stopAtFirstFailure: true });
       expect(summary.failures, `${bug.name} survived ${summary.runs} seeds`).toHaveLength(1);
       const caught = summary.failures[0];
       // Caught by a checker, not by the mutant throwing on its own.

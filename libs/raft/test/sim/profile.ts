@@ -54,6 +54,9 @@ export function drawRunProfile(rng: Prng): RunProfile {
     preVote: rng.chance(0.7),
     checkQuorum: rng.chance(0.7),
     lazyCommitBroadcast: rng.chance(0.7),
+    // How long a synced write stays in flight: 0 keeps every window to the crash points
+    // only; 1-2 ticks let messages, ticks and proposals reach the core during the write.
+    maxWriteTicks: rng.pick([0, 1, 2]),
   };
   const faults: Partial<FaultOptions> = {
     faultRate: rng.pick([0.01, 0.02, 0.03]),

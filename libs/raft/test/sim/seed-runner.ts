@@ -1,6 +1,7 @@
 // Runs many seeds and summarises them; shared by the vitest suites and run-seeds.ts.
 
 import { runSimulation, type SimOptions, type SimResult } from './cluster';
+import type { OrderStats } from './sim-node';
 
 export interface SeedBatch extends Omit<SimOptions, 'seed'> {
   firstSeed: number;
@@ -21,6 +22,8 @@ export interface BatchSummary {
   unknownOutcomes: number;
   committedEntries: number;
   faults: number;
+  /** The production driver order's windows, summed over the runs (see OrderStats). */
+  order: OrderStats;
   elapsedMs: number;
 }
 
@@ -40,6 +43,7 @@ export function runSeeds(batch: SeedBatch): BatchSummary {
     unknownOutcomes: 0,
     committedEntries: 0,
     faults: 0,
+    order: { sentBeforeDurable: 0, appliedDuringWrite: 0, steppedDuringWrite: 0, crashesInWindow: 0 },
     elapsedMs: 0,
   };
   for (let seed = firstSeed; seed < firstSeed + count; seed++) {
@@ -50,6 +54,7 @@ export function runSeeds(batch: SeedBatch): BatchSummary {
     summary.unknownOutcomes += r.stats.unknown;
     summary.committedEntries += r.stats.committedEntries;
     summary.faults += r.stats.faults;
+    for (const k of Object.keys(summary.order) as (keyof OrderStats)[]) summary.order[k] += r.stats[k];
     if (r.stats.writesOk < minWritesForProgress) summary.lowProgress.push(seed);
     if (r.linearizability === 'unknown') summary.lincheckUnknown.push(seed);
     if (!r.ok && r.linearizability !== 'unknown') {
@@ -80,6 +85,9 @@ export function formatSummary(label: string, s: BatchSummary): string {
     `${label}: ${s.runs} runs in ${(s.elapsedMs / 1000).toFixed(1)} s, ${s.failures.length} failed, ` +
     `${s.lincheckUnknown.length} lincheck timeouts, ${s.lowProgress.length} with < ${minWritesForProgress} writes; ` +
     `${s.writesOk} writes and ${s.readsOk} reads acknowledged, ${s.unknownOutcomes} unknown outcomes, ` +
-    `${s.committedEntries} entries committed, ${s.faults} faults injected`
+    `${s.committedEntries} entries committed, ${s.faults} faults injected; production order: ` +
+    `${s.order.sentBeforeDurable} messages sent before their sender's write was durable, ` +
+    `${s.order.appliedDuringWrite} entries applied during a write, ${s.order.steppedDuringWrite} steps during a write, ` +
+    `${s.order.crashesInWindow} crashes inside the window`
   );
 }

@@ -1,13 +1,21 @@
 // One simulated member: a RawNode (any class with the RawNode API, so mutated copies of
 // the core can be plugged in), its crashable storage and its key-value state machine.
-// It runs the driver loop the contract prescribes, one Ready at a time:
-//   write -> sync (if mustSync) -> send -> apply -> advance.
+// It drives each Ready in the production driver's order, taken from the same planReady
+// that node.ts uses (src/core/driver-order.ts), one pass at a time:
+//   send App/Heartbeat -> write -> apply what was durable already -> ... the write is
+//   in flight for 0..maxWriteTicks ticks, while the core keeps stepping messages, ticks
+//   and proposals (they leave in the next Ready) ... -> durable -> send the rest ->
+//   apply the rest -> advance -> next Ready.
+// A crash inside that window tears the unsynced write with the early messages already
+// on the network and the early applies already seen by clients: the case the production
+// order must keep safe.
 // A crash throws away the RawNode and the state machine; a restart rebuilds both from
 // what survived in storage (the state machine from the snapshot, then the core replays
 // the committed log above it).
 
+import { planReady as productionPlan, type ReadyPlan } from '../../src/core/driver-order';
 import type { LogReader, PersistUpdate } from '../../src/core/storage';
-import type { ConfState, Entry, Message, NodeId, RaftConfig, ReadState, Ready, Role } from '../../src/core/types';
+import type { ConfState, Entry, HardState, Message, NodeId, RaftConfig, ReadState, Ready, Role } from '../../src/core/types';
 import { CrashStorage } from './crash-storage';
 import { KvMachine, type AppliedCommand } from './kv-machine';
 import type { Prng } from './prng';
@@ -26,6 +34,9 @@ export interface RawNodeLike {
 }
 
 export type RawNodeClass = new (config: RaftConfig, storage: LogReader) => RawNodeLike;
+
+/** The driver's ordering decision: the real planReady, or a mutated copy (mutants.ts). */
+export type PlanReady = typeof productionPlan;
 
 /** Where a node reports what it did, so the cluster can check and trace it. */
 export interface NodeObserver {
@@ -48,6 +59,30 @@ export interface NodeTuning {
   preVote: boolean;
   checkQuorum: boolean;
   lazyCommitBroadcast: boolean;
+  /** A synced write stays in flight for 0..maxWriteTicks ticks (drawn per write); 0 = durable before anything else happens here. */
+  maxWriteTicks: number;
+}
+
+/**
+ * What this node did in the production order that the textbook order never does, so a
+ * soak can show it covered the window between "write started" and "write durable".
+ */
+export interface OrderStats {
+  /** Messages sent while this node's own write of the same Ready was not durable. */
+  sentBeforeDurable: number;
+  /** Committed entries applied while a write was in flight. */
+  appliedDuringWrite: number;
+  /** Ticks, messages and client calls stepped into the core while a write was in flight. */
+  steppedDuringWrite: number;
+  /** Power failures with a write in flight whose pass had already sent messages. */
+  crashesInWindow: number;
+}
+
+/** The pass whose write is in flight: nothing else is taken from the core until it is durable. */
+interface Pass {
+  rd: Ready;
+  plan: ReadyPlan;
+  ticksLeft: number;
 }
 
 export class SimNode {
@@ -60,6 +95,10 @@ export class SimNode {
   private _commit = 0;
   /** Set by crashAtSync: how many of the unsynced writes survive, given how many there are. */
   private crashAtNextSync: ((unsynced: number) => number) | null = null;
+  private pass: Pass | null = null;
+  readonly orderStats: OrderStats = { sentBeforeDurable: 0, appliedDuringWrite: 0, steppedDuringWrite: 0, crashesInWindow: 0 };
+  /** A commit-only hard state the driver has not written yet (it rides with the next write). */
+  private unwrittenHardState: HardState | undefined;
 
   constructor(
     readonly id: NodeId,
@@ -69,6 +108,9 @@ export class SimNode {
     /** Election jitter: the node's own stream, kept across restarts. */
     private readonly rng: Prng,
     private readonly observer: NodeObserver,
+    /** Write latencies: the node's own stream, kept across restarts. */
+    private readonly diskRng: Prng,
+    private readonly planReady: PlanReady = productionPlan,
   ) {
     this.storage = new CrashStorage(voters, (update) => observer.durable(id, update, this.storage));
     this.start();
@@ -107,17 +149,20 @@ export class SimNode {
   }
 
   tick(): void {
+    this.countStepDuringWrite();
     this.core.tick();
     this.drainReady();
   }
 
   step(m: Message): void {
+    this.countStepDuringWrite();
     this.core.step(m);
     this.drainReady();
   }
 
   /** Runs `action` on the core (propose, readIndex, ...) and then handles the resulting Ready. */
   act<T>(action: (core: RawNodeLike) => T): T {
+    this.countStepDuringWrite();
     try {
       return action(this.core);
     } finally {
@@ -127,16 +172,31 @@ export class SimNode {
 
   /** Power loss now: unsynced writes are torn (a random prefix survives). */
   crash(keepUnsynced: number): void {
+    this.countCrashInWindow();
     this.storage.crash(keepUnsynced);
     this.stop();
   }
 
   /**
-   * Power loss at the next sync point: the next mustSync Ready is written but the sync
-   * never completes; `keepUnsynced(n)` says how many of the n unsynced writes survive.
+   * Power loss at the next sync point: the write in flight (or the next one) never
+   * becomes durable; `keepUnsynced(n)` says how many of the n unsynced writes survive.
+   * The pass's early messages and applies have already happened by then.
    */
   crashAtSync(keepUnsynced: (unsynced: number) => number): void {
     this.crashAtNextSync = keepUnsynced;
+  }
+
+  /**
+   * The disk's clock, once per tick while the node runs: a write in flight that is due
+   * becomes durable, its pass finishes, and the next Readies are handled. A paused
+   * process sees nothing complete.
+   */
+  diskTick(): void {
+    const pass = this.pass;
+    if (!pass || !this.raft || this._paused) return;
+    if (--pass.ticksLeft > 0) return;
+    this.finishPass();
+    this.drainReady();
   }
 
   restart(): void {
@@ -156,6 +216,8 @@ export class SimNode {
     const snap = this.storage.snapshot();
     this.machine = KvMachine.restore(snap.data, snap.meta.index);
     this.crashAtNextSync = null;
+    this.pass = null;
+    this.unwrittenHardState = undefined;
     this._paused = false;
     const config: RaftConfig = {
       id: this.id,
@@ -179,43 +241,75 @@ export class SimNode {
   private stop(): void {
     this.raft = null;
     this.crashAtNextSync = null;
+    this.pass = null;
+    this.unwrittenHardState = undefined;
     this._paused = false;
   }
 
+  /** Handles Readies until the core has none or a pass waits for its write. */
   private drainReady(): void {
     // A core that never runs out of Readies would hang the run; fail it instead.
-    for (let rounds = 0; this.raft && this.raft.hasReady(); rounds++) {
+    for (let rounds = 0; this.raft && !this.pass && this.raft.hasReady(); rounds++) {
       if (rounds >= 1000) throw new Error(`node ${this.id}: still has a Ready after ${rounds} rounds (livelock)`);
-      const rd = this.raft.ready();
-      this.storage.write({ hardState: rd.hardState, entries: rd.entries, snapshot: rd.snapshot });
-      if (rd.softState) this._role = rd.softState.role;
-      if (rd.hardState) {
-        this._term = rd.hardState.term;
-        if (rd.hardState.commit !== this._commit && this._role === 'leader') {
-          this.observer.leaderCommitted(this.id, this._term, this._commit, rd.hardState.commit);
-        }
-        this._commit = rd.hardState.commit;
-      }
-      if (rd.mustSync) {
-        if (this.crashAtNextSync) {
-          const { lost } = this.storage.crash(this.crashAtNextSync(this.storage.unsyncedWrites));
-          this.stop();
-          this.observer.crashedAtSync(this.id, lost);
-          return;
-        }
-        this.storage.sync();
-      }
-      for (const m of rd.messages) this.observer.send(this.id, m);
-      this.apply(rd);
-      for (const rs of rd.readStates) this.observer.readState(this.id, rs);
-      this.raft.advance(rd);
-      this.maybeCompact();
+      this.startPass(this.raft.ready());
     }
   }
 
-  private apply(rd: Ready): void {
+  /** Everything the driver does before the write is durable; finishes at once when nothing waits. */
+  private startPass(rd: Ready): void {
+    const plan = this.planReady(rd, this.unwrittenHardState);
+    this.unwrittenHardState = plan.unwrittenHardState;
+    if (rd.softState) this._role = rd.softState.role;
+    if (rd.hardState) {
+      this._term = rd.hardState.term;
+      if (rd.hardState.commit !== this._commit && this._role === 'leader') {
+        this.observer.leaderCommitted(this.id, this._term, this._commit, rd.hardState.commit);
+      }
+      this._commit = rd.hardState.commit;
+    }
+    for (const m of plan.sendBeforeWrite) this.observer.send(this.id, m);
+    if (plan.write) this.storage.write(plan.write);
+    if (plan.applyDuringWrite) this.applyEntries(rd.committedEntries);
+    if (plan.write) {
+      this.orderStats.sentBeforeDurable += plan.sendBeforeWrite.length;
+      if (plan.applyDuringWrite) this.orderStats.appliedDuringWrite += rd.committedEntries.length;
+    }
+    this.pass = { rd, plan, ticksLeft: plan.write ? this.diskRng.int(this.tuning.maxWriteTicks + 1) : 0 };
+    if (this.pass.ticksLeft === 0) this.finishPass();
+  }
+
+  /** The write is durable (or the power fails instead): the rest of the pass. */
+  private finishPass(): void {
+    const { rd, plan } = this.pass!;
+    if (plan.write) {
+      if (this.crashAtNextSync) {
+        this.countCrashInWindow();
+        const { lost } = this.storage.crash(this.crashAtNextSync(this.storage.unsyncedWrites));
+        this.stop();
+        this.observer.crashedAtSync(this.id, lost);
+        return;
+      }
+      this.storage.sync();
+    }
+    this.pass = null;
+    for (const m of plan.sendAfterWrite) this.observer.send(this.id, m);
     if (rd.snapshot) this.machine = KvMachine.restore(rd.snapshot.data, rd.snapshot.meta.index);
-    for (const e of rd.committedEntries) {
+    if (!plan.applyDuringWrite) this.applyEntries(rd.committedEntries);
+    for (const rs of rd.readStates) this.observer.readState(this.id, rs);
+    this.raft!.advance(rd);
+    this.maybeCompact();
+  }
+
+  private countStepDuringWrite(): void {
+    if (this.pass) this.orderStats.steppedDuringWrite++;
+  }
+
+  private countCrashInWindow(): void {
+    if (this.pass?.plan.write && this.pass.plan.sendBeforeWrite.length > 0) this.orderStats.crashesInWindow++;
+  }
+
+  private applyEntries(entries: Entry[]): void {
+    for (const e of entries) {
       const command = this.machine.apply(e);
       this.observer.applied(this.id, e, command, this._term);
     }
