@@ -58,7 +58,7 @@ export class ManagerService implements JobService {
         paras: resolved,
         requestId: requestId ?? null,
         ...(digest === undefined ? {} : { requestDigest: digest }),
-        lockKey: def.lockKey(resolved),
+        lockKey: def.lockKey(resolved, this.deps.store.state()),
         // Lets the commit also start the job when nothing it waits for is running.
         stepNames: def.steps(resolved).map((s) => s.name),
       }),

@@ -9,12 +9,11 @@
 // that storage node applies the cluster's own cpu_cores and cpu_limit_node again.
 
 import type { CpuLimitReply } from '@kcm/agent';
-import { KcmError, type ParasOf } from '@kcm/protocol';
+import { KcmError, type ParasOf, type UpdateInstanceCgroupResult } from '@kcm/protocol';
 import { machineKey, type ClusterRecord, type MetaState } from '../meta/state';
-import type { ClusterJobDeps } from './cluster';
 import { changeableCluster, forEachInstance } from './cluster-lookup';
 import { opId, setInstanceCpuLimit } from './instance-ops';
-import type { JobDefinition } from './workflow';
+import type { JobOf } from './workflow';
 
 type CgroupParas = ParasOf<'update_instance_cgroup'>;
 type InstanceType = CgroupParas['type'];
@@ -59,15 +58,13 @@ function targetInstance(state: MetaState, p: CgroupParas): ManagedInstance {
   return found;
 }
 
-export function cgroupJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
-  const updateInstanceCgroup: JobDefinition<CgroupParas> = {
+export const updateInstanceCgroup: JobOf<'update_instance_cgroup', { 'apply cpu limit': UpdateInstanceCgroupResult }> = {
     jobType: 'update_instance_cgroup',
     validate: (p, state) => void targetInstance(state, p),
     // Called right after validate on the same state: the instance's cluster orders this job
     // with the others that may remove or rebuild the instance.
-    lockKey: (p) => {
-      const found = instanceAt(store.state(), p.ip, p.port);
+    lockKey: (p, state) => {
+      const found = instanceAt(state, p.ip, p.port);
       return found ? `cluster:${found.cluster.id}` : null;
     },
     steps: (p) => [
@@ -77,7 +74,7 @@ export function cgroupJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
           const { type, instance } = targetInstance(ctx.state(), p);
           let reply: CpuLimitReply | undefined;
           await forEachInstance([instance], (i) => `${type} ${i.hostaddr}:${i.port}`, async (i) => {
-            reply = await setInstanceCpuLimit(agents, opId(ctx.jobId, 'cgroup', `${type}-${i.id}`), i, type, { cpuCores: p.cpu_cores, mode: p.cgroup_mode });
+            reply = await setInstanceCpuLimit(ctx.agents, opId(ctx.jobId, 'cgroup', `${type}-${i.id}`), i, type, { cpuCores: p.cpu_cores, mode: p.cgroup_mode });
           });
           return {
             ip: p.ip,
@@ -91,7 +88,5 @@ export function cgroupJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
         },
       },
     ],
-    result: (outputs) => outputs['apply cpu limit'] as Record<string, unknown>,
+    result: (outputs) => outputs['apply cpu limit'],
   };
-  return [updateInstanceCgroup];
-}

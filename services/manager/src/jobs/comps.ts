@@ -5,14 +5,14 @@
 // table per shard table) and their cpu limits. A failed step removes what it placed.
 // delete_comp removes one compute node, never the last one.
 
-import { KcmError, type ParasOf } from '@kcm/protocol';
+import { KcmError, type AddCompsResult, type EmptyResult, type ParasOf } from '@kcm/protocol';
 import type { ClusterRecord, CompRecord, MetaState } from '../meta/state';
-import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster } from './cluster-lookup';
-import { applyCpuLimit, installComp, placeOnce, syncCompCatalogs, takeOutInstanceSteps } from './instance-ops';
+import { applyCpuLimit, installComp, placeOnce, syncCompCatalogs } from './instance-ops';
 import { candidatesFor, computeDemand, placeComps } from './placement';
-import { rollBackPlacement } from './rollback';
-import type { JobDefinition, StepContext } from './workflow';
+import { rollBackGrowJob } from './rollback';
+import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
+import type { JobOf, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_comps'>;
 type DeleteParas = ParasOf<'delete_comp'>;
@@ -35,12 +35,16 @@ function deletableComp(state: MetaState, p: DeleteParas): { cluster: ClusterReco
   return { cluster, comp };
 }
 
-export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
+interface AddOutputs {
+  'place compute nodes': { compIds: string[] };
+  'install compute nodes': null;
+  'connect compute nodes to shards': null;
+  'apply cpu limits': AddCompsResult;
+}
 
-  const newCompsOf = (ctx: StepContext<AddParas>) => {
+const newCompsOf = (ctx: StepContext<AddParas, AddOutputs>) => {
     const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
-    const { compIds } = ctx.outputs['place compute nodes'] as { compIds: string[] };
+    const { compIds } = ctx.outputs['place compute nodes'];
     const comps = compIds.map((id) => {
       const comp = cluster.comps[id];
       if (!comp) throw KcmError.of('NOT_FOUND', `compute node ${id} placed by this job is no longer part of cluster ${cluster.id}`);
@@ -49,7 +53,7 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
     return { cluster, comps };
   };
 
-  const addComps: JobDefinition<AddParas> = {
+export const addComps: JobOf<'add_comps', AddOutputs> = {
     jobType: 'add_comps',
     validate: (p, state) => void planNewComps(p, state),
     lockKey: (p) => `cluster:${p.cluster_id}`,
@@ -58,7 +62,7 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
         name: 'place compute nodes',
         async run(ctx) {
           const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(store, cluster, ctx.jobId, () => ({ newShards: [], newNodes: [], newComps: planNewComps(p, ctx.state()) }));
+          const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({ newShards: [], newNodes: [], newComps: planNewComps(p, ctx.state()) }));
           return { compIds: placed.compIds };
         },
       },
@@ -66,7 +70,7 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
         name: 'install compute nodes',
         async run(ctx) {
           const { cluster, comps } = newCompsOf(ctx);
-          await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(agents, ctx.jobId, cluster, c));
+          await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(ctx.agents, ctx.jobId, cluster, c));
           return null;
         },
       },
@@ -74,7 +78,7 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
         name: 'connect compute nodes to shards',
         async run(ctx) {
           const { cluster, comps } = newCompsOf(ctx);
-          await syncCompCatalogs(agents, ctx.jobId, 'catalog', cluster, comps);
+          await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, comps);
           return null;
         },
       },
@@ -82,7 +86,7 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
         name: 'apply cpu limits',
         async run(ctx) {
           const { cluster, comps } = newCompsOf(ctx);
-          await forEachInstance(comps, (c) => `pg ${c.hostaddr}:${c.port}`, (c) => applyCpuLimit(agents, ctx.jobId, cluster, c, 'pg'));
+          await forEachInstance(comps, (c) => `pg ${c.hostaddr}:${c.port}`, (c) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, c, 'pg'));
           return {
             cluster_id: cluster.id,
             cluster_name: cluster.name,
@@ -93,17 +97,14 @@ export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
         },
       },
     ],
-    result: (outputs) => outputs['apply cpu limits'] as Record<string, unknown>,
-    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_comps', ctx.paras.cluster_id, failedStep, error.message),
+    result: (outputs) => outputs['apply cpu limits'],
+    rollback: rollBackGrowJob('add_comps'),
   };
 
-  const deleteComp: JobDefinition<DeleteParas> = {
+export const deleteComp: JobOf<'delete_comp', TakeOutOutputs<'compute node'>> = {
     jobType: 'delete_comp',
     validate: (p, state) => void deletableComp(state, p),
     lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: () => takeOutInstanceSteps<DeleteParas>(store, agents, 'compute node', (state, p) => deletableComp(state, p).comp),
+    steps: () => takeOutInstanceSteps('compute node', (state, p: DeleteParas) => deletableComp(state, p).comp),
     result: () => ({}),
   };
-
-  return [addComps, deleteComp];
-}

@@ -1,20 +1,11 @@
 // Job family: machines (create_machine, delete_machine, set_machine).
 
-import { KcmError, parsePortRange, type ParasOf } from '@kcm/protocol';
+import { KcmError, parsePortRange, type EmptyResult, type ParasOf } from '@kcm/protocol';
 import type { HostFactsReply } from '@kcm/agent';
-import type { WithAgent } from '../agent-pool';
 import { CommandKind } from '../meta/commands';
 import { machineKey, type HostFacts, type MetaState } from '../meta/state';
-import type { MetaStore } from '../meta/store';
 import { orThrow } from './errors';
-import type { JobDefinition } from './workflow';
-
-export interface MachineJobDeps {
-  store: MetaStore;
-  /** Calls the agent of a host, at `<hostaddr>:<agent_port>`. */
-  withAgent: WithAgent;
-  agentPort: number;
-}
+import type { JobOf } from './workflow';
 
 type CreateParas = ParasOf<'create_machine'>;
 type DeleteParas = ParasOf<'delete_machine'>;
@@ -42,8 +33,13 @@ function registeredHost(state: MetaState, hostaddr: string): boolean {
   return Object.values(state.machines).some((m) => m.hostaddr === hostaddr);
 }
 
-export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
-  const createMachine: JobDefinition<CreateParas> = {
+interface CreateOutputs {
+  'contact agent': HostFacts;
+  'prepare directories': null;
+  'record machine': null;
+}
+
+export const createMachine: JobOf<'create_machine', CreateOutputs> = {
     jobType: 'create_machine',
     validate(p, state) {
       if (state.machines[machineKey(p.hostaddr, p.machine_type)]) {
@@ -59,15 +55,15 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
     steps: (p) => [
       {
         name: 'contact agent',
-        async run() {
-          const facts = await deps.withAgent(p.hostaddr, (agent) => agent.hostFacts(DIR_FIELDS.map((f) => p[f])));
+        async run(ctx) {
+          const facts = await ctx.withAgent(p.hostaddr, (agent) => agent.hostFacts(DIR_FIELDS.map((f) => p[f])));
           return factsFromAgent(facts);
         },
       },
       {
         name: 'prepare directories',
         async run(ctx) {
-          const reply = await deps.withAgent(p.hostaddr, (agent) => agent.prepareDirs(`job:${ctx.jobId}:dirs`, DIR_FIELDS.map((f) => p[f])));
+          const reply = await ctx.withAgent(p.hostaddr, (agent) => agent.prepareDirs(`job:${ctx.jobId}:dirs`, DIR_FIELDS.map((f) => p[f])));
           if (reply.problems.length > 0) {
             const fieldOf = (dir: string) => DIR_FIELDS.filter((f) => p[f] === dir).map((f) => `paras.${f}`).join('/');
             const detail = reply.problems.map((pr) => `${fieldOf(pr.dir)} ${pr.dir}: ${pr.reason}`).join('; ');
@@ -85,7 +81,7 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
           // Re-run after a crash: this job's own registration is already committed.
           if (existing && existing.portLow === low && existing.portHigh === high && existing.datadir === p.datadir) return null;
           orThrow(
-            await deps.store.propose({
+            await ctx.propose({
               kind: CommandKind.MachineRegistered,
               at: Date.now(),
               hostaddr: p.hostaddr,
@@ -99,7 +95,7 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
               compDatadir: p.comp_datadir,
               totalMemMb: Number(p.total_mem),
               totalCpuCores: Number(p.total_cpu_cores),
-              facts: ctx.outputs['contact agent'] as HostFacts,
+              facts: ctx.outputs['contact agent'],
             }),
           );
           return null;
@@ -109,7 +105,7 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
     result: () => ({}),
   };
 
-  const deleteMachine: JobDefinition<DeleteParas> = {
+export const deleteMachine: JobOf<'delete_machine', { 'remove machine': null }> = {
     jobType: 'delete_machine',
     validate(p, state) {
       if (!state.machines[machineKey(p.hostaddr, p.machine_type)]) {
@@ -123,7 +119,7 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
         async run(ctx) {
           // Re-run after a crash: already removed by this job.
           if (!ctx.state().machines[machineKey(p.hostaddr, p.machine_type)]) return null;
-          orThrow(await deps.store.propose({ kind: CommandKind.MachineRemoved, at: Date.now(), hostaddr: p.hostaddr, machineType: p.machine_type }));
+          orThrow(await ctx.propose({ kind: CommandKind.MachineRemoved, at: Date.now(), hostaddr: p.hostaddr, machineType: p.machine_type }));
           return null;
         },
       },
@@ -131,7 +127,7 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
     result: () => ({}),
   };
 
-  const setMachine: JobDefinition<SetParas> = {
+export const setMachine: JobOf<'set_machine', { 'set machine status': unknown }> = {
     jobType: 'set_machine',
     validate(p, state) {
       if (!registeredHost(state, p.hostaddr)) throw KcmError.of('NOT_FOUND', `machine ${p.hostaddr} is not registered`, { field: 'paras.hostaddr' });
@@ -140,15 +136,12 @@ export function machineJobs(deps: MachineJobDeps): JobDefinition<any>[] {
     steps: (p) => [
       {
         name: 'set machine status',
-        async run() {
+        async run(ctx) {
           return orThrow(
-            await deps.store.propose({ kind: CommandKind.MachineStatusSet, at: Date.now(), hostaddr: p.hostaddr, nodeStats: p.node_stats, reason: 'operator' }),
+            await ctx.propose({ kind: CommandKind.MachineStatusSet, at: Date.now(), hostaddr: p.hostaddr, nodeStats: p.node_stats, reason: 'operator' }),
           );
         },
       },
     ],
     result: () => ({}),
   };
-
-  return [createMachine, deleteMachine, setMachine];
-}

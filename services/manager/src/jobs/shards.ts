@@ -10,21 +10,20 @@
 // (libs/protocol paras/clusters.ts), and silently destroying data is not a default.
 
 import mysql from 'mysql2/promise';
-import { KcmError, type ParasOf } from '@kcm/protocol';
+import { KcmError, type AddShardsResult, type EmptyResult, type ParasOf } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
-import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { orThrow } from './errors';
 import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs } from './instance-ops';
 import { candidatesFor, checkStorageSpace, placeShards, storageDemand, type ShardPlacement } from './placement';
-import { rollBackPlacement } from './rollback';
-import type { JobDefinition, StepContext } from './workflow';
+import { rollBackGrowJob } from './rollback';
+import type { JobOf, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_shards'>;
 type DeleteParas = ParasOf<'delete_shards'>;
 
-export interface ShardJobDeps extends ClusterJobDeps {
+export interface ShardJobOptions {
   /**
    * Tables of the cluster's databases (`D_$$_S.table`) on the shard, as its master reports
    * them now. Default: asked over SQL with the cluster's storage account.
@@ -73,17 +72,21 @@ function shardList(cluster: ClusterRecord, shardIds: string[]) {
   return shardIds.map((id) => ({ shard_id: id, shard_name: cluster.shards[id]?.name ?? `shard_${id}` }));
 }
 
-export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
-  const shardTables = deps.shardTables ?? tablesOnShardMaster;
+interface AddOutputs {
+  'place new shards': { shardIds: string[] };
+  'install storage nodes': null;
+  'set up replication': null;
+  'apply cpu limits': null;
+  'connect compute nodes to shards': AddShardsResult;
+}
 
-  const newShardsOf = (ctx: StepContext<AddParas>) => {
-    const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
-    const { shardIds } = ctx.outputs['place new shards'] as { shardIds: string[] };
-    return { cluster, shards: shardIds.map((id) => shardOf(cluster, id, 'placed shard')) };
-  };
+const newShardsOf = (ctx: StepContext<AddParas, AddOutputs>) => {
+  const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
+  const { shardIds } = ctx.outputs['place new shards'];
+  return { cluster, shards: shardIds.map((id) => shardOf(cluster, id, 'placed shard')) };
+};
 
-  const addShards: JobDefinition<AddParas> = {
+export const addShards: JobOf<'add_shards', AddOutputs> = {
     jobType: 'add_shards',
     validate: (p, state) => void planNewShards(p, state),
     lockKey: (p) => `cluster:${p.cluster_id}`,
@@ -92,7 +95,7 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
         name: 'place new shards',
         async run(ctx) {
           const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(store, cluster, ctx.jobId, () => ({
+          const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({
             newShards: planNewShards(p, ctx.state()).map((s) => ({ hosts: s.hosts })),
             newNodes: [],
             newComps: [],
@@ -105,7 +108,7 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
         async run(ctx) {
           const { cluster, shards } = newShardsOf(ctx);
           const nodes = shards.flatMap((s) => Object.values(s.nodes));
-          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(agents, ctx.jobId, cluster, n));
+          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(ctx.agents, ctx.jobId, cluster, n));
           return null;
         },
       },
@@ -113,7 +116,7 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
         name: 'set up replication',
         async run(ctx) {
           const { cluster, shards } = newShardsOf(ctx);
-          await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(agents, ctx.jobId, cluster, s));
+          await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(ctx.agents, ctx.jobId, cluster, s));
           return null;
         },
       },
@@ -122,7 +125,7 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
         async run(ctx) {
           const { cluster, shards } = newShardsOf(ctx);
           const nodes = shards.flatMap((s) => Object.values(s.nodes));
-          await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(agents, ctx.jobId, cluster, n, 'mysql'));
+          await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, n, 'mysql'));
           return null;
         },
       },
@@ -130,7 +133,7 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
         name: 'connect compute nodes to shards',
         async run(ctx) {
           const { cluster, shards } = newShardsOf(ctx);
-          await syncCompCatalogs(agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
+          await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
           return {
             cluster_id: cluster.id,
             cluster_name: cluster.name,
@@ -141,17 +144,25 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
         },
       },
     ],
-    result: (outputs) => outputs['connect compute nodes to shards'] as Record<string, unknown>,
-    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_shards', ctx.paras.cluster_id, failedStep, error.message),
+    result: (outputs) => outputs['connect compute nodes to shards'],
+    rollback: rollBackGrowJob('add_shards'),
   };
 
-  interface DeletedShard {
-    shardId: string;
-    nodes: { id: string; hostaddr: string; port: number }[];
-  }
-  const deletedShard = (ctx: StepContext<DeleteParas>) => ctx.outputs['check shard holds no tables'] as DeletedShard;
+interface DeletedShard {
+  shardId: string;
+  nodes: { id: string; hostaddr: string; port: number }[];
+}
 
-  const deleteShards: JobDefinition<DeleteParas> = {
+interface DeleteOutputs {
+  'check shard holds no tables': DeletedShard;
+  'remove storage nodes': null;
+  'forget shard': null;
+  'disconnect compute nodes': null;
+}
+
+export function deleteShardsJob(options: ShardJobOptions = {}): JobOf<'delete_shards', DeleteOutputs> {
+  const shardTables = options.shardTables ?? tablesOnShardMaster;
+  return {
     jobType: 'delete_shards',
     validate: (p, state) => void deletableShard(state, p),
     lockKey: (p) => `cluster:${p.cluster_id}`,
@@ -181,15 +192,15 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
       {
         name: 'remove storage nodes',
         async run(ctx) {
-          const { nodes } = deletedShard(ctx);
-          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => removeStorageNode(agents, ctx.jobId, n));
+          const { nodes } = ctx.outputs['check shard holds no tables'];
+          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => removeStorageNode(ctx.agents, ctx.jobId, n));
           return null;
         },
       },
       {
         name: 'forget shard',
         async run(ctx) {
-          orThrow(await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [], shardIds: [deletedShard(ctx).shardId] }));
+          orThrow(await ctx.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [], shardIds: [ctx.outputs['check shard holds no tables'].shardId] }));
           return null;
         },
       },
@@ -197,13 +208,11 @@ export function shardJobs(deps: ShardJobDeps): JobDefinition<any>[] {
         name: 'disconnect compute nodes',
         async run(ctx) {
           const cluster = clusterOfStep(ctx, p.cluster_id);
-          await syncCompCatalogs(agents, ctx.jobId, 'uncatalog', cluster, Object.values(cluster.comps));
+          await syncCompCatalogs(ctx.agents, ctx.jobId, 'uncatalog', cluster, Object.values(cluster.comps));
           return null;
         },
       },
     ],
     result: () => ({}),
   };
-
-  return [addShards, deleteShards];
 }
