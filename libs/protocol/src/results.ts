@@ -2,21 +2,22 @@
  * What get_status attaches to an async job: its result when done (one type per job type,
  * beside the paras schemas), its progress while ongoing. The manager's jobs build these
  * types and the CLI reads them, so a field renamed on one side fails to compile on the
- * other. Numbers travel as decimal strings, as in the spec's examples.
+ * other. Numbers travel as decimal strings, as in the spec's examples. Type aliases, not
+ * interfaces, so that each is a Record<string, unknown> (the reply envelope's attachment).
  */
 import type { AsyncJobType } from './job-types';
 
 /** A job whose result the spec leaves empty. */
 export type EmptyResult = Record<string, never>;
 
-export interface ShardNodeResult {
+export type ShardNodeResult = {
   node_id: string;
   hostaddr: string;
   port: string;
   master: string;
-}
+};
 
-export interface CreateClusterResult {
+export type CreateClusterResult = {
   cluster_id: string;
   cluster_name: string;
   nick_name: string;
@@ -30,17 +31,17 @@ export interface CreateClusterResult {
   list_comp: CompResult[];
   /** Whether every shard has its replicas on distinct machines, in words. */
   placement: string;
-}
+};
 
-export interface CompResult {
+export type CompResult = {
   comp_id: string;
   comp_name: string;
   hostaddr: string;
   port: string;
-}
+};
 
 /** One entry of delete_cluster's computer_step (one per compute node removed). */
-export interface ComputerStepResult {
+export type ComputerStepResult = {
   cluster_id: string;
   computer_hosts: string;
   computer_id: string;
@@ -48,10 +49,10 @@ export interface ComputerStepResult {
   error_code: number;
   error_info: string;
   rollback_flag: number;
-}
+};
 
 /** One entry of delete_cluster's shard_step (one per shard removed). */
-export interface ShardStepResult {
+export type ShardStepResult = {
   cluster_id: string;
   error_code: number;
   error_info: string;
@@ -60,9 +61,9 @@ export interface ShardStepResult {
   storage_hosts: string;
   storage_id: string;
   storage_state: 'done';
-}
+};
 
-export interface DeleteClusterResult {
+export type DeleteClusterResult = {
   cluster_id: string;
   cluster_name: string;
   job_steps: string;
@@ -72,30 +73,30 @@ export interface DeleteClusterResult {
   computer_state: 'done';
   shard_step: ShardStepResult[];
   computer_step: ComputerStepResult[];
-}
+};
 
 /** The cluster after a grow job, as add_shards, add_comps and add_nodes report it. */
-export interface GrownClusterResult {
+export type GrownClusterResult = {
   cluster_id: string;
   cluster_name: string;
   shards: string;
   comps: string;
-}
+};
 
-export interface AddShardsResult extends GrownClusterResult {
+export type AddShardsResult = GrownClusterResult & {
   list_shard: { shard_id: string; shard_name: string }[];
-}
+};
 
-export interface AddCompsResult extends GrownClusterResult {
+export type AddCompsResult = GrownClusterResult & {
   list_comp: CompResult[];
-}
+};
 
-export interface AddNodesResult extends GrownClusterResult {
+export type AddNodesResult = GrownClusterResult & {
   list_shard: { shard_id: string; shard_name: string; nodes: string; list_node: { hostaddr: string; node_id: string; port: string }[] }[];
-}
+};
 
 /** Where one rebuilt standby's copy came from (the spec's result is {}; this is for the operator). */
-export interface RebuiltNodeResult {
+export type RebuiltNodeResult = {
   node_id: string;
   hostaddr: string;
   port: string;
@@ -104,13 +105,13 @@ export interface RebuiltNodeResult {
   bytes: string;
   transfer_ms: string;
   kept_old_data: string;
-}
+};
 
-export interface RebuildNodeResult {
+export type RebuildNodeResult = {
   list_node: RebuiltNodeResult[];
-}
+};
 
-export interface UpdateInstanceCgroupResult {
+export type UpdateInstanceCgroupResult = {
   ip: string;
   port: string;
   type: 'mysql' | 'pg';
@@ -118,15 +119,15 @@ export interface UpdateInstanceCgroupResult {
   cgroup_mode: string;
   cgroup_path: string;
   pids: string;
-}
+};
 
 /** raft_mission: what its task did (add_peer: learner, voter; remove_peer: removed; transfer_leader: leader). */
-export interface RaftMissionResult {
+export type RaftMissionResult = {
   learner?: string;
   voter?: string;
   removed?: string;
   leader?: string;
-}
+};
 
 /** Each result type is checked to cover every async job type (a new one fails to compile until it has its entry). */
 type EveryAsyncJobType<T extends Record<AsyncJobType, unknown>> = T;
@@ -159,7 +160,7 @@ export type JobResults = EveryAsyncJobType<{
 export type ResultOf<T extends AsyncJobType> = JobResults[T];
 
 /** What get_status attaches while a job is ongoing (DESIGN.md section 2: events). */
-export interface JobProgressAttachment {
+export type JobProgressAttachment = {
   progress: {
     /** The step running now, 1-based, out of `steps`. */
     step: number;
@@ -170,7 +171,7 @@ export interface JobProgressAttachment {
     total?: number;
     unit?: string;
   };
-}
+};
 
 /** get_status's attachment: a done job's result, an ongoing job's progress, or null (queued or failed). */
 export type StatusAttachment = JobResults[AsyncJobType] | JobProgressAttachment | null;
