@@ -59,34 +59,34 @@ function targetInstance(state: MetaState, p: CgroupParas): ManagedInstance {
 }
 
 export const updateInstanceCgroup: JobOf<'update_instance_cgroup', { 'apply cpu limit': UpdateInstanceCgroupResult }> = {
-    jobType: 'update_instance_cgroup',
-    validate: (p, state) => void targetInstance(state, p),
-    // Called right after validate on the same state: the instance's cluster orders this job
-    // with the others that may remove or rebuild the instance.
-    lockKey: (p, state) => {
-      const found = instanceAt(state, p.ip, p.port);
-      return found ? `cluster:${found.cluster.id}` : null;
-    },
-    steps: (p) => [
-      {
-        name: 'apply cpu limit',
-        async run(ctx) {
-          const { type, instance } = targetInstance(ctx.state(), p);
-          let reply: CpuLimitReply | undefined;
-          await forEachInstance([instance], (i) => `${type} ${i.hostaddr}:${i.port}`, async (i) => {
-            reply = await setInstanceCpuLimit(ctx.agents, opId(ctx.jobId, 'cgroup', `${type}-${i.id}`), i, type, { cpuCores: p.cpu_cores, mode: p.cgroup_mode });
-          });
-          return {
-            ip: p.ip,
-            port: String(p.port),
-            type,
-            cpu_cores: String(p.cpu_cores),
-            cgroup_mode: p.cgroup_mode,
-            cgroup_path: reply!.cgroup_path,
-            pids: reply!.pids.join(','),
-          };
-        },
+  jobType: 'update_instance_cgroup',
+  validate: (p, state) => void targetInstance(state, p),
+  // Called right after validate on the same state: the instance's cluster orders this job
+  // with the others that may remove or rebuild the instance.
+  lockKey: (p, state) => {
+    const found = instanceAt(state, p.ip, p.port);
+    return found ? `cluster:${found.cluster.id}` : null;
+  },
+  steps: (p) => [
+    {
+      name: 'apply cpu limit',
+      async run(ctx) {
+        const { type, instance } = targetInstance(ctx.state(), p);
+        let reply: CpuLimitReply | undefined;
+        await forEachInstance([instance], (i) => `${type} ${i.hostaddr}:${i.port}`, async (i) => {
+          reply = await setInstanceCpuLimit(ctx.agents, opId(ctx.jobId, 'cgroup', `${type}-${i.id}`), i, type, { cpuCores: p.cpu_cores, mode: p.cgroup_mode });
+        });
+        return {
+          ip: p.ip,
+          port: String(p.port),
+          type,
+          cpu_cores: String(p.cpu_cores),
+          cgroup_mode: p.cgroup_mode,
+          cgroup_path: reply!.cgroup_path,
+          pids: reply!.pids.join(','),
+        };
       },
-    ],
-    result: (outputs) => outputs['apply cpu limit'],
-  };
+    },
+  ],
+  result: (outputs) => outputs['apply cpu limit'],
+};

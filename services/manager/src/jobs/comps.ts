@@ -43,68 +43,68 @@ interface AddOutputs {
 }
 
 const newCompsOf = (ctx: StepContext<AddParas, AddOutputs>) => {
-    const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
-    const { compIds } = ctx.outputs['place compute nodes'];
-    const comps = compIds.map((id) => {
-      const comp = cluster.comps[id];
-      if (!comp) throw KcmError.of('NOT_FOUND', `compute node ${id} placed by this job is no longer part of cluster ${cluster.id}`);
-      return comp;
-    });
-    return { cluster, comps };
-  };
+  const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
+  const { compIds } = ctx.outputs['place compute nodes'];
+  const comps = compIds.map((id) => {
+    const comp = cluster.comps[id];
+    if (!comp) throw KcmError.of('NOT_FOUND', `compute node ${id} placed by this job is no longer part of cluster ${cluster.id}`);
+    return comp;
+  });
+  return { cluster, comps };
+};
 
 export const addComps: JobOf<'add_comps', AddOutputs> = {
-    jobType: 'add_comps',
-    validate: (p, state) => void planNewComps(p, state),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'place compute nodes',
-        async run(ctx) {
-          const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({ newShards: [], newNodes: [], newComps: planNewComps(p, ctx.state()) }));
-          return { compIds: placed.compIds };
-        },
+  jobType: 'add_comps',
+  validate: (p, state) => void planNewComps(p, state),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'place compute nodes',
+      async run(ctx) {
+        const cluster = readyCluster(ctx.state(), p.cluster_id);
+        const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({ newShards: [], newNodes: [], newComps: planNewComps(p, ctx.state()) }));
+        return { compIds: placed.compIds };
       },
-      {
-        name: 'install compute nodes',
-        async run(ctx) {
-          const { cluster, comps } = newCompsOf(ctx);
-          await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(ctx.agents, ctx.jobId, cluster, c));
-          return null;
-        },
+    },
+    {
+      name: 'install compute nodes',
+      async run(ctx) {
+        const { cluster, comps } = newCompsOf(ctx);
+        await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(ctx.agents, ctx.jobId, cluster, c));
+        return null;
       },
-      {
-        name: 'connect compute nodes to shards',
-        async run(ctx) {
-          const { cluster, comps } = newCompsOf(ctx);
-          await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, comps);
-          return null;
-        },
+    },
+    {
+      name: 'connect compute nodes to shards',
+      async run(ctx) {
+        const { cluster, comps } = newCompsOf(ctx);
+        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, comps);
+        return null;
       },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          const { cluster, comps } = newCompsOf(ctx);
-          await forEachInstance(comps, (c) => `pg ${c.hostaddr}:${c.port}`, (c) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, c, 'pg'));
-          return {
-            cluster_id: cluster.id,
-            cluster_name: cluster.name,
-            shards: String(Object.keys(cluster.shards).length),
-            comps: String(Object.keys(cluster.comps).length),
-            list_comp: comps.map((c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port) })),
-          };
-        },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        const { cluster, comps } = newCompsOf(ctx);
+        await forEachInstance(comps, (c) => `pg ${c.hostaddr}:${c.port}`, (c) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, c, 'pg'));
+        return {
+          cluster_id: cluster.id,
+          cluster_name: cluster.name,
+          shards: String(Object.keys(cluster.shards).length),
+          comps: String(Object.keys(cluster.comps).length),
+          list_comp: comps.map((c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port) })),
+        };
       },
-    ],
-    result: (outputs) => outputs['apply cpu limits'],
-    rollback: rollBackGrowJob('add_comps'),
-  };
+    },
+  ],
+  result: (outputs) => outputs['apply cpu limits'],
+  rollback: rollBackGrowJob('add_comps'),
+};
 
 export const deleteComp: JobOf<'delete_comp', TakeOutOutputs<'compute node'>> = {
-    jobType: 'delete_comp',
-    validate: (p, state) => void deletableComp(state, p),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: () => takeOutInstanceSteps('compute node', (state, p: DeleteParas) => deletableComp(state, p).comp),
-    result: () => ({}),
-  };
+  jobType: 'delete_comp',
+  validate: (p, state) => void deletableComp(state, p),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: () => takeOutInstanceSteps('compute node', (state, p: DeleteParas) => deletableComp(state, p).comp),
+  result: () => ({}),
+};

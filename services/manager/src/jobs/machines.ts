@@ -40,108 +40,108 @@ interface CreateOutputs {
 }
 
 export const createMachine: JobOf<'create_machine', CreateOutputs> = {
-    jobType: 'create_machine',
-    validate(p, state) {
-      if (state.machines[machineKey(p.hostaddr, p.machine_type)]) {
-        throw KcmError.of('CONFLICT', `machine ${p.hostaddr} is already registered as ${p.machine_type}`, { field: 'paras.hostaddr' });
-      }
-      const { low, high } = portRange(p);
-      const clash = Object.values(state.machines).find((m) => m.hostaddr === p.hostaddr && m.portLow <= high && low <= m.portHigh);
-      if (clash) {
-        throw KcmError.of('CONFLICT', `paras.port_range: ${low}-${high} overlaps ${clash.portLow}-${clash.portHigh} of the ${clash.machineType} registration of ${p.hostaddr}`, { field: 'paras.port_range' });
-      }
+  jobType: 'create_machine',
+  validate(p, state) {
+    if (state.machines[machineKey(p.hostaddr, p.machine_type)]) {
+      throw KcmError.of('CONFLICT', `machine ${p.hostaddr} is already registered as ${p.machine_type}`, { field: 'paras.hostaddr' });
+    }
+    const { low, high } = portRange(p);
+    const clash = Object.values(state.machines).find((m) => m.hostaddr === p.hostaddr && m.portLow <= high && low <= m.portHigh);
+    if (clash) {
+      throw KcmError.of('CONFLICT', `paras.port_range: ${low}-${high} overlaps ${clash.portLow}-${clash.portHigh} of the ${clash.machineType} registration of ${p.hostaddr}`, { field: 'paras.port_range' });
+    }
+  },
+  lockKey: (p) => `machine:${p.hostaddr}`,
+  steps: (p) => [
+    {
+      name: 'contact agent',
+      async run(ctx) {
+        const facts = await ctx.withAgent(p.hostaddr, (agent) => agent.hostFacts(DIR_FIELDS.map((f) => p[f])));
+        return factsFromAgent(facts);
+      },
     },
-    lockKey: (p) => `machine:${p.hostaddr}`,
-    steps: (p) => [
-      {
-        name: 'contact agent',
-        async run(ctx) {
-          const facts = await ctx.withAgent(p.hostaddr, (agent) => agent.hostFacts(DIR_FIELDS.map((f) => p[f])));
-          return factsFromAgent(facts);
-        },
+    {
+      name: 'prepare directories',
+      async run(ctx) {
+        const reply = await ctx.withAgent(p.hostaddr, (agent) => agent.prepareDirs(`job:${ctx.jobId}:dirs`, DIR_FIELDS.map((f) => p[f])));
+        if (reply.problems.length > 0) {
+          const fieldOf = (dir: string) => DIR_FIELDS.filter((f) => p[f] === dir).map((f) => `paras.${f}`).join('/');
+          const detail = reply.problems.map((pr) => `${fieldOf(pr.dir)} ${pr.dir}: ${pr.reason}`).join('; ');
+          // Well-formed paths the host disagrees with (a file in the way, no permission): state, not paras.
+          throw KcmError.of('CONFLICT', `directories on ${p.hostaddr} cannot be used: ${detail}`);
+        }
+        return null;
       },
-      {
-        name: 'prepare directories',
-        async run(ctx) {
-          const reply = await ctx.withAgent(p.hostaddr, (agent) => agent.prepareDirs(`job:${ctx.jobId}:dirs`, DIR_FIELDS.map((f) => p[f])));
-          if (reply.problems.length > 0) {
-            const fieldOf = (dir: string) => DIR_FIELDS.filter((f) => p[f] === dir).map((f) => `paras.${f}`).join('/');
-            const detail = reply.problems.map((pr) => `${fieldOf(pr.dir)} ${pr.dir}: ${pr.reason}`).join('; ');
-            // Well-formed paths the host disagrees with (a file in the way, no permission): state, not paras.
-            throw KcmError.of('CONFLICT', `directories on ${p.hostaddr} cannot be used: ${detail}`);
-          }
-          return null;
-        },
+    },
+    {
+      name: 'record machine',
+      async run(ctx) {
+        const { low, high } = portRange(p);
+        const existing = ctx.state().machines[machineKey(p.hostaddr, p.machine_type)];
+        // Re-run after a crash: this job's own registration is already committed.
+        if (existing && existing.portLow === low && existing.portHigh === high && existing.datadir === p.datadir) return null;
+        orThrow(
+          await ctx.propose({
+            kind: CommandKind.MachineRegistered,
+            at: Date.now(),
+            hostaddr: p.hostaddr,
+            machineType: p.machine_type,
+            portLow: low,
+            portHigh: high,
+            rackId: p.rack_id,
+            datadir: p.datadir,
+            logdir: p.logdir,
+            walLogDir: p.wal_log_dir,
+            compDatadir: p.comp_datadir,
+            totalMemMb: Number(p.total_mem),
+            totalCpuCores: Number(p.total_cpu_cores),
+            facts: ctx.outputs['contact agent'],
+          }),
+        );
+        return null;
       },
-      {
-        name: 'record machine',
-        async run(ctx) {
-          const { low, high } = portRange(p);
-          const existing = ctx.state().machines[machineKey(p.hostaddr, p.machine_type)];
-          // Re-run after a crash: this job's own registration is already committed.
-          if (existing && existing.portLow === low && existing.portHigh === high && existing.datadir === p.datadir) return null;
-          orThrow(
-            await ctx.propose({
-              kind: CommandKind.MachineRegistered,
-              at: Date.now(),
-              hostaddr: p.hostaddr,
-              machineType: p.machine_type,
-              portLow: low,
-              portHigh: high,
-              rackId: p.rack_id,
-              datadir: p.datadir,
-              logdir: p.logdir,
-              walLogDir: p.wal_log_dir,
-              compDatadir: p.comp_datadir,
-              totalMemMb: Number(p.total_mem),
-              totalCpuCores: Number(p.total_cpu_cores),
-              facts: ctx.outputs['contact agent'],
-            }),
-          );
-          return null;
-        },
-      },
-    ],
-    result: () => ({}),
-  };
+    },
+  ],
+  result: () => ({}),
+};
 
 export const deleteMachine: JobOf<'delete_machine', { 'remove machine': null }> = {
-    jobType: 'delete_machine',
-    validate(p, state) {
-      if (!state.machines[machineKey(p.hostaddr, p.machine_type)]) {
-        throw KcmError.of('NOT_FOUND', `machine ${p.hostaddr} is not registered as ${p.machine_type}`, { field: 'paras.hostaddr' });
-      }
-    },
-    lockKey: (p) => `machine:${p.hostaddr}`,
-    steps: (p) => [
-      {
-        name: 'remove machine',
-        async run(ctx) {
-          // Re-run after a crash: already removed by this job.
-          if (!ctx.state().machines[machineKey(p.hostaddr, p.machine_type)]) return null;
-          orThrow(await ctx.propose({ kind: CommandKind.MachineRemoved, at: Date.now(), hostaddr: p.hostaddr, machineType: p.machine_type }));
-          return null;
-        },
+  jobType: 'delete_machine',
+  validate(p, state) {
+    if (!state.machines[machineKey(p.hostaddr, p.machine_type)]) {
+      throw KcmError.of('NOT_FOUND', `machine ${p.hostaddr} is not registered as ${p.machine_type}`, { field: 'paras.hostaddr' });
+    }
+  },
+  lockKey: (p) => `machine:${p.hostaddr}`,
+  steps: (p) => [
+    {
+      name: 'remove machine',
+      async run(ctx) {
+        // Re-run after a crash: already removed by this job.
+        if (!ctx.state().machines[machineKey(p.hostaddr, p.machine_type)]) return null;
+        orThrow(await ctx.propose({ kind: CommandKind.MachineRemoved, at: Date.now(), hostaddr: p.hostaddr, machineType: p.machine_type }));
+        return null;
       },
-    ],
-    result: () => ({}),
-  };
+    },
+  ],
+  result: () => ({}),
+};
 
 export const setMachine: JobOf<'set_machine', { 'set machine status': unknown }> = {
-    jobType: 'set_machine',
-    validate(p, state) {
-      if (!registeredHost(state, p.hostaddr)) throw KcmError.of('NOT_FOUND', `machine ${p.hostaddr} is not registered`, { field: 'paras.hostaddr' });
-    },
-    lockKey: (p) => `machine:${p.hostaddr}`,
-    steps: (p) => [
-      {
-        name: 'set machine status',
-        async run(ctx) {
-          return orThrow(
-            await ctx.propose({ kind: CommandKind.MachineStatusSet, at: Date.now(), hostaddr: p.hostaddr, nodeStats: p.node_stats, reason: 'operator' }),
-          );
-        },
+  jobType: 'set_machine',
+  validate(p, state) {
+    if (!registeredHost(state, p.hostaddr)) throw KcmError.of('NOT_FOUND', `machine ${p.hostaddr} is not registered`, { field: 'paras.hostaddr' });
+  },
+  lockKey: (p) => `machine:${p.hostaddr}`,
+  steps: (p) => [
+    {
+      name: 'set machine status',
+      async run(ctx) {
+        return orThrow(
+          await ctx.propose({ kind: CommandKind.MachineStatusSet, at: Date.now(), hostaddr: p.hostaddr, nodeStats: p.node_stats, reason: 'operator' }),
+        );
       },
-    ],
-    result: () => ({}),
-  };
+    },
+  ],
+  result: () => ({}),
+};

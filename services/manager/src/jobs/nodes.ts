@@ -181,76 +181,76 @@ interface AddOutputs {
 }
 
 export const addNodes: JobOf<'add_nodes', AddOutputs> = {
-    jobType: 'add_nodes',
-    validate: (p, state) => void planNewNodes(p, state),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'place new nodes',
-        async run(ctx) {
-          const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({ newShards: [], newNodes: planNewNodes(p, ctx.state()), newComps: [] }));
-          return { nodeIds: placed.nodeIds };
-        },
+  jobType: 'add_nodes',
+  validate: (p, state) => void planNewNodes(p, state),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'place new nodes',
+      async run(ctx) {
+        const cluster = readyCluster(ctx.state(), p.cluster_id);
+        const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({ newShards: [], newNodes: planNewNodes(p, ctx.state()), newComps: [] }));
+        return { nodeIds: placed.nodeIds };
       },
-      {
-        name: 'seed new standbys from a copy',
-        async run(ctx) {
-          const cluster = clusterOfStep(ctx, p.cluster_id);
-          const shards = Object.values(cluster.shards).filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId));
-          const policy: CopyPolicy = { allowReplicaDelayS: DEFAULT_ALLOWED_REPLICA_DELAY_S, allowPullFromMaster: true, pvLimitMb: 0, needBackup: false };
-          // Shards in parallel; one copy at a time within a shard, so its sources carry one stream.
-          await forEachInstance(shards, (s) => s.name, async (shard) => {
-            const nodes = Object.values(shard.nodes);
-            const sources = nodes.filter((n) => n.placedByJob !== ctx.jobId);
-            for (const node of nodes.filter((n) => n.placedByJob === ctx.jobId)) {
-              try {
-                await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'seed', `node-${node.id}`), cluster, shard, node, sources, policy, true);
-              } catch (err) {
-                throw new Error(`storage node ${node.id} on ${node.hostaddr}:${node.port}: ${(err as Error).message}`, { cause: err });
-              }
+    },
+    {
+      name: 'seed new standbys from a copy',
+      async run(ctx) {
+        const cluster = clusterOfStep(ctx, p.cluster_id);
+        const shards = Object.values(cluster.shards).filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId));
+        const policy: CopyPolicy = { allowReplicaDelayS: DEFAULT_ALLOWED_REPLICA_DELAY_S, allowPullFromMaster: true, pvLimitMb: 0, needBackup: false };
+        // Shards in parallel; one copy at a time within a shard, so its sources carry one stream.
+        await forEachInstance(shards, (s) => s.name, async (shard) => {
+          const nodes = Object.values(shard.nodes);
+          const sources = nodes.filter((n) => n.placedByJob !== ctx.jobId);
+          for (const node of nodes.filter((n) => n.placedByJob === ctx.jobId)) {
+            try {
+              await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'seed', `node-${node.id}`), cluster, shard, node, sources, policy, true);
+            } catch (err) {
+              throw new Error(`storage node ${node.id} on ${node.hostaddr}:${node.port}: ${(err as Error).message}`, { cause: err });
             }
-          });
-          return null;
-        },
+          }
+        });
+        return null;
       },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          const cluster = clusterOfStep(ctx, p.cluster_id);
-          const shards = Object.values(cluster.shards);
-          const added = shards.flatMap((s) => Object.values(s.nodes)).filter((n) => n.placedByJob === ctx.jobId);
-          await forEachInstance(added, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, n, 'mysql'));
-          return {
-            cluster_id: cluster.id,
-            cluster_name: cluster.name,
-            shards: String(shards.length),
-            comps: String(Object.keys(cluster.comps).length),
-            list_shard: shards
-              .filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId))
-              .map((s) => ({
-                shard_id: s.id,
-                shard_name: s.name,
-                nodes: String(Object.keys(s.nodes).length),
-                list_node: Object.values(s.nodes)
-                  .filter((n) => n.placedByJob === ctx.jobId)
-                  .map((n) => ({ hostaddr: n.hostaddr, node_id: n.id, port: String(n.port) })),
-              })),
-          };
-        },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        const cluster = clusterOfStep(ctx, p.cluster_id);
+        const shards = Object.values(cluster.shards);
+        const added = shards.flatMap((s) => Object.values(s.nodes)).filter((n) => n.placedByJob === ctx.jobId);
+        await forEachInstance(added, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, n, 'mysql'));
+        return {
+          cluster_id: cluster.id,
+          cluster_name: cluster.name,
+          shards: String(shards.length),
+          comps: String(Object.keys(cluster.comps).length),
+          list_shard: shards
+            .filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId))
+            .map((s) => ({
+              shard_id: s.id,
+              shard_name: s.name,
+              nodes: String(Object.keys(s.nodes).length),
+              list_node: Object.values(s.nodes)
+                .filter((n) => n.placedByJob === ctx.jobId)
+                .map((n) => ({ hostaddr: n.hostaddr, node_id: n.id, port: String(n.port) })),
+            })),
+        };
       },
-    ],
-    result: (outputs) => outputs['apply cpu limits'],
-    rollback: rollBackGrowJob('add_nodes'),
-  };
+    },
+  ],
+  result: (outputs) => outputs['apply cpu limits'],
+  rollback: rollBackGrowJob('add_nodes'),
+};
 
 export const deleteNodes: JobOf<'delete_nodes', TakeOutOutputs<'storage node'>> = {
-    jobType: 'delete_nodes',
-    validate: (p, state) => void deletableNode(state, p),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: () => takeOutInstanceSteps('storage node', (state, p: DeleteParas) => deletableNode(state, p).node),
-    result: () => ({}),
-  };
+  jobType: 'delete_nodes',
+  validate: (p, state) => void deletableNode(state, p),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: () => takeOutInstanceSteps('storage node', (state, p: DeleteParas) => deletableNode(state, p).node),
+  result: () => ({}),
+};
 
 interface RebuildOutputs {
   'rebuild standbys from a copy': RebuiltNodeResult[];
@@ -258,39 +258,39 @@ interface RebuildOutputs {
 }
 
 export const rebuildNode: JobOf<'rebuild_node', RebuildOutputs> = {
-    jobType: 'rebuild_node',
-    validate: (p, state) => void rebuildTargets(state, p),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'rebuild standbys from a copy',
-        async run(ctx) {
-          const { cluster, targets } = rebuildTargets(ctx.state(), p);
-          const rebuilding = new Set(targets.map((t) => t.node.id));
-          const copies: RebuiltNodeResult[] = [];
-          // One at a time: every shard keeps its other members serving and able to be sources.
-          for (const [i, { shard, node, policy }] of targets.entries()) {
-            await ctx.progress(i, targets.length);
-            const sources = Object.values(shard.nodes).filter((n) => !rebuilding.has(n.id));
-            try {
-              copies.push(copySummary(node, await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), cluster, shard, node, sources, policy, false)));
-            } catch (err) {
-              throw KcmError.of('INSTANCE_FAILED', `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
-            }
+  jobType: 'rebuild_node',
+  validate: (p, state) => void rebuildTargets(state, p),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'rebuild standbys from a copy',
+      async run(ctx) {
+        const { cluster, targets } = rebuildTargets(ctx.state(), p);
+        const rebuilding = new Set(targets.map((t) => t.node.id));
+        const copies: RebuiltNodeResult[] = [];
+        // One at a time: every shard keeps its other members serving and able to be sources.
+        for (const [i, { shard, node, policy }] of targets.entries()) {
+          await ctx.progress(i, targets.length);
+          const sources = Object.values(shard.nodes).filter((n) => !rebuilding.has(n.id));
+          try {
+            copies.push(copySummary(node, await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), cluster, shard, node, sources, policy, false)));
+          } catch (err) {
+            throw KcmError.of('INSTANCE_FAILED', `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
           }
-          return copies;
-        },
+        }
+        return copies;
       },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          // The rebuilt instances are new processes, outside the cgroups their predecessors had.
-          const { cluster, targets } = rebuildTargets(ctx.state(), p);
-          await forEachInstance(targets, ({ node }) => `mysql ${node.hostaddr}:${node.port}`, ({ node }) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, node, 'mysql'));
-          return null;
-        },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        // The rebuilt instances are new processes, outside the cgroups their predecessors had.
+        const { cluster, targets } = rebuildTargets(ctx.state(), p);
+        await forEachInstance(targets, ({ node }) => `mysql ${node.hostaddr}:${node.port}`, ({ node }) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, node, 'mysql'));
+        return null;
       },
-    ],
-    // The spec's result is {}; what each copy came from is added for the operator.
-    result: (outputs) => ({ list_node: outputs['rebuild standbys from a copy'] }),
-  };
+    },
+  ],
+  // The spec's result is {}; what each copy came from is added for the operator.
+  result: (outputs) => ({ list_node: outputs['rebuild standbys from a copy'] }),
+};

@@ -87,66 +87,66 @@ const newShardsOf = (ctx: StepContext<AddParas, AddOutputs>) => {
 };
 
 export const addShards: JobOf<'add_shards', AddOutputs> = {
-    jobType: 'add_shards',
-    validate: (p, state) => void planNewShards(p, state),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'place new shards',
-        async run(ctx) {
-          const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({
-            newShards: planNewShards(p, ctx.state()).map((s) => ({ hosts: s.hosts })),
-            newNodes: [],
-            newComps: [],
-          }));
-          return { shardIds: placed.shardIds };
-        },
+  jobType: 'add_shards',
+  validate: (p, state) => void planNewShards(p, state),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'place new shards',
+      async run(ctx) {
+        const cluster = readyCluster(ctx.state(), p.cluster_id);
+        const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({
+          newShards: planNewShards(p, ctx.state()).map((s) => ({ hosts: s.hosts })),
+          newNodes: [],
+          newComps: [],
+        }));
+        return { shardIds: placed.shardIds };
       },
-      {
-        name: 'install storage nodes',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          const nodes = shards.flatMap((s) => Object.values(s.nodes));
-          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(ctx.agents, ctx.jobId, cluster, n));
-          return null;
-        },
+    },
+    {
+      name: 'install storage nodes',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        const nodes = shards.flatMap((s) => Object.values(s.nodes));
+        await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(ctx.agents, ctx.jobId, cluster, n));
+        return null;
       },
-      {
-        name: 'set up replication',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(ctx.agents, ctx.jobId, cluster, s));
-          return null;
-        },
+    },
+    {
+      name: 'set up replication',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(ctx.agents, ctx.jobId, cluster, s));
+        return null;
       },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          const nodes = shards.flatMap((s) => Object.values(s.nodes));
-          await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, n, 'mysql'));
-          return null;
-        },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        const nodes = shards.flatMap((s) => Object.values(s.nodes));
+        await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, n, 'mysql'));
+        return null;
       },
-      {
-        name: 'connect compute nodes to shards',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
-          return {
-            cluster_id: cluster.id,
-            cluster_name: cluster.name,
-            shards: String(Object.keys(cluster.shards).length),
-            comps: String(Object.keys(cluster.comps).length),
-            list_shard: shardList(cluster, shards.map((s) => s.id)),
-          };
-        },
+    },
+    {
+      name: 'connect compute nodes to shards',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
+        return {
+          cluster_id: cluster.id,
+          cluster_name: cluster.name,
+          shards: String(Object.keys(cluster.shards).length),
+          comps: String(Object.keys(cluster.comps).length),
+          list_shard: shardList(cluster, shards.map((s) => s.id)),
+        };
       },
-    ],
-    result: (outputs) => outputs['connect compute nodes to shards'],
-    rollback: rollBackGrowJob('add_shards'),
-  };
+    },
+  ],
+  result: (outputs) => outputs['connect compute nodes to shards'],
+  rollback: rollBackGrowJob('add_shards'),
+};
 
 interface DeletedShard {
   shardId: string;
