@@ -11,6 +11,7 @@ export {
   isJobType,
   type JobType,
   type JobMode,
+  type AsyncJobType,
 } from './job-types';
 export {
   parseRequest,
@@ -23,6 +24,24 @@ export {
   type ParseResult,
 } from './envelope';
 export { PARAS_SCHEMAS, type ParasOf, type ParasInputOf } from './paras';
+export type {
+  JobResults,
+  ResultOf,
+  StatusAttachment,
+  JobProgressAttachment,
+  EmptyResult,
+  CreateClusterResult,
+  DeleteClusterResult,
+  AddShardsResult,
+  AddCompsResult,
+  AddNodesResult,
+  RebuildNodeResult,
+  RebuiltNodeResult,
+  UpdateInstanceCgroupResult,
+  RaftMissionResult,
+  ShardStepResult,
+  ComputerStepResult,
+} from './results';
 export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, type ErrorName, type ErrorEntry } from './errors';
 export { acceptReply, doneReply, statusReply, errorReply, JOB_STATUSES, type JobStatus, type ReplyEnvelope } from './replies';
 export { describeJob, FIELD_DOCS, type JobDescription, type ParaDescription } from './describe';

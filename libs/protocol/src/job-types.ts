@@ -56,7 +56,7 @@ export const JOB_TYPE_ALIASES: Readonly<Record<string, JobType>> = Object.freeze
 export type JobMode = 'async' | 'sync';
 
 /** sync: the reply carries the result (status `done`); async: the reply is `accept` + job_id. */
-export const JOB_MODES: Readonly<Record<JobType, JobMode>> = Object.freeze({
+export const JOB_MODES = Object.freeze({
   get_status: 'sync',
   create_machine: 'async',
   delete_machine: 'async',
@@ -85,7 +85,10 @@ export const JOB_MODES: Readonly<Record<JobType, JobMode>> = Object.freeze({
   get_cluster_detail: 'sync',
   get_variable: 'sync',
   raft_mission: 'async',
-});
+} as const satisfies Record<JobType, JobMode>);
+
+/** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */
+export type AsyncJobType = { [T in JobType]: (typeof JOB_MODES)[T] extends 'async' ? T : never }[JobType];
 
 const CANONICAL = new Set<string>(JOB_TYPES);
 

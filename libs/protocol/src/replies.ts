@@ -5,6 +5,7 @@
  */
 import type { KcmError } from './errors';
 import { PROTOCOL_VERSION } from './job-types';
+import type { StatusAttachment } from './results';
 
 export type JobStatus = 'started' | 'ongoing' | 'done' | 'failed';
 export const JOB_STATUSES: readonly JobStatus[] = ['started', 'ongoing', 'done', 'failed'];
@@ -42,7 +43,7 @@ export function statusReply(job: {
   status: JobStatus;
   errorCode: number;
   errorInfo: string;
-  attachment: Record<string, unknown> | null;
+  attachment: StatusAttachment;
 }): ReplyEnvelope {
   return {
     version: PROTOCOL_VERSION,

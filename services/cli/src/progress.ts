@@ -6,7 +6,7 @@
 //   { step: k, steps: n, step_name: "copy_rows", done?: 500, total?: 1000, unit?: "rows" }
 // A person at a terminal sees one redrawn bar; logs and pipes get a plain line per change.
 
-import type { ReplyEnvelope } from '@kcm/protocol';
+import type { JobProgressAttachment, ReplyEnvelope } from '@kcm/protocol';
 import type { CliOutput } from './io';
 
 export interface JobProgress {
@@ -23,10 +23,13 @@ function toNumber(value: unknown): number | undefined {
   return typeof n === 'number' && Number.isFinite(n) ? n : undefined;
 }
 
+/** Fields of the protocol's JobProgressAttachment, read defensively: the reply comes off the wire. */
+type WireProgress = { [K in keyof JobProgressAttachment['progress']]?: unknown };
+
 export function progressOf(attachment: Record<string, unknown> | null): JobProgress | undefined {
   const raw = attachment?.progress;
   if (typeof raw !== 'object' || raw === null) return undefined;
-  const p = raw as Record<string, unknown>;
+  const p = raw as WireProgress;
   return {
     step: toNumber(p.step),
     steps: toNumber(p.steps),

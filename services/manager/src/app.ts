@@ -5,23 +5,16 @@ import path from 'node:path';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, type Logger } from '@kcm/common';
-import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Transport } from '@kcm/raft';
-import { AgentPool, channelCredentials, serverCredentials } from '@kcm/agent-api';
+import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
+import { AgentPool, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
 import { CatalogSync } from './catalog-sync';
 import { InstanceReconciler } from './instance-reconciler';
-import { clusterJobs } from './jobs/cluster';
-import { cgroupJobs } from './jobs/cgroup';
-import { compJobs } from './jobs/comps';
-import { nodeJobs } from './jobs/nodes';
-import { shardJobs } from './jobs/shards';
-import { machineJobs } from './jobs/machines';
-import { raftMissionJob } from './jobs/raft-mission';
 import { CommitPacer } from './jobs/commit-pacer';
+import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
 import { JobRunner } from './jobs/runner';
-import type { JobDefinition } from './jobs/workflow';
 import { Leadership } from './leadership';
 import { ManagerService } from './manager-service';
 import { PeerDirectory, raftAddressOf, splitMember } from './members';
@@ -50,10 +43,26 @@ export interface Manager {
   stop(): Promise<void>;
 }
 
+/** The host agents a manager calls: the engine clients of jobs and the host-agent pool. */
+/**
+ * What a manager is built on. Each has a production default, so main.ts passes none; tests
+ * pass typed fakes (a MemoryStorage, an in-process transport, recording agents).
+ */
 export interface BuildOptions {
   logger?: Logger;
   /** Called after each job step commits on this member (tests count step runs). */
   onStepDone?(jobId: string, step: string): void;
+  /** Raft's log and hard state. Default: LevelDB under `<dataDir>/raft`, bootstrapped from the config. */
+  storage?: Storage & { close?(): Promise<void> };
+  /**
+   * Raft messages between members. Default: gRPC on the member's Raft address, which also
+   * serves followers' forwarded submissions (forward/); a given transport carries Raft only.
+   */
+  transport?: Transport;
+  /** The host agents. Default: gRPC clients at `<hostaddr>:<config.agentPort>`. */
+  agents?: Agents;
+  /** Options of particular jobs (delete_shards' table lister, raft_mission's timeouts). */
+  jobs?: Omit<JobTableOptions, 'raft'>;
 }
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
@@ -62,21 +71,23 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   collectDefaultMetrics({ register: promRegistry });
 
   const bootstrapVoters = config.join ? [] : config.initialMembers.length > 0 ? config.initialMembers : [config.member];
-  const storage = await LevelStorage.open(path.join(config.dataDir, 'raft'), { bootstrap: { voters: bootstrapVoters, learners: [] } });
+  const storage = opts.storage ?? (await LevelStorage.open(path.join(config.dataDir, 'raft'), { bootstrap: { voters: bootstrapVoters, learners: [] } }));
 
   // Followers forward submissions to the leader on its Raft address (forward/).
   let routing: RoutingService | undefined;
   const forwardService = { definition: forwardServiceDefinition, implementation: forwardServiceImplementation(() => routing, logger.child({ component: 'forward' })) };
-  const grpcTransport = new GrpcTransport({
-    id: config.member,
-    listen: raftAddressOf(config.member),
-    peers: {},
-    extraServices: [forwardService],
-    logger: logger.child({ component: 'raft-transport' }),
-    // The members' links take their credentials from the same place as the agents' (mTLS later).
-    channelCredentials: channelCredentials(),
-    serverCredentials: serverCredentials(),
-  });
+  const grpcTransport =
+    opts.transport ??
+    new GrpcTransport({
+      id: config.member,
+      listen: raftAddressOf(config.member),
+      peers: {},
+      extraServices: [forwardService],
+      logger: logger.child({ component: 'raft-transport' }),
+      // The members' links take their credentials from the same place as the agents' (mTLS later).
+      channelCredentials: channelCredentials(),
+      serverCredentials: serverCredentials(),
+    });
   const peers = new PeerDirectory(grpcTransport, [...config.initialMembers, ...storage.initialState().confState.voters, ...storage.initialState().confState.learners]);
   // A member we never heard of (the leader that adds us, a new learner) must be answerable.
   const transport: Transport = {
@@ -133,20 +144,16 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     },
   };
 
-  const agents = new AgentPool(config.agentPort);
-  const withAgent = agents.withAgent;
-  const engineAgents = agents; // one bounded pool for every agent client
-  const definitions: JobDefinition<any>[] = [
-    ...machineJobs({ store: observedStore, withAgent, agentPort: config.agentPort }),
-    ...clusterJobs({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) }),
-    ...[shardJobs, compJobs, nodeJobs, cgroupJobs].flatMap((family) => family({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'jobs' }) })),
-    raftMissionJob({ raft }),
-  ];
-  const registry = new Map(definitions.map((d) => [d.jobType, d]));
+  // One bounded pool for every agent client (@kcm/agent-api), or the test's fake.
+  const agents: Agents = opts.agents ?? new AgentPool(config.agentPort);
+  const { withAgent } = agents;
+  const engineAgents = agents;
+  const registry = registryOf(jobTable({ ...opts.jobs, raft }));
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
-  runner = new JobRunner(pacer.runnerStore, registry, logger.child({ component: 'jobs' }), {
+  const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }) };
+  runner = new JobRunner(pacer.runnerStore, registry, stepServices, {
     onStepDone(job, step, ms) {
       metrics.observeStep(job, step, ms / 1000);
       opts.onStepDone?.(job.id, step);
@@ -227,7 +234,6 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
         await leadership.update(false, raft.status().term);
         await raft.stop();
         agents.close();
-        engineAgents.close();
       })();
       return stopping;
     },

@@ -2,7 +2,7 @@
 // replicated state, commit JobSubmitted, reply with the id only after commit) and
 // linearizable reads for get_status and the queries.
 
-import { KcmError, parseId, type ValidRequest } from '@kcm/protocol';
+import { KcmError, parseId, type JobProgressAttachment, type JobResults, type ValidRequest } from '@kcm/protocol';
 import type { JobService, JobStatusView } from './gateway/job-service';
 import { CommandKind } from './meta/commands';
 import { jobOfRequest, type SubmittedJob } from './meta/jobs';
@@ -58,7 +58,7 @@ export class ManagerService implements JobService {
         paras: resolved,
         requestId: requestId ?? null,
         ...(digest === undefined ? {} : { requestDigest: digest }),
-        lockKey: def.lockKey(resolved),
+        lockKey: def.lockKey(resolved, this.deps.store.state()),
         // Lets the commit also start the job when nothing it waits for is running.
         stepNames: def.steps(resolved).map((s) => s.name),
       }),
@@ -94,11 +94,13 @@ function missingJobMessage(state: MetaState, jobId: string): string {
 export function statusView(job: JobRecord): JobStatusView {
   const base = { status: job.status, sentJobType: job.sentJobType };
   if (job.result) {
-    return { ...base, errorCode: job.result.errorCode, errorInfo: job.result.errorInfo, attachment: job.result.ok ? (job.result.attachment ?? {}) : null };
+    // Written by the job's result(), which the registry types as ResultOf<its job type>.
+    const result = (job.result.attachment ?? {}) as JobResults[keyof JobResults];
+    return { ...base, errorCode: job.result.errorCode, errorInfo: job.result.errorInfo, attachment: job.result.ok ? result : null };
   }
   if (job.status === 'started' || job.stepNames.length === 0) return { ...base, errorCode: 0, errorInfo: '', attachment: null };
   const step = Object.keys(job.stepOutputs).length; // steps finish in order
-  const progress: Record<string, unknown> = { step: Math.min(step + 1, job.stepNames.length), steps: job.stepNames.length, step_name: job.stepNames[step] ?? '' };
+  const progress: JobProgressAttachment['progress'] = { step: Math.min(step + 1, job.stepNames.length), steps: job.stepNames.length, step_name: job.stepNames[step] ?? '' };
   if (job.progress && job.progress.step === step) {
     progress.done = job.progress.unitsDone;
     progress.total = job.progress.unitsTotal;

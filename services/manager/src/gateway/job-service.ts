@@ -2,7 +2,7 @@
 // the reply envelope; a JobService owns what a job means. The real implementation is the
 // Raft-backed manager (commit JobSubmitted, read state with ReadIndex); unit tests use a fake.
 
-import type { JobStatus, ValidRequest } from '@kcm/protocol';
+import type { JobStatus, StatusAttachment, ValidRequest } from '@kcm/protocol';
 
 /** What get_status reports about one job. */
 export interface JobStatusView {
@@ -10,8 +10,8 @@ export interface JobStatusView {
   /** 0 while the job is fine; the catalog code of the error that failed it otherwise. */
   errorCode: number;
   errorInfo: string;
-  /** The job's result when done; `progress` (see ProgressView) while ongoing; null when none. */
-  attachment: Record<string, unknown> | null;
+  /** The job's result when done (the protocol's ResultOf its job type); its progress while ongoing; null when none. */
+  attachment: StatusAttachment;
   /** The job_type spelling the job was submitted with (replies echo it). */
   sentJobType: string;
 }

@@ -9,12 +9,11 @@
 // that storage node applies the cluster's own cpu_cores and cpu_limit_node again.
 
 import type { CpuLimitReply } from '@kcm/agent-api';
-import { KcmError, type ParasOf } from '@kcm/protocol';
+import { KcmError, type ParasOf, type UpdateInstanceCgroupResult } from '@kcm/protocol';
 import { machineKey, type ClusterRecord, type MetaState } from '../meta/state';
-import type { ClusterJobDeps } from './cluster';
 import { changeableCluster, forEachInstance } from './cluster-lookup';
 import { opId, setInstanceCpuLimit } from './instance-ops';
-import type { JobDefinition } from './workflow';
+import type { JobOf } from './workflow';
 
 type CgroupParas = ParasOf<'update_instance_cgroup'>;
 type InstanceType = CgroupParas['type'];
@@ -59,39 +58,35 @@ function targetInstance(state: MetaState, p: CgroupParas): ManagedInstance {
   return found;
 }
 
-export function cgroupJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
-  const updateInstanceCgroup: JobDefinition<CgroupParas> = {
-    jobType: 'update_instance_cgroup',
-    validate: (p, state) => void targetInstance(state, p),
-    // Called right after validate on the same state: the instance's cluster orders this job
-    // with the others that may remove or rebuild the instance.
-    lockKey: (p) => {
-      const found = instanceAt(store.state(), p.ip, p.port);
-      return found ? `cluster:${found.cluster.id}` : null;
-    },
-    steps: (p) => [
-      {
-        name: 'apply cpu limit',
-        async run(ctx) {
-          const { type, instance } = targetInstance(ctx.state(), p);
-          let reply: CpuLimitReply | undefined;
-          await forEachInstance([instance], (i) => `${type} ${i.hostaddr}:${i.port}`, async (i) => {
-            reply = await setInstanceCpuLimit(agents, opId(ctx.jobId, 'cgroup', `${type}-${i.id}`), i, type, { cpuCores: p.cpu_cores, mode: p.cgroup_mode });
-          });
-          return {
-            ip: p.ip,
-            port: String(p.port),
-            type,
-            cpu_cores: String(p.cpu_cores),
-            cgroup_mode: p.cgroup_mode,
-            cgroup_path: reply!.cgroup_path,
-            pids: reply!.pids.join(','),
-          };
-        },
+export const updateInstanceCgroup: JobOf<'update_instance_cgroup', { 'apply cpu limit': UpdateInstanceCgroupResult }> = {
+  jobType: 'update_instance_cgroup',
+  validate: (p, state) => void targetInstance(state, p),
+  // Called right after validate on the same state: the instance's cluster orders this job
+  // with the others that may remove or rebuild the instance.
+  lockKey: (p, state) => {
+    const found = instanceAt(state, p.ip, p.port);
+    return found ? `cluster:${found.cluster.id}` : null;
+  },
+  steps: (p) => [
+    {
+      name: 'apply cpu limit',
+      async run(ctx) {
+        const { type, instance } = targetInstance(ctx.state(), p);
+        let reply: CpuLimitReply | undefined;
+        await forEachInstance([instance], (i) => `${type} ${i.hostaddr}:${i.port}`, async (i) => {
+          reply = await setInstanceCpuLimit(ctx.agents, opId(ctx.jobId, 'cgroup', `${type}-${i.id}`), i, type, { cpuCores: p.cpu_cores, mode: p.cgroup_mode });
+        });
+        return {
+          ip: p.ip,
+          port: String(p.port),
+          type,
+          cpu_cores: String(p.cpu_cores),
+          cgroup_mode: p.cgroup_mode,
+          cgroup_path: reply!.cgroup_path,
+          pids: reply!.pids.join(','),
+        };
       },
-    ],
-    result: (outputs) => outputs['apply cpu limit'] as Record<string, unknown>,
-  };
-  return [updateInstanceCgroup];
-}
+    },
+  ],
+  result: (outputs) => outputs['apply cpu limit'],
+};

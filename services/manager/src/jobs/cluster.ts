@@ -6,12 +6,10 @@
 // every instance the job created and returns its ports (rollback); what it cannot remove
 // now is recorded and removed when its host's agent answers again (rollback.ts).
 
-import { KcmError, type ParasOf } from '@kcm/protocol';
-import type { Logger } from '@kcm/common';
+import { KcmError, type ComputerStepResult, type CreateClusterResult, type DeleteClusterResult, type ShardStepResult, type ParasOf } from '@kcm/protocol';
 import { clusterCreatedByJob } from '../meta/clusters';
 import { CommandKind } from '../meta/commands';
 import type { ClusterOptions, ClusterRecord, MetaState } from '../meta/state';
-import type { MetaStore } from '../meta/store';
 import { changeableCluster, clusterByReference, clusterOfStep, forEachInstance } from './cluster-lookup';
 import { generateClusterAccounts } from './credentials';
 import { orThrow } from './errors';
@@ -25,17 +23,10 @@ import {
   shardEndpoints,
   storageNodes,
   opId,
-  type EngineAgents,
 } from './instance-ops';
 import { candidatesFor, carryLoad, checkStorageSpace, computeDemand, placeComps, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackJob, wholeClusterPlan } from './rollback';
-import type { JobDefinition, StepContext } from './workflow';
-
-export interface ClusterJobDeps {
-  store: MetaStore;
-  agents: EngineAgents;
-  logger: Logger;
-}
+import type { JobOf, StepContext } from './workflow';
 
 type CreateParas = ParasOf<'create_cluster'>;
 /** cluster_id is always there: resolve() fills it in from cluster_name at submission. */
@@ -101,7 +92,7 @@ function validateCreate(p: CreateParas, state: MetaState): void {
 }
 
 /** What the client gets: the spec's fields, the accounts the reference clients read, and where everything went. */
-function createResult(cluster: ClusterRecord): Record<string, unknown> {
+function createResult(cluster: ClusterRecord): CreateClusterResult {
   const shards = Object.values(cluster.shards);
   const unspread = unspreadShards(cluster);
   return {
@@ -128,105 +119,110 @@ function createResult(cluster: ClusterRecord): Record<string, unknown> {
   };
 }
 
-export function clusterJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
-  const createdCluster = (ctx: StepContext<CreateParas>) => clusterOfStep(ctx, (ctx.outputs['plan placement'] as { clusterId: string }).clusterId);
-
-  const createCluster: JobDefinition<CreateParas> = {
-    jobType: 'create_cluster',
-    validate: validateCreate,
-    // The cluster's id does not exist yet; other jobs on it are refused until it is built.
-    lockKey: () => null,
-    steps: (p) => [
-      {
-        name: 'plan placement',
-        async run(ctx) {
-          if (!clusterCreatedByJob(ctx.state(), ctx.jobId)) {
-            const plan = planCluster(p, ctx.state());
-            orThrow(
-              await store.propose({
-                kind: CommandKind.ClusterCreated,
-                at: Date.now(),
-                jobId: ctx.jobId,
-                nickName: p.nick_name,
-                options: optionsOf(p),
-                accounts: generateClusterAccounts(),
-                placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
-              }),
-            );
-          }
-          const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId)!;
-          return { clusterId: cluster.id, clusterName: cluster.name, unspreadShards: unspreadShards(cluster) };
-        },
-      },
-      {
-        name: 'install storage nodes',
-        async run(ctx) {
-          const cluster = createdCluster(ctx);
-          await forEachInstance(storageNodes(cluster), ({ node }) => `storage node ${node.id} on ${node.hostaddr}:${node.port}`, ({ node }) => installStorageNode(agents, ctx.jobId, cluster, node));
-          return null;
-        },
-      },
-      {
-        name: 'set up replication',
-        async run(ctx) {
-          const cluster = createdCluster(ctx);
-          await forEachInstance(Object.values(cluster.shards), (s) => s.name, (shard) => setUpShardReplication(agents, ctx.jobId, cluster, shard));
-          return null;
-        },
-      },
-      {
-        name: 'install compute nodes',
-        async run(ctx) {
-          const cluster = createdCluster(ctx);
-          await forEachInstance(Object.values(cluster.comps), (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (comp) => installComp(agents, ctx.jobId, cluster, comp));
-          return null;
-        },
-      },
-      {
-        name: 'connect compute nodes to shards',
-        async run(ctx) {
-          const cluster = createdCluster(ctx);
-          const shards = shardEndpoints(cluster);
-          await forEachInstance(Object.values(cluster.comps), (c) => c.name, (comp) =>
-            agents.postgres(comp.hostaddr).syncCatalog(opId(ctx.jobId, 'catalog', `comp-${comp.id}`), comp.port, shards),
-          );
-          return null;
-        },
-      },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          const cluster = createdCluster(ctx);
-          const instances = [
-            ...storageNodes(cluster).map(({ node }) => ({ instance: node, kind: 'mysql' as const })),
-            ...Object.values(cluster.comps).map((comp) => ({ instance: comp, kind: 'pg' as const })),
-          ];
-          await forEachInstance(instances, (i) => `${i.kind} ${i.instance.hostaddr}:${i.instance.port}`, (i) => applyCpuLimit(agents, ctx.jobId, cluster, i.instance, i.kind));
-          return null;
-        },
-      },
-      {
-        name: 'mark cluster ready',
-        async run(ctx) {
-          const cluster = createdCluster(ctx);
-          orThrow(await store.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'ready' }));
-          return createResult(clusterOfStep(ctx, cluster.id));
-        },
-      },
-    ],
-    result: (outputs) => outputs['mark cluster ready'] as Record<string, unknown>,
-    async rollback(ctx, failedStep, error) {
-      const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId);
-      if (!cluster) return undefined; // nothing was placed
-      deps.logger.warn({ jobId: ctx.jobId, clusterId: cluster.id, failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
-      // Ports are returned per instance, only once it is gone from its host (rollback.ts).
-      return rollBackJob(deps, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
-    },
-  };
-
-  return [createCluster, deleteClusterJob(deps)];
+interface CreateOutputs {
+  'plan placement': { clusterId: string; clusterName: string; unspreadShards: string[] };
+  'install storage nodes': null;
+  'set up replication': null;
+  'install compute nodes': null;
+  'connect compute nodes to shards': null;
+  'apply cpu limits': null;
+  'mark cluster ready': CreateClusterResult;
 }
+
+const createdCluster = (ctx: StepContext<CreateParas, CreateOutputs>) => clusterOfStep(ctx, ctx.outputs['plan placement'].clusterId);
+
+export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
+  jobType: 'create_cluster',
+  validate: validateCreate,
+  // The cluster's id does not exist yet; other jobs on it are refused until it is built.
+  lockKey: () => null,
+  steps: (p) => [
+    {
+      name: 'plan placement',
+      async run(ctx) {
+        if (!clusterCreatedByJob(ctx.state(), ctx.jobId)) {
+          const plan = planCluster(p, ctx.state());
+          orThrow(
+            await ctx.propose({
+              kind: CommandKind.ClusterCreated,
+              at: Date.now(),
+              jobId: ctx.jobId,
+              nickName: p.nick_name,
+              options: optionsOf(p),
+              accounts: generateClusterAccounts(),
+              placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
+            }),
+          );
+        }
+        const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId)!;
+        return { clusterId: cluster.id, clusterName: cluster.name, unspreadShards: unspreadShards(cluster) };
+      },
+    },
+    {
+      name: 'install storage nodes',
+      async run(ctx) {
+        const cluster = createdCluster(ctx);
+        await forEachInstance(storageNodes(cluster), ({ node }) => `storage node ${node.id} on ${node.hostaddr}:${node.port}`, ({ node }) => installStorageNode(ctx.agents, ctx.jobId, cluster, node));
+        return null;
+      },
+    },
+    {
+      name: 'set up replication',
+      async run(ctx) {
+        const cluster = createdCluster(ctx);
+        await forEachInstance(Object.values(cluster.shards), (s) => s.name, (shard) => setUpShardReplication(ctx.agents, ctx.jobId, cluster, shard));
+        return null;
+      },
+    },
+    {
+      name: 'install compute nodes',
+      async run(ctx) {
+        const cluster = createdCluster(ctx);
+        await forEachInstance(Object.values(cluster.comps), (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (comp) => installComp(ctx.agents, ctx.jobId, cluster, comp));
+        return null;
+      },
+    },
+    {
+      name: 'connect compute nodes to shards',
+      async run(ctx) {
+        const cluster = createdCluster(ctx);
+        const shards = shardEndpoints(cluster);
+        await forEachInstance(Object.values(cluster.comps), (c) => c.name, (comp) =>
+          ctx.agents.postgres(comp.hostaddr).syncCatalog(opId(ctx.jobId, 'catalog', `comp-${comp.id}`), comp.port, shards),
+        );
+        return null;
+      },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        const cluster = createdCluster(ctx);
+        const instances = [
+          ...storageNodes(cluster).map(({ node }) => ({ instance: node, kind: 'mysql' as const })),
+          ...Object.values(cluster.comps).map((comp) => ({ instance: comp, kind: 'pg' as const })),
+        ];
+        await forEachInstance(instances, (i) => `${i.kind} ${i.instance.hostaddr}:${i.instance.port}`, (i) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, i.instance, i.kind));
+        return null;
+      },
+    },
+    {
+      name: 'mark cluster ready',
+      async run(ctx) {
+        const cluster = createdCluster(ctx);
+        orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'ready' }));
+        return createResult(clusterOfStep(ctx, cluster.id));
+      },
+    },
+  ],
+  result: (outputs) => outputs['mark cluster ready'],
+  async rollback(ctx, failedStep, error) {
+    const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId);
+    if (!cluster) return undefined; // nothing was placed
+    ctx.logger.warn({ jobId: ctx.jobId, clusterId: cluster.id, failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
+    // Ports are returned per instance, only once it is gone from its host (rollback.ts).
+    return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
+  },
+};
 
 interface DeleteSnapshot {
   clusterId: string;
@@ -238,84 +234,87 @@ interface DeleteSnapshot {
 
 const hostsList = (instances: { hostaddr: string; port: number }[]) => instances.map((i) => `${i.hostaddr}_${i.port};`).join('');
 
-function deleteClusterJob(deps: ClusterJobDeps): JobDefinition<DeleteParas> {
-  const { store, agents } = deps;
-  const snapshotOf = (ctx: StepContext<DeleteParas>) => ctx.outputs['mark cluster deleting'] as DeleteSnapshot;
-  return {
-    jobType: 'delete_cluster',
-    validate: (p, state) => void changeableCluster(state, clusterByReference(state, p).id),
-    resolve: (p, state) => ({ ...p, cluster_id: clusterByReference(state, p).id }),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'mark cluster deleting',
-        async run(ctx): Promise<DeleteSnapshot> {
-          const cluster = changeableCluster(ctx.state(), p.cluster_id);
-          orThrow(await store.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'deleting' }));
-          // What to remove, kept in the job: later steps must find it even after the record is gone.
-          return {
-            clusterId: cluster.id,
-            clusterName: cluster.name,
-            shards: Object.values(cluster.shards).map((s) => ({ id: s.id, nodes: Object.values(s.nodes).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })) })),
-            comps: Object.values(cluster.comps).map(({ id, hostaddr, port, compDatadir }) => ({ id, hostaddr, port, compDatadir })),
-          };
-        },
-      },
-      {
-        name: 'remove compute nodes',
-        async run(ctx) {
-          const snap = snapshotOf(ctx);
-          await forEachInstance(snap.comps, (c) => `comp_${c.id} on ${c.hostaddr}:${c.port}`, (comp) => removeComp(agents, ctx.jobId, comp));
-          return snap.comps.map((c) => ({
-            cluster_id: snap.clusterId,
-            computer_hosts: hostsList([c]),
-            computer_id: c.id,
-            computer_state: 'done',
-            error_code: 0,
-            error_info: '',
-            rollback_flag: 0,
-          }));
-        },
-      },
-      {
-        name: 'remove storage nodes',
-        async run(ctx) {
-          const snap = snapshotOf(ctx);
-          const nodes = snap.shards.flatMap((s) => s.nodes);
-          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (node) => removeStorageNode(agents, ctx.jobId, node));
-          return snap.shards.map((s) => ({
-            cluster_id: snap.clusterId,
-            error_code: 0,
-            error_info: '',
-            rollback_flag: 0,
-            shard_ids: s.id,
-            storage_hosts: hostsList(s.nodes),
-            storage_id: s.id,
-            storage_state: 'done',
-          }));
-        },
-      },
-      {
-        name: 'release ports',
-        async run(ctx) {
-          orThrow(await store.propose({ kind: CommandKind.ClusterDeleted, at: Date.now(), clusterId: snapshotOf(ctx).clusterId }));
-          return null;
-        },
-      },
-    ],
-    result(outputs) {
-      const snap = outputs['mark cluster deleting'] as DeleteSnapshot;
-      return {
-        cluster_id: snap.clusterId,
-        cluster_name: snap.clusterName,
-        job_steps: 'computer,shard',
-        shard_id: snap.shards.map((s) => s.id).join(','),
-        computer_id: snap.comps.map((c) => c.id).join(','),
-        storage_state: 'done',
-        computer_state: 'done',
-        shard_step: outputs['remove storage nodes'],
-        computer_step: outputs['remove compute nodes'],
-      };
-    },
-  };
+interface DeleteOutputs {
+  'mark cluster deleting': DeleteSnapshot;
+  'remove compute nodes': ComputerStepResult[];
+  'remove storage nodes': ShardStepResult[];
+  'release ports': null;
 }
+
+export const deleteCluster: JobOf<'delete_cluster', DeleteOutputs, DeleteParas> = {
+  jobType: 'delete_cluster',
+  validate: (p, state) => void changeableCluster(state, clusterByReference(state, p).id),
+  resolve: (p, state) => ({ ...p, cluster_id: clusterByReference(state, p).id }),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'mark cluster deleting',
+      async run(ctx): Promise<DeleteSnapshot> {
+        const cluster = changeableCluster(ctx.state(), p.cluster_id);
+        orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'deleting' }));
+        // What to remove, kept in the job: later steps must find it even after the record is gone.
+        return {
+          clusterId: cluster.id,
+          clusterName: cluster.name,
+          shards: Object.values(cluster.shards).map((s) => ({ id: s.id, nodes: Object.values(s.nodes).map(({ id, hostaddr, port }) => ({ id, hostaddr, port })) })),
+          comps: Object.values(cluster.comps).map(({ id, hostaddr, port, compDatadir }) => ({ id, hostaddr, port, compDatadir })),
+        };
+      },
+    },
+    {
+      name: 'remove compute nodes',
+      async run(ctx) {
+        const snap = ctx.outputs['mark cluster deleting'];
+        await forEachInstance(snap.comps, (c) => `comp_${c.id} on ${c.hostaddr}:${c.port}`, (comp) => removeComp(ctx.agents, ctx.jobId, comp));
+        return snap.comps.map((c) => ({
+          cluster_id: snap.clusterId,
+          computer_hosts: hostsList([c]),
+          computer_id: c.id,
+          computer_state: 'done',
+          error_code: 0,
+          error_info: '',
+          rollback_flag: 0,
+        }));
+      },
+    },
+    {
+      name: 'remove storage nodes',
+      async run(ctx) {
+        const snap = ctx.outputs['mark cluster deleting'];
+        const nodes = snap.shards.flatMap((s) => s.nodes);
+        await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (node) => removeStorageNode(ctx.agents, ctx.jobId, node));
+        return snap.shards.map((s) => ({
+          cluster_id: snap.clusterId,
+          error_code: 0,
+          error_info: '',
+          rollback_flag: 0,
+          shard_ids: s.id,
+          storage_hosts: hostsList(s.nodes),
+          storage_id: s.id,
+          storage_state: 'done',
+        }));
+      },
+    },
+    {
+      name: 'release ports',
+      async run(ctx) {
+        orThrow(await ctx.propose({ kind: CommandKind.ClusterDeleted, at: Date.now(), clusterId: ctx.outputs['mark cluster deleting'].clusterId }));
+        return null;
+      },
+    },
+  ],
+  result(outputs) {
+    const snap = outputs['mark cluster deleting'];
+    return {
+      cluster_id: snap.clusterId,
+      cluster_name: snap.clusterName,
+      job_steps: 'computer,shard',
+      shard_id: snap.shards.map((s) => s.id).join(','),
+      computer_id: snap.comps.map((c) => c.id).join(','),
+      storage_state: 'done',
+      computer_state: 'done',
+      shard_step: outputs['remove storage nodes'],
+      computer_step: outputs['remove compute nodes'],
+    };
+  },
+};

@@ -5,14 +5,14 @@
 // table per shard table) and their cpu limits. A failed step removes what it placed.
 // delete_comp removes one compute node, never the last one.
 
-import { KcmError, type ParasOf } from '@kcm/protocol';
+import { KcmError, type AddCompsResult, type EmptyResult, type ParasOf } from '@kcm/protocol';
 import type { ClusterRecord, CompRecord, MetaState } from '../meta/state';
-import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster } from './cluster-lookup';
-import { applyCpuLimit, installComp, placeOnce, syncCompCatalogs, takeOutInstanceSteps } from './instance-ops';
+import { applyCpuLimit, installComp, placeOnce, syncCompCatalogs } from './instance-ops';
 import { candidatesFor, computeDemand, placeComps } from './placement';
-import { rollBackPlacement } from './rollback';
-import type { JobDefinition, StepContext } from './workflow';
+import { rollBackGrowJob } from './rollback';
+import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
+import type { JobOf, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_comps'>;
 type DeleteParas = ParasOf<'delete_comp'>;
@@ -35,75 +35,76 @@ function deletableComp(state: MetaState, p: DeleteParas): { cluster: ClusterReco
   return { cluster, comp };
 }
 
-export function compJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
-
-  const newCompsOf = (ctx: StepContext<AddParas>) => {
-    const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
-    const { compIds } = ctx.outputs['place compute nodes'] as { compIds: string[] };
-    const comps = compIds.map((id) => {
-      const comp = cluster.comps[id];
-      if (!comp) throw KcmError.of('NOT_FOUND', `compute node ${id} placed by this job is no longer part of cluster ${cluster.id}`);
-      return comp;
-    });
-    return { cluster, comps };
-  };
-
-  const addComps: JobDefinition<AddParas> = {
-    jobType: 'add_comps',
-    validate: (p, state) => void planNewComps(p, state),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'place compute nodes',
-        async run(ctx) {
-          const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(store, cluster, ctx.jobId, () => ({ newShards: [], newNodes: [], newComps: planNewComps(p, ctx.state()) }));
-          return { compIds: placed.compIds };
-        },
-      },
-      {
-        name: 'install compute nodes',
-        async run(ctx) {
-          const { cluster, comps } = newCompsOf(ctx);
-          await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(agents, ctx.jobId, cluster, c));
-          return null;
-        },
-      },
-      {
-        name: 'connect compute nodes to shards',
-        async run(ctx) {
-          const { cluster, comps } = newCompsOf(ctx);
-          await syncCompCatalogs(agents, ctx.jobId, 'catalog', cluster, comps);
-          return null;
-        },
-      },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          const { cluster, comps } = newCompsOf(ctx);
-          await forEachInstance(comps, (c) => `pg ${c.hostaddr}:${c.port}`, (c) => applyCpuLimit(agents, ctx.jobId, cluster, c, 'pg'));
-          return {
-            cluster_id: cluster.id,
-            cluster_name: cluster.name,
-            shards: String(Object.keys(cluster.shards).length),
-            comps: String(Object.keys(cluster.comps).length),
-            list_comp: comps.map((c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port) })),
-          };
-        },
-      },
-    ],
-    result: (outputs) => outputs['apply cpu limits'] as Record<string, unknown>,
-    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_comps', ctx.paras.cluster_id, failedStep, error.message),
-  };
-
-  const deleteComp: JobDefinition<DeleteParas> = {
-    jobType: 'delete_comp',
-    validate: (p, state) => void deletableComp(state, p),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: () => takeOutInstanceSteps<DeleteParas>(store, agents, 'compute node', (state, p) => deletableComp(state, p).comp),
-    result: () => ({}),
-  };
-
-  return [addComps, deleteComp];
+interface AddOutputs {
+  'place compute nodes': { compIds: string[] };
+  'install compute nodes': null;
+  'connect compute nodes to shards': null;
+  'apply cpu limits': AddCompsResult;
 }
+
+const newCompsOf = (ctx: StepContext<AddParas, AddOutputs>) => {
+  const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
+  const { compIds } = ctx.outputs['place compute nodes'];
+  const comps = compIds.map((id) => {
+    const comp = cluster.comps[id];
+    if (!comp) throw KcmError.of('NOT_FOUND', `compute node ${id} placed by this job is no longer part of cluster ${cluster.id}`);
+    return comp;
+  });
+  return { cluster, comps };
+};
+
+export const addComps: JobOf<'add_comps', AddOutputs> = {
+  jobType: 'add_comps',
+  validate: (p, state) => void planNewComps(p, state),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'place compute nodes',
+      async run(ctx) {
+        const cluster = readyCluster(ctx.state(), p.cluster_id);
+        const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({ newShards: [], newNodes: [], newComps: planNewComps(p, ctx.state()) }));
+        return { compIds: placed.compIds };
+      },
+    },
+    {
+      name: 'install compute nodes',
+      async run(ctx) {
+        const { cluster, comps } = newCompsOf(ctx);
+        await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(ctx.agents, ctx.jobId, cluster, c));
+        return null;
+      },
+    },
+    {
+      name: 'connect compute nodes to shards',
+      async run(ctx) {
+        const { cluster, comps } = newCompsOf(ctx);
+        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, comps);
+        return null;
+      },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        const { cluster, comps } = newCompsOf(ctx);
+        await forEachInstance(comps, (c) => `pg ${c.hostaddr}:${c.port}`, (c) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, c, 'pg'));
+        return {
+          cluster_id: cluster.id,
+          cluster_name: cluster.name,
+          shards: String(Object.keys(cluster.shards).length),
+          comps: String(Object.keys(cluster.comps).length),
+          list_comp: comps.map((c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port) })),
+        };
+      },
+    },
+  ],
+  result: (outputs) => outputs['apply cpu limits'],
+  rollback: rollBackGrowJob('add_comps'),
+};
+
+export const deleteComp: JobOf<'delete_comp', TakeOutOutputs<'compute node'>> = {
+  jobType: 'delete_comp',
+  validate: (p, state) => void deletableComp(state, p),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: () => takeOutInstanceSteps('compute node', (state, p: DeleteParas) => deletableComp(state, p).comp),
+  result: () => ({}),
+};

@@ -11,7 +11,6 @@ import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
 import { orThrow } from './errors';
-import type { JobStep } from './workflow';
 
 /**
  * The agents as the jobs use them: one client per host and engine, from the manager's one
@@ -180,39 +179,4 @@ export interface RemovedInstance {
   id: string;
   hostaddr: string;
   port: number;
-}
-
-/**
- * The two steps that take one storage node or compute node out of a cluster (delete_nodes,
- * delete_comp): remove it from its host (instance, directories, cgroup), then forget it and
- * return its port. `find` re-checks the request on the state of the moment and names the
- * instance; the record is forgotten only once the instance is gone, so its port is free
- * when it is handed out again.
- */
-export function takeOutInstanceSteps<P extends { cluster_id: string }>(
-  store: MetaStore,
-  agents: EngineAgents,
-  kind: 'storage node' | 'compute node',
-  find: (state: ReturnType<MetaStore['state']>, p: P) => RemovedInstance,
-): JobStep<P>[] {
-  return [
-    {
-      name: `remove ${kind}`,
-      async run(ctx): Promise<RemovedInstance> {
-        const found = find(ctx.state(), ctx.paras);
-        const { id, hostaddr, port } = found;
-        await (kind === 'storage node' ? removeStorageNode : removeComp)(agents, ctx.jobId, found);
-        return { id, hostaddr, port };
-      },
-    },
-    {
-      name: `forget ${kind}`,
-      async run(ctx) {
-        const { id } = ctx.outputs[`remove ${kind}`] as RemovedInstance;
-        const ids = kind === 'storage node' ? { nodeIds: [id], compIds: [] } : { nodeIds: [], compIds: [id] };
-        orThrow(await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: ctx.paras.cluster_id, shardIds: [], ...ids }));
-        return null;
-      },
-    },
-  ];
 }

@@ -12,16 +12,16 @@
 // instance on its own host (the agent reports where); hdfs_host is accepted and not used,
 // as there is no HDFS here.
 
-import { KcmError, MIN_NODES_PER_SHARD, type ParasOf } from '@kcm/protocol';
+import { KcmError, MIN_NODES_PER_SHARD, type AddNodesResult, type EmptyResult, type ParasOf, type RebuildNodeResult, type RebuiltNodeResult } from '@kcm/protocol';
 import type { MariaDbAgentClient } from '@kcm/agent-api';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
-import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
-import { applyCpuLimit, instanceSpec, opId, placeOnce, takeOutInstanceSteps, type EngineAgents } from './instance-ops';
+import { applyCpuLimit, instanceSpec, opId, placeOnce, type EngineAgents } from './instance-ops';
 import { errorNameOf } from './errors';
 import { candidatesFor, checkStorageSpace, placeNodesInShard, storageDemand } from './placement';
-import { rollBackPlacement } from './rollback';
-import type { JobDefinition } from './workflow';
+import { rollBackGrowJob } from './rollback';
+import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
+import type { JobOf } from './workflow';
 
 type AddParas = ParasOf<'add_nodes'>;
 type DeleteParas = ParasOf<'delete_nodes'>;
@@ -164,7 +164,7 @@ function rebuildTargets(state: MetaState, p: RebuildParas): { cluster: ClusterRe
   return { cluster, targets };
 }
 
-const copySummary = (node: StorageNodeRecord, r: MariaDbRebuildReply) => ({
+const copySummary = (node: StorageNodeRecord, r: MariaDbRebuildReply): RebuiltNodeResult => ({
   node_id: node.id,
   hostaddr: node.hostaddr,
   port: String(node.port),
@@ -175,118 +175,123 @@ const copySummary = (node: StorageNodeRecord, r: MariaDbRebuildReply) => ({
   kept_old_data: r.kept_old_data,
 });
 
-export function nodeJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
+interface AddOutputs {
+  'place new nodes': { nodeIds: string[] };
+  'seed new standbys from a copy': null;
+  'apply cpu limits': AddNodesResult;
+}
 
-  const addNodes: JobDefinition<AddParas> = {
-    jobType: 'add_nodes',
-    validate: (p, state) => void planNewNodes(p, state),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'place new nodes',
-        async run(ctx) {
-          const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(store, cluster, ctx.jobId, () => ({ newShards: [], newNodes: planNewNodes(p, ctx.state()), newComps: [] }));
-          return { nodeIds: placed.nodeIds };
-        },
+export const addNodes: JobOf<'add_nodes', AddOutputs> = {
+  jobType: 'add_nodes',
+  validate: (p, state) => void planNewNodes(p, state),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'place new nodes',
+      async run(ctx) {
+        const cluster = readyCluster(ctx.state(), p.cluster_id);
+        const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({ newShards: [], newNodes: planNewNodes(p, ctx.state()), newComps: [] }));
+        return { nodeIds: placed.nodeIds };
       },
-      {
-        name: 'seed new standbys from a copy',
-        async run(ctx) {
-          const cluster = clusterOfStep(ctx, p.cluster_id);
-          const shards = Object.values(cluster.shards).filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId));
-          const policy: CopyPolicy = { allowReplicaDelayS: DEFAULT_ALLOWED_REPLICA_DELAY_S, allowPullFromMaster: true, pvLimitMb: 0, needBackup: false };
-          // Shards in parallel; one copy at a time within a shard, so its sources carry one stream.
-          await forEachInstance(shards, (s) => s.name, async (shard) => {
-            const nodes = Object.values(shard.nodes);
-            const sources = nodes.filter((n) => n.placedByJob !== ctx.jobId);
-            for (const node of nodes.filter((n) => n.placedByJob === ctx.jobId)) {
-              try {
-                await copyIntoStandby(agents, opId(ctx.jobId, 'seed', `node-${node.id}`), cluster, shard, node, sources, policy, true);
-              } catch (err) {
-                throw new Error(`storage node ${node.id} on ${node.hostaddr}:${node.port}: ${(err as Error).message}`, { cause: err });
-              }
-            }
-          });
-          return null;
-        },
-      },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          const cluster = clusterOfStep(ctx, p.cluster_id);
-          const shards = Object.values(cluster.shards);
-          const added = shards.flatMap((s) => Object.values(s.nodes)).filter((n) => n.placedByJob === ctx.jobId);
-          await forEachInstance(added, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(agents, ctx.jobId, cluster, n, 'mysql'));
-          return {
-            cluster_id: cluster.id,
-            cluster_name: cluster.name,
-            shards: String(shards.length),
-            comps: String(Object.keys(cluster.comps).length),
-            list_shard: shards
-              .filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId))
-              .map((s) => ({
-                shard_id: s.id,
-                shard_name: s.name,
-                nodes: String(Object.keys(s.nodes).length),
-                list_node: Object.values(s.nodes)
-                  .filter((n) => n.placedByJob === ctx.jobId)
-                  .map((n) => ({ hostaddr: n.hostaddr, node_id: n.id, port: String(n.port) })),
-              })),
-          };
-        },
-      },
-    ],
-    result: (outputs) => outputs['apply cpu limits'] as Record<string, unknown>,
-    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_nodes', ctx.paras.cluster_id, failedStep, error.message),
-  };
-
-  const deleteNodes: JobDefinition<DeleteParas> = {
-    jobType: 'delete_nodes',
-    validate: (p, state) => void deletableNode(state, p),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: () => takeOutInstanceSteps<DeleteParas>(store, agents, 'storage node', (state, p) => deletableNode(state, p).node),
-    result: () => ({}),
-  };
-
-  const rebuildNode: JobDefinition<RebuildParas> = {
-    jobType: 'rebuild_node',
-    validate: (p, state) => void rebuildTargets(state, p),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'rebuild standbys from a copy',
-        async run(ctx) {
-          const { cluster, targets } = rebuildTargets(ctx.state(), p);
-          const rebuilding = new Set(targets.map((t) => t.node.id));
-          const copies: ReturnType<typeof copySummary>[] = [];
-          // One at a time: every shard keeps its other members serving and able to be sources.
-          for (const [i, { shard, node, policy }] of targets.entries()) {
-            await ctx.progress(i, targets.length);
-            const sources = Object.values(shard.nodes).filter((n) => !rebuilding.has(n.id));
+    },
+    {
+      name: 'seed new standbys from a copy',
+      async run(ctx) {
+        const cluster = clusterOfStep(ctx, p.cluster_id);
+        const shards = Object.values(cluster.shards).filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId));
+        const policy: CopyPolicy = { allowReplicaDelayS: DEFAULT_ALLOWED_REPLICA_DELAY_S, allowPullFromMaster: true, pvLimitMb: 0, needBackup: false };
+        // Shards in parallel; one copy at a time within a shard, so its sources carry one stream.
+        await forEachInstance(shards, (s) => s.name, async (shard) => {
+          const nodes = Object.values(shard.nodes);
+          const sources = nodes.filter((n) => n.placedByJob !== ctx.jobId);
+          for (const node of nodes.filter((n) => n.placedByJob === ctx.jobId)) {
             try {
-              copies.push(copySummary(node, await copyIntoStandby(agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), cluster, shard, node, sources, policy, false)));
+              await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'seed', `node-${node.id}`), cluster, shard, node, sources, policy, true);
             } catch (err) {
-              throw KcmError.of(errorNameOf(err, 'INSTANCE_FAILED'), `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
+              throw new Error(`storage node ${node.id} on ${node.hostaddr}:${node.port}: ${(err as Error).message}`, { cause: err });
             }
           }
-          return copies;
-        },
+        });
+        return null;
       },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          // The rebuilt instances are new processes, outside the cgroups their predecessors had.
-          const { cluster, targets } = rebuildTargets(ctx.state(), p);
-          await forEachInstance(targets, ({ node }) => `mysql ${node.hostaddr}:${node.port}`, ({ node }) => applyCpuLimit(agents, ctx.jobId, cluster, node, 'mysql'));
-          return null;
-        },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        const cluster = clusterOfStep(ctx, p.cluster_id);
+        const shards = Object.values(cluster.shards);
+        const added = shards.flatMap((s) => Object.values(s.nodes)).filter((n) => n.placedByJob === ctx.jobId);
+        await forEachInstance(added, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, n, 'mysql'));
+        return {
+          cluster_id: cluster.id,
+          cluster_name: cluster.name,
+          shards: String(shards.length),
+          comps: String(Object.keys(cluster.comps).length),
+          list_shard: shards
+            .filter((s) => Object.values(s.nodes).some((n) => n.placedByJob === ctx.jobId))
+            .map((s) => ({
+              shard_id: s.id,
+              shard_name: s.name,
+              nodes: String(Object.keys(s.nodes).length),
+              list_node: Object.values(s.nodes)
+                .filter((n) => n.placedByJob === ctx.jobId)
+                .map((n) => ({ hostaddr: n.hostaddr, node_id: n.id, port: String(n.port) })),
+            })),
+        };
       },
-    ],
-    // The spec's result is {}; what each copy came from is added for the operator.
-    result: (outputs) => ({ list_node: outputs['rebuild standbys from a copy'] }),
-  };
+    },
+  ],
+  result: (outputs) => outputs['apply cpu limits'],
+  rollback: rollBackGrowJob('add_nodes'),
+};
 
-  return [addNodes, deleteNodes, rebuildNode];
+export const deleteNodes: JobOf<'delete_nodes', TakeOutOutputs<'storage node'>> = {
+  jobType: 'delete_nodes',
+  validate: (p, state) => void deletableNode(state, p),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: () => takeOutInstanceSteps('storage node', (state, p: DeleteParas) => deletableNode(state, p).node),
+  result: () => ({}),
+};
+
+interface RebuildOutputs {
+  'rebuild standbys from a copy': RebuiltNodeResult[];
+  'apply cpu limits': null;
 }
+
+export const rebuildNode: JobOf<'rebuild_node', RebuildOutputs> = {
+  jobType: 'rebuild_node',
+  validate: (p, state) => void rebuildTargets(state, p),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'rebuild standbys from a copy',
+      async run(ctx) {
+        const { cluster, targets } = rebuildTargets(ctx.state(), p);
+        const rebuilding = new Set(targets.map((t) => t.node.id));
+        const copies: RebuiltNodeResult[] = [];
+        // One at a time: every shard keeps its other members serving and able to be sources.
+        for (const [i, { shard, node, policy }] of targets.entries()) {
+          await ctx.progress(i, targets.length);
+          const sources = Object.values(shard.nodes).filter((n) => !rebuilding.has(n.id));
+          try {
+            copies.push(copySummary(node, await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), cluster, shard, node, sources, policy, false)));
+          } catch (err) {
+            throw KcmError.of(errorNameOf(err, 'INSTANCE_FAILED'), `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
+          }
+        }
+        return copies;
+      },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        // The rebuilt instances are new processes, outside the cgroups their predecessors had.
+        const { cluster, targets } = rebuildTargets(ctx.state(), p);
+        await forEachInstance(targets, ({ node }) => `mysql ${node.hostaddr}:${node.port}`, ({ node }) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, node, 'mysql'));
+        return null;
+      },
+    },
+  ],
+  // The spec's result is {}; what each copy came from is added for the operator.
+  result: (outputs) => ({ list_node: outputs['rebuild standbys from a copy'] }),
+};

@@ -1,10 +1,10 @@
 // Job family: raft_mission — changes of the manager group's own membership.
 // Membership lives in the Raft log: nobody edits a configuration file afterwards.
 
-import { KcmError, type ParasOf } from '@kcm/protocol';
+import { KcmError, type ParasOf, type RaftMissionResult } from '@kcm/protocol';
 import { ProposalDroppedError, type RaftNode } from '@kcm/raft';
 import { raftErrorToKcm } from '../raft-meta-store';
-import type { JobDefinition, StepContext } from './workflow';
+import type { JobOf, JobStep } from './workflow';
 
 export interface RaftMissionDeps {
   raft: RaftNode;
@@ -16,6 +16,15 @@ export interface RaftMissionDeps {
 
 type Paras = ParasOf<'raft_mission'>;
 
+/** Each task runs some of these steps (add_peer the first two, remove_peer and transfer_leader one each). */
+interface Outputs {
+  'add learner': { learner: string };
+  'catch up and promote': { voter: string };
+  'remove member': { removed: string };
+  'transfer leadership': { leader: string };
+}
+type Step = JobStep<Paras, Outputs>;
+
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const t = setTimeout(resolve, ms);
@@ -25,7 +34,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
     }, { once: true });
   });
 
-export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
+export function raftMissionJob(deps: RaftMissionDeps): JobOf<'raft_mission', Outputs> {
   const conf = () => deps.raft.status().conf;
   const isVoter = (id: string) => conf().voters.includes(id);
   const isLearner = (id: string) => conf().learners.includes(id);
@@ -78,10 +87,10 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
     }
   }
 
-  const addPeer = (peer: string) => [
+  const addPeer = (peer: string): Step[] => [
     {
       name: 'add learner',
-      async run(ctx: StepContext<Paras>) {
+      async run(ctx) {
         // A proposal that timed out may still commit: the learner is removed whatever the outcome.
         if (!isVoter(peer) && !isLearner(peer)) await rollingBackLearner(peer, ctx.signal, () => changeConf('addLearner', peer));
         return { learner: peer };
@@ -89,7 +98,7 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
     },
     {
       name: 'catch up and promote',
-      async run(ctx: StepContext<Paras>) {
+      async run(ctx) {
         // Resumed after the learner was already removed (the leader died between the removal
         // and the job's end): promoting a non-member is not what was asked.
         if (!isVoter(peer) && !isLearner(peer)) {
@@ -116,7 +125,7 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
     },
   ];
 
-  const removePeer = (peer: string) => [
+  const removePeer = (peer: string): Step[] => [
     {
       name: 'remove member',
       async run() {
@@ -128,10 +137,10 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
     },
   ];
 
-  const transferLeader = (target: string) => [
+  const transferLeader = (target: string): Step[] => [
     {
       name: 'transfer leadership',
-      async run(ctx: StepContext<Paras>) {
+      async run(ctx) {
         const status = deps.raft.status();
         if (status.leader === target) return { leader: target };
         if (!isVoter(target)) throw KcmError.of(isLearner(target) ? 'CONFLICT' : 'NOT_FOUND', `paras.target_leader: ${target} is not a voting member (members: ${conf().voters.join(', ')})`, { field: 'paras.target_leader' });
@@ -171,6 +180,7 @@ export function raftMissionJob(deps: RaftMissionDeps): JobDefinition<Paras> {
           return transferLeader(p.target_leader!);
       }
     },
-    result: (outputs) => Object.assign({}, ...Object.values(outputs).map((o) => (o ?? {}) as object)),
+    // Only the steps of the job's task ran; the others' outputs are absent.
+    result: (outputs) => ({ ...outputs['add learner'], ...outputs['catch up and promote'], ...outputs['remove member'], ...outputs['transfer leadership'] }),
   };
 }

@@ -7,11 +7,13 @@
 
 import { isAgentUnreachable } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
+import type { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, CompRecord, PendingInstance } from '../meta/state';
 import type { MetaStore } from '../meta/store';
 import { orThrow } from './errors';
 import { removeComp, removeStorageNode, storageNodes, syncCompCatalogs, type EngineAgents } from './instance-ops';
+import type { StepContext } from './workflow';
 
 export interface RollbackDeps {
   store: MetaStore;
@@ -150,6 +152,15 @@ export async function rollBackPlacement(deps: RollbackDeps, jobId: string, jobTy
   if (!cluster) return undefined; // deleted under the job: nothing of it is left to take back
   deps.logger.warn({ jobId, clusterId, failedStep, reason }, `${jobType} failed: removing what it placed`);
   return rollBackJob(deps, jobId, jobType, placedByJobPlan(cluster, jobId));
+}
+
+/**
+ * The rollback of every grow job (add_shards, add_comps, add_nodes): removes what the job
+ * placed in the cluster its paras name.
+ */
+export function rollBackGrowJob(jobType: 'add_shards' | 'add_comps' | 'add_nodes') {
+  return (ctx: StepContext<{ cluster_id: string }, object>, failedStep: string, error: KcmError): Promise<string | undefined> =>
+    rollBackPlacement({ store: ctx, agents: ctx.agents, logger: ctx.logger }, ctx.jobId, jobType, ctx.paras.cluster_id, failedStep, error.message);
 }
 
 /** The remaining compute nodes forget the dropped shards' foreign tables (the catalog sync would, within seconds). */

@@ -11,9 +11,10 @@ import type { ApplyOutcome } from '../meta/outcome';
 import type { JobRecord, JobResultRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
 import { stepFailureOf } from './errors';
-import type { JobDefinition, StepContext } from './workflow';
+import type { JobRegistry } from './registry';
+import type { StepContext, StepServices } from './workflow';
 
-export type JobRegistry = ReadonlyMap<string, JobDefinition<any>>;
+export type { JobRegistry } from './registry';
 
 export interface RunnerHooks {
   /** Called after each step commits (metrics, tests that count step runs). */
@@ -50,13 +51,21 @@ export class JobRunner {
   private caughtUpFor: AbortSignal | null = null;
   private scanScheduled = false;
 
+  private readonly logger: Logger;
+
+  /**
+   * `store` is what the runner commits job records through; `services` is what every step
+   * acts through (its proposals, agents and logger; the runner logs there too).
+   */
   constructor(
     private readonly store: MetaStore,
     private readonly registry: JobRegistry,
-    private readonly logger: Logger,
+    private readonly services: StepServices,
     private readonly hooks: RunnerHooks = {},
     private readonly options: RunnerOptions = {},
-  ) {}
+  ) {
+    this.logger = services.logger;
+  }
 
   get active(): boolean {
     return this.abort !== null;
@@ -163,7 +172,9 @@ export class JobRunner {
     }
 
     const outputs: Record<string, unknown> = {};
-    const ctx = (step: number): StepContext<Record<string, unknown>> => ({
+    // Outputs are kept by step name as the job's steps type them; the record holds them by index.
+    const ctx = (step: number): StepContext<Record<string, unknown>, Record<string, unknown>> => ({
+      ...this.services,
       jobId,
       paras: job.paras,
       outputs,
@@ -224,7 +235,7 @@ export class JobRunner {
       log.info({ step: names[k], durationMs }, 'step done'); // written out with the next step's or the job's end line
       this.hooks.onStepDone?.(this.store.state().jobs[jobId], names[k], durationMs);
     }
-    await this.finish(job, { ok: true, errorCode: 0, errorInfo: '', attachment: def.result(outputs, job.paras) }, signal);
+    await this.finish(job, { ok: true, errorCode: 0, errorInfo: '', attachment: def.result(outputs, job.paras) as Record<string, unknown> }, signal);
   }
 
   private async finish(job: JobRecord, outcome: JobResultRecord, signal: AbortSignal): Promise<void> {

@@ -9,16 +9,15 @@
 // tables of the cluster's databases: the protocol has no paras flag to drop them
 // (libs/protocol paras/clusters.ts), and silently destroying data is not a default.
 
-import { KcmError, type ParasOf } from '@kcm/protocol';
+import { KcmError, type AddShardsResult, type EmptyResult, type ParasOf } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
-import type { ClusterJobDeps } from './cluster';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { orThrow } from './errors';
 import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs, type EngineAgents } from './instance-ops';
 import { candidatesFor, checkStorageSpace, placeShards, storageDemand, type ShardPlacement } from './placement';
-import { rollBackPlacement } from './rollback';
-import type { JobDefinition, StepContext } from './workflow';
+import { rollBackGrowJob } from './rollback';
+import type { JobOf, StepContext } from './workflow';
 
 type AddParas = ParasOf<'add_shards'>;
 type DeleteParas = ParasOf<'delete_shards'>;
@@ -55,84 +54,96 @@ function shardList(cluster: ClusterRecord, shardIds: string[]) {
   return shardIds.map((id) => ({ shard_id: id, shard_name: cluster.shards[id]?.name ?? `shard_${id}` }));
 }
 
-export function shardJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
-  const { store, agents } = deps;
+interface AddOutputs {
+  'place new shards': { shardIds: string[] };
+  'install storage nodes': null;
+  'set up replication': null;
+  'apply cpu limits': null;
+  'connect compute nodes to shards': AddShardsResult;
+}
 
-  const newShardsOf = (ctx: StepContext<AddParas>) => {
-    const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
-    const { shardIds } = ctx.outputs['place new shards'] as { shardIds: string[] };
-    return { cluster, shards: shardIds.map((id) => shardOf(cluster, id, 'placed shard')) };
-  };
+const newShardsOf = (ctx: StepContext<AddParas, AddOutputs>) => {
+  const cluster = clusterOfStep(ctx, ctx.paras.cluster_id);
+  const { shardIds } = ctx.outputs['place new shards'];
+  return { cluster, shards: shardIds.map((id) => shardOf(cluster, id, 'placed shard')) };
+};
 
-  const addShards: JobDefinition<AddParas> = {
-    jobType: 'add_shards',
-    validate: (p, state) => void planNewShards(p, state),
-    lockKey: (p) => `cluster:${p.cluster_id}`,
-    steps: (p) => [
-      {
-        name: 'place new shards',
-        async run(ctx) {
-          const cluster = readyCluster(ctx.state(), p.cluster_id);
-          const placed = await placeOnce(store, cluster, ctx.jobId, () => ({
-            newShards: planNewShards(p, ctx.state()).map((s) => ({ hosts: s.hosts })),
-            newNodes: [],
-            newComps: [],
-          }));
-          return { shardIds: placed.shardIds };
-        },
+export const addShards: JobOf<'add_shards', AddOutputs> = {
+  jobType: 'add_shards',
+  validate: (p, state) => void planNewShards(p, state),
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'place new shards',
+      async run(ctx) {
+        const cluster = readyCluster(ctx.state(), p.cluster_id);
+        const placed = await placeOnce(ctx, cluster, ctx.jobId, () => ({
+          newShards: planNewShards(p, ctx.state()).map((s) => ({ hosts: s.hosts })),
+          newNodes: [],
+          newComps: [],
+        }));
+        return { shardIds: placed.shardIds };
       },
-      {
-        name: 'install storage nodes',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          const nodes = shards.flatMap((s) => Object.values(s.nodes));
-          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(agents, ctx.jobId, cluster, n));
-          return null;
-        },
+    },
+    {
+      name: 'install storage nodes',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        const nodes = shards.flatMap((s) => Object.values(s.nodes));
+        await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(ctx.agents, ctx.jobId, cluster, n));
+        return null;
       },
-      {
-        name: 'set up replication',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(agents, ctx.jobId, cluster, s));
-          return null;
-        },
+    },
+    {
+      name: 'set up replication',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(ctx.agents, ctx.jobId, cluster, s));
+        return null;
       },
-      {
-        name: 'apply cpu limits',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          const nodes = shards.flatMap((s) => Object.values(s.nodes));
-          await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(agents, ctx.jobId, cluster, n, 'mysql'));
-          return null;
-        },
+    },
+    {
+      name: 'apply cpu limits',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        const nodes = shards.flatMap((s) => Object.values(s.nodes));
+        await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, cluster, n, 'mysql'));
+        return null;
       },
-      {
-        name: 'connect compute nodes to shards',
-        async run(ctx) {
-          const { cluster, shards } = newShardsOf(ctx);
-          await syncCompCatalogs(agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
-          return {
-            cluster_id: cluster.id,
-            cluster_name: cluster.name,
-            shards: String(Object.keys(cluster.shards).length),
-            comps: String(Object.keys(cluster.comps).length),
-            list_shard: shardList(cluster, shards.map((s) => s.id)),
-          };
-        },
+    },
+    {
+      name: 'connect compute nodes to shards',
+      async run(ctx) {
+        const { cluster, shards } = newShardsOf(ctx);
+        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
+        return {
+          cluster_id: cluster.id,
+          cluster_name: cluster.name,
+          shards: String(Object.keys(cluster.shards).length),
+          comps: String(Object.keys(cluster.comps).length),
+          list_shard: shardList(cluster, shards.map((s) => s.id)),
+        };
       },
-    ],
-    result: (outputs) => outputs['connect compute nodes to shards'] as Record<string, unknown>,
-    rollback: (ctx, failedStep, error) => rollBackPlacement(deps, ctx.jobId, 'add_shards', ctx.paras.cluster_id, failedStep, error.message),
-  };
+    },
+  ],
+  result: (outputs) => outputs['connect compute nodes to shards'],
+  rollback: rollBackGrowJob('add_shards'),
+};
 
-  interface DeletedShard {
-    shardId: string;
-    nodes: { id: string; hostaddr: string; port: number }[];
-  }
-  const deletedShard = (ctx: StepContext<DeleteParas>) => ctx.outputs['check shard holds no tables'] as DeletedShard;
+interface DeletedShard {
+  shardId: string;
+  nodes: { id: string; hostaddr: string; port: number }[];
+}
 
-  const deleteShards: JobDefinition<DeleteParas> = {
+interface DeleteOutputs {
+  'check shard holds no tables': DeletedShard;
+  'remove storage nodes': null;
+  'forget shard': null;
+  'disconnect compute nodes': null;
+}
+
+export function deleteShardsJob(): JobOf<'delete_shards', DeleteOutputs> {
+  return {
     jobType: 'delete_shards',
     validate: (p, state) => void deletableShard(state, p),
     lockKey: (p) => `cluster:${p.cluster_id}`,
@@ -143,7 +154,7 @@ export function shardJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
           const { cluster, shard } = deletableShard(ctx.state(), p);
           let tables: string[];
           try {
-            tables = await tablesOnShardMaster(agents, shard);
+            tables = await tablesOnShardMaster(ctx.agents, shard);
           } catch (err) {
             throw KcmError.of('INSTANCE_FAILED', `cannot tell whether ${shard.name} holds tables: its master did not answer: ${(err as Error).message}`, { cause: err });
           }
@@ -162,15 +173,15 @@ export function shardJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
       {
         name: 'remove storage nodes',
         async run(ctx) {
-          const { nodes } = deletedShard(ctx);
-          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => removeStorageNode(agents, ctx.jobId, n));
+          const { nodes } = ctx.outputs['check shard holds no tables'];
+          await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => removeStorageNode(ctx.agents, ctx.jobId, n));
           return null;
         },
       },
       {
         name: 'forget shard',
         async run(ctx) {
-          orThrow(await store.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [], shardIds: [deletedShard(ctx).shardId] }));
+          orThrow(await ctx.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [], shardIds: [ctx.outputs['check shard holds no tables'].shardId] }));
           return null;
         },
       },
@@ -178,13 +189,11 @@ export function shardJobs(deps: ClusterJobDeps): JobDefinition<any>[] {
         name: 'disconnect compute nodes',
         async run(ctx) {
           const cluster = clusterOfStep(ctx, p.cluster_id);
-          await syncCompCatalogs(agents, ctx.jobId, 'uncatalog', cluster, Object.values(cluster.comps));
+          await syncCompCatalogs(ctx.agents, ctx.jobId, 'uncatalog', cluster, Object.values(cluster.comps));
           return null;
         },
       },
     ],
     result: () => ({}),
   };
-
-  return [addShards, deleteShards];
 }

@@ -2,7 +2,7 @@
 // Jobs advance one scripted status per get_status poll, so a poller sees started, then
 // ongoing with progress, then a terminal status, deterministically.
 
-import { KcmError, type JobType, type ValidRequest } from '@kcm/protocol';
+import { KcmError, type JobType, type StatusAttachment, type ValidRequest } from '@kcm/protocol';
 import type { JobService, JobStatusView } from '../../src/gateway/job-service';
 
 export type Script = (request: ValidRequest) => Omit<JobStatusView, 'sentJobType'>[];
@@ -13,14 +13,15 @@ export const progressingScript: Script = (request) => [
   { status: 'ongoing', errorCode: 0, errorInfo: '', attachment: { progress: { step: 1, steps: 3, step_name: 'prepare' } } },
   { status: 'ongoing', errorCode: 0, errorInfo: '', attachment: { progress: { step: 2, steps: 3, step_name: 'copy_rows', done: 500, total: 1000, unit: 'rows' } } },
   { status: 'ongoing', errorCode: 0, errorInfo: '', attachment: { progress: { step: 3, steps: 3, step_name: 'verify' } } },
-  { status: 'done', errorCode: 0, errorInfo: 'OK', attachment: { finished: request.jobType } },
+  // A marker no real job returns: the CLI tests see the attachment passed through as it came.
+  { status: 'done', errorCode: 0, errorInfo: 'OK', attachment: { finished: request.jobType } as unknown as StatusAttachment },
 ];
 
 /** started -> one ongoing step -> failed with INSTANCE_FAILED. */
 export const failingScript: Script = () => [
   { status: 'started', errorCode: 0, errorInfo: '', attachment: null },
   { status: 'ongoing', errorCode: 0, errorInfo: '', attachment: { progress: { step: 1, steps: 2, step_name: 'install_instances' } } },
-  { status: 'failed', errorCode: KcmError.of('INSTANCE_FAILED', 'x').code, errorInfo: 'mariadbd exited with status 1', attachment: {} },
+  { status: 'failed', errorCode: KcmError.of('INSTANCE_FAILED', 'x').code, errorInfo: 'mariadbd exited with status 1', attachment: null },
 ];
 
 interface FakeJob {

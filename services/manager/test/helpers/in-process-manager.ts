@@ -1,14 +1,14 @@
-// A real one-member manager (Raft on LevelDB, the meta state machine, the gateway and the
-// job service), built in-process for unit-suite tests of what the gateway acknowledges.
+// A real one-member manager (Raft, the meta state machine, the gateway and the job
+// service), built in-process through buildManager for unit-suite tests of what the gateway
+// acknowledges. Raft keeps its log in memory (MemoryStorage: no directory); its gRPC
+// transport is the production one, as it also serves submissions forwarded by followers.
 // No agent runs: the agent port is one where nothing listens, so a probe fails at once.
 // Leader services (job runner, health monitor, catalog sync) are stopped once it leads:
 // accepted jobs stay queued and nothing changes the state but the requests a test sends.
 
 import { createServer } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { createLogger } from '@kcm/common';
+import { MemoryStorage } from '@kcm/raft';
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { buildManager, type Manager } from '../../src/app';
 import { parseManagerConfig } from '../../src/config';
@@ -43,12 +43,11 @@ export async function startInProcessManager(): Promise<InProcessManager> {
   const host = `127.0.99.${1 + Math.floor(Math.random() * 250)}`;
   const raftPort = await freePort(host);
   const member = `${host}:${raftPort - 1}`; // the Raft transport listens on the member's port + 1
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'kcm-in-process-'));
-  const config = parseManagerConfig({ member, dataDir, agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent' });
-  const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }) });
+  // dataDir is never read: the Raft log is in memory.
+  const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent' });
+  const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }), storage: MemoryStorage.bootstrap([member]) });
   const close = async () => {
     await manager.stop().catch(() => {});
-    await rm(dataDir, { recursive: true, force: true });
   };
   try {
     const deadline = Date.now() + 20_000;

@@ -6,7 +6,6 @@
 
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '@kcm/common';
 import { errorEntry } from '@kcm/protocol';
 import {
   AgentClient,
@@ -17,10 +16,12 @@ import {
   type AgentPoolOptions,
   type Agents,
 } from '@kcm/agent-api';
-import { machineJobs } from '../../src/jobs/machines';
+import { createMachine } from '../../src/jobs/machines';
+import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';
 import { LocalStore, until } from '../helpers/local-store';
+import { stepServices } from '../helpers/step-services';
 import { createParas, request, startHarness } from './grow-harness';
 
 const AGENT_UNREACHABLE = errorEntry('AGENT_UNREACHABLE').code;
@@ -77,8 +78,8 @@ describe('an agent stopped during a job fails it with AGENT_UNREACHABLE, in ever
     const store = new LocalStore();
     const pool = new AgentPool(deadPort, { deadlineMs: 2000 });
     pools.push(pool);
-    const registry = new Map(machineJobs({ store, withAgent: pool.withAgent, agentPort: deadPort }).map((d) => [d.jobType, d]));
-    const runner = new JobRunner(store, registry, silentLogger());
+    const registry = registryOf({ create_machine: createMachine });
+    const runner = new JobRunner(store, registry, stepServices(store, { withAgent: pool.withAgent }));
     const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
     runner.start();
     const { jobId } = await service.submitJob(

@@ -5,11 +5,13 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { KcmError } from '@kcm/protocol';
 import { CatalogSync } from '../../src/catalog-sync';
-import { clusterJobs } from '../../src/jobs/cluster';
+import { createCluster, deleteCluster } from '../../src/jobs/cluster';
+import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';
 import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
+import { stepServices } from '../helpers/step-services';
 import { createParas as harnessCreateParas, recordingAgents, request } from './grow-harness';
 
 const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
@@ -27,8 +29,8 @@ async function setUp(failures: { method: string; host: string }[] = []) {
     }
   }
   const { agents, calls } = recordingAgents(failures);
-  const registry = new Map(clusterJobs({ store, agents, logger: silentLogger() }).map((d) => [d.jobType, d]));
-  const runner = new JobRunner(store, registry, silentLogger());
+  const registry = registryOf({ create_cluster: createCluster, delete_cluster: deleteCluster });
+  const runner = new JobRunner(store, registry, stepServices(store, { agents }));
   const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
   runner.start();
   const run = async (jobType: string, paras: Record<string, unknown>) => {

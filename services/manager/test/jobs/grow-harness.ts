@@ -5,17 +5,19 @@
 import { AgentUnreachableError } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
-import { cgroupJobs } from '../../src/jobs/cgroup';
-import { clusterJobs } from '../../src/jobs/cluster';
-import { compJobs } from '../../src/jobs/comps';
+import { updateInstanceCgroup } from '../../src/jobs/cgroup';
+import { createCluster, deleteCluster } from '../../src/jobs/cluster';
+import { addComps, deleteComp } from '../../src/jobs/comps';
 import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from '../../src/jobs/instance-ops';
-import { nodeJobs } from '../../src/jobs/nodes';
+import { addNodes, deleteNodes, rebuildNode } from '../../src/jobs/nodes';
+import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/runner';
-import { shardJobs } from '../../src/jobs/shards';
+import { addShards, deleteShardsJob } from '../../src/jobs/shards';
 import { ManagerService } from '../../src/manager-service';
 import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
+import { stepServices } from '../helpers/step-services';
 
 export const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'];
 export const AGENT_PORT = 58100;
@@ -110,10 +112,19 @@ export async function startHarness(options: HarnessOptions = {}) {
     return (shard && options.tables?.[shard.id]) ?? [];
   };
   const { agents, calls } = recordingAgents(failures, down, tablesAt);
-  const deps = { store, agents, logger: silentLogger() };
-  const definitions = [...clusterJobs(deps), ...shardJobs(deps), ...compJobs(deps), ...nodeJobs(deps), ...cgroupJobs(deps)];
-  const registry = new Map(definitions.map((d) => [d.jobType, d]));
-  const runner = new JobRunner(store, registry, silentLogger());
+  const registry = registryOf({
+    create_cluster: createCluster,
+    delete_cluster: deleteCluster,
+    add_shards: addShards,
+    delete_shards: deleteShardsJob(),
+    add_comps: addComps,
+    delete_comp: deleteComp,
+    add_nodes: addNodes,
+    delete_nodes: deleteNodes,
+    rebuild_node: rebuildNode,
+    update_instance_cgroup: updateInstanceCgroup,
+  });
+  const runner = new JobRunner(store, registry, stepServices(store, { agents }));
   const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
   runner.start();
   const run = async (jobType: string, paras: Record<string, unknown>) => {

@@ -7,10 +7,12 @@ import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '@kcm/agent';
 import { AgentClient, type WithAgent } from '@kcm/agent-api';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
-import { machineJobs } from '../../src/jobs/machines';
+import { createMachine, deleteMachine, setMachine } from '../../src/jobs/machines';
+import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';
 import { LocalStore, until } from '../helpers/local-store';
+import { stepServices } from '../helpers/step-services';
 
 function request(jobType: string, paras: Record<string, unknown>): ValidRequest {
   const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: '1700000000', user_name: 't', paras });
@@ -33,8 +35,8 @@ describe('machine jobs against a real agent', () => {
     // Every host's agent port is the same in production; here the one live agent has a
     // random port, and the "dead" host points at a port nobody listens on.
     const withAgent: WithAgent = (host, use) => use(new AgentClient(host === deadHost ? `${deadHost}:1` : agent.address, 1500));
-    const registry = new Map(machineJobs({ store, withAgent, agentPort: 0 }).map((d) => [d.jobType, d]));
-    runner = new JobRunner(store, registry, silentLogger());
+    const registry = registryOf({ create_machine: createMachine, delete_machine: deleteMachine, set_machine: setMachine });
+    runner = new JobRunner(store, registry, stepServices(store, { withAgent }));
     service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
     runner.start();
   });

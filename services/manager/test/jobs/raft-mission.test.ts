@@ -5,10 +5,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { MemoryStorage, RaftNode, type StateMachine } from '@kcm/raft';
+import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/runner';
 import { raftMissionJob } from '../../src/jobs/raft-mission';
 import { ManagerService } from '../../src/manager-service';
 import { LocalStore, until } from '../helpers/local-store';
+import { stepServices } from '../helpers/step-services';
 import { request } from './grow-harness';
 
 const SELF = '127.0.1.91:58001';
@@ -52,8 +54,8 @@ async function setUp(catchUpTimeoutMs: number) {
   await until(() => raft!.status().leader === SELF);
   const store = new LocalStore();
   const definition = raftMissionJob({ raft, catchUpTimeoutMs });
-  const registry = new Map([[definition.jobType, definition]]);
-  runner = new JobRunner(store, registry, silentLogger());
+  const registry = registryOf({ raft_mission: definition });
+  runner = new JobRunner(store, registry, stepServices(store));
   const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner!.notify() });
   runner.start();
   const run = async (paras: Record<string, string>) => {

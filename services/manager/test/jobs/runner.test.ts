@@ -4,6 +4,7 @@ import { createLogger, silentLogger } from '@kcm/common';
 import { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
+import { stepServices } from '../helpers/step-services';
 import { JobRunner, type JobRegistry } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';
 import type { JobDefinition } from '../../src/jobs/workflow';
@@ -40,7 +41,7 @@ describe('job runner', () => {
   it('runs the steps in order, commits each output and ends done with the result', async () => {
     const store = new LocalStore();
     const runs: Record<string, number> = {};
-    const runner = new JobRunner(store, registryOf(countingJob(runs)), silentLogger());
+    const runner = new JobRunner(store, registryOf(countingJob(runs)), stepServices(store));
     const id = await submit(store, 'three_steps');
     runner.start();
     await until(() => store.s.jobs[id].status === 'done');
@@ -52,7 +53,7 @@ describe('job runner', () => {
   it('a failing step ends the job failed, naming the step and keeping the error code, after rollback', async () => {
     const store = new LocalStore();
     const runs: Record<string, number> = {};
-    const runner = new JobRunner(store, registryOf(countingJob(runs, { failAt: 'b' })), silentLogger());
+    const runner = new JobRunner(store, registryOf(countingJob(runs, { failAt: 'b' })), stepServices(store));
     const id = await submit(store, 'three_steps');
     runner.start();
     await until(() => store.s.jobs[id].status === 'failed');
@@ -69,7 +70,7 @@ describe('job runner', () => {
     let release!: () => void;
     const blocked = new Promise<void>((r) => (release = r));
     const def = countingJob(runs, { blockAt: { step: 'b', release: blocked } });
-    const oldLeader = new JobRunner(store, registryOf(def), silentLogger());
+    const oldLeader = new JobRunner(store, registryOf(def), stepServices(store));
     const id = await submit(store, 'three_steps');
     oldLeader.start();
     await until(() => runs.b === 1);
@@ -82,7 +83,7 @@ describe('job runner', () => {
     expect(Object.keys(store.s.jobs[id].stepOutputs)).toEqual(['0']);
 
     store.failProposals = false;
-    const newLeader = new JobRunner(store, registryOf(def), silentLogger());
+    const newLeader = new JobRunner(store, registryOf(def), stepServices(store));
     newLeader.start();
     await until(() => store.s.jobs[id].status === 'done');
     expect(runs).toEqual({ a: 1, b: 2, c: 1 });
@@ -102,7 +103,7 @@ describe('job runner', () => {
     };
     const first = await submit(store, 'one_step', 'cluster:1');
     const second = await submit(store, 'one_step', 'cluster:1');
-    const runner = new JobRunner(store, registryOf(def), silentLogger());
+    const runner = new JobRunner(store, registryOf(def), stepServices(store));
     runner.start();
     await until(() => order.length === 1);
     expect(store.s.jobs[second].status).toBe('started');
@@ -121,7 +122,7 @@ describe('job runner', () => {
       return propose(cmd);
     };
     const runs: Record<string, number> = {};
-    const runner = new JobRunner(store, registryOf(countingJob(runs)), silentLogger());
+    const runner = new JobRunner(store, registryOf(countingJob(runs)), stepServices(store));
     const out = await store.propose({ kind: CommandKind.JobSubmitted, at: 0, jobType: 'three_steps', sentJobType: 'three_steps', paras: {}, requestId: null, lockKey: null, stepNames: ['a', 'b', 'c'] });
     const startedAtSubmission = (out as { ok: true; value: { jobId: string } }).value.jobId;
     expect(store.s.jobs[startedAtSubmission].status).toBe('ongoing');
@@ -140,7 +141,7 @@ describe('job runner', () => {
   it('a job whose submission recorded other steps than this kcm defines fails as INTERNAL without running', async () => {
     const store = new LocalStore();
     const runs: Record<string, number> = {};
-    const runner = new JobRunner(store, registryOf(countingJob(runs)), silentLogger());
+    const runner = new JobRunner(store, registryOf(countingJob(runs)), stepServices(store));
     const out = await store.propose({ kind: CommandKind.JobSubmitted, at: 0, jobType: 'three_steps', sentJobType: 'three_steps', paras: {}, requestId: null, lockKey: null, stepNames: ['a', 'x'] });
     const id = (out as { ok: true; value: { jobId: string } }).value.jobId;
     runner.start();
@@ -156,7 +157,7 @@ describe('job runner', () => {
     const store = new LocalStore();
     const runs: Record<string, number> = {};
     const { rollback: _none, ...noRollback } = countingJob(runs, { failAt: 'b' });
-    const runner = new JobRunner(store, registryOf(noRollback), createLogger({ name: 'jobs', level: 'info', destination }));
+    const runner = new JobRunner(store, registryOf(noRollback), stepServices(store, { logger: createLogger({ name: 'jobs', level: 'info', destination }) }));
     const id = await submit(store, 'three_steps');
     runner.start();
     await until(() => store.s.jobs[id].status === 'failed');
@@ -168,7 +169,7 @@ describe('job runner', () => {
 
   it('a job type with no runner fails cleanly as UNSUPPORTED', async () => {
     const store = new LocalStore();
-    const runner = new JobRunner(store, new Map(), silentLogger());
+    const runner = new JobRunner(store, new Map(), stepServices(store));
     const id = await submit(store, 'mystery');
     runner.start();
     await until(() => store.s.jobs[id].status === 'failed');
@@ -178,7 +179,7 @@ describe('job runner', () => {
 
   it('keeps the job history to the configured number of finished jobs, dropping the oldest finished', async () => {
     const store = new LocalStore();
-    const runner = new JobRunner(store, registryOf(countingJob({})), silentLogger(), {}, { keepFinishedJobs: 2 });
+    const runner = new JobRunner(store, registryOf(countingJob({})), stepServices(store), {}, { keepFinishedJobs: 2 });
     runner.start();
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
