@@ -1,3 +1,5 @@
+// The health monitor against a real agent server in this process: under test/, not
+// services/manager, because services/manager never imports the agent.
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,9 +8,9 @@ import { silentLogger } from '@kcm/common';
 // The manager's code imports only @kcm/agent-api; this test watches a real agent server.
 import { startAgent } from '@kcm/agent';
 import { AgentClient } from '@kcm/agent-api';
-import { CommandKind } from '../src/meta/commands';
-import { HealthMonitor } from '../src/health-monitor';
-import { LocalStore, until } from './helpers/local-store';
+import { CommandKind } from '../../services/manager/src/meta/commands';
+import { HealthMonitor } from '../../services/manager/src/health-monitor';
+import { LocalStore, until } from '../../services/manager/test/helpers/local-store';
 
 const stateDir = () => path.join(mkdtempSync(path.join(os.tmpdir(), 'kcm-health-')), 'agent');
 

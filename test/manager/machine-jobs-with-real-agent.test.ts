@@ -1,3 +1,5 @@
+// Runs manager code (the machine jobs) against a real agent server in this process: it lives
+// under test/, not services/manager, because services/manager never imports the agent.
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,12 +9,12 @@ import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '@kcm/agent';
 import { AgentClient, type WithAgent } from '@kcm/agent-api';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
-import { createMachine, deleteMachine, setMachine } from '../../src/jobs/machines';
-import { registryOf } from '../../src/jobs/registry';
-import { JobRunner } from '../../src/jobs/runner';
-import { ManagerService } from '../../src/manager-service';
-import { LocalStore, until } from '../helpers/local-store';
-import { stepServices } from '../helpers/step-services';
+import { createMachine, deleteMachine, setMachine } from '../../services/manager/src/jobs/machines';
+import { registryOf } from '../../services/manager/src/jobs/registry';
+import { JobRunner } from '../../services/manager/src/jobs/runner';
+import { ManagerService } from '../../services/manager/src/manager-service';
+import { LocalStore, until } from '../../services/manager/test/helpers/local-store';
+import { stepServices } from '../../services/manager/test/helpers/step-services';
 
 function request(jobType: string, paras: Record<string, unknown>): ValidRequest {
   const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: '1700000000', user_name: 't', paras });
