@@ -308,7 +308,8 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     let after = before;
     while (Date.now() - killed < 10_000) {
       after = await clients[1].probe(PG_PORTS[1]);
-      if (after.accepting && after.pid !== before.pid) break;
+      // The supervisor counts a restart once the new postmaster is up: wait for the count too.
+      if (after.accepting && after.pid !== before.pid && (after.supervisor_restarts ?? 0) > 0) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     console.log(`killed postmaster accepting again ${Date.now() - killed} ms after SIGKILL`);
