@@ -20,6 +20,7 @@ import { ManagerService } from './manager-service';
 import { PeerDirectory, raftAddressOf, splitMember } from './members';
 import { CommandKind } from './meta/commands';
 import { MetaStateMachine } from './meta/state-machine';
+import type { Clock } from './meta/store';
 import { createManagerMetrics } from './metrics';
 import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
@@ -61,11 +62,14 @@ export interface BuildOptions {
   transport?: Transport;
   /** The host agents. Default: gRPC clients at `<hostaddr>:<config.agentPort>`. */
   agents?: Agents;
+  /** Stamps the commands this member proposes (jobs' submittedAt/finishedAt, health). Default: Date.now. */
+  clock?: Clock;
   /** Options of particular jobs (delete_shards' table lister, raft_mission's timeouts). */
   jobs?: Omit<JobTableOptions, 'raft'>;
 }
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
+  const now = opts.clock ?? Date.now;
   const logger = opts.logger ?? createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } });
   const promRegistry = new Registry();
   collectDefaultMetrics({ register: promRegistry });
@@ -152,7 +156,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
-  const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }) };
+  const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }), now };
   runner = new JobRunner(pacer.runnerStore, registry, stepServices, {
     onStepDone(job, step, ms) {
       metrics.observeStep(job, step, ms / 1000);
@@ -161,13 +165,13 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     onJobFinished: (job, outcome) => metrics.observeJobFinished(job, outcome),
     caughtUp: () => store.linearizableRead(),
   }, { keepFinishedJobs: config.finishedJobsKept });
-  monitor = new HealthMonitor({ store: observedStore, withAgent, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs });
+  monitor = new HealthMonitor({ store: observedStore, withAgent, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs, now });
 
   const activeRunner = runner;
   const activeMonitor = monitor;
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
-  const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, caughtUp: () => store.linearizableRead() });
+  const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
@@ -202,6 +206,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     // it has applied them, validation needs no heartbeat round (anything else takes ReadIndex).
     validationBarrier: () => (leaderHasAppliedAllCommitted() ? Promise.resolve() : store.linearizableRead()),
     onSubmitted: () => activeRunner.notify(),
+    now,
   });
   const service = new RoutingService({
     local,

@@ -8,7 +8,7 @@ import { CommandKind } from './meta/commands';
 import { jobOfRequest, type SubmittedJob } from './meta/jobs';
 import { requestDigest } from './meta/request-digest';
 import type { JobRecord, MetaState } from './meta/state';
-import type { MetaStore } from './meta/store';
+import type { Clock, MetaStore } from './meta/store';
 import { orThrow } from './jobs/errors';
 import type { JobRegistry } from './jobs/runner';
 
@@ -27,6 +27,8 @@ export interface ManagerServiceDeps {
    * through Raft, so a deposed leader's stale view can never commit a job.
    */
   validationBarrier?(): Promise<void>;
+  /** Stamps each submission (its job's submittedAt). Default: Date.now. */
+  now?: Clock;
   /** Told after each submission commits, so the runner starts the job without waiting. */
   onSubmitted?(jobId: string): void;
 }
@@ -52,7 +54,7 @@ export class ManagerService implements JobService {
     const submitted = orThrow(
       await this.deps.store.propose({
         kind: CommandKind.JobSubmitted,
-        at: Date.now(),
+        at: (this.deps.now ?? Date.now)(),
         jobType: req.jobType,
         sentJobType: req.sentJobType,
         paras: resolved,

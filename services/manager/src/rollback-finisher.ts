@@ -13,7 +13,7 @@ import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from './jobs/instance-ops';
 import { describeInstance, forgetRemoved, removeAll } from './jobs/rollback';
 import type { MetaState, PendingInstance, PendingRollbackRecord } from './meta/state';
-import type { MetaStore } from './meta/store';
+import type { Clock, MetaStore } from './meta/store';
 
 export const DEFAULT_ROLLBACK_RETRY_INTERVAL_MS = 3000;
 
@@ -23,6 +23,8 @@ export interface RollbackFinisherOptions {
   withAgent: WithAgent;
   logger: Logger;
   intervalMs?: number;
+  /** Stamps the commands it proposes. Default: Date.now. */
+  now?: Clock;
   /**
    * Resolves once the local state holds every committed entry (as the job runner's). A new
    * leader may not have applied its predecessor's last entries yet: it must not act on a
@@ -99,7 +101,7 @@ export class RollbackFinisher {
     for (const { instance, err } of round.left) this.report(log, instance, err instanceof Error ? err.message : String(err));
     if (round.removed.length === 0) return;
     try {
-      await forgetRemoved(this.opts.store, record.jobId, round.removed);
+      await forgetRemoved(this.opts.store, this.opts.now ?? Date.now, record.jobId, round.removed);
     } catch (err) {
       // Not leading any more (or no quorum): the next leader removes them again, idempotently.
       log.debug({ err }, 'could not record finished rollback removals');

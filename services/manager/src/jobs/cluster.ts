@@ -145,7 +145,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
           orThrow(
             await ctx.propose({
               kind: CommandKind.ClusterCreated,
-              at: Date.now(),
+              at: ctx.now(),
               jobId: ctx.jobId,
               nickName: p.nick_name,
               options: optionsOf(p),
@@ -209,7 +209,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'mark cluster ready',
       async run(ctx) {
         const cluster = createdCluster(ctx);
-        orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'ready' }));
+        orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: ctx.now(), clusterId: cluster.id, status: 'ready' }));
         return createResult(clusterOfStep(ctx, cluster.id));
       },
     },
@@ -220,7 +220,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
     if (!cluster) return undefined; // nothing was placed
     ctx.logger.warn({ jobId: ctx.jobId, clusterId: cluster.id, failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
     // Ports are returned per instance, only once it is gone from its host (rollback.ts).
-    return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
+    return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
   },
 };
 
@@ -251,7 +251,7 @@ export const deleteCluster: JobOf<'delete_cluster', DeleteOutputs, DeleteParas> 
       name: 'mark cluster deleting',
       async run(ctx): Promise<DeleteSnapshot> {
         const cluster = changeableCluster(ctx.state(), p.cluster_id);
-        orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: Date.now(), clusterId: cluster.id, status: 'deleting' }));
+        orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: ctx.now(), clusterId: cluster.id, status: 'deleting' }));
         // What to remove, kept in the job: later steps must find it even after the record is gone.
         return {
           clusterId: cluster.id,
@@ -298,7 +298,7 @@ export const deleteCluster: JobOf<'delete_cluster', DeleteOutputs, DeleteParas> 
     {
       name: 'release ports',
       async run(ctx) {
-        orThrow(await ctx.propose({ kind: CommandKind.ClusterDeleted, at: Date.now(), clusterId: ctx.outputs['mark cluster deleting'].clusterId }));
+        orThrow(await ctx.propose({ kind: CommandKind.ClusterDeleted, at: ctx.now(), clusterId: ctx.outputs['mark cluster deleting'].clusterId }));
         return null;
       },
     },

@@ -9,7 +9,7 @@ import type { Agents, ShardEndpoint } from '@kcm/agent-api';
 import { instancesPlacedByJob, type PlacedInstances } from '../meta/clusters';
 import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
-import type { MetaStore } from '../meta/store';
+import type { Clock, MetaStore } from '../meta/store';
 import { orThrow } from './errors';
 
 /**
@@ -167,10 +167,10 @@ export async function syncCompCatalogs(agents: EngineAgents, jobId: string, acti
  * (after a crash between the commit and the step's own) finds what the job placed, by the
  * records' placedByJob tag, instead of planning again.
  */
-export async function placeOnce(store: MetaStore, cluster: ClusterRecord, jobId: string, plan: () => InstancePlacement): Promise<PlacedInstances> {
+export async function placeOnce(store: MetaStore & { now: Clock }, cluster: ClusterRecord, jobId: string, plan: () => InstancePlacement): Promise<PlacedInstances> {
   const earlier = instancesPlacedByJob(cluster, jobId);
   if (earlier.shardIds.length + earlier.nodeIds.length + earlier.compIds.length > 0) return earlier;
-  const outcome = await store.propose({ kind: CommandKind.InstancesPlaced, at: Date.now(), clusterId: cluster.id, jobId, placement: plan() });
+  const outcome = await store.propose({ kind: CommandKind.InstancesPlaced, at: store.now(), clusterId: cluster.id, jobId, placement: plan() });
   return orThrow(outcome) as PlacedInstances;
 }
 

@@ -83,7 +83,7 @@ export const createMachine: JobOf<'create_machine', CreateOutputs> = {
         orThrow(
           await ctx.propose({
             kind: CommandKind.MachineRegistered,
-            at: Date.now(),
+            at: ctx.now(),
             hostaddr: p.hostaddr,
             machineType: p.machine_type,
             portLow: low,
@@ -119,7 +119,7 @@ export const deleteMachine: JobOf<'delete_machine', { 'remove machine': null }> 
       async run(ctx) {
         // Re-run after a crash: already removed by this job.
         if (!ctx.state().machines[machineKey(p.hostaddr, p.machine_type)]) return null;
-        orThrow(await ctx.propose({ kind: CommandKind.MachineRemoved, at: Date.now(), hostaddr: p.hostaddr, machineType: p.machine_type }));
+        orThrow(await ctx.propose({ kind: CommandKind.MachineRemoved, at: ctx.now(), hostaddr: p.hostaddr, machineType: p.machine_type }));
         return null;
       },
     },
@@ -138,7 +138,7 @@ export const setMachine: JobOf<'set_machine', { 'set machine status': unknown }>
       name: 'set machine status',
       async run(ctx) {
         return orThrow(
-          await ctx.propose({ kind: CommandKind.MachineStatusSet, at: Date.now(), hostaddr: p.hostaddr, nodeStats: p.node_stats, reason: 'operator' }),
+          await ctx.propose({ kind: CommandKind.MachineStatusSet, at: ctx.now(), hostaddr: p.hostaddr, nodeStats: p.node_stats, reason: 'operator' }),
         );
       },
     },

@@ -10,7 +10,7 @@ import type { Logger } from '@kcm/common';
 import type { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, CompRecord, PendingInstance } from '../meta/state';
-import type { MetaStore } from '../meta/store';
+import type { Clock, MetaStore } from '../meta/store';
 import { orThrow } from './errors';
 import { removeComp, removeStorageNode, storageNodes, syncCompCatalogs, type EngineAgents } from './instance-ops';
 import type { StepContext } from './workflow';
@@ -19,6 +19,7 @@ export interface RollbackDeps {
   store: MetaStore;
   agents: EngineAgents;
   logger: Logger;
+  now: Clock;
 }
 
 /** What a failed job has to take back. */
@@ -81,11 +82,11 @@ export async function removeAll(agents: EngineAgents, jobId: string, instances: 
 }
 
 /** Forgets removed instances (ports returned); the pending record ends with its last one. */
-export async function forgetRemoved(store: MetaStore, jobId: string, removed: PendingInstance[]): Promise<void> {
+export async function forgetRemoved(store: MetaStore, now: Clock, jobId: string, removed: PendingInstance[]): Promise<void> {
   orThrow(
     await store.propose({
       kind: CommandKind.RollbackInstancesRemoved,
-      at: Date.now(),
+      at: now(),
       jobId,
       nodeIds: removed.filter((i) => i.kind === 'storage node').map((i) => i.id),
       compIds: removed.filter((i) => i.kind === 'compute node').map((i) => i.id),
@@ -126,7 +127,7 @@ export async function rollBackJob(deps: RollbackDeps, jobId: string, jobType: st
   orThrow(
     await store.propose({
       kind: CommandKind.RollbackRecorded,
-      at: Date.now(),
+      at: deps.now(),
       jobId,
       jobType,
       clusterId: plan.clusterId,
@@ -136,7 +137,7 @@ export async function rollBackJob(deps: RollbackDeps, jobId: string, jobType: st
       reason: note ?? '',
     }),
   );
-  await forgetRemoved(store, jobId, round.removed);
+  await forgetRemoved(store, deps.now, jobId, round.removed);
   if (note) {
     log.warn({ left: round.left.map((l) => describeInstance(l.instance)) }, `${jobType} ${note}`);
     return note;
@@ -160,7 +161,7 @@ export async function rollBackPlacement(deps: RollbackDeps, jobId: string, jobTy
  */
 export function rollBackGrowJob(jobType: 'add_shards' | 'add_comps' | 'add_nodes') {
   return (ctx: StepContext<{ cluster_id: string }, object>, failedStep: string, error: KcmError): Promise<string | undefined> =>
-    rollBackPlacement({ store: ctx, agents: ctx.agents, logger: ctx.logger }, ctx.jobId, jobType, ctx.paras.cluster_id, failedStep, error.message);
+    rollBackPlacement({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now }, ctx.jobId, jobType, ctx.paras.cluster_id, failedStep, error.message);
 }
 
 /** The remaining compute nodes forget the dropped shards' foreign tables (the catalog sync would, within seconds). */

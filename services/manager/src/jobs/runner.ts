@@ -168,7 +168,7 @@ export class JobRunner {
     }
     // Started already: by its JobSubmitted (runnable at submission) or by an earlier leader.
     if (job.status !== 'ongoing' || job.stepNames.length === 0) {
-      await this.commit({ kind: CommandKind.JobStarted, at: Date.now(), jobId, stepNames: names }, signal);
+      await this.commit({ kind: CommandKind.JobStarted, at: this.services.now(), jobId, stepNames: names }, signal);
     }
 
     const outputs: Record<string, unknown> = {};
@@ -181,7 +181,7 @@ export class JobRunner {
       state: () => this.store.state(),
       signal,
       progress: async (unitsDone, unitsTotal) => {
-        await this.commit({ kind: CommandKind.JobProgress, at: Date.now(), jobId, step, unitsDone, unitsTotal }, signal);
+        await this.commit({ kind: CommandKind.JobProgress, at: this.services.now(), jobId, step, unitsDone, unitsTotal }, signal);
       },
     });
 
@@ -229,7 +229,7 @@ export class JobRunner {
         await this.finish(job, failed(failure.errorName, info + rollbackNote), signal);
         return;
       }
-      const committed = await this.commit({ kind: CommandKind.JobStepDone, at: Date.now(), jobId, step: k, output: output ?? null }, signal);
+      const committed = await this.commit({ kind: CommandKind.JobStepDone, at: this.services.now(), jobId, step: k, output: output ?? null }, signal);
       outputs[names[k]] = committed.ok ? (committed.value as { output: unknown }).output : output;
       const durationMs = Date.now() - started;
       log.info({ step: names[k], durationMs }, 'step done'); // written out with the next step's or the job's end line
@@ -239,7 +239,7 @@ export class JobRunner {
   }
 
   private async finish(job: JobRecord, outcome: JobResultRecord, signal: AbortSignal): Promise<void> {
-    await this.commit({ kind: CommandKind.JobFinished, at: Date.now(), jobId: job.id, outcome, keepFinished: this.options.keepFinishedJobs }, signal);
+    await this.commit({ kind: CommandKind.JobFinished, at: this.services.now(), jobId: job.id, outcome, keepFinished: this.options.keepFinishedJobs }, signal);
     this.logger.info({ jobId: job.id, jobType: job.jobType, ok: outcome.ok, errorCode: outcome.errorCode, errorInfo: outcome.errorInfo }, 'job finished');
     void flushLogSoon(); // a job's end is worth reading at once
     this.hooks.onJobFinished?.(this.store.state().jobs[job.id] ?? job, outcome);

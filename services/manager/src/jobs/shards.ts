@@ -181,7 +181,7 @@ export function deleteShardsJob(): JobOf<'delete_shards', DeleteOutputs> {
       {
         name: 'forget shard',
         async run(ctx) {
-          orThrow(await ctx.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [], shardIds: [ctx.outputs['check shard holds no tables'].shardId] }));
+          orThrow(await ctx.propose({ kind: CommandKind.InstancesRemoved, at: ctx.now(), clusterId: p.cluster_id, nodeIds: [], compIds: [], shardIds: [ctx.outputs['check shard holds no tables'].shardId] }));
           return null;
         },
       },

@@ -40,7 +40,7 @@ export function takeOutInstanceSteps<P extends { cluster_id: string }, K extends
       async run(ctx: StepContext<P, TakeOutOutputs<K>>) {
         const { id } = ctx.outputs[removeStep];
         const ids = kind === 'storage node' ? { nodeIds: [id], compIds: [] } : { nodeIds: [], compIds: [id] };
-        orThrow(await ctx.propose({ kind: CommandKind.InstancesRemoved, at: Date.now(), clusterId: ctx.paras.cluster_id, shardIds: [], ...ids }));
+        orThrow(await ctx.propose({ kind: CommandKind.InstancesRemoved, at: ctx.now(), clusterId: ctx.paras.cluster_id, shardIds: [], ...ids }));
         return null;
       },
     },

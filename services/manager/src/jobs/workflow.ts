@@ -25,6 +25,8 @@ export interface StepServices {
   /** The host agents' own calls (host facts, directories, health). */
   withAgent: WithAgent;
   logger: Logger;
+  /** The manager's clock (ms since the epoch): the `at` of every command a step proposes. */
+  now(): number;
 }
 
 export interface StepContext<P = unknown, O extends object = {}> extends StepServices {

@@ -13,3 +13,6 @@ export interface MetaStore {
   state(): MetaState;
   propose(cmd: Command): Promise<ApplyOutcome>;
 }
+
+/** The manager's clock, ms since the epoch: what stamps the `at` of proposed commands (tests fix it). */
+export type Clock = () => number;

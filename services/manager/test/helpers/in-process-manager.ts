@@ -4,7 +4,8 @@
 // transport is the production one, as it also serves submissions forwarded by followers.
 // No agent runs: the agent port is one where nothing listens, so a probe fails at once.
 // Leader services (job runner, health monitor, catalog sync) are stopped once it leads:
-// accepted jobs stay queued and nothing changes the state but the requests a test sends.
+// accepted jobs stay queued and nothing changes the state but the requests a test sends,
+// unless the test asks for them (`leaderServices`) to see jobs run.
 
 import { createServer } from 'node:net';
 import { createLogger } from '@kcm/common';
@@ -14,6 +15,7 @@ import { buildManager, type Manager } from '../../src/app';
 import { parseManagerConfig } from '../../src/config';
 import { CommandKind, type Command } from '../../src/meta/commands';
 import type { MachineType } from '../../src/meta/state';
+import type { Clock } from '../../src/meta/store';
 
 export interface InProcessManager {
   manager: Manager;
@@ -38,14 +40,21 @@ async function freePort(host: string): Promise<number> {
   });
 }
 
-export async function startInProcessManager(): Promise<InProcessManager> {
+export interface InProcessOptions {
+  /** The manager's clock (buildManager's `clock`). Default: Date.now. */
+  clock?: Clock;
+  /** Keep the leader services running once it leads, so accepted jobs run. Default: false. */
+  leaderServices?: boolean;
+}
+
+export async function startInProcessManager(opts: InProcessOptions = {}): Promise<InProcessManager> {
   // An address of its own: system tests bind fixed ports on 127.0.1.x and 127.0.2.x.
   const host = `127.0.99.${1 + Math.floor(Math.random() * 250)}`;
   const raftPort = await freePort(host);
   const member = `${host}:${raftPort - 1}`; // the Raft transport listens on the member's port + 1
   // dataDir is never read: the Raft log is in memory.
   const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent' });
-  const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }), storage: MemoryStorage.bootstrap([member]) });
+  const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }), storage: MemoryStorage.bootstrap([member]), clock: opts.clock });
   const close = async () => {
     await manager.stop().catch(() => {});
   };
@@ -55,7 +64,7 @@ export async function startInProcessManager(): Promise<InProcessManager> {
       if (Date.now() > deadline) throw new Error('the one-member manager did not become leader in 20 s');
       await new Promise((r) => setTimeout(r, 20));
     }
-    await manager.leadership.update(false, manager.raft.status().term);
+    if (!opts.leaderServices) await manager.leadership.update(false, manager.raft.status().term);
   } catch (err) {
     await close();
     throw err;

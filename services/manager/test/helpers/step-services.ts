@@ -15,5 +15,6 @@ export function stepServices(store: MetaStore, given: { agents?: EngineAgents; w
     agents: given.agents ?? new AgentPool(1),
     withAgent: given.withAgent ?? noAgent,
     logger: given.logger ?? silentLogger(),
+    now: Date.now,
   };
 }
