@@ -10,6 +10,7 @@ import type { Logger } from '@kcm/common';
 import { shardEndpoints, type EngineAgents } from './jobs/instance-ops';
 import type { ClusterRecord, CompRecord } from './meta/state';
 import type { MetaStore } from './meta/store';
+import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_CATALOG_SYNC_INTERVAL_MS = 2000;
 
@@ -21,13 +22,14 @@ export interface CatalogSyncOptions {
 }
 
 export class CatalogSync {
-  private timer: NodeJS.Timeout | null = null;
-  private round: Promise<void> | null = null;
+  private readonly loop: PeriodicRounds;
   /** Last failure per compute node, so a node that stays broken is logged once, not every round. */
   private readonly lastProblem = new Map<string, string>();
   private rounds = 0;
 
-  constructor(private readonly opts: CatalogSyncOptions) {}
+  constructor(private readonly opts: CatalogSyncOptions) {
+    this.loop = new PeriodicRounds(() => this.syncRound(), opts.intervalMs ?? DEFAULT_CATALOG_SYNC_INTERVAL_MS);
+  }
 
   /** Rounds completed since this member became leader (for tests and logs). */
   get completedRounds(): number {
@@ -35,31 +37,24 @@ export class CatalogSync {
   }
 
   start(): void {
-    if (this.timer) return;
+    if (this.loop.started) return;
     this.rounds = 0;
-    this.timer = setInterval(() => void this.syncAll(), this.opts.intervalMs ?? DEFAULT_CATALOG_SYNC_INTERVAL_MS);
-    this.timer.unref();
+    this.loop.start({ runAtOnce: false });
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.round;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  /** One round over every ready cluster; a round still running makes the next tick a no-op. */
+  /** One round over every ready cluster; a round still running is joined, not doubled. */
   syncAll(): Promise<void> {
-    if (this.round) return this.round;
-    this.round = (async () => {
-      try {
-        const clusters = Object.values(this.opts.store.state().clusters).filter((c) => c.status === 'ready');
-        await Promise.all(clusters.map((c) => this.syncCluster(c)));
-        this.rounds++;
-      } finally {
-        this.round = null;
-      }
-    })();
-    return this.round;
+    return this.loop.run();
+  }
+
+  private async syncRound(): Promise<void> {
+    const clusters = Object.values(this.opts.store.state().clusters).filter((c) => c.status === 'ready');
+    await Promise.all(clusters.map((c) => this.syncCluster(c)));
+    this.rounds++;
   }
 
   private async syncCluster(cluster: ClusterRecord): Promise<void> {

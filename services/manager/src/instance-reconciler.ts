@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@kcm/common';
 import type { ClusterRecord, MetaState } from './meta/state';
+import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 
@@ -46,45 +47,37 @@ interface Placed {
 type Observed = 'running' | 'down' | 'missing' | 'unreachable';
 
 export class InstanceReconciler {
-  private timer: NodeJS.Timeout | null = null;
-  private round: Promise<void> | null = null;
+  private readonly loop: PeriodicRounds;
   /** Last observation per instance, so a lasting condition is logged once. */
   private readonly lastSeen = new Map<string, Observed>();
   /** Starts asked of agents since this member became leader (tests, logs). */
   startsRequested = 0;
 
-  constructor(private readonly opts: ReconcilerOptions) {}
+  constructor(private readonly opts: ReconcilerOptions) {
+    this.loop = new PeriodicRounds(() => this.reconcileRound(), opts.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
+  }
 
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.reconcileAll(), this.opts.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
-    this.timer.unref();
-    void this.reconcileAll();
+    this.loop.start({ runAtOnce: true });
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.round;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  /** One round over every live cluster; a round still under way makes this a no-op. */
+  /** One round over every live cluster; a round still under way is joined, not doubled. */
   reconcileAll(): Promise<void> {
-    if (this.round) return this.round;
-    this.round = (async () => {
-      try {
-        const state = this.opts.store.state();
-        const leaving = awaitingRemoval(state);
-        const placed = Object.values(state.clusters)
-          .filter((c) => isSettled(state, c))
-          .flatMap(instancesOf)
-          .filter((p) => !leaving.has(`${p.hostaddr}:${p.port}`));
-        await Promise.all(placed.map((p) => this.reconcile(p)));
-      } finally {
-        this.round = null;
-      }
-    })();
-    return this.round;
+    return this.loop.run();
+  }
+
+  private async reconcileRound(): Promise<void> {
+    const state = this.opts.store.state();
+    const leaving = awaitingRemoval(state);
+    const placed = Object.values(state.clusters)
+      .filter((c) => isSettled(state, c))
+      .flatMap(instancesOf)
+      .filter((p) => !leaving.has(`${p.hostaddr}:${p.port}`));
+    await Promise.all(placed.map((p) => this.reconcile(p)));
   }
 
   private async reconcile(p: Placed): Promise<void> {

@@ -14,6 +14,7 @@ import type { EngineAgents } from './jobs/instance-ops';
 import { describeInstance, forgetRemoved, removeAll } from './jobs/rollback';
 import type { MetaState, PendingInstance, PendingRollbackRecord } from './meta/state';
 import type { Clock, MetaStore } from './meta/store';
+import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_ROLLBACK_RETRY_INTERVAL_MS = 3000;
 
@@ -42,53 +43,46 @@ export function finishableNow(state: MetaState, record: PendingRollbackRecord): 
 }
 
 export class RollbackFinisher {
-  private timer: NodeJS.Timeout | null = null;
-  private round: Promise<void> | null = null;
+  private readonly loop: PeriodicRounds;
   /** Last problem per instance, so one that stays left is logged when it changes, not every round. */
   private readonly lastProblem = new Map<string, string>();
   /** Whether the state caught up since this member started leading. */
   private caughtUp = false;
 
-  constructor(private readonly opts: RollbackFinisherOptions) {}
+  constructor(private readonly opts: RollbackFinisherOptions) {
+    this.loop = new PeriodicRounds(() => this.finishRound(), opts.intervalMs ?? DEFAULT_ROLLBACK_RETRY_INTERVAL_MS);
+  }
 
   start(): void {
-    if (this.timer) return;
+    if (this.loop.started) return;
     this.caughtUp = false;
-    this.timer = setInterval(() => void this.finishAll(), this.opts.intervalMs ?? DEFAULT_ROLLBACK_RETRY_INTERVAL_MS);
-    this.timer.unref();
-    void this.finishAll();
+    this.loop.start({ runAtOnce: true });
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.round;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  /** One round over every recorded rollback; a round still running makes the next tick a no-op. */
+  /** One round over every recorded rollback; a round still running is joined, not doubled. */
   finishAll(): Promise<void> {
-    if (this.round) return this.round;
-    this.round = (async () => {
+    return this.loop.run();
+  }
+
+  private async finishRound(): Promise<void> {
+    if (!this.caughtUp) {
       try {
-        if (!this.caughtUp) {
-          try {
-            await this.opts.caughtUp?.();
-          } catch (err) {
-            this.opts.logger.debug({ err }, 'rollback finisher: state not caught up yet; next round');
-            return;
-          }
-          this.caughtUp = true;
-        }
-        const state = this.opts.store.state();
-        const records = Object.values(state.pendingRollbacks).filter((r) => finishableNow(state, r));
-        await Promise.all(
-          records.map((r) => this.finish(r).catch((err: unknown) => this.opts.logger.warn({ err, jobId: r.jobId }, 'rollback finisher: round failed; retrying later'))),
-        );
-      } finally {
-        this.round = null;
+        await this.opts.caughtUp?.();
+      } catch (err) {
+        this.opts.logger.debug({ err }, 'rollback finisher: state not caught up yet; next round');
+        return;
       }
-    })();
-    return this.round;
+      this.caughtUp = true;
+    }
+    const state = this.opts.store.state();
+    const records = Object.values(state.pendingRollbacks).filter((r) => finishableNow(state, r));
+    await Promise.all(
+      records.map((r) => this.finish(r).catch((err: unknown) => this.opts.logger.warn({ err, jobId: r.jobId }, 'rollback finisher: round failed; retrying later'))),
+    );
   }
 
   private async finish(record: PendingRollbackRecord): Promise<void> {
