@@ -7,44 +7,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 // The manager's code imports only @kcm/agent-api; this test runs the jobs against a real agent server.
 import { startAgent, type RunningAgent } from '@kcm/agent';
-import { AgentClient, type WithAgent } from '@kcm/agent-api';
-import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
-import { createMachine, deleteMachine, setMachine } from '../../services/manager/src/jobs/machines';
-import { registryOf } from '../../services/manager/src/jobs/registry';
-import { JobRunner } from '../../services/manager/src/jobs/runner';
-import { ManagerService } from '../../services/manager/src/manager-service';
-import { LocalStore, until } from '../../services/manager/test/helpers/local-store';
-import { stepServices } from '../../services/manager/test/helpers/step-services';
-
-function request(jobType: string, paras: Record<string, unknown>): ValidRequest {
-  const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: '1700000000', user_name: 't', paras });
-  if (!parsed.ok) throw parsed.error;
-  return parsed.request;
-}
+import { AgentPool } from '@kcm/agent-api';
+import { KcmError } from '@kcm/protocol';
+import { request, startHarness } from '../../services/manager/test/jobs/grow-harness';
+import { until } from '../../services/manager/test/helpers/local-store';
 
 describe('machine jobs against a real agent', () => {
   let agent: RunningAgent;
   let tmp: string;
-  let store: LocalStore;
-  let runner: JobRunner;
-  let service: ManagerService;
+  let h: Awaited<ReturnType<typeof startHarness>>;
   const deadHost = '127.0.0.77';
 
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-machines-'));
     agent = await startAgent({ hostaddr: '127.0.0.1', port: 0, logger: silentLogger(), stateDir: path.join(tmp, 'agent-state') });
-    store = new LocalStore();
-    // Every host's agent port is the same in production; here the one live agent has a
-    // random port, and the "dead" host points at a port nobody listens on.
-    const withAgent: WithAgent = (host, use) => use(new AgentClient(host === deadHost ? `${deadHost}:1` : agent.address, 1500));
-    const registry = registryOf({ create_machine: createMachine, delete_machine: deleteMachine, set_machine: setMachine });
-    runner = new JobRunner(store, registry, stepServices(store, { withAgent }));
-    service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
-    runner.start();
+    // A manager built like production with the real agent pool, at the live agent's port:
+    // 127.0.0.1 reaches the agent, the "dead" host has nobody listening on that port.
+    const agentPort = Number(agent.address.split(':').pop());
+    h = await startHarness({ agents: new AgentPool(agentPort, { deadlineMs: 1500 }), hosts: [], closeAfterTest: false });
   });
 
   afterAll(async () => {
-    await runner.stop();
+    await h.close();
     await agent.stop();
     await rm(tmp, { recursive: true, force: true });
   });
@@ -56,40 +40,40 @@ describe('machine jobs against a real agent', () => {
   });
 
   async function finished(jobId: string) {
-    await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 10_000);
-    return service.getStatus(jobId);
+    await until(() => ['done', 'failed'].includes(h.store.s.jobs[jobId].status), 10_000);
+    return h.manager.service.getStatus(jobId);
   }
 
   it('create_machine contacts the agent, creates the directories and records the machine with its facts', async () => {
-    const { jobId } = await service.submitJob(request('create_machine', paras('127.0.0.1', 'm1')));
+    const { jobId } = await h.manager.service.submitJob(request('create_machine', paras('127.0.0.1', 'm1')));
     const status = await finished(jobId);
     expect(status).toMatchObject({ status: 'done', errorCode: 0, attachment: {} });
-    const m = store.s.machines['127.0.0.1/storage'];
+    const m = h.store.s.machines['127.0.0.1/storage'];
     expect(m).toMatchObject({ portLow: 57000, portHigh: 57999, nodeStats: 'running' });
     expect(m.facts?.cores).toBe(os.availableParallelism());
     expect((await stat(path.join(tmp, 'm1', 'wal'))).isDirectory()).toBe(true);
   });
 
   it('a duplicate registration is refused at submission with CONFLICT, and no job is created', async () => {
-    const jobsBefore = Object.keys(store.s.jobs).length;
-    await expect(service.submitJob(request('create_machine', paras('127.0.0.1', 'm1')))).rejects.toMatchObject({ errorName: 'CONFLICT' });
-    await expect(service.submitJob(request('create_machine', { ...paras('127.0.0.1', 'm1'), machine_type: 'computer', port_range: '57500-58500' }))).rejects.toThrow(/overlaps 57000-57999/);
-    expect(Object.keys(store.s.jobs)).toHaveLength(jobsBefore);
+    const jobsBefore = Object.keys(h.store.s.jobs).length;
+    await expect(h.manager.service.submitJob(request('create_machine', paras('127.0.0.1', 'm1')))).rejects.toMatchObject({ errorName: 'CONFLICT' });
+    await expect(h.manager.service.submitJob(request('create_machine', { ...paras('127.0.0.1', 'm1'), machine_type: 'computer', port_range: '57500-58500' }))).rejects.toThrow(/overlaps 57000-57999/);
+    expect(Object.keys(h.store.s.jobs)).toHaveLength(jobsBefore);
   });
 
   it('an unreachable agent fails the job with AGENT_UNREACHABLE naming the address', async () => {
-    const { jobId } = await service.submitJob(request('create_machine', paras(deadHost, 'm2')));
+    const { jobId } = await h.manager.service.submitJob(request('create_machine', paras(deadHost, 'm2')));
     const status = await finished(jobId);
     expect(status.status).toBe('failed');
     expect(status.errorCode).toBe(KcmError.of('AGENT_UNREACHABLE', '').code);
-    expect(status.errorInfo).toMatch(/step 1 of 3 \(contact agent\) failed: agent at 127\.0\.0\.77:1 is unreachable/);
-    expect(store.s.machines[`${deadHost}/storage`]).toBeUndefined();
+    expect(status.errorInfo).toMatch(/step 1 of 3 \(contact agent\) failed: agent at 127\.0\.0\.77:\d+ is unreachable/);
+    expect(h.store.s.machines[`${deadHost}/storage`]).toBeUndefined();
   });
 
   it('a directory that cannot be created fails the job naming the field', async () => {
     const aFile = path.join(tmp, 'plain-file');
     await writeFile(aFile, 'x');
-    const { jobId } = await service.submitJob(request('create_machine', { ...paras('127.0.0.1', 'm3', '59000-59999'), machine_type: 'computer', datadir: path.join(aFile, 'data') }));
+    const { jobId } = await h.manager.service.submitJob(request('create_machine', { ...paras('127.0.0.1', 'm3', '59000-59999'), machine_type: 'computer', datadir: path.join(aFile, 'data') }));
     const status = await finished(jobId);
     expect(status.status).toBe('failed');
     expect(status.errorInfo).toMatch(/paras\.datadir .*plain-file\/data: ENOTDIR/);
@@ -97,13 +81,13 @@ describe('machine jobs against a real agent', () => {
   });
 
   it('set_machine moves the machine to dead and back; delete_machine removes it; unknown machines are NOT_FOUND', async () => {
-    const dead = await service.submitJob(request('set_machine', { hostaddr: '127.0.0.1', node_stats: 'dead' }));
+    const dead = await h.manager.service.submitJob(request('set_machine', { hostaddr: '127.0.0.1', node_stats: 'dead' }));
     expect((await finished(dead.jobId)).status).toBe('done');
-    expect(store.s.machines['127.0.0.1/storage'].nodeStats).toBe('dead');
-    const del = await service.submitJob(request('delete_machine', { hostaddr: '127.0.0.1', machine_type: 'storage' }));
+    expect(h.store.s.machines['127.0.0.1/storage'].nodeStats).toBe('dead');
+    const del = await h.manager.service.submitJob(request('delete_machine', { hostaddr: '127.0.0.1', machine_type: 'storage' }));
     expect((await finished(del.jobId)).status).toBe('done');
-    expect(store.s.machines['127.0.0.1/storage']).toBeUndefined();
-    await expect(service.submitJob(request('delete_machine', { hostaddr: '127.0.0.1', machine_type: 'storage' }))).rejects.toMatchObject({ errorName: 'NOT_FOUND' });
-    await expect(service.submitJob(request('set_machine', { hostaddr: '127.0.0.9', node_stats: 'dead' }))).rejects.toMatchObject({ errorName: 'NOT_FOUND' });
+    expect(h.store.s.machines['127.0.0.1/storage']).toBeUndefined();
+    await expect(h.manager.service.submitJob(request('delete_machine', { hostaddr: '127.0.0.1', machine_type: 'storage' }))).rejects.toMatchObject({ errorName: 'NOT_FOUND' });
+    await expect(h.manager.service.submitJob(request('set_machine', { hostaddr: '127.0.0.9', node_stats: 'dead' }))).rejects.toMatchObject({ errorName: 'NOT_FOUND' });
   });
 });

@@ -25,4 +25,14 @@ export { AgentClient } from './clients/agent-client';
 export { MariaDbAgentClient, type MariaDbDeadlines } from './clients/mariadb-client';
 export { PostgresAgentClient } from './clients/postgres-client';
 export { CgroupAgentClient, type SetCpuLimitParams } from './clients/cgroup-client';
-export { AgentPool, type AgentPoolOptions, type Agents, type WithAgent } from './pool';
+export {
+  AgentPool,
+  type AgentApi,
+  type AgentPoolOptions,
+  type Agents,
+  type CgroupAgentApi,
+  type ClientApi,
+  type MariaDbAgentApi,
+  type PostgresAgentApi,
+  type WithAgent,
+} from './pool';

@@ -22,8 +22,18 @@ import { MariaDbAgentClient } from './clients/mariadb-client';
 import { PostgresAgentClient } from './clients/postgres-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 
+/**
+ * The public face of a client class: what a caller uses and what a test's fake provides
+ * (a class type with private fields cannot be satisfied by a plain object).
+ */
+export type ClientApi<C> = Pick<C, keyof C>;
+export type AgentApi = ClientApi<AgentClient>;
+export type MariaDbAgentApi = ClientApi<MariaDbAgentClient>;
+export type PostgresAgentApi = ClientApi<PostgresAgentClient>;
+export type CgroupAgentApi = ClientApi<CgroupAgentClient>;
+
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
-export type WithAgent = <T>(hostaddr: string, use: (agent: AgentClient) => Promise<T>) => Promise<T>;
+export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
 
 /**
  * What the manager uses to talk to agents. The engine clients (`mariadb(host)` ...) are
@@ -32,11 +42,11 @@ export type WithAgent = <T>(hostaddr: string, use: (agent: AgentClient) => Promi
  */
 export interface Agents {
   withAgent: WithAgent;
-  mariadb(hostaddr: string): MariaDbAgentClient;
-  postgres(hostaddr: string): PostgresAgentClient;
+  mariadb(hostaddr: string): MariaDbAgentApi;
+  postgres(hostaddr: string): PostgresAgentApi;
   /** A short-deadline postgres client for live-status probes: a dead host must not hold a reply. */
-  postgresProbe(hostaddr: string): PostgresAgentClient;
-  cgroup(hostaddr: string): CgroupAgentClient;
+  postgresProbe(hostaddr: string): PostgresAgentApi;
+  cgroup(hostaddr: string): CgroupAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;

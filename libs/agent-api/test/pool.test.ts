@@ -1,7 +1,7 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentPool, AgentUnreachableError, type AgentClient } from '@kcm/agent-api';
+import { AgentPool, AgentUnreachableError, type AgentApi } from '@kcm/agent-api';
 
 // Stand-in agents: the pool only needs a TCP listener to open a client (no call is made).
 const HOSTS = ['127.9.0.1', '127.9.0.2', '127.9.0.3'];
@@ -22,11 +22,11 @@ afterAll(async () => {
 });
 
 /** The client the pool hands out for a host, with its close() watched. */
-async function clientOf(pool: AgentPool, host: string): Promise<AgentClient> {
+async function clientOf(pool: AgentPool, host: string): Promise<AgentApi> {
   return pool.withAgent(host, async (agent) => agent);
 }
 
-function watchClose(client: AgentClient) {
+function watchClose(client: AgentApi) {
   return vi.spyOn(client, 'close');
 }
 
@@ -93,7 +93,7 @@ describe('AgentPool', () => {
   it('never closes a client while a call through it is in flight; idle ones go instead', async () => {
     const pool = new AgentPool(port, { maxClients: 1 });
     let release!: () => void;
-    let inFlight!: AgentClient;
+    let inFlight!: AgentApi;
     let callStarted!: () => void;
     const started = new Promise<void>((resolve) => (callStarted = resolve));
     const slowCall = pool.withAgent('127.9.0.1', async (agent) => {

@@ -9,13 +9,14 @@ import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, ty
 import { AgentPool, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
+import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './health-monitor';
 import { CatalogSync } from './catalog-sync';
 import { InstanceReconciler } from './instance-reconciler';
 import { CommitPacer } from './jobs/commit-pacer';
 import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
 import { JobRunner } from './jobs/runner';
-import { Leadership } from './leadership';
+import { Leadership, type LeaderService } from './leadership';
 import { ManagerService } from './manager-service';
 import { PeerDirectory, raftAddressOf, splitMember } from './members';
 import { CommandKind } from './meta/commands';
@@ -37,6 +38,10 @@ export interface Manager {
   leadership: Leadership;
   /** Finishes recorded rollbacks while this member leads (tests pause it to reach a state). */
   rollbacks: RollbackFinisher;
+  /** Runs the jobs while this member leads (tests stop it to look at a settled state). */
+  runner: JobRunner;
+  /** What the gateway serves: submissions (forwarded to the leader), job status, queries. */
+  service: JobService;
   logger: Logger;
   /** Binds the gateway on the member's HTTP address. */
   listen(): Promise<void>;
@@ -66,7 +71,15 @@ export interface BuildOptions {
   clock?: Clock;
   /** Options of particular jobs (delete_shards' table lister, raft_mission's timeouts). */
   jobs?: Omit<JobTableOptions, 'raft'>;
+  /**
+   * The leader services this member runs when it leads (default: all). Tests of jobs alone
+   * run only the job runner, so that no probe or sync calls the fake agents behind their back.
+   */
+  leaderServices?: readonly LeaderServiceName[];
 }
+
+export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher'] as const;
+export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
   const now = opts.clock ?? Date.now;
@@ -172,14 +185,16 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
+  const leaderServices: (LeaderService & { name: LeaderServiceName })[] = [
+    { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
+    { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
+    { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
+    { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
+    { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
+  ];
+  const wanted = new Set<LeaderServiceName>(opts.leaderServices ?? LEADER_SERVICES);
   const leadership = new Leadership(
-    [
-      { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
-      { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
-      { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
-      { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
-      { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
-    ],
+    leaderServices.filter((service) => wanted.has(service.name)),
     logger,
   );
   raft.on('leaderChange', (leader, term) => {
@@ -226,6 +241,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     store,
     leadership,
     rollbacks,
+    runner: activeRunner,
+    service,
     logger,
     async listen() {
       assertAuthForListenHost(host, { tokens: config.authTokens });

@@ -16,12 +16,6 @@ import {
   type AgentPoolOptions,
   type Agents,
 } from '@kcm/agent-api';
-import { createMachine } from '../../src/jobs/machines';
-import { registryOf } from '../../src/jobs/registry';
-import { JobRunner } from '../../src/jobs/runner';
-import { ManagerService } from '../../src/manager-service';
-import { LocalStore, until } from '../helpers/local-store';
-import { stepServices } from '../helpers/step-services';
 import { createParas, request, startHarness } from './grow-harness';
 
 const AGENT_UNREACHABLE = errorEntry('AGENT_UNREACHABLE').code;
@@ -75,22 +69,14 @@ describe('an agent stopped during a job fails it with AGENT_UNREACHABLE, in ever
   afterAll(() => pools.forEach((p) => p.close()));
 
   it('machines: create_machine', async () => {
-    const store = new LocalStore();
     const pool = new AgentPool(deadPort, { deadlineMs: 2000 });
     pools.push(pool);
-    const registry = registryOf({ create_machine: createMachine });
-    const runner = new JobRunner(store, registry, stepServices(store, { withAgent: pool.withAgent }));
-    const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
-    runner.start();
-    const { jobId } = await service.submitJob(
-      request('create_machine', {
-        hostaddr: '127.0.0.1', machine_type: 'storage', port_range: '57000-57999', rack_id: 'r1', datadir: '/tmp/kcm-d', logdir: '/tmp/kcm-l',
-        wal_log_dir: '/tmp/kcm-w', comp_datadir: '/tmp/kcm-c', total_mem: '2048', total_cpu_cores: '2',
-      }),
-    );
-    await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 10_000);
-    const status = await service.getStatus(jobId);
-    await runner.stop();
+    const h = await startHarness({ agents: pool });
+    const status = await h.run('create_machine', {
+      hostaddr: '127.0.0.1', machine_type: 'storage', port_range: '57000-57999', rack_id: 'r1', datadir: '/tmp/kcm-d', logdir: '/tmp/kcm-l',
+      wal_log_dir: '/tmp/kcm-w', comp_datadir: '/tmp/kcm-c', total_mem: '2048', total_cpu_cores: '2',
+    });
+    await h.close();
     expectUnreachable(status);
   });
 
@@ -98,7 +84,7 @@ describe('an agent stopped during a job fails it with AGENT_UNREACHABLE, in ever
     const h = await startHarness();
     pools.push(stopAgents(h));
     const status = await h.run('create_cluster', createParas());
-    await h.runner.stop();
+    await h.close();
     expectUnreachable(status);
   });
 
@@ -130,7 +116,7 @@ describe('an agent stopped during a job fails it with AGENT_UNREACHABLE, in ever
     const cluster = await h.readyCluster();
     pools.push(stopAgents(h));
     const status = await h.run(jobType, paras(cluster));
-    await h.runner.stop();
+    await h.close();
     expectUnreachable(status);
   });
 
@@ -145,7 +131,7 @@ describe('an agent stopped during a job fails it with AGENT_UNREACHABLE, in ever
       mariadb: (host: string) => Object.assign(fakeMariadb(host), { configureReplication: pool.mariadb(host).configureReplication }),
     });
     const status = await h.run('add_shards', { cluster_id: cluster.id, shards: '1', nodes: '3', storage_iplists: [] });
-    await h.runner.stop();
+    await h.close();
     expect(h.calls.map((c) => c.method)).toContain('mariadb.install');
     expectUnreachable(status);
   });

@@ -5,47 +5,23 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { KcmError } from '@kcm/protocol';
 import { CatalogSync } from '../../src/catalog-sync';
-import { createCluster, deleteCluster } from '../../src/jobs/cluster';
-import { registryOf } from '../../src/jobs/registry';
-import { JobRunner } from '../../src/jobs/runner';
-import { ManagerService } from '../../src/manager-service';
-import { CommandKind } from '../../src/meta/commands';
-import { LocalStore, until } from '../helpers/local-store';
-import { stepServices } from '../helpers/step-services';
-import { createParas as harnessCreateParas, recordingAgents, request } from './grow-harness';
+import { recordingAgents } from '../helpers/recording-agents';
+import { AGENT_PORT, createParas as harnessCreateParas, request, startHarness } from './grow-harness';
 
 const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
 
 const createParas = (change: Record<string, unknown> = {}) => harnessCreateParas({ cpu_limit_node: 'share', storage_iplists: [], ...change });
 
 async function setUp(failures: { method: string; host: string }[] = []) {
-  const store = new LocalStore();
-  for (const h of HOSTS) {
-    for (const [machineType, low] of [['storage', 5000], ['computer', 6000]] as const) {
-      await store.propose({
-        kind: CommandKind.MachineRegistered, at: 0, hostaddr: h, machineType, portLow: low, portHigh: low + 9, rackId: 'r', datadir: `/d`, logdir: '/l',
-        walLogDir: '/w', compDatadir: '/c', totalMemMb: 65536, totalCpuCores: 4, facts: null,
-      });
-    }
-  }
-  const { agents, calls } = recordingAgents(failures);
-  const registry = registryOf({ create_cluster: createCluster, delete_cluster: deleteCluster });
-  const runner = new JobRunner(store, registry, stepServices(store, { agents }));
-  const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
-  runner.start();
-  const run = async (jobType: string, paras: Record<string, unknown>) => {
-    const { jobId } = await service.submitJob(request(jobType, paras));
-    await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 5000);
-    return service.getStatus(jobId);
-  };
-  return { store, calls, service, runner, run };
+  const h = await startHarness({ failures, hosts: HOSTS, portsPerMachine: 10 });
+  return { ...h, service: h.manager.service };
 }
 
 describe('cluster jobs against recording agents', () => {
   it('create_cluster builds in order: storage nodes, masters before their standbys, compute nodes, catalog, cpu limits', async () => {
-    const { store, calls, run, runner } = await setUp();
+    const { store, calls, run, close } = await setUp();
     const status = await run('create_cluster', createParas());
-    await runner.stop();
+    await close();
     expect(status.status).toBe('done');
     const cluster = Object.values(store.s.clusters)[0];
     expect(cluster.status).toBe('ready');
@@ -74,9 +50,9 @@ describe('cluster jobs against recording agents', () => {
   });
 
   it('a failed compute-node install removes every instance the job created and returns its ports', async () => {
-    const { store, calls, run, runner } = await setUp([{ method: 'pg.install', host: '10.0.0.2' }]);
+    const { store, calls, run, close } = await setUp([{ method: 'pg.install', host: '10.0.0.2' }]);
     const status = await run('create_cluster', createParas());
-    await runner.stop();
+    await close();
     expect(status).toMatchObject({ status: 'failed', errorCode: 2001 });
     expect(status.errorInfo).toMatch(/^step 4 of 7 \(install compute nodes\) failed: comp_\d+ on 10\.0\.0\.2:6000: pg\.install failed on 10\.0\.0\.2$/);
     expect(calls.filter((c) => c.method === 'mariadb.remove')).toHaveLength(6);
@@ -86,8 +62,8 @@ describe('cluster jobs against recording agents', () => {
   });
 
   it('refuses before committing anything: ha_mode mgr, an iplist host of the wrong type, too few ports', async () => {
-    const { store, service, runner } = await setUp();
-    await runner.stop();
+    const { store, service, close } = await setUp();
+    await close();
     const refusal = (paras: Record<string, unknown>) => service.submitJob(request('create_cluster', paras)).then(() => undefined, (e: KcmError) => [e.errorName, e.message]);
     expect(await refusal(createParas({ ha_mode: 'mgr' }))).toEqual(['UNSUPPORTED', 'paras.ha_mode: "mgr" is not supported (MariaDB has no group replication); use "rbr"']);
     expect(await refusal(createParas({ storage_iplists: ['10.0.0.9'] }))).toEqual(['NOT_FOUND', 'paras.storage_iplists[0]: 10.0.0.9 is not registered as a storage machine']);
@@ -96,7 +72,7 @@ describe('cluster jobs against recording agents', () => {
   });
 
   it('delete_cluster is refused while the cluster is still being created, and removes every instance afterwards', async () => {
-    const { store, service, calls, run, runner } = await setUp();
+    const { store, service, calls, run, close } = await setUp();
     await run('create_cluster', createParas({ shards: '1', comps: '1' }));
     const cluster = Object.values(store.s.clusters)[0];
     const nodePorts = Object.values(cluster.shards).flatMap((sh) => Object.values(sh.nodes).map((n) => n.port)).sort();
@@ -105,7 +81,7 @@ describe('cluster jobs against recording agents', () => {
     await expect(service.submitJob(request('delete_cluster', { cluster_id: cluster.id }))).rejects.toThrow(/still being created/);
     store.s.jobs[cluster.createdByJob].result = { ok: true, errorCode: 0, errorInfo: '', attachment: {} };
     const status = await run('delete_cluster', { cluster_id: cluster.id });
-    await runner.stop();
+    await close();
     expect(status.status).toBe('done');
     expect(status.attachment).toMatchObject({ cluster_id: cluster.id, cluster_name: cluster.name, computer_state: 'done', storage_state: 'done' });
     expect(calls.filter((c) => c.method === 'mariadb.remove').map((c) => c.request.port).sort()).toEqual(nodePorts);
@@ -114,13 +90,13 @@ describe('cluster jobs against recording agents', () => {
   });
 
   it('the catalog sync calls every compute node of ready clusters only, with every shard master and a fresh op_id each round', async () => {
-    const { store, run, runner } = await setUp();
+    const { store, run, close } = await setUp();
     await run('create_cluster', createParas({ comps: '2' }));
     await run('create_cluster', createParas({ shards: '1', comps: '1' }));
-    await runner.stop();
+    await close();
     const [first, second] = Object.values(store.s.clusters);
     second.status = 'deleting';
-    const { agents, calls } = recordingAgents([]);
+    const { agents, calls } = recordingAgents({ agentPort: AGENT_PORT, failures: [] });
     const sync = new CatalogSync({ store, agents, logger: silentLogger() });
     await sync.syncAll();
     await sync.syncAll();

@@ -9,7 +9,7 @@ describe('add_comps and delete_comp', () => {
     const h = await startHarness();
     const cluster = await h.readyCluster();
     const status = await h.run('add_comps', { cluster_id: cluster.id, comps: '2', computer_iplists: [] });
-    await h.runner.stop();
+    await h.close();
     expect(status.status, status.errorInfo).toBe('done');
     const added = Object.values(cluster.comps).filter((c) => c.placedByJob === status.jobId);
     expect(added).toHaveLength(2);
@@ -30,7 +30,7 @@ describe('add_comps and delete_comp', () => {
     const ports = JSON.stringify(h.store.s.ports);
     h.failOn({ method: 'pg.sync', host: '10.0.0.4' }, { method: 'pg.sync', host: '10.0.0.3' });
     const status = await h.run('add_comps', { cluster_id: cluster.id, comps: '1', computer_iplists: ['10.0.0.3'] });
-    await h.runner.stop();
+    await h.close();
     expect(status).toMatchObject({ status: 'failed' });
     expect(status.errorInfo).toMatch(/^step 3 of 4 \(connect compute nodes to shards\) failed: catalog sync failed on comp_3: pg\.sync failed on 10\.0\.0\.3$/);
     expect(h.calls.filter((c) => c.method === 'pg.remove').map((c) => c.host)).toEqual(['10.0.0.3']);
@@ -55,7 +55,7 @@ describe('add_comps and delete_comp', () => {
       `paras.comp_id: comp_1 is the last compute node of cluster ${cluster.id}; a cluster keeps at least one (delete_cluster removes it all)`,
     ]);
     expect(await h.refusal('delete_comp', { cluster_id: cluster.id, comp_id: '2' })).toEqual(['NOT_FOUND', `paras.comp_id: compute node 2 is not part of cluster ${cluster.id}`]);
-    await h.runner.stop();
+    await h.close();
   });
 });
 
@@ -65,7 +65,7 @@ describe('update_instance_cgroup', () => {
     const cluster = await h.readyCluster();
     const node = Object.values(cluster.shards['2'].nodes)[1];
     const status = await h.run('update_instance_cgroup', { ip: node.hostaddr, port: String(node.port), type: 'mysql', cpu_cores: '3', cgroup_mode: 'share' });
-    await h.runner.stop();
+    await h.close();
     expect(status.status, status.errorInfo).toBe('done');
     expect(h.store.s.jobs[status.jobId].lockKey).toBe(`cluster:${cluster.id}`);
     expect(h.calls.map((c) => c.method)).toEqual(['mariadb.probe', 'cgroup.set']);
@@ -83,6 +83,6 @@ describe('update_instance_cgroup', () => {
     expect(await cg({ type: 'mysql' })).toEqual(['NOT_FOUND', `paras.type: ${comp.hostaddr}:${comp.port} is a compute node (type pg), not mysql`]);
     expect(await cg({ cpu_cores: '5' })).toEqual(['NO_RESOURCES', `paras.cpu_cores: 5 is more than the 4 cores machine ${comp.hostaddr} was registered with (total_cpu_cores)`]);
     expect(h.jobCount()).toBe(jobs);
-    await h.runner.stop();
+    await h.close();
   });
 });

@@ -1,79 +1,27 @@
-// Harness of the grow/shrink job tests: a LocalStore with four hosts registered as both
-// storage and computer machines, recording fake agents (fail where told), every cluster
-// job family registered, and a helper that builds a ready cluster through create_cluster.
+// Harness of the job tests: a real one-member manager built by buildManager (Raft in
+// memory, only its job runner running), four hosts registered as both storage and computer
+// machines, recording fake agents (fail where told), and a helper that builds a ready
+// cluster through create_cluster.
 
-import { AgentUnreachableError } from '@kcm/agent-api';
+import { afterEach } from 'vitest';
+import type { Agents } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
-import { updateInstanceCgroup } from '../../src/jobs/cgroup';
-import { createCluster, deleteCluster } from '../../src/jobs/cluster';
-import { addComps, deleteComp } from '../../src/jobs/comps';
-import type { WithAgent } from '@kcm/agent-api';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
-import { addNodes, deleteNodes, rebuildNode } from '../../src/jobs/nodes';
-import { registryOf } from '../../src/jobs/registry';
-import { JobRunner } from '../../src/jobs/runner';
-import { addShards, deleteShardsJob } from '../../src/jobs/shards';
-import { ManagerService } from '../../src/manager-service';
-import { CommandKind } from '../../src/meta/commands';
-import { LocalStore, until } from '../helpers/local-store';
-import { stepServices } from '../helpers/step-services';
+import { MemoryStorage } from '@kcm/raft';
+import { buildManager, type Manager } from '../../src/app';
+import { parseManagerConfig } from '../../src/config';
+import { CommandKind, type Command } from '../../src/meta/commands';
+import type { MetaState } from '../../src/meta/state';
+import { until } from '../helpers/local-store';
+import { recordingAgents, type Call, type Failure } from '../helpers/recording-agents';
+import { soloTransport } from '../helpers/solo-transport';
+
+export type { Call, Failure };
 
 export const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'];
 export const AGENT_PORT = 58100;
-
-export interface Call {
-  host: string;
-  method: string;
-  request: any;
-}
-
-export interface Failure {
-  method: string;
-  host: string;
-  /** The host's agent dies at this call (as if SIGKILLed): this and every later call to it is unreachable until revived. */
-  kill?: boolean;
-}
-
-/**
- * Agents that succeed (or fail where told) and record what they were asked, in order.
- * `down` holds the hosts whose agent does not answer (AgentUnreachableError).
- */
-export function recordingAgents(failures: Failure[], down = new Set<string>(), tablesAt: (host: string, port: number) => string[] = () => []) {
-  const calls: Call[] = [];
-  const record = (host: string, method: string, request: any, reply: unknown) => {
-    calls.push({ host, method, request });
-    const failure = failures.find((f) => f.method === method && f.host === host);
-    if (failure?.kill) down.add(host);
-    if (down.has(host)) return Promise.reject(new AgentUnreachableError(`${host}:${AGENT_PORT}`, new Error('connect ECONNREFUSED')));
-    if (failure) return Promise.reject(new Error(`${method} failed on ${host}`));
-    return Promise.resolve(reply);
-  };
-  const copyReply = (r: any) => ({ source_hostaddr: r.sources[0]?.hostaddr ?? '', source_port: r.sources[0]?.port ?? 0, gtid_pos: '0-1-5', bytes: 1000, transfer_ms: 10, kept_old_data: '', pid: 300 });
-  const agents = {
-    agentAddress: (host: string) => `${host}:${AGENT_PORT}`,
-    mariadb: (host: string) => ({
-      install: (r: any) => record(host, 'mariadb.install', r, { pid: 100 }),
-      configureReplication: (r: any) => record(host, 'mariadb.replication', r, {}),
-      seedStandby: (r: any) => record(host, 'mariadb.seed', r, copyReply(r)),
-      rebuildStandby: (r: any) => record(host, 'mariadb.rebuild', r, copyReply(r)),
-      remove: (op: string, port: number) => record(host, 'mariadb.remove', { op, port }, {}),
-      probe: (port: number) => record(host, 'mariadb.probe', { port }, { pid: 100, state: 'online' }),
-      listTables: (port: number) => record(host, 'mariadb.listTables', { port }, { tables: tablesAt(host, port) }),
-    }),
-    postgres: (host: string) => ({
-      install: (r: any) => record(host, 'pg.install', r, { pid: 200 }),
-      remove: (op: string, port: number, compDatadir?: string) => record(host, 'pg.remove', { op, port, compDatadir }, {}),
-      probe: (port: number) => record(host, 'pg.probe', { port }, { pid: 200, installed: true }),
-      syncCatalog: (op: string, port: number, shards: unknown[]) => record(host, 'pg.sync', { op, port, shards }, { changes: [], servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }),
-    }),
-    cgroup: (host: string) => ({
-      setCpuLimit: (op: string, p: any) => record(host, 'cgroup.set', { op, ...p }, { version: 'v2', cgroup_path: `/sys/fs/cgroup/kcm/${p.kind}-${host}-${p.port}`, written: [], pids: [p.pid] }),
-      removeCpuLimit: (op: string, port: number, kind: string) => record(host, 'cgroup.remove', { op, port, kind }, {}),
-    }),
-  };
-  return { agents: agents as unknown as EngineAgents, calls };
-}
+/** The harness manager's member name; nothing listens there (soloTransport, no gateway). */
+const MEMBER = '127.0.0.1:1';
 
 export function request(jobType: string, paras: Record<string, unknown>): ValidRequest {
   const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: '1700000000', user_name: 't', paras });
@@ -86,50 +34,82 @@ export const createParas = (change: Record<string, unknown> = {}) => ({
   cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: HOSTS.slice(0, 3), computer_iplists: [], ...change,
 });
 
+// Every harness manager is stopped after its test (stop is idempotent: a test may stop it first).
+const started = new Set<Manager>();
+afterEach(async () => {
+  await Promise.all([...started].map((m) => m.stop()));
+  started.clear();
+});
+
 export interface HarnessOptions {
   failures?: Failure[];
+  /** The machines registered, each as both storage and computer (default HOSTS). */
+  hosts?: readonly string[];
+  /** Stop the manager after the current test (default true; false for one built in beforeAll: call close()). */
+  closeAfterTest?: boolean;
+  /** Real agents to use instead of the recording fakes (nothing is then recorded in `calls`). */
+  agents?: Agents;
+  /** Ports of each machine (default 20). */
+  portsPerMachine?: number;
   /** Tables each shard's master reports (delete_shards), by shard id. */
   tables?: Record<string, string[]>;
 }
 
 export async function startHarness(options: HarnessOptions = {}) {
-  const store = new LocalStore();
+  const failures: Failure[] = [...(options.failures ?? [])];
+  const down = new Set<string>();
+  // The tables a shard holds, as its master's agent reports them (manager is set just below,
+  // before any job runs).
+  let manager!: Manager;
+  const tablesAt = (host: string, port: number) => {
+    const shards = Object.values(manager.store.state().clusters).flatMap((c) => Object.values(c.shards));
+    const shard = shards.find((s) => s.nodes[s.masterNodeId]?.hostaddr === host && s.nodes[s.masterNodeId]?.port === port);
+    return (shard && options.tables?.[shard.id]) ?? [];
+  };
+  const recording = recordingAgents({ agentPort: AGENT_PORT, failures, down, tablesAt });
+  const { calls } = recording;
+  const agents = options.agents ?? recording.agents;
+  // A real one-member manager (Raft in memory) built like production, running only its job
+  // runner: no health probe or catalog sync calls the recording agents behind a test's back.
+  const config = parseManagerConfig({ member: MEMBER, dataDir: '/nonexistent/kcm-grow-harness', agentPort: AGENT_PORT, tickMs: 10, electionTick: 10, logLevel: 'silent' });
+  manager = await buildManager(config, {
+    logger: silentLogger(),
+    storage: MemoryStorage.bootstrap([MEMBER]),
+    transport: soloTransport(),
+    agents,
+    leaderServices: ['job runner'],
+  });
+  if (options.closeAfterTest !== false) started.add(manager);
+  await until(() => manager.leadership.isLeader, 10_000);
+  /**
+   * The replicated state and proposals, as job steps see them (`s` reads the current state).
+   * `failProposals` makes this view's proposals reject, as a member that lost leadership
+   * (the job runner proposes through the manager itself, not through this view).
+   */
+  const store = {
+    failProposals: false,
+    get s(): MetaState {
+      return manager.store.state();
+    },
+    state: () => manager.store.state(),
+    propose(cmd: Command) {
+      return this.failProposals ? Promise.reject(new Error('not leader')) : manager.store.propose(cmd);
+    },
+  };
   // Room for the quota nodes of 2 cores the tests put on each storage machine (placement sums quotas).
-  for (const h of HOSTS) {
+  const portsPerMachine = options.portsPerMachine ?? 20;
+  for (const h of options.hosts ?? HOSTS) {
     for (const [machineType, low] of [['storage', 5000], ['computer', 6000]] as const) {
       await store.propose({
-        kind: CommandKind.MachineRegistered, at: 0, hostaddr: h, machineType, portLow: low, portHigh: low + 19, rackId: 'r', datadir: '/d', logdir: '/l',
+        kind: CommandKind.MachineRegistered, at: 0, hostaddr: h, machineType, portLow: low, portHigh: low + portsPerMachine - 1, rackId: 'r', datadir: '/d', logdir: '/l',
         walLogDir: '/w', compDatadir: '/c', totalMemMb: 65536, totalCpuCores: machineType === 'storage' ? 16 : 4, facts: null,
       });
     }
   }
-  const failures: Failure[] = [];
-  const down = new Set<string>();
-  // The tables a shard holds, as its master's agent reports them.
-  const tablesAt = (host: string, port: number) => {
-    const shards = Object.values(store.s.clusters).flatMap((c) => Object.values(c.shards));
-    const shard = shards.find((s) => s.nodes[s.masterNodeId]?.hostaddr === host && s.nodes[s.masterNodeId]?.port === port);
-    return (shard && options.tables?.[shard.id]) ?? [];
-  };
-  const { agents, calls } = recordingAgents(failures, down, tablesAt);
-  const registry = registryOf({
-    create_cluster: createCluster,
-    delete_cluster: deleteCluster,
-    add_shards: addShards,
-    delete_shards: deleteShardsJob(),
-    add_comps: addComps,
-    delete_comp: deleteComp,
-    add_nodes: addNodes,
-    delete_nodes: deleteNodes,
-    rebuild_node: rebuildNode,
-    update_instance_cgroup: updateInstanceCgroup,
-  });
-  const runner = new JobRunner(store, registry, stepServices(store, { agents }));
-  const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
-  runner.start();
+  const { runner, service } = manager;
   const run = async (jobType: string, paras: Record<string, unknown>) => {
     const { jobId } = await service.submitJob(request(jobType, paras));
-    await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 5000);
+    await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 10_000);
     return { ...(await service.getStatus(jobId)), jobId };
   };
   /** The refusal at submission as [catalog name, message], or undefined when it was accepted. */
@@ -147,10 +127,10 @@ export async function startHarness(options: HarnessOptions = {}) {
   };
   const failOn = (...f: Failure[]) => failures.push(...f);
   const jobCount = () => store.s.counters.job;
-  /** The agent pool's view of the same fake hosts: a down host's health check is unreachable. */
-  const withAgent = (<T>(host: string, use: (agent: any) => Promise<T>): Promise<T> =>
-    down.has(host) ? Promise.reject(new AgentUnreachableError(`${host}:${AGENT_PORT}`, new Error('connect ECONNREFUSED'))) : use({ health: async () => ({}) })) as WithAgent;
-  return { store, calls, runner, run, refusal, readyCluster, failOn, jobCount, agents, down, withAgent };
+  const { withAgent } = agents;
+  /** Stops the manager (runner first); the state stays readable. */
+  const close = () => manager.stop();
+  return { manager, store, calls, runner, run, refusal, readyCluster, failOn, jobCount, agents, down, withAgent, close };
 }
 
 export const methods = (calls: Call[]) => [...new Set(calls.map((c) => c.method))];

@@ -8,7 +8,7 @@ describe('add_nodes', () => {
     const h = await startHarness();
     const cluster = await h.readyCluster();
     const status = await h.run('add_nodes', { cluster_id: cluster.id, nodes: '1', storage_iplists: [] });
-    await h.runner.stop();
+    await h.close();
     expect(status.status, status.errorInfo).toBe('done');
     expect(methods(h.calls)).toEqual(['mariadb.seed', 'mariadb.probe', 'cgroup.set']);
     const seeds = h.calls.filter((c) => c.method === 'mariadb.seed');
@@ -45,7 +45,7 @@ describe('add_nodes', () => {
     const ports = JSON.stringify(h.store.s.ports);
     h.failOn({ method: 'mariadb.seed', host: HOSTS[3] });
     const status = await h.run('add_nodes', { cluster_id: cluster.id, shard_id: '2', nodes: '1', storage_iplists: [] });
-    await h.runner.stop();
+    await h.close();
     expect(status).toMatchObject({ status: 'failed' });
     expect(status.errorInfo).toMatch(/^step 2 of 3 \(seed new standbys from a copy\) failed: shard_2: storage node 7 on 10\.0\.0\.4:\d+: mariadb\.seed failed on 10\.0\.0\.4$/);
     expect(h.calls.filter((c) => c.method === 'mariadb.seed')).toHaveLength(1);
@@ -73,7 +73,7 @@ describe('delete_nodes', () => {
     expect(await del({ hostaddr: '10.0.0.1', port: 3306 })).toEqual(['NOT_FOUND', `paras.hostaddr/paras.port: 10.0.0.1:3306 is not a storage node of cluster ${cluster.id}`]);
     expect(await del(standby, { shard_id: '2' })).toEqual(['NOT_FOUND', `paras.shard_id: ${standby.hostaddr}:${standby.port} is a node of shard_1, not of shard 2`]);
     expect(h.jobCount()).toBe(jobs);
-    await h.runner.stop();
+    await h.close();
   });
 
   it('removes a standby above the minimum: the instance and its cgroup first, then the record and its port', async () => {
@@ -82,7 +82,7 @@ describe('delete_nodes', () => {
     const shard = cluster.shards['2'];
     const standby = Object.values(shard.nodes).find((n) => n.id !== shard.masterNodeId)!;
     const status = await h.run('delete_node', { cluster_id: cluster.id, shard_id: '2', hostaddr: standby.hostaddr, port: String(standby.port) });
-    await h.runner.stop();
+    await h.close();
     expect(status.status, status.errorInfo).toBe('done');
     expect(h.calls.map((c) => [c.method, c.host, c.request.port])).toEqual([
       ['mariadb.remove', standby.hostaddr, standby.port],
@@ -102,7 +102,7 @@ describe('rebuild_node', () => {
     const status = await h.run('rebuild_node', {
       cluster_id: cluster.id, allow_pull_from_master: '0', rb_nodes: [{ hostaddr: target.hostaddr, port: String(target.port), need_backup: '1', pv_limit: '20' }],
     });
-    await h.runner.stop();
+    await h.close();
     expect(status.status, status.errorInfo).toBe('done');
     expect(methods(h.calls)).toEqual(['mariadb.rebuild', 'mariadb.probe', 'cgroup.set']);
     const rebuild = h.calls[0].request;
@@ -126,6 +126,6 @@ describe('rebuild_node', () => {
     expect(await rb([{ hostaddr: '10.0.0.4', port: 5000 }])).toEqual(['NOT_FOUND', `paras.rb_nodes[0]: 10.0.0.4:5000 is not a storage node of cluster ${cluster.id}`]);
     expect((await rb(standbys))?.[1]).toBe('paras.allow_pull_from_master: every standby of shard_1 is being rebuilt, so only its master can be copied; set it to 1');
     expect(await rb(standbys, { allow_pull_from_master: '1' })).toBeUndefined();
-    await h.runner.stop();
+    await h.close();
   });
 });

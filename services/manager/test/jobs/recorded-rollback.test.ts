@@ -19,7 +19,7 @@ async function clusterWithDeadHost() {
   // The agent of 10.0.0.3 dies while it installs its compute node (a SIGKILL ~1 s into the step).
   h.failOn({ method: 'pg.install', host: DEAD, kill: true });
   const status = await h.run('create_cluster', createParas({ computer_iplists: [DEAD, '10.0.0.4'] }));
-  await h.runner.stop();
+  await h.runner.stop(); // the manager stays up: a test may start the runner again
   const finisher = (store = h.store) => new RollbackFinisher({ store, agents: h.agents, withAgent: h.withAgent, logger: silentLogger(), intervalMs: 60_000 });
   const removalsOn = (host: string) => h.calls.filter((c) => c.host === host && /remove/.test(c.method));
   return { ...h, status, finisher, removalsOn };
@@ -70,7 +70,7 @@ describe('a rollback that cannot reach a host is recorded and finished later', (
     const h = await startHarness();
     h.failOn({ method: 'pg.install', host: DEAD, kill: true }, { method: 'pg.install', host: '10.0.0.4', kill: true });
     const status = await h.run('create_cluster', createParas({ computer_iplists: [DEAD, '10.0.0.4'] }));
-    await h.runner.stop();
+    await h.runner.stop(); // the finisher below proposes through the running manager
     expect(status.errorInfo).toMatch(/rollback incomplete: agent 10\.0\.0\.3 unreachable; .* will be removed when it answers; agent 10\.0\.0\.4 unreachable; compute node \d+ at 10\.0\.0\.4:6000 will be removed when it answers$/);
     const finisher = new RollbackFinisher({ store: h.store, agents: h.agents, withAgent: h.withAgent, logger: silentLogger() });
     h.down.delete(DEAD);
@@ -155,7 +155,7 @@ describe('a rollback that cannot reach a host is recorded and finished later', (
 
     h.down.delete('10.0.0.4');
     await new RollbackFinisher({ store: h.store, agents: h.agents, withAgent: h.withAgent, logger: silentLogger() }).finishAll();
-    await h.runner.stop();
+    await h.runner.stop(); // the finisher below proposes through the running manager
     expect(Object.keys(h.store.s.clusters[cluster.id].comps)).toEqual(Object.keys(cluster.comps));
     expect(JSON.stringify(h.store.s.ports)).toBe(portsBefore);
     expect(h.store.s.pendingRollbacks).toEqual({});
@@ -175,7 +175,7 @@ describe('a rollback that cannot reach a host is recorded and finished later', (
 
     h.down.delete('10.0.0.4');
     await new RollbackFinisher({ store: h.store, agents: h.agents, withAgent: h.withAgent, logger: silentLogger() }).finishAll();
-    await h.runner.stop();
+    await h.runner.stop(); // the finisher below proposes through the running manager
     expect(Object.keys(h.store.s.clusters[cluster.id].shards)).toEqual(shardsBefore);
     expect(JSON.stringify(h.store.s.ports)).toBe(portsBefore);
     expect(h.store.s.pendingRollbacks).toEqual({});

@@ -9,7 +9,7 @@ describe('add_shards', () => {
     const h = await startHarness();
     const cluster = await h.readyCluster();
     const status = await h.run('add_shards', { cluster_id: cluster.id, shards: '1', nodes: '3', storage_iplists: [] });
-    await h.runner.stop();
+    await h.close();
     expect(status.status, status.errorInfo).toBe('done');
     const added = Object.values(cluster.shards).find((s) => s.placedByJob === status.jobId)!;
     expect(status.attachment).toEqual({ cluster_id: cluster.id, cluster_name: cluster.name, shards: '3', comps: '2', list_shard: [{ shard_id: added.id, shard_name: `shard_${added.id}` }] });
@@ -29,7 +29,7 @@ describe('add_shards', () => {
     const before = { shards: JSON.stringify(cluster.shards), ports: JSON.stringify(h.store.s.ports) };
     h.failOn({ method: 'mariadb.replication', host: HOSTS[3] });
     const status = await h.run('add_shards', { cluster_id: cluster.id, shards: '1', nodes: '3', storage_iplists: [] });
-    await h.runner.stop();
+    await h.close();
     expect(status).toMatchObject({ status: 'failed', errorCode: 2001 });
     expect(status.errorInfo).toMatch(/^step 3 of 5 \(set up replication\) failed: shard_3: mariadb\.replication failed on 10\.0\.0\.4$/);
     expect(h.calls.filter((c) => c.method === 'mariadb.remove')).toHaveLength(3);
@@ -61,7 +61,7 @@ describe('add_shards', () => {
     const again = await h.store.propose({ kind: CommandKind.InstancesPlaced, at: 0, clusterId: cluster.id, jobId: '42', placement });
     expect(again).toEqual(first);
     expect(JSON.stringify(h.store.s.ports)).toBe(ports);
-    await h.runner.stop();
+    await h.close();
   });
 });
 
@@ -73,7 +73,7 @@ describe('delete_shards', () => {
     const ports = Object.values(shard.nodes).map((n) => n.port);
     const master = { ...shard.nodes[shard.masterNodeId] };
     const status = await h.run('delete_shard', { cluster_id: cluster.id, shard_id: '2' });
-    await h.runner.stop();
+    await h.close();
     expect(status.status, status.errorInfo).toBe('done');
     expect(status.attachment).toEqual({});
     // Whether the shard holds tables is asked of its master's agent, never over SQL from the manager.
@@ -90,7 +90,7 @@ describe('delete_shards', () => {
     const h = await startHarness({ tables: { '2': ['postgres_$$_public.orders', 'shop_$$_s1.items'] } });
     const cluster = await h.readyCluster();
     const status = await h.run('delete_shards', { cluster_id: cluster.id, shard_id: '2' });
-    await h.runner.stop();
+    await h.close();
     expect(status).toMatchObject({ status: 'failed', errorCode: 1006 });
     expect(status.errorInfo).toContain(
       'paras.shard_id: shard_2 still holds 2 table(s): postgres_$$_public.orders, shop_$$_s1.items; ' +
@@ -112,6 +112,6 @@ describe('delete_shards', () => {
     ]);
     expect(await h.refusal('delete_shards', { cluster_id: cluster.id, shard_id: '7' })).toEqual(['NOT_FOUND', `paras.shard_id: shard 7 is not part of cluster ${cluster.id}`]);
     expect(h.jobCount()).toBe(jobs);
-    await h.runner.stop();
+    await h.close();
   });
 });

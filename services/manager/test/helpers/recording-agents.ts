@@ -1,0 +1,122 @@
+// Fake agents for job tests: every call is recorded in order, succeeds with a plausible
+// reply, or fails where the test told it to. Typed as the manager's `Agents`, so a change
+// of the agent contract (a new method, a new reply field) fails to compile here too.
+
+import {
+  AgentUnreachableError,
+  type AgentApi,
+  type Agents,
+  type CgroupAgentApi,
+  type MariaDbAgentApi,
+  type MariaDbInstanceReply,
+  type MariaDbProbeReply,
+  type MariaDbRebuildReply,
+  type MariaDbRebuildRequest,
+  type PostgresAgentApi,
+  type PostgresInstanceReply,
+  type ProbePostgresReply,
+} from '@kcm/agent-api';
+
+export interface Call {
+  host: string;
+  method: string;
+  request: any;
+}
+
+export interface Failure {
+  method: string;
+  host: string;
+  /** The host's agent dies at this call (as if SIGKILLed): this and every later call to it is unreachable until revived. */
+  kill?: boolean;
+}
+
+export interface RecordingAgentsOptions {
+  agentPort: number;
+  /** Told failures; the test may push more while it runs. */
+  failures: Failure[];
+  /** Hosts whose agent does not answer (AgentUnreachableError); the test may change it. */
+  down?: Set<string>;
+  /** The tables (`db.table`) the instance at host:port reports (delete_shards asks a master). */
+  tablesAt?: (host: string, port: number) => string[];
+}
+
+export function recordingAgents(options: RecordingAgentsOptions): { agents: Agents; calls: Call[] } {
+  const { agentPort, failures } = options;
+  const down = options.down ?? new Set<string>();
+  const tablesAt = options.tablesAt ?? (() => []);
+  const calls: Call[] = [];
+  const agentAddress = (host: string) => `${host}:${agentPort}`;
+  const record = <R>(host: string, method: string, request: unknown, reply: R): Promise<R> => {
+    calls.push({ host, method, request });
+    const failure = failures.find((f) => f.method === method && f.host === host);
+    if (failure?.kill) down.add(host);
+    if (down.has(host)) return Promise.reject(new AgentUnreachableError(agentAddress(host), new Error('connect ECONNREFUSED')));
+    if (failure) return Promise.reject(new Error(`${method} failed on ${host}`));
+    return Promise.resolve(reply);
+  };
+
+  const mysqlInstance = (port: number, pid: number): MariaDbInstanceReply => ({ port, state: 'online', pid, instance_dir: `/d/${port}`, socket: `/d/${port}/mysql.sock`, detail: '' });
+  const copied = (r: MariaDbRebuildRequest): MariaDbRebuildReply => ({
+    source_hostaddr: r.sources[0]?.hostaddr ?? '', source_port: r.sources[0]?.port ?? 0, gtid_pos: '0-1-5', bytes: 1000, transfer_ms: 10, kept_old_data: '', pid: 300,
+  });
+  const mysqlProbe = (port: number): MariaDbProbeReply => ({
+    port, state: 'online', pid: 100, reason: '', is_replica: false, io_running: false, sql_running: false, seconds_behind_master: 0, last_error: '',
+    gtid_current_pos: '', read_only: false, semi_sync_master: false, semi_sync_master_clients: 0, master_host: '', master_port: 0, supervisor_restarts: 0, desired_state: 'running',
+  });
+  const mariadb = (host: string): MariaDbAgentApi => ({
+    address: agentAddress(host),
+    install: (r) => record(host, 'mariadb.install', r, mysqlInstance(r.spec.port, 100)),
+    start: (op, port) => record(host, 'mariadb.start', { op, port }, mysqlInstance(port, 100)),
+    stop: (op, port) => record(host, 'mariadb.stop', { op, port }, { ...mysqlInstance(port, 0), state: 'stopped' }),
+    remove: (op, port) => record(host, 'mariadb.remove', { op, port }, { ...mysqlInstance(port, 0), state: 'removed' }),
+    configureReplication: (r) => record(host, 'mariadb.replication', r, { role: r.role, semi_sync_master: false, semi_sync_slave: false, read_only: r.role === 'standby' }),
+    seedStandby: (r) => record(host, 'mariadb.seed', r, copied(r)),
+    rebuildStandby: (r) => record(host, 'mariadb.rebuild', r, copied(r)),
+    variables: (port, names = []) => record(host, 'mariadb.variables', { port, names }, { variables: [] }),
+    probe: (port) => record(host, 'mariadb.probe', { port }, mysqlProbe(port)),
+    listTables: (port) => record(host, 'mariadb.listTables', { port }, { tables: tablesAt(host, port) }),
+    close: () => {},
+  });
+
+  const pgInstance = (port: number, pid: number): PostgresInstanceReply => ({ port, datadir: `/c/${port}`, pid, running: pid > 0, user: 'postgres', detail: '' });
+  const pgProbe: ProbePostgresReply = { installed: true, running: true, pid: 200, accepting: true, version: '15', problem: '' };
+  const postgres = (host: string): PostgresAgentApi => ({
+    address: agentAddress(host),
+    install: (r) => record(host, 'pg.install', r, pgInstance(r.port, 200)),
+    start: (op, port) => record(host, 'pg.start', { op, port }, pgInstance(port, 200)),
+    stop: (op, port) => record(host, 'pg.stop', { op, port }, pgInstance(port, 0)),
+    remove: (op, port, compDatadir) => record(host, 'pg.remove', { op, port, compDatadir }, pgInstance(port, 0)),
+    probe: (port) => record(host, 'pg.probe', { port }, pgProbe),
+    syncCatalog: (op, port, shards) => record(host, 'pg.sync', { op, port, shards }, { changes: [], servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }),
+    setVariables: (op, port, variables) => record(host, 'pg.setVariables', { op, port, variables }, { variables: [] }),
+    getVariables: (port, names) => record(host, 'pg.getVariables', { port, names }, { variables: [] }),
+    close: () => {},
+  });
+
+  const cgroup = (host: string): CgroupAgentApi => ({
+    address: agentAddress(host),
+    info: () => record(host, 'cgroup.info', {}, { version: 'v2', cpu_root: '/sys/fs/cgroup/kcm', problem: '' }),
+    setCpuLimit: (op, p) => record(host, 'cgroup.set', { op, ...p }, { version: 'v2', cgroup_path: `/sys/fs/cgroup/kcm/${p.kind}-${host}-${p.port}`, written: [], pids: p.pid === undefined ? [] : [p.pid] }),
+    removeCpuLimit: (op, port, kind) => record(host, 'cgroup.remove', { op, port, kind }, { version: 'v2', cgroup_path: '', written: [], pids: [] }),
+    close: () => {},
+  });
+
+  // The host-level agent (health checks of the pool's users): answers unless the host is down.
+  const hostAgent = (host: string): AgentApi => ({
+    address: agentAddress(host),
+    health: async () => ({ hostaddr: host, version: 'test', uptime_ms: 1, pid: 1 }),
+    hostFacts: async () => ({ cores: 16, memory_mb: 65536, disks: [], mariadb_installed: true, postgres_installed: true }),
+    prepareDirs: async () => ({ problems: [] }),
+    close: () => {},
+  });
+  const agents: Agents = {
+    withAgent: (host, use) => (down.has(host) ? Promise.reject(new AgentUnreachableError(agentAddress(host), new Error('connect ECONNREFUSED'))) : use(hostAgent(host))),
+    mariadb,
+    postgres,
+    postgresProbe: postgres,
+    cgroup,
+    agentAddress,
+    close: () => {},
+  };
+  return { agents, calls };
+}
