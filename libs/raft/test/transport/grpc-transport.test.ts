@@ -74,7 +74,9 @@ describe('GrpcTransport', () => {
       slowestSendMs = Math.max(slowestSendMs, performance.now() - started);
     }
     expect(results.every((r) => r === undefined)).toBe(true); // no promise: nothing to await
-    expect(slowestSendMs).toBeLessThan(50); // the first one builds the channel; none waits for it
+    // The first one builds the channel; none waits for the connect (2 s connect timeout). The
+    // bound leaves room for a loaded 2-core machine: it tells blocking from not, it times nothing.
+    expect(slowestSendMs).toBeLessThan(500);
     await waitFor('an unreachable report', () => a.unreachable.includes('b'));
   });
 
