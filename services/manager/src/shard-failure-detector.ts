@@ -54,6 +54,8 @@ export class ShardFailureDetector {
   /** When the unreachable-and-lost evidence was first seen, per master node. */
   private readonly suspectSince = new Map<string, number>();
   private readonly submittedAt = new Map<string, number>();
+  /** The last evidence logged per master node, so a lasting condition is logged once. */
+  private readonly lastEvidence = new Map<string, string>();
   /** Failovers submitted since this member became leader (tests, logs). */
   failoversSubmitted = 0;
 
@@ -108,6 +110,7 @@ export class ShardFailureDetector {
       this.opts.logger.error({ err, cluster: cluster.name, shard: shard.name }, 'failure detection round failed');
       return;
     }
+    this.noteEvidence(cluster, shard, master, verdict);
     if (!verdict.failed) return;
     const key = `${cluster.id}/${shard.id}`;
     if (this.now() - (this.submittedAt.get(key) ?? -Infinity) < RESUBMIT_AFTER_MS) return;
@@ -116,6 +119,16 @@ export class ShardFailureDetector {
     await this.submit(SHARD_FAILOVER, paras as unknown as Record<string, unknown>, shardFailoverJob.lockKey(paras, this.opts.store.state()), shardFailoverJob.steps(paras).map((s) => s.name));
     this.failoversSubmitted++;
     this.opts.logger.warn({ cluster: cluster.name, shard: shard.name, master: `${master.hostaddr}:${master.port}`, evidence: verdict.evidence }, 'shard master failed: failover submitted');
+  }
+
+  private noteEvidence(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord, verdict: MasterVerdict): void {
+    // Only the kind of evidence (before any detail in parentheses) decides whether it is news.
+    const kind = verdict.evidence.replace(/\s*\(.*$/s, '');
+    if (this.lastEvidence.get(master.id) === kind) return;
+    this.lastEvidence.set(master.id, kind);
+    const log = this.opts.logger.child({ cluster: cluster.name, shard: shard.name, master: `${master.hostaddr}:${master.port}` });
+    if (verdict.evidence === 'answers') log.info('shard master answers');
+    else log.warn({ evidence: verdict.evidence, failed: verdict.failed }, 'shard master suspect');
   }
 
   /** The verdict on one master from its agent, a SQL ping and (when it cannot be reached) its standbys. */
