@@ -92,7 +92,7 @@ export async function createHaCluster(f: ClusterFixture, computerHost: string): 
 }
 
 export async function pgClient(ha: HaCluster): Promise<pg.Client> {
-  const c = new pg.Client({ ...ha.comp(), ...ha.computer, database: 'postgres', connectionTimeoutMillis: 3000, query_timeout: 15_000 });
+  const c = new pg.Client({ ...ha.comp(), ...ha.computer, database: 'postgres', connectionTimeoutMillis: 3000, query_timeout: 5000 });
   c.on('error', () => {});
   await c.connect();
   return c;
