@@ -53,8 +53,9 @@ export async function rejoinFencedNode(
     status = await ha.replicationStatus(node.port);
   }
   if (!status.answering) throw new Error(`${where(node)} does not answer SQL: ${status.reason}`);
-  const successor = node.fenced?.successorGtid ?? '';
-  const errant = successor ? gtidsBeyond(status.gtid_binlog_pos, successor) : [];
+  // '' is a position (nothing written yet), not an unknown one; only a fence without a successor (no promotion recorded) skips the check.
+  const successor = node.fenced?.successorGtid;
+  const errant = successor !== undefined ? gtidsBeyond(status.gtid_binlog_pos, successor) : [];
   let outcome = 'rejoined as standby';
   if (errant.length === 0) {
     try {
