@@ -8,6 +8,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gtidsBeyond } from '@kcm/agent-api';
+import { emit } from '../manager/helpers/emit-client';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { createHaCluster, haJobs, idsOn, InsertLoad, registerMachines, type HaCluster } from './ha-fixture';
 import { NetFaults } from './net-faults';
@@ -50,6 +51,11 @@ describe('shard failover when the master host is cut off by iptables (real engin
       expect(ha.master().id).not.toBe(oldMaster.id);
       // While it is away it stays fenced in the metadata.
       expect(ha.nodes().find((n) => n.id === oldMaster.id)!.fenced).toMatchObject({ byJob: job.id });
+      // get_cluster_detail shows the new master (measured) and the old one fenced.
+      const detail = await emit(f.member, 'get_cluster_detail', { cluster_id: ha.clusterId });
+      const listed = (detail.attachment as { list_shard: { list_node: { node_id: string; master: string; fenced: string }[] }[] }).list_shard[0].list_node;
+      expect(listed.find((n) => n.node_id === ha.master().id)).toMatchObject({ master: 'true', fenced: '' });
+      expect(listed.find((n) => n.node_id === oldMaster.id)!.fenced).toMatch(/^replaced by node \d+ \(unreachable from the manager/);
       const onNewMaster = await idsOn(ha, ha.master());
       expect(ackedBeforeCut.filter((id) => !onNewMaster.has(id))).toEqual([]);
     } finally {
