@@ -7,6 +7,8 @@ export * from './contract/agent';
 export * from './contract/mariadb';
 export * from './contract/postgres';
 export * from './contract/cgroup';
+export * from './contract/mariadb-ha';
+export * from './gtid';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { channelCredentials, serverCredentials } from './credentials';
 export { agentChannelOptions } from './channel-options';
@@ -33,6 +35,8 @@ export {
   type CgroupAgentApi,
   type ClientApi,
   type MariaDbAgentApi,
+  type MariaDbHaAgentApi,
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';
+export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb-ha-client';

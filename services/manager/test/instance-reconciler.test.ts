@@ -90,4 +90,13 @@ describe('instance reconciler', () => {
     await new InstanceReconciler({ store: { state: () => state }, agents, logger: silentLogger() }).reconcileAll();
     expect(starts).toEqual([]);
   });
+
+  it('never starts a fenced old master: it would come back with no one replicating it or from it', async () => {
+    const state = stateWith(cluster('1', 'ready', [['11', 'h1', 57001], ['12', 'h2', 57002]], []));
+    state.clusters['1'].shards['11'].masterNodeId = '12';
+    state.clusters['1'].shards['11'].nodes['11'].fenced = { since: 0, byJob: '7', reason: 'failed master' };
+    const { agents, starts } = fakeAgents(new Set(['h1:57001']));
+    await new InstanceReconciler({ store: { state: () => state }, agents, logger: silentLogger() }).reconcileAll();
+    expect(starts).toEqual([]);
+  });
 });

@@ -28,6 +28,9 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
+  // Shard high availability (meta/shard-ha.ts).
+  ShardMasterChanged: 20,
+  NodeFenceSet: 21,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -171,6 +174,38 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
   compIds: string[];
 }
 
+/**
+ * A shard's master moved to another of its nodes (failover, switchover). With
+ * `fenceOldMaster`, the old master is recorded fenced in the same apply: no moment exists
+ * where the metadata names a new master and the old one is not fenced.
+ */
+export interface ShardMasterChanged extends Base<typeof CommandKind.ShardMasterChanged> {
+  clusterId: string;
+  shardId: string;
+  masterNodeId: string;
+  /** The master this replaces; refused when the shard's master is another one by now. */
+  previousMasterNodeId: string;
+  jobId: string;
+  fenceOldMaster: boolean;
+  /** Why it is fenced (shown in get_cluster_detail). */
+  fenceReason?: string;
+  /** The new master's GTID position at promotion (see NodeFence.successorGtid). */
+  successorGtid?: string;
+}
+
+/**
+ * Sets or clears a node's fence: a fenced node is never started writable, never given
+ * client traffic, and left alone by the instance reconciler until it rejoins its shard.
+ */
+export interface NodeFenceSet extends Base<typeof CommandKind.NodeFenceSet> {
+  clusterId: string;
+  shardId: string;
+  nodeId: string;
+  fenced: boolean;
+  jobId: string;
+  reason: string;
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -186,7 +221,9 @@ export type Command =
   | ClusterStatusSet
   | ClusterDeleted
   | RollbackRecorded
-  | RollbackInstancesRemoved;
+  | RollbackInstancesRemoved
+  | ShardMasterChanged
+  | NodeFenceSet;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

@@ -7,6 +7,7 @@ import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } fr
 import { refused, type ApplyOutcome } from './outcome';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
+import { applyNodeFenceSet, applyShardMasterChanged } from './shard-ha';
 
 /**
  * Applies what one log entry carries: a command, or a CommandBatch whose commands apply in
@@ -69,6 +70,10 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyRollbackRecorded(state, cmd);
     case CommandKind.RollbackInstancesRemoved:
       return applyRollbackInstancesRemoved(state, cmd);
+    case CommandKind.ShardMasterChanged:
+      return applyShardMasterChanged(state, cmd);
+    case CommandKind.NodeFenceSet:
+      return applyNodeFenceSet(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.

@@ -97,6 +97,8 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
               replication_error: probe?.last_error ?? '',
               // Times its agent found it down and started it again (issue 12: instances come back).
               restarts: String(probe?.supervisor_restarts ?? 0),
+              // A replaced master kept out of service until it rejoins (shard HA): why, or ''.
+              fenced: n.fenced ? n.fenced.reason : '',
             };
           }),
         ),

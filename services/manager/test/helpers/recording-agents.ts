@@ -8,6 +8,8 @@ import {
   type Agents,
   type CgroupAgentApi,
   type MariaDbAgentApi,
+  type MariaDbHaAgentApi,
+  type MariaDbHaStatusReply,
   type MariaDbInstanceReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
@@ -101,6 +103,22 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     close: () => {},
   });
 
+  const haStatus = (port: number): MariaDbHaStatusReply => ({
+    port, installed: true, running: true, answering: true, pid: 100, reason: '', read_only: false, gtid_current_pos: '', gtid_slave_pos: '', gtid_binlog_pos: '',
+    is_replica: false, io_running: false, sql_running: false, master_host: '', master_port: 0, last_io_error: '', last_sql_error: '', gtid_io_pos: '',
+    relay_applied: true, semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0, master_reachable: false,
+    supervisor_restarts: 0, desired_state: 'running', fenced: false,
+  });
+  const mariadbHa = (host: string): MariaDbHaAgentApi => ({
+    address: agentAddress(host),
+    replicationStatus: (port) => record(host, 'ha.status', { port }, haStatus(port)),
+    promote: (r) => record(host, 'ha.promote', r, { gtid_current_pos: '', semi_sync_master: true, read_only: false, already_master: false, relay_applied: true }),
+    repointStandby: (r) => record(host, 'ha.repoint', r, { gtid_slave_pos: '', io_running: true, sql_running: true }),
+    fence: (op, port, stop) => record(host, 'ha.fence', { op, port, stop }, { was_running: true, made_read_only: true, stopped: stop, gtid_binlog_pos: '' }),
+    waitForGtid: (port, gtid, timeoutMs) => record(host, 'ha.waitForGtid', { port, gtid, timeoutMs }, { reached: true, gtid_slave_pos: gtid, gtid_current_pos: gtid }),
+    close: () => {},
+  });
+
   // The host-level agent (health checks of the pool's users): answers unless the host is down.
   const hostAgent = (host: string): AgentApi => ({
     address: agentAddress(host),
@@ -114,6 +132,7 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     mariadb,
     postgres,
     postgresProbe: postgres,
+    mariadbHa,
     cgroup,
     agentAddress,
     close: () => {},

@@ -1,0 +1,98 @@
+// The leader's shard failure detector against fake agents: which evidence makes it submit a
+// shard_failover, and which does not (a manager cut off from a healthy master).
+
+import { silentLogger } from '@kcm/common';
+import { AgentUnreachableError, type Agents, type MariaDbHaStatusReply } from '@kcm/agent-api';
+import { describe, expect, it } from 'vitest';
+import type { Command } from '../../src/meta/commands';
+import { ShardFailureDetector } from '../../src/shard-failure-detector';
+import { cluster, stateWith } from '../helpers/cluster-state';
+
+// Nothing listens on 127.0.0.1:9 (discard): the SQL ping to the master fails at once.
+const MASTER = ['11', '127.0.0.1', 9] as [string, string, number];
+const STANDBYS: Array<[string, string, number]> = [['12', 'h2', 57002], ['13', 'h3', 57003]];
+
+function status(over: Partial<MariaDbHaStatusReply>): MariaDbHaStatusReply {
+  return {
+    port: 0, installed: true, running: true, answering: true, pid: 1, reason: '', read_only: false, gtid_current_pos: '', gtid_slave_pos: '', gtid_binlog_pos: '',
+    is_replica: false, io_running: false, sql_running: false, master_host: '', master_port: 0, last_io_error: '', last_sql_error: '', gtid_io_pos: '',
+    relay_applied: true, semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0, master_reachable: false,
+    supervisor_restarts: 0, desired_state: 'running', fenced: false, ...over,
+  };
+}
+
+interface World {
+  master: MariaDbHaStatusReply | 'unreachable';
+  standby: MariaDbHaStatusReply;
+}
+
+function setUp(world: World) {
+  const c = cluster('1', 'ready', [MASTER, ...STANDBYS], []);
+  c.accounts = { storage: { user: 'u', password: 'p' } } as typeof c.accounts;
+  const state = stateWith(c);
+  const proposed: Command[] = [];
+  let clock = 1_000_000;
+  const agents = {
+    mariadbHa: (host: string) => ({
+      async replicationStatus() {
+        if (host === MASTER[1]) {
+          if (world.master === 'unreachable') throw new AgentUnreachableError(`${host}:58100`, new Error('deadline exceeded'));
+          return world.master;
+        }
+        return world.standby;
+      },
+    }),
+  } as unknown as Agents;
+  const detector = new ShardFailureDetector({
+    store: { state: () => state, propose: async (cmd: Command) => (proposed.push(cmd), { ok: true, value: { jobId: '9' } }) },
+    agents,
+    logger: silentLogger(),
+    graceMs: 1000,
+    probeTimeoutMs: 300,
+    now: () => clock,
+  });
+  const failovers = () => proposed.filter((p) => p.kind === 4 && p.jobType === 'shard_failover') as Extract<Command, { kind: 4 }>[];
+  return { detector, failovers, advance: (ms: number) => void (clock += ms) };
+}
+
+const replicating = status({ read_only: true, is_replica: true, io_running: true, sql_running: true, master_reachable: true });
+
+describe('shard failure detector', () => {
+  it('fails over at once when the agent says mariadbd is not running', async () => {
+    const { detector, failovers } = setUp({ master: status({ running: false, answering: false, reason: 'no mariadbd process' }), standby: replicating });
+    await detector.checkAll();
+    expect(failovers()).toHaveLength(1);
+    expect(failovers()[0].paras).toMatchObject({ cluster_id: '1', failed_node_id: '11', reason: expect.stringMatching(/mariadbd is not running/) });
+    expect(failovers()[0].lockKey).toBe('cluster:1');
+  });
+
+  it('fails over when the agent restarted a master that died between two looks', async () => {
+    const world: World = { master: status({ supervisor_restarts: 0 }), standby: replicating };
+    const { detector, failovers } = setUp(world);
+    await detector.checkAll();
+    expect(failovers()).toHaveLength(0);
+    world.master = status({ supervisor_restarts: 1 });
+    await detector.checkAll();
+    expect(failovers().map((f) => f.paras.reason)).toEqual([expect.stringMatching(/restarted mariadbd after it died \(restarts 0 -> 1\)/)]);
+  });
+
+  it('does not fail over a master the manager cannot reach while its standbys still do', async () => {
+    const { detector, failovers, advance } = setUp({ master: 'unreachable', standby: replicating });
+    for (let i = 0; i < 5; i++) {
+      await detector.checkAll();
+      advance(1000);
+    }
+    expect(failovers()).toHaveLength(0);
+  });
+
+  it('fails over an unreachable master its standbys lost too, once the grace period has passed', async () => {
+    const lost = status({ read_only: true, is_replica: true, io_running: true, sql_running: true, master_reachable: false });
+    const { detector, failovers, advance } = setUp({ master: 'unreachable', standby: lost });
+    await detector.checkAll();
+    expect(failovers()).toHaveLength(0);
+    advance(1000);
+    await detector.checkAll();
+    expect(failovers()).toHaveLength(1);
+    expect(failovers()[0].paras.reason).toMatch(/unreachable from the manager .* every standby lost it/);
+  });
+});
