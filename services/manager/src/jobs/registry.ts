@@ -13,6 +13,7 @@ import { createMachine, deleteMachine, setMachine } from './machines';
 import { addNodes, deleteNodes, rebuildNode } from './nodes';
 import { raftMissionJob, type RaftMissionDeps } from './raft-mission';
 import { addShards, deleteShardsJob } from './shards';
+import { setNoswitch } from './shard-ha/set-noswitch';
 import type { JobDefinition } from './workflow';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
@@ -50,6 +51,8 @@ export function jobTable(options: JobTableOptions): JobTable {
     expand_cluster: 'unsupported',
     repartition_tables: 'unsupported',
     raft_mission: raftMissionJob(options),
+    manual_switch: 'unsupported',
+    set_noswitch: setNoswitch,
   } satisfies JobTable;
 }
 

@@ -28,6 +28,8 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
+  // 20-24: shard failover (ha-failover); 25-27: no-switch windows and planned switchover.
+  NoSwitchSet: 25,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -171,6 +173,17 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
   compIds: string[];
 }
 
+/**
+ * Opens (untilMs set) or closes (null) the no-switch window of shards of one cluster: no
+ * automatic failover of those shards before untilMs (the proposer's clock + the timeout,
+ * carried here so every member stores the same deadline). A shard that is gone is skipped.
+ */
+export interface NoSwitchSet extends Base<typeof CommandKind.NoSwitchSet> {
+  clusterId: string;
+  shardIds: string[];
+  untilMs: number | null;
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -186,7 +199,8 @@ export type Command =
   | ClusterStatusSet
   | ClusterDeleted
   | RollbackRecorded
-  | RollbackInstancesRemoved;
+  | RollbackInstancesRemoved
+  | NoSwitchSet;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

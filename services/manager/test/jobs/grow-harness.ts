@@ -3,6 +3,7 @@
 // job family registered, and a helper that builds a ready cluster through create_cluster.
 
 import { AgentUnreachableError } from '@kcm/agent-api';
+import type { AsyncJobType } from '@kcm/protocol';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { updateInstanceCgroup } from '../../src/jobs/cgroup';
@@ -12,6 +13,7 @@ import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { addNodes, deleteNodes, rebuildNode } from '../../src/jobs/nodes';
 import { registryOf } from '../../src/jobs/registry';
+import type { JobDefinition } from '../../src/jobs/workflow';
 import { JobRunner } from '../../src/jobs/runner';
 import { addShards, deleteShardsJob } from '../../src/jobs/shards';
 import { ManagerService } from '../../src/manager-service';
@@ -90,6 +92,8 @@ export interface HarnessOptions {
   failures?: Failure[];
   /** Tables each shard's master reports (delete_shards), by shard id. */
   tables?: Record<string, string[]>;
+  /** More job definitions to register (families tested beside the cluster jobs). */
+  extraJobs?: Partial<Record<AsyncJobType, JobDefinition>>;
 }
 
 export async function startHarness(options: HarnessOptions = {}) {
@@ -123,6 +127,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     delete_nodes: deleteNodes,
     rebuild_node: rebuildNode,
     update_instance_cgroup: updateInstanceCgroup,
+    ...options.extraJobs,
   });
   const runner = new JobRunner(store, registry, stepServices(store, { agents }));
   const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
