@@ -7,6 +7,8 @@ export * from './contract/agent';
 export * from './contract/mariadb';
 export * from './contract/postgres';
 export * from './contract/cgroup';
+export * from './contract/mariadb-ha';
+export * from './gtid';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { channelCredentials, serverCredentials } from './credentials';
 export { agentChannelOptions } from './channel-options';
@@ -26,3 +28,4 @@ export { MariaDbAgentClient, type MariaDbDeadlines } from './clients/mariadb-cli
 export { PostgresAgentClient } from './clients/postgres-client';
 export { CgroupAgentClient, type SetCpuLimitParams } from './clients/cgroup-client';
 export { AgentPool, type AgentPoolOptions, type Agents, type WithAgent } from './pool';
+export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb-ha-client';

@@ -16,6 +16,7 @@ import { rebuildStandby } from './rebuild';
 import { configureReplication } from './replication';
 import { listClusterTables } from './tables';
 import { readVariables } from './variables';
+import { registerMariaDbHa } from './ha-service';
 
 /**
  * Runs operations that change an instance one at a time per port (a rebuild and a stop of
@@ -74,5 +75,6 @@ export const mariadbModule: CapabilityModule = {
       ListTables: unary(log, 'MariaDb.ListTables', (req: MariaDbListTablesRequest) => listClusterTables(ctx, req)),
       Probe: unary(log, 'MariaDb.Probe', async (req: MariaDbProbeRequest) => ({ ...(await probeInstance(ctx, req.port)), ...(await desired.report(req.port)) })),
     });
+    registerMariaDbHa(server, ctx, { once, desired });
   },
 };

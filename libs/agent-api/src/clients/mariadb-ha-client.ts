@@ -1,0 +1,65 @@
+// The manager's side of the MariaDbHaAgent service. Deadlines are short on purpose: a
+// failover has seconds, and an agent that does not answer within them is treated as
+// unreachable (AgentUnreachableError) so the caller can fence by metadata instead.
+
+import type * as grpc from '@grpc/grpc-js';
+import { agentClient, callUnary } from '../call';
+import {
+  MariaDbHaAgentService,
+  type MariaDbFenceReply,
+  type MariaDbHaStatusReply,
+  type MariaDbPromoteReply,
+  type MariaDbPromoteRequest,
+  type MariaDbRepointReply,
+  type MariaDbRepointRequest,
+  type MariaDbWaitForGtidReply,
+} from '../contract/mariadb-ha';
+
+export interface MariaDbHaDeadlines {
+  /** ReplicationStatus (plus its master connection check). */
+  statusMs: number;
+  /** Promote, re-point, fence (a fence may wait for a clean shutdown). */
+  commandMs: number;
+}
+
+const DEFAULT_DEADLINES: MariaDbHaDeadlines = { statusMs: 2_000, commandMs: 90_000 };
+
+export class MariaDbHaAgentClient {
+  private readonly client: grpc.Client;
+  private readonly deadlines: MariaDbHaDeadlines;
+
+  constructor(readonly address: string, deadlines: Partial<MariaDbHaDeadlines> = {}) {
+    this.client = agentClient(MariaDbHaAgentService, address);
+    this.deadlines = { ...DEFAULT_DEADLINES, ...deadlines };
+  }
+
+  /** Measured now; `checkMasterMs` > 0 also has a standby's agent try a TCP connection to its master. */
+  replicationStatus(port: number, checkMasterMs = 0, deadlineMs = this.deadlines.statusMs): Promise<MariaDbHaStatusReply> {
+    return this.call('ReplicationStatus', { port, check_master_ms: checkMasterMs }, deadlineMs);
+  }
+
+  promote(req: MariaDbPromoteRequest): Promise<MariaDbPromoteReply> {
+    return this.call('Promote', req, this.deadlines.commandMs + req.wait_relay_ms);
+  }
+
+  repointStandby(req: MariaDbRepointRequest): Promise<MariaDbRepointReply> {
+    return this.call('RepointStandby', req, this.deadlines.commandMs);
+  }
+
+  /** Read-only now and on every later start; with `stop`, also stopped and kept stopped. */
+  fence(opId: string, port: number, stop: boolean, deadlineMs = this.deadlines.commandMs): Promise<MariaDbFenceReply> {
+    return this.call('Fence', { op_id: opId, port, stop }, deadlineMs);
+  }
+
+  waitForGtid(port: number, gtid: string, timeoutMs: number): Promise<MariaDbWaitForGtidReply> {
+    return this.call('WaitForGtid', { port, gtid, timeout_ms: timeoutMs }, timeoutMs + this.deadlines.statusMs);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private call<Res>(method: string, request: object, deadlineMs: number): Promise<Res> {
+    return callUnary<Res>(this.client, this.address, method, request, deadlineMs);
+  }
+}

@@ -1,0 +1,108 @@
+// Loads proto/agent-mariadb-ha.proto at run time and states the TypeScript shapes of its
+// messages as proto-loader decodes them (keepCase, longs as numbers, defaults filled).
+// The MariaDbHaAgent service: replication status, promote, re-point, fence, wait for a
+// GTID, what failover and manual_switch are made of.
+
+import { loadAgentService } from '../load-proto';
+
+export const MariaDbHaAgentService = loadAgentService('agent-mariadb-ha.proto', 'MariaDbHaAgent');
+
+export interface MariaDbHaStatusRequest {
+  port: number;
+  /** > 0: a standby's agent tries a TCP connection to its master within this many ms. */
+  check_master_ms: number;
+}
+
+export interface MariaDbHaStatusReply {
+  port: number;
+  installed: boolean;
+  running: boolean;
+  answering: boolean;
+  pid: number;
+  reason: string;
+  read_only: boolean;
+  gtid_current_pos: string;
+  gtid_slave_pos: string;
+  gtid_binlog_pos: string;
+  is_replica: boolean;
+  io_running: boolean;
+  sql_running: boolean;
+  master_host: string;
+  master_port: number;
+  last_io_error: string;
+  last_sql_error: string;
+  gtid_io_pos: string;
+  /** The SQL thread has applied everything the IO thread received. */
+  relay_applied: boolean;
+  /** Rpl_semi_sync_slave_status: this standby acknowledges semi-sync transactions. */
+  semi_sync_slave_active: boolean;
+  semi_sync_master_enabled: boolean;
+  semi_sync_master_clients: number;
+  /** Only meaningful when asked (check_master_ms > 0) and is_replica. */
+  master_reachable: boolean;
+  supervisor_restarts: number;
+  /** running | stopped | ''. */
+  desired_state: string;
+  /** Fenced (Fence) and given no role since. */
+  fenced: boolean;
+}
+
+export interface MariaDbHaAccount {
+  user: string;
+  password: string;
+}
+
+export interface MariaDbPromoteRequest {
+  op_id: string;
+  port: number;
+  fullsync_level: number;
+  wait_relay_ms: number;
+}
+
+export interface MariaDbPromoteReply {
+  gtid_current_pos: string;
+  semi_sync_master: boolean;
+  read_only: boolean;
+  already_master: boolean;
+  relay_applied: boolean;
+}
+
+export interface MariaDbRepointRequest {
+  op_id: string;
+  port: number;
+  master_host: string;
+  master_port: number;
+  replication: MariaDbHaAccount;
+  fullsync_level: number;
+}
+
+export interface MariaDbRepointReply {
+  gtid_slave_pos: string;
+  io_running: boolean;
+  sql_running: boolean;
+}
+
+export interface MariaDbFenceRequest {
+  op_id: string;
+  port: number;
+  stop: boolean;
+}
+
+export interface MariaDbFenceReply {
+  was_running: boolean;
+  made_read_only: boolean;
+  stopped: boolean;
+  gtid_binlog_pos: string;
+}
+
+export interface MariaDbWaitForGtidRequest {
+  port: number;
+  gtid: string;
+  timeout_ms: number;
+}
+
+export interface MariaDbWaitForGtidReply {
+  reached: boolean;
+  gtid_slave_pos: string;
+  gtid_current_pos: string;
+}

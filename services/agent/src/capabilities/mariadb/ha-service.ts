@@ -1,0 +1,33 @@
+// Registers the MariaDbHaAgent service beside MariaDbAgent, sharing its per-port
+// serialiser (a fence and a supervisor restart of one instance never interleave) and its
+// desired states (a fenced instance stays stopped; a re-pointed one is kept running).
+
+import type * as grpc from '@grpc/grpc-js';
+import type { AgentContext } from '../../capability';
+import { unary } from '../../grpc-unary';
+import { MariaDbHaAgentService, type MariaDbFenceRequest, type MariaDbHaStatusRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
+import { fence, promote, repointStandby, waitForGtid } from './ha';
+import { replicationStatus } from './ha-status';
+import type { mariadbSupervision } from './supervision';
+
+export interface HaServiceDeps {
+  once<T>(kind: string, opId: string, port: number, operation: () => Promise<T>): Promise<T>;
+  desired: ReturnType<typeof mariadbSupervision>;
+}
+
+export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: HaServiceDeps): void {
+  const log = ctx.logger.child({ capability: 'mariadb-ha' });
+  const { once, desired } = deps;
+  server.addService(MariaDbHaAgentService.service, {
+    ReplicationStatus: unary(log, 'MariaDbHa.ReplicationStatus', async (req: MariaDbHaStatusRequest) => ({
+      ...(await replicationStatus(ctx, req.port, Math.min(Math.max(req.check_master_ms, 0), 10_000))),
+      ...(await desired.report(req.port)),
+    })),
+    Promote: unary(log, 'MariaDbHa.Promote', (req: MariaDbPromoteRequest) => once('ha-promote', req.op_id, req.port, () => promote(ctx, req))),
+    RepointStandby: unary(log, 'MariaDbHa.RepointStandby', (req: MariaDbRepointRequest) =>
+      once('ha-repoint', req.op_id, req.port, () => desired.runningAfter(req.port, () => repointStandby(ctx, req))),
+    ),
+    Fence: unary(log, 'MariaDbHa.Fence', (req: MariaDbFenceRequest) => once('ha-fence', req.op_id, req.port, () => fence(ctx, req, desired.stopped))),
+    WaitForGtid: unary(log, 'MariaDbHa.WaitForGtid', (req: MariaDbWaitForGtidRequest) => waitForGtid(ctx, req)),
+  });
+}
