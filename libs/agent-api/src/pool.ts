@@ -19,6 +19,7 @@ import net from 'node:net';
 import { AgentClient } from './clients/agent-client';
 import { CgroupAgentClient } from './clients/cgroup-client';
 import { MariaDbAgentClient } from './clients/mariadb-client';
+import { MariaDbHaAgentClient } from './clients/mariadb-ha-client';
 import { PostgresAgentClient } from './clients/postgres-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 
@@ -37,6 +38,8 @@ export interface Agents {
   /** A short-deadline postgres client for live-status probes: a dead host must not hold a reply. */
   postgresProbe(hostaddr: string): PostgresAgentClient;
   cgroup(hostaddr: string): CgroupAgentClient;
+  /** Shard HA commands (status, promote, re-point, fence); short deadlines (see MariaDbHaAgentClient). */
+  mariadbHa(hostaddr: string): MariaDbHaAgentClient;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -48,6 +51,7 @@ interface ClientKinds {
   postgres: PostgresAgentClient;
   postgresProbe: PostgresAgentClient;
   cgroup: CgroupAgentClient;
+  mariadbHa: MariaDbHaAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -121,6 +125,10 @@ export class AgentPool implements Agents {
     return this.view('cgroup', hostaddr);
   }
 
+  mariadbHa(hostaddr: string): MariaDbHaAgentClient {
+    return this.view('mariadbHa', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -138,6 +146,7 @@ export class AgentPool implements Agents {
       postgres: () => new PostgresAgentClient(address),
       postgresProbe: () => new PostgresAgentClient(address, this.probeDeadlineMs),
       cgroup: () => new CgroupAgentClient(address),
+      mariadbHa: () => new MariaDbHaAgentClient(address),
     };
     return made[kind]();
   }

@@ -26,6 +26,8 @@ import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
 import { RollbackFinisher } from './rollback-finisher';
 import { RoutingService } from './routing-service';
+import { ShardFailureDetector } from './shard-failure-detector';
+import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob } from './jobs/shard-ha/failover-job';
 import { forwardServiceDefinition } from './forward/forward-proto';
 import { forwardServiceImplementation } from './forward/forward-server';
 
@@ -152,7 +154,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const agents: Agents = opts.agents ?? new AgentPool(config.agentPort);
   const { withAgent } = agents;
   const engineAgents = agents;
-  const registry = registryOf(jobTable({ ...opts.jobs, raft }));
+  // Internal job types (submitted by the leader, not accepted from Emit) run like the others.
+  const registry = new Map([...registryOf(jobTable({ ...opts.jobs, raft })), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
@@ -171,6 +174,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const activeMonitor = monitor;
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
+  const failureDetector = new ShardFailureDetector({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'failure-detector' }), intervalMs: config.failureDetectIntervalMs, graceMs: config.failureGraceMs, now });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
   const leadership = new Leadership(
     [
@@ -179,6 +183,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
       { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
       { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
       { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
+      { name: 'shard failure detector', start: () => failureDetector.start(), stop: () => failureDetector.stop() },
     ],
     logger,
   );

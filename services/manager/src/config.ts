@@ -28,6 +28,14 @@ export const managerConfigSchema = z.object({
   reconcileIntervalMs: z.number().int().positive().default(5_000),
   /** How often the leader retries the rollbacks failed jobs could not finish (rollback-finisher.ts). */
   rollbackRetryIntervalMs: z.number().int().positive().default(3_000),
+  /**
+   * How often the leader probes every shard master (shard-failure-detector.ts), and how long
+   * a master must stay unreachable (with its standbys agreeing) before it is failed over. A
+   * dead mariadbd is failed over on the first probe that sees it; with these defaults and a
+   * ~2 s failover job, a master is replaced within the 5 s target.
+   */
+  failureDetectIntervalMs: z.number().int().positive().default(500),
+  failureGraceMs: z.number().int().min(0).default(1000),
   tickMs: z.number().int().positive().default(100),
   electionTick: z.number().int().min(2).default(10),
   snapshotEntries: z.number().int().min(0).default(10_000),

@@ -131,7 +131,9 @@ function awaitingRemoval(state: MetaState): Set<string> {
 }
 
 function instancesOf(cluster: ClusterRecord): Placed[] {
-  const nodes = Object.values(cluster.shards).flatMap((s) => Object.values(s.nodes));
+  // A fenced old master is not started here: it would come back writable-looking to no one's
+  // plan; the failure detector's shard_rejoin starts it read-only and re-attaches it.
+  const nodes = Object.values(cluster.shards).flatMap((s) => Object.values(s.nodes)).filter((n) => !n.fenced);
   return [
     ...nodes.map((n): Placed => ({ kind: 'storage node', cluster, id: n.id, hostaddr: n.hostaddr, port: n.port })),
     ...Object.values(cluster.comps).map((c): Placed => ({ kind: 'compute node', cluster, id: c.id, hostaddr: c.hostaddr, port: c.port })),

@@ -28,7 +28,10 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
-  // 20-24: shard failover (ha-failover); 25-27: no-switch windows and planned switchover.
+  // Shard high availability (meta/shard-ha.ts).
+  ShardMasterChanged: 20,
+  NodeFenceSet: 21,
+  // 25-27: no-switch windows (meta/noswitch.ts).
   NoSwitchSet: 25,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
@@ -174,6 +177,38 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
 }
 
 /**
+ * A shard's master moved to another of its nodes (failover, switchover). With
+ * `fenceOldMaster`, the old master is recorded fenced in the same apply: no moment exists
+ * where the metadata names a new master and the old one is not fenced.
+ */
+export interface ShardMasterChanged extends Base<typeof CommandKind.ShardMasterChanged> {
+  clusterId: string;
+  shardId: string;
+  masterNodeId: string;
+  /** The master this replaces; refused when the shard's master is another one by now. */
+  previousMasterNodeId: string;
+  jobId: string;
+  fenceOldMaster: boolean;
+  /** Why it is fenced (shown in get_cluster_detail). */
+  fenceReason?: string;
+  /** The new master's GTID position at promotion (see NodeFence.successorGtid). */
+  successorGtid?: string;
+}
+
+/**
+ * Sets or clears a node's fence: a fenced node is never started writable, never given
+ * client traffic, and left alone by the instance reconciler until it rejoins its shard.
+ */
+export interface NodeFenceSet extends Base<typeof CommandKind.NodeFenceSet> {
+  clusterId: string;
+  shardId: string;
+  nodeId: string;
+  fenced: boolean;
+  jobId: string;
+  reason: string;
+}
+
+/**
  * Opens (untilMs set) or closes (null) the no-switch window of shards of one cluster: no
  * automatic failover of those shards before untilMs (the proposer's clock + the timeout,
  * carried here so every member stores the same deadline). A shard that is gone is skipped.
@@ -200,6 +235,8 @@ export type Command =
   | ClusterDeleted
   | RollbackRecorded
   | RollbackInstancesRemoved
+  | ShardMasterChanged
+  | NodeFenceSet
   | NoSwitchSet;
 
 /**

@@ -8,6 +8,7 @@ import { applyNoSwitchSet } from './noswitch';
 import { refused, type ApplyOutcome } from './outcome';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
+import { applyNodeFenceSet, applyShardMasterChanged } from './shard-ha';
 
 /**
  * Applies what one log entry carries: a command, or a CommandBatch whose commands apply in
@@ -70,6 +71,10 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyRollbackRecorded(state, cmd);
     case CommandKind.RollbackInstancesRemoved:
       return applyRollbackInstancesRemoved(state, cmd);
+    case CommandKind.ShardMasterChanged:
+      return applyShardMasterChanged(state, cmd);
+    case CommandKind.NodeFenceSet:
+      return applyNodeFenceSet(state, cmd);
     case CommandKind.NoSwitchSet:
       return applyNoSwitchSet(state, cmd);
     default: {

@@ -126,6 +126,22 @@ export interface StorageNodeRecord {
   walLogDir: string;
   /** The add_shards/add_nodes job that placed it (absent for a create_cluster's own nodes). */
   placedByJob?: string;
+  /**
+   * Set when the node was a master that a failover replaced: it must be kept read-only (or
+   * stopped) and is left out of routing and restarts until it rejoins as a standby.
+   */
+  fenced?: NodeFence;
+}
+
+export interface NodeFence {
+  since: number;
+  byJob: string;
+  reason: string;
+  /**
+   * The new master's GTID position when it was promoted: what this node has beyond it is
+   * errant (never acknowledged through the new master) and is discarded when it rejoins.
+   */
+  successorGtid?: string;
 }
 
 export interface ShardRecord {

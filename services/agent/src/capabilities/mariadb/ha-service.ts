@@ -13,11 +13,13 @@ import type { mariadbSupervision } from './supervision';
 export interface HaServiceDeps {
   once<T>(kind: string, opId: string, port: number, operation: () => Promise<T>): Promise<T>;
   desired: ReturnType<typeof mariadbSupervision>;
+  /** The MariaDB module's per-port serialiser. */
+  serialised<T>(port: number, work: () => Promise<T>): Promise<T>;
 }
 
 export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: HaServiceDeps): void {
   const log = ctx.logger.child({ capability: 'mariadb-ha' });
-  const { once, desired } = deps;
+  const { once, desired, serialised } = deps;
   server.addService(MariaDbHaAgentService.service, {
     ReplicationStatus: unary(log, 'MariaDbHa.ReplicationStatus', async (req: MariaDbHaStatusRequest) => ({
       ...(await replicationStatus(ctx, req.port, Math.min(Math.max(req.check_master_ms, 0), 10_000))),
@@ -27,7 +29,8 @@ export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: 
     RepointStandby: unary(log, 'MariaDbHa.RepointStandby', (req: MariaDbRepointRequest) =>
       once('ha-repoint', req.op_id, req.port, () => desired.runningAfter(req.port, () => repointStandby(ctx, req))),
     ),
-    Fence: unary(log, 'MariaDbHa.Fence', (req: MariaDbFenceRequest) => once('ha-fence', req.op_id, req.port, () => fence(ctx, req, desired.stopped))),
+    // Not through `once`: a fence must not queue behind a restart of the same instance (see fence()).
+    Fence: unary(log, 'MariaDbHa.Fence', (req: MariaDbFenceRequest) => ctx.ops.run(`mariadb.ha-fence.${req.op_id}`, () => fence(ctx, req, desired.stopped, serialised))),
     WaitForGtid: unary(log, 'MariaDbHa.WaitForGtid', (req: MariaDbWaitForGtidRequest) => waitForGtid(ctx, req)),
   });
 }

@@ -2,7 +2,8 @@
 // point an instance at a new master, fence an old master, wait for a GTID. Each is
 // idempotent: run again, it finds its work done and reports what is.
 
-import { rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { processAlive } from '../../ops/exec';
 import type { AgentContext } from '../../capability';
 import { AgentFailure, type MariaDbFenceReply, type MariaDbFenceRequest, type MariaDbPromoteReply, type MariaDbPromoteRequest, type MariaDbRepointReply, type MariaDbRepointRequest, type MariaDbWaitForGtidReply, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
 import { checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
@@ -90,25 +91,70 @@ export async function repointStandby(ctx: AgentContext, req: MariaDbRepointReque
   return reply;
 }
 
+/** How long a fenced master gets to shut down cleanly before it is killed (it is being replaced: speed wins). */
+const FENCE_STOP_GRACE_MS = 5000;
+
 /**
  * Read-only on every later start first (kcm-role.cnf, the fenced marker), so nothing that
  * happens after this line can bring it back writable; then read_only live, then stopped.
- * `keepStopped` records the stop with the supervisor before stopping (it must not restart it).
+ * `keepStopped` records the stop with the supervisor before stopping (it must not restart
+ * it). Runs outside the port's serialiser at first: a supervisor restart under way (crash
+ * recovery of a killed master) must not delay the fence; every mariadbd of this instance,
+ * one still starting included, is signalled; `serialised` then runs a last stop after
+ * whatever held the port, so a start that began before the fence cannot survive it.
  */
-export async function fence(ctx: AgentContext, req: MariaDbFenceRequest, keepStopped: (port: number) => Promise<void>): Promise<MariaDbFenceReply> {
+export async function fence(
+  ctx: AgentContext,
+  req: MariaDbFenceRequest,
+  keepStopped: (port: number) => Promise<void>,
+  serialised: <T>(port: number, work: () => Promise<T>) => Promise<T>,
+): Promise<MariaDbFenceReply> {
   const layout = await layoutOf(ctx, checkPort(req.port));
   await writeFile(fencedMarker(layout), `fenced at ${new Date().toISOString()}\n`);
   await persistRole(layout, 'standby', 0);
   if (req.stop) await keepStopped(layout.port);
-  const pid = await runningPid(layout);
-  const reply: MariaDbFenceReply = { was_running: pid > 0, made_read_only: false, stopped: false, gtid_binlog_pos: '' };
-  if (pid) Object.assign(reply, await readOnlyNow(layout));
+  const pids = await instancePids(layout);
+  const reply: MariaDbFenceReply = { was_running: pids.length > 0, made_read_only: false, stopped: false, gtid_binlog_pos: '' };
+  if (pids.length > 0) Object.assign(reply, await readOnlyNow(layout));
   if (req.stop) {
-    await stopInstance(ctx, layout);
+    await terminate(pids, FENCE_STOP_GRACE_MS);
+    await serialised(layout.port, async () => {
+      await terminate(await instancePids(layout), FENCE_STOP_GRACE_MS);
+      await stopInstance(ctx, layout, FENCE_STOP_GRACE_MS);
+    });
     reply.stopped = true;
   }
   ctx.logger.warn({ port: layout.port, ...reply }, 'mariadb instance fenced');
   return reply;
+}
+
+/** Every live mariadbd started with this instance's my.cnf (also one whose pid file is not written yet). */
+async function instancePids(layout: InstanceLayout): Promise<number[]> {
+  const pids: number[] = [];
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const comm = (await readFile(`/proc/${name}/comm`, 'utf8').catch(() => '')).trim();
+    if (comm !== 'mariadbd') continue;
+    const argv = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (argv.includes(`--defaults-file=${layout.myCnf}`)) pids.push(Number(name));
+  }
+  return pids;
+}
+
+/** SIGTERM, then SIGKILL what is still alive after graceMs. */
+async function terminate(pids: number[], graceMs: number): Promise<void> {
+  const signal = (pid: number, sig: NodeJS.Signals) => {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // gone already
+    }
+  };
+  for (const pid of pids) signal(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (pids.some(processAlive) && Date.now() < deadline) await sleep(50);
+  for (const pid of pids.filter(processAlive)) signal(pid, 'SIGKILL');
+  while (pids.some(processAlive)) await sleep(20);
 }
 
 async function readOnlyNow(layout: InstanceLayout): Promise<Pick<MariaDbFenceReply, 'made_read_only' | 'gtid_binlog_pos'>> {

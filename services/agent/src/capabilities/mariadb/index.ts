@@ -75,6 +75,6 @@ export const mariadbModule: CapabilityModule = {
       ListTables: unary(log, 'MariaDb.ListTables', (req: MariaDbListTablesRequest) => listClusterTables(ctx, req)),
       Probe: unary(log, 'MariaDb.Probe', async (req: MariaDbProbeRequest) => ({ ...(await probeInstance(ctx, req.port)), ...(await desired.report(req.port)) })),
     });
-    registerMariaDbHa(server, ctx, { once, desired });
+    registerMariaDbHa(server, ctx, { once, desired, serialised });
   },
 };

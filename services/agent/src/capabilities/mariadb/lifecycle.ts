@@ -79,11 +79,11 @@ export async function startInstance(ctx: AgentContext, layout: InstanceLayout): 
 }
 
 /** SIGTERM (mariadbd shuts down cleanly on it), SIGKILL if it does not exit in time. */
-export async function stopInstance(ctx: AgentContext, layout: InstanceLayout): Promise<MariaDbInstanceReply> {
+export async function stopInstance(ctx: AgentContext, layout: InstanceLayout, graceMs = STOP_GRACE_MS): Promise<MariaDbInstanceReply> {
   const pid = await runningPid(layout);
   if (pid) {
     process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + STOP_GRACE_MS;
+    const deadline = Date.now() + graceMs;
     while (processAlive(pid) && Date.now() < deadline) await sleep(100);
     if (processAlive(pid)) {
       ctx.logger.warn({ port: layout.port, pid }, 'mariadbd ignored SIGTERM; killing');

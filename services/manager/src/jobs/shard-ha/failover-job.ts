@@ -1,0 +1,184 @@
+// shard_failover: replaces a failed shard master. An internal job type: submitted only by
+// the leader's failure detector (shard-failure-detector.ts), never accepted from Emit (it
+// is not in the protocol's job types), but a job like any other: visible in get_status,
+// one step at a time with each step's output committed, resumed by a new leader at its
+// first unfinished step.
+//
+// The steps, in this order (fencing comes first so that nothing the old master might
+// still commit is lost to a promotion that did not wait for it; the topology is committed
+// right after the promotion so that the leader's catalog sync, which follows the metadata,
+// re-points compute nodes to the new master and never back to the old one):
+//   fence old master -> choose candidate -> promote candidate -> commit topology ->
+//   re-point standbys -> re-point compute nodes -> rejoin old master.
+
+import { KcmError } from '@kcm/protocol';
+import type { JobDefinition, JobStep } from '../workflow';
+import { chooseCandidate, surveyStandbys, type CandidateChoice } from './choose-candidate';
+import { fenceNode, type FenceOutcome } from './fence';
+import { commitNewMaster, promoteNode, repointStandbys, type PromoteOutcome, type RepointOutcome } from './promote';
+import { rejoinFencedNode, type RejoinOutcome } from './rejoin';
+import { repointComputes, type ComputeRepointOutcome } from './repoint-computes';
+import { nodeOf, shardView, timed } from './shard-view';
+import { opId } from '../instance-ops';
+
+export const SHARD_FAILOVER = 'shard_failover';
+export const SHARD_REJOIN = 'shard_rejoin';
+
+export interface ShardFailoverParas {
+  cluster_id: string;
+  shard_id: string;
+  /** The master the detector found failed; the job refuses to act when the shard's master is another by now. */
+  failed_node_id: string;
+  /** The evidence the detector acted on. */
+  reason: string;
+}
+
+type Timed<T> = T & { ms: number };
+
+interface FailoverOutputs {
+  'fence old master': Timed<FenceOutcome>;
+  'choose candidate': Timed<CandidateChoice>;
+  'promote candidate': Timed<PromoteOutcome>;
+  'commit topology': Timed<{ master_node_id: string; duplicate: boolean }>;
+  're-point standbys': Timed<RepointOutcome>;
+  're-point compute nodes': Timed<ComputeRepointOutcome>;
+  'rejoin old master': Timed<RejoinOutcome>;
+}
+
+type Step = JobStep<ShardFailoverParas, FailoverOutputs>;
+
+const ids = (jobId: string, p: ShardFailoverParas) => ({ jobId, clusterId: p.cluster_id, shardId: p.shard_id });
+
+const steps: Step[] = [
+  {
+    name: 'fence old master',
+    run: (ctx) =>
+      timed(async () => {
+        const { shard } = shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
+        const old = nodeOf(shard, ctx.paras.failed_node_id);
+        if (shard.masterNodeId !== old.id && !old.fenced) {
+          throw KcmError.of('CONFLICT', `node ${old.id} is no longer the master of shard ${shard.id} (node ${shard.masterNodeId} is)`);
+        }
+        return fenceNode(ctx, { ...ids(ctx.jobId, ctx.paras), op: opId(ctx.jobId, 'fence', `node-${old.id}`) }, old, { stop: true, reason: `failed master: ${ctx.paras.reason}` });
+      }),
+  },
+  {
+    name: 'choose candidate',
+    run: (ctx) =>
+      timed(async () => {
+        const { shard } = shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
+        const standbys = Object.values(shard.nodes).filter((n) => n.id !== ctx.paras.failed_node_id);
+        return chooseCandidate(await surveyStandbys(ctx.agents, standbys));
+      }),
+  },
+  {
+    name: 'promote candidate',
+    run: (ctx) =>
+      timed(async () => {
+        const { cluster, shard } = shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
+        return promoteNode(ctx.agents, ctx.jobId, cluster, nodeOf(shard, ctx.outputs['choose candidate'].node_id));
+      }),
+  },
+  {
+    name: 'commit topology',
+    run: (ctx) =>
+      timed(async () => {
+        const { shard } = shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
+        const next = nodeOf(shard, ctx.outputs['choose candidate'].node_id);
+        const promoted = ctx.outputs['promote candidate'];
+        // A promotion re-run after later writes reports a later position; the choice's is the safe base then.
+        const successorGtid = promoted.already_master ? ctx.outputs['choose candidate'].gtid : promoted.gtid_current_pos;
+        const { duplicate } = await commitNewMaster(ctx, ids(ctx.jobId, ctx.paras), nodeOf(shard, ctx.paras.failed_node_id), next, {
+          fenceOldMaster: true,
+          reason: `replaced by node ${next.id} (${ctx.paras.reason})`,
+          successorGtid,
+        });
+        return { master_node_id: next.id, duplicate };
+      }),
+  },
+  {
+    name: 're-point standbys',
+    run: (ctx) =>
+      timed(async () => {
+        const { cluster, master, others } = shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
+        return repointStandbys(ctx.agents, ctx.jobId, cluster, master, others.filter((n) => !n.fenced));
+      }),
+  },
+  {
+    name: 're-point compute nodes',
+    run: (ctx) => timed(() => repointComputes(ctx.agents, ctx.jobId, () => shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id).cluster, ctx.signal)),
+  },
+  {
+    name: 'rejoin old master',
+    run: (ctx) => timed(() => rejoinStep(ctx.state, ctx, ctx.jobId, ctx.paras.cluster_id, ctx.paras.shard_id, ctx.paras.failed_node_id)),
+  },
+];
+
+function rejoinStep(state: () => import('../../meta/state').MetaState, services: Parameters<typeof rejoinFencedNode>[0], jobId: string, clusterId: string, shardId: string, nodeId: string): Promise<RejoinOutcome> {
+  const { cluster, shard } = shardView(state(), clusterId, shardId);
+  const node = nodeOf(shard, nodeId);
+  if (!node.fenced) return Promise.resolve({ node_id: node.id, hostaddr: node.hostaddr, port: node.port, outcome: 'not fenced: nothing to do', discarded_gtids: [], gtid_binlog_pos: '' });
+  return rejoinFencedNode(services, { jobId, clusterId }, cluster, shard, node);
+}
+
+export interface ShardFailoverResult {
+  cluster_id: string;
+  shard_id: string;
+  reason: string;
+  old_master: { node_id: string; hostaddr: string; port: number; fenced: string; rejoin: string; discarded_gtids: string[] };
+  new_master: { node_id: string; hostaddr: string; port: number; gtid_at_promotion: string };
+  standbys_repointed: string[];
+  standbys_not_repointed: string[];
+  compute_nodes_repointed: string[];
+  /** Each step's duration (ms), by step name, and their sum. */
+  step_ms: Record<string, number>;
+  total_ms: number;
+}
+
+export const shardFailoverJob: JobDefinition<ShardFailoverParas, FailoverOutputs, ShardFailoverResult> = {
+  jobType: SHARD_FAILOVER,
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: () => steps,
+  result(o, p) {
+    const stepMs: Record<string, number> = Object.create(null);
+    for (const s of steps) stepMs[s.name] = o[s.name].ms;
+    const addr = (n: { hostaddr: string; port: number }) => `${n.hostaddr}:${n.port}`;
+    return {
+      cluster_id: p.cluster_id,
+      shard_id: p.shard_id,
+      reason: p.reason,
+      old_master: {
+        node_id: o['fence old master'].node_id,
+        hostaddr: o['fence old master'].hostaddr,
+        port: o['fence old master'].port,
+        fenced: o['fence old master'].how,
+        rejoin: o['rejoin old master'].outcome,
+        discarded_gtids: o['rejoin old master'].discarded_gtids,
+      },
+      new_master: { node_id: o['promote candidate'].node_id, hostaddr: o['promote candidate'].hostaddr, port: o['promote candidate'].port, gtid_at_promotion: o['promote candidate'].gtid_current_pos },
+      standbys_repointed: o['re-point standbys'].repointed.map(addr),
+      standbys_not_repointed: o['re-point standbys'].failed.map((f) => f.error),
+      compute_nodes_repointed: o['re-point compute nodes'].comps.map(addr),
+      step_ms: stepMs,
+      total_ms: Object.values(stepMs).reduce((a, b) => a + b, 0),
+    };
+  },
+};
+
+export interface ShardRejoinParas {
+  cluster_id: string;
+  shard_id: string;
+  node_id: string;
+}
+
+/**
+ * shard_rejoin: a fenced old master whose host answers again (after a failover that could
+ * not reach it) is made read-only, checked for errant GTIDs and rejoined or rebuilt. Internal
+ * like shard_failover; submitted by the failure detector.
+ */
+export const shardRejoinJob: JobDefinition<ShardRejoinParas, { 'rejoin old master': Timed<RejoinOutcome> }, RejoinOutcome & { ms: number }> = {
+  jobType: SHARD_REJOIN,
+  lockKey: (p) => `cluster:${p.cluster_id}`,
+  steps: () => [{ name: 'rejoin old master', run: (ctx) => timed(() => rejoinStep(ctx.state, ctx, ctx.jobId, ctx.paras.cluster_id, ctx.paras.shard_id, ctx.paras.node_id)) }],
+  result: (o) => o['rejoin old master'],
+};

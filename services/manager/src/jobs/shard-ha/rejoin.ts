@@ -1,0 +1,95 @@
+// A fenced old master coming back: made read-only before anything else (it may have come
+// back writable, e.g. a host that was cut off and never stopped), started read-only if it
+// is down, then checked for errant transactions: GTIDs it has beyond the position its
+// successor was promoted at, which no client ever saw acknowledged through the new master.
+// Without any it rejoins as a standby of the current master (MASTER_USE_GTID=slave_pos);
+// with some it is rebuilt from a copy of the shard (the rebuild_node path) and the result
+// names what was discarded. Then its fence is lifted.
+
+import { gtidsBeyond, isAgentUnreachable, type Agents } from '@kcm/agent-api';
+import { CommandKind } from '../../meta/commands';
+import type { ClusterRecord, ShardRecord, StorageNodeRecord } from '../../meta/state';
+import { orThrow } from '../errors';
+import { opId } from '../instance-ops';
+import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from '../nodes';
+import type { StepServices } from '../workflow';
+import { FENCE_REACH_MS } from './fence';
+import { where } from './shard-view';
+
+export interface RejoinOutcome {
+  node_id: string;
+  hostaddr: string;
+  port: number;
+  /** rejoined as standby | rebuilt from a copy | pending: <why> */
+  outcome: string;
+  /** Errant GTIDs it had (ranges), discarded by the rebuild; empty when none. */
+  discarded_gtids: string[];
+  gtid_binlog_pos: string;
+}
+
+export async function rejoinFencedNode(
+  services: Pick<StepServices, 'propose' | 'now'> & { agents: Agents },
+  ids: { jobId: string; clusterId: string },
+  cluster: ClusterRecord,
+  shard: ShardRecord,
+  node: StorageNodeRecord,
+): Promise<RejoinOutcome> {
+  const base = { node_id: node.id, hostaddr: node.hostaddr, port: node.port };
+  const master = shard.nodes[shard.masterNodeId];
+  if (!master || master.id === node.id) return { ...base, outcome: 'pending: it is the shard master in the metadata', discarded_gtids: [], gtid_binlog_pos: '' };
+  const ha = services.agents.mariadbHa(node.hostaddr);
+  const mariadb = services.agents.mariadb(node.hostaddr);
+  try {
+    await ha.replicationStatus(node.port, 0, FENCE_REACH_MS);
+  } catch (err) {
+    if (isAgentUnreachable(err)) return { ...base, outcome: `pending: agent unreachable (${(err as Error).message})`, discarded_gtids: [], gtid_binlog_pos: '' };
+    throw err;
+  }
+  // Read-only before anything else (and on any later start).
+  await ha.fence(opId(ids.jobId, 'fence-seen', `node-${node.id}`), node.port, false);
+  let status = await ha.replicationStatus(node.port);
+  if (!status.running) {
+    await mariadb.start(opId(ids.jobId, 'start-fenced', `node-${node.id}`), node.port);
+    status = await ha.replicationStatus(node.port);
+  }
+  if (!status.answering) throw new Error(`${where(node)} does not answer SQL: ${status.reason}`);
+  const successor = node.fenced?.successorGtid ?? '';
+  const errant = successor ? gtidsBeyond(status.gtid_binlog_pos, successor) : [];
+  let outcome = 'rejoined as standby';
+  if (errant.length === 0) {
+    try {
+      await ha.repointStandby({
+        op_id: opId(ids.jobId, 'rejoin', `node-${node.id}-to-${master.id}`),
+        port: node.port,
+        master_host: master.hostaddr,
+        master_port: master.port,
+        replication: cluster.accounts.replication,
+        fullsync_level: cluster.options.fullsyncLevel,
+      });
+    } catch (err) {
+      // gtid_strict_mode refuses a history the master lacks: errant after all (a successor
+      // position read after later writes hides them from the comparison). Rebuild.
+      await rebuild(services.agents, ids.jobId, cluster, shard, node);
+      outcome = `rebuilt from a copy (re-pointing failed: ${(err as Error).message})`;
+    }
+  } else {
+    await rebuild(services.agents, ids.jobId, cluster, shard, node);
+    outcome = 'rebuilt from a copy';
+  }
+  orThrow(await services.propose({ kind: CommandKind.NodeFenceSet, at: services.now(), clusterId: ids.clusterId, shardId: shard.id, nodeId: node.id, fenced: false, jobId: ids.jobId, reason: outcome }));
+  return { ...base, outcome, discarded_gtids: errant, gtid_binlog_pos: status.gtid_binlog_pos };
+}
+
+async function rebuild(agents: Agents, jobId: string, cluster: ClusterRecord, shard: ShardRecord, node: StorageNodeRecord): Promise<void> {
+  const sources = Object.values(shard.nodes).filter((n) => n.id !== node.id && !n.fenced);
+  await copyIntoStandby(
+    agents,
+    opId(jobId, 'rebuild-errant', `node-${node.id}`),
+    cluster,
+    shard,
+    node,
+    sources,
+    { allowReplicaDelayS: DEFAULT_ALLOWED_REPLICA_DELAY_S, allowPullFromMaster: true, pvLimitMb: 0, needBackup: true },
+    false,
+  );
+}

@@ -1,0 +1,39 @@
+// Pointing every compute node's foreign server for the shards at their masters as the
+// metadata names them now (after the topology commit): SyncCatalog on each, retried until
+// each has it. A failover is not done while any compute node still routes to the old master.
+
+import { randomUUID } from 'node:crypto';
+import { KcmError } from '@kcm/protocol';
+import type { Agents } from '@kcm/agent-api';
+import type { ClusterRecord } from '../../meta/state';
+import { shardEndpoints } from '../instance-ops';
+
+export const REPOINT_COMPUTES_WITHIN_MS = 60_000;
+
+export interface ComputeRepointOutcome {
+  comps: { comp_id: string; hostaddr: string; port: number; servers_changed: string[]; attempts: number }[];
+}
+
+export async function repointComputes(agents: Agents, jobId: string, cluster: () => ClusterRecord, signal: AbortSignal, withinMs = REPOINT_COMPUTES_WITHIN_MS): Promise<ComputeRepointOutcome> {
+  const deadline = Date.now() + withinMs;
+  const comps = Object.values(cluster().comps);
+  const done = await Promise.all(
+    comps.map(async (comp) => {
+      let attempts = 0;
+      for (;;) {
+        attempts++;
+        try {
+          // Read each time: what is synced is the topology as committed now.
+          const reply = await agents.postgres(comp.hostaddr).syncCatalog(`job:${jobId}:repoint:comp-${comp.id}:${randomUUID()}`, comp.port, shardEndpoints(cluster()));
+          return { comp_id: comp.id, hostaddr: comp.hostaddr, port: comp.port, servers_changed: reply.servers_changed, attempts };
+        } catch (err) {
+          if (signal.aborted || Date.now() > deadline) {
+            throw KcmError.of('AGENT_UNREACHABLE', `compute node ${comp.hostaddr}:${comp.port} could not be re-pointed within ${withinMs} ms: ${(err as Error).message}`, { cause: err });
+          }
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    }),
+  );
+  return { comps: done };
+}

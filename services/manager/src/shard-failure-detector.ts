@@ -1,0 +1,216 @@
+// Leader-only: watches every shard master of every ready cluster and submits a
+// shard_failover job when, and only when, the evidence agrees that it failed:
+//
+//   - its agent answers and says mariadbd is not running, or that it died and the agent's
+//     supervisor restarted it since the last look (a crash: what it had not sent to a
+//     standby is not to be trusted, and its standbys are promoted from, not re-attached);
+//   - or it is unreachable (agent and SQL ping both fail from here) AND every standby that
+//     answers has lost it too (IO thread down, or no TCP connection to it from the
+//     standby's own host), for at least `graceMs`.
+//
+// A manager merely cut off from a healthy master sees the first half only: the standbys
+// still reach it, so nothing happens. Clusters with a job queued or running are left alone
+// (a failover already under way holds the cluster lock; other jobs stop instances on
+// purpose). The same round submits shard_rejoin for fenced old masters whose agent answers
+// again.
+
+import type { Logger } from '@kcm/common';
+import mysql from 'mysql2/promise';
+import type { Agents, MariaDbHaStatusReply } from '@kcm/agent-api';
+import { CommandKind } from './meta/commands';
+import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from './meta/state';
+import type { MetaStore } from './meta/store';
+import { PeriodicRounds } from './periodic-rounds';
+import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob, type ShardFailoverParas, type ShardRejoinParas } from './jobs/shard-ha/failover-job';
+
+export const DEFAULT_FAILURE_DETECT_INTERVAL_MS = 500;
+export const DEFAULT_FAILURE_GRACE_MS = 1000;
+/** A shard whose failover was just submitted is not submitted again for this long (a failed job is not retried in a tight loop). */
+const RESUBMIT_AFTER_MS = 15_000;
+
+export interface FailureDetectorOptions {
+  store: MetaStore;
+  agents: Agents;
+  logger: Logger;
+  intervalMs?: number;
+  graceMs?: number;
+  /** Deadline of each probe of a master (agent call and SQL ping) (ms). */
+  probeTimeoutMs?: number;
+  /** True while automatic failover is suppressed for the shard (set_noswitch). */
+  switchSuppressed?(state: MetaState, clusterId: string, shardId: string): boolean;
+  now?: () => number;
+}
+
+export interface MasterVerdict {
+  failed: boolean;
+  /** The evidence, in words (becomes the job's reason). */
+  evidence: string;
+}
+
+export class ShardFailureDetector {
+  private readonly loop: PeriodicRounds;
+  /** Supervisor restarts last seen per master node: a rise means it died since. */
+  private readonly restartsSeen = new Map<string, number>();
+  /** When the unreachable-and-lost evidence was first seen, per master node. */
+  private readonly suspectSince = new Map<string, number>();
+  private readonly submittedAt = new Map<string, number>();
+  /** Failovers submitted since this member became leader (tests, logs). */
+  failoversSubmitted = 0;
+
+  constructor(private readonly opts: FailureDetectorOptions) {
+    this.loop = new PeriodicRounds(() => this.round(), opts.intervalMs ?? DEFAULT_FAILURE_DETECT_INTERVAL_MS);
+  }
+
+  start(): void {
+    this.restartsSeen.clear();
+    this.suspectSince.clear();
+    this.loop.start({ runAtOnce: true });
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** One round now (tests); a round under way is joined. */
+  checkAll(): Promise<void> {
+    return this.loop.run();
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  private async round(): Promise<void> {
+    const state = this.opts.store.state();
+    const masters = new Set<string>();
+    const work: Promise<void>[] = [];
+    for (const cluster of Object.values(state.clusters)) {
+      if (cluster.status !== 'ready' || (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) > 0) continue;
+      for (const shard of Object.values(cluster.shards)) {
+        const master = shard.nodes[shard.masterNodeId];
+        if (!master) continue;
+        masters.add(master.id);
+        const fenced = Object.values(shard.nodes).filter((n) => n.fenced && n.id !== master.id);
+        if (fenced.length > 0) work.push(this.offerRejoin(cluster, shard, fenced));
+        if (!this.opts.switchSuppressed?.(state, cluster.id, shard.id)) work.push(this.watch(cluster, shard, master));
+      }
+    }
+    // A node that is no longer a master starts from a fresh baseline if it becomes one again.
+    for (const id of [...this.restartsSeen.keys()]) if (!masters.has(id)) this.restartsSeen.delete(id);
+    await Promise.all(work);
+  }
+
+  private async watch(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord): Promise<void> {
+    let verdict: MasterVerdict;
+    try {
+      verdict = await this.judge(cluster, shard, master);
+    } catch (err) {
+      this.opts.logger.error({ err, cluster: cluster.name, shard: shard.name }, 'failure detection round failed');
+      return;
+    }
+    if (!verdict.failed) return;
+    const key = `${cluster.id}/${shard.id}`;
+    if (this.now() - (this.submittedAt.get(key) ?? -Infinity) < RESUBMIT_AFTER_MS) return;
+    this.submittedAt.set(key, this.now());
+    const paras: ShardFailoverParas = { cluster_id: cluster.id, shard_id: shard.id, failed_node_id: master.id, reason: verdict.evidence };
+    await this.submit(SHARD_FAILOVER, paras as unknown as Record<string, unknown>, shardFailoverJob.lockKey(paras, this.opts.store.state()), shardFailoverJob.steps(paras).map((s) => s.name));
+    this.failoversSubmitted++;
+    this.opts.logger.warn({ cluster: cluster.name, shard: shard.name, master: `${master.hostaddr}:${master.port}`, evidence: verdict.evidence }, 'shard master failed: failover submitted');
+  }
+
+  /** The verdict on one master from its agent, a SQL ping and (when it cannot be reached) its standbys. */
+  async judge(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord): Promise<MasterVerdict> {
+    const timeoutMs = this.opts.probeTimeoutMs ?? 1000;
+    const [agentView, sqlOk] = await Promise.all([
+      this.opts.agents.mariadbHa(master.hostaddr).replicationStatus(master.port, 0, timeoutMs).then(
+        (status) => ({ status, error: '' }),
+        (err: Error) => ({ status: undefined as MariaDbHaStatusReply | undefined, error: err.message }),
+      ),
+      sqlPing(master, cluster, timeoutMs),
+    ]);
+    const status = agentView.status;
+    if (status) {
+      if (!status.installed) return { failed: false, evidence: 'its agent has no such instance' };
+      if (!status.running) return { failed: true, evidence: `its agent says mariadbd is not running (${status.reason})` };
+      const before = this.restartsSeen.get(master.id);
+      this.restartsSeen.set(master.id, status.supervisor_restarts);
+      if (before !== undefined && status.supervisor_restarts > before) {
+        return { failed: true, evidence: `its agent restarted mariadbd after it died (restarts ${before} -> ${status.supervisor_restarts})` };
+      }
+      if (status.answering || sqlOk) {
+        this.suspectSince.delete(master.id);
+        return { failed: false, evidence: 'answers' };
+      }
+    } else if (sqlOk) {
+      // Cut off from its agent only: it serves.
+      this.suspectSince.delete(master.id);
+      return { failed: false, evidence: `its agent does not answer (${agentView.error}) but it answers SQL` };
+    }
+    const lost = await this.standbysLostIt(shard, master, timeoutMs);
+    if (!lost.agree) {
+      this.suspectSince.delete(master.id);
+      return { failed: false, evidence: `unreachable from the manager, but ${lost.detail}` };
+    }
+    const since = this.suspectSince.get(master.id) ?? this.now();
+    this.suspectSince.set(master.id, since);
+    const graceMs = this.opts.graceMs ?? DEFAULT_FAILURE_GRACE_MS;
+    const evidence = `unreachable from the manager (agent: ${status ? status.reason : agentView.error}; SQL ping failed) and ${lost.detail}`;
+    return { failed: this.now() - since >= graceMs, evidence };
+  }
+
+  private async standbysLostIt(shard: ShardRecord, master: StorageNodeRecord, timeoutMs: number): Promise<{ agree: boolean; detail: string }> {
+    const standbys = Object.values(shard.nodes).filter((n) => n.id !== master.id && !n.fenced);
+    const views = await Promise.all(
+      standbys.map((n) =>
+        this.opts.agents
+          .mariadbHa(n.hostaddr)
+          .replicationStatus(n.port, Math.max(200, Math.floor(timeoutMs / 2)), timeoutMs + 500)
+          .then((s) => ({ n, s }), () => ({ n, s: undefined })),
+      ),
+    );
+    const answering = views.filter((v) => v.s?.answering);
+    const lostBy = answering.filter((v) => !v.s!.io_running || !v.s!.master_reachable);
+    if (answering.length === 0) return { agree: false, detail: 'no standby answers (nothing to promote, nothing to confirm with)' };
+    const names = (vs: typeof views) => vs.map((v) => `${v.n.hostaddr}:${v.n.port}`).join(', ');
+    if (lostBy.length < answering.length) return { agree: false, detail: `standbys still reach it (${names(answering.filter((v) => !lostBy.includes(v)))})` };
+    return { agree: true, detail: `every standby lost it (${names(lostBy)})` };
+  }
+
+  private async offerRejoin(cluster: ClusterRecord, shard: ShardRecord, fenced: StorageNodeRecord[]): Promise<void> {
+    for (const node of fenced) {
+      const key = `rejoin/${cluster.id}/${node.id}`;
+      if (this.now() - (this.submittedAt.get(key) ?? -Infinity) < RESUBMIT_AFTER_MS) continue;
+      const reachable = await this.opts.agents.mariadbHa(node.hostaddr).replicationStatus(node.port, 0, this.opts.probeTimeoutMs ?? 1000).then(() => true, () => false);
+      if (!reachable) continue;
+      this.submittedAt.set(key, this.now());
+      const paras: ShardRejoinParas = { cluster_id: cluster.id, shard_id: shard.id, node_id: node.id };
+      await this.submit(SHARD_REJOIN, paras as unknown as Record<string, unknown>, shardRejoinJob.lockKey(paras, this.opts.store.state()), shardRejoinJob.steps(paras).map((s) => s.name));
+      this.opts.logger.warn({ cluster: cluster.name, shard: shard.name, node: `${node.hostaddr}:${node.port}` }, 'fenced old master answers again: rejoin submitted');
+      return; // one per shard per round: the job takes the cluster lock anyway
+    }
+  }
+
+  private async submit(jobType: string, paras: Record<string, unknown>, lockKey: string | null, stepNames: string[]): Promise<void> {
+    const outcome = await this.opts.store.propose({ kind: CommandKind.JobSubmitted, at: this.now(), jobType, sentJobType: jobType, paras, requestId: null, lockKey, stepNames });
+    if (!outcome.ok) this.opts.logger.error({ jobType, refusal: outcome.message }, 'HA job not submitted');
+  }
+}
+
+/** Connects with the cluster's storage account and runs SELECT 1 within timeoutMs. */
+async function sqlPing(node: StorageNodeRecord, cluster: ClusterRecord, timeoutMs: number): Promise<boolean> {
+  let conn: mysql.Connection | undefined;
+  const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref());
+  const attempt = (async () => {
+    try {
+      conn = await mysql.createConnection({ host: node.hostaddr, port: node.port, ...cluster.accounts.storage, connectTimeout: timeoutMs });
+      conn.on('error', () => {});
+      await conn.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  const ok = await Promise.race([attempt, timer]);
+  void attempt.finally(() => conn?.destroy());
+  return ok;
+}

@@ -1,0 +1,155 @@
+// Shared set-up of the shard HA tests: a cluster of 1 shard x 3 MariaDB nodes + 1 compute
+// node on the cluster fixture's three hosts, a table visible through the compute node, a
+// steady insert load through it that records which inserts were acknowledged, and probes
+// of every node's replication state.
+
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
+import type { ClusterRecord, JobRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
+import { computerPorts, HOSTS, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+
+export const TABLE = '`postgres_$$_public`.ha_orders';
+
+export interface HaCluster {
+  clusterId: string;
+  computer: { user: string; password: string };
+  cluster(): ClusterRecord;
+  master(): StorageNodeRecord;
+  nodes(): StorageNodeRecord[];
+  comp(): { host: string; port: number };
+  status(n: StorageNodeRecord, checkMasterMs?: number): Promise<MariaDbHaStatusReply>;
+  storageQuery<T>(n: StorageNodeRecord, sql: string): Promise<T[]>;
+  close(): void;
+}
+
+export async function registerMachines(f: ClusterFixture, computerHosts: readonly number[]): Promise<void> {
+  for (const [i, host] of HOSTS.entries()) {
+    const types = computerHosts.includes(i) ? (['storage', 'computer'] as const) : (['storage'] as const);
+    for (const type of types) {
+      const range = type === 'storage' ? storagePorts(i) : computerPorts(i);
+      const reply = await f.runJob('create_machine', {
+        hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
+      });
+      if (reply.status !== 'done') throw new Error(`create_machine ${host} ${type}: ${reply.error_info}`);
+    }
+  }
+}
+
+export async function createHaCluster(f: ClusterFixture, computerHost: string): Promise<HaCluster> {
+  const reply = await f.runJob('create_cluster', {
+    nick_name: 'ha', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+    cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+    storage_iplists: [...HOSTS], computer_iplists: [computerHost], install_proxysql: '0',
+  }, 300_000);
+  if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
+  const att = reply.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
+  const clients = new Map<string, MariaDbHaAgentClient>();
+  const haOf = (host: string) => {
+    let c = clients.get(host);
+    if (!c) clients.set(host, (c = new MariaDbHaAgentClient(`${host}:${f.agentPort}`, { statusMs: 3000 })));
+    return c;
+  };
+  const cluster = () => f.manager.store.state().clusters[att.cluster_id];
+  const shard = () => Object.values(cluster().shards)[0];
+  const ha: HaCluster = {
+    clusterId: att.cluster_id,
+    computer: { user: att.computer_user, password: att.computer_pwd },
+    cluster,
+    master: () => shard().nodes[shard().masterNodeId],
+    nodes: () => Object.values(shard().nodes),
+    comp: () => {
+      const c = Object.values(cluster().comps)[0];
+      return { host: c.hostaddr, port: c.port };
+    },
+    status: (n, checkMasterMs = 0) => haOf(n.hostaddr).replicationStatus(n.port, checkMasterMs),
+    async storageQuery<T>(n: StorageNodeRecord, sql: string) {
+      const c = await mysql.createConnection({ host: n.hostaddr, port: n.port, ...cluster().accounts.storage, connectTimeout: 3000 });
+      try {
+        return (await c.query(sql))[0] as T[];
+      } finally {
+        await c.end();
+      }
+    },
+    close: () => {
+      for (const c of clients.values()) c.close();
+    },
+  };
+  await ha.storageQuery(ha.master(), 'CREATE DATABASE IF NOT EXISTS `postgres_$$_public`');
+  await ha.storageQuery(ha.master(), `CREATE TABLE ${TABLE} (id INT PRIMARY KEY, at BIGINT NOT NULL) ENGINE=InnoDB`);
+  await waitUntil('ha_orders on the compute node', async () => {
+    const c = await pgClient(ha);
+    try {
+      const { rows } = await c.query(`SELECT 1 FROM information_schema.foreign_tables WHERE foreign_table_name = 'ha_orders'`);
+      return rows.length === 1 ? true : undefined;
+    } finally {
+      await c.end();
+    }
+  }, 20_000);
+  return ha;
+}
+
+export async function pgClient(ha: HaCluster): Promise<pg.Client> {
+  const c = new pg.Client({ ...ha.comp(), ...ha.computer, database: 'postgres', connectionTimeoutMillis: 3000, query_timeout: 15_000 });
+  c.on('error', () => {});
+  await c.connect();
+  return c;
+}
+
+/** Inserts one row after another through the compute node; each acknowledged id is recorded with its time. */
+export class InsertLoad {
+  readonly acked: { id: number; at: number }[] = [];
+  failures = 0;
+  private stopped = false;
+  private loop?: Promise<void>;
+
+  constructor(private readonly ha: HaCluster, private nextId = 1) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+
+  /** The first acknowledged insert at or after `t`. */
+  firstAckAfter(t: number): number | undefined {
+    return this.acked.find((a) => a.at >= t)?.at;
+  }
+
+  private async run(): Promise<void> {
+    let client: pg.Client | undefined;
+    while (!this.stopped) {
+      const id = this.nextId++;
+      try {
+        client ??= await pgClient(this.ha);
+        await client.query('INSERT INTO public.ha_orders (id, at) VALUES ($1, $2)', [id, Date.now()]);
+        this.acked.push({ id, at: Date.now() });
+      } catch {
+        this.failures++;
+        await client?.end().catch(() => {});
+        client = undefined;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    await client?.end().catch(() => {});
+  }
+}
+
+export async function mariadbdPid(n: StorageNodeRecord): Promise<number> {
+  return Number((await readFile(path.join(n.datadir, String(n.port), 'run', 'mariadbd.pid'), 'utf8')).trim());
+}
+
+export function haJobs(f: ClusterFixture, jobType: string): JobRecord[] {
+  return Object.values(f.manager.store.state().jobs).filter((j) => j.jobType === jobType);
+}
+
+/** Ids present on a node, as a set. */
+export async function idsOn(ha: HaCluster, n: StorageNodeRecord): Promise<Set<number>> {
+  const rows = await ha.storageQuery<{ id: number }>(n, `SELECT id FROM ${TABLE}`);
+  return new Set(rows.map((r) => Number(r.id)));
+}
