@@ -148,6 +148,8 @@ export type ManualSwitchResult = {
   write_stall_ms: string;
   /** Other standbys now replicating from the new master (`<ip>_<port>`, comma-separated). */
   standbys_repointed: string;
+  /** Standbys that could not be re-pointed now, with why ('' = none); rebuild_node or the reconciler takes them on. */
+  standbys_failed: string;
   /** Compute nodes whose foreign server points at the new master (comp names, comma-separated). */
   comps_repointed: string;
   list_step: SwitchStepTiming[];
