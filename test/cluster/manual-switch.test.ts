@@ -191,6 +191,8 @@ describe('manual_switch and set_noswitch on real engines (1 shard x 3 nodes, 1 c
     expect(result).toMatchObject({ old_master: ipPort(oldMaster), new_master: ipPort(assign), standbys_failed: '', comps_repointed: comp().name });
     expect(Number(result.write_stall_ms)).toBeGreaterThan(0);
     expect(Number(result.write_stall_ms)).toBeLessThan(5000);
+    // No write waited out rpl_semi_sync_master_timeout (5 s) on a new master without a standby.
+    expect(clientOutage).toBeLessThan(4000);
 
     // The metadata and the measured view agree: the assigned node is the only writable master.
     expect(master().id).toBe(assign.id);

@@ -9,12 +9,13 @@
 //
 // The hot path is one step, so no Raft commit of a step output lands inside the stall:
 //   old master read-only (Fence without stop) -> standby reaches the old master's
-//   gtid_binlog_pos (bounded) -> promote it -> re-point the old master and the other standbys
-//   at it -> commit the topology -> re-point the compute nodes.
-// Standbys are re-pointed before the compute nodes on purpose: the new master's semi-sync
-// side waits rpl_semi_sync_master_timeout on a commit while no standby is attached. The
-// topology is committed before the compute nodes are re-pointed, since the leader's catalog
-// sync points them at the master the metadata names: the other order could undo the re-point.
+//   gtid_binlog_pos (bounded) -> promote it -> commit the topology -> re-point the old
+//   master, the other standbys and the compute nodes at it, all at once.
+// The topology is committed before the compute nodes are re-pointed, since the leader's
+// catalog sync points them at the master the metadata names: the other order could undo
+// the re-point. The compute nodes are not made to wait for the standbys: a write that
+// reaches the new master first waits for a standby's semi-sync ack, which comes when the
+// standby attaches (well inside rpl_semi_sync_master_timeout), so it is held, not failed.
 // A failure before the promotion gives writes back to the old master (Promote on it).
 // Re-run by a new leader, the step finds what its earlier run did (the metadata already
 // naming the new master, or the standby already writable) and carries on from there.
@@ -27,6 +28,8 @@ import { gtidProgress, type Agents, type MariaDbHaStatusReply } from '@kcm/agent
 import { KcmError, parseIpPort, type ManualSwitchResult, type ParasOf, type SwitchStepTiming } from '@kcm/protocol';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../../meta/state';
 import { changeableCluster, clusterOfStep, shardOf } from '../cluster-lookup';
+import { CommandKind } from '../../meta/commands';
+import { orThrow } from '../errors';
 import { opId } from '../instance-ops';
 import type { JobOf, StepContext } from '../workflow';
 import { commitNewMaster, promoteNode, repointStandbys } from './promote';
@@ -191,27 +194,32 @@ async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limit
     const promoted = await promoteNode(ctx.agents, run, target.cluster, assign);
     gtidPos ||= promoted.gtid_current_pos;
     lap('promote the standby');
-    const repointed = await repointStandbys(ctx.agents, run, target.cluster, assign, [old, ...target.others]);
-    standbysRepointed = repointed.repointed.map(asIpPort);
-    standbysFailed = repointed.failed.map((f) => f.error);
-    lap('re-point the old master and the other standbys');
-    const oldFailed = repointed.failed.some((f) => f.node_id === old.id);
     await commitNewMaster(ctx, { jobId: ctx.jobId, clusterId: p.cluster_id, shardId: p.shard_id }, old, assign, {
-      // An old master that did not become a standby stays read-only, and is recorded so.
-      fenceOldMaster: oldFailed,
-      reason: 'manual_switch: could not be re-pointed as a standby',
+      fenceOldMaster: false,
+      reason: 'manual_switch',
       successorGtid: promoted.gtid_current_pos,
     });
     lap('commit the topology');
-  } else {
-    // An earlier run committed the topology; what is left is idempotent.
-    const repointed = await repointStandbys(ctx.agents, run, target.cluster, assign, [old, ...target.others].filter((n) => !n.fenced));
-    standbysRepointed = repointed.repointed.map(asIpPort);
-    standbysFailed = repointed.failed.map((f) => f.error);
-    lap('re-point the old master and the other standbys');
   }
-  const comps = await repointComputes(ctx.agents, run, () => clusterOfStep(ctx, p.cluster_id), ctx.signal);
-  lap('re-point the compute nodes');
+  // Standbys and compute nodes at once: a client write that reaches the new master before a
+  // standby is attached waits for its acknowledgement (semi-sync acks a waiting transaction
+  // once a standby connects and reaches it), it does not fail; one after the other made the
+  // stall their sum.
+  const [repointed, comps] = await Promise.all([
+    repointStandbys(ctx.agents, run, target.cluster, assign, [old, ...target.others].filter((n) => n.id === old.id || !n.fenced)),
+    repointComputes(ctx.agents, run, () => clusterOfStep(ctx, p.cluster_id), ctx.signal),
+  ]);
+  lap('re-point the standbys and the compute nodes');
+  const stallMs = Math.round(performance.now() - started);
+  standbysRepointed = repointed.repointed.map(asIpPort);
+  standbysFailed = repointed.failed.map((f) => f.error);
+  if (repointed.failed.some((f) => f.node_id === old.id)) {
+    // The old master is read-only on every start (Fence wrote its role), but not a standby:
+    // recorded fenced, so the rejoin path takes it on, as after a failover.
+    orThrow(
+      await ctx.propose({ kind: CommandKind.NodeFenceSet, at: ctx.now(), clusterId: p.cluster_id, shardId: p.shard_id, nodeId: old.id, fenced: true, jobId: ctx.jobId, reason: 'manual_switch: could not be re-pointed as a standby' }),
+    );
+  }
   const cluster = clusterOfStep(ctx, p.cluster_id);
   return {
     result: {
@@ -221,7 +229,7 @@ async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limit
       new_master: asIpPort(assign),
       gtid_pos: gtidPos,
       // From the moment the old master turned read-only to the compute nodes reaching the new one.
-      write_stall_ms: String(Math.round(performance.now() - started)),
+      write_stall_ms: String(stallMs),
       standbys_repointed: standbysRepointed.join(','),
       standbys_failed: standbysFailed.join('; '),
       comps_repointed: comps.comps.map((c) => cluster.comps[c.comp_id]?.name ?? `comp_${c.comp_id}`).join(','),

@@ -11,7 +11,7 @@ import { startHarness, type Call } from '../grow-harness';
 const ipPort = (n: { hostaddr: string; port: number }) => `${n.hostaddr}_${n.port}`;
 
 /** A switch harness: a ready cluster whose shard 1 replicates healthily, and fake HA agents that record what they are asked. */
-async function switchHarness(options: { behind?: number; caughtUp?: boolean } = {}) {
+async function switchHarness(options: { behind?: number; caughtUp?: boolean; repointFails?: (host: string, port: number) => boolean } = {}) {
   const h = await startHarness({ extraJobs: { manual_switch: manualSwitchJob({ maxBehindTrx: 100, catchUpMs: 2000 }) } });
   const cluster = await h.readyCluster();
   const shard = cluster.shards['1'];
@@ -38,7 +38,10 @@ async function switchHarness(options: { behind?: number; caughtUp?: boolean } = 
     waitForGtid: (port: number, gtid: string, timeoutMs: number) =>
       record(host, 'ha.wait', { port, gtid, timeoutMs }, { reached: options.caughtUp ?? true, gtid_slave_pos: gtid, gtid_current_pos: gtid }),
     promote: (r: any) => record(host, 'ha.promote', r, { gtid_current_pos: `0-1-${masterSeq}`, semi_sync_master: true, read_only: false, already_master: false, relay_applied: true }),
-    repointStandby: (r: any) => record(host, 'ha.repoint', r, { gtid_slave_pos: `0-1-${masterSeq}`, io_running: true, sql_running: true }),
+    repointStandby: (r: any) =>
+      options.repointFails?.(host, r.port)
+        ? record(host, 'ha.repoint', r, null).then(() => Promise.reject(new Error('CHANGE MASTER failed')))
+        : record(host, 'ha.repoint', r, { gtid_slave_pos: `0-1-${masterSeq}`, io_running: true, sql_running: true }),
   });
   const paras = (change: Record<string, string> = {}) => ({ cluster_id: cluster.id, shard_id: '1', master_hostaddr: ipPort(master), assign_hostaddr: ipPort(assign), ...change });
   return { ...h, cluster, shard, master, assign, other, paras };
@@ -48,7 +51,7 @@ const steps = (calls: Call[]) => calls.map((c) => `${c.method} ${c.host}:${c.req
 const where = (n: { hostaddr: string; port: number }) => `${n.hostaddr}:${n.port}`;
 
 describe('manual_switch', () => {
-  it('holds writes on the old master, waits for the standby, promotes it, re-points the rest, commits, then re-points the compute nodes', async () => {
+  it('holds writes on the old master, waits for the standby, promotes it, commits, then re-points the standbys and the compute nodes', async () => {
     const h = await switchHarness();
     const status = await h.run('manual_switch', h.paras());
     await h.runner.stop();
@@ -81,8 +84,21 @@ describe('manual_switch', () => {
     const result = status.attachment as { write_stall_ms: string; list_step: { step: string; ms: string }[] };
     expect(Number(result.write_stall_ms)).toBeGreaterThanOrEqual(0);
     expect(result.list_step.map((s) => s.step)).toEqual([
-      'hold writes on the old master', 'standby caught up', 'promote the standby', 're-point the old master and the other standbys', 'commit the topology', 're-point the compute nodes',
+      'hold writes on the old master', 'standby caught up', 'promote the standby', 'commit the topology', 're-point the standbys and the compute nodes',
     ]);
+  });
+
+  it('an old master that cannot be re-pointed stays read-only and is recorded fenced; the switch is done', async () => {
+    let oldMaster = { hostaddr: '', port: 0 };
+    const h = await switchHarness({ repointFails: (host, port) => host === oldMaster.hostaddr && port === oldMaster.port });
+    oldMaster = h.master;
+    const status = await h.run('manual_switch', h.paras());
+    await h.runner.stop();
+    expect(status.status, status.errorInfo).toBe('done');
+    const shard = h.store.s.clusters[h.cluster.id].shards['1'];
+    expect(shard.masterNodeId).toBe(h.assign.id);
+    expect(shard.nodes[h.master.id].fenced).toMatchObject({ reason: 'manual_switch: could not be re-pointed as a standby' });
+    expect(status.attachment).toMatchObject({ standbys_repointed: ipPort(h.other), standbys_failed: expect.stringContaining('CHANGE MASTER failed') });
   });
 
   it('refuses an unknown node, a node of another shard, and a master_hostaddr that is not the master, before committing anything', async () => {
