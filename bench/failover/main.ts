@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import type { StorageNodeRecord } from '../../services/manager/src/meta/state';
 import { startClusterFixture, waitUntil, HOSTS, type ClusterFixture } from '../../test/cluster/cluster-fixture';
 import { createHaCluster, haJobs, idsOn, InsertLoad, mariadbdPid, registerMachines, type HaCluster } from '../../test/cluster/ha-fixture';
+import { longestGap } from '../../test/cluster/write-gaps';
 
 const { values: flags } = parseArgs({
   options: {
@@ -55,14 +56,6 @@ async function shardHealthy(ha: HaCluster): Promise<true | undefined> {
     }
   }
   return true;
-}
-
-/** The longest run of failed inserts (ms) between two times, from the acknowledged ones around it. */
-function longestGap(load: InsertLoad, from: number, to: number): number {
-  const acks = load.acked.filter((a) => a.at >= from - 2000 && a.at <= to + 2000).map((a) => a.at);
-  let gap = 0;
-  for (let i = 1; i < acks.length; i++) gap = Math.max(gap, acks[i] - acks[i - 1]);
-  return gap;
 }
 
 async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
