@@ -153,7 +153,7 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
     summary: 'Switch a shard\'s master to a chosen standby (planned; writes held only while it catches up).',
     notes: [
       'master_hostaddr must be the shard\'s current master and assign_hostaddr one of its standbys',
-      'refused when the standby is further behind than the manager\'s manualSwitchMaxLagSeconds',
+      'refused when the standby is more transactions behind than the manager\'s manualSwitchMaxBehindTrx',
     ],
   },
   set_noswitch: {
