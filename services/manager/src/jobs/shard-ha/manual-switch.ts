@@ -148,7 +148,8 @@ async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limit
   // really make it read-only again, not be told it did.
   const run = `${ctx.jobId}-${randomUUID().slice(0, 8)}`;
   const steps: SwitchStepTiming[] = [];
-  const started = performance.now();
+  // The stall starts when writes are held (reset below); a re-run that finds them moved already counts from its own start.
+  let started = performance.now();
   let mark = started;
   const lap = (step: string) => {
     const t = performance.now();
@@ -174,6 +175,7 @@ async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limit
     const assignNow = await ha(assign).replicationStatus(assign.port);
     const promotedEarlier = assignNow.answering && !assignNow.is_replica && !assignNow.read_only;
     if (!promotedEarlier) {
+      started = mark = performance.now();
       const held = await ha(old).fence(opId(run, 'hold-writes', `node-${old.id}`), old.port, false);
       lap('hold writes on the old master');
       if (!held.made_read_only) {
