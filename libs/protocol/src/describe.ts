@@ -98,6 +98,9 @@ export const FIELD_DOCS: Readonly<Record<string, string>> = {
   task_type: 'transfer_leader, add_peer or remove_peer',
   target_leader: 'manager member to hand leadership to',
   peer: 'manager member to add or remove',
+  master_hostaddr: 'the shard\'s current master, <ip>_<port>',
+  assign_hostaddr: 'the standby of the same shard to make master, <ip>_<port>',
+  timeout: 'seconds the no-switch window lasts (required with type 1)',
 };
 
 const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
@@ -145,6 +148,18 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
   raft_mission: {
     summary: 'Change the manager group: transfer leadership, add or remove a member.',
     notes: ['target_leader is required for transfer_leader, peer for add_peer and remove_peer'],
+  },
+  manual_switch: {
+    summary: 'Switch a shard\'s master to a chosen standby (planned; writes held only while it catches up).',
+    notes: [
+      'master_hostaddr must be the shard\'s current master and assign_hostaddr one of its standbys',
+      'refused when the standby is more transactions behind than the manager\'s manualSwitchMaxBehindTrx',
+    ],
+  },
+  set_noswitch: {
+    summary: 'Suspend automatic failover of a shard (or every shard of a cluster) for a while.',
+    notes: ['timeout is required with type 1', 'without shard_id: every shard the cluster has now'],
+    fields: { type: '1 = open a window of timeout seconds, 0 = close it now', shard_id: 'only this shard (default: every shard of the cluster)' },
   },
 };
 

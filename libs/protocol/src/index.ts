@@ -39,6 +39,9 @@ export type {
   RebuiltNodeResult,
   UpdateInstanceCgroupResult,
   RaftMissionResult,
+  ManualSwitchResult,
+  SetNoswitchResult,
+  SwitchStepTiming,
   ShardStepResult,
   ComputerStepResult,
 } from './results';
@@ -67,3 +70,4 @@ export {
 } from './formats';
 export { METADATA_CLUSTER_ID } from './paras/backup';
 export { MIN_NODES_PER_SHARD } from './paras/clusters';
+export { ipPortString, parseIpPort, MAX_NOSWITCH_TIMEOUT_S, NOSWITCH_TYPES, type IpPort } from './paras/shard-ha';

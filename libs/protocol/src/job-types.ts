@@ -42,6 +42,9 @@ export const JOB_TYPES = [
   'get_variable',
   // manager membership (spec 4.7)
   'raft_mission',
+  // shard high availability, beyond the spec's list (reference system names; DESIGN.md 2, 8)
+  'manual_switch',
+  'set_noswitch',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -85,6 +88,8 @@ export const JOB_MODES = Object.freeze({
   get_cluster_detail: 'sync',
   get_variable: 'sync',
   raft_mission: 'async',
+  manual_switch: 'async',
+  set_noswitch: 'async', // a write to the replicated state, so it takes the one path every write takes: a job
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

@@ -129,6 +129,38 @@ export type RaftMissionResult = {
   leader?: string;
 };
 
+/** How long one step of a switchover took. */
+export type SwitchStepTiming = { step: string; ms: string };
+
+/**
+ * manual_switch: who is master now, and how long writes were held. The write stall runs from
+ * the moment the old master turned read-only to the moment the compute nodes reached the
+ * new, writable master (kcm's measure; a client may see less, never more, plus its retry).
+ */
+export type ManualSwitchResult = {
+  cluster_id: string;
+  shard_id: string;
+  /** `<ip>_<port>`, as the paras name nodes. */
+  old_master: string;
+  new_master: string;
+  /** The old master's gtid_binlog_pos when writes stopped: the new master had applied it before taking over. */
+  gtid_pos: string;
+  write_stall_ms: string;
+  /** Other standbys now replicating from the new master (`<ip>_<port>`, comma-separated). */
+  standbys_repointed: string;
+  /** Standbys that could not be re-pointed now, with why ('' = none); rebuild_node or the reconciler takes them on. */
+  standbys_failed: string;
+  /** Compute nodes whose foreign server points at the new master (comp names, comma-separated). */
+  comps_repointed: string;
+  list_step: SwitchStepTiming[];
+};
+
+/** set_noswitch: the window of each shard it touched; noswitch_until is Unix seconds, '' when lifted. */
+export type SetNoswitchResult = {
+  cluster_id: string;
+  list_shard: { shard_id: string; noswitch_until: string }[];
+};
+
 /** Each result type is checked to cover every async job type (a new one fails to compile until it has its entry). */
 type EveryAsyncJobType<T extends Record<AsyncJobType, unknown>> = T;
 
@@ -154,6 +186,8 @@ export type JobResults = EveryAsyncJobType<{
   expand_cluster: EmptyResult;
   repartition_tables: EmptyResult;
   raft_mission: RaftMissionResult;
+  manual_switch: ManualSwitchResult;
+  set_noswitch: SetNoswitchResult;
 }>;
 
 /** The attachment get_status shows for a done job of type T. */

@@ -33,12 +33,13 @@ describe('describeJob (help text from the schemas)', () => {
       }
     }
     // Optional in the schema but needed by a cross-field rule (stated in the job's notes):
-    // one of two forms (logical_restore, a cluster by name or id) or required by task_type (raft_mission).
+    // one of two forms (logical_restore, a cluster by name or id) or required by task_type (raft_mission) or type (set_noswitch).
     expect(mismatches.sort()).toEqual([
       'delete_cluster cluster_id: required=false, accepted without it=false',
       'get_cluster_detail cluster_name: required=false, accepted without it=false',
       'logical_restore restore: required=false, accepted without it=false',
       'raft_mission target_leader: required=false, accepted without it=false',
+      'set_noswitch timeout: required=false, accepted without it=false',
     ]);
   });
 

@@ -163,4 +163,14 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     broken('target_leader', '127.0.1.2', 'no port'), broken('target_leader', '127.0.1.2:0', 'port 0'),
     broken('target_leader', '::1:58001', 'IPv6 without brackets'), broken('peer', undefined, 'add_peer needs peer', { task_type: 'add_peer' }),
   ],
+  manual_switch: [
+    missing('assign_hostaddr'), missing('shard_id'), wrongType('master_hostaddr', { ip: '127.0.2.1', port: '55100' }),
+    broken('master_hostaddr', '127.0.2.1:55100', 'colon instead of _'), broken('assign_hostaddr', '127.0.2.2_0', 'port 0'),
+    broken('assign_hostaddr', 'db1_55100', 'a name, not an IP'), broken('assign_hostaddr', '127.0.2.1_55100', 'same node as the master'),
+  ],
+  set_noswitch: [
+    missing('type'), missing('cluster_id'), wrongType('type', 1), wrongType('type', '2'),
+    broken('timeout', '0', 'zero seconds'), broken('timeout', '604801', 'more than a week'),
+    broken('timeout', undefined, 'type 1 needs a timeout'), broken('shard_id', 'shard_1', 'a name, not an id'),
+  ],
 };

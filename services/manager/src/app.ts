@@ -23,6 +23,7 @@ import { CommandKind } from './meta/commands';
 import { MetaStateMachine } from './meta/state-machine';
 import type { Clock } from './meta/store';
 import { createManagerMetrics } from './metrics';
+import { noSwitchUntil } from './meta/noswitch';
 import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
 import { RollbackFinisher } from './rollback-finisher';
@@ -168,7 +169,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const { withAgent } = agents;
   const engineAgents = agents;
   // Internal job types (submitted by the leader, not accepted from Emit) run like the others.
-  const registry = new Map([...registryOf(jobTable({ ...opts.jobs, raft })), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);
+  const registry = new Map([...registryOf(jobTable({ manualSwitch: { maxBehindTrx: config.manualSwitchMaxBehindTrx, catchUpMs: config.manualSwitchCatchUpMs }, ...opts.jobs, raft })), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
@@ -187,7 +188,9 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const activeMonitor = monitor;
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
-  const failureDetector = new ShardFailureDetector({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'failure-detector' }), intervalMs: config.failureDetectIntervalMs, graceMs: config.failureGraceMs, now });
+  const failureDetector = new ShardFailureDetector({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'failure-detector' }), intervalMs: config.failureDetectIntervalMs, graceMs: config.failureGraceMs, now,
+    // set_noswitch: no automatic failover of a shard while its window is open.
+    switchSuppressed: (state, clusterId, shardId) => noSwitchUntil(state, clusterId, shardId, now()) !== null });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
   const leaderServices: (LeaderService & { name: LeaderServiceName })[] = [
     { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
@@ -220,7 +223,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const local = new ManagerService({
     store: pacer.submitterStore,
     registry,
-    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents }),
+    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents, now }),
     linearizableRead: () => store.linearizableRead(),
     // A leader that has committed an entry of its own term knows every committed entry; once
     // it has applied them, validation needs no heartbeat round (anything else takes ReadIndex).

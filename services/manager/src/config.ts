@@ -45,6 +45,13 @@ export const managerConfigSchema = z.object({
    * The leader's value goes into each JobFinished entry, so members never disagree.
    */
   finishedJobsKept: z.number().int().min(1).default(10_000),
+  /**
+   * manual_switch refuses a standby more transactions behind its master than this (by GTID
+   * sequence), before holding any write: catching up is what the write stall is made of.
+   */
+  manualSwitchMaxBehindTrx: z.number().int().min(0).default(1_000),
+  /** How long manual_switch holds writes waiting for the standby to catch up before it gives up and lets them go. */
+  manualSwitchCatchUpMs: z.number().int().positive().default(5_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

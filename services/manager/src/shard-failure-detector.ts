@@ -56,6 +56,8 @@ export class ShardFailureDetector {
   private readonly submittedAt = new Map<string, number>();
   /** The last evidence logged per master node, so a lasting condition is logged once. */
   private readonly lastEvidence = new Map<string, string>();
+  /** Shards whose master was found failed inside their no-switch window (logged once). */
+  private readonly failedInWindow = new Set<string>();
   /** Failovers submitted since this member became leader (tests, logs). */
   failoversSubmitted = 0;
 
@@ -94,7 +96,9 @@ export class ShardFailureDetector {
         masters.add(master.id);
         const fenced = Object.values(shard.nodes).filter((n) => n.fenced && n.id !== master.id);
         if (fenced.length > 0) work.push(this.offerRejoin(cluster, shard, fenced));
-        if (!this.opts.switchSuppressed?.(state, cluster.id, shard.id)) work.push(this.watch(cluster, shard, master));
+        // Watched inside a no-switch window too (never failed over there): what the master
+        // went through in the window (a maintenance restart) is the baseline after it.
+        work.push(this.watch(cluster, shard, master, this.opts.switchSuppressed?.(state, cluster.id, shard.id) ?? false));
       }
     }
     // A node that is no longer a master starts from a fresh baseline if it becomes one again.
@@ -102,7 +106,7 @@ export class ShardFailureDetector {
     await Promise.all(work);
   }
 
-  private async watch(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord): Promise<void> {
+  private async watch(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord, suppressed: boolean): Promise<void> {
     let verdict: MasterVerdict;
     try {
       verdict = await this.judge(cluster, shard, master);
@@ -111,7 +115,14 @@ export class ShardFailureDetector {
       return;
     }
     this.noteEvidence(cluster, shard, master, verdict);
-    if (!verdict.failed) return;
+    const windowKey = `${cluster.id}/${shard.id}`;
+    if (!verdict.failed) return void this.failedInWindow.delete(windowKey);
+    if (suppressed) {
+      // Once per outage, not every round.
+      if (!this.failedInWindow.has(windowKey)) this.opts.logger.warn({ cluster: cluster.name, shard: shard.name, evidence: verdict.evidence }, 'shard master failed inside a no-switch window: no failover');
+      this.failedInWindow.add(windowKey);
+      return;
+    }
     const key = `${cluster.id}/${shard.id}`;
     if (this.now() - (this.submittedAt.get(key) ?? -Infinity) < RESUBMIT_AFTER_MS) return;
     this.submittedAt.set(key, this.now());

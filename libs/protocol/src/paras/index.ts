@@ -18,6 +18,7 @@ import { expandClusterParas, getExpandTableListParas, repartitionTablesParas } f
 import { createMachineParas, deleteMachineParas, setMachineParas } from './machines';
 import { getClusterDetailParas, getVariableParas, noParas } from './queries';
 import { raftMissionParas } from './raft-mission';
+import { manualSwitchParas, setNoswitchParas } from './shard-ha';
 import { getStatusParas } from './status';
 
 export const PARAS_SCHEMAS = {
@@ -49,6 +50,8 @@ export const PARAS_SCHEMAS = {
   get_cluster_detail: getClusterDetailParas,
   get_variable: getVariableParas,
   raft_mission: raftMissionParas,
+  manual_switch: manualSwitchParas,
+  set_noswitch: setNoswitchParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

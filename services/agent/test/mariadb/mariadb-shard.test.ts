@@ -263,6 +263,29 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     expect((await f.clients[SEEDED.agent].probe(SEEDED.port)).state).toBe('unknown');
   });
 
+  it('with no standby left, semi-sync holds one commit at most rpl_semi_sync_master_timeout, then writes go on unacknowledged', async () => {
+    for (const n of [STANDBY_A, STANDBY_B]) await f.clients[n.agent].stop(`stop-all-${n.port}`, n.port);
+    const conn = await storageConn(MASTER);
+    try {
+      const timed = async (id: number) => {
+        const t = performance.now();
+        await conn.query(`INSERT INTO \`${DB}\`.orders (id, item) VALUES (?, 'no standby')`, [id]);
+        return performance.now() - t;
+      };
+      const first = await timed(300);
+      const next = [await timed(301), await timed(302)];
+      console.log(`no standby: first commit ${first.toFixed(0)} ms, next ${next.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+      // Bounded by rpl_semi_sync_master_timeout, which kcm keeps within a failover's target (5 s):
+      // losing the last standby must not stall writes longer than losing the master would.
+      expect(first).toBeLessThan(5000 + 1000);
+      for (const ms of next) expect(ms).toBeLessThan(1000);
+    } finally {
+      await conn.end();
+    }
+    for (const n of [STANDBY_A, STANDBY_B]) await f.clients[n.agent].start(`start-all-${n.port}`, n.port);
+    expect(await waitForRows(STANDBY_A, 273)).toBe(273);
+  }, 60_000);
+
   it('no password appeared in any spawned command line or log line', async () => {
     const lines = [...f.seenCommandLines];
     // The sampler did see the tools run, so its silence about secrets means something.

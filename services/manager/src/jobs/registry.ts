@@ -13,6 +13,8 @@ import { createMachine, deleteMachine, setMachine } from './machines';
 import { addNodes, deleteNodes, rebuildNode } from './nodes';
 import { raftMissionJob, type RaftMissionDeps } from './raft-mission';
 import { addShards, deleteShardsJob } from './shards';
+import { setNoswitch } from './shard-ha/set-noswitch';
+import { manualSwitchJob, type ManualSwitchLimits } from './shard-ha/manual-switch';
 import type { JobDefinition } from './workflow';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
@@ -26,6 +28,8 @@ export type JobRegistry = ReadonlyMap<string, JobDefinition>;
 
 export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   raft: RaftNode;
+  /** manual_switch's limits (manager config manualSwitchMaxBehindTrx, manualSwitchCatchUpMs). */
+  manualSwitch?: ManualSwitchLimits;
 }
 
 export function jobTable(options: JobTableOptions): JobTable {
@@ -50,6 +54,8 @@ export function jobTable(options: JobTableOptions): JobTable {
     expand_cluster: 'unsupported',
     repartition_tables: 'unsupported',
     raft_mission: raftMissionJob(options),
+    manual_switch: manualSwitchJob(options.manualSwitch),
+    set_noswitch: setNoswitch,
   } satisfies JobTable;
 }
 

@@ -31,6 +31,8 @@ export const CommandKind = {
   // Shard high availability (meta/shard-ha.ts).
   ShardMasterChanged: 20,
   NodeFenceSet: 21,
+  // 25-27: no-switch windows (meta/noswitch.ts).
+  NoSwitchSet: 25,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -206,6 +208,17 @@ export interface NodeFenceSet extends Base<typeof CommandKind.NodeFenceSet> {
   reason: string;
 }
 
+/**
+ * Opens (untilMs set) or closes (null) the no-switch window of shards of one cluster: no
+ * automatic failover of those shards before untilMs (the proposer's clock + the timeout,
+ * carried here so every member stores the same deadline). A shard that is gone is skipped.
+ */
+export interface NoSwitchSet extends Base<typeof CommandKind.NoSwitchSet> {
+  clusterId: string;
+  shardIds: string[];
+  untilMs: number | null;
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -223,7 +236,8 @@ export type Command =
   | RollbackRecorded
   | RollbackInstancesRemoved
   | ShardMasterChanged
-  | NodeFenceSet;
+  | NodeFenceSet
+  | NoSwitchSet;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

@@ -4,6 +4,7 @@ import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyI
 import { CommandKind, type Command, type LoggedCommand } from './commands';
 import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
 import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
+import { applyNoSwitchSet } from './noswitch';
 import { refused, type ApplyOutcome } from './outcome';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
@@ -74,6 +75,8 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyShardMasterChanged(state, cmd);
     case CommandKind.NodeFenceSet:
       return applyNodeFenceSet(state, cmd);
+    case CommandKind.NoSwitchSet:
+      return applyNoSwitchSet(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.

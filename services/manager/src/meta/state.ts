@@ -152,6 +152,11 @@ export interface ShardRecord {
   nodes: Dict<StorageNodeRecord>;
   /** The add_shards job that placed it (absent for a create_cluster's own shards). */
   placedByJob?: string;
+  /**
+   * End of the shard's no-switch window (ms since the epoch, set_noswitch): no automatic
+   * failover before it. Absent = none. Read it through noSwitchUntil (meta/noswitch.ts).
+   */
+  noSwitchUntil?: number;
 }
 
 export interface CompRecord {

@@ -10,6 +10,7 @@ import { clusterByReference } from '../jobs/cluster-lookup';
 import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
+import { noSwitchUntil } from '../meta/noswitch';
 import { measuredClusterStatus, onlineCount, type InstanceStatus } from './cluster-status';
 
 export type { InstanceStatus } from './cluster-status';
@@ -17,6 +18,8 @@ type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
 
 export interface ClusterQueryDeps {
   agents: EngineAgents;
+  /** The manager's clock (ms): an expired no-switch window is not shown. Default Date.now. */
+  now?: () => number;
 }
 
 export async function clusterSummary(state: MetaState, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
@@ -76,12 +79,15 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
   const cluster = clusterByReference(state, req.paras as { cluster_name?: string; cluster_id?: string });
   const shards = Object.values(cluster.shards);
   const comps = Object.values(cluster.comps);
+  const nowMs = (deps.now ?? Date.now)();
   const [list_shard, list_comp] = await Promise.all([
     Promise.all(
       shards.map(async (s) => ({
         shard_id: s.id,
         shard_name: s.name,
         nodes: String(Object.keys(s.nodes).length),
+        // set_noswitch: no automatic failover before this Unix second; '' = none open.
+        noswitch_until: windowEnd(noSwitchUntil(state, cluster.id, s.id, nowMs)),
         list_node: await Promise.all(
           Object.values(s.nodes).map(async (n) => {
             const probe = await probeNode(deps, n);
@@ -122,6 +128,8 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
     list_comp,
   };
 }
+
+const windowEnd = (untilMs: number | null): string => (untilMs === null ? '' : String(Math.floor(untilMs / 1000)));
 
 /** A variable of an instance kcm manages: a storage node (MariaDB) or a compute node (PostgreSQL). */
 export async function instanceVariable(state: MetaState, req: ValidRequest, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {

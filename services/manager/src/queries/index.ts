@@ -16,6 +16,8 @@ export interface QueryDeps {
   withAgent: WithAgent;
   /** Engine clients of every host's agent, for the live cluster queries. */
   agents: EngineAgents;
+  /** The manager's clock (ms), for windows shown relative to now (no-switch). Default Date.now. */
+  now?: () => number;
 }
 
 /** `no_rep` for a one-member group, `mgr` for a consensus group of two or more. */
@@ -55,7 +57,7 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
   return new Map<string, QueryHandler>([
     ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners })],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
-    ...clusterQueries({ agents: deps.agents }),
+    ...clusterQueries({ agents: deps.agents, now: deps.now }),
     // get_backup_storage comes with the backup family: until backup storage can be
     // registered there is no state to answer from, so it is UNSUPPORTED, not an empty list.
   ]);

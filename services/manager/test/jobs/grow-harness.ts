@@ -8,7 +8,7 @@ import type { Agents } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { MemoryStorage } from '@kcm/raft';
-import { buildManager, type Manager } from '../../src/app';
+import { buildManager, type BuildOptions, type Manager } from '../../src/app';
 import { parseManagerConfig } from '../../src/config';
 import { CommandKind, type Command } from '../../src/meta/commands';
 import type { MetaState } from '../../src/meta/state';
@@ -47,6 +47,8 @@ export interface HarnessOptions {
   hosts?: readonly string[];
   /** Stop the manager after the current test (default true; false for one built in beforeAll: call close()). */
   closeAfterTest?: boolean;
+  /** Options of particular jobs (buildManager's `jobs`), e.g. manual_switch's limits. */
+  jobs?: BuildOptions['jobs'];
   /** Real agents to use instead of the recording fakes (nothing is then recorded in `calls`). */
   agents?: Agents;
   /** Ports of each machine (default 20). */
@@ -77,6 +79,7 @@ export async function startHarness(options: HarnessOptions = {}) {
     storage: MemoryStorage.bootstrap([MEMBER]),
     transport: soloTransport(),
     agents,
+    jobs: options.jobs,
     leaderServices: ['job runner'],
   });
   if (options.closeAfterTest !== false) started.add(manager);

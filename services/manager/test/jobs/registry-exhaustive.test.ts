@@ -15,7 +15,8 @@ const registryFile = path.join(root, 'services/manager/src/jobs/registry.ts');
 /** A new async job type, added where the protocol's own checks ask for it. */
 const growProtocol: Record<string, (source: string) => string> = {
   [path.join(protocolSrc, 'job-types.ts')]: (s) =>
-    replaceOnce(replaceOnce(s, "  'raft_mission',\n] as const;", "  'raft_mission',\n  'backup_shard',\n] as const;"), "  raft_mission: 'async',\n}", "  raft_mission: 'async',\n  backup_shard: 'async',\n}"),
+    // Anchored on raft_mission's lines, not on the end of the lists, so types appended after it do not break the fixture.
+    replaceOnce(replaceOnce(s, "  'raft_mission',\n", "  'raft_mission',\n  'backup_shard',\n"), "  raft_mission: 'async',\n", "  raft_mission: 'async',\n  backup_shard: 'async',\n"),
   [path.join(protocolSrc, 'paras/index.ts')]: (s) => replaceOnce(s, '  raft_mission: raftMissionParas,\n', '  raft_mission: raftMissionParas,\n  backup_shard: noParas,\n'),
   [path.join(protocolSrc, 'results.ts')]: (s) => replaceOnce(s, '  raft_mission: RaftMissionResult;\n', '  raft_mission: RaftMissionResult;\n  backup_shard: EmptyResult;\n'),
 };

@@ -33,8 +33,14 @@ const NORMAL = {
   innodb_io_capacity: 1000,
 };
 
-/** How long the master waits for a standby's ack before it falls back to async (ms). */
-export const SEMI_SYNC_MASTER_TIMEOUT_MS = 10_000;
+/**
+ * How long the master waits for a standby's ack before it falls back to async (ms). With no
+ * standby left one commit waits this long, then commits stop waiting until a standby has
+ * caught up (README "Semi-sync and fullsync_level"). Kept within a failover's target (5 s):
+ * losing the last standby must not stall writes longer than losing the master would.
+ * MariaDB's default (10 s) did.
+ */
+export const SEMI_SYNC_MASTER_TIMEOUT_MS = 5_000;
 
 export function renderMyCnf(spec: MariaDbInstanceSpec, layout: InstanceLayout, hostaddr: string): string {
   const sized = spec.dbcfg === 1 ? SMALL_MEMORY : NORMAL;

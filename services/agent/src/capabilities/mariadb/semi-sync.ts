@@ -1,7 +1,7 @@
 // Semi-synchronous replication as fullsync_level asks. MariaDB's semi-sync is built in
 // (no plugin to load in 10.11). The master side is enabled only on the shard's master:
 // enabled on a standby it makes every transaction there wait rpl_semi_sync_master_timeout
-// (10 s) for acks no one sends. MariaDB waits for one standby's ack per transaction, so any
+// (5 s) for acks no one sends. MariaDB waits for one standby's ack per transaction, so any
 // fullsync_level >= 1 means "one standby has it before the commit returns".
 
 import { chown, rename, writeFile } from 'node:fs/promises';

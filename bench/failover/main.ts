@@ -1,0 +1,198 @@
+// npm run bench:failover -- [--kills 20] [--switches 20] [--keep-going]
+//
+// Shard high availability figures on real engines (issue 15): a one-member manager, three
+// agents on 127.0.2.1-3 (test/cluster/cluster-fixture.ts), a cluster of 1 shard x 3 MariaDB
+// nodes + 1 compute node, and one client inserting rows through the compute node, one after
+// another, the whole time.
+//
+//  1. `--kills` times: SIGKILL the current master's mariadbd and measure kill -> the first
+//     insert acknowledged through the compute node after it. Then wait for the failover job
+//     to end and the shard to have three replicating nodes again (the old master rejoined)
+//     before the next kill.
+//  2. `--switches` times: manual_switch to a standby under the same load; its reported
+//     write_stall_ms, and the longest run of failed inserts the client saw.
+//  3. Acknowledged inserts lost: every id the client was told committed, looked up on the
+//     final master (must be 0).
+//
+// Run it under the system lock (it uses the fixed test addresses):
+//   flock /tmp/kcm-system.lock npm run bench:failover
+
+import { parseArgs } from 'node:util';
+import type { StorageNodeRecord } from '../../services/manager/src/meta/state';
+import { startClusterFixture, waitUntil, HOSTS, type ClusterFixture } from '../../test/cluster/cluster-fixture';
+import { createHaCluster, haJobs, InsertLoad, mariadbdPid, registerMachines, TABLE, type HaCluster } from '../../test/cluster/ha-fixture';
+import { longestGap } from '../../test/cluster/write-gaps';
+
+const { values: flags } = parseArgs({
+  options: {
+    kills: { type: 'string', default: '20' },
+    switches: { type: 'string', default: '20' },
+    /** Carry on after a round that did not recover (it is counted and shown). */
+    'keep-going': { type: 'boolean', default: false },
+  },
+});
+
+const percentile = (values: number[], p: number): number => {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+};
+const summary = (values: number[]) =>
+  values.length === 0 ? 'no samples' : `p50 ${percentile(values, 50)} ms, p95 ${percentile(values, 95)} ms, p99 ${percentile(values, 99)} ms, max ${Math.max(...values)} ms (n=${values.length})`;
+const ipPort = (n: { hostaddr: string; port: number }) => `${n.hostaddr}_${n.port}`;
+
+/**
+ * Kill -> the first acknowledged insert that was sent after the kill (the row's `at` is
+ * its send time), for each kill; the rows are read from the final master.
+ */
+function recoveryTimes(kills: { at: number }[], load: InsertLoad, sentAt: Map<number, number>): number[] {
+  return kills.flatMap((k) => {
+    const first = load.acked.find((a) => (sentAt.get(a.id) ?? 0) > k.at);
+    return first ? [first.at - k.at] : [];
+  });
+}
+
+/** The shard as it should be between rounds: one writable master, every other node replicating from it. */
+async function shardHealthy(ha: HaCluster): Promise<true | undefined> {
+  const master = ha.master();
+  const nodes = ha.nodes();
+  if (nodes.some((n) => n.fenced)) return undefined;
+  const statuses = await Promise.all(nodes.map((n) => ha.status(n)));
+  for (const [i, n] of nodes.entries()) {
+    const s = statuses[i];
+    if (n.id === master.id) {
+      if (!s.answering || s.read_only || s.is_replica) return undefined;
+    } else if (!(s.is_replica && s.io_running && s.sql_running && s.master_host === master.hostaddr && s.master_port === master.port)) {
+      return undefined;
+    }
+  }
+  return true;
+}
+
+/** How long after the shard is healthy a kill waits: the failure detector must have seen this master alive (its restart count) first. */
+const SETTLE_MS = 1500;
+/** shard-failure-detector.ts RESUBMIT_AFTER_MS plus a margin. */
+const FAILOVER_SPACING_MS = 15_500;
+/** A kill the detector has not answered with a failover job within this long counts as "restarted in place". */
+const FAILOVER_SUBMIT_WITHIN_MS = 15_000;
+
+async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
+  const kills: { at: number; failover: boolean }[] = [];
+  const failures: string[] = [];
+  let restartedInPlace = 0;
+  for (let round = 1; round <= rounds; round++) {
+    await waitUntil(`round ${round}: the shard healthy before the kill`, () => shardHealthy(ha), 120_000, 250);
+    // The detector submits at most one failover per shard per RESUBMIT_AFTER_MS (15 s), so a
+    // kill sooner than that after the last failover would be left to the agent's restart.
+    const lastFailover = Math.max(0, ...haJobs(f, 'shard_failover').map((j) => j.submittedAt));
+    await new Promise((r) => setTimeout(r, Math.max(SETTLE_MS, lastFailover + FAILOVER_SPACING_MS - Date.now())));
+    await waitUntil(`round ${round}: inserts flowing`, async () => (load.acked.length > 0 && Date.now() - load.acked[load.acked.length - 1].at < 500 ? true : undefined), 30_000, 50);
+    const failoversBefore = haJobs(f, 'shard_failover').length;
+    const victim: StorageNodeRecord = ha.master();
+    process.kill(await mariadbdPid(victim), 'SIGKILL');
+    const killedAt = Date.now();
+    try {
+      // Only to wait on: an insert sent before the kill may be acknowledged just after it; the
+      // figures (recoveryTimes) count inserts sent after the kill.
+      const resumedAt = await waitUntil(`round ${round}: a write after the kill`, async () => load.firstAckAfter(killedAt + 1), 60_000, 20);
+      const kill = { at: killedAt, failover: true };
+      kills.push(kill);
+      const submitted = await waitUntil(`round ${round}: shard_failover submitted`, async () => haJobs(f, 'shard_failover').slice(failoversBefore)[0], FAILOVER_SUBMIT_WITHIN_MS, 100).catch(() => undefined);
+      if (!submitted) {
+        // The agent's supervisor restarted mariadbd and the detector did not count it as a death.
+        restartedInPlace++;
+        kill.failover = false;
+        console.log(`kill ${round}: ${ipPort(victim)} restarted in place (no failover submitted in ${FAILOVER_SUBMIT_WITHIN_MS} ms), first write after ${resumedAt - killedAt} ms`);
+        continue;
+      }
+      const job = await waitUntil(`round ${round}: shard_failover ended`, async () => {
+        const j = f.manager.store.state().jobs[submitted.id];
+        return j && (j.status === 'done' || j.status === 'failed') ? j : undefined;
+      }, 120_000, 100);
+      console.log(`kill ${round}: ${ipPort(victim)} -> ${ipPort(ha.master())}, first write after ${resumedAt - killedAt} ms, failover ${job.status}${job.status === 'failed' ? `: ${job.result?.errorInfo}` : ''}`);
+      if (job.status !== 'done') failures.push(`kill ${round}: ${job.result?.errorInfo}`);
+    } catch (err) {
+      failures.push(`kill ${round}: ${(err as Error).message}`);
+      console.log(`kill ${round}: ${(err as Error).message}`);
+      if (!flags['keep-going']) break;
+    }
+  }
+  return { kills, failures, restartedInPlace };
+}
+
+async function switchRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
+  const stalls: number[] = [];
+  const clientGaps: number[] = [];
+  const failures: string[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    await waitUntil(`switch ${round}: the shard healthy`, () => shardHealthy(ha), 120_000, 250);
+    const master = ha.master();
+    const standbys = ha.nodes().filter((n) => n.id !== master.id);
+    const assign = standbys[round % standbys.length];
+    const started = Date.now();
+    const reply = await f.runJob('manual_switch', { cluster_id: ha.clusterId, shard_id: Object.keys(ha.cluster().shards)[0], master_hostaddr: ipPort(master), assign_hostaddr: ipPort(assign) }, 60_000);
+    const ended = Date.now();
+    if (reply.status !== 'done') {
+      failures.push(`switch ${round}: ${reply.error_info}`);
+      console.log(`switch ${round}: failed: ${reply.error_info}`);
+      if (!flags['keep-going']) break;
+      continue;
+    }
+    await waitUntil(`switch ${round}: a write after it`, async () => load.firstAckAfter(ended), 30_000, 20);
+    const stall = Number((reply.attachment as { write_stall_ms: string }).write_stall_ms);
+    const gap = longestGap(load, started, ended);
+    stalls.push(stall);
+    clientGaps.push(gap);
+    console.log(`switch ${round}: ${ipPort(master)} -> ${ipPort(assign)}, write_stall_ms ${stall}, longest client gap ${gap} ms`);
+  }
+  return { stalls, clientGaps, failures };
+}
+
+async function main(): Promise<void> {
+  const kills = Number(flags.kills);
+  const switches = Number(flags.switches);
+  const f = await startClusterFixture();
+  let ha: HaCluster | undefined;
+  // Stopped from outside (timeout, Ctrl-C): the engines it started must not outlive it.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.log(`${signal}: stopping the cluster`);
+      ha?.close();
+      void f.close().finally(() => process.exit(130));
+    });
+  }
+  try {
+    await registerMachines(f, [2]);
+    ha = await createHaCluster(f, HOSTS[2]);
+    const load = new InsertLoad(ha);
+    load.start();
+    const killed = await killRounds(f, ha, load, kills);
+    const switched = await switchRounds(f, ha, load, switches);
+    await load.stop();
+    await waitUntil('the shard healthy at the end', () => shardHealthy(ha!), 120_000, 250);
+    const rows = await ha.storageQuery<{ id: number; at: number }>(ha.master(), `SELECT id, at FROM ${TABLE}`);
+    const sentAt = new Map(rows.map((r) => [Number(r.id), Number(r.at)]));
+    const lost = load.acked.filter((a) => !sentAt.has(a.id)).map((a) => a.id);
+    const byFailover = recoveryTimes(killed.kills.filter((k) => k.failover), load, sentAt);
+    const inPlace = recoveryTimes(killed.kills.filter((k) => !k.failover), load, sentAt);
+
+    console.log('\n== bench/failover (1 shard x 3 MariaDB nodes + 1 compute node, inserts through the compute node) ==');
+    console.log(`master SIGKILL -> first successful write through the compute node (insert sent after the kill), all kills: ${summary([...byFailover, ...inPlace])}`);
+    console.log(`  kills answered by a failover: ${summary(byFailover)}`);
+    console.log(`  kills the detector missed (the agent restarted the master in place): ${summary(inPlace)}`);
+    console.log(`manual_switch write_stall_ms (reported by the job): ${summary(switched.stalls)}`);
+    console.log(`manual_switch longest run of failed inserts at the client: ${summary(switched.clientGaps)}`);
+    console.log(`inserts acknowledged: ${load.acked.length}, acknowledged inserts lost: ${lost.length}${lost.length ? ` (ids ${lost.slice(0, 20).join(',')})` : ''}`);
+    console.log(`failed inserts (retried with new ids): ${load.failures}`);
+    for (const failure of [...killed.failures, ...switched.failures]) console.log(`round that did not complete: ${failure}`);
+    process.exitCode = lost.length > 0 || killed.failures.length + switched.failures.length > 0 ? 1 : 0;
+  } finally {
+    ha?.close();
+    await f.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
