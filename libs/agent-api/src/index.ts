@@ -26,5 +26,5 @@ export { AgentClient } from './clients/agent-client';
 export { MariaDbAgentClient, type MariaDbDeadlines } from './clients/mariadb-client';
 export { PostgresAgentClient } from './clients/postgres-client';
 export { CgroupAgentClient, type SetCpuLimitParams } from './clients/cgroup-client';
-export { StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
+export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
 export { AgentPool, type AgentPoolOptions, type Agents, type WithAgent } from './pool';

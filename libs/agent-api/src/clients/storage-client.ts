@@ -8,6 +8,8 @@ import { agentClient, callUnary } from '../call';
 import { agentCallFailure } from '../errors';
 import {
   BackupStorageAgentService,
+  CatalogDumpAgentService,
+  type PgSchemaDumpReply,
   type StorageChunk,
   type StorageObjectInfo,
   type StorageOpenReply,
@@ -99,6 +101,23 @@ export class StorageAgentClient {
   async delete(opId: string, root: string, prefix: string): Promise<number> {
     const reply = await callUnary<{ deleted: number }>(this.client, this.address, 'Delete', { op_id: opId, root, prefix }, this.deadlines.commandMs);
     return reply.deleted;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+/** The CatalogDumpAgent of a compute host: its instances' schema, dumped where they run. */
+export class CatalogDumpAgentClient {
+  private readonly client: grpc.Client;
+
+  constructor(readonly address: string, private readonly deadlineMs = 10 * 60_000) {
+    this.client = agentClient(CatalogDumpAgentService, address);
+  }
+
+  dumpPgSchema(port: number): Promise<PgSchemaDumpReply> {
+    return callUnary(this.client, this.address, 'DumpPgSchema', { port }, this.deadlineMs);
   }
 
   close(): void {

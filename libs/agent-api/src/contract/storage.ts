@@ -94,3 +94,19 @@ export interface StorageDeleteRequest {
 export interface StorageDeleteReply {
   deleted: number;
 }
+
+export const CatalogDumpAgentService = loadAgentService('agent-storage.proto', 'CatalogDumpAgent');
+
+export interface PgSchemaDumpRequest {
+  port: number;
+}
+
+export interface PgSchemaDump {
+  database: string;
+  /** Plain SQL from pg_dump --schema-only. */
+  sql: Buffer;
+}
+
+export interface PgSchemaDumpReply {
+  dumps: PgSchemaDump[];
+}

@@ -8,6 +8,8 @@ import {
   AgentFailure,
   agentStatusOf,
   BackupStorageAgentService,
+  CatalogDumpAgentService,
+  type PgSchemaDumpRequest,
   type StorageChunk,
   type StorageDeleteRequest,
   type StorageListRequest,
@@ -21,6 +23,7 @@ import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
 import { checkKey, checkPrefix, FsObjectStore, type ObjectWriter } from './object-store';
 import { pullBackup } from './pull-backup';
+import { dumpPgSchema } from './catalog-dump';
 
 function putHandler(ctx: AgentContext): grpc.handleClientStreamingCall<StoragePutMessage, StorageObjectInfo> {
   return (call, callback) => {
@@ -109,6 +112,9 @@ export const storageCapability: CapabilityModule = {
           return { deleted: await new FsObjectStore(req.root).delete(checkPrefix(req.prefix)) };
         }),
       ),
+    });
+    server.addService(CatalogDumpAgentService.service, {
+      DumpPgSchema: unary(log, 'CatalogDump.DumpPgSchema', (req: PgSchemaDumpRequest) => dumpPgSchema(ctx, req.port)),
     });
   },
 };
