@@ -1,5 +1,5 @@
 // DumpPgSchema: the catalog part of a cluster backup. pg_dump --schema-only of every
-// database of a compute instance, run on its host over the instance's own socket as the
+// database of a compute instance (templates aside), run on its host over the instance's own socket as the
 // initdb superuser (peer authentication, no password anywhere).
 
 import path from 'node:path';
@@ -16,7 +16,8 @@ export async function dumpPgSchema(ctx: AgentContext, port: number): Promise<PgS
   const instance = await registry.find(validatePort(port));
   if (!instance) throw new AgentFailure('not_found', `no compute instance on port ${port} on this host`);
   const databases = await withAdmin(instance, 'postgres', async (c) => {
-    const r = await c.query<{ datname: string }>("SELECT datname FROM pg_database WHERE NOT datistemplate AND datname <> 'postgres' ORDER BY datname");
+    // `postgres` included: cluster database `postgres_$$_<schema>` lives there on a compute node.
+    const r = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate ORDER BY datname');
     return r.rows.map((row) => row.datname);
   });
   const pgDump = path.join(path.dirname(ctx.engines.postgres), 'pg_dump');
