@@ -93,6 +93,8 @@ describe('backups in a 3-manager group on real engines', () => {
     // One copy per shard: the new leader joined the pull under way instead of starting another.
     const stored = group.agent(HOSTS[0]).logLines().filter((l) => l.msg === 'backup stored');
     expect(stored.map((l) => l.key)).toEqual([backup.list_shard[0].location.replace(/^local:/, '')]);
+    // ...which was still streaming when the leader died.
+    expect(Date.parse(String(stored[0].time))).toBeGreaterThan(killedAt);
     expect(readdirSync(partialDir).filter((n) => n.includes('.partial-'))).toEqual([]);
     // And the set is recorded once, listed by get_cluster_detail.
     const detail = await emit(newLeader, 'get_cluster_detail', { cluster_id: clusterId });

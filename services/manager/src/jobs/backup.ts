@@ -255,5 +255,17 @@ export function manualBackupClusterJob(deps: BackupJobDeps): JobOf<'manual_backu
       ];
     },
     result: (o) => backupSetResult(o['record backup set']),
+    // A failed backup leaves no set; its stored files are deleted so that nothing in storage
+    // looks like a backup no set accounts for. An unreachable storage keeps them (said in
+    // the job's error): they are named by the job id and harmless.
+    async rollback(ctx) {
+      const prefix = backupSetPrefix(ctx.paras.cluster_id, ctx.jobId);
+      try {
+        await withStorage(ctx, deps, (storage) => storage.delete(opId(ctx.jobId, 'drop-partial-backup', 'all'), prefix));
+        return undefined;
+      } catch (err) {
+        return `the files stored so far under ${prefix} were not deleted: ${err instanceof Error ? err.message : String(err)}`;
+      }
+    },
   };
 }

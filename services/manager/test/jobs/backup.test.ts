@@ -25,6 +25,7 @@ const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 function memoryStorages() {
   const objects = new Map<string, StoredObject>();
   const pulls: { opId: string; key: string; source: MariaDbBackupSource; pvLimitMb: number }[] = [];
+  const deletes: string[] = [];
   let failPullOf: string | undefined;
   const open = (record: BackupStorageRecord): BackupStorage => ({
     record,
@@ -45,11 +46,14 @@ function memoryStorages() {
     get: () => (async function* () {})(),
     verify: async (key) => ({ key, ok: true, problem: '' }),
     list: async () => [],
-    delete: async () => 0,
+    delete: async (_op, prefix) => {
+      deletes.push(prefix);
+      return 1;
+    },
     locate: (key) => ({ stype: 'fs', address: `${record.hostaddr}:${record.port}`, root: record.path, key }),
     close: () => {},
   });
-  return { open, objects, pulls, failPull: (what: string) => (failPullOf = what) };
+  return { open, objects, pulls, deletes, failPull: (what: string) => (failPullOf = what) };
 }
 
 const standbyProbe = (lag: number): Partial<MariaDbProbeReply> => ({ state: 'online', is_replica: true, io_running: true, sql_running: true, seconds_behind_master: lag });
@@ -175,6 +179,8 @@ describe('manual_backup_cluster', () => {
     expect(failed.status).toBe('failed');
     expect(failed.errorInfo).toMatch(/shard_\d+: no node can be backed up \(standby .*: its lag 500 s is beyond 30 s; .*master .*: it is offline\)/);
     expect(b.h.store.s.backupSets[failed.jobId]).toBeUndefined();
+    // What the failed backup stored is deleted, so no file in storage looks like a set.
+    expect(b.storages.deletes).toEqual([`cluster_${b.cluster.id}/backup_${failed.jobId}/`]);
     await b.runner.stop();
   });
 
