@@ -101,6 +101,15 @@ describe('backup storage agent (stype fs)', () => {
     await expect(client.delete('del-2', root, '')).rejects.toThrow(/non-empty prefix/);
   });
 
+  it('a physical backup whose source fails stores nothing and leaves no temporary file', async () => {
+    const source = { agent_address: agent.address, hostaddr: '127.0.0.1', port: 57999, is_master: false };
+    const pulled = client.pullBackup({ op_id: 'pull-1', root, key: 'cluster-9/set-1/shard_1.mbstream', source, pv_limit_mb: 0, meta: {} });
+    await expect(pulled).rejects.toThrow(/backup of 127\.0\.0\.1:57999 into cluster-9\/set-1\/shard_1\.mbstream failed: .*57999/);
+    expect(await client.list(root, 'cluster-9/')).toEqual([]);
+    expect(await readdir(path.join(root, 'cluster-9/set-1'))).toEqual([]);
+    await expect(client.pullBackup({ op_id: '', root, key: 'k', source, pv_limit_mb: 0, meta: {} })).rejects.toThrow(/op_id is required/);
+  });
+
   it('refuses keys and roots that could leave the storage', async () => {
     await expect(client.put(root, '../escape', Buffer.from('x'))).rejects.toThrow(/storage key/);
     await expect(client.put(root, 'a/../../b', Buffer.from('x'))).rejects.toThrow(/storage key/);
