@@ -140,6 +140,19 @@ describe('the GTID position read from a passing mbstream', () => {
     const sniffer = new MbstreamSniffer();
     sniffer.push(Buffer.from('not a stream at all, just text'));
     expect(sniffer.problem).toMatch(/XBSTCK01/);
-    expect(gtidOfBackup(sniffer)).toBe('');
+    expect(gtidOfBackup(sniffer)).toBeUndefined();
+  });
+
+  it('an empty position (a shard that never committed) is the empty GTID, not a missing one', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-mbs-'));
+    try {
+      await writeFile(path.join(dir, 'xtrabackup_binlog_info'), 'mariadb-bin.000002\t342\n');
+      const { stdout } = await promisify(execFile)('mbstream', ['-c', 'xtrabackup_binlog_info'], { cwd: dir, encoding: 'buffer' });
+      const sniffer = new MbstreamSniffer();
+      sniffer.push(stdout);
+      expect(gtidOfBackup(sniffer)).toBe('');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
