@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
-import { AgentCallError, StorageAgentClient } from '@kcm/agent-api';
+import { AgentCallError, catalogErrorOf, StorageAgentClient } from '@kcm/agent-api';
 import { startAgent, type RunningAgent } from '../../src/index';
 import { gtidOfBackup, MbstreamSniffer } from '../../src/capabilities/storage/mbstream-sniffer';
 
@@ -67,6 +67,7 @@ describe('backup storage agent (stype fs)', () => {
     const err = await collect(client.get(root, 'cluster-1/set-2/shard_1.mbstream')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentCallError);
     expect(String((err as Error).message)).toMatch(/corrupt/);
+    expect(catalogErrorOf(err)).toBe('DATA_CHECK_FAILED');
   });
 
   it('a truncated file is refused by verify naming the size', async () => {
