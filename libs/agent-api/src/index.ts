@@ -9,6 +9,7 @@ export * from './contract/postgres';
 export * from './contract/cgroup';
 export * from './contract/mariadb-ha';
 export * from './gtid';
+export * from './contract/storage';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { channelCredentials, serverCredentials } from './credentials';
 export { agentChannelOptions } from './channel-options';
@@ -40,3 +41,4 @@ export {
   type WithAgent,
 } from './pool';
 export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb-ha-client';
+export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';

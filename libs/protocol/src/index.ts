@@ -71,3 +71,5 @@ export {
 export { METADATA_CLUSTER_ID } from './paras/backup';
 export { MIN_NODES_PER_SHARD } from './paras/clusters';
 export { ipPortString, parseIpPort, MAX_NOSWITCH_TIMEOUT_S, NOSWITCH_TYPES, type IpPort } from './paras/shard-ha';
+export type { ManualBackupClusterResult, ShardBackupResult, CatalogBackupResult, CreateBackupStorageResult } from './results';
+export { BACKUP_STORAGE_TYPES } from './paras/backup-storage';

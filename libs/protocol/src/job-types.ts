@@ -45,6 +45,9 @@ export const JOB_TYPES = [
   // shard high availability, beyond the spec's list (reference system names; DESIGN.md 2, 8)
   'manual_switch',
   'set_noswitch',
+  // backup storage (beyond the spec's list: where full backups go, issue 14)
+  'create_backup_storage',
+  'delete_backup_storage',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -90,6 +93,8 @@ export const JOB_MODES = Object.freeze({
   raft_mission: 'async',
   manual_switch: 'async',
   set_noswitch: 'async', // a write to the replicated state, so it takes the one path every write takes: a job
+  create_backup_storage: 'async',
+  delete_backup_storage: 'async',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

@@ -173,4 +173,10 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     broken('timeout', '0', 'zero seconds'), broken('timeout', '604801', 'more than a week'),
     broken('timeout', undefined, 'type 1 needs a timeout'), broken('shard_id', 'shard_1', 'a name, not an id'),
   ],
+  create_backup_storage: [
+    missing('path'), missing('hostaddr'), wrongType('stype', 's3'), wrongType('port', 58100),
+    broken('path', 'backups', 'relative path'), broken('path', '/', 'the root directory'), broken('path', '/srv/../etc', 'a .. segment'),
+    broken('name', 'my storage', 'space in name'), broken('hostaddr', '127.0.2.1:58100', 'port in address'), broken('port', '70000', 'not a port'),
+  ],
+  delete_backup_storage: [missing('name'), wrongType('name', 1), broken('name', '../x', 'unsafe characters')],
 };

@@ -169,7 +169,13 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const { withAgent } = agents;
   const engineAgents = agents;
   // Internal job types (submitted by the leader, not accepted from Emit) run like the others.
-  const registry = new Map([...registryOf(jobTable({ manualSwitch: { maxBehindTrx: config.manualSwitchMaxBehindTrx, catchUpMs: config.manualSwitchCatchUpMs }, ...opts.jobs, raft })), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);
+  const table = jobTable({
+    manualSwitch: { maxBehindTrx: config.manualSwitchMaxBehindTrx, catchUpMs: config.manualSwitchCatchUpMs },
+    ...opts.jobs,
+    raft,
+    backup: { pvLimitMb: config.backupPvLimitMb, maxReplicaDelayS: config.backupMaxReplicaDelayS, ...opts.jobs?.backup },
+  });
+  const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);

@@ -20,6 +20,7 @@ import { getClusterDetailParas, getVariableParas, noParas } from './queries';
 import { raftMissionParas } from './raft-mission';
 import { manualSwitchParas, setNoswitchParas } from './shard-ha';
 import { getStatusParas } from './status';
+import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -52,6 +53,8 @@ export const PARAS_SCHEMAS = {
   raft_mission: raftMissionParas,
   manual_switch: manualSwitchParas,
   set_noswitch: setNoswitchParas,
+  create_backup_storage: createBackupStorageParas,
+  delete_backup_storage: deleteBackupStorageParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

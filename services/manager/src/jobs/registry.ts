@@ -16,6 +16,10 @@ import { addShards, deleteShardsJob } from './shards';
 import { setNoswitch } from './shard-ha/set-noswitch';
 import { manualSwitchJob, type ManualSwitchLimits } from './shard-ha/manual-switch';
 import type { JobDefinition } from './workflow';
+import { CatalogDumpAgentClient } from '@kcm/agent-api';
+import { openBackupStorage } from '../backup/storage';
+import { manualBackupClusterJob, type BackupJobDeps } from './backup';
+import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -30,9 +34,28 @@ export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   raft: RaftNode;
   /** manual_switch's limits (manager config manualSwitchMaxBehindTrx, manualSwitchCatchUpMs). */
   manualSwitch?: ManualSwitchLimits;
+  /** Full backups: the storage implementations, throttle and sources (defaults: the real ones, config's limits). */
+  backup?: Partial<BackupJobDeps>;
+}
+
+async function dumpCatalogThroughAgent(address: string, port: number) {
+  const client = new CatalogDumpAgentClient(address);
+  try {
+    return await client.dumpPgSchema(port);
+  } finally {
+    client.close();
+  }
 }
 
 export function jobTable(options: JobTableOptions): JobTable {
+  const backup: BackupJobDeps = {
+    openStorage: openBackupStorage,
+    pvLimitMb: 100,
+    maxReplicaDelayS: 60,
+    appliedIndex: () => options.raft.status().applied,
+    dumpCatalog: dumpCatalogThroughAgent,
+    ...options.backup,
+  };
   return {
     create_machine: createMachine,
     delete_machine: deleteMachine,
@@ -47,7 +70,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     delete_nodes: deleteNodes,
     rebuild_node: rebuildNode,
     update_instance_cgroup: updateInstanceCgroup,
-    manual_backup_cluster: 'unsupported',
+    manual_backup_cluster: manualBackupClusterJob(backup),
     cluster_restore: 'unsupported',
     logical_backup: 'unsupported',
     logical_restore: 'unsupported',
@@ -56,6 +79,8 @@ export function jobTable(options: JobTableOptions): JobTable {
     raft_mission: raftMissionJob(options),
     manual_switch: manualSwitchJob(options.manualSwitch),
     set_noswitch: setNoswitch,
+    create_backup_storage: createBackupStorageJob(backup.openStorage),
+    delete_backup_storage: deleteBackupStorage,
   } satisfies JobTable;
 }
 

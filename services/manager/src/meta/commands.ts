@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -33,6 +33,10 @@ export const CommandKind = {
   NodeFenceSet: 21,
   // 25-27: no-switch windows (meta/noswitch.ts).
   NoSwitchSet: 25,
+  // 30-34: backup storage and full backups (meta/backup.ts).
+  BackupStorageCreated: 30,
+  BackupStorageDeleted: 31,
+  BackupSetRecorded: 32,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -219,6 +223,19 @@ export interface NoSwitchSet extends Base<typeof CommandKind.NoSwitchSet> {
   untilMs: number | null;
 }
 
+/** Registers a backup storage (create_backup_storage); names are unique. */
+export interface BackupStorageCreated extends Base<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
+
+/** Forgets a backup storage that holds no recorded backup set (delete_backup_storage). */
+export interface BackupStorageDeleted extends Base<typeof CommandKind.BackupStorageDeleted> {
+  name: string;
+}
+
+/** A finished full backup; recording the same set id again is a no-op (a resumed job). */
+export interface BackupSetRecorded extends Base<typeof CommandKind.BackupSetRecorded> {
+  set: BackupSetRecord;
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -237,7 +254,10 @@ export type Command =
   | RollbackInstancesRemoved
   | ShardMasterChanged
   | NodeFenceSet
-  | NoSwitchSet;
+  | NoSwitchSet
+  | BackupStorageCreated
+  | BackupStorageDeleted
+  | BackupSetRecorded;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

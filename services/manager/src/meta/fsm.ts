@@ -9,6 +9,7 @@ import { refused, type ApplyOutcome } from './outcome';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
 import { applyNodeFenceSet, applyShardMasterChanged } from './shard-ha';
+import { applyBackupSetRecorded, applyBackupStorageCreated, applyBackupStorageDeleted } from './backup';
 
 /**
  * Applies what one log entry carries: a command, or a CommandBatch whose commands apply in
@@ -77,6 +78,12 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyNodeFenceSet(state, cmd);
     case CommandKind.NoSwitchSet:
       return applyNoSwitchSet(state, cmd);
+    case CommandKind.BackupStorageCreated:
+      return applyBackupStorageCreated(state, cmd);
+    case CommandKind.BackupStorageDeleted:
+      return applyBackupStorageDeleted(state, cmd);
+    case CommandKind.BackupSetRecorded:
+      return applyBackupSetRecorded(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.
