@@ -59,6 +59,11 @@ const steps: Step[] = [
         if (shard.masterNodeId !== old.id && !old.fenced) {
           throw KcmError.of('CONFLICT', `node ${old.id} is no longer the master of shard ${shard.id} (node ${shard.masterNodeId} is)`);
         }
+        // Nothing to promote: fencing would leave the shard with no master at all, where the
+        // agent's supervisor would at least bring the old one back. NO_RESOURCES, nothing fenced.
+        if (shard.masterNodeId === old.id) {
+          chooseCandidate(await surveyStandbys(ctx.agents, Object.values(shard.nodes).filter((n) => n.id !== old.id)));
+        }
         return fenceNode(ctx, { ...ids(ctx.jobId, ctx.paras), op: opId(ctx.jobId, 'fence', `node-${old.id}`) }, old, { stop: true, reason: `failed master: ${ctx.paras.reason}` });
       }),
   },
