@@ -20,6 +20,7 @@ import { AgentClient } from './clients/agent-client';
 import { CgroupAgentClient } from './clients/cgroup-client';
 import { MariaDbAgentClient } from './clients/mariadb-client';
 import { PostgresAgentClient } from './clients/postgres-client';
+import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
@@ -37,6 +38,8 @@ export interface Agents {
   /** A short-deadline postgres client for live-status probes: a dead host must not hold a reply. */
   postgresProbe(hostaddr: string): PostgresAgentClient;
   cgroup(hostaddr: string): CgroupAgentClient;
+  /** Binlog listing and point-in-time restore commands (MariaDbRestoreAgent). */
+  mariadbRestore(hostaddr: string): MariaDbRestoreAgentClient;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -48,6 +51,7 @@ interface ClientKinds {
   postgres: PostgresAgentClient;
   postgresProbe: PostgresAgentClient;
   cgroup: CgroupAgentClient;
+  mariadbRestore: MariaDbRestoreAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -121,6 +125,10 @@ export class AgentPool implements Agents {
     return this.view('cgroup', hostaddr);
   }
 
+  mariadbRestore(hostaddr: string): MariaDbRestoreAgentClient {
+    return this.view('mariadbRestore', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -138,6 +146,7 @@ export class AgentPool implements Agents {
       postgres: () => new PostgresAgentClient(address),
       postgresProbe: () => new PostgresAgentClient(address, this.probeDeadlineMs),
       cgroup: () => new CgroupAgentClient(address),
+      mariadbRestore: () => new MariaDbRestoreAgentClient(address, { queryMs: this.probeDeadlineMs }),
     };
     return made[kind]();
   }
