@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -28,6 +28,8 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
+  // 35-39: continuous binlog archiving and point-in-time restore (meta/binlog-archive.ts).
+  BinlogArchived: 35,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -171,6 +173,13 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
   compIds: string[];
 }
 
+/** A shard master's closed binlog is on backup storage; the same key again is a no-op (a repeated round). */
+export interface BinlogArchived extends Base<typeof CommandKind.BinlogArchived> {
+  clusterId: string;
+  shardId: string;
+  file: ArchivedBinlogRecord;
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -186,7 +195,8 @@ export type Command =
   | ClusterStatusSet
   | ClusterDeleted
   | RollbackRecorded
-  | RollbackInstancesRemoved;
+  | RollbackInstancesRemoved
+  | BinlogArchived;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,
