@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -28,6 +28,10 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
+  // 30-34: backup storage and full backups (meta/backup.ts).
+  BackupStorageCreated: 30,
+  BackupStorageDeleted: 31,
+  BackupSetRecorded: 32,
   // 35-39: continuous binlog archiving and point-in-time restore (meta/binlog-archive.ts).
   BinlogArchived: 35,
 } as const;
@@ -173,6 +177,19 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
   compIds: string[];
 }
 
+/** Registers a backup storage (create_backup_storage); names are unique. */
+export interface BackupStorageCreated extends Base<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
+
+/** Forgets a backup storage that holds no recorded backup set (delete_backup_storage). */
+export interface BackupStorageDeleted extends Base<typeof CommandKind.BackupStorageDeleted> {
+  name: string;
+}
+
+/** A finished full backup; recording the same set id again is a no-op (a resumed job). */
+export interface BackupSetRecorded extends Base<typeof CommandKind.BackupSetRecorded> {
+  set: BackupSetRecord;
+}
+
 /** A shard master's closed binlog is on backup storage; the same key again is a no-op (a repeated round). */
 export interface BinlogArchived extends Base<typeof CommandKind.BinlogArchived> {
   clusterId: string;
@@ -196,6 +213,9 @@ export type Command =
   | ClusterDeleted
   | RollbackRecorded
   | RollbackInstancesRemoved
+  | BackupStorageCreated
+  | BackupStorageDeleted
+  | BackupSetRecorded
   | BinlogArchived;
 
 /**
