@@ -67,7 +67,6 @@ export async function restoreFullBackup(ctx: AgentContext, req: MariaDbRestoreFu
 /** Pipes the objects, in order, into `mbstream -x -C dir`; returns the bytes read. */
 async function extractStoredStream(objects: ReturnType<typeof checkStoredObject>[], dir: string): Promise<number> {
   const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', dir], { input: 'pipe', output: 'ignore', timeoutMs: RESTORE_TIMEOUT_MS });
-  const abort = new AbortController();
   const extractorDied = extract.done.then(() => {
     throw new Error('mbstream exited before the stream ended');
   });
@@ -75,7 +74,7 @@ async function extractStoredStream(objects: ReturnType<typeof checkStoredObject>
   let bytes = 0;
   try {
     for (const obj of objects) {
-      for await (const piece of readStoredObject(obj, abort.signal)) {
+      for await (const piece of readStoredObject(obj)) {
         bytes += piece.length;
         if (!extract.stdin.write(piece)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
       }
@@ -84,7 +83,6 @@ async function extractStoredStream(objects: ReturnType<typeof checkStoredObject>
     await extract.done;
     return bytes;
   } catch (err) {
-    abort.abort();
     extract.kill();
     throw err;
   }

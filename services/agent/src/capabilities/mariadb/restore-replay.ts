@@ -1,9 +1,12 @@
 // Replay archived binlogs onto an instance up to a point in time (cluster_restore's second
 // step on a destination shard master): the files are read back from backup storage into a
-// staging dir, then `mariadb-binlog --start-position=<backup GTID> --stop-datetime=<T>`
-// is piped into the instance as root over its socket. The replayed transactions keep their
-// GTIDs, so the restored master's position continues the source's and standbys rebuilt or
-// attached afterwards replicate from it.
+// staging dir, then each, in order, goes through `mariadb-binlog
+// --start-position=<the instance's GTID position now> --stop-datetime=<T>` piped into the
+// instance as root over its socket. Starting each file at the instance's own position
+// skips what it already has: the backup's transactions, and those a file archived from a
+// new master after a failover shares with the old master's last file. The replayed
+// transactions keep their GTIDs, so the restored master continues the source's history
+// and standbys rebuilt from it replicate on from there.
 
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -43,8 +46,12 @@ export async function replayBinlogs(ctx: AgentContext, req: MariaDbReplayBinlogs
       }, createWriteStream(file));
       files.push(file);
     }
-    if (files.length) await pipeBinlogsInto(layout.socket, files, req.start_gtid, req.stop_time);
-    const gtid = await withAdmin(layout, admin, [], async (s) => (await s.rows<{ pos: string }>('read gtid_binlog_pos', 'SELECT @@gtid_binlog_pos AS pos'))[0]?.pos ?? '');
+    const position = () => withAdmin(layout, admin, [], async (s) => (await s.rows<{ pos: string }>('read gtid_binlog_pos', 'SELECT @@gtid_binlog_pos AS pos'))[0]?.pos ?? '');
+    // At the backup's position, or past it when a replay cut short is run again.
+    const before = await position();
+    if (!reaches(before, req.start_gtid)) throw new Error(`the instance is at GTID ${JSON.stringify(before)}, short of the backup's ${req.start_gtid}: restore the backup first`);
+    for (const file of files) await pipeBinlogInto(layout.socket, file, await position(), req.stop_time);
+    const gtid = await position();
     ctx.logger.info({ port: layout.port, files: files.length, bytes, stop_time: req.stop_time, gtid }, 'binlogs replayed');
     return { gtid_pos: gtid, files: files.length, bytes };
   } finally {
@@ -53,8 +60,8 @@ export async function replayBinlogs(ctx: AgentContext, req: MariaDbReplayBinlogs
 }
 
 /** `mariadb-binlog ... | mariadb`: both processes must exit 0, or the replay failed. */
-async function pipeBinlogsInto(socket: string, files: string[], startGtid: string, stopTime: number): Promise<void> {
-  const args = [...(startGtid ? [`--start-position=${startGtid}`] : []), `--stop-datetime=${localDateTime(stopTime)}`, ...files];
+async function pipeBinlogInto(socket: string, file: string, startGtid: string, stopTime: number): Promise<void> {
+  const args = [...(startGtid ? [`--start-position=${startGtid}`] : []), `--stop-datetime=${localDateTime(stopTime)}`, file];
   const decode = spawnPiped(MARIADB_BINLOG, args, { input: 'ignore', output: 'pipe', timeoutMs: REPLAY_TIMEOUT_MS });
   const apply = spawnPiped(mariadbTools.client, ['--no-defaults', `--socket=${socket}`, '--user=root', '--batch', '--binary-mode'], { input: 'pipe', output: 'ignore', timeoutMs: REPLAY_TIMEOUT_MS });
   try {
@@ -64,6 +71,13 @@ async function pipeBinlogsInto(socket: string, files: string[], startGtid: strin
     apply.kill();
     throw new Error(`binlog replay failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
+}
+
+/** Whether GTID state `pos` includes every domain's seq_no of `target`. */
+function reaches(pos: string, target: string): boolean {
+  const seqOf = (list: string) => new Map(list.split(',').filter(Boolean).map((g) => [g.split('-')[0], BigInt(g.split('-')[2])] as const));
+  const have = seqOf(pos);
+  return [...seqOf(target)].every(([domain, seq]) => (have.get(domain) ?? -1n) >= seq);
 }
 
 /** mariadb-binlog reads --stop-datetime in its local time zone, which is this process's. */
