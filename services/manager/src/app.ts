@@ -10,6 +10,7 @@ import { AgentPool, channelCredentials, serverCredentials, type Agents } from '@
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
+import { BinlogArchiver } from './binlog-archiver';
 import { CatalogSync } from './catalog-sync';
 import { InstanceReconciler } from './instance-reconciler';
 import { CommitPacer } from './jobs/commit-pacer';
@@ -131,7 +132,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   peers.learnConf(raft.status().conf);
 
   let monitor: HealthMonitor | undefined;
-  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined) });
+  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), now });
   const store = new RaftMetaStore(raft, sm);
   const observedStore = {
     state: () => store.state(),
@@ -172,6 +173,10 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
+  const binlogArchiver = new BinlogArchiver({
+    store: observedStore, agents: engineAgents, logger: logger.child({ component: 'binlog-archiver' }), now,
+    intervalMs: config.binlogArchiveIntervalMs, onLag: (s) => metrics.observeBinlogArchiveLag(s),
+  });
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
@@ -179,6 +184,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
       { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
       { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
       { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
+      { name: 'binlog archiver', start: () => binlogArchiver.start(), stop: () => binlogArchiver.stop() },
     ],
     logger,
   );
