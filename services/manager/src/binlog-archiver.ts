@@ -40,9 +40,13 @@ export interface BinlogArchiverOptions {
   onLag?: (lagSeconds: number) => void;
 }
 
-/** The key of an archived binlog: per cluster, shard and the master (server_id) that wrote it. */
-export const archivedBinlogKey = (clusterId: string, shardId: string, serverId: number, name: string): string =>
-  `cluster_${clusterId}/binlogs/shard_${shardId}/${serverId}/${name}`;
+/**
+ * The key of an archived binlog: per cluster, shard and the master (server_id) that wrote
+ * it, and the file's first event time beside its name, since a master whose binlogs were
+ * reset (a restored one) starts again at mariadb-bin.000001.
+ */
+export const archivedBinlogKey = (clusterId: string, shardId: string, serverId: number, file: Pick<MariaDbBinlogFile, 'name' | 'first_event_time'>): string =>
+  `cluster_${clusterId}/binlogs/shard_${shardId}/${serverId}/${file.first_event_time}-${file.name}`;
 
 export class BinlogArchiver {
   private readonly loop: PeriodicRounds;
@@ -71,7 +75,11 @@ export class BinlogArchiver {
     const state = this.opts.store.state();
     const storage = defaultBackupStorage(state);
     if (!storage) return; // nowhere to archive to until a backup storage is registered
-    const clusters = Object.values(state.clusters).filter((c) => c.status === 'ready');
+    // A cluster being restored into has its binlogs reset by the restore: archived once it is done.
+    const restoring = new Set(
+      Object.values(state.runQueues).flatMap((queue) => queue.map((id) => state.jobs[id]).filter((j) => j?.jobType === 'cluster_restore').map((j) => String(j.paras.dst_cluster_id))),
+    );
+    const clusters = Object.values(state.clusters).filter((c) => c.status === 'ready' && !restoring.has(c.id));
     await Promise.all(clusters.flatMap((c) => Object.values(c.shards).map((s) => this.archiveShard(c, s, storage))));
   }
 
@@ -86,7 +94,7 @@ export class BinlogArchiver {
       for (const [i, file] of files.files.entries()) {
         if (!file.closed) continue;
         const endGtidState = files.files[i + 1]?.start_gtid_state ?? file.start_gtid_state;
-        const objectKey = archivedBinlogKey(cluster.id, shard.id, files.server_id, file.name);
+        const objectKey = archivedBinlogKey(cluster.id, shard.id, files.server_id, file);
         if (archive?.files.some((f) => f.key === objectKey)) continue;
         // Older than the archive in both GTIDs and time: the old master's history as a new master replicated it.
         if (gtidStateWithin(endGtidState, archivedUpTo(archive)) && file.last_event_time <= archiveCoversUntil(archive)) continue;

@@ -81,7 +81,7 @@ describe('binlog archiving round', () => {
     await archiver.archiveAll();
     const archive = shardArchive(store.s, '1', '11')!;
     expect(archive.files.map((f) => f.name)).toEqual(['mariadb-bin.000001']);
-    expect(archive.files[0]).toMatchObject({ key: archivedBinlogKey('1', '11', 11, 'mariadb-bin.000001'), storageName: 'main', startGtidState: '', endGtidState: '0-11-5', serverId: 11 });
+    expect(archive.files[0]).toMatchObject({ key: archivedBinlogKey('1', '11', 11, { name: 'mariadb-bin.000001', first_event_time: 1_800_000_000 }), storageName: 'main', startGtidState: '', endGtidState: '0-11-5', serverId: 11 });
     expect(archived[0].target).toEqual({ storage_agent_address: 'h9:58100', root: '/backups', key: archive.files[0].key });
 
     advance(5000);

@@ -8,6 +8,7 @@ import {
   MariaDbRestoreAgentService,
   type MariaDbArchiveBinlogReply,
   type MariaDbArchiveBinlogRequest,
+  type MariaDbDropClusterDatabasesReply,
   type MariaDbListBinlogsReply,
   type MariaDbReplayBinlogsReply,
   type MariaDbReplayBinlogsRequest,
@@ -49,6 +50,11 @@ export class MariaDbRestoreAgentClient {
 
   replayBinlogs(req: MariaDbReplayBinlogsRequest): Promise<MariaDbReplayBinlogsReply> {
     return callUnary(this.client, this.address, 'ReplayBinlogs', req, this.deadlines.restoreMs);
+  }
+
+  /** Drops every `D_$$_S` database of the instance (logged, so its standbys follow). */
+  dropClusterDatabases(opId: string, port: number): Promise<MariaDbDropClusterDatabasesReply> {
+    return callUnary(this.client, this.address, 'DropClusterDatabases', { op_id: opId, port }, this.deadlines.queryMs * 4);
   }
 
   close(): void {

@@ -88,3 +88,12 @@ export interface MariaDbReplayBinlogsReply {
   files: number;
   bytes: number;
 }
+
+export interface MariaDbDropClusterDatabasesRequest {
+  op_id: string;
+  port: number;
+}
+
+export interface MariaDbDropClusterDatabasesReply {
+  dropped: string[];
+}

@@ -14,8 +14,8 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { AgentContext } from '../../capability';
 import { spawnPiped } from '../../ops/exec';
-import type { MariaDbReplayBinlogsReply, MariaDbReplayBinlogsRequest } from '@kcm/agent-api';
-import { checkPort, loadAdminAccount, mariadbTools } from './instance-layout';
+import type { MariaDbDropClusterDatabasesReply, MariaDbReplayBinlogsReply, MariaDbReplayBinlogsRequest } from '@kcm/agent-api';
+import { checkPort, loadAdminAccount, mariadbTools, type InstanceLayout } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import { withAdmin } from './sql';
 import { checkStoredObject, readStoredObject } from './storage-objects';
@@ -85,4 +85,15 @@ export function localDateTime(unixSeconds: number): string {
   const d = new Date(unixSeconds * 1000);
   const two = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/** Every `D_$$_S` database of the instance dropped, in the binlog (its standbys drop them too). */
+export async function dropClusterDatabases(layout: InstanceLayout): Promise<MariaDbDropClusterDatabasesReply> {
+  const admin = await loadAdminAccount(layout);
+  return withAdmin(layout, admin, [], async (s) => {
+    const rows = await s.rows<{ name: string }>('list cluster databases', "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE '%\\_$$\\_%'");
+    const dropped = rows.map((r) => r.name).sort();
+    for (const name of dropped) await s.run(`drop database ${name}`, `DROP DATABASE \`${name.replace(/`/g, '``')}\``);
+    return { dropped };
+  });
 }

@@ -7,13 +7,13 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@kcm/common';
 import type { AgentContext } from '../../capability';
 import { unary } from '../../grpc-unary';
-import { MariaDbRestoreAgentService, type MariaDbArchiveBinlogRequest, type MariaDbListBinlogsRequest, type MariaDbReplayBinlogsRequest, type MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
+import { MariaDbRestoreAgentService, type MariaDbArchiveBinlogRequest, type MariaDbDropClusterDatabasesRequest, type MariaDbListBinlogsRequest, type MariaDbReplayBinlogsRequest, type MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
 import { archiveBinlog, streamBinlogHandler } from './binlog-archive';
 import { listBinlogs } from './binlog-files';
 import { checkPort } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import { restoreFullBackup } from './restore-backup';
-import { replayBinlogs } from './restore-replay';
+import { dropClusterDatabases, replayBinlogs } from './restore-replay';
 
 export interface RestoreServiceDeps {
   /** Runs a state-changing command once per op_id, serialised with the instance's other commands. */
@@ -30,6 +30,9 @@ export function registerRestoreService(server: grpc.Server, ctx: AgentContext, l
     ArchiveBinlog: unary(log, 'MariaDbRestore.ArchiveBinlog', (req: MariaDbArchiveBinlogRequest) => archiveBinlog(logged, req)),
     RestoreFullBackup: unary(log, 'MariaDbRestore.RestoreFullBackup', (req: MariaDbRestoreFullBackupRequest) =>
       deps.once('restore', req.op_id, req.spec?.port ?? 0, () => deps.runningAfter(req.spec?.port, () => restoreFullBackup(logged, req))),
+    ),
+    DropClusterDatabases: unary(log, 'MariaDbRestore.DropClusterDatabases', (req: MariaDbDropClusterDatabasesRequest) =>
+      deps.once('drop-databases', req.op_id, req.port, async () => dropClusterDatabases(await layoutOf(ctx, checkPort(req.port)))),
     ),
     ReplayBinlogs: unary(log, 'MariaDbRestore.ReplayBinlogs', (req: MariaDbReplayBinlogsRequest) => deps.once('replay', req.op_id, req.port, () => replayBinlogs(logged, req))),
   });
