@@ -10,6 +10,7 @@ export * from './contract/cgroup';
 export * from './contract/mariadb-ha';
 export * from './gtid';
 export * from './contract/storage';
+export * from './contract/mariadb-restore';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { channelCredentials, serverCredentials } from './credentials';
 export { agentChannelOptions } from './channel-options';
@@ -37,8 +38,10 @@ export {
   type ClientApi,
   type MariaDbAgentApi,
   type MariaDbHaAgentApi,
+  type MariaDbRestoreAgentApi,
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';
 export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb-ha-client';
 export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
+export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';

@@ -21,6 +21,7 @@ import { CgroupAgentClient } from './clients/cgroup-client';
 import { MariaDbAgentClient } from './clients/mariadb-client';
 import { MariaDbHaAgentClient } from './clients/mariadb-ha-client';
 import { PostgresAgentClient } from './clients/postgres-client';
+import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 
 /**
@@ -33,6 +34,7 @@ export type MariaDbAgentApi = ClientApi<MariaDbAgentClient>;
 export type PostgresAgentApi = ClientApi<PostgresAgentClient>;
 export type CgroupAgentApi = ClientApi<CgroupAgentClient>;
 export type MariaDbHaAgentApi = ClientApi<MariaDbHaAgentClient>;
+export type MariaDbRestoreAgentApi = ClientApi<MariaDbRestoreAgentClient>;
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
 export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
@@ -51,6 +53,8 @@ export interface Agents {
   cgroup(hostaddr: string): CgroupAgentApi;
   /** Shard HA commands (status, promote, re-point, fence); short deadlines (see MariaDbHaAgentClient). */
   mariadbHa(hostaddr: string): MariaDbHaAgentApi;
+  /** Binlog listing and point-in-time restore commands (MariaDbRestoreAgent). */
+  mariadbRestore(hostaddr: string): MariaDbRestoreAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -63,6 +67,7 @@ interface ClientKinds {
   postgresProbe: PostgresAgentClient;
   cgroup: CgroupAgentClient;
   mariadbHa: MariaDbHaAgentClient;
+  mariadbRestore: MariaDbRestoreAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -140,6 +145,10 @@ export class AgentPool implements Agents {
     return this.view('mariadbHa', hostaddr);
   }
 
+  mariadbRestore(hostaddr: string): MariaDbRestoreAgentClient {
+    return this.view('mariadbRestore', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -158,6 +167,7 @@ export class AgentPool implements Agents {
       postgresProbe: () => new PostgresAgentClient(address, this.probeDeadlineMs),
       cgroup: () => new CgroupAgentClient(address),
       mariadbHa: () => new MariaDbHaAgentClient(address),
+      mariadbRestore: () => new MariaDbRestoreAgentClient(address, { queryMs: this.probeDeadlineMs }),
     };
     return made[kind]();
   }

@@ -11,6 +11,7 @@ import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './health-monitor';
+import { BinlogArchiver } from './binlog-archiver';
 import { CatalogSync } from './catalog-sync';
 import { InstanceReconciler } from './instance-reconciler';
 import { CommitPacer } from './jobs/commit-pacer';
@@ -81,7 +82,7 @@ export interface BuildOptions {
   leaderServices?: readonly LeaderServiceName[];
 }
 
-export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher', 'shard failure detector'] as const;
+export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher', 'shard failure detector', 'binlog archiver'] as const;
 export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
@@ -147,7 +148,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   peers.learnConf(raft.status().conf);
 
   let monitor: HealthMonitor | undefined;
-  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined) });
+  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), now });
   const store = new RaftMetaStore(raft, sm);
   const observedStore = {
     state: () => store.state(),
@@ -198,6 +199,10 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     // set_noswitch: no automatic failover of a shard while its window is open.
     switchSuppressed: (state, clusterId, shardId) => noSwitchUntil(state, clusterId, shardId, now()) !== null });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
+  const binlogArchiver = new BinlogArchiver({
+    store: observedStore, agents: engineAgents, logger: logger.child({ component: 'binlog-archiver' }), now,
+    intervalMs: config.binlogArchiveIntervalMs, onLag: (s) => metrics.observeBinlogArchiveLag(s),
+  });
   const leaderServices: (LeaderService & { name: LeaderServiceName })[] = [
     { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
     { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
@@ -205,6 +210,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
     { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
     { name: 'shard failure detector', start: () => failureDetector.start(), stop: () => failureDetector.stop() },
+    { name: 'binlog archiver', start: () => binlogArchiver.start(), stop: () => binlogArchiver.stop() },
   ];
   const wanted = new Set<LeaderServiceName>(opts.leaderServices ?? LEADER_SERVICES);
   const leadership = new Leadership(

@@ -10,6 +10,7 @@ import {
   type MariaDbAgentApi,
   type MariaDbHaAgentApi,
   type MariaDbHaStatusReply,
+  type MariaDbRestoreAgentApi,
   type MariaDbInstanceReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
@@ -119,6 +120,16 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     close: () => {},
   });
 
+  const mariadbRestore = (host: string): MariaDbRestoreAgentApi => ({
+    address: agentAddress(host),
+    listBinlogs: (port, flush) => record(host, 'restore.listBinlogs', { port, flush }, { files: [], server_id: 1 }),
+    archiveBinlog: (r) => Promise.reject(new Error(`archiveBinlog is not faked (${host}:${r.port ?? ''})`)),
+    restoreFullBackup: (r) => record(host, 'restore.full', r, { gtid_pos: '', bytes: 0, pid: 100 }),
+    replayBinlogs: (r) => record(host, 'restore.replay', r, { gtid_pos: r.start_gtid, files: r.binlogs.length, bytes: 0 }),
+    dropClusterDatabases: (op, port) => record(host, 'restore.dropDatabases', { op, port }, { dropped: [] }),
+    close: () => {},
+  });
+
   // The host-level agent (health checks of the pool's users): answers unless the host is down.
   const hostAgent = (host: string): AgentApi => ({
     address: agentAddress(host),
@@ -133,6 +144,7 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     postgres,
     postgresProbe: postgres,
     mariadbHa,
+    mariadbRestore,
     cgroup,
     agentAddress,
     close: () => {},
