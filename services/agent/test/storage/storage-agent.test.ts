@@ -85,6 +85,14 @@ describe('backup storage agent (stype fs)', () => {
     expect(await client.list(root, 'cluster-2/')).toEqual([]);
   });
 
+  it('writing a key again removes what a crashed earlier write of it left, and nothing else', async () => {
+    await client.put(root, 'cluster-1/set-5/a', Buffer.from('first'));
+    await writeFile(path.join(root, 'cluster-1/set-5/b.partial-0badc0de'), 'crashed write of b');
+    await writeFile(path.join(root, 'cluster-1/set-5/b.other.partial-0badc0de'), 'crashed write of another key');
+    await client.put(root, 'cluster-1/set-5/b', Buffer.from('second'));
+    expect((await readdir(path.join(root, 'cluster-1/set-5'))).sort()).toEqual(['a', 'a.manifest.json', 'b', 'b.manifest.json', 'b.other.partial-0badc0de']);
+  });
+
   it('a failed put leaves neither a new object nor a temporary file', async () => {
     async function* failing(): AsyncGenerator<Uint8Array> {
       yield Buffer.from('some bytes');
