@@ -5,9 +5,11 @@ import type { CapabilityModule } from '../capability';
 import { postgresCapability } from './postgres/index';
 import { cgroupCapability } from './cgroup/index';
 import { mariadbModule } from './mariadb/index';
+import { mariadbLogicalModule } from './mariadb/logical';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
   cgroupCapability,
   mariadbModule,
+  mariadbLogicalModule,
 ];
