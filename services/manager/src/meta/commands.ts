@@ -5,6 +5,8 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
+import type { ObjectType } from '@kcm/protocol';
+import type { LogicalBackupPart } from './logical-backups';
 import type { ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
@@ -28,6 +30,10 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
+  // 40-44: logical backups (meta/logical-backups.ts).
+  LogicalBackupScheduled: 40,
+  LogicalBackupRunClaimed: 41,
+  LogicalBackupRunFinished: 42,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -171,6 +177,30 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
   compIds: string[];
 }
 
+/** logical_backup: daily schedules of tables, schemas or databases of a cluster (added or replaced). */
+export interface LogicalBackupScheduled extends Base<typeof CommandKind.LogicalBackupScheduled> {
+  clusterId: string;
+  jobId: string;
+  objectType: ObjectType;
+  entries: { dbTable: string; window: string; startSecond: number; endSecond: number }[];
+}
+
+/** The leader's scheduler takes the run of one schedule's window (windowDay: the local date it opened). */
+export interface LogicalBackupRunClaimed extends Base<typeof CommandKind.LogicalBackupRunClaimed> {
+  scheduleKey: string;
+  windowDay: string;
+  claimedBy: string;
+}
+
+/** A claimed run ended: its backup set when it succeeded, why not otherwise. */
+export interface LogicalBackupRunFinished extends Base<typeof CommandKind.LogicalBackupRunFinished> {
+  scheduleKey: string;
+  runId: string;
+  ok: boolean;
+  error?: string;
+  set?: { takenAt: number; parts: LogicalBackupPart[] };
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -186,7 +216,10 @@ export type Command =
   | ClusterStatusSet
   | ClusterDeleted
   | RollbackRecorded
-  | RollbackInstancesRemoved;
+  | RollbackInstancesRemoved
+  | LogicalBackupScheduled
+  | LogicalBackupRunClaimed
+  | LogicalBackupRunFinished;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

@@ -3,6 +3,7 @@
 // made with dict() here and in apply, and made again by withDicts() after JSON.parse.
 
 import { dict, type Dict } from './dict';
+import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backups';
 
 export type MachineType = 'storage' | 'computer';
 export type NodeStats = 'running' | 'dead';
@@ -222,6 +223,8 @@ export interface MetaState {
   clusterCounters: ClusterCounters;
   /** Rollbacks that could not finish, by the id of the job that failed (meta/rollbacks.ts). */
   pendingRollbacks: Record<string, PendingRollbackRecord>;
+  /** Daily logical backup schedules, their runs and backup sets (meta/logical-backups.ts). */
+  logicalBackups: LogicalBackupState;
 }
 
 export function emptyMetaState(): MetaState {
@@ -236,6 +239,7 @@ export function emptyMetaState(): MetaState {
     clusters: dict(),
     clusterCounters: { cluster: 0, shard: 0, node: 0, comp: 0 },
     pendingRollbacks: dict(),
+    logicalBackups: emptyLogicalBackupState(),
   };
 }
 
@@ -259,6 +263,7 @@ export function withDicts(state: MetaState): MetaState {
     cluster.comps = dict(cluster.comps);
   }
   state.pendingRollbacks = dict(state.pendingRollbacks ?? {});
+  state.logicalBackups = logicalBackupStateWithDicts(state.logicalBackups);
   return state;
 }
 
