@@ -39,6 +39,8 @@ export type {
   RebuiltNodeResult,
   UpdateInstanceCgroupResult,
   RaftMissionResult,
+  LogicalBackupResult,
+  LogicalRestoreResult,
   ShardStepResult,
   ComputerStepResult,
 } from './results';

@@ -6,11 +6,13 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
-import { AgentPool, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
+import { AgentPool, MariaDbLogicalAgentClient, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import { HealthMonitor } from './health-monitor';
 import { CatalogSync } from './catalog-sync';
+import { LogicalBackupScheduler } from './backup/logical-scheduler';
+import { openLogicalStorage } from './backup/logical-storage';
 import { InstanceReconciler } from './instance-reconciler';
 import { CommitPacer } from './jobs/commit-pacer';
 import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
@@ -109,9 +111,11 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   };
 
   let runner: JobRunner | undefined;
+  let logicalBackups: LogicalBackupScheduler | undefined;
   const sm = new MetaStateMachine({
     onApplied(cmd) {
       if (cmd.kind === CommandKind.JobSubmitted || cmd.kind === CommandKind.JobFinished) runner?.notify();
+      if (cmd.kind === CommandKind.LogicalBackupScheduled) logicalBackups?.notify();
     },
     onConfEntry(entry: Entry) {
       peers.learn([decodeConfChange(entry.data).node]);
@@ -172,6 +176,16 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
+  logicalBackups = new LogicalBackupScheduler({
+    store: observedStore,
+    agents: engineAgents,
+    logicalAgent: (hostaddr) => new MariaDbLogicalAgentClient(engineAgents.agentAddress(hostaddr)),
+    openStorage: opts.jobs?.logical?.openStorage ?? openLogicalStorage,
+    member: config.member,
+    now,
+    logger: logger.child({ component: 'logical-backup' }),
+  });
+  const activeLogicalBackups = logicalBackups;
   const leadership = new Leadership(
     [
       { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
@@ -179,6 +193,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
       { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
       { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
       { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
+      { name: 'logical backups', start: () => activeLogicalBackups.start(), stop: () => activeLogicalBackups.stop() },
     ],
     logger,
   );

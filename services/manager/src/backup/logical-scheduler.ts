@@ -60,6 +60,12 @@ export class LogicalBackupScheduler {
     await this.loop.stop();
   }
 
+  /** A schedule was added: while leading, look at once instead of at the next tick (a window may be open now). */
+  notify(): void {
+    // Called from apply: the round (which proposes) starts after it, never inside it.
+    if (this.loop.started) setImmediate(() => this.loop.started && void this.loop.run());
+  }
+
   /** One round now (a round under way is joined). */
   runDue(): Promise<void> {
     return this.loop.run();

@@ -2,6 +2,7 @@
 // BackupStorage they use (put, get, verify), so that every implementation of it (fs, s3
 // later) serves them unchanged, and unit tests can keep objects in memory.
 
+import { KcmError } from '@kcm/protocol';
 import type { MetaState } from '../meta/state';
 
 export interface LogicalDumpStorage {
@@ -20,3 +21,8 @@ export interface LogicalDumpStorage {
  * there is none.
  */
 export type OpenLogicalStorage = (state: MetaState, name?: string) => LogicalDumpStorage;
+
+/** The storages of the replicated state (none registered yet: backup storage lands with create_backup_storage). */
+export const openLogicalStorage: OpenLogicalStorage = (_state, name) => {
+  throw KcmError.of('NOT_FOUND', name === undefined ? 'no backup storage is registered (create_backup_storage)' : `backup storage ${name} is not registered`);
+};

@@ -10,10 +10,12 @@ import { createCluster, deleteCluster } from './cluster';
 import { updateInstanceCgroup } from './cgroup';
 import { addComps, deleteComp } from './comps';
 import { createMachine, deleteMachine, setMachine } from './machines';
+import { logicalBackup, logicalRestoreJob, type LogicalJobDeps } from './logical';
 import { addNodes, deleteNodes, rebuildNode } from './nodes';
 import { raftMissionJob, type RaftMissionDeps } from './raft-mission';
 import { addShards, deleteShardsJob } from './shards';
 import type { JobDefinition } from './workflow';
+import { openLogicalStorage } from '../backup/logical-storage';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -26,6 +28,8 @@ export type JobRegistry = ReadonlyMap<string, JobDefinition>;
 
 export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   raft: RaftNode;
+  /** Where logical backups are kept (default: the backup storages in the replicated state). */
+  logical?: LogicalJobDeps;
 }
 
 export function jobTable(options: JobTableOptions): JobTable {
@@ -45,8 +49,8 @@ export function jobTable(options: JobTableOptions): JobTable {
     update_instance_cgroup: updateInstanceCgroup,
     manual_backup_cluster: 'unsupported',
     cluster_restore: 'unsupported',
-    logical_backup: 'unsupported',
-    logical_restore: 'unsupported',
+    logical_backup: logicalBackup,
+    logical_restore: logicalRestoreJob(options.logical ?? { openStorage: openLogicalStorage }),
     expand_cluster: 'unsupported',
     repartition_tables: 'unsupported',
     raft_mission: raftMissionJob(options),
