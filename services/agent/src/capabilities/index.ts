@@ -5,11 +5,13 @@ import type { CapabilityModule } from '../capability';
 import { postgresCapability } from './postgres/index';
 import { cgroupCapability } from './cgroup/index';
 import { mariadbModule } from './mariadb/index';
+import { storageCapability } from './storage/index';
 import { mariadbLogicalModule } from './mariadb/logical';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
   cgroupCapability,
   mariadbModule,
+  storageCapability,
   mariadbLogicalModule,
 ];

@@ -5,9 +5,9 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
+import type { BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 import type { ObjectType } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backups';
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -30,6 +30,10 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
+  // 30-34: backup storage and full backups (meta/backup.ts).
+  BackupStorageCreated: 30,
+  BackupStorageDeleted: 31,
+  BackupSetRecorded: 32,
   // 40-44: logical backups (meta/logical-backups.ts).
   LogicalBackupScheduled: 40,
   LogicalBackupRunClaimed: 41,
@@ -177,6 +181,19 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
   compIds: string[];
 }
 
+/** Registers a backup storage (create_backup_storage); names are unique. */
+export interface BackupStorageCreated extends Base<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
+
+/** Forgets a backup storage that holds no recorded backup set (delete_backup_storage). */
+export interface BackupStorageDeleted extends Base<typeof CommandKind.BackupStorageDeleted> {
+  name: string;
+}
+
+/** A finished full backup; recording the same set id again is a no-op (a resumed job). */
+export interface BackupSetRecorded extends Base<typeof CommandKind.BackupSetRecorded> {
+  set: BackupSetRecord;
+}
+
 /** logical_backup: daily schedules of tables, schemas or databases of a cluster (added or replaced). */
 export interface LogicalBackupScheduled extends Base<typeof CommandKind.LogicalBackupScheduled> {
   clusterId: string;
@@ -217,6 +234,9 @@ export type Command =
   | ClusterDeleted
   | RollbackRecorded
   | RollbackInstancesRemoved
+  | BackupStorageCreated
+  | BackupStorageDeleted
+  | BackupSetRecorded
   | LogicalBackupScheduled
   | LogicalBackupRunClaimed
   | LogicalBackupRunFinished;
