@@ -3,7 +3,10 @@
 // later) serves them unchanged, and unit tests can keep objects in memory.
 
 import { KcmError } from '@kcm/protocol';
+import { defaultBackupStorage } from '../meta/backup';
+import { own } from '../meta/dict';
 import type { MetaState } from '../meta/state';
+import { openBackupStorage } from './storage';
 
 export interface LogicalDumpStorage {
   readonly record: { name: string };
@@ -22,7 +25,12 @@ export interface LogicalDumpStorage {
  */
 export type OpenLogicalStorage = (state: MetaState, name?: string) => LogicalDumpStorage;
 
-/** The storages of the replicated state (none registered yet: backup storage lands with create_backup_storage). */
-export const openLogicalStorage: OpenLogicalStorage = (_state, name) => {
-  throw KcmError.of('NOT_FOUND', name === undefined ? 'no backup storage is registered (create_backup_storage)' : `backup storage ${name} is not registered`);
+/**
+ * The backup storages of the replicated state: a set's own storage by name, new dumps to the
+ * default one (registered first), through backup/storage.ts like every other backup.
+ */
+export const openLogicalStorage: OpenLogicalStorage = (state, name) => {
+  const record = name === undefined ? defaultBackupStorage(state) : own(state.backupStorages, name);
+  if (!record) throw KcmError.of('NOT_FOUND', name === undefined ? 'no backup storage is registered (create_backup_storage)' : `backup storage ${name} is not registered`);
+  return openBackupStorage(record);
 };
