@@ -130,10 +130,10 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
   update_instance_cgroup: { summary: 'Change the CPU isolation of one instance.', fields: { cpu_cores: 'CPU cores for the instance' } },
   manual_backup_cluster: { summary: 'Take a full backup of a cluster, or of the metadata with cluster_id -1.', fields: { cluster_id: 'cluster to back up, -1 = the metadata' } },
   cluster_restore: { summary: 'Restore a cluster to a point in time into a new empty cluster.', notes: ['dst_cluster_id differs from src_cluster_id'] },
-  logical_backup: { summary: 'Set up daily logical backups of tables, schemas or databases.', notes: ['each db_table has the shape its backup_type requires'] },
+  logical_backup: { summary: 'Set up daily logical backups of tables, schemas or databases.', notes: ['each db_table has the shape its backup_type requires', 'without backup_type, the db_table shape names the type (all entries of one type)'] },
   logical_restore: {
     summary: 'Restore tables, schemas or databases from logical backups.',
-    notes: ['use restore[], or the older form db_table + restore_time', 'each db_table has the shape its restore_type requires'],
+    notes: ['use restore[], or the older form db_table + restore_time', 'each db_table has the shape its restore_type requires', 'without restore_type, the db_table shape names the type (all entries of one type)'],
     fields: { db_table: 'older form: the one object to restore', restore_time: 'older form: the time to restore it to' },
   },
   get_expand_table_list: { summary: 'List candidate tables to move off a shard.', fields: { shard_id: 'source shard' } },

@@ -42,6 +42,8 @@ export type {
   ManualSwitchResult,
   SetNoswitchResult,
   SwitchStepTiming,
+  LogicalBackupResult,
+  LogicalRestoreResult,
   ShardStepResult,
   ComputerStepResult,
   ClusterRestoreResult,

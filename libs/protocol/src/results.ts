@@ -233,6 +233,20 @@ export type CreateBackupStorageResult = {
   free_bytes: string;
 };
 
+/** logical_backup: the daily schedules it set (object type, and each object with its window). */
+export type LogicalBackupResult = {
+  backup_type: string;
+  backup: { db_table: string; backup_time: string }[];
+};
+
+/**
+ * logical_restore (spec 4.4): `done_dts`, every restored table as
+ * `<database>_$$_<schema>.<table>` followed by a comma, for table, schema and db restores alike.
+ */
+export type LogicalRestoreResult = {
+  done_dts: string;
+};
+
 /** Each result type is checked to cover every async job type (a new one fails to compile until it has its entry). */
 type EveryAsyncJobType<T extends Record<AsyncJobType, unknown>> = T;
 
@@ -253,8 +267,8 @@ export type JobResults = EveryAsyncJobType<{
   // Answered UNSUPPORTED until their families land; each defines its result then.
   manual_backup_cluster: ManualBackupClusterResult;
   cluster_restore: ClusterRestoreResult;
-  logical_backup: EmptyResult;
-  logical_restore: EmptyResult;
+  logical_backup: LogicalBackupResult;
+  logical_restore: LogicalRestoreResult;
   expand_cluster: EmptyResult;
   repartition_tables: EmptyResult;
   raft_mission: RaftMissionResult;

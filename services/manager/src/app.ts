@@ -6,13 +6,15 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
-import { AgentPool, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
+import { AgentPool, MariaDbLogicalAgentClient, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './health-monitor';
 import { BinlogArchiver } from './binlog-archiver';
 import { CatalogSync } from './catalog-sync';
+import { LogicalBackupScheduler } from './backup/logical-scheduler';
+import { openLogicalStorage } from './backup/logical-storage';
 import { InstanceReconciler } from './instance-reconciler';
 import { CommitPacer } from './jobs/commit-pacer';
 import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
@@ -82,7 +84,7 @@ export interface BuildOptions {
   leaderServices?: readonly LeaderServiceName[];
 }
 
-export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher', 'shard failure detector', 'binlog archiver'] as const;
+export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher', 'shard failure detector', 'binlog archiver', 'logical backups'] as const;
 export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
@@ -126,9 +128,11 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   };
 
   let runner: JobRunner | undefined;
+  let logicalBackups: LogicalBackupScheduler | undefined;
   const sm = new MetaStateMachine({
     onApplied(cmd) {
       if (cmd.kind === CommandKind.JobSubmitted || cmd.kind === CommandKind.JobFinished) runner?.notify();
+      if (cmd.kind === CommandKind.LogicalBackupScheduled) logicalBackups?.notify();
     },
     onConfEntry(entry: Entry) {
       peers.learn([decodeConfChange(entry.data).node]);
@@ -199,6 +203,16 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     // set_noswitch: no automatic failover of a shard while its window is open.
     switchSuppressed: (state, clusterId, shardId) => noSwitchUntil(state, clusterId, shardId, now()) !== null });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
+  logicalBackups = new LogicalBackupScheduler({
+    store: observedStore,
+    agents: engineAgents,
+    logicalAgent: (hostaddr) => new MariaDbLogicalAgentClient(engineAgents.agentAddress(hostaddr)),
+    openStorage: opts.jobs?.logical?.openStorage ?? openLogicalStorage,
+    member: config.member,
+    now,
+    logger: logger.child({ component: 'logical-backup' }),
+  });
+  const activeLogicalBackups = logicalBackups;
   const binlogArchiver = new BinlogArchiver({
     store: observedStore, agents: engineAgents, logger: logger.child({ component: 'binlog-archiver' }), now,
     intervalMs: config.binlogArchiveIntervalMs, onLag: (s) => metrics.observeBinlogArchiveLag(s),
@@ -211,6 +225,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
     { name: 'shard failure detector', start: () => failureDetector.start(), stop: () => failureDetector.stop() },
     { name: 'binlog archiver', start: () => binlogArchiver.start(), stop: () => binlogArchiver.stop() },
+    { name: 'logical backups', start: () => activeLogicalBackups.start(), stop: () => activeLogicalBackups.stop() },
   ];
   const wanted = new Set<LeaderServiceName>(opts.leaderServices ?? LEADER_SERVICES);
   const leadership = new Leadership(

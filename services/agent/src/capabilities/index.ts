@@ -6,10 +6,12 @@ import { postgresCapability } from './postgres/index';
 import { cgroupCapability } from './cgroup/index';
 import { mariadbModule } from './mariadb/index';
 import { storageCapability } from './storage/index';
+import { mariadbLogicalModule } from './mariadb/logical';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
   cgroupCapability,
   mariadbModule,
   storageCapability,
+  mariadbLogicalModule,
 ];

@@ -11,6 +11,7 @@ import { clusterRestore } from './cluster-restore';
 import { updateInstanceCgroup } from './cgroup';
 import { addComps, deleteComp } from './comps';
 import { createMachine, deleteMachine, setMachine } from './machines';
+import { logicalBackup, logicalRestoreJob, type LogicalJobDeps } from './logical';
 import { addNodes, deleteNodes, rebuildNode } from './nodes';
 import { raftMissionJob, type RaftMissionDeps } from './raft-mission';
 import { addShards, deleteShardsJob } from './shards';
@@ -21,6 +22,7 @@ import { CatalogDumpAgentClient } from '@kcm/agent-api';
 import { openBackupStorage } from '../backup/storage';
 import { manualBackupClusterJob, type BackupJobDeps } from './backup';
 import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
+import { openLogicalStorage } from '../backup/logical-storage';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -37,6 +39,8 @@ export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   manualSwitch?: ManualSwitchLimits;
   /** Full backups: the storage implementations, throttle and sources (defaults: the real ones, config's limits). */
   backup?: Partial<BackupJobDeps>;
+  /** Where logical backups are kept (default: the backup storages in the replicated state). */
+  logical?: LogicalJobDeps;
 }
 
 async function dumpCatalogThroughAgent(address: string, port: number) {
@@ -73,8 +77,8 @@ export function jobTable(options: JobTableOptions): JobTable {
     update_instance_cgroup: updateInstanceCgroup,
     manual_backup_cluster: manualBackupClusterJob(backup),
     cluster_restore: clusterRestore,
-    logical_backup: 'unsupported',
-    logical_restore: 'unsupported',
+    logical_backup: logicalBackup,
+    logical_restore: logicalRestoreJob(options.logical ?? { openStorage: openLogicalStorage }),
     expand_cluster: 'unsupported',
     repartition_tables: 'unsupported',
     raft_mission: raftMissionJob(options),

@@ -6,6 +6,8 @@
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
 import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ObjectType } from '@kcm/protocol';
+import type { LogicalBackupPart } from './logical-backups';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -39,6 +41,10 @@ export const CommandKind = {
   BackupSetRecorded: 32,
   // 35-39: continuous binlog archiving and point-in-time restore (meta/binlog-archive.ts).
   BinlogArchived: 35,
+  // 40-44: logical backups (meta/logical-backups.ts).
+  LogicalBackupScheduled: 40,
+  LogicalBackupRunClaimed: 41,
+  LogicalBackupRunFinished: 42,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -245,6 +251,30 @@ export interface BinlogArchived extends Base<typeof CommandKind.BinlogArchived> 
   file: ArchivedBinlogRecord;
 }
 
+/** logical_backup: daily schedules of tables, schemas or databases of a cluster (added or replaced). */
+export interface LogicalBackupScheduled extends Base<typeof CommandKind.LogicalBackupScheduled> {
+  clusterId: string;
+  jobId: string;
+  objectType: ObjectType;
+  entries: { dbTable: string; window: string; startSecond: number; endSecond: number }[];
+}
+
+/** The leader's scheduler takes the run of one schedule's window (windowDay: the local date it opened). */
+export interface LogicalBackupRunClaimed extends Base<typeof CommandKind.LogicalBackupRunClaimed> {
+  scheduleKey: string;
+  windowDay: string;
+  claimedBy: string;
+}
+
+/** A claimed run ended: its backup set when it succeeded, why not otherwise. */
+export interface LogicalBackupRunFinished extends Base<typeof CommandKind.LogicalBackupRunFinished> {
+  scheduleKey: string;
+  runId: string;
+  ok: boolean;
+  error?: string;
+  set?: { takenAt: number; parts: LogicalBackupPart[] };
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -267,7 +297,10 @@ export type Command =
   | BackupStorageCreated
   | BackupStorageDeleted
   | BackupSetRecorded
-  | BinlogArchived;
+  | BinlogArchived
+  | LogicalBackupScheduled
+  | LogicalBackupRunClaimed
+  | LogicalBackupRunFinished;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

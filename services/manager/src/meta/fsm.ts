@@ -4,6 +4,7 @@ import { applyBinlogArchived } from './binlog-archive';
 import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyInstancesPlaced, applyInstancesRemoved } from './clusters';
 import { CommandKind, type Command, type LoggedCommand } from './commands';
 import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
+import { applyLogicalBackupRunClaimed, applyLogicalBackupRunFinished, applyLogicalBackupScheduled } from './logical-backups';
 import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { applyNoSwitchSet } from './noswitch';
 import { refused, type ApplyOutcome } from './outcome';
@@ -87,6 +88,12 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyBackupSetRecorded(state, cmd);
     case CommandKind.BinlogArchived:
       return applyBinlogArchived(state, cmd);
+    case CommandKind.LogicalBackupScheduled:
+      return applyLogicalBackupScheduled(state, cmd);
+    case CommandKind.LogicalBackupRunClaimed:
+      return applyLogicalBackupRunClaimed(state, cmd);
+    case CommandKind.LogicalBackupRunFinished:
+      return applyLogicalBackupRunFinished(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.

@@ -3,6 +3,7 @@
 // made with dict() here and in apply, and made again by withDicts() after JSON.parse.
 
 import { dict, type Dict } from './dict';
+import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backups';
 
 export type MachineType = 'storage' | 'computer';
 export type NodeStats = 'running' | 'dead';
@@ -249,6 +250,8 @@ export interface MetaState {
   backupStorages: Dict<BackupStorageRecord>;
   /** Finished full backups (manual_backup_cluster), by backup set id. */
   backupSets: Dict<BackupSetRecord>;
+  /** Daily logical backup schedules, their runs and backup sets (meta/logical-backups.ts). */
+  logicalBackups: LogicalBackupState;
 }
 
 /** Where backup sets are kept; get_backup_storage reports {hostaddr, name, port, stype}. */
@@ -356,6 +359,7 @@ export function emptyMetaState(): MetaState {
     backupStorages: dict(),
     backupSets: dict(),
     binlogArchives: dict(),
+    logicalBackups: emptyLogicalBackupState(),
   };
 }
 
@@ -382,6 +386,7 @@ export function withDicts(state: MetaState): MetaState {
   state.backupStorages = dict(state.backupStorages ?? {});
   state.backupSets = dict(state.backupSets ?? {});
   state.binlogArchives = dict(state.binlogArchives ?? {});
+  state.logicalBackups = logicalBackupStateWithDicts(state.logicalBackups);
   return state;
 }
 

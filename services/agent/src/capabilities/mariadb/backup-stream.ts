@@ -108,7 +108,7 @@ export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: numb
  * either fires: a backup writes thousands of chunks, and one leftover listener per
  * chunk grows without bound (MaxListenersExceededWarning).
  */
-async function drainOrCancel(call: NodeJS.EventEmitter): Promise<void> {
+export async function drainOrCancel(call: NodeJS.EventEmitter): Promise<void> {
   const settled = new AbortController();
   try {
     await Promise.race([once(call, 'drain', { signal: settled.signal }), once(call, 'cancelled', { signal: settled.signal })]);

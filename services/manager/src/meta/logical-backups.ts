@@ -1,0 +1,158 @@
+// Daily logical backups in the replicated state (spec 4.4 logical_backup): each schedule
+// names one table, schema or database of a cluster and a daily window; each day's run is
+// claimed before its dump starts and finished once its backup set is recorded.
+//
+// Exactly once per window across leader changes: a leader dumps only a run it has claimed
+// in the committed state. A claim survives the leader: the next leader finds the run of
+// that window claimed but unfinished and takes it over under the same run id (the dump goes
+// to the same storage location, overwriting a half-written or unrecorded one), and only
+// one finish is ever accepted per run. A run that finished is never claimed again.
+
+import type { ObjectType } from '@kcm/protocol';
+import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './commands';
+import { dict, type Dict } from './dict';
+import { accepted, refused, type ApplyOutcome } from './outcome';
+import type { MetaState } from './state';
+
+export interface LogicalBackupRun {
+  /** Also the id of the backup set it records; a taken-over run keeps it. */
+  runId: string;
+  /** The local date (YYYY-MM-DD) on which the run's window opened. */
+  windowDay: string;
+  claimedAt: number;
+  /** The member that claimed it last; more than one when a new leader took it over. */
+  claimedBy: string;
+  attempts: number;
+  finishedAt: number | null;
+  ok: boolean | null;
+  error: string | null;
+}
+
+export interface LogicalBackupSchedule {
+  /** `<cluster id>/<object type>/<db_table>`. */
+  key: string;
+  clusterId: string;
+  objectType: ObjectType;
+  dbTable: string;
+  /** The window as sent (`HH:MM:SS-HH:MM:SS`), and its bounds in seconds of the day; it may cross midnight. */
+  window: string;
+  startSecond: number;
+  endSecond: number;
+  scheduledByJob: string;
+  scheduledAt: number;
+  /** The run of the latest window that had one. */
+  lastRun: LogicalBackupRun | null;
+}
+
+/** One shard's part of a backup set: where its dump is kept and what it holds. */
+export interface LogicalBackupPart {
+  shardId: string;
+  /** The storage the dump was written to, and its location there. */
+  storage: string;
+  location: string;
+  bytes: number;
+  sha256: string;
+  /** `database.table` (MariaDB names) of the tables in this part. */
+  tables: string[];
+}
+
+export interface LogicalBackupSet {
+  id: string;
+  scheduleKey: string;
+  clusterId: string;
+  objectType: ObjectType;
+  dbTable: string;
+  windowDay: string;
+  /** When the dump started (ms): a restore_time after it may use this set. */
+  takenAt: number;
+  parts: LogicalBackupPart[];
+}
+
+export interface LogicalBackupState {
+  schedules: Dict<LogicalBackupSchedule>;
+  /** Finished backup sets by id. */
+  sets: Dict<LogicalBackupSet>;
+  /** Last run id handed out. */
+  runCounter: number;
+}
+
+export const emptyLogicalBackupState = (): LogicalBackupState => ({ schedules: dict(), sets: dict(), runCounter: 0 });
+
+export function logicalBackupStateWithDicts(s: LogicalBackupState | undefined): LogicalBackupState {
+  if (!s) return emptyLogicalBackupState();
+  return { schedules: dict(s.schedules), sets: dict(s.sets), runCounter: s.runCounter };
+}
+
+export const scheduleKeyOf = (clusterId: string, objectType: ObjectType, dbTable: string): string => `${clusterId}/${objectType}/${dbTable}`;
+
+/**
+ * Adds or replaces the schedules of one logical_backup request. A replaced schedule keeps
+ * its last run, so moving a window on a day it already ran does not run it twice that day.
+ */
+export function applyLogicalBackupScheduled(state: MetaState, cmd: LogicalBackupScheduled): ApplyOutcome<{ keys: string[] }> {
+  if (!state.clusters[cmd.clusterId]) return refused('NOT_FOUND', `cluster ${cmd.clusterId} does not exist`);
+  const keys: string[] = [];
+  for (const e of cmd.entries) {
+    const key = scheduleKeyOf(cmd.clusterId, cmd.objectType, e.dbTable);
+    const before = state.logicalBackups.schedules[key];
+    state.logicalBackups.schedules[key] = {
+      key,
+      clusterId: cmd.clusterId,
+      objectType: cmd.objectType,
+      dbTable: e.dbTable,
+      window: e.window,
+      startSecond: e.startSecond,
+      endSecond: e.endSecond,
+      scheduledByJob: cmd.jobId,
+      scheduledAt: cmd.at,
+      lastRun: before?.lastRun ?? null,
+    };
+    keys.push(key);
+  }
+  return accepted({ keys });
+}
+
+/**
+ * Claims the run of the window that opened on `windowDay`: a new run, or the unfinished one
+ * of that window taken over (same run id). Refused when that window's run already finished,
+ * or when the schedule ran a later window already.
+ */
+export function applyLogicalBackupRunClaimed(state: MetaState, cmd: LogicalBackupRunClaimed): ApplyOutcome<{ runId: string; attempts: number }> {
+  const schedule = state.logicalBackups.schedules[cmd.scheduleKey];
+  if (!schedule) return refused('NOT_FOUND', `logical backup schedule ${cmd.scheduleKey} does not exist`);
+  const last = schedule.lastRun;
+  if (last && last.windowDay > cmd.windowDay) return refused('CONFLICT', `${cmd.scheduleKey} already has a run for the window of ${last.windowDay}`);
+  if (last && last.windowDay === cmd.windowDay) {
+    if (last.finishedAt !== null) return refused('CONFLICT', `${cmd.scheduleKey} already ran in the window of ${cmd.windowDay} (run ${last.runId})`);
+    last.attempts++;
+    last.claimedAt = cmd.at;
+    last.claimedBy = cmd.claimedBy;
+    return accepted({ runId: last.runId, attempts: last.attempts });
+  }
+  const runId = String(++state.logicalBackups.runCounter);
+  schedule.lastRun = { runId, windowDay: cmd.windowDay, claimedAt: cmd.at, claimedBy: cmd.claimedBy, attempts: 1, finishedAt: null, ok: null, error: null };
+  return accepted({ runId, attempts: 1 });
+}
+
+/** Finishes a claimed run, recording its backup set when it succeeded; only once per run. */
+export function applyLogicalBackupRunFinished(state: MetaState, cmd: LogicalBackupRunFinished): ApplyOutcome<{ setId: string | null }> {
+  const schedule = state.logicalBackups.schedules[cmd.scheduleKey];
+  const run = schedule?.lastRun;
+  if (!schedule || !run || run.runId !== cmd.runId) return refused('NOT_FOUND', `run ${cmd.runId} of ${cmd.scheduleKey} is not the schedule's current run`);
+  if (run.finishedAt !== null) return refused('CONFLICT', `run ${cmd.runId} of ${cmd.scheduleKey} already finished`);
+  run.finishedAt = cmd.at;
+  run.ok = cmd.ok;
+  run.error = cmd.ok ? null : (cmd.error ?? 'failed');
+  if (!cmd.ok || !cmd.set) return accepted({ setId: null });
+  state.logicalBackups.sets[cmd.runId] = {
+    id: cmd.runId,
+    scheduleKey: schedule.key,
+    clusterId: schedule.clusterId,
+    objectType: schedule.objectType,
+    dbTable: schedule.dbTable,
+    windowDay: run.windowDay,
+    takenAt: cmd.set.takenAt,
+    parts: cmd.set.parts.map((p) => ({ ...p, tables: [...p.tables] })),
+  };
+  return accepted({ setId: cmd.runId });
+}
