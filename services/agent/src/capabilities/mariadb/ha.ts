@@ -117,7 +117,9 @@ export async function fence(
   const reply: MariaDbFenceReply = { was_running: pids.length > 0, made_read_only: false, stopped: false, gtid_binlog_pos: '' };
   if (pids.length > 0) Object.assign(reply, await readOnlyNow(layout));
   if (req.stop) {
-    await terminate(pids, FENCE_STOP_GRACE_MS);
+    // One that does not answer is starting (crash recovery after a kill) and ignores SIGTERM
+    // until it is up: it serves no one, so it is not waited for (InnoDB and the binlog are crash-safe).
+    await terminate(pids, reply.made_read_only ? FENCE_STOP_GRACE_MS : 0);
     await serialised(layout.port, async () => {
       await terminate(await instancePids(layout), FENCE_STOP_GRACE_MS);
       await stopInstance(ctx, layout, FENCE_STOP_GRACE_MS);
