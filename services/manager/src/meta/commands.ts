@@ -30,21 +30,20 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
-  // Shard high availability (meta/shard-ha.ts).
+  // Shard high availability (meta/shard-ha.ts) and no-switch windows (meta/noswitch.ts).
   ShardMasterChanged: 20,
   NodeFenceSet: 21,
-  // 25-27: no-switch windows (meta/noswitch.ts).
-  NoSwitchSet: 25,
-  // 30-34: backup storage and full backups (meta/backup.ts).
-  BackupStorageCreated: 30,
-  BackupStorageDeleted: 31,
-  BackupSetRecorded: 32,
-  // 35-39: continuous binlog archiving and point-in-time restore (meta/binlog-archive.ts).
-  BinlogArchived: 35,
-  // 40-44: logical backups (meta/logical-backups.ts).
-  LogicalBackupScheduled: 40,
-  LogicalBackupRunClaimed: 41,
-  LogicalBackupRunFinished: 42,
+  NoSwitchSet: 22,
+  // Backup storage and full backups (meta/backup.ts).
+  BackupStorageCreated: 23,
+  BackupStorageDeleted: 24,
+  BackupSetRecorded: 25,
+  // Continuous binlog archiving for point-in-time restore (meta/binlog-archive.ts).
+  BinlogArchived: 26,
+  // Logical backups (meta/logical-backups.ts).
+  LogicalBackupScheduled: 27,
+  LogicalBackupRunClaimed: 28,
+  LogicalBackupRunFinished: 29,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
