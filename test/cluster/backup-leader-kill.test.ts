@@ -18,7 +18,7 @@ import type { ManualBackupClusterResult } from '@kcm/protocol';
 import { emit, jobStatus, submitJob, waitForJobEnd } from '../manager/helpers/emit-client';
 import { LocalGroup, STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
 import { MANAGER_MAIN, ManagedProcess, sleep, waitFor } from '../manager/helpers/processes';
-import { enginePidsUnder, killAll } from './cluster-fixture';
+import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';
 import { findLeader } from '../manager/helpers/emit-client';
 
 const MEMBERS = ['127.0.1.84:18500', '127.0.1.85:18500', '127.0.1.86:18500'];
@@ -81,6 +81,7 @@ describe('backups in a 3-manager group on real engines', () => {
     const engines = group ? await enginePidsUnder(group.dir) : [];
     await group?.stop();
     killAll(engines);
+    await removeCgroupsOf(HOSTS);
   }, 60_000);
 
   it('the leader SIGKILLed during a full backup: the job ends done, with one copy of the shard and its checksum', async () => {

@@ -3,12 +3,13 @@
 // (unless told), all data under one temp folder, a captured log, and a cleanup that kills
 // every mariadbd and postgres process started under that folder even when a test failed.
 
-import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '@kcm/agent';
+import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
 import { buildManager, type Manager } from '../../services/manager/src/app';
 import { parseManagerConfig } from '../../services/manager/src/config';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
@@ -73,6 +74,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
     await Promise.all(agents.map((a) => a.stop()));
     await Promise.all([...processAgents.values()].map((a) => a.kill()));
     killAll(await enginePidsUnder(tmp));
+    await removeCgroupsOf(HOSTS);
     if (process.env.KCM_TEST_KEEP_DIR) console.log(`kept ${tmp}`);
     else await rm(tmp, { recursive: true, force: true });
   };
@@ -130,6 +132,20 @@ async function commOf(pid: string): Promise<string> {
  * mariadbd and postgres processes that belong to `dir`: their command line names a path
  * under it (mariadbd --defaults-file, postgres -D), and postgres children of such a postmaster.
  */
+/**
+ * Removes the kcm cgroups of instances on these test hosts (named `<kind>-<host>-<port>`),
+ * once their processes are gone: a test that ends without delete_cluster would otherwise
+ * leave them to the next test on the same hosts and ports, which checks it left none.
+ * A cgroup that still holds a process is kept (rmdir refuses it).
+ */
+export async function removeCgroupsOf(hosts: readonly string[]): Promise<void> {
+  const cpu = await detectCpuHierarchy();
+  if (!cpu) return;
+  const kcm = path.join(cpu.root, 'kcm');
+  const names = await readdir(kcm).catch(() => [] as string[]);
+  await Promise.all(names.filter((name) => hosts.some((h) => name.includes(`-${h}-`))).map((name) => rmdir(path.join(kcm, name)).catch(() => {})));
+}
+
 export async function enginePidsUnder(dir: string): Promise<number[]> {
   const leaders = new Set<number>();
   const all: { pid: number; comm: string; ppid: number; cmdline: string }[] = [];

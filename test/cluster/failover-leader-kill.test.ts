@@ -14,7 +14,7 @@ import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api'
 import { emit, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { waitFor } from '../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, storagePorts } from './cluster-fixture';
+import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from './cluster-fixture';
 
 const MEMBERS = ['127.0.1.81:58182', '127.0.1.82:58182', '127.0.1.83:58182'];
 const AGENT_PORT = 58158;
@@ -89,6 +89,7 @@ describe('a manager leader SIGKILLed in the middle of a failover', () => {
     for (const c of ha) c.close();
     await group.stop();
     for (const pid of await enginePidsUnder(group.dir)) process.kill(pid, 'SIGKILL');
+    await removeCgroupsOf(HOSTS);
   }, 60_000);
 
   it('the new leader finishes the failover; exactly one writable master at the end', async () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit, emitRaw, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { sleep, waitFor } from '../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, storagePorts } from './cluster-fixture';
+import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from './cluster-fixture';
 
 const MEMBERS = ['127.0.1.77:58179', '127.0.1.78:58179', '127.0.1.79:58179'];
 const AGENT_PORT = 58157;
@@ -84,6 +84,7 @@ describe('cluster_restore when the manager leader is SIGKILLed during it', () =>
   afterAll(async () => {
     await group.stop();
     for (const pid of await enginePidsUnder(group.dir)) process.kill(pid, 'SIGKILL');
+    await removeCgroupsOf(HOSTS);
   }, 60_000);
 
   it('the job ends done with the rows as of T, or failed with no cluster database left on the destination', async () => {

@@ -14,7 +14,7 @@ import { AgentClient } from '@kcm/agent-api';
 import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
 
 const AGENT_PORT = 58154;
 const MEMBER = '127.0.1.73:58175';
@@ -31,6 +31,8 @@ describe('an agent SIGKILLed in the middle of create_cluster leaves nothing behi
   const state = () => f.manager.store.state();
 
   beforeAll(async () => {
+    // What this test checks it leaves behind must not be what an earlier test left.
+    await removeCgroupsOf(HOSTS);
     f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER, processAgentHosts: [KILLED] });
     for (const [i, host] of HOSTS.entries()) {
       for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
