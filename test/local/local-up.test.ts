@@ -82,6 +82,17 @@ describe('kcm local up | status | down', () => {
     }
   });
 
+  it('registers one backup storage, a directory of the deployment on the first agent, so a backup works right away', async () => {
+    const res = await fetch(`${endpoints.managers[0].url}/HttpService/Emit`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ version: '1.0', job_type: 'get_backup_storage', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
+    });
+    const reply = (await res.json()) as { error_code: string; attachment: { list_backup_storage: unknown[] } };
+    expect(reply.error_code).toBe('0');
+    expect(reply.attachment.list_backup_storage).toEqual([{ hostaddr: '127.0.2.201', name: 'local', port: '58100', stype: 'fs', path: path.join(dir, 'backups'), backup_sets: '0' }]);
+  });
+
   it('writes each manager a config naming the whole group and starts each agent on its host address', async () => {
     const config = JSON.parse(await readFile(path.join(dir, 'manager-2/config.json'), 'utf8'));
     expect(config).toMatchObject({ member: '127.0.1.202:58000', initialMembers: ['127.0.1.201:58000', '127.0.1.202:58000', '127.0.1.203:58000'], agentPort: 58100 });

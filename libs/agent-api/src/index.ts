@@ -7,6 +7,7 @@ export * from './contract/agent';
 export * from './contract/mariadb';
 export * from './contract/postgres';
 export * from './contract/cgroup';
+export * from './contract/storage';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { channelCredentials, serverCredentials } from './credentials';
 export { agentChannelOptions } from './channel-options';
@@ -25,6 +26,7 @@ export { AgentClient } from './clients/agent-client';
 export { MariaDbAgentClient, type MariaDbDeadlines } from './clients/mariadb-client';
 export { PostgresAgentClient } from './clients/postgres-client';
 export { CgroupAgentClient, type SetCpuLimitParams } from './clients/cgroup-client';
+export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
 export {
   AgentPool,
   type AgentApi,

@@ -146,6 +146,15 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
     summary: 'Change the manager group: transfer leadership, add or remove a member.',
     notes: ['target_leader is required for transfer_leader, peer for add_peer and remove_peer'],
   },
+  create_backup_storage: {
+    summary: 'Register a backup storage: a directory on a host whose kcm agent stores and serves backups (beyond the spec).',
+    notes: ['the agent at hostaddr:port must answer and the directory must be writable', 'full backups go to the storage registered first'],
+    fields: { name: 'unique name of the storage', stype: 'fs (a directory on the host)', hostaddr: 'host of the storage', port: "port of the storage host's kcm agent", path: 'directory on the host that holds the backups' },
+  },
+  delete_backup_storage: {
+    summary: 'Forget a backup storage that holds no backup set (beyond the spec).',
+    fields: { name: 'name of the storage' },
+  },
 };
 
 function describeFields(shape: Record<string, Parameters<typeof fieldFacts>[0]>, overrides: Record<string, string>): ParaDescription[] {

@@ -67,3 +67,5 @@ export {
 } from './formats';
 export { METADATA_CLUSTER_ID } from './paras/backup';
 export { MIN_NODES_PER_SHARD } from './paras/clusters';
+export type { ManualBackupClusterResult, ShardBackupResult, CatalogBackupResult, CreateBackupStorageResult } from './results';
+export { BACKUP_STORAGE_TYPES } from './paras/backup-storage';

@@ -42,6 +42,9 @@ export const JOB_TYPES = [
   'get_variable',
   // manager membership (spec 4.7)
   'raft_mission',
+  // backup storage (beyond the spec's list: where full backups go, issue 14)
+  'create_backup_storage',
+  'delete_backup_storage',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -85,6 +88,8 @@ export const JOB_MODES = Object.freeze({
   get_cluster_detail: 'sync',
   get_variable: 'sync',
   raft_mission: 'async',
+  create_backup_storage: 'async',
+  delete_backup_storage: 'async',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

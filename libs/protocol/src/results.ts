@@ -129,6 +129,57 @@ export type RaftMissionResult = {
   leader?: string;
 };
 
+/** Where one shard's physical backup of a backup set lies (manual_backup_cluster). */
+export type ShardBackupResult = {
+  shard_id: string;
+  shard_name: string;
+  /** `<storage name>:<key>` inside the backup storage. */
+  location: string;
+  bytes: string;
+  sha256: string;
+  gtid_pos: string;
+  /** The node it was taken from, `<hostaddr>:<port>`, and whether it was the master. */
+  source: string;
+  source_master: string;
+};
+
+/** A compute node's schema dump of one cluster database. */
+export type CatalogBackupResult = {
+  database: string;
+  location: string;
+  bytes: string;
+};
+
+/**
+ * manual_backup_cluster: the backup set (DESIGN.md section 2). A cluster's set lists its
+ * shards and catalog; a metadata backup (cluster_id -1) has one image (location, bytes,
+ * sha256, applied_index) and empty lists.
+ */
+export type ManualBackupClusterResult = {
+  backup_id: string;
+  cluster_id: string;
+  storage: string;
+  /** When the set was finished: Unix seconds, and the manager's local time. */
+  backup_time: string;
+  backup_time_local: string;
+  bytes: string;
+  list_shard: ShardBackupResult[];
+  list_catalog: CatalogBackupResult[];
+  location?: string;
+  sha256?: string;
+  applied_index?: string;
+};
+
+/** create_backup_storage: the storage as get_backup_storage lists it, and its measured free space. */
+export type CreateBackupStorageResult = {
+  name: string;
+  stype: string;
+  hostaddr: string;
+  port: string;
+  path: string;
+  free_bytes: string;
+};
+
 /** Each result type is checked to cover every async job type (a new one fails to compile until it has its entry). */
 type EveryAsyncJobType<T extends Record<AsyncJobType, unknown>> = T;
 
@@ -147,13 +198,15 @@ export type JobResults = EveryAsyncJobType<{
   rebuild_node: RebuildNodeResult;
   update_instance_cgroup: UpdateInstanceCgroupResult;
   // Answered UNSUPPORTED until their families land; each defines its result then.
-  manual_backup_cluster: EmptyResult;
+  manual_backup_cluster: ManualBackupClusterResult;
   cluster_restore: EmptyResult;
   logical_backup: EmptyResult;
   logical_restore: EmptyResult;
   expand_cluster: EmptyResult;
   repartition_tables: EmptyResult;
   raft_mission: RaftMissionResult;
+  create_backup_storage: CreateBackupStorageResult;
+  delete_backup_storage: EmptyResult;
 }>;
 
 /** The attachment get_status shows for a done job of type T. */

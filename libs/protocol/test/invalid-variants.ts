@@ -163,4 +163,10 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     broken('target_leader', '127.0.1.2', 'no port'), broken('target_leader', '127.0.1.2:0', 'port 0'),
     broken('target_leader', '::1:58001', 'IPv6 without brackets'), broken('peer', undefined, 'add_peer needs peer', { task_type: 'add_peer' }),
   ],
+  create_backup_storage: [
+    missing('path'), missing('hostaddr'), wrongType('stype', 's3'), wrongType('port', 58100),
+    broken('path', 'backups', 'relative path'), broken('path', '/', 'the root directory'), broken('path', '/srv/../etc', 'a .. segment'),
+    broken('name', 'my storage', 'space in name'), broken('hostaddr', '127.0.2.1:58100', 'port in address'), broken('port', '70000', 'not a port'),
+  ],
+  delete_backup_storage: [missing('name'), wrongType('name', 1), broken('name', '../x', 'unsafe characters')],
 };

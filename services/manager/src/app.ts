@@ -165,7 +165,9 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const agents: Agents = opts.agents ?? new AgentPool(config.agentPort);
   const { withAgent } = agents;
   const engineAgents = agents;
-  const registry = registryOf(jobTable({ ...opts.jobs, raft }));
+  const registry = registryOf(
+    jobTable({ ...opts.jobs, raft, backup: { pvLimitMb: config.backupPvLimitMb, maxReplicaDelayS: config.backupMaxReplicaDelayS, ...opts.jobs?.backup } }),
+  );
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);

@@ -37,6 +37,10 @@ export const managerConfigSchema = z.object({
    * The leader's value goes into each JobFinished entry, so members never disagree.
    */
   finishedJobsKept: z.number().int().min(1).default(10_000),
+  /** Transfer limit of each shard's stream in a full backup, MB/s (0 = none), so the shard's own traffic is not starved. */
+  backupPvLimitMb: z.number().int().min(0).default(100),
+  /** A standby lagging more than this (seconds) is not a full backup's source; the master is used only when no standby qualifies. */
+  backupMaxReplicaDelayS: z.number().int().min(0).default(60),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -1,17 +1,29 @@
 // kcm-manager: `tsx services/manager/src/main.ts --config /etc/kcm/manager.json`
+//   --restore-meta <backup>: first seed this member of a brand-new group from a metadata
+//   backup (manual_backup_cluster -1; see backup/restore-meta.ts), then start as usual.
 
 import { parseArgs } from 'node:util';
-import { createShutdown } from '@kcm/common';
+import { createLogger, createShutdown } from '@kcm/common';
 import { buildManager } from './app';
 import { loadManagerConfig } from './config';
+import { restoreMetaInto } from './backup/restore-meta';
 
-const { values } = parseArgs({ options: { config: { type: 'string', default: process.env.KCM_MANAGER_CONFIG } } });
+const { values } = parseArgs({ options: { config: { type: 'string', default: process.env.KCM_MANAGER_CONFIG }, 'restore-meta': { type: 'string' } } });
 if (!values.config) {
-  process.stderr.write('usage: kcm-manager --config <file.json>   (or KCM_MANAGER_CONFIG)\n');
+  process.stderr.write('usage: kcm-manager --config <file.json> [--restore-meta <file | kcm-fs://host:port/path?key=K>]   (or KCM_MANAGER_CONFIG)\n');
   process.exit(2);
 }
 
-const manager = await buildManager(loadManagerConfig(values.config));
+const config = loadManagerConfig(values.config);
+if (values['restore-meta']) {
+  try {
+    await restoreMetaInto(config, values['restore-meta'], createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } }));
+  } catch (err) {
+    process.stderr.write(`kcm-manager: --restore-meta failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+}
+const manager = await buildManager(config);
 await manager.listen();
 
 const shutdown = createShutdown(manager.logger);

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { readJsonLog, type LogLine } from './logs';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const MANAGER_MAIN = path.join(REPO_ROOT, 'services/manager/src/main.ts');
+export const MANAGER_MAIN = path.join(REPO_ROOT, 'services/manager/src/main.ts');
 const AGENT_MAIN = path.join(REPO_ROOT, 'services/agent/src/main.ts');
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -100,6 +100,8 @@ export interface ManagerSpec {
   snapshotEntries?: number;
   healthIntervalMs?: number;
   machineDeadAfterMs?: number;
+  /** Full backups' MB/s per shard stream (tests slow it to act while a backup is under way). */
+  backupPvLimitMb?: number;
 }
 
 export class ManagerProcess extends ManagedProcess {

@@ -19,6 +19,7 @@ import { createMachineParas, deleteMachineParas, setMachineParas } from './machi
 import { getClusterDetailParas, getVariableParas, noParas } from './queries';
 import { raftMissionParas } from './raft-mission';
 import { getStatusParas } from './status';
+import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -49,6 +50,8 @@ export const PARAS_SCHEMAS = {
   get_cluster_detail: getClusterDetailParas,
   get_variable: getVariableParas,
   raft_mission: raftMissionParas,
+  create_backup_storage: createBackupStorageParas,
+  delete_backup_storage: deleteBackupStorageParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

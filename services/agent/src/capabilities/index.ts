@@ -5,9 +5,11 @@ import type { CapabilityModule } from '../capability';
 import { postgresCapability } from './postgres/index';
 import { cgroupCapability } from './cgroup/index';
 import { mariadbModule } from './mariadb/index';
+import { storageCapability } from './storage/index';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
   cgroupCapability,
   mariadbModule,
+  storageCapability,
 ];

@@ -5,6 +5,7 @@
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { registerLocalBackupStorage } from './backup-storage';
 import { EXIT } from '../io';
 import { writeJson } from '../commands/shared';
 import { bindProblems, describeBindProblem, logTail, probeBind, startDetached, waitListening, writeDeploymentFiles, type BindProblem } from './launcher';
@@ -168,6 +169,8 @@ async function awaitReady(ctx: LocalContext, record: DeploymentRecord, options: 
   const exited = await firstExited(record);
   if (exited) return reportStartupFailure(ctx, record, exited, []);
   if (silentAgents.length > 0) return reportStartupFailure(ctx, record, `agents not listening yet: ${silentAgents.join(', ')}`, record.agents.map((a) => `agent log: ${shown(a.log, ctx.cwd)}`));
+  const storageNote = await registerLocalBackupStorage({ url: record.managers[0].url, hostaddr: record.agents[0].hostaddr, agentPort: record.agents[0].port, deploymentDir: record.dir, fetch: ctx.io.fetch });
+  if (!options.json) ctx.io.stderr.write(`kcm local: ${storageNote}\n`);
   const seconds = (waited.elapsedMs / 1000).toFixed(1);
   const what = restarted ? `restarted ${restarted.join(', ')}` : 'leader elected';
   await printRunning(ctx, record, options, `kcm local is running in ${shown(record.dir, ctx.cwd)}: ${what}; leader known after ${seconds} s.`, waited.elapsedMs, restarted);

@@ -14,6 +14,10 @@ import { addNodes, deleteNodes, rebuildNode } from './nodes';
 import { raftMissionJob, type RaftMissionDeps } from './raft-mission';
 import { addShards, deleteShardsJob } from './shards';
 import type { JobDefinition } from './workflow';
+import { CatalogDumpAgentClient } from '@kcm/agent-api';
+import { openBackupStorage } from '../backup/storage';
+import { manualBackupClusterJob, type BackupJobDeps } from './backup';
+import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -26,9 +30,28 @@ export type JobRegistry = ReadonlyMap<string, JobDefinition>;
 
 export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   raft: RaftNode;
+  /** Full backups: the storage implementations, throttle and sources (defaults: the real ones, config's limits). */
+  backup?: Partial<BackupJobDeps>;
+}
+
+async function dumpCatalogThroughAgent(address: string, port: number) {
+  const client = new CatalogDumpAgentClient(address);
+  try {
+    return await client.dumpPgSchema(port);
+  } finally {
+    client.close();
+  }
 }
 
 export function jobTable(options: JobTableOptions): JobTable {
+  const backup: BackupJobDeps = {
+    openStorage: openBackupStorage,
+    pvLimitMb: 100,
+    maxReplicaDelayS: 60,
+    appliedIndex: () => options.raft.status().applied,
+    dumpCatalog: dumpCatalogThroughAgent,
+    ...options.backup,
+  };
   return {
     create_machine: createMachine,
     delete_machine: deleteMachine,
@@ -43,13 +66,15 @@ export function jobTable(options: JobTableOptions): JobTable {
     delete_nodes: deleteNodes,
     rebuild_node: rebuildNode,
     update_instance_cgroup: updateInstanceCgroup,
-    manual_backup_cluster: 'unsupported',
+    manual_backup_cluster: manualBackupClusterJob(backup),
     cluster_restore: 'unsupported',
     logical_backup: 'unsupported',
     logical_restore: 'unsupported',
     expand_cluster: 'unsupported',
     repartition_tables: 'unsupported',
     raft_mission: raftMissionJob(options),
+    create_backup_storage: createBackupStorageJob(backup.openStorage),
+    delete_backup_storage: deleteBackupStorage,
   } satisfies JobTable;
 }
 

@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -28,6 +28,10 @@ export const CommandKind = {
   CommandBatch: 17,
   RollbackRecorded: 18,
   RollbackInstancesRemoved: 19,
+  // 30-34: backup storage and full backups (meta/backup.ts).
+  BackupStorageCreated: 30,
+  BackupStorageDeleted: 31,
+  BackupSetRecorded: 32,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -171,6 +175,19 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
   compIds: string[];
 }
 
+/** Registers a backup storage (create_backup_storage); names are unique. */
+export interface BackupStorageCreated extends Base<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
+
+/** Forgets a backup storage that holds no recorded backup set (delete_backup_storage). */
+export interface BackupStorageDeleted extends Base<typeof CommandKind.BackupStorageDeleted> {
+  name: string;
+}
+
+/** A finished full backup; recording the same set id again is a no-op (a resumed job). */
+export interface BackupSetRecorded extends Base<typeof CommandKind.BackupSetRecorded> {
+  set: BackupSetRecord;
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -186,7 +203,10 @@ export type Command =
   | ClusterStatusSet
   | ClusterDeleted
   | RollbackRecorded
-  | RollbackInstancesRemoved;
+  | RollbackInstancesRemoved
+  | BackupStorageCreated
+  | BackupStorageDeleted
+  | BackupSetRecorded;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

@@ -222,6 +222,68 @@ export interface MetaState {
   clusterCounters: ClusterCounters;
   /** Rollbacks that could not finish, by the id of the job that failed (meta/rollbacks.ts). */
   pendingRollbacks: Record<string, PendingRollbackRecord>;
+  /** Registered backup storages, by name (create_backup_storage; meta/backup.ts). */
+  backupStorages: Dict<BackupStorageRecord>;
+  /** Finished full backups (manual_backup_cluster), by backup set id. */
+  backupSets: Dict<BackupSetRecord>;
+}
+
+/** Where backup sets are kept; get_backup_storage reports {hostaddr, name, port, stype}. */
+export interface BackupStorageRecord {
+  name: string;
+  /** `fs`: a directory on hostaddr, served by the agent listening on hostaddr:port. */
+  stype: 'fs';
+  hostaddr: string;
+  port: number;
+  /** The directory on hostaddr (stype fs). */
+  path: string;
+  createdAt: number;
+}
+
+/** One stored file of a backup set, with the checksum it was written with. */
+export interface BackupObjectRecord {
+  key: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** One shard's physical backup (mariabackup --stream) in a backup set. */
+export interface ShardBackupRecord extends BackupObjectRecord {
+  shardId: string;
+  shardName: string;
+  /** The GTID position the backup is consistent with. */
+  gtidPos: string;
+  /** The node it was taken from. */
+  sourceHostaddr: string;
+  sourcePort: number;
+  sourceWasMaster: boolean;
+  transferMs: number;
+  /** When this shard's backup was stored: it is consistent at gtidPos, reached by then. */
+  storedAt: number;
+}
+
+/** A compute node's schema dump (pg_dump --schema-only) of one cluster database. */
+export interface CatalogBackupRecord extends BackupObjectRecord {
+  database: string;
+  compId: string;
+}
+
+/**
+ * A finished full backup: of a cluster (its shards' physical backups and the compute
+ * catalog), or of the metadata (clusterId "-1": one Raft-consistent image of the state).
+ */
+export interface BackupSetRecord {
+  /** The id of the manual_backup_cluster job that took it. */
+  id: string;
+  clusterId: string;
+  storageName: string;
+  startedAt: number;
+  /** The set is consistent as of its shards' GTID positions; this is when the last was stored. */
+  finishedAt: number;
+  shards: ShardBackupRecord[];
+  catalog: CatalogBackupRecord[];
+  /** Metadata backups only: the image and the Raft index it was taken at. */
+  metadata?: BackupObjectRecord & { appliedIndex: number };
 }
 
 export function emptyMetaState(): MetaState {
@@ -236,6 +298,8 @@ export function emptyMetaState(): MetaState {
     clusters: dict(),
     clusterCounters: { cluster: 0, shard: 0, node: 0, comp: 0 },
     pendingRollbacks: dict(),
+    backupStorages: dict(),
+    backupSets: dict(),
   };
 }
 
@@ -259,6 +323,8 @@ export function withDicts(state: MetaState): MetaState {
     cluster.comps = dict(cluster.comps);
   }
   state.pendingRollbacks = dict(state.pendingRollbacks ?? {});
+  state.backupStorages = dict(state.backupStorages ?? {});
+  state.backupSets = dict(state.backupSets ?? {});
   return state;
 }
 

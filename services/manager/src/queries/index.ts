@@ -7,6 +7,7 @@ import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { MetaState } from '../meta/state';
 import { clusterQueries } from './clusters';
+import { backupStorageList, withBackupSets } from './backups';
 
 export interface QueryDeps {
   /** The current Raft configuration (voters and learners). */
@@ -55,8 +56,7 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
   return new Map<string, QueryHandler>([
     ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners })],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
-    ...clusterQueries({ agents: deps.agents }),
-    // get_backup_storage comes with the backup family: until backup storage can be
-    // registered there is no state to answer from, so it is UNSUPPORTED, not an empty list.
+    ...clusterQueries({ agents: deps.agents }).map(([name, handler]): [string, QueryHandler] => [name, name === 'get_cluster_detail' ? withBackupSets(handler) : handler]),
+    ['get_backup_storage', (_req, state) => backupStorageList(state)],
   ]);
 }

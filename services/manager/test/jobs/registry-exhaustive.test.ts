@@ -14,9 +14,10 @@ const registryFile = path.join(root, 'services/manager/src/jobs/registry.ts');
 
 /** A new async job type, added where the protocol's own checks ask for it. */
 const growProtocol: Record<string, (source: string) => string> = {
+  // Anchored on the lists' ends, not on their last entry, so that appending job types keeps it valid.
   [path.join(protocolSrc, 'job-types.ts')]: (s) =>
-    replaceOnce(replaceOnce(s, "  'raft_mission',\n] as const;", "  'raft_mission',\n  'backup_shard',\n] as const;"), "  raft_mission: 'async',\n}", "  raft_mission: 'async',\n  backup_shard: 'async',\n}"),
-  [path.join(protocolSrc, 'paras/index.ts')]: (s) => replaceOnce(s, '  raft_mission: raftMissionParas,\n', '  raft_mission: raftMissionParas,\n  backup_shard: noParas,\n'),
+    replaceOnce(replaceOnce(s, "\n] as const;", "\n  'backup_shard',\n] as const;"), '\n} as const satisfies Record<JobType, JobMode>', "\n  backup_shard: 'async',\n} as const satisfies Record<JobType, JobMode>"),
+  [path.join(protocolSrc, 'paras/index.ts')]: (s) => replaceOnce(s, '\n} as const satisfies Record<JobType, z.ZodType>', '\n  backup_shard: noParas,\n} as const satisfies Record<JobType, z.ZodType>'),
   [path.join(protocolSrc, 'results.ts')]: (s) => replaceOnce(s, '  raft_mission: RaftMissionResult;\n', '  raft_mission: RaftMissionResult;\n  backup_shard: EmptyResult;\n'),
 };
 

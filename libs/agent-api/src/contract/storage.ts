@@ -1,0 +1,112 @@
+// Loads proto/agent-storage.proto at run time and states the TypeScript shapes of its
+// messages as proto-loader decodes them (keepCase, longs as numbers, defaults filled).
+// The storage agent keeps no list of storages: every request names the storage root.
+
+import { loadAgentService } from '../load-proto';
+import type { MariaDbBackupSource } from './mariadb';
+
+export const BackupStorageAgentService = loadAgentService('agent-storage.proto', 'BackupStorageAgent');
+
+export interface StorageOpenRequest {
+  root: string;
+}
+
+export interface StorageOpenReply {
+  root: string;
+  free_bytes: number;
+}
+
+/** One stored object as its manifest describes it. */
+export interface StorageObjectInfo {
+  key: string;
+  bytes: number;
+  /** Hex sha256 of the object's bytes. */
+  sha256: string;
+  created_at_ms: number;
+  /** What the writer recorded (a physical backup: gtid_pos, source, format). */
+  meta: { [name: string]: string };
+}
+
+export interface StoragePullBackupRequest {
+  op_id: string;
+  root: string;
+  key: string;
+  source: MariaDbBackupSource;
+  /** MB/s; 0 = unlimited. */
+  pv_limit_mb: number;
+  meta: { [name: string]: string };
+}
+
+export interface StoragePullBackupReply {
+  object: StorageObjectInfo;
+  gtid_pos: string;
+  transfer_ms: number;
+}
+
+export interface StoragePutHeader {
+  root: string;
+  key: string;
+  meta: { [name: string]: string };
+}
+
+/** The first message carries header, later ones data; the last one sets commit (else nothing is stored). */
+export interface StoragePutMessage {
+  header?: StoragePutHeader | null;
+  data: Buffer;
+  commit?: boolean;
+}
+
+export interface StorageObjectRequest {
+  root: string;
+  key: string;
+}
+
+export interface StorageChunk {
+  data: Buffer;
+}
+
+export interface StorageVerifyReply {
+  key: string;
+  ok: boolean;
+  problem: string;
+  expected_sha256: string;
+  actual_sha256: string;
+  expected_bytes: number;
+  actual_bytes: number;
+}
+
+export interface StorageListRequest {
+  root: string;
+  prefix: string;
+}
+
+export interface StorageListReply {
+  objects: StorageObjectInfo[];
+}
+
+export interface StorageDeleteRequest {
+  op_id: string;
+  root: string;
+  /** Must not be empty. */
+  prefix: string;
+}
+
+export interface StorageDeleteReply {
+  deleted: number;
+}
+
+export const CatalogDumpAgentService = loadAgentService('agent-storage.proto', 'CatalogDumpAgent');
+
+export interface PgSchemaDumpRequest {
+  port: number;
+}
+
+export interface PgSchemaDump {
+  database: string;
+  /** Plain SQL from pg_dump --schema-only. */
+  sql: Buffer;
+}
+
+export interface PgSchemaDumpReply {
+  dumps: PgSchemaDump[];
+}

@@ -1,0 +1,29 @@
+/**
+ * Backup storage registration (beyond the spec's list, issue 14): where full backups go.
+ * get_backup_storage reports each as {hostaddr, name, port, stype} (spec 2.5, 4.6).
+ */
+import { z } from 'zod';
+import { absolutePathString, enumString, formatted, hostAddressString, portString, type Parsed } from '../formats';
+
+/** `fs`: a directory on a host whose kcm agent (at hostaddr:port) stores and serves the backups. */
+export const BACKUP_STORAGE_TYPES = ['fs'] as const;
+
+const STORAGE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
+export function parseStorageName(s: string): Parsed<string> {
+  return STORAGE_NAME.test(s) ? { ok: true, value: s } : { ok: false, rule: 'must be 1-64 ASCII letters, digits, _ or - (not starting with -)' };
+}
+const storageNameString = () => formatted(parseStorageName, 'storage name [A-Za-z0-9_-], at most 64');
+
+export const createBackupStorageParas = z.object({
+  name: storageNameString(),
+  stype: enumString(BACKUP_STORAGE_TYPES),
+  hostaddr: hostAddressString(),
+  /** The port of the storage host's kcm agent. */
+  port: portString(),
+  /** The directory on hostaddr that holds the backups (created if missing). */
+  path: absolutePathString().refine((p) => p !== '/', { message: 'must not be /' }),
+});
+
+export const deleteBackupStorageParas = z.object({
+  name: storageNameString(),
+});

@@ -1,0 +1,51 @@
+// PullBackup: a physical backup of a MariaDB instance, pulled from its agent's StreamBackup
+// (mariabackup --stream=mbstream at most pv_limit_mb MB/s, the same source side a rebuild
+// uses) straight into a storage object. No staging copy: each chunk is hashed, sniffed for
+// the backup's position files and written to the object's temporary file as it arrives.
+// The object is committed only when the source ended its stream with OK (mariabackup
+// exited 0) and the GTID position was found; anything else leaves no object.
+
+import type * as grpc from '@grpc/grpc-js';
+import { AgentFailure, agentClient, MariaDbAgentService, type MariaDbBackupChunk, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
+import type { Logger } from '@kcm/common';
+import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
+import type { FsObjectStore } from './object-store';
+
+const AGENT_ADDRESS = /^[A-Za-z0-9.[\]:-]{1,255}:\d{1,5}$/;
+
+export async function pullBackup(store: FsObjectStore, req: StoragePullBackupRequest, logger: Logger): Promise<StoragePullBackupReply> {
+  const source = req.source;
+  if (!source || !AGENT_ADDRESS.test(source.agent_address)) throw new AgentFailure('invalid_argument', `source.agent_address ${JSON.stringify(source?.agent_address)} must be host:port`);
+  if (!Number.isInteger(source.port) || source.port < 1 || source.port > 65535) throw new AgentFailure('invalid_argument', `source.port ${source.port} is not a TCP port`);
+  if (!Number.isInteger(req.pv_limit_mb) || req.pv_limit_mb < 0) throw new AgentFailure('invalid_argument', `pv_limit_mb ${req.pv_limit_mb} must be an integer >= 0`);
+  const writer = await store.writer(req.key);
+  const sniffer = new MbstreamSniffer();
+  const client = agentClient(MariaDbAgentService, source.agent_address);
+  const started = Date.now();
+  const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
+    port: source.port,
+    pv_limit_mb: req.pv_limit_mb,
+  });
+  try {
+    for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) {
+      sniffer.push(chunk.data);
+      await writer.write(chunk.data);
+    }
+    const gtid = gtidOfBackup(sniffer);
+    if (!gtid) {
+      throw new AgentFailure('instance_failed', `the backup stream of ${source.hostaddr}:${source.port} carried no GTID position${sniffer.problem ? ` (${sniffer.problem})` : ''}`);
+    }
+    const meta = { ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream' };
+    const object = await writer.commit(meta);
+    const transferMs = Date.now() - started;
+    logger.info({ key: object.key, bytes: object.bytes, gtid, ms: transferMs, source: meta.source }, 'backup stored');
+    return { object, gtid_pos: gtid, transfer_ms: transferMs };
+  } catch (err) {
+    call.cancel();
+    await writer.abort();
+    if (err instanceof AgentFailure) throw err;
+    throw new AgentFailure('instance_failed', `backup of ${source.hostaddr}:${source.port} into ${req.key} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,33 @@
+// Backup queries: get_backup_storage (spec 4.6: list_backup_storage[] of {hostaddr, name,
+// port, stype}), and a cluster's backup sets in get_cluster_detail (`list_backup`, oldest
+// first, each as manual_backup_cluster's result names it). Metadata backups are listed by
+// get_backup_storage's `list_metadata_backup`.
+
+import type { QueryHandler } from '../manager-service';
+import { backupSetResult } from '../jobs/backup';
+import { backupSetsOf, METADATA_BACKUP_CLUSTER_ID } from '../meta/backup';
+import type { MetaState } from '../meta/state';
+
+export function backupStorageList(state: MetaState): Record<string, unknown> {
+  const storages = Object.values(state.backupStorages).sort((a, b) => a.createdAt - b.createdAt || (a.name < b.name ? -1 : 1));
+  return {
+    list_backup_storage: storages.map((s) => ({
+      hostaddr: s.hostaddr,
+      name: s.name,
+      port: String(s.port),
+      stype: s.stype,
+      path: s.path,
+      backup_sets: String(Object.values(state.backupSets).filter((b) => b.storageName === s.name).length),
+    })),
+    list_metadata_backup: backupSetsOf(state, METADATA_BACKUP_CLUSTER_ID).map(backupSetResult),
+  };
+}
+
+/** get_cluster_detail with the cluster's backup sets added. */
+export function withBackupSets(detail: QueryHandler): QueryHandler {
+  return async (req, state) => {
+    const reply = await detail(req, state);
+    const clusterId = typeof reply.cluster_id === 'string' ? reply.cluster_id : undefined;
+    return clusterId === undefined ? reply : { ...reply, list_backup: backupSetsOf(state, clusterId).map(backupSetResult) };
+  };
+}

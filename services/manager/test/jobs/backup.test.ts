@@ -1,0 +1,199 @@
+// create_backup_storage, delete_backup_storage and manual_backup_cluster against fake agents
+// and a recording in-memory storage (real engines and a real storage agent:
+// test/cluster/backup.test.ts, test/backup/).
+
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { MariaDbBackupSource, MariaDbProbeReply } from '@kcm/agent-api';
+import type { KcmError } from '@kcm/protocol';
+import { manualBackupClusterJob, type BackupJobDeps } from '../../src/jobs/backup';
+import { createBackupStorageJob, deleteBackupStorage } from '../../src/jobs/backup-storage';
+import { registryOf } from '../../src/jobs/registry';
+import { JobRunner } from '../../src/jobs/runner';
+import { ManagerService } from '../../src/manager-service';
+import { backupQueriesFor } from './backup-queries';
+import type { BackupStorage, StoredObject } from '../../src/backup/storage';
+import { newestFullBackupBefore } from '../../src/meta/backup';
+import type { BackupStorageRecord } from '../../src/meta/state';
+import { until } from '../helpers/local-store';
+import { stepServices } from '../helpers/step-services';
+import { AGENT_PORT, request, startHarness } from './grow-harness';
+
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+/** A storage that keeps objects in memory and records each physical backup it was asked for. */
+function memoryStorages() {
+  const objects = new Map<string, StoredObject>();
+  const pulls: { opId: string; key: string; source: MariaDbBackupSource; pvLimitMb: number }[] = [];
+  const deletes: string[] = [];
+  let failPullOf: string | undefined;
+  const open = (record: BackupStorageRecord): BackupStorage => ({
+    record,
+    open: async () => ({ freeBytes: 1e12 }),
+    async storePhysicalBackup(opId, key, source, pvLimitMb) {
+      pulls.push({ opId, key, source, pvLimitMb });
+      if (failPullOf && key.includes(failPullOf)) throw new Error(`mariabackup failed on ${source.hostaddr}:${source.port}`);
+      const object = { key, bytes: 5000, sha256: sha(Buffer.from(key)), createdAtMs: 0, meta: { gtid_pos: '0-1-42', source: `${source.hostaddr}:${source.port}` } };
+      objects.set(`${record.name}:${key}`, object);
+      return { object, gtidPos: '0-1-42', transferMs: 7 };
+    },
+    async put(key, data) {
+      const bytes = data instanceof Uint8Array ? data : Buffer.alloc(0);
+      const object = { key, bytes: bytes.length, sha256: sha(bytes), createdAtMs: 0, meta: {} };
+      objects.set(`${record.name}:${key}`, object);
+      return object;
+    },
+    get: () => (async function* () {})(),
+    verify: async (key) => ({ key, ok: true, problem: '' }),
+    list: async () => [],
+    delete: async (_op, prefix) => {
+      deletes.push(prefix);
+      return 1;
+    },
+    locate: (key) => ({ stype: 'fs', address: `${record.hostaddr}:${record.port}`, root: record.path, key }),
+    close: () => {},
+  });
+  return { open, objects, pulls, deletes, failPull: (what: string) => (failPullOf = what) };
+}
+
+const standbyProbe = (lag: number): Partial<MariaDbProbeReply> => ({ state: 'online', is_replica: true, io_running: true, sql_running: true, seconds_behind_master: lag });
+
+async function backupHarness(probes: (host: string, port: number, isMaster: boolean) => Partial<MariaDbProbeReply>) {
+  const h = await startHarness();
+  const cluster = await h.readyCluster();
+  await h.runner.stop();
+  const storages = memoryStorages();
+  const masterOf = (host: string, port: number) => Object.values(cluster.shards).some((s) => s.nodes[s.masterNodeId].hostaddr === host && s.nodes[s.masterNodeId].port === port);
+  const agents = {
+    agentAddress: (host: string) => `${host}:${AGENT_PORT}`,
+    mariadb: (host: string) => ({ probe: async (port: number) => ({ port, ...probes(host, port, masterOf(host, port)) }) }),
+  } as never;
+  const dumps: string[] = [];
+  const deps: BackupJobDeps = {
+    openStorage: storages.open,
+    pvLimitMb: 20,
+    maxReplicaDelayS: 30,
+    appliedIndex: () => 1234,
+    dumpCatalog: async (address, port) => {
+      dumps.push(`${address}/${port}`);
+      return { dumps: [{ database: 'shop', sql: Buffer.from('CREATE SCHEMA s;') }] };
+    },
+  };
+  const registry = registryOf({ manual_backup_cluster: manualBackupClusterJob(deps), create_backup_storage: createBackupStorageJob(storages.open), delete_backup_storage: deleteBackupStorage });
+  const runner = new JobRunner(h.store, registry, stepServices(h.store, { agents }));
+  const service = new ManagerService({ store: h.store, registry, queries: backupQueriesFor(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
+  runner.start();
+  const run = async (jobType: string, paras: Record<string, unknown>) => {
+    const { jobId } = await service.submitJob(request(jobType, paras));
+    await until(() => ['done', 'failed'].includes(h.store.s.jobs[jobId].status), 5000);
+    return { ...(await service.getStatus(jobId)), jobId };
+  };
+  const refusal = (jobType: string, paras: Record<string, unknown>) =>
+    service.submitJob(request(jobType, paras)).then(
+      () => undefined,
+      (e: KcmError) => [e.errorName, e.message],
+    );
+  const storage = { name: 'local', stype: 'fs', hostaddr: '10.0.0.9', port: '58100', path: '/backups' };
+  return { h, cluster, storages, run, refusal, runner, service, dumps, storage };
+}
+
+describe('create_backup_storage and delete_backup_storage', () => {
+  it('registers a storage after opening it, lists it in get_backup_storage, and refuses a second one of the same name or place', async () => {
+    const b = await backupHarness(() => standbyProbe(0));
+    const created = await b.run('create_backup_storage', b.storage);
+    expect(created.status, created.errorInfo).toBe('done');
+    expect(created.attachment).toEqual({ name: 'local', stype: 'fs', hostaddr: '10.0.0.9', port: '58100', path: '/backups', free_bytes: '1000000000000' });
+    const listed = { attachment: await b.service.runQuery(request("get_backup_storage", {})) };
+    expect(listed.attachment).toMatchObject({ list_backup_storage: [{ hostaddr: '10.0.0.9', name: 'local', port: '58100', stype: 'fs', path: '/backups' }] });
+    expect(await b.refusal('create_backup_storage', b.storage)).toEqual(['CONFLICT', expect.stringMatching(/^paras\.name: backup storage local already exists/)]);
+    expect(await b.refusal('create_backup_storage', { ...b.storage, name: 'other' })).toEqual(['CONFLICT', expect.stringMatching(/^paras\.path: \/backups on 10\.0\.0\.9 is already backup storage local/)]);
+    expect(await b.refusal('delete_backup_storage', { name: 'nope' })).toEqual(['NOT_FOUND', 'paras.name: backup storage nope does not exist']);
+    await b.runner.stop();
+  });
+
+  it('refuses to delete a storage that holds a backup set, and deletes an empty one', async () => {
+    const b = await backupHarness(() => standbyProbe(0));
+    await b.run('create_backup_storage', b.storage);
+    await b.run('create_backup_storage', { ...b.storage, name: 'spare', path: '/spare' });
+    expect((await b.run('manual_backup_cluster', { cluster_id: b.cluster.id })).status).toBe('done');
+    expect(await b.refusal('delete_backup_storage', { name: 'local' })).toEqual(['CONFLICT', expect.stringMatching(/still holds 1 backup set/)]);
+    expect((await b.run('delete_backup_storage', { name: 'spare' })).status).toBe('done');
+    expect(Object.keys(b.h.store.s.backupStorages)).toEqual(['local']);
+    await b.runner.stop();
+  });
+});
+
+describe('manual_backup_cluster', () => {
+  it('is refused before anything is committed when no storage is registered or the cluster does not exist', async () => {
+    const b = await backupHarness(() => standbyProbe(0));
+    const jobs = b.h.jobCount();
+    expect(await b.refusal('manual_backup_cluster', { cluster_id: b.cluster.id })).toEqual(['CONFLICT', expect.stringMatching(/no backup storage is registered/)]);
+    await b.run('create_backup_storage', b.storage);
+    expect(await b.refusal('manual_backup_cluster', { cluster_id: '99' })).toEqual(['NOT_FOUND', 'paras.cluster_id: cluster 99 does not exist']);
+    expect(b.h.jobCount()).toBe(jobs + 1);
+    await b.runner.stop();
+  });
+
+  it('backs up each shard from its least-lagging healthy standby at the configured MB/s, then the catalog, and records the set', async () => {
+    // Per shard: the first standby lags 20 s, the second 3 s.
+    const lagOf = new Map<string, number>();
+    const b = await backupHarness((host, port, isMaster) => {
+      if (isMaster) return { state: 'online', is_replica: false };
+      const key = `${host}:${port}`;
+      if (!lagOf.has(key)) lagOf.set(key, lagOf.size % 2 === 0 ? 20 : 3);
+      return standbyProbe(lagOf.get(key)!);
+    });
+    await b.run('create_backup_storage', b.storage);
+    const done = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
+    expect(done.status, done.errorInfo).toBe('done');
+    const shards = Object.values(b.cluster.shards);
+    expect(b.storages.pulls.map((p) => [p.key, p.pvLimitMb, p.source.is_master])).toEqual(
+      shards.map((s) => [`cluster_${b.cluster.id}/backup_${done.jobId}/shard_${s.id}.mbstream`, 20, false]),
+    );
+    for (const pull of b.storages.pulls) {
+      expect(lagOf.get(`${pull.source.hostaddr}:${pull.source.port}`)).toBe(3);
+      expect(pull.opId).toMatch(new RegExp(`^job:${done.jobId}:backup:shard-\\d+$`));
+    }
+    expect(b.dumps).toHaveLength(1);
+    const attachment = done.attachment as Record<string, any>;
+    expect(attachment).toMatchObject({ backup_id: done.jobId, cluster_id: b.cluster.id, storage: 'local', list_catalog: [{ database: 'shop', location: `local:cluster_${b.cluster.id}/backup_${done.jobId}/catalog/shop.sql` }] });
+    expect(attachment.list_shard).toHaveLength(2);
+    expect(attachment.list_shard[0]).toMatchObject({ shard_id: shards[0].id, gtid_pos: '0-1-42', bytes: '5000', source_master: 'false', location: `local:cluster_${b.cluster.id}/backup_${done.jobId}/shard_${shards[0].id}.mbstream` });
+    expect(attachment.backup_time).toMatch(/^\d{10}$/);
+    const set = b.h.store.s.backupSets[done.jobId];
+    expect(set).toMatchObject({ clusterId: b.cluster.id, storageName: 'local' });
+    expect(newestFullBackupBefore(b.h.store.s, b.cluster.id, set.finishedAt)?.id).toBe(done.jobId);
+    expect(newestFullBackupBefore(b.h.store.s, b.cluster.id, set.finishedAt - 1)).toBeUndefined();
+    await b.runner.stop();
+  });
+
+  it('takes the master only when no standby qualifies, and fails naming the shard when nothing answers', async () => {
+    let mastersDown = false;
+    const b = await backupHarness((_h, _p, isMaster) => (isMaster ? (mastersDown ? { state: 'offline' } : { state: 'online' }) : standbyProbe(500)));
+    await b.run('create_backup_storage', b.storage);
+    const viaMaster = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
+    expect(viaMaster.status, viaMaster.errorInfo).toBe('done');
+    expect(b.storages.pulls.every((p) => p.source.is_master)).toBe(true);
+    mastersDown = true;
+    const failed = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
+    expect(failed.status).toBe('failed');
+    expect(failed.errorInfo).toMatch(/shard_\d+: no node can be backed up \(standby .*: its lag 500 s is beyond 30 s; .*master .*: it is offline\)/);
+    expect(b.h.store.s.backupSets[failed.jobId]).toBeUndefined();
+    // What the failed backup stored is deleted, so no file in storage looks like a set.
+    expect(b.storages.deletes).toEqual([`cluster_${b.cluster.id}/backup_${failed.jobId}/`]);
+    await b.runner.stop();
+  });
+
+  it('with cluster_id -1 stores the metadata as one snapshot image at the applied index', async () => {
+    const b = await backupHarness(() => standbyProbe(0));
+    await b.run('create_backup_storage', b.storage);
+    const done = await b.run('manual_backup_cluster', { cluster_id: '-1' });
+    expect(done.status, done.errorInfo).toBe('done');
+    const attachment = done.attachment as Record<string, any>;
+    expect(attachment).toMatchObject({ backup_id: done.jobId, cluster_id: '-1', applied_index: '1234', location: `local:metadata/backup_${done.jobId}/metadata.json`, list_shard: [] });
+    expect(b.storages.pulls).toEqual([]);
+    const listed = { attachment: await b.service.runQuery(request("get_backup_storage", {})) };
+    expect((listed.attachment as any).list_metadata_backup.map((s: any) => s.backup_id)).toEqual([done.jobId]);
+    await b.runner.stop();
+  });
+});

@@ -1,0 +1,137 @@
+// Full and metadata backups in a 3-manager group on real engines: three manager processes
+// (127.0.1.84-86), three agent processes (127.0.2.84-86), a cluster of 1 shard x 3 MariaDB
+// nodes and 1 compute node, backup storage a directory on the first host.
+//
+// 1. The leader is SIGKILLed while a full backup streams (throttled to 1 MB/s so it is
+//    under way): the new leader resumes the job, joins the copy already running on the
+//    storage agent (the same op_id), and the job ends done with one copy per shard.
+// 2. A metadata backup (cluster_id -1) is taken, the whole group is stopped, and a brand-new
+//    group (127.0.1.87-89, empty data dirs) is started from it with --restore-meta: it
+//    answers get_cluster_summary and get_machine_summary as the old one did.
+
+import { randomUUID } from 'node:crypto';
+import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualBackupClusterResult } from '@kcm/protocol';
+import { emit, jobStatus, submitJob, waitForJobEnd } from '../manager/helpers/emit-client';
+import { LocalGroup, STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
+import { MANAGER_MAIN, ManagedProcess, sleep, waitFor } from '../manager/helpers/processes';
+import { enginePidsUnder, killAll } from './cluster-fixture';
+import { findLeader } from '../manager/helpers/emit-client';
+
+const MEMBERS = ['127.0.1.84:18500', '127.0.1.85:18500', '127.0.1.86:18500'];
+const NEW_MEMBERS = ['127.0.1.87:18500', '127.0.1.88:18500', '127.0.1.89:18500'];
+const HOSTS = ['127.0.2.84', '127.0.2.85', '127.0.2.86'];
+const AGENT_PORT = 18590;
+// Port ranges no other host or test uses (cgroups are named by kind and port only).
+const storagePorts = (i: number) => `${54100 + 20 * i}-${54119 + 20 * i}`;
+const computerPorts = (i: number) => `${54200 + 10 * i}-${54209 + 10 * i}`;
+
+describe('backups in a 3-manager group on real engines', () => {
+  let group: LocalGroup;
+  const restored: ManagedProcess[] = [];
+  let clusterId: string;
+  const root = () => path.join(group.dir, 'backups');
+  const live = () => group.liveMembers();
+
+  const runJob = async (jobType: string, paras: Record<string, unknown>, timeoutMs = 120_000) => {
+    const ack = await submitJob(live, jobType, paras, { requestId: `backup-kill-${randomUUID()}` });
+    return waitForJobEnd(live, ack.jobId, timeoutMs);
+  };
+
+  beforeAll(async () => {
+    group = new LocalGroup({ name: 'backup-kill', members: MEMBERS, agentHosts: HOSTS, agentPort: AGENT_PORT, managerConfig: { backupPvLimitMb: 1, tickMs: 50 } });
+    chmodSync(group.dir, 0o755); // mysql and postgres traverse it to their directories
+    await group.start();
+    await group.waitForLeader();
+    for (const [i, host] of HOSTS.entries()) {
+      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
+        const dir = (name: string) => path.join(group.dir, `h${i}`, name);
+        const reply = await runJob('create_machine', {
+          hostaddr: host, machine_type: type, port_range: range, rack_id: 'r1', datadir: dir('data'), logdir: dir('log'), wal_log_dir: dir('wal'),
+          comp_datadir: dir('comp'), total_mem: '4096', total_cpu_cores: '2',
+        });
+        expect(reply.status, reply.error_info).toBe('done');
+      }
+    }
+    const created = await runJob('create_cluster', {
+      nick_name: 'kept', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+      storage_iplists: HOSTS, computer_iplists: [HOSTS[2]], install_proxysql: '0',
+    }, 300_000);
+    expect(created.status, created.error_info).toBe('done');
+    clusterId = (created.attachment as { cluster_id: string }).cluster_id;
+    const storage = await runJob('create_backup_storage', { name: 'local', stype: 'fs', hostaddr: HOSTS[0], port: String(AGENT_PORT), path: root() });
+    expect(storage.status, storage.error_info).toBe('done');
+  }, 480_000);
+
+  afterAll(async () => {
+    await Promise.all(restored.map((p) => p.kill()));
+    const engines = group ? await enginePidsUnder(group.dir) : [];
+    await group?.stop();
+    killAll(engines);
+  }, 60_000);
+
+  it('the leader SIGKILLed during a full backup: the job ends done, with one copy of the shard and its checksum', async () => {
+    const leader = await group.waitForLeader();
+    const ack = await submitJob([leader], 'manual_backup_cluster', { cluster_id: clusterId }, { requestId: `backup-kill-${randomUUID()}` });
+    // Kill the leader once the storage agent is writing the shard's object.
+    const partialDir = path.join(root(), `cluster_${clusterId}`, `backup_${ack.jobId}`);
+    await waitFor('the shard backup to be streaming', () => readdirSync(partialDir, { withFileTypes: true }).some((e) => e.name.includes('.partial-')), 60_000, 100);
+    await sleep(1500);
+    await group.manager(leader).kill();
+    const killedAt = Date.now();
+    const newLeader = await group.waitForLeader(undefined, 30_000);
+    expect(newLeader).not.toBe(leader);
+    const end = await waitForJobEnd(live, ack.jobId, 240_000);
+    expect(end.status, end.error_info).toBe('done');
+    console.log(`backup done ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the leader was killed`);
+    const backup = end.attachment as ManualBackupClusterResult;
+    expect(backup.list_shard).toHaveLength(1);
+    expect(backup.list_shard[0].gtid_pos).toMatch(/^\d+-\d+-\d+/);
+    // One copy per shard: the new leader joined the pull under way instead of starting another.
+    const stored = group.agent(HOSTS[0]).logLines().filter((l) => l.msg === 'backup stored');
+    expect(stored.map((l) => l.key)).toEqual([backup.list_shard[0].location.replace(/^local:/, '')]);
+    // ...which was still streaming when the leader died.
+    expect(Date.parse(String(stored[0].time))).toBeGreaterThan(killedAt);
+    expect(readdirSync(partialDir).filter((n) => n.includes('.partial-'))).toEqual([]);
+    // And the set is recorded once, listed by get_cluster_detail.
+    const detail = await emit(newLeader, 'get_cluster_detail', { cluster_id: clusterId });
+    expect((detail.attachment as { list_backup: { backup_id: string }[] }).list_backup.map((b) => b.backup_id)).toEqual([ack.jobId]);
+  }, 300_000);
+
+  it('a metadata backup (-1) restored into a fresh group answers get_cluster_summary and get_machine_summary as before', async () => {
+    const meta = await runJob('manual_backup_cluster', { cluster_id: '-1' });
+    expect(meta.status, meta.error_info).toBe('done');
+    const result = meta.attachment as ManualBackupClusterResult;
+    const before = {
+      clusters: (await emit(live()[0], 'get_cluster_summary')).attachment,
+      machines: (await emit(live()[0], 'get_machine_summary')).attachment,
+    };
+    await Promise.all([...group.managers.values()].map((m) => m.kill()));
+
+    const backupFile = path.join(root(), result.location!.replace(/^local:/, ''));
+    for (const [i, member] of NEW_MEMBERS.entries()) {
+      const dir = path.join(group.dir, `restored-${i + 1}`);
+      mkdirSync(dir, { recursive: true });
+      const config = path.join(dir, 'manager.json');
+      writeFileSync(config, JSON.stringify({ member, dataDir: path.join(dir, 'data'), initialMembers: NEW_MEMBERS, agentPort: AGENT_PORT, tickMs: 50, logLevel: 'info' }));
+      const p = new ManagedProcess(`restored manager ${member}`, [MANAGER_MAIN, '--config', config, '--restore-meta', backupFile], path.join(dir, 'manager.log'));
+      restored.push(p);
+      p.start();
+    }
+    const leader = await waitFor('a leader of the restored group', () => findLeader(NEW_MEMBERS), STARTUP_TIMEOUT_MS * 2, 250);
+    const seeded = restored[0].logLines().find((l) => l.msg === 'metadata restored from backup: this member starts a new group from it');
+    expect(seeded).toMatchObject({ backupJobId: result.backup_id, clusters: 1, machines: 6 });
+    const after = {
+      clusters: (await emit(leader, 'get_cluster_summary')).attachment,
+      machines: (await emit(leader, 'get_machine_summary')).attachment,
+    };
+    expect(after).toEqual(before);
+    // The backup job itself is closed as done in the new group; kept jobs answer get_status.
+    expect((await jobStatus(leader, result.backup_id)).status).toBe('done');
+    expect((await jobStatus(leader, '1')).status).toBe('done');
+    expect((await emit(leader, 'get_meta_mode')).attachment).toMatchObject({ mode: 'mgr' });
+  }, 240_000);
+});

@@ -1,0 +1,184 @@
+// manual_backup_cluster on real engines: a one-member manager, three agents on 127.0.2.1-3,
+// a cluster of 2 shards x 3 MariaDB nodes and 1 PostgreSQL compute node, backup storage a
+// directory on host 1 served by its agent. The backup lands in storage with a checksum and
+// a GTID per shard while writes go on; an altered stored file is refused by the verify a
+// restore runs first.
+
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StorageAgentClient } from '@kcm/agent-api';
+import { KcmError, type ManualBackupClusterResult } from '@kcm/protocol';
+import { openBackupStorage, requireIntact } from '../../services/manager/src/backup/storage';
+import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import { emit } from '../manager/helpers/emit-client';
+import { AGENT_PORT, computerPorts, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+
+const CREATE_PARAS = {
+  nick_name: 'backed-up', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+  cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+  storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
+};
+
+describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute node)', () => {
+  let f: ClusterFixture;
+  let cluster: ClusterRecord;
+  let root: string;
+  let backup: ManualBackupClusterResult;
+
+  const storageAccount = () => cluster.accounts.storage;
+  const master = (i: number) => {
+    const s = Object.values(cluster.shards)[i];
+    const m = s.nodes[s.masterNodeId];
+    return { host: m.hostaddr, port: m.port };
+  };
+  const mysqlAt = (at: { host: string; port: number }) => mysql.createConnection({ host: at.host, port: at.port, user: storageAccount().user, password: storageAccount().password, connectTimeout: 5000 });
+
+  beforeAll(async () => {
+    f = await startClusterFixture();
+    root = path.join(f.tmp, 'backups');
+    for (const [i, host] of HOSTS.entries()) {
+      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
+        const reply = await f.runJob('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' });
+        expect(reply.status, reply.error_info).toBe('done');
+      }
+    }
+    const created = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
+    expect(created.status, created.error_info).toBe('done');
+    cluster = Object.values(f.manager.store.state().clusters)[0];
+    for (const [i, table] of [[0, 'orders'], [1, 'items']] as const) {
+      const c = await mysqlAt(master(i));
+      await c.query('CREATE DATABASE IF NOT EXISTS `postgres_$$_public`');
+      await c.query(`CREATE TABLE \`postgres_$$_public\`.${table} (id INT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(200) NOT NULL) ENGINE=InnoDB`);
+      for (let n = 0; n < 20; n++) await c.query(`INSERT INTO \`postgres_$$_public\`.${table} (note) VALUES (REPEAT('x', 200))`);
+      await c.end();
+    }
+    const comp = Object.values(cluster.comps)[0];
+    const { computer } = cluster.accounts;
+    await waitUntil('the foreign tables on the compute node', async () => {
+      const c = new pg.Client({ host: comp.hostaddr, port: comp.port, user: computer.user, password: computer.password, database: 'postgres' });
+      c.on('error', () => {});
+      await c.connect();
+      try {
+        const { rows } = await c.query("SELECT count(*)::int AS n FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public'");
+        return rows[0].n === 2 ? true : undefined;
+      } finally {
+        await c.end();
+      }
+    }, 20_000);
+  }, 400_000);
+
+  afterAll(async () => {
+    await f?.close();
+  }, 120_000);
+
+  it('is refused until a backup storage is registered; create_backup_storage registers one on a host agent and get_backup_storage lists it', async () => {
+    const refused = await emit(MEMBER, 'manual_backup_cluster', { cluster_id: cluster.id }).catch((e: { reply: { error_info: string } }) => e.reply);
+    expect(refused.error_info).toMatch(/no backup storage is registered/);
+    const reply = await f.runJob('create_backup_storage', { name: 'local', stype: 'fs', hostaddr: HOSTS[0], port: String(AGENT_PORT), path: root });
+    expect(reply.status, reply.error_info).toBe('done');
+    expect(Number((reply.attachment as { free_bytes: string }).free_bytes)).toBeGreaterThan(0);
+    const listed = await emit(MEMBER, 'get_backup_storage');
+    expect(listed.attachment).toMatchObject({ list_backup_storage: [{ hostaddr: HOSTS[0], name: 'local', port: String(AGENT_PORT), stype: 'fs' }] });
+  });
+
+  it('backs up both shards from standbys into storage with a checksum and a GTID each, while writes go on unblocked', async () => {
+    let writing = true;
+    const stalls: number[] = [];
+    let written = 0;
+    const writer = (async () => {
+      const c = await mysqlAt(master(0));
+      while (writing) {
+        const started = performance.now();
+        await c.query("INSERT INTO `postgres_$$_public`.orders (note) VALUES ('during backup')");
+        stalls.push(performance.now() - started);
+        written++;
+      }
+      await c.end();
+    })();
+    const started = Date.now();
+    const reply = await f.runJob('manual_backup_cluster', { cluster_id: cluster.id }, 300_000);
+    writing = false;
+    await writer;
+    expect(reply.status, reply.error_info).toBe('done');
+    backup = reply.attachment as ManualBackupClusterResult;
+    const p99 = stalls.sort((a, b) => a - b)[Math.floor(stalls.length * 0.99)] ?? 0;
+    console.log(`backup of 2 shards took ${((Date.now() - started) / 1000).toFixed(1)} s, ${backup.bytes} bytes; ${written} inserts meanwhile, p99 ${p99.toFixed(1)} ms`);
+    expect(written).toBeGreaterThan(10);
+
+    expect(backup.list_shard).toHaveLength(2);
+    const client = new StorageAgentClient(`${HOSTS[0]}:${AGENT_PORT}`);
+    try {
+      for (const [i, shard] of backup.list_shard.entries()) {
+        expect(shard.source_master).toBe('false');
+        expect(shard.gtid_pos).toMatch(/^\d+-\d+-\d+(,\d+-\d+-\d+)*$/);
+        const key = shard.location.replace(/^local:/, '');
+        // The file on the storage host is what the result names, byte for byte.
+        const bytes = await readFile(path.join(root, key));
+        expect(bytes.length).toBe(Number(shard.bytes));
+        expect(createHash('sha256').update(bytes).digest('hex')).toBe(shard.sha256);
+        expect(await client.verify(root, key)).toMatchObject({ ok: true });
+        // The GTID is one the shard's master has passed.
+        const c = await mysqlAt(master(i));
+        const [[row]] = (await c.query('SELECT @@gtid_binlog_pos AS pos')) as unknown as [[{ pos: string }]];
+        await c.end();
+        const seqOf = (pos: string) => Number(/(?:^|,)0-\d+-(\d+)/.exec(pos)?.[1] ?? -1);
+        expect(seqOf(shard.gtid_pos)).toBeGreaterThan(0);
+        expect(seqOf(shard.gtid_pos)).toBeLessThanOrEqual(seqOf(row.pos));
+      }
+    } finally {
+      client.close();
+    }
+    // The catalog: the compute node's schema dump names the foreign tables.
+    const catalog = backup.list_catalog.find((c) => c.database === 'postgres');
+    expect(catalog).toBeDefined();
+    const sql = await readFile(path.join(root, catalog!.location.replace(/^local:/, '')), 'utf8');
+    expect(sql).toMatch(/CREATE FOREIGN TABLE public\.orders/);
+    expect(sql).toMatch(/CREATE FOREIGN TABLE public\.items/);
+
+    // get_cluster_detail lists the set.
+    const detail = await emit(MEMBER, 'get_cluster_detail', { cluster_name: cluster.name });
+    expect((detail.attachment as { list_backup: ManualBackupClusterResult[] }).list_backup.map((b) => b.backup_id)).toEqual([backup.backup_id]);
+  }, 300_000);
+
+  it('a stored shard backup is a whole mbstream: it extracts and carries the GTID the result names', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-extract-'));
+    try {
+      const file = path.join(root, backup.list_shard[1].location.replace(/^local:/, ''));
+      await new Promise<void>((resolve, reject) => {
+        const child = execFile('mbstream', ['-x', '-C', dir], (err) => (err ? reject(err) : resolve()));
+        void readFile(file).then((b) => child.stdin!.end(b));
+      });
+      const info = await readFile(path.join(dir, 'mariadb_backup_binlog_info'), 'utf8').catch(() => readFile(path.join(dir, 'xtrabackup_binlog_info'), 'utf8'));
+      expect(info).toContain(backup.list_shard[1].gtid_pos);
+      await promisify(execFile)('mariabackup', ['--prepare', `--target-dir=${dir}`], { maxBuffer: 1 << 24 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('a backup set whose file was altered is refused by the verify a restore runs first, naming the file', async () => {
+    const record = f.manager.store.state().backupStorages.local;
+    const storage = openBackupStorage(record);
+    const keys = backup.list_shard.map((s) => s.location.replace(/^local:/, ''));
+    try {
+      await requireIntact(storage, keys);
+      const file = path.join(root, keys[0]);
+      const bytes = await readFile(file);
+      bytes[Math.floor(bytes.length / 2)] ^= 0x01;
+      await writeFile(file, bytes);
+      const err = await requireIntact(storage, keys).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(KcmError);
+      expect((err as KcmError).errorName).toBe('DATA_CHECK_FAILED');
+      expect((err as Error).message).toContain(`${keys[0]}: sha256 is`);
+    } finally {
+      storage.close();
+    }
+  });
+});
