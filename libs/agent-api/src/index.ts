@@ -8,6 +8,7 @@ export * from './contract/mariadb';
 export * from './contract/postgres';
 export * from './contract/cgroup';
 export * from './contract/storage';
+export * from './contract/mariadb-restore';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { channelCredentials, serverCredentials } from './credentials';
 export { agentChannelOptions } from './channel-options';
@@ -38,3 +39,4 @@ export {
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';
+export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';

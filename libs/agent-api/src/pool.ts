@@ -20,6 +20,7 @@ import { AgentClient } from './clients/agent-client';
 import { CgroupAgentClient } from './clients/cgroup-client';
 import { MariaDbAgentClient } from './clients/mariadb-client';
 import { PostgresAgentClient } from './clients/postgres-client';
+import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 
 /**
@@ -47,6 +48,8 @@ export interface Agents {
   /** A short-deadline postgres client for live-status probes: a dead host must not hold a reply. */
   postgresProbe(hostaddr: string): PostgresAgentApi;
   cgroup(hostaddr: string): CgroupAgentApi;
+  /** Binlog listing and point-in-time restore commands (MariaDbRestoreAgent). */
+  mariadbRestore(hostaddr: string): MariaDbRestoreAgentClient;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -58,6 +61,7 @@ interface ClientKinds {
   postgres: PostgresAgentClient;
   postgresProbe: PostgresAgentClient;
   cgroup: CgroupAgentClient;
+  mariadbRestore: MariaDbRestoreAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -131,6 +135,10 @@ export class AgentPool implements Agents {
     return this.view('cgroup', hostaddr);
   }
 
+  mariadbRestore(hostaddr: string): MariaDbRestoreAgentClient {
+    return this.view('mariadbRestore', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -148,6 +156,7 @@ export class AgentPool implements Agents {
       postgres: () => new PostgresAgentClient(address),
       postgresProbe: () => new PostgresAgentClient(address, this.probeDeadlineMs),
       cgroup: () => new CgroupAgentClient(address),
+      mariadbRestore: () => new MariaDbRestoreAgentClient(address, { queryMs: this.probeDeadlineMs }),
     };
     return made[kind]();
   }

@@ -41,6 +41,8 @@ export type {
   RaftMissionResult,
   ShardStepResult,
   ComputerStepResult,
+  ClusterRestoreResult,
+  RestoredShardResult,
 } from './results';
 export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, type ErrorName, type ErrorEntry } from './errors';
 export { acceptReply, doneReply, statusReply, errorReply, JOB_STATUSES, type JobStatus, type ReplyEnvelope } from './replies';

@@ -180,6 +180,27 @@ export type CreateBackupStorageResult = {
   free_bytes: string;
 };
 
+/** cluster_restore: one entry per shard pair (source shard -> destination shard). */
+export type RestoredShardResult = {
+  src_shard_id: string;
+  dst_shard_id: string;
+  /** The GTID position of the full backup restored, and the one reached after the binlog replay. */
+  backup_gtid: string;
+  restored_gtid: string;
+  /** Archived binlog files replayed. */
+  binlogs: string;
+};
+
+/** cluster_restore: which backup set it started from and how far each shard was brought. */
+export type ClusterRestoreResult = {
+  src_cluster_id: string;
+  dst_cluster_id: string;
+  /** Unix seconds: rows written before it are restored, rows written at or after it are not. */
+  restore_time: string;
+  backup_id: string;
+  list_shard: RestoredShardResult[];
+};
+
 /** Each result type is checked to cover every async job type (a new one fails to compile until it has its entry). */
 type EveryAsyncJobType<T extends Record<AsyncJobType, unknown>> = T;
 
@@ -199,7 +220,7 @@ export type JobResults = EveryAsyncJobType<{
   update_instance_cgroup: UpdateInstanceCgroupResult;
   // Answered UNSUPPORTED until their families land; each defines its result then.
   manual_backup_cluster: ManualBackupClusterResult;
-  cluster_restore: EmptyResult;
+  cluster_restore: ClusterRestoreResult;
   logical_backup: EmptyResult;
   logical_restore: EmptyResult;
   expand_cluster: EmptyResult;

@@ -11,6 +11,7 @@ import type { ManagerConfig } from './config';
 import { assertAuthForListenHost, buildGateway } from './gateway';
 import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './health-monitor';
+import { BinlogArchiver } from './binlog-archiver';
 import { CatalogSync } from './catalog-sync';
 import { InstanceReconciler } from './instance-reconciler';
 import { CommitPacer } from './jobs/commit-pacer';
@@ -78,7 +79,7 @@ export interface BuildOptions {
   leaderServices?: readonly LeaderServiceName[];
 }
 
-export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher'] as const;
+export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher', 'binlog archiver'] as const;
 export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
@@ -144,7 +145,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   peers.learnConf(raft.status().conf);
 
   let monitor: HealthMonitor | undefined;
-  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined) });
+  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), now });
   const store = new RaftMetaStore(raft, sm);
   const observedStore = {
     state: () => store.state(),
@@ -187,12 +188,17 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
+  const binlogArchiver = new BinlogArchiver({
+    store: observedStore, agents: engineAgents, logger: logger.child({ component: 'binlog-archiver' }), now,
+    intervalMs: config.binlogArchiveIntervalMs, onLag: (s) => metrics.observeBinlogArchiveLag(s),
+  });
   const leaderServices: (LeaderService & { name: LeaderServiceName })[] = [
     { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
     { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
     { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
     { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
     { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
+    { name: 'binlog archiver', start: () => binlogArchiver.start(), stop: () => binlogArchiver.stop() },
   ];
   const wanted = new Set<LeaderServiceName>(opts.leaderServices ?? LEADER_SERVICES);
   const leadership = new Leadership(

@@ -26,6 +26,8 @@ export const managerConfigSchema = z.object({
   healthIntervalMs: z.number().int().positive().default(2_000),
   /** How often the leader checks that every instance of a live cluster runs (instance-reconciler.ts). */
   reconcileIntervalMs: z.number().int().positive().default(5_000),
+  /** How often the leader archives shard masters' closed binlogs (binlog-archiver.ts): the RPO of a point-in-time restore. */
+  binlogArchiveIntervalMs: z.number().int().positive().default(5_000),
   /** How often the leader retries the rollbacks failed jobs could not finish (rollback-finisher.ts). */
   rollbackRetryIntervalMs: z.number().int().positive().default(3_000),
   tickMs: z.number().int().positive().default(100),

@@ -4,17 +4,20 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { RaftNode } from '@kcm/raft';
 import type { HealthMonitor } from './health-monitor';
+import { archiveCoversUntil } from './meta/binlog-archive';
 import type { JobRecord, JobResultRecord, MetaState } from './meta/state';
 
 export interface ManagerMetrics {
   observeProposal(outcome: 'ok' | 'refused' | 'error', seconds: number): void;
   observeStep(job: JobRecord, step: string, seconds: number): void;
   observeJobFinished(job: JobRecord, outcome: JobResultRecord): void;
+  /** A shard's binlog archive lag (RPO) after an archiving round, in seconds. */
+  observeBinlogArchiveLag(seconds: number): void;
 }
 
 export function createManagerMetrics(
   registry: Registry,
-  sources: { raft: () => RaftNode | undefined; state: () => MetaState; health: () => HealthMonitor | undefined },
+  sources: { raft: () => RaftNode | undefined; state: () => MetaState; health: () => HealthMonitor | undefined; now?: () => number },
 ): ManagerMetrics {
   const raftGauge = (name: string, help: string, read: (r: RaftNode) => number) =>
     new Gauge({
@@ -88,7 +91,33 @@ export function createManagerMetrics(
     },
   });
 
+  new Gauge({
+    name: 'kcm_binlog_archive_lag_seconds',
+    help: 'How far each shard\'s binlog archive trails the clock (RPO of a point-in-time restore): now minus the newest archived event',
+    labelNames: ['cluster_id', 'shard_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const state = sources.state();
+      const nowS = (sources.now ?? Date.now)() / 1000;
+      for (const archive of Object.values(state.binlogArchives ?? {})) {
+        const cluster = state.clusters[archive.clusterId];
+        if (!cluster?.shards[archive.shardId] || archive.files.length === 0) continue;
+        this.set({ cluster_id: archive.clusterId, shard_id: archive.shardId }, Math.max(0, nowS - archiveCoversUntil(archive)));
+      }
+    },
+  });
+  const archiveLag = new Histogram({
+    name: 'kcm_binlog_archive_lag_observed_seconds',
+    help: 'Binlog archive lag of a shard measured by the leader after each archiving round',
+    buckets: [1, 2, 5, 10, 15, 30, 60, 120, 300, 900],
+    registers: [registry],
+  });
+
   return {
+    observeBinlogArchiveLag(seconds) {
+      archiveLag.observe(seconds);
+    },
     observeProposal(outcome, seconds) {
       proposals.inc({ outcome });
       proposalSeconds.observe({ outcome }, seconds);

@@ -7,6 +7,7 @@
 import type { AsyncJobType, ParasOf, ResultOf } from '@kcm/protocol';
 import type { RaftNode } from '@kcm/raft';
 import { createCluster, deleteCluster } from './cluster';
+import { clusterRestore } from './cluster-restore';
 import { updateInstanceCgroup } from './cgroup';
 import { addComps, deleteComp } from './comps';
 import { createMachine, deleteMachine, setMachine } from './machines';
@@ -67,7 +68,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     rebuild_node: rebuildNode,
     update_instance_cgroup: updateInstanceCgroup,
     manual_backup_cluster: manualBackupClusterJob(backup),
-    cluster_restore: 'unsupported',
+    cluster_restore: clusterRestore,
     logical_backup: 'unsupported',
     logical_restore: 'unsupported',
     expand_cluster: 'unsupported',

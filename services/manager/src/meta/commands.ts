@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -32,6 +32,8 @@ export const CommandKind = {
   BackupStorageCreated: 30,
   BackupStorageDeleted: 31,
   BackupSetRecorded: 32,
+  // 35-39: continuous binlog archiving and point-in-time restore (meta/binlog-archive.ts).
+  BinlogArchived: 35,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -188,6 +190,13 @@ export interface BackupSetRecorded extends Base<typeof CommandKind.BackupSetReco
   set: BackupSetRecord;
 }
 
+/** A shard master's closed binlog is on backup storage; the same key again is a no-op (a repeated round). */
+export interface BinlogArchived extends Base<typeof CommandKind.BinlogArchived> {
+  clusterId: string;
+  shardId: string;
+  file: ArchivedBinlogRecord;
+}
+
 export type Command =
   | MachineRegistered
   | MachineRemoved
@@ -206,7 +215,8 @@ export type Command =
   | RollbackInstancesRemoved
   | BackupStorageCreated
   | BackupStorageDeleted
-  | BackupSetRecorded;
+  | BackupSetRecorded
+  | BinlogArchived;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

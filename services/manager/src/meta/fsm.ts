@@ -1,5 +1,6 @@
 // The metadata state machine: one apply switch over the numbered command kinds.
 
+import { applyBinlogArchived } from './binlog-archive';
 import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyInstancesPlaced, applyInstancesRemoved } from './clusters';
 import { CommandKind, type Command, type LoggedCommand } from './commands';
 import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
@@ -76,6 +77,8 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyBackupStorageDeleted(state, cmd);
     case CommandKind.BackupSetRecorded:
       return applyBackupSetRecorded(state, cmd);
+    case CommandKind.BinlogArchived:
+      return applyBinlogArchived(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.

@@ -222,6 +222,8 @@ export interface MetaState {
   clusterCounters: ClusterCounters;
   /** Rollbacks that could not finish, by the id of the job that failed (meta/rollbacks.ts). */
   pendingRollbacks: Record<string, PendingRollbackRecord>;
+  /** Archived binlogs of every shard, by `<cluster id>/<shard id>` (meta/binlog-archive.ts). */
+  binlogArchives: Dict<ShardBinlogArchive>;
   /** Registered backup storages, by name (create_backup_storage; meta/backup.ts). */
   backupStorages: Dict<BackupStorageRecord>;
   /** Finished full backups (manual_backup_cluster), by backup set id. */
@@ -286,6 +288,38 @@ export interface BackupSetRecord {
   metadata?: BackupObjectRecord & { appliedIndex: number };
 }
 
+/** One closed binlog file of a shard's master, stored on a backup storage. */
+export interface ArchivedBinlogRecord {
+  /** Key on the storage. */
+  key: string;
+  storageName: string;
+  /** The file's name on the master that wrote it, and that master. */
+  name: string;
+  serverId: number;
+  hostaddr: string;
+  port: number;
+  bytes: number;
+  sha256: string;
+  /** GTID state at the file's start and at its end (the next file's start). */
+  startGtidState: string;
+  endGtidState: string;
+  /** Unix seconds of the file's first and last events. */
+  firstEventTime: number;
+  lastEventTime: number;
+  /** Proposer's clock when it was stored (ms). */
+  archivedAt: number;
+}
+
+/**
+ * What is archived of one shard: files in archive order. Kept after the cluster is deleted,
+ * so a deleted cluster stays restorable to a point in time while its backups exist.
+ */
+export interface ShardBinlogArchive {
+  clusterId: string;
+  shardId: string;
+  files: ArchivedBinlogRecord[];
+}
+
 export function emptyMetaState(): MetaState {
   return {
     machines: dict(),
@@ -300,6 +334,7 @@ export function emptyMetaState(): MetaState {
     pendingRollbacks: dict(),
     backupStorages: dict(),
     backupSets: dict(),
+    binlogArchives: dict(),
   };
 }
 
@@ -325,6 +360,7 @@ export function withDicts(state: MetaState): MetaState {
   state.pendingRollbacks = dict(state.pendingRollbacks ?? {});
   state.backupStorages = dict(state.backupStorages ?? {});
   state.backupSets = dict(state.backupSets ?? {});
+  state.binlogArchives = dict(state.binlogArchives ?? {});
   return state;
 }
 

@@ -115,6 +115,10 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     postgres,
     postgresProbe: postgres,
     cgroup,
+    // Merge of wave2/restore: the restore agent is not recorded here; a test that needs it fakes it itself.
+    mariadbRestore: () => {
+      throw new Error('recording agents have no MariaDbRestoreAgent');
+    },
     agentAddress,
     close: () => {},
   };

@@ -13,6 +13,7 @@ import { mariadbSupervision } from './supervision';
 import { probeInstance } from './probe';
 import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from '@kcm/agent-api';
 import { rebuildStandby } from './rebuild';
+import { registerRestoreService } from './restore-service';
 import { configureReplication } from './replication';
 import { listClusterTables } from './tables';
 import { readVariables } from './variables';
@@ -74,5 +75,6 @@ export const mariadbModule: CapabilityModule = {
       ListTables: unary(log, 'MariaDb.ListTables', (req: MariaDbListTablesRequest) => listClusterTables(ctx, req)),
       Probe: unary(log, 'MariaDb.Probe', async (req: MariaDbProbeRequest) => ({ ...(await probeInstance(ctx, req.port)), ...(await desired.report(req.port)) })),
     });
+    registerRestoreService(server, ctx, log, { once, runningAfter: desired.runningAfter });
   },
 };

@@ -31,7 +31,7 @@ export const CLUSTER_DATABASES_PATTERN = '%\\_$$\\_%';
 const DB_PATTERN = /^[A-Za-z0-9_$%\\]{1,64}$/;
 
 /** DDL and DML on the cluster's databases; nothing server-wide. */
-const STORAGE_PRIVILEGES = [
+export const STORAGE_PRIVILEGES = [
   'SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'DROP', 'ALTER', 'INDEX', 'REFERENCES',
   'CREATE TEMPORARY TABLES', 'LOCK TABLES', 'CREATE VIEW', 'SHOW VIEW', 'TRIGGER',
 ].join(', ');

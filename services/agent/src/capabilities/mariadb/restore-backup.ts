@@ -1,0 +1,117 @@
+// Restore a full backup from backup storage onto an installed instance (cluster_restore's
+// first step on a destination shard master): read the mbstream objects back with the
+// storage's Get into `mbstream -x` in a staging dir and prepare it while the instance
+// still serves its old data; only a prepared copy replaces it. Then the copy's GTID
+// position becomes the instance's, and the destination cluster's accounts replace the
+// source's (a physical copy carries the source cluster's mysql.user).
+
+import { once } from 'node:events';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { AgentContext } from '../../capability';
+import { exec, ExecError, spawnPiped } from '../../ops/exec';
+import type { MariaDbAccount, MariaDbRestoreFullBackupReply, MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
+import { CLUSTER_DATABASES_PATTERN, markInitialized, prepareInstanceFiles, STORAGE_PRIVILEGES, unmarkInitialized } from './install';
+import { checkAccount, checkSpec, chownTree, emptyDir, mariadbTools, mysqlUser, type InstanceLayout } from './instance-layout';
+import { startInstance, stopInstance } from './lifecycle';
+import { backupGtid } from './rebuild';
+import { account, scrub, sqlString, withAdmin } from './sql';
+import { checkStoredObject, readStoredObject } from './storage-objects';
+
+const RESTORE_TIMEOUT_MS = 6 * 3600_000;
+/** Account names kcm generates (jobs/credentials.ts): those of another cluster are dropped from a restored copy. */
+const GENERATED_ACCOUNT = /^(kcm_admin|kcm_repl|storage|computer)_[0-9a-f]{8}$/;
+
+export async function restoreFullBackup(ctx: AgentContext, req: MariaDbRestoreFullBackupRequest): Promise<MariaDbRestoreFullBackupReply> {
+  const spec = checkSpec(req.spec);
+  const accounts = { admin: checkAccount('admin', req.admin), replication: checkAccount('replication', req.replication), storage: checkAccount('storage', req.storage) };
+  if (req.objects.length === 0) throw new Error('objects must name at least one stored object');
+  const objects = req.objects.map((o, i) => checkStoredObject(o, `objects[${i}]`));
+  const layout = await prepareInstanceFiles(ctx, spec, accounts.admin);
+
+  const staging = path.join(layout.instanceDir, 'restore');
+  await rm(staging, { recursive: true, force: true });
+  await mkdir(staging, { mode: 0o700 });
+  const started = Date.now();
+  const bytes = await extractStoredStream(objects, staging);
+  await exec(mariadbTools.backup, ['--prepare', `--target-dir=${staging}`], { timeoutMs: RESTORE_TIMEOUT_MS, cwd: layout.instanceDir });
+  const gtid = await backupGtid(staging);
+  ctx.logger.info({ port: spec.port, bytes, gtid, ms: Date.now() - started }, 'backup read back from storage and prepared');
+
+  await stopInstance(ctx, layout);
+  await unmarkInitialized(layout); // the supervisor must not start a half-swapped data dir
+  for (const dir of [layout.dataDir, layout.redoDir, layout.binlogDir, layout.tmpDir]) await emptyDir(dir);
+  await exec(mariadbTools.backup, [`--defaults-file=${layout.myCnf}`, '--move-back', `--target-dir=${staging}`], { timeoutMs: RESTORE_TIMEOUT_MS, cwd: layout.instanceDir });
+  const mysql = mysqlUser();
+  for (const dir of [layout.dataDir, layout.redoDir, layout.binlogDir]) await chownTree(dir, mysql);
+  await rm(staging, { recursive: true, force: true });
+  await markInitialized(layout);
+  const running = await startInstance(ctx, layout);
+
+  await setAccounts(layout, accounts);
+  const secrets = [accounts.admin.password, accounts.replication.password, accounts.storage.password];
+  await withAdmin(layout, accounts.admin, secrets, async (s) => {
+    const users = await s.rows<{ User: string; Host: string }>('list accounts', 'SELECT User, Host FROM mysql.user');
+    const ours = new Set([accounts.admin.user, accounts.replication.user, accounts.storage.user]);
+    await s.run('keep account changes out of the binlog', 'SET SESSION sql_log_bin = 0');
+    for (const u of users) if (GENERATED_ACCOUNT.test(u.User) && !ours.has(u.User)) await s.run(`drop the source cluster's account ${u.User}`, `DROP USER ${account(u.User, u.Host)}`);
+    // The copy's position becomes the instance's own: replayed binlogs and new writes continue it.
+    await s.run('forget the old binlogs', 'RESET MASTER');
+    if (gtid) await s.run('set gtid_binlog_state', 'SET GLOBAL gtid_binlog_state = ?', [gtid]);
+    await s.run('set gtid_slave_pos', 'SET GLOBAL gtid_slave_pos = ?', [gtid]);
+  });
+  ctx.logger.info({ port: spec.port, gtid, bytes, ms: Date.now() - started }, 'full backup restored');
+  return { gtid_pos: gtid, bytes, pid: running.pid };
+}
+
+/** Pipes the objects, in order, into `mbstream -x -C dir`; returns the bytes read. */
+async function extractStoredStream(objects: ReturnType<typeof checkStoredObject>[], dir: string): Promise<number> {
+  const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', dir], { input: 'pipe', output: 'ignore', timeoutMs: RESTORE_TIMEOUT_MS });
+  const extractorDied = extract.done.then(() => {
+    throw new Error('mbstream exited before the stream ended');
+  });
+  extractorDied.catch(() => {});
+  let bytes = 0;
+  try {
+    for (const obj of objects) {
+      for await (const piece of readStoredObject(obj)) {
+        bytes += piece.length;
+        if (!extract.stdin.write(piece)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
+      }
+    }
+    extract.stdin.end();
+    await extract.done;
+    return bytes;
+  } catch (err) {
+    extract.kill();
+    throw err;
+  }
+}
+
+/**
+ * The destination cluster's three accounts on the restored copy, made as root over the
+ * socket (the copy's admin account is the source cluster's, with its password): the SQL
+ * reaches the CLI on stdin, never argv.
+ */
+async function setAccounts(layout: InstanceLayout, accounts: { admin: MariaDbAccount; replication: MariaDbAccount; storage: MariaDbAccount }): Promise<void> {
+  const user = (a: MariaDbAccount, host: string) => [
+    `CREATE USER IF NOT EXISTS ${account(a.user, host)} IDENTIFIED BY ${sqlString(a.password)};`,
+    `ALTER USER ${account(a.user, host)} IDENTIFIED BY ${sqlString(a.password)};`,
+  ];
+  const sql = [
+    'SET SESSION sql_log_bin = 0;',
+    ...user(accounts.admin, 'localhost'),
+    `GRANT ALL PRIVILEGES ON *.* TO ${account(accounts.admin.user, 'localhost')} WITH GRANT OPTION;`,
+    ...user(accounts.replication, '%'),
+    `GRANT REPLICATION SLAVE, BINLOG MONITOR, SLAVE MONITOR ON *.* TO ${account(accounts.replication.user, '%')};`,
+    ...user(accounts.storage, '%'),
+    `GRANT ${STORAGE_PRIVILEGES} ON \`${CLUSTER_DATABASES_PATTERN}\`.* TO ${account(accounts.storage.user, '%')};`,
+    '',
+  ].join('\n');
+  try {
+    await exec(mariadbTools.client, ['--no-defaults', `--socket=${layout.socket}`, '--user=root', '--batch'], { input: sql, timeoutMs: 30_000 });
+  } catch (err) {
+    if (err instanceof ExecError) throw new Error(`setting the destination's accounts failed: ${scrub(err.message, [accounts.admin.password, accounts.replication.password, accounts.storage.password])}`);
+    throw err;
+  }
+}

@@ -1,0 +1,266 @@
+// Job: cluster_restore {src_cluster_id, dst_cluster_id, restore_time} (spec 4.4), a
+// point-in-time restore into a new, empty cluster with as many shards as the source had.
+//
+// Per shard (source shards and destination shards paired in id order): the newest full
+// backup of the source finished at or before restore_time is read back from backup storage
+// onto the destination shard's master, its standbys are rebuilt from that master (the
+// rebuild_node path), and the source master's archived binlogs are replayed on it up to
+// restore_time; the standbys replicate the replay. Then the destination's compute nodes
+// are synced, so they serve the restored tables.
+//
+// Nothing is written before every object the restore reads (each shard's backup and every
+// binlog file to replay) has been verified against its sha256 on the storage, and before
+// the destination has been found empty. A restore that fails after it started writing
+// drops the destination's cluster databases (its standbys follow through replication), so
+// nothing half-restored is left serving and the destination is empty again for another try.
+
+import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredShardResult } from '@kcm/protocol';
+import { openBackupStorage, requireIntact } from '../backup/storage';
+import { newestFullBackupBefore } from '../meta/backup';
+import { archiveCoversUntil, binlogsToReplay, shardArchive } from '../meta/binlog-archive';
+import { own } from '../meta/dict';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterRecord, MetaState, ShardBackupRecord, ShardRecord } from '../meta/state';
+import { readyCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
+import { errorNameOf } from './errors';
+import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
+import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from './nodes';
+import type { JobOf, StepContext } from './workflow';
+
+type Paras = ParasOf<'cluster_restore'>;
+
+interface ShardPlan {
+  src: ShardBackupRecord;
+  dst: ShardRecord;
+  binlogs: ArchivedBinlogRecord[];
+}
+
+interface RestorePlan {
+  dst: ClusterRecord;
+  set: BackupSetRecord;
+  stopTime: number;
+  shards: ShardPlan[];
+}
+
+const byId = (a: { id: string }, b: { id: string }) => Number(a.id) - Number(b.id);
+const isoOf = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
+
+/** restore_time as Unix seconds (the paras schema accepted it, so it parses). */
+export function restoreTimeOf(p: Paras): number {
+  const parsed = parseRestoreTime(String(p.restore_time));
+  if (!parsed.ok) throw KcmError.of('INVALID_PARAS', `paras.restore_time: ${parsed.rule}`, { field: 'paras.restore_time' });
+  return parsed.value;
+}
+
+/** What the restore uses, or the refusal naming the field: checked at submission and again by the first step. */
+export function restorePlan(state: MetaState, p: Paras): RestorePlan {
+  const stopTime = restoreTimeOf(p);
+  const dst = readyCluster(state, p.dst_cluster_id, 'paras.dst_cluster_id');
+  const set = newestFullBackupBefore(state, p.src_cluster_id, stopTime * 1000);
+  if (!set) {
+    throw KcmError.of('NOT_FOUND', `paras.restore_time: cluster ${p.src_cluster_id} has no full backup finished at or before ${isoOf(stopTime)}; run manual_backup_cluster first, or restore to a later time`, { field: 'paras.restore_time' });
+  }
+  const dstShards = Object.values(dst.shards).sort(byId);
+  if (dstShards.length !== set.shards.length) {
+    throw KcmError.of('INVALID_PARAS', `paras.dst_cluster_id: cluster ${dst.id} has ${dstShards.length} shard(s), the backup of cluster ${p.src_cluster_id} has ${set.shards.length}; the destination must have the same number of shards`, { field: 'paras.dst_cluster_id' });
+  }
+  const srcShards = [...set.shards].sort((a, b) => Number(a.shardId) - Number(b.shardId));
+  const shards = srcShards.map((src, i): ShardPlan => {
+    const archive = shardArchive(state, p.src_cluster_id, src.shardId);
+    const coveredUntil = archiveCoversUntil(archive);
+    if (coveredUntil < stopTime) {
+      throw KcmError.of(
+        'INVALID_PARAS',
+        `paras.restore_time: ${isoOf(stopTime)} is beyond the archived binlogs of shard ${src.shardId} of cluster ${p.src_cluster_id} (${coveredUntil ? `archived up to ${isoOf(coveredUntil)}` : 'none archived'}); choose an earlier time or wait for archiving to catch up`,
+        { field: 'paras.restore_time' },
+      );
+    }
+    return { src, dst: dstShards[i], binlogs: binlogsToReplay(archive, src.gtidPos, stopTime) };
+  });
+  return { dst, set, stopTime, shards };
+}
+
+function storageOf(state: MetaState, name: string): BackupStorageRecord {
+  const record = own(state.backupStorages, name);
+  if (!record) throw KcmError.of('NOT_FOUND', `backup storage ${name} is no longer registered`);
+  return record;
+}
+
+function masterOf(shard: ShardRecord) {
+  const master = shard.nodes[shard.masterNodeId];
+  if (!master) throw new Error(`${shard.name} has no master node ${shard.masterNodeId}`);
+  return master;
+}
+
+interface Outputs {
+  'verify the backup set and the empty destination': { backupId: string; stopTime: number };
+  /** By destination shard id: the source shard and the GTID position of its restored backup. */
+  'restore each shard master from the full backup': Record<string, { srcShardId: string; gtid: string }>;
+  'rebuild the standbys from the restored masters': null;
+  'replay archived binlogs up to restore_time': Record<string, { gtid: string; files: number }>;
+  'sync the compute nodes and apply cpu limits': null;
+}
+
+/** The plan the job committed to in its first step (the same backup set on every resume). */
+function committedPlan(ctx: StepContext<Paras, Outputs>, p: Paras): RestorePlan {
+  const plan = restorePlan(ctx.state(), p);
+  const chosen = ctx.outputs['verify the backup set and the empty destination'];
+  if (plan.set.id !== chosen.backupId) throw KcmError.of('CONFLICT', `the backup set changed during the restore (${chosen.backupId} -> ${plan.set.id})`);
+  return plan;
+}
+
+export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
+  jobType: 'cluster_restore',
+  validate: (p, state) => void restorePlan(state, p),
+  lockKey: (p) => `cluster:${p.dst_cluster_id}`,
+  steps: (p) => [
+    {
+      name: 'verify the backup set and the empty destination',
+      async run(ctx) {
+        const plan = restorePlan(ctx.state(), p);
+        // Every object first: an altered or missing file refuses the restore before anything is written.
+        const byStorage = new Map<string, string[]>();
+        const want = (storageName: string, key: string) => byStorage.set(storageName, [...(byStorage.get(storageName) ?? []), key]);
+        for (const s of plan.shards) {
+          want(plan.set.storageName, s.src.key);
+          for (const b of s.binlogs) want(b.storageName, b.key);
+        }
+        for (const [name, keys] of byStorage) {
+          const storage = openBackupStorage(storageOf(ctx.state(), name));
+          try {
+            await requireIntact(storage, keys);
+          } finally {
+            storage.close();
+          }
+        }
+        const tables = await Promise.all(plan.shards.map(async ({ dst }) => {
+          const master = masterOf(dst);
+          return (await ctx.agents.mariadb(master.hostaddr).listTables(master.port)).tables.map((t) => `${dst.name}: ${t}`);
+        }));
+        const found = tables.flat();
+        if (found.length > 0) {
+          throw KcmError.of('CONFLICT', `paras.dst_cluster_id: cluster ${plan.dst.id} is not empty (${found.slice(0, 5).join(', ')}${found.length > 5 ? ', ...' : ''}); restore into a new, empty cluster`, { field: 'paras.dst_cluster_id' });
+        }
+        return { backupId: plan.set.id, stopTime: plan.stopTime };
+      },
+    },
+    {
+      name: 'restore each shard master from the full backup',
+      async run(ctx) {
+        const plan = committedPlan(ctx, p);
+        const storage = openBackupStorage(storageOf(ctx.state(), plan.set.storageName));
+        const gtids: Record<string, { srcShardId: string; gtid: string }> = Object.create(null);
+        try {
+          await forEachInstance(plan.shards, (s) => s.dst.name, async ({ src, dst }) => {
+            const master = masterOf(dst);
+            const where = storage.locate(src.key);
+            const reply = await ctx.agents.mariadbRestore(master.hostaddr).restoreFullBackup({
+              op_id: opId(ctx.jobId, 'restore', `node-${master.id}`),
+              spec: instanceSpec(plan.dst, master),
+              admin: plan.dst.accounts.admin,
+              replication: plan.dst.accounts.replication,
+              storage: plan.dst.accounts.storage,
+              objects: [{ storage_agent_address: where.address, root: where.root, key: where.key }],
+            });
+            gtids[dst.id] = { srcShardId: src.shardId, gtid: reply.gtid_pos };
+          });
+        } finally {
+          storage.close();
+        }
+        return gtids;
+      },
+    },
+    {
+      name: 'rebuild the standbys from the restored masters',
+      async run(ctx) {
+        const plan = committedPlan(ctx, p);
+        const policy = { allowReplicaDelayS: DEFAULT_ALLOWED_REPLICA_DELAY_S, allowPullFromMaster: true, pvLimitMb: 0, needBackup: false };
+        await forEachInstance(plan.shards, (s) => s.dst.name, async ({ dst }) => {
+          const master = masterOf(dst);
+          for (const node of Object.values(dst.nodes).filter((n) => n.id !== master.id)) {
+            await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), plan.dst, dst, node, [master], policy, false);
+          }
+        });
+        return null;
+      },
+    },
+    {
+      name: 'replay archived binlogs up to restore_time',
+      async run(ctx) {
+        const plan = committedPlan(ctx, p);
+        const restored = ctx.outputs['restore each shard master from the full backup'];
+        const replayed: Record<string, { gtid: string; files: number }> = Object.create(null);
+        await forEachInstance(plan.shards, (s) => s.dst.name, async ({ dst, binlogs }) => {
+          const master = masterOf(dst);
+          const reply = await ctx.agents.mariadbRestore(master.hostaddr).replayBinlogs({
+            op_id: opId(ctx.jobId, 'replay', `node-${master.id}`),
+            port: master.port,
+            binlogs: binlogs.map((b) => {
+              const storage = storageOf(ctx.state(), b.storageName);
+              const where = openBackupStorage(storage);
+              try {
+                const at = where.locate(b.key);
+                return { storage_agent_address: at.address, root: at.root, key: at.key };
+              } finally {
+                where.close();
+              }
+            }),
+            start_gtid: own(restored, dst.id)?.gtid ?? '',
+            stop_time: plan.stopTime,
+          });
+          replayed[dst.id] = { gtid: reply.gtid_pos, files: reply.files };
+        });
+        return replayed;
+      },
+    },
+    {
+      name: 'sync the compute nodes and apply cpu limits',
+      async run(ctx) {
+        const dst = clusterOfStep(ctx, p.dst_cluster_id);
+        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', dst, Object.values(dst.comps));
+        // Restored and rebuilt instances are new processes, outside their predecessors' cgroups.
+        const nodes = Object.values(dst.shards).flatMap((s) => Object.values(s.nodes));
+        await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, dst, n, 'mysql'));
+        return null;
+      },
+    },
+  ],
+  result(outputs, p): ClusterRestoreResult {
+    const restored = outputs['restore each shard master from the full backup'];
+    const replayed = outputs['replay archived binlogs up to restore_time'];
+    const list: RestoredShardResult[] = Object.keys(restored).sort((a, b) => Number(a) - Number(b)).map((dstShardId) => ({
+      src_shard_id: restored[dstShardId].srcShardId,
+      dst_shard_id: dstShardId,
+      backup_gtid: restored[dstShardId].gtid,
+      restored_gtid: own(replayed, dstShardId)?.gtid ?? '',
+      binlogs: String(own(replayed, dstShardId)?.files ?? 0),
+    }));
+    return {
+      src_cluster_id: p.src_cluster_id,
+      dst_cluster_id: p.dst_cluster_id,
+      restore_time: String(outputs['verify the backup set and the empty destination'].stopTime),
+      backup_id: outputs['verify the backup set and the empty destination'].backupId,
+      list_shard: list,
+    };
+  },
+  /**
+   * Nothing half-restored may serve: once a step after the checks failed, every cluster
+   * database on the destination's masters is dropped (the standbys replicate the drops).
+   * A master that cannot be reached keeps what it has; the note says which.
+   */
+  async rollback(ctx, failedStep) {
+    if (failedStep === 'verify the backup set and the empty destination') return;
+    const dst = own(ctx.state().clusters, ctx.paras.dst_cluster_id);
+    if (!dst) return;
+    const left: string[] = [];
+    await Promise.all(Object.values(dst.shards).map(async (shard) => {
+      const master = shard.nodes[shard.masterNodeId];
+      if (!master) return;
+      try {
+        await ctx.agents.mariadbRestore(master.hostaddr).dropClusterDatabases(opId(ctx.jobId, 'undo-restore', `node-${master.id}`), master.port);
+      } catch (err) {
+        left.push(`${shard.name} on ${master.hostaddr}:${master.port} (${errorNameOf(err, 'INSTANCE_FAILED')}: ${(err as Error).message})`);
+      }
+    }));
+    if (left.length) return `the partly restored data could not be dropped from ${left.join('; ')}`;
+  },
+};

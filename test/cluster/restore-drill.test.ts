@@ -1,0 +1,205 @@
+// The restore drill, on real engines: a cluster of 2 shards receives rows carrying their
+// insert time through a compute node; a full backup (manual_backup_cluster), more writes,
+// and cluster_restore into a new cluster at a time T between two known writes. On the
+// destination each table's row count and checksum equal the source's as of T (rows written
+// before T present, rows written after T absent), on its masters and standbys, and its
+// compute node serves the rows. Before that, the same restore from a backup set whose file
+// was altered is refused before anything is written.
+
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import { emitRaw } from '../manager/helpers/emit-client';
+import { sleep } from '../manager/helpers/processes';
+import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+
+const AGENT_PORT = 58160;
+const MEMBER = '127.0.1.72:58172';
+const CLUSTER_PARAS = {
+  ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share',
+  innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], install_proxysql: '0',
+};
+const DB = 'postgres_$$_public';
+/** Table -> the shard (index) it lives on. */
+const TABLES = [['orders', 0], ['items', 1]] as const;
+
+type Endpoint = { host: string; port: number };
+
+describe('restore drill: cluster_restore to a point in time between two known writes (real engines)', () => {
+  let f: ClusterFixture;
+  let src: ClusterRecord;
+  let dst: ClusterRecord;
+  let computer: { user: string; password: string };
+  let restoreTime = 0;
+  let backupKeys: string[] = [];
+
+  const cluster = (id: string) => f.manager.store.state().clusters[id];
+  const masterOf = (c: ClusterRecord, i: number): Endpoint => {
+    const shard = Object.values(c.shards).sort((a, b) => Number(a.id) - Number(b.id))[i];
+    const m = shard.nodes[shard.masterNodeId];
+    return { host: m.hostaddr, port: m.port };
+  };
+  const nodesOf = (c: ClusterRecord, i: number): Endpoint[] => {
+    const shard = Object.values(c.shards).sort((a, b) => Number(a.id) - Number(b.id))[i];
+    return Object.values(shard.nodes).map((n) => ({ host: n.hostaddr, port: n.port }));
+  };
+  const compOf = (c: ClusterRecord): Endpoint => {
+    const comp = Object.values(c.comps)[0];
+    return { host: comp.hostaddr, port: comp.port };
+  };
+  async function onShard<T>(c: ClusterRecord, at: Endpoint, work: (conn: mysql.Connection) => Promise<T>): Promise<T> {
+    const conn = await mysql.createConnection({ host: at.host, port: at.port, ...c.accounts.storage, connectTimeout: 5000 });
+    try {
+      return await work(conn);
+    } finally {
+      await conn.end();
+    }
+  }
+  async function onComp<T>(at: Endpoint, work: (c: pg.Client) => Promise<T>): Promise<T> {
+    const c = new pg.Client({ host: at.host, port: at.port, user: computer.user, password: computer.password, database: 'postgres' });
+    c.on('error', () => {});
+    await c.connect();
+    try {
+      return await work(c);
+    } finally {
+      await c.end();
+    }
+  }
+  /** Row count and an order-independent checksum of a table, optionally of rows inserted before a time (ms). */
+  const summary = (c: ClusterRecord, at: Endpoint, table: string, beforeMs?: number) =>
+    onShard(c, at, async (conn) => {
+      const where = beforeMs === undefined ? '' : ` WHERE at < ${Number(beforeMs)}`;
+      const [rows] = await conn.query(`SELECT COUNT(*) AS n, COALESCE(BIT_XOR(CRC32(CONCAT_WS('|', id, at, v))), 0) AS checksum FROM \`${DB}\`.${table}${where}`);
+      const r = (rows as { n: number; checksum: string | number }[])[0];
+      return { n: Number(r.n), checksum: String(r.checksum) };
+    });
+  async function insertThroughComp(from: number, to: number): Promise<void> {
+    await onComp(compOf(src), async (c) => {
+      for (let id = from; id < to; id++) {
+        for (const [table] of TABLES) await c.query(`INSERT INTO public.${table} (id, at, v) VALUES ($1, $2, $3)`, [id, Date.now(), `${table}-${id}`]);
+      }
+    });
+  }
+  async function runJob(jobType: string, paras: Record<string, unknown>, timeoutMs: number) {
+    return f.runJob(jobType, paras, timeoutMs);
+  }
+
+  beforeAll(async () => {
+    f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER });
+    for (const [i, host] of HOSTS.entries()) {
+      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
+        const reply = await runJob('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' }, 60_000);
+        expect(reply.status, reply.error_info).toBe('done');
+      }
+    }
+    const storage = await runJob('create_backup_storage', { name: 'drill', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(f.tmp, 'backups') }, 30_000);
+    expect(storage.status, storage.error_info).toBe('done');
+  }, 120_000);
+
+  afterAll(async () => {
+    await f?.close();
+  }, 120_000);
+
+  it('two clusters of 2 shards are created, and rows carrying their insert time go into the source through its compute node', async () => {
+    const [a, b] = await Promise.all([
+      runJob('create_cluster', { ...CLUSTER_PARAS, nick_name: 'source', computer_iplists: [HOSTS[0]] }, 300_000),
+      runJob('create_cluster', { ...CLUSTER_PARAS, nick_name: 'restored', computer_iplists: [HOSTS[1]] }, 300_000),
+    ]);
+    expect(a.status, a.error_info).toBe('done');
+    expect(b.status, b.error_info).toBe('done');
+    src = cluster(String(a.attachment!.cluster_id));
+    dst = cluster(String(b.attachment!.cluster_id));
+    computer = src.accounts.computer;
+    for (const [table, shard] of TABLES) {
+      await onShard(src, masterOf(src, shard), async (c) => {
+        await c.query(`CREATE DATABASE IF NOT EXISTS \`${DB}\``);
+        await c.query(`CREATE TABLE \`${DB}\`.${table} (id INT PRIMARY KEY, at BIGINT NOT NULL, v VARCHAR(40) NOT NULL) ENGINE=InnoDB`);
+      });
+    }
+    await waitUntil('both tables on the source compute node', () => onComp(compOf(src), async (c) => {
+      const { rows } = await c.query(`SELECT count(*)::int AS n FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public'`);
+      return rows[0].n === 2 ? true : undefined;
+    }), 20_000);
+    await insertThroughComp(1, 21);
+  }, 360_000);
+
+  it('a full backup of the source ends done, with every shard in the backup set', async () => {
+    const reply = await runJob('manual_backup_cluster', { cluster_id: src.id }, 180_000);
+    expect(reply.status, reply.error_info).toBe('done');
+    const set = Object.values(f.manager.store.state().backupSets).find((s) => s.clusterId === src.id)!;
+    expect(set.shards).toHaveLength(2);
+    backupKeys = set.shards.map((s) => s.key);
+  }, 200_000);
+
+  it('writes after the backup, a time T, and writes after T', async () => {
+    await insertThroughComp(21, 31); // after the backup, before T: replayed from the archived binlogs
+    restoreTime = Math.floor(Date.now() / 1000) + 1;
+    await sleep(restoreTime * 1000 + 1100 - Date.now());
+    await insertThroughComp(31, 41); // after T: must not come back
+  }, 60_000);
+
+  it('a backup set whose file was altered is refused with a clear error before anything is written', async () => {
+    const file = path.join(f.tmp, 'backups', backupKeys[0]);
+    const original = await readFile(file);
+    const altered = Buffer.from(original);
+    altered[Math.floor(altered.length / 2)] ^= 0x01;
+    await writeFile(file, altered);
+    try {
+      const reply = await submitRestore();
+      expect(reply.status).toBe('failed');
+      expect(reply.error_info).toMatch(/step 1 of \d+ \(verify the backup set and the empty destination\) failed: .*backup set refused, its files do not match their checksums \(cluster_\d+\/backup_\d+\/shard_\d+\.mbstream: /);
+    } finally {
+      await writeFile(file, original);
+    }
+    // Nothing was written: the destination's masters still hold no table.
+    for (const i of [0, 1]) {
+      const tables = await onShard(dst, masterOf(dst, i), async (c) => (await c.query(`SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE '%\\_$$\\_%'`))[0] as { n: number }[]);
+      expect(Number(tables[0].n)).toBe(0);
+    }
+  }, 120_000);
+
+  /** Submits the restore once the source's archive reaches T (archiving runs every few seconds). */
+  async function submitRestore() {
+    const paras = { src_cluster_id: src.id, dst_cluster_id: dst.id, restore_time: String(restoreTime) };
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const ack = await emitRaw(MEMBER, 'cluster_restore', paras);
+      if (ack.error_code === '0') return (await import('../manager/helpers/emit-client')).waitForJobEnd([MEMBER], ack.job_id, 240_000);
+      if (!/beyond the archived binlogs/.test(ack.error_info) || Date.now() > deadline) throw new Error(`cluster_restore refused: ${ack.error_info}`);
+      await sleep(500);
+    }
+  }
+
+  it('cluster_restore to T ends done; each table equals the source as of T on every destination node', async () => {
+    const started = Date.now();
+    const reply = await submitRestore();
+    console.log(`cluster_restore (2 shards x 3 nodes) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(reply.status, reply.error_info).toBe('done');
+    expect(reply.attachment).toMatchObject({ src_cluster_id: src.id, dst_cluster_id: dst.id, restore_time: String(restoreTime) });
+    for (const [table, shard] of TABLES) {
+      const expected = await summary(src, masterOf(src, shard), table, restoreTime * 1000);
+      expect(expected.n).toBe(30); // ids 1-30: before T; 31-40 came after
+      expect(await summary(dst, masterOf(dst, shard), table)).toEqual(expected);
+      for (const node of nodesOf(dst, shard)) {
+        await waitUntil(`${table} as of T on ${node.host}:${node.port}`, async () => {
+          const got = await summary(dst, node, table);
+          return got.n === expected.n && got.checksum === expected.checksum ? true : undefined;
+        }, 15_000);
+      }
+    }
+  }, 300_000);
+
+  it('the destination\'s compute node serves the restored rows', async () => {
+    computer = dst.accounts.computer;
+    for (const [table] of TABLES) {
+      const rows = await waitUntil(`${table} through the destination compute node`, () => onComp(compOf(dst), async (c) => {
+        const r = (await c.query(`SELECT count(*)::int AS n, max(id)::int AS max FROM public.${table}`)).rows[0];
+        return r.n === 30 ? r : undefined;
+      }), 20_000);
+      expect(rows).toEqual({ n: 30, max: 30 });
+    }
+  }, 60_000);
+});
