@@ -32,6 +32,8 @@ export interface ClusterFixtureOptions {
   member?: string;
   /** Hosts whose agent runs as its own OS process, so that a test can SIGKILL it (default none). */
   processAgentHosts?: readonly string[];
+  /** Manager config fields over the fixture's own (e.g. backupPvLimitMb for bench/backup). */
+  managerConfig?: Record<string, unknown>;
 }
 
 export interface ClusterFixture {
@@ -85,7 +87,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
       }
       agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
     }
-    const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10 });
+    const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10, ...options.managerConfig });
     manager = await buildManager(config, { logger: logger.child({ member }) });
     await manager.listen();
     const deadline = Date.now() + 20_000;
