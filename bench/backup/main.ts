@@ -1,15 +1,18 @@
-// npm run bench:backup -- [--size-mb N] [--nodes N] [--pv-limit-mb N] [--baseline-s N] [--pause-ms N] [--keep]
+// npm run bench:backup -- [--size-mb N] [--nodes N] [--pv-limit-mb N] [--baseline-s N] [--pause-ms N] [--in-process-agents] [--keep]
 //
 // Backup and restore on real engines, every figure from one run (run it under
 // `flock /tmp/kcm-system.lock`: it uses the system tests' fixed loopback addresses and ports).
 //
-// Set-up: the cluster test fixture (test/cluster/cluster-fixture.ts): three in-process
-// agents on 127.0.2.1-3 and a one-member manager, an `fs` backup storage on host 3, and two
+// Set-up: the cluster test fixture (test/cluster/cluster-fixture.ts): three agents on
+// 127.0.2.1-3, each its own OS process as deployed (`--in-process-agents` runs them in this
+// process, sharing one event loop with the manager and the client), a one-member manager
+// in this process, an `fs` backup storage on host 3, and two
 // clusters of 1 shard (`--nodes` per shard, 1 compute node): the source and the restore's
 // empty destination. The source's shard is loaded with `--size-mb` MB of random rows
 // straight on its master (server side, sequence engine), and a table `ticks` that a client
 // inserts into through the compute node, one row at a time (`--pause-ms` between rows),
-// from before the backup until the restore point.
+// from before the backup until the restore point. The backup starts once every standby
+// has applied the load and the binlog archive holds it (the catch-up time is printed).
 //
 // What is measured, and how:
 // - Backup throughput: manual_backup_cluster of the source (the manager's stream limit set
@@ -33,6 +36,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
+import { archiveCoversUntil, shardArchive } from '../../services/manager/src/meta/binlog-archive';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from '../../test/cluster/cluster-fixture';
 import { emitRaw, waitForJobEnd } from '../../test/manager/helpers/emit-client';
@@ -46,6 +50,7 @@ const { values: flags } = parseArgs({
     'pv-limit-mb': { type: 'string', default: '0' },
     'baseline-s': { type: 'string', default: '10' },
     'pause-ms': { type: 'string', default: '5' },
+    'in-process-agents': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
   },
 });
@@ -108,6 +113,25 @@ async function ticksBefore(c: ClusterRecord, at: Endpoint, beforeMs?: number): P
   }
 }
 
+/** Waits until every standby of the only shard has applied the master's GTID position. */
+async function standbysCaughtUp(c: ClusterRecord): Promise<void> {
+  const shard = onlyShard(c);
+  const gtidOf = async (n: Endpoint, variable: string) => {
+    const conn = await mysql.createConnection({ host: n.host, port: n.port, ...c.accounts.storage, connectTimeout: 5000 });
+    try {
+      const [rows] = await conn.query(`SELECT @@${variable} AS g`);
+      return String((rows as { g: string }[])[0].g);
+    } finally {
+      await conn.end();
+    }
+  };
+  const target = await gtidOf(masterOf(c), 'gtid_binlog_pos');
+  for (const node of Object.values(shard.nodes)) {
+    if (node.id === shard.masterNodeId) continue;
+    await waitUntil(`standby ${node.hostaddr}:${node.port} to apply ${target}`, async () => ((await gtidOf({ host: node.hostaddr, port: node.port }, 'gtid_slave_pos')) === target ? true : undefined), 600_000, 250);
+  }
+}
+
 /** Submits cluster_restore, again while the archive does not reach T yet (the archiver runs every few seconds). */
 async function submitRestore(paras: Record<string, unknown>): Promise<string> {
   const deadline = Date.now() + 60_000;
@@ -120,7 +144,10 @@ async function submitRestore(paras: Record<string, unknown>): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER, managerConfig: { backupPvLimitMb: pvLimitMb } });
+  const f = await startClusterFixture({
+    agentPort: AGENT_PORT, member: MEMBER, managerConfig: { backupPvLimitMb: pvLimitMb },
+    processAgentHosts: flags['in-process-agents'] ? [] : [...HOSTS],
+  });
   fixture = f;
   const figures: string[] = [];
   const writer: { w?: TickWriter } = {};
@@ -148,7 +175,16 @@ async function main(): Promise<void> {
     await loadPayload(masterOf(src), src.accounts.storage, sizeMb, (done) => {
       if (done - lastShown >= 50) log(`  ${(lastShown = done)} MB`);
     });
-    log(`  loaded in ${fmt((performance.now() - loadStarted) / 1000)} s`);
+    const loadedAtS = Date.now() / 1000;
+    log(`  loaded in ${fmt((performance.now() - loadStarted) / 1000)} s; waiting for the standbys and the binlog archive`);
+    const catchUpFrom = performance.now();
+    await standbysCaughtUp(src);
+    const standbysS = (performance.now() - catchUpFrom) / 1000;
+    await waitUntil('the binlog archive to hold the load', async () => {
+      const archive = shardArchive(state(), src.id, onlyShard(src).id);
+      return archive && archiveCoversUntil(archive) >= Math.floor(loadedAtS) - 1 ? true : undefined;
+    }, 600_000, 500);
+    figures.push(`after the load           standbys applied it in ${fmt(standbysS)} s; the binlog archive held it ${fmt((performance.now() - catchUpFrom) / 1000)} s after the load ended`);
     await createTicksTable(masterOf(src), src.accounts.storage);
     await waitUntil('ticks on the source compute node', () => withComp(compOf(src), src.accounts.computer, async (c) => {
       const { rows } = await c.query(`SELECT count(*)::int AS n FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public' AND foreign_table_name = 'ticks'`);
@@ -213,10 +249,13 @@ async function main(): Promise<void> {
     } finally {
       lag.s.stop();
     }
-    const lags = lag.s.samples;
+    const lags = lag.s.samples.map((s) => s.lag);
+    const lagFigure = (xs: number[]) => `n=${xs.length} p50=${fmt(quantile(xs, 0.5))} s p99=${fmt(quantile(xs, 0.99))} s max=${fmt(Math.max(...xs))} s`;
     figures.push(lags.length === 0
       ? `archive lag: not measured: no kcm_binlog_archive_lag_seconds sample for cluster ${src.id}${lag.s.lastError ? ` (${lag.s.lastError})` : ''}`
-      : `archive lag (kcm_binlog_archive_lag_seconds, ${lags.length} samples / 500 ms under write load)   p50=${fmt(quantile(lags, 0.5))} s p99=${fmt(quantile(lags, 0.99))} s max=${fmt(Math.max(...lags))} s`);
+      : `archive lag (kcm_binlog_archive_lag_seconds every 500 ms under write load)   all ${lagFigure(lags)}   before backup ${lagFigure(lag.s.between(baselineFrom, backupFrom))}   during backup ${lagFigure(lag.s.between(backupFrom, backupTo))}`);
+    const archiveProblems = new Set(f.logLines.filter((l) => l.includes('binlog archiving failed')).map((l) => /"problem":"((?:[^"\\]|\\.)*)"/.exec(l)?.[1] ?? l));
+    for (const problem of archiveProblems) figures.push(`  archiver problem seen: ${problem.slice(0, 200)}`);
 
     log('cluster_restore into the destination');
     const restoreFrom = performance.now();

@@ -105,7 +105,8 @@ export class TickWriter {
 
 /** Samples kcm_binlog_archive_lag_seconds of one cluster from the manager's /metrics. */
 export class ArchiveLagSampler {
-  readonly samples: number[] = [];
+  /** performance.now() of each scrape, and the lag (s) it read. */
+  readonly samples: { atMs: number; lag: number }[] = [];
   private timer?: NodeJS.Timeout;
   lastError?: string;
 
@@ -114,8 +115,9 @@ export class ArchiveLagSampler {
   start(): void {
     const label = `cluster_id="${this.clusterId}"`;
     this.timer = setInterval(() => {
+      const atMs = performance.now();
       metrics(this.member).then((values) => {
-        for (const [name, value] of values) if (name.startsWith('kcm_binlog_archive_lag_seconds{') && name.includes(label)) this.samples.push(value);
+        for (const [name, value] of values) if (name.startsWith('kcm_binlog_archive_lag_seconds{') && name.includes(label)) this.samples.push({ atMs, lag: value });
       }, (err: unknown) => {
         this.lastError = err instanceof Error ? err.message : String(err);
       });
@@ -124,6 +126,10 @@ export class ArchiveLagSampler {
 
   stop(): void {
     clearInterval(this.timer);
+  }
+
+  between(fromMs: number, toMs: number): number[] {
+    return this.samples.filter((s) => s.atMs >= fromMs && s.atMs < toMs).map((s) => s.lag);
   }
 }
 
