@@ -243,9 +243,11 @@ async function main(): Promise<void> {
     if (writer.w.error) figures.push(`  (the insert client stopped early: ${why(writer.w.error)})`);
     log(`restore point T=${restoreTime}; waiting for the archive to reach it`);
 
-    let restoreJobId: string;
+    let restoreJobId: string | Error;
     try {
       restoreJobId = await submitRestore({ src_cluster_id: src.id, dst_cluster_id: dstId, restore_time: String(restoreTime) });
+    } catch (err) {
+      restoreJobId = err instanceof Error ? err : new Error(String(err));
     } finally {
       lag.s.stop();
     }
@@ -259,9 +261,11 @@ async function main(): Promise<void> {
 
     log('cluster_restore into the destination');
     const restoreFrom = performance.now();
-    const restoreReply = await waitForJobEnd([MEMBER], restoreJobId, 3_600_000);
+    const restoreReply = typeof restoreJobId === 'string' ? await waitForJobEnd([MEMBER], restoreJobId, 3_600_000) : undefined;
     const restoreS = (performance.now() - restoreFrom) / 1000;
-    if (restoreReply.status !== 'done') {
+    if (!restoreReply) {
+      figures.push(`restore time per GB: not measured: ${why(restoreJobId)}`);
+    } else if (restoreReply.status !== 'done') {
       figures.push(`restore time per GB: not measured: cluster_restore ended ${restoreReply.status}: ${restoreReply.error_info}`);
     } else {
       const dst = state().clusters[dstId];
