@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualBackupClusterResult } from '@kcm/protocol';
 import { emit, jobStatus, submitJob, waitForJobEnd } from '../manager/helpers/emit-client';
@@ -61,7 +62,16 @@ describe('backups in a 3-manager group on real engines', () => {
       storage_iplists: HOSTS, computer_iplists: [HOSTS[2]], install_proxysql: '0',
     }, 300_000);
     expect(created.status, created.error_info).toBe('done');
-    clusterId = (created.attachment as { cluster_id: string }).cluster_id;
+    const result = created.attachment as { cluster_id: string; storage_user: string; storage_pwd: string };
+    clusterId = result.cluster_id;
+    // Rows on the shard, so its backup has a GTID position to record.
+    const detail = await emit(live()[0], 'get_cluster_detail', { cluster_id: clusterId });
+    const master = (detail.attachment as { list_shard: { list_node: { hostaddr: string; port: string; master: string }[] }[] }).list_shard[0].list_node.find((n) => n.master === 'true')!;
+    const c = await mysql.createConnection({ host: master.hostaddr, port: Number(master.port), user: result.storage_user, password: result.storage_pwd });
+    await c.query('CREATE DATABASE `postgres_$$_public`');
+    await c.query('CREATE TABLE `postgres_$$_public`.kept (id INT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(1000) NOT NULL)');
+    for (let i = 0; i < 50; i++) await c.query("INSERT INTO `postgres_$$_public`.kept (note) VALUES (REPEAT('k', 1000))");
+    await c.end();
     const storage = await runJob('create_backup_storage', { name: 'local', stype: 'fs', hostaddr: HOSTS[0], port: String(AGENT_PORT), path: root() });
     expect(storage.status, storage.error_info).toBe('done');
   }, 480_000);

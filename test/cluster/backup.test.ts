@@ -155,7 +155,9 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
         const child = execFile('mbstream', ['-x', '-C', dir], (err) => (err ? reject(err) : resolve()));
         void readFile(file).then((b) => child.stdin!.end(b));
       });
-      const info = await readFile(path.join(dir, 'mariadb_backup_binlog_info'), 'utf8').catch(() => readFile(path.join(dir, 'xtrabackup_binlog_info'), 'utf8'));
+      // The position files mariabackup wrote into the stream: binlog position, and a standby's slave position.
+      const read = (name: string) => readFile(path.join(dir, name), 'utf8').catch(() => '');
+      const info = (await read('xtrabackup_binlog_info')) + (await read('xtrabackup_slave_info')) + (await read('mariadb_backup_binlog_info')) + (await read('mariadb_backup_slave_info'));
       expect(info).toContain(backup.list_shard[1].gtid_pos);
       await promisify(execFile)('mariabackup', ['--prepare', `--target-dir=${dir}`], { maxBuffer: 1 << 24 });
     } finally {

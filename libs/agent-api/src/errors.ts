@@ -80,6 +80,8 @@ const CATALOG_OF_STATUS = new Map<grpc.status, ErrorName>([
   [grpc.status.ABORTED, 'INSTANCE_FAILED'],
   [grpc.status.RESOURCE_EXHAUSTED, 'NO_RESOURCES'],
   [grpc.status.UNIMPLEMENTED, 'UNSUPPORTED'],
+  // A stored backup object whose bytes no longer match its checksum (BackupStorageAgent.Get).
+  [grpc.status.DATA_LOSS, 'DATA_CHECK_FAILED'],
 ]);
 
 /**

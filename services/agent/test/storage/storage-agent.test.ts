@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
-import { AgentCallError, StorageAgentClient } from '@kcm/agent-api';
+import { AgentCallError, catalogErrorOf, StorageAgentClient } from '@kcm/agent-api';
 import { startAgent, type RunningAgent } from '../../src/index';
 import { gtidOfBackup, MbstreamSniffer } from '../../src/capabilities/storage/mbstream-sniffer';
 
@@ -67,6 +67,7 @@ describe('backup storage agent (stype fs)', () => {
     const err = await collect(client.get(root, 'cluster-1/set-2/shard_1.mbstream')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentCallError);
     expect(String((err as Error).message)).toMatch(/corrupt/);
+    expect(catalogErrorOf(err)).toBe('DATA_CHECK_FAILED');
   });
 
   it('a truncated file is refused by verify naming the size', async () => {
@@ -84,6 +85,14 @@ describe('backup storage agent (stype fs)', () => {
     expect(await client.list(root, 'cluster-2/')).toEqual([]);
   });
 
+  it('writing a key again removes what a crashed earlier write of it left, and nothing else', async () => {
+    await client.put(root, 'cluster-1/set-5/a', Buffer.from('first'));
+    await writeFile(path.join(root, 'cluster-1/set-5/b.partial-0badc0de'), 'crashed write of b');
+    await writeFile(path.join(root, 'cluster-1/set-5/b.other.partial-0badc0de'), 'crashed write of another key');
+    await client.put(root, 'cluster-1/set-5/b', Buffer.from('second'));
+    expect((await readdir(path.join(root, 'cluster-1/set-5'))).sort()).toEqual(['a', 'a.manifest.json', 'b', 'b.manifest.json', 'b.other.partial-0badc0de']);
+  });
+
   it('a failed put leaves neither a new object nor a temporary file', async () => {
     async function* failing(): AsyncGenerator<Uint8Array> {
       yield Buffer.from('some bytes');
@@ -99,6 +108,15 @@ describe('backup storage agent (stype fs)', () => {
     expect(await client.delete('del-1', root, 'cluster-1/set-3/')).toBe(1);
     expect(await client.list(root, 'cluster-1/set-3/')).toEqual([]);
     await expect(client.delete('del-2', root, '')).rejects.toThrow(/non-empty prefix/);
+  });
+
+  it('a physical backup whose source fails stores nothing and leaves no temporary file', async () => {
+    const source = { agent_address: agent.address, hostaddr: '127.0.0.1', port: 57999, is_master: false };
+    const pulled = client.pullBackup({ op_id: 'pull-1', root, key: 'cluster-9/set-1/shard_1.mbstream', source, pv_limit_mb: 0, meta: {} });
+    await expect(pulled).rejects.toThrow(/backup of 127\.0\.0\.1:57999 into cluster-9\/set-1\/shard_1\.mbstream failed: .*57999/);
+    expect(await client.list(root, 'cluster-9/')).toEqual([]);
+    expect(await readdir(path.join(root, 'cluster-9/set-1'))).toEqual([]);
+    await expect(client.pullBackup({ op_id: '', root, key: 'k', source, pv_limit_mb: 0, meta: {} })).rejects.toThrow(/op_id is required/);
   });
 
   it('refuses keys and roots that could leave the storage', async () => {
@@ -131,6 +149,19 @@ describe('the GTID position read from a passing mbstream', () => {
     const sniffer = new MbstreamSniffer();
     sniffer.push(Buffer.from('not a stream at all, just text'));
     expect(sniffer.problem).toMatch(/XBSTCK01/);
-    expect(gtidOfBackup(sniffer)).toBe('');
+    expect(gtidOfBackup(sniffer)).toBeUndefined();
+  });
+
+  it('an empty position (a shard that never committed) is the empty GTID, not a missing one', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-mbs-'));
+    try {
+      await writeFile(path.join(dir, 'xtrabackup_binlog_info'), 'mariadb-bin.000002\t342\n');
+      const { stdout } = await promisify(execFile)('mbstream', ['-c', 'xtrabackup_binlog_info'], { cwd: dir, encoding: 'buffer' });
+      const sniffer = new MbstreamSniffer();
+      sniffer.push(stdout);
+      expect(gtidOfBackup(sniffer)).toBe('');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

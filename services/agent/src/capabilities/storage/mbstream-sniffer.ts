@@ -97,13 +97,18 @@ const GTID_LIST = /^\d+-\d+-\d+(,\d+-\d+-\d+)*$/;
 /**
  * The GTID position the backup is consistent with: the binlog position mariabackup
  * recorded (`<file>\t<pos>\t<gtid>`), else the slave position a standby source wrote
- * (--slave-info). '' when neither is there.
+ * (--slave-info). '' when the stream carries a position file whose GTID is empty (a shard
+ * that never committed a transaction); undefined when it carries no position file at all
+ * (or one that does not parse), which makes the backup unusable for a restore.
  */
-export function gtidOfBackup(sniffer: MbstreamSniffer): string {
+export function gtidOfBackup(sniffer: MbstreamSniffer): string | undefined {
   const binlogInfo = sniffer.file('mariadb_backup_binlog_info') || sniffer.file('xtrabackup_binlog_info');
+  const slaveInfo = sniffer.file('mariadb_backup_slave_info') || sniffer.file('xtrabackup_slave_info');
   const fromBinlog = binlogInfo.trim().split(/\s+/)[2] ?? '';
   if (GTID_LIST.test(fromBinlog)) return fromBinlog;
-  const slaveInfo = sniffer.file('mariadb_backup_slave_info') || sniffer.file('xtrabackup_slave_info');
-  const fromSlave = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(slaveInfo)?.[1] ?? '';
-  return GTID_LIST.test(fromSlave) ? fromSlave : '';
+  const slaveMatch = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(slaveInfo);
+  if (slaveMatch && GTID_LIST.test(slaveMatch[1])) return slaveMatch[1];
+  const emptyBinlog = binlogInfo.trim() !== '' && fromBinlog === '';
+  const emptySlave = slaveMatch !== null && slaveMatch[1] === '';
+  return emptyBinlog || emptySlave ? '' : undefined;
 }

@@ -141,6 +141,12 @@ export class FsObjectStore {
     // Replacing an object: its old manifest goes first, so no reader ever pairs the old
     // manifest with new bytes (or the new manifest with old bytes).
     await rm(this.manifestPath(key), { force: true });
+    // What an earlier write of this key left when its process died (never committed, so no
+    // object): one key has one writer at a time (the op ledger joins retries), so any
+    // temporary file of the key found now is such a leftover.
+    const data = this.dataPath(key);
+    const leftovers = await readdir(path.dirname(data)).catch(() => [] as string[]);
+    for (const name of leftovers) if (name.startsWith(`${path.basename(data)}${PARTIAL_MARK}`)) await rm(path.join(path.dirname(data), name), { force: true });
     return ObjectWriter.create(this, key);
   }
 

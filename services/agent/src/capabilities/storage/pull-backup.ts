@@ -32,7 +32,7 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
       await writer.write(chunk.data);
     }
     const gtid = gtidOfBackup(sniffer);
-    if (!gtid) {
+    if (gtid === undefined) {
       throw new AgentFailure('instance_failed', `the backup stream of ${source.hostaddr}:${source.port} carried no GTID position${sniffer.problem ? ` (${sniffer.problem})` : ''}`);
     }
     const meta = { ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream' };
