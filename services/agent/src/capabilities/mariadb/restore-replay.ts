@@ -15,6 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import type { AgentContext } from '../../capability';
 import { spawnPiped } from '../../ops/exec';
 import type { MariaDbDropClusterDatabasesReply, MariaDbReplayBinlogsReply, MariaDbReplayBinlogsRequest } from '@kcm/agent-api';
+import { summariseBinlog } from './binlog-files';
 import { checkPort, loadAdminAccount, mariadbTools, type InstanceLayout } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import { withAdmin } from './sql';
@@ -50,10 +51,18 @@ export async function replayBinlogs(ctx: AgentContext, req: MariaDbReplayBinlogs
     // At the backup's position, or past it when a replay cut short is run again.
     const before = await position();
     if (!reaches(before, req.start_gtid)) throw new Error(`the instance is at GTID ${JSON.stringify(before)}, short of the backup's ${req.start_gtid}: restore the backup first`);
-    for (const file of files) await pipeBinlogInto(layout.socket, file, await position(), req.stop_time);
+    let replayed = 0;
+    for (const file of files) {
+      // A file begun at or after T holds nothing to apply, and must not be handed to
+      // mariadb-binlog: a replay cut short at T leaves the instance behind the file's start
+      // state, which mariadb-binlog reports as missing data.
+      if ((await summariseBinlog(file)).firstEventTime >= req.stop_time) break;
+      await pipeBinlogInto(layout.socket, file, await position(), req.stop_time);
+      replayed++;
+    }
     const gtid = await position();
-    ctx.logger.info({ port: layout.port, files: files.length, bytes, stop_time: req.stop_time, gtid }, 'binlogs replayed');
-    return { gtid_pos: gtid, files: files.length, bytes };
+    ctx.logger.info({ port: layout.port, files: replayed, fetched: files.length, bytes, stop_time: req.stop_time, gtid }, 'binlogs replayed');
+    return { gtid_pos: gtid, files: replayed, bytes };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
