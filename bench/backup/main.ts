@@ -1,0 +1,293 @@
+// npm run bench:backup -- [--size-mb N] [--nodes N] [--pv-limit-mb N] [--baseline-s N] [--pause-ms N] [--in-process-agents] [--keep]
+//
+// Backup and restore on real engines, every figure from one run (run it under
+// `flock /tmp/kcm-system.lock`: it uses the system tests' fixed loopback addresses and ports).
+//
+// Set-up: the cluster test fixture (test/cluster/cluster-fixture.ts): three agents on
+// 127.0.2.1-3, each its own OS process as deployed (`--in-process-agents` runs them in this
+// process, sharing one event loop with the manager and the client), a one-member manager
+// in this process, an `fs` backup storage on host 3, and two
+// clusters of 1 shard (`--nodes` per shard, 1 compute node): the source and the restore's
+// empty destination. The source's shard is loaded with `--size-mb` MB of random rows
+// straight on its master (server side, sequence engine), and a table `ticks` that a client
+// inserts into through the compute node, one row at a time (`--pause-ms` between rows),
+// from before the backup until the restore point. The backup starts once every standby
+// has applied the load and the binlog archive holds it (the catch-up time is printed).
+//
+// What is measured, and how:
+// - Backup throughput: manual_backup_cluster of the source (the manager's stream limit set
+//   by `--pv-limit-mb`, 0 = none, so the pipeline itself is measured), as the shard's
+//   backup bytes over (a) the stream's own transfer time the storage agent reports and
+//   (b) the whole job, submit to done. Against it, on the same node the job chose, right
+//   after it: the agent's mariabackup command line with its stdout written to a file and
+//   fsynced (raw-backup.ts). Target: managed >= 0.9x raw.
+// - Write stall: the latencies of the compute-node inserts sent during the backup job
+//   against those of the `--baseline-s` seconds before it (p50, p99, max).
+// - Archive lag: kcm_binlog_archive_lag_seconds of the source cluster, scraped from the
+//   manager's /metrics every 500 ms from the start of the write load to the restore point
+//   (p50, p99, max of the samples). The gauge is a sawtooth: it grows until the archiver's
+//   next round (binlogArchiveIntervalMs, 5 s) stores the newest binlog.
+// - Restore time per GB: cluster_restore of the source into the destination at a time T
+//   after the backup (the full backup restored, standbys rebuilt, binlogs replayed to T),
+//   submit to done, over the backup set's bytes. The restored ticks are checked against
+//   the source's rows before T.
+// A figure whose piece fails prints "not measured: <why>" instead.
+
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import mysql from 'mysql2/promise';
+import { archiveCoversUntil, shardArchive } from '../../services/manager/src/meta/binlog-archive';
+import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from '../../test/cluster/cluster-fixture';
+import { emitRaw, waitForJobEnd } from '../../test/manager/helpers/emit-client';
+import { rawMariabackupToFile } from './raw-backup';
+import { ArchiveLagSampler, createTicksTable, DB, loadPayload, quantile, TickWriter, withComp, type Endpoint } from './workload';
+
+const { values: flags } = parseArgs({
+  options: {
+    'size-mb': { type: 'string', default: '200' },
+    nodes: { type: 'string', default: '3' },
+    'pv-limit-mb': { type: 'string', default: '0' },
+    'baseline-s': { type: 'string', default: '10' },
+    'pause-ms': { type: 'string', default: '5' },
+    'in-process-agents': { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const sizeMb = Number(flags['size-mb']);
+const baselineS = Number(flags['baseline-s']);
+const pauseMs = Number(flags['pause-ms']);
+const pvLimitMb = Number(flags['pv-limit-mb']);
+for (const [name, v] of [['size-mb', sizeMb], ['baseline-s', baselineS], ['pause-ms', pauseMs], ['pv-limit-mb', pvLimitMb], ['nodes', Number(flags.nodes)]] as const) {
+  if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a number >= 0`);
+}
+if (flags.keep) process.env.KCM_TEST_KEEP_DIR = '1';
+
+const AGENT_PORT = 58185;
+const MEMBER = '127.0.1.78:58178';
+const MB = 1024 * 1024;
+const CLUSTER_PARAS = {
+  ha_mode: 'rbr', shards: '1', nodes: flags.nodes, comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share',
+  innodb_size: '128', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], install_proxysql: '0',
+};
+
+const log = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+const why = (err: unknown) => (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 300);
+
+let fixture: ClusterFixture | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    process.stderr.write(`\n${signal}: stopping agents, manager and engines\n`);
+    void (fixture?.close() ?? Promise.resolve()).finally(() => process.exit(130));
+  });
+}
+
+async function job(f: ClusterFixture, jobType: string, paras: Record<string, unknown>, timeoutMs: number) {
+  const reply = await f.runJob(jobType, paras, timeoutMs);
+  if (reply.status !== 'done') throw new Error(`${jobType} ended ${reply.status}: ${reply.error_info}`);
+  return reply;
+}
+
+const onlyShard = (c: ClusterRecord) => Object.values(c.shards)[0];
+const masterOf = (c: ClusterRecord): Endpoint => {
+  const shard = onlyShard(c);
+  const m = shard.nodes[shard.masterNodeId];
+  return { host: m.hostaddr, port: m.port };
+};
+const compOf = (c: ClusterRecord): Endpoint => {
+  const comp = Object.values(c.comps)[0];
+  return { host: comp.hostaddr, port: comp.port };
+};
+
+async function ticksBefore(c: ClusterRecord, at: Endpoint, beforeMs?: number): Promise<{ n: number; checksum: string }> {
+  const conn = await mysql.createConnection({ host: at.host, port: at.port, ...c.accounts.storage, connectTimeout: 5000 });
+  try {
+    const where = beforeMs === undefined ? '' : ` WHERE at < ${Number(beforeMs)}`;
+    const [rows] = await conn.query(`SELECT COUNT(*) AS n, COALESCE(BIT_XOR(CRC32(CONCAT_WS('|', id, at, v))), 0) AS checksum FROM \`${DB}\`.ticks${where}`);
+    const r = (rows as { n: number; checksum: string | number }[])[0];
+    return { n: Number(r.n), checksum: String(r.checksum) };
+  } finally {
+    await conn.end();
+  }
+}
+
+/** Waits until every standby of the only shard has applied the master's GTID position. */
+async function standbysCaughtUp(c: ClusterRecord): Promise<void> {
+  const shard = onlyShard(c);
+  const gtidOf = async (n: Endpoint, variable: string) => {
+    const conn = await mysql.createConnection({ host: n.host, port: n.port, ...c.accounts.storage, connectTimeout: 5000 });
+    try {
+      const [rows] = await conn.query(`SELECT @@${variable} AS g`);
+      return String((rows as { g: string }[])[0].g);
+    } finally {
+      await conn.end();
+    }
+  };
+  const target = await gtidOf(masterOf(c), 'gtid_binlog_pos');
+  for (const node of Object.values(shard.nodes)) {
+    if (node.id === shard.masterNodeId) continue;
+    await waitUntil(`standby ${node.hostaddr}:${node.port} to apply ${target}`, async () => ((await gtidOf({ host: node.hostaddr, port: node.port }, 'gtid_slave_pos')) === target ? true : undefined), 600_000, 250);
+  }
+}
+
+/** Submits cluster_restore, again while the archive does not reach T yet (the archiver runs every few seconds). */
+async function submitRestore(paras: Record<string, unknown>): Promise<string> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ack = await emitRaw(MEMBER, 'cluster_restore', paras);
+    if (ack.error_code === '0') return ack.job_id;
+    if (!/beyond the archived binlogs/.test(ack.error_info) || Date.now() > deadline) throw new Error(`cluster_restore refused: ${ack.error_info}`);
+    await sleep(500);
+  }
+}
+
+async function main(): Promise<void> {
+  const f = await startClusterFixture({
+    agentPort: AGENT_PORT, member: MEMBER, managerConfig: { backupPvLimitMb: pvLimitMb },
+    processAgentHosts: flags['in-process-agents'] ? [] : [...HOSTS],
+  });
+  fixture = f;
+  const figures: string[] = [];
+  const writer: { w?: TickWriter } = {};
+  const lag: { s?: ArchiveLagSampler } = {};
+  try {
+    log('registering machines and the backup storage');
+    for (const [i, host] of HOSTS.entries()) {
+      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
+        await job(f, 'create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' }, 60_000);
+      }
+    }
+    await job(f, 'create_backup_storage', { name: 'bench', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(f.tmp, 'backups') }, 30_000);
+    log(`creating the source and destination clusters (1 shard x ${flags.nodes} nodes, 1 compute node each)`);
+    const [a, b] = await Promise.all([
+      job(f, 'create_cluster', { ...CLUSTER_PARAS, nick_name: 'bench-source', computer_iplists: [HOSTS[0]] }, 300_000),
+      job(f, 'create_cluster', { ...CLUSTER_PARAS, nick_name: 'bench-restored', computer_iplists: [HOSTS[1]] }, 300_000),
+    ]);
+    const state = () => f.manager.store.state();
+    const src = state().clusters[String(a.attachment!.cluster_id)];
+    const dstId = String(b.attachment!.cluster_id);
+
+    log(`loading ${sizeMb} MB of random rows on the source master`);
+    const loadStarted = performance.now();
+    let lastShown = 0;
+    await loadPayload(masterOf(src), src.accounts.storage, sizeMb, (done) => {
+      if (done - lastShown >= 50) log(`  ${(lastShown = done)} MB`);
+    });
+    const loadedAtS = Date.now() / 1000;
+    log(`  loaded in ${fmt((performance.now() - loadStarted) / 1000)} s; waiting for the standbys and the binlog archive`);
+    const catchUpFrom = performance.now();
+    await standbysCaughtUp(src);
+    const standbysS = (performance.now() - catchUpFrom) / 1000;
+    await waitUntil('the binlog archive to hold the load', async () => {
+      const archive = shardArchive(state(), src.id, onlyShard(src).id);
+      return archive && archiveCoversUntil(archive) >= Math.floor(loadedAtS) - 1 ? true : undefined;
+    }, 600_000, 500);
+    figures.push(`after the load           standbys applied it in ${fmt(standbysS)} s; the binlog archive held it ${fmt((performance.now() - catchUpFrom) / 1000)} s after the load ended`);
+    await createTicksTable(masterOf(src), src.accounts.storage);
+    await waitUntil('ticks on the source compute node', () => withComp(compOf(src), src.accounts.computer, async (c) => {
+      const { rows } = await c.query(`SELECT count(*)::int AS n FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public' AND foreign_table_name = 'ticks'`);
+      return rows[0].n === 1 ? true : undefined;
+    }), 30_000);
+
+    log(`write load through the compute node; ${baselineS} s of baseline`);
+    writer.w = new TickWriter(compOf(src), src.accounts.computer, pauseMs);
+    writer.w.start();
+    lag.s = new ArchiveLagSampler(MEMBER, src.id, 500);
+    lag.s.start();
+    const baselineFrom = performance.now();
+    await sleep(baselineS * 1000);
+
+    log('manual_backup_cluster of the source');
+    const backupFrom = performance.now();
+    await job(f, 'manual_backup_cluster', { cluster_id: src.id }, 1_800_000);
+    const backupTo = performance.now();
+    const set = Object.values(state().backupSets).find((s) => s.clusterId === src.id)!;
+    const shardBackup = set.shards[0];
+    const backupBytes = Number(shardBackup.bytes);
+    const jobS = (backupTo - backupFrom) / 1000;
+    const streamS = shardBackup.transferMs / 1000;
+    const managedJobMbS = backupBytes / MB / jobS;
+    const managedStreamMbS = backupBytes / MB / streamS;
+
+    // Write stall: before vs during, from the same client and the same run.
+    const before = writer.w.between(baselineFrom, backupFrom);
+    const during = writer.w.between(backupFrom, backupTo);
+    const stall = (xs: number[]) => `n=${xs.length} p50=${fmt(quantile(xs, 0.5), 2)} ms p99=${fmt(quantile(xs, 0.99), 2)} ms max=${fmt(Math.max(...xs), 2)} ms`;
+
+    log(`raw mariabackup of the same node (${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}) to a file`);
+    const node = Object.values(onlyShard(state().clusters[src.id]).nodes).find((n) => n.hostaddr === shardBackup.sourceHostaddr && n.port === shardBackup.sourcePort)!;
+    let raw: { bytes: number; ms: number } | string;
+    try {
+      raw = await rawMariabackupToFile(node, path.join(f.tmp, 'raw-backup.mbstream'));
+    } catch (err) {
+      raw = why(err);
+    }
+
+    figures.push(`backup set: ${fmt(backupBytes / MB)} MB of shard ${shardBackup.shardId} from ${shardBackup.sourceWasMaster ? 'the master' : 'a standby'} ${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}, stream limit ${pvLimitMb === 0 ? 'none' : `${pvLimitMb} MB/s`}`);
+    if (typeof raw === 'string') {
+      figures.push(`backup throughput: manual_backup_cluster ${fmt(managedJobMbS)} MB/s (job) ${fmt(managedStreamMbS)} MB/s (stream); raw mariabackup: not measured: ${raw}`);
+    } else {
+      const rawMbS = raw.bytes / MB / (raw.ms / 1000);
+      figures.push(`backup throughput        manual_backup_cluster job ${fmt(managedJobMbS)} MB/s (${fmt(jobS)} s)   its stream ${fmt(managedStreamMbS)} MB/s (${fmt(streamS)} s)   raw mariabackup|file ${fmt(rawMbS)} MB/s (${fmt(raw.bytes / MB)} MB in ${fmt(raw.ms / 1000)} s)`);
+      figures.push(`  managed / raw          job ${fmt(managedJobMbS / rawMbS, 2)}x   stream ${fmt(managedStreamMbS / rawMbS, 2)}x   (target >= 0.9x)`);
+    }
+    figures.push(`write stall (compute-node inserts)   before backup ${stall(before)}   during backup ${stall(during)}`);
+
+    // Writes after the backup, then the restore point T, then writes after T.
+    await sleep(3000);
+    const restoreTime = Math.floor(Date.now() / 1000) + 1;
+    await sleep(restoreTime * 1000 + 1500 - Date.now());
+    await writer.w.stop();
+    if (writer.w.error) figures.push(`  (the insert client stopped early: ${why(writer.w.error)})`);
+    log(`restore point T=${restoreTime}; waiting for the archive to reach it`);
+
+    let restoreJobId: string | Error;
+    try {
+      restoreJobId = await submitRestore({ src_cluster_id: src.id, dst_cluster_id: dstId, restore_time: String(restoreTime) });
+    } catch (err) {
+      restoreJobId = err instanceof Error ? err : new Error(String(err));
+    } finally {
+      lag.s.stop();
+    }
+    const lags = lag.s.samples.map((s) => s.lag);
+    const lagFigure = (xs: number[]) => `n=${xs.length} p50=${fmt(quantile(xs, 0.5))} s p99=${fmt(quantile(xs, 0.99))} s max=${fmt(Math.max(...xs))} s`;
+    figures.push(lags.length === 0
+      ? `archive lag: not measured: no kcm_binlog_archive_lag_seconds sample for cluster ${src.id}${lag.s.lastError ? ` (${lag.s.lastError})` : ''}`
+      : `archive lag (kcm_binlog_archive_lag_seconds every 500 ms under write load)   all ${lagFigure(lags)}   before backup ${lagFigure(lag.s.between(baselineFrom, backupFrom))}   during backup ${lagFigure(lag.s.between(backupFrom, backupTo))}`);
+    const archiveProblems = new Set(f.logLines.filter((l) => l.includes('binlog archiving failed')).map((l) => /"problem":"((?:[^"\\]|\\.)*)"/.exec(l)?.[1] ?? l));
+    for (const problem of archiveProblems) figures.push(`  archiver problem seen: ${problem.slice(0, 200)}`);
+
+    log('cluster_restore into the destination');
+    const restoreFrom = performance.now();
+    const restoreReply = typeof restoreJobId === 'string' ? await waitForJobEnd([MEMBER], restoreJobId, 3_600_000) : undefined;
+    const restoreS = (performance.now() - restoreFrom) / 1000;
+    if (!restoreReply) {
+      figures.push(`restore time per GB: not measured: ${why(restoreJobId)}`);
+    } else if (restoreReply.status !== 'done') {
+      figures.push(`restore time per GB: not measured: cluster_restore ended ${restoreReply.status}: ${restoreReply.error_info}`);
+    } else {
+      const dst = state().clusters[dstId];
+      const expected = await ticksBefore(src, masterOf(src), restoreTime * 1000);
+      const got = await ticksBefore(dst, masterOf(dst));
+      const check = expected.n === got.n && expected.checksum === got.checksum ? `restored ticks match the source before T (${got.n} rows)` : `MISMATCH: source before T ${JSON.stringify(expected)}, restored ${JSON.stringify(got)}`;
+      const list = (restoreReply.attachment as { list_shard?: { binlogs?: string }[] } | undefined)?.list_shard ?? [];
+      figures.push(`restore                  cluster_restore ${fmt(restoreS)} s for ${fmt(backupBytes / MB)} MB backup + ${list.map((s) => s.binlogs ?? '?').join('+')} binlog file(s): ${fmt(restoreS / (backupBytes / 1e9))} s per GB   ${check}`);
+    }
+  } catch (err) {
+    figures.push(`run stopped: ${why(err)}`);
+    process.exitCode = 1;
+  } finally {
+    lag.s?.stop();
+    await writer.w?.stop().catch(() => {});
+    log('stopping agents, manager and engines');
+    await f.close();
+  }
+  process.stdout.write(`\nbench:backup  size-mb=${sizeMb} nodes=${flags.nodes} pv-limit-mb=${pvLimitMb} baseline-s=${baselineS} pause-ms=${pauseMs}\n${figures.join('\n')}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:backup failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
