@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnPiped } from '../../src/ops/exec';
-import { rateLimited } from '../../src/capabilities/mariadb/rate-limit';
+import { coalesced, rateLimited } from '../../src/capabilities/mariadb/rate-limit';
 import { backupGtid } from '../../src/capabilities/mariadb/rebuild';
 import { scrub } from '../../src/capabilities/mariadb/sql';
 import { checkAccount, checkSpec } from '../../src/capabilities/mariadb/instance-layout';
@@ -27,6 +27,15 @@ describe('rate limit of a backup stream (pv_limit)', () => {
     const started = performance.now();
     for await (const _ of rateLimited(chunks(64, 64 * 1024), 0)) void _;
     expect(performance.now() - started).toBeLessThan(200);
+  });
+});
+
+describe('coalesced pieces of a backup stream', () => {
+  it('joins 64 KiB pipe reads into pieces of at least 1 MiB, in order, the last one smaller, no byte lost', async () => {
+    const pieces: Buffer[] = [];
+    for await (const piece of coalesced(chunks(40, 64 * 1024), 2 ** 20)) pieces.push(piece);
+    expect(pieces.map((p) => p.length)).toEqual([2 ** 20, 2 ** 20, 8 * 64 * 1024]);
+    expect(Buffer.concat(pieces)).toEqual(Buffer.concat(Array.from({ length: 40 }, (_, i) => Buffer.alloc(64 * 1024, i))));
   });
 });
 

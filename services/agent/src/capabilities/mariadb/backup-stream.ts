@@ -14,7 +14,7 @@ import type { AgentContext } from '../../capability';
 import { checkPort, mariadbTools } from './instance-layout';
 import { layoutOf, runningPid } from './lifecycle';
 import { spawnPiped } from '../../ops/exec';
-import { rateLimited } from './rate-limit';
+import { coalesced, rateLimited } from './rate-limit';
 import { agentClient, agentStatusOf, MariaDbAgentService, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from '@kcm/agent-api';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;
@@ -53,7 +53,7 @@ async function sendBackup(ctx: AgentContext, call: grpc.ServerWritableStream<Mar
   ctx.logger.info({ port: layout.port, pv_limit_mb: call.request.pv_limit_mb, pid: backup.pid }, 'streaming backup');
   let bytes = 0;
   try {
-    for await (const piece of rateLimited(backup.stdout, Math.max(0, call.request.pv_limit_mb) * MB)) {
+    for await (const piece of coalesced(rateLimited(backup.stdout, Math.max(0, call.request.pv_limit_mb) * MB), MB)) {
       bytes += piece.length;
       if (!call.write({ data: piece })) await drainOrCancel(call);
       if (abort.signal.aborted) throw new Error('the receiving agent cancelled the stream');

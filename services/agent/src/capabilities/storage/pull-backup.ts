@@ -11,6 +11,9 @@ import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
 import type { FsObjectStore } from './object-store';
 
+/** Bytes gathered before one write of the object's file. */
+const WRITE_BATCH_BYTES = 4 * 1024 * 1024;
+
 const AGENT_ADDRESS = /^[A-Za-z0-9.[\]:-]{1,255}:\d{1,5}$/;
 
 export async function pullBackup(store: FsObjectStore, req: StoragePullBackupRequest, logger: Logger): Promise<StoragePullBackupReply> {
@@ -26,11 +29,29 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
     port: source.port,
     pv_limit_mb: req.pv_limit_mb,
   });
+  let inFlight: Promise<void> = Promise.resolve();
   try {
+    // Receiving and writing overlap: while one batch goes to disk, the next is received (a
+    // write awaited per message left the network idle during each disk write, and the disk
+    // idle during each receive). At most one batch is in flight and one is being gathered.
+    let gathered: Buffer[] = [];
+    let gatheredBytes = 0;
+    const flush = async () => {
+      await inFlight;
+      const batch = Buffer.concat(gathered, gatheredBytes);
+      gathered = [];
+      gatheredBytes = 0;
+      inFlight = writer.write(batch);
+      inFlight.catch(() => {}); // awaited before the next batch or at the end
+    };
     for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) {
       sniffer.push(chunk.data);
-      await writer.write(chunk.data);
+      gathered.push(chunk.data);
+      gatheredBytes += chunk.data.length;
+      if (gatheredBytes >= WRITE_BATCH_BYTES) await flush();
     }
+    if (gatheredBytes > 0) await flush();
+    await inFlight;
     const gtid = gtidOfBackup(sniffer);
     if (gtid === undefined) {
       throw new AgentFailure('instance_failed', `the backup stream of ${source.hostaddr}:${source.port} carried no GTID position${sniffer.problem ? ` (${sniffer.problem})` : ''}`);
@@ -42,6 +63,7 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
     return { object, gtid_pos: gtid, transfer_ms: transferMs };
   } catch (err) {
     call.cancel();
+    await inFlight.catch(() => {}); // the file is closed only once no write is under way
     await writer.abort();
     if (err instanceof AgentFailure) throw err;
     throw new AgentFailure('instance_failed', `backup of ${source.hostaddr}:${source.port} into ${req.key} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
