@@ -26,9 +26,14 @@ export interface BinlogSummary {
   lastEventTime: number;
 }
 
+/** Bytes read from the file at a time: one read per block, not one per event header. */
+const READ_BLOCK_BYTES = 1024 * 1024;
+
 /**
  * Walks the event headers of a binlog file: timestamp (u32) at 0, type at 4, event size
  * (u32) at 9. A file still being written may end in a partial event: the walk stops there.
+ * The file is read in 1 MiB blocks: an archiving round lists every binlog of a busy master,
+ * and one read per event (hundreds of thousands in a full file) took longer than the round.
  */
 export async function summariseBinlog(file: string): Promise<BinlogSummary> {
   const handle = await open(file, 'r');
@@ -37,11 +42,29 @@ export async function summariseBinlog(file: string): Promise<BinlogSummary> {
     const magic = Buffer.alloc(4);
     await handle.read(magic, 0, 4, 0);
     if (!magic.equals(MAGIC)) throw new AgentFailure('instance_failed', `${path.basename(file)} is not a binlog file`);
-    const header = Buffer.alloc(HEADER_BYTES);
     const summary: BinlogSummary = { startGtidState: '', firstEventTime: 0, lastEventTime: 0 };
     let sawGtidList = false;
+    const block = Buffer.alloc(READ_BLOCK_BYTES);
+    let blockStart = 0; // file offset of block[0]
+    let blockBytes = 0; // valid bytes in block
+    /** Makes [at, at + n) of the file readable in `block`; false past the file's end. */
+    const load = async (at: number, n: number): Promise<Buffer | false> => {
+      if (at + n > size) return false;
+      if (n > block.length) {
+        const big = Buffer.alloc(n);
+        await handle.read(big, 0, n, at);
+        return big;
+      }
+      if (at < blockStart || at + n > blockStart + blockBytes) {
+        blockStart = at;
+        blockBytes = (await handle.read(block, 0, Math.min(block.length, size - at), at)).bytesRead;
+        if (at + n > blockStart + blockBytes) return false;
+      }
+      return block.subarray(at - blockStart, at - blockStart + n);
+    };
     for (let pos = 4; pos + HEADER_BYTES <= size; ) {
-      await handle.read(header, 0, HEADER_BYTES, pos);
+      const header = await load(pos, HEADER_BYTES);
+      if (!header) break;
       const timestamp = header.readUInt32LE(0);
       const type = header.readUInt8(4);
       const eventSize = header.readUInt32LE(9);
@@ -51,9 +74,9 @@ export async function summariseBinlog(file: string): Promise<BinlogSummary> {
         summary.lastEventTime = Math.max(summary.lastEventTime, timestamp);
       }
       if (type === GTID_LIST_EVENT && !sawGtidList) {
-        const body = Buffer.alloc(eventSize - HEADER_BYTES);
-        await handle.read(body, 0, body.length, pos + HEADER_BYTES);
-        summary.startGtidState = parseGtidList(body);
+        const body = await load(pos + HEADER_BYTES, eventSize - HEADER_BYTES);
+        if (!body) break;
+        summary.startGtidState = parseGtidList(Buffer.from(body));
         sawGtidList = true;
       }
       pos += eventSize;
@@ -62,6 +85,25 @@ export async function summariseBinlog(file: string): Promise<BinlogSummary> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Summaries of closed binlog files, by path, size and mtime: a closed file never changes,
+ * so each is walked once, not at every archiving round (the round lists them all).
+ */
+const closedSummaries = new Map<string, BinlogSummary>();
+const MAX_CACHED_SUMMARIES = 4096;
+
+async function summaryOf(file: string, closed: boolean): Promise<BinlogSummary> {
+  if (!closed) return summariseBinlog(file);
+  const { size, mtimeMs } = await stat(file);
+  const key = `${file}\0${size}\0${mtimeMs}`;
+  const cached = closedSummaries.get(key);
+  if (cached) return cached;
+  const summary = await summariseBinlog(file);
+  if (closedSummaries.size >= MAX_CACHED_SUMMARIES) closedSummaries.delete(closedSummaries.keys().next().value!);
+  closedSummaries.set(key, summary);
+  return summary;
 }
 
 /** A Gtid_list event's body: count (low 28 bits of a u32), then (domain u32, server u32, seq u64) each. */
@@ -87,11 +129,12 @@ export async function listBinlogs(layout: InstanceLayout, flush: boolean): Promi
   const files: MariaDbBinlogFile[] = [];
   for (const [i, name] of names.entries()) {
     const file = path.join(layout.binlogDir, checkBinlogName(name));
-    const summary = await summariseBinlog(file);
+    const closed = i < names.length - 1;
+    const summary = await summaryOf(file, closed);
     files.push({
       name,
       size: (await stat(file)).size,
-      closed: i < names.length - 1,
+      closed,
       start_gtid_state: summary.startGtidState,
       first_event_time: summary.firstEventTime,
       last_event_time: summary.lastEventTime,
