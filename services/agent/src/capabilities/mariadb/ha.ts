@@ -91,8 +91,12 @@ export async function repointStandby(ctx: AgentContext, req: MariaDbRepointReque
   return reply;
 }
 
-/** How long a fenced master gets to shut down cleanly before it is killed (it is being replaced: speed wins). */
-const FENCE_STOP_GRACE_MS = 5000;
+/**
+ * How long a fenced master gets to shut down cleanly before it is killed. It is already
+ * read-only and being replaced, and the failover waits for this stop: speed wins (InnoDB
+ * and the binlog are crash-safe; the rejoin checks for errant GTIDs either way).
+ */
+const FENCE_STOP_GRACE_MS = 1000;
 
 /**
  * Read-only on every later start first (kcm-role.cnf, the fenced marker), so nothing that
