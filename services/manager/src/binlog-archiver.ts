@@ -10,11 +10,11 @@
 // idleFlushMs, so the archive of a quiet shard keeps reaching the present.
 
 import type { Logger } from '@kcm/common';
-import type { MariaDbBinlogFile, MariaDbRestoreAgentClient } from '@kcm/agent-api';
+import { gtidCovers, type MariaDbBinlogFile, type MariaDbRestoreAgentClient } from '@kcm/agent-api';
 import { storageAddress } from './backup/storage';
 import { orThrow } from './jobs/errors';
 import { defaultBackupStorage } from './meta/backup';
-import { archiveCoversUntil, archivedUpTo, gtidStateWithin, shardArchive } from './meta/binlog-archive';
+import { archiveCoversUntil, archivedUpTo, shardArchive } from './meta/binlog-archive';
 import { CommandKind } from './meta/commands';
 import type { BackupStorageRecord, ClusterRecord, ShardRecord } from './meta/state';
 import type { Clock, MetaStore } from './meta/store';
@@ -97,7 +97,7 @@ export class BinlogArchiver {
         const objectKey = archivedBinlogKey(cluster.id, shard.id, files.server_id, file);
         if (archive?.files.some((f) => f.key === objectKey)) continue;
         // Older than the archive in both GTIDs and time: the old master's history as a new master replicated it.
-        if (gtidStateWithin(endGtidState, archivedUpTo(archive)) && file.last_event_time <= archiveCoversUntil(archive)) continue;
+        if (gtidCovers(archivedUpTo(archive), endGtidState) && file.last_event_time <= archiveCoversUntil(archive)) continue;
         const stored = await this.opts.agents.mariadbRestore(master.hostaddr).archiveBinlog({
           op_id: `archive:${objectKey}`,
           port: master.port,

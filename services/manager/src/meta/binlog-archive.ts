@@ -2,6 +2,7 @@
 // what a shard has archived up to (the archiving round), and which files a point-in-time
 // restore replays.
 
+import { formatGtidPos, gtidCovers, parseGtidPos, type GtidEntry } from '@kcm/agent-api';
 import type { BinlogArchived } from './commands';
 import { dict, own } from './dict';
 import { accepted, refused, type ApplyOutcome } from './outcome';
@@ -24,39 +25,13 @@ export function shardArchive(state: MetaState, clusterId: string, shardId: strin
   return own(state.binlogArchives ?? dict(), archiveKeyOf(clusterId, shardId));
 }
 
-/** GTID list `d-s-n,...` as domain -> highest seq_no. */
-export function gtidSeqByDomain(gtids: string): Map<number, bigint> {
-  const seqs = new Map<number, bigint>();
-  for (const gtid of gtids.split(',').filter(Boolean)) {
-    const [domain, , seq] = gtid.split('-');
-    const d = Number(domain);
-    const n = BigInt(seq);
-    if ((seqs.get(d) ?? -1n) < n) seqs.set(d, n);
-  }
-  return seqs;
-}
-
-/** Whether every transaction of `inner` is within `outer` (per domain, seq_no at most outer's). */
-export function gtidStateWithin(inner: string, outer: string): boolean {
-  const o = gtidSeqByDomain(outer);
-  for (const [domain, seq] of gtidSeqByDomain(inner)) if (seq > (o.get(domain) ?? -1n)) return false;
-  return true;
-}
-
 /** The GTID state the shard's archive reaches (the union of its files' end states). */
 export function archivedUpTo(archive: ShardBinlogArchive | undefined): string {
-  const all = new Map<number, { server: string; seq: bigint }>();
+  const all = new Map<number, GtidEntry>();
   for (const f of archive?.files ?? []) {
-    for (const gtid of f.endGtidState.split(',').filter(Boolean)) {
-      const [domain, server, seq] = gtid.split('-');
-      const cur = all.get(Number(domain));
-      if (!cur || cur.seq < BigInt(seq)) all.set(Number(domain), { server, seq: BigInt(seq) });
-    }
+    for (const entry of parseGtidPos(f.endGtidState).values()) if ((all.get(entry.domain)?.seq ?? -1) < entry.seq) all.set(entry.domain, entry);
   }
-  return [...all.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([d, { server, seq }]) => `${d}-${server}-${seq}`)
-    .join(',');
+  return formatGtidPos(all);
 }
 
 /**
@@ -65,7 +40,7 @@ export function archivedUpTo(archive: ShardBinlogArchive | undefined): string {
  * stopTime, in archive order. The replay itself skips what the instance already has.
  */
 export function binlogsToReplay(archive: ShardBinlogArchive | undefined, backupGtid: string, stopTime: number): ArchivedBinlogRecord[] {
-  return (archive?.files ?? []).filter((f) => !gtidStateWithin(f.endGtidState, backupGtid) && f.firstEventTime < stopTime);
+  return (archive?.files ?? []).filter((f) => !gtidCovers(backupGtid, f.endGtidState) && f.firstEventTime < stopTime);
 }
 
 /** Unix seconds up to which the shard's archive is complete: its newest file's last event. */
