@@ -152,7 +152,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   peers.learnConf(raft.status().conf);
 
   let monitor: HealthMonitor | undefined;
-  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), now });
+  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), shardMasters: () => failureDetector.masterHealth(), now });
   const store = new RaftMetaStore(raft, sm);
   const observedStore = {
     state: () => store.state(),

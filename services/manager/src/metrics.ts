@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { RaftNode } from '@kcm/raft';
 import type { HealthMonitor } from './health-monitor';
 import { archiveCoversUntil } from './meta/binlog-archive';
+import type { ShardMasterHealth } from './shard-failure-detector';
 import type { JobRecord, JobResultRecord, MetaState } from './meta/state';
 
 export interface ManagerMetrics {
@@ -17,7 +18,14 @@ export interface ManagerMetrics {
 
 export function createManagerMetrics(
   registry: Registry,
-  sources: { raft: () => RaftNode | undefined; state: () => MetaState; health: () => HealthMonitor | undefined; now?: () => number },
+  sources: {
+    raft: () => RaftNode | undefined;
+    state: () => MetaState;
+    health: () => HealthMonitor | undefined;
+    /** The shard masters as the leader's failure detector last measured them (empty on followers). */
+    shardMasters?: () => ShardMasterHealth[];
+    now?: () => number;
+  },
 ): ManagerMetrics {
   const raftGauge = (name: string, help: string, read: (r: RaftNode) => number) =>
     new Gauge({
@@ -88,6 +96,17 @@ export function createManagerMetrics(
         const r = monitor.reachability(hostaddr);
         if (r) this.set({ hostaddr }, r.reachable ? 1 : 0);
       }
+    },
+  });
+
+  new Gauge({
+    name: 'kcm_shard_master_up',
+    help: '1 when the shard\'s master answered the leader\'s last failure-detection probe, 0 when not (leader only)',
+    labelNames: ['cluster_id', 'shard_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const m of sources.shardMasters?.() ?? []) this.set({ cluster_id: m.clusterId, shard_id: m.shardId }, m.up ? 1 : 0);
     },
   });
 

@@ -43,8 +43,16 @@ export interface FailureDetectorOptions {
 
 export interface MasterVerdict {
   failed: boolean;
+  /** The master serves: its agent or a SQL ping says it answers (the kcm_shard_master_up gauge). */
+  answers: boolean;
   /** The evidence, in words (becomes the job's reason). */
   evidence: string;
+}
+
+export interface ShardMasterHealth {
+  clusterId: string;
+  shardId: string;
+  up: boolean;
 }
 
 export class ShardFailureDetector {
@@ -58,6 +66,8 @@ export class ShardFailureDetector {
   private readonly lastEvidence = new Map<string, string>();
   /** Shards whose master was found failed inside their no-switch window (logged once). */
   private readonly failedInWindow = new Set<string>();
+  /** Whether each watched shard's master answered in the latest round that judged it, by `cluster/shard`. */
+  private masterUp = new Map<string, ShardMasterHealth>();
   /** Failovers submitted since this member became leader (tests, logs). */
   failoversSubmitted = 0;
 
@@ -68,11 +78,18 @@ export class ShardFailureDetector {
   start(): void {
     this.restartsSeen.clear();
     this.suspectSince.clear();
+    this.masterUp.clear();
     this.loop.start({ runAtOnce: true });
   }
 
-  stop(): Promise<void> {
-    return this.loop.stop();
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    this.masterUp.clear(); // a member that is not leader measures nothing
+  }
+
+  /** The shard masters' health as last measured (leader only; empty elsewhere). */
+  masterHealth(): ShardMasterHealth[] {
+    return [...this.masterUp.values()];
   }
 
   /** One round now (tests); a round under way is joined. */
@@ -88,8 +105,17 @@ export class ShardFailureDetector {
     const state = this.opts.store.state();
     const masters = new Set<string>();
     const work: Promise<void>[] = [];
+    const previous = this.masterUp;
+    this.masterUp = new Map();
     for (const cluster of Object.values(state.clusters)) {
-      if (cluster.status !== 'ready' || (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) > 0) continue;
+      if (cluster.status !== 'ready' || (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) > 0) {
+        // Not judged while a job holds the cluster: its shards keep their last measurement.
+        for (const shard of Object.values(cluster.shards)) {
+          const last = previous.get(`${cluster.id}/${shard.id}`);
+          if (last) this.masterUp.set(`${cluster.id}/${shard.id}`, last);
+        }
+        continue;
+      }
       for (const shard of Object.values(cluster.shards)) {
         const master = shard.nodes[shard.masterNodeId];
         if (!master) continue;
@@ -115,6 +141,7 @@ export class ShardFailureDetector {
       return;
     }
     this.noteEvidence(cluster, shard, master, verdict);
+    this.masterUp.set(`${cluster.id}/${shard.id}`, { clusterId: cluster.id, shardId: shard.id, up: verdict.answers });
     const windowKey = `${cluster.id}/${shard.id}`;
     if (!verdict.failed) return void this.failedInWindow.delete(windowKey);
     if (suppressed) {
@@ -154,32 +181,32 @@ export class ShardFailureDetector {
     ]);
     const status = agentView.status;
     if (status) {
-      if (!status.installed) return { failed: false, evidence: 'its agent has no such instance' };
-      if (!status.running) return { failed: true, evidence: `its agent says mariadbd is not running (${status.reason})` };
+      if (!status.installed) return { failed: false, answers: false, evidence: 'its agent has no such instance' };
+      if (!status.running) return { failed: true, answers: false, evidence: `its agent says mariadbd is not running (${status.reason})` };
       const before = this.restartsSeen.get(master.id);
       this.restartsSeen.set(master.id, status.supervisor_restarts);
       if (before !== undefined && status.supervisor_restarts > before) {
-        return { failed: true, evidence: `its agent restarted mariadbd after it died (restarts ${before} -> ${status.supervisor_restarts})` };
+        return { failed: true, answers: false, evidence: `its agent restarted mariadbd after it died (restarts ${before} -> ${status.supervisor_restarts})` };
       }
       if (status.answering || sqlOk) {
         this.suspectSince.delete(master.id);
-        return { failed: false, evidence: 'answers' };
+        return { failed: false, answers: true, evidence: 'answers' };
       }
     } else if (sqlOk) {
       // Cut off from its agent only: it serves.
       this.suspectSince.delete(master.id);
-      return { failed: false, evidence: `its agent does not answer (${agentView.error}) but it answers SQL` };
+      return { failed: false, answers: true, evidence: `its agent does not answer (${agentView.error}) but it answers SQL` };
     }
     const lost = await this.standbysLostIt(shard, master, timeoutMs);
     if (!lost.agree) {
       this.suspectSince.delete(master.id);
-      return { failed: false, evidence: `unreachable from the manager, but ${lost.detail}` };
+      return { failed: false, answers: false, evidence: `unreachable from the manager, but ${lost.detail}` };
     }
     const since = this.suspectSince.get(master.id) ?? this.now();
     this.suspectSince.set(master.id, since);
     const graceMs = this.opts.graceMs ?? DEFAULT_FAILURE_GRACE_MS;
     const evidence = `unreachable from the manager (agent: ${status ? status.reason : agentView.error}; SQL ping failed) and ${lost.detail}`;
-    return { failed: this.now() - since >= graceMs, evidence };
+    return { failed: this.now() - since >= graceMs, answers: false, evidence };
   }
 
   private async standbysLostIt(shard: ShardRecord, master: StorageNodeRecord, timeoutMs: number): Promise<{ agree: boolean; detail: string }> {
