@@ -5,7 +5,9 @@
 // Rules: only `running` machines of the right type are candidates (from the request's
 // iplist, or every registered one when the list is empty); a shard's replicas go to
 // distinct machines when there are enough, and the result says which shards could not be
-// spread; among equal choices the machine with the fewest instances wins.
+// spread; a shard's master goes to the machine with the fewest shard masters (any cluster),
+// so one lost host does not take several masters down at once; among equal choices the
+// machine with the fewest instances wins.
 //
 // A machine takes as many new instances as it has free ports, memory and cores for, all
 // counted against its registration (create_machine's total_mem and total_cpu_cores: what
@@ -34,6 +36,11 @@ export interface Candidate {
   short: string;
   /** Instances already on the host (any type): placement prefers the least loaded. */
   load: number;
+  /**
+   * Shard masters on the host (storage candidates; absent counts as 0). A shard's master goes
+   * to the host with the fewest, so losing one host does not take several masters at once.
+   */
+  masters?: number;
 }
 
 /** What each new instance of a request takes from its machine. */
@@ -119,8 +126,17 @@ export function candidatesFor(state: MetaState, machineType: MachineType, iplist
       room: Math.min(freePorts, resources.room),
       short: resources.room < freePorts ? resources.short : '',
       load: Object.keys(state.ports[hostaddr] ?? {}).length,
+      masters: machineType === 'storage' ? mastersOn(state, hostaddr) : 0,
     };
   });
+}
+
+function mastersOn(state: MetaState, hostaddr: string): number {
+  let n = 0;
+  for (const cluster of Object.values(state.clusters)) {
+    for (const shard of Object.values(cluster.shards)) if (shard.nodes[shard.masterNodeId]?.hostaddr === hostaddr) n++;
+  }
+  return n;
 }
 
 export interface ShardPlacement {
@@ -130,10 +146,14 @@ export interface ShardPlacement {
   spread: boolean;
 }
 
-/** Picks the least loaded candidate with room, preferring hosts not in `avoid`. */
-function pick(pool: Candidate[], avoid: Set<string>): { candidate: Candidate; distinct: boolean } | undefined {
+/**
+ * Picks the least loaded candidate with room, preferring hosts not in `avoid`; for a shard's
+ * master (`forMaster`), the fewest masters comes before the load.
+ */
+function pick(pool: Candidate[], avoid: Set<string>, forMaster = false): { candidate: Candidate; distinct: boolean } | undefined {
   const usable = pool.filter((c) => c.room > 0);
-  const byLoad = (a: Candidate, b: Candidate) => a.load - b.load || pool.indexOf(a) - pool.indexOf(b);
+  const masters = (c: Candidate) => (forMaster ? (c.masters ?? 0) : 0);
+  const byLoad = (a: Candidate, b: Candidate) => masters(a) - masters(b) || a.load - b.load || pool.indexOf(a) - pool.indexOf(b);
   const fresh = usable.filter((c) => !avoid.has(c.hostaddr)).sort(byLoad)[0];
   if (fresh) return { candidate: fresh, distinct: true };
   const any = usable.sort(byLoad)[0];
@@ -179,8 +199,9 @@ export function placeShards(pool: Candidate[], shards: number, nodesPerShard: nu
     const inShard = new Set<string>();
     const placement: ShardPlacement = { hosts: [], spread: true };
     for (let n = 0; n < nodesPerShard; n++) {
-      const chosen = pick(pool, inShard)!; // enough room in total: never undefined
+      const chosen = pick(pool, inShard, n === 0)!; // enough room in total: never undefined
       if (!chosen.distinct) placement.spread = false;
+      if (n === 0) chosen.candidate.masters = (chosen.candidate.masters ?? 0) + 1;
       inShard.add(chosen.candidate.hostaddr);
       placement.hosts.push(take(chosen.candidate));
     }

@@ -41,6 +41,20 @@ describe('placement of new instances', () => {
     expect(shards[1].hosts[0]).toBe('d');
   });
 
+  it('puts the masters of 3 shards of 3 nodes on 3 machines on 3 different machines', () => {
+    const shards = placeShards(pool(['a', 10], ['b', 10], ['c', 10]), 3, 3, 'storage_iplists');
+    expect(shards.map((s) => s.hosts[0]).sort()).toEqual(['a', 'b', 'c']);
+    for (const s of shards) expect(new Set(s.hosts).size).toBe(3);
+  });
+
+  it('puts a new shard\'s master on the machine with the fewest masters of any cluster', () => {
+    const candidates = pool(['a', 10, 2], ['b', 10, 2], ['c', 10, 2]);
+    candidates[0].masters = 1;
+    candidates[2].masters = 1;
+    const [shard] = placeShards(candidates, 1, 3, 'storage_iplists');
+    expect(shard.hosts[0]).toBe('b');
+  });
+
   it('with too few machines it shares one between replicas and says the shard is not spread', () => {
     const [shard] = placeShards(pool(['a', 10], ['b', 10]), 1, 3, 'storage_iplists');
     expect(shard.hosts.sort()).toEqual(['a', 'a', 'b']);
@@ -93,6 +107,25 @@ describe('placement of new instances', () => {
     const plan = planCluster(parsed.request.paras as never, s);
     expect(plan.shards[0].hosts).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
     expect(plan.comps).toEqual(['10.0.0.4']);
+  });
+
+  it('create_cluster 3x3 on 3 machines (storage and computer) puts the 3 masters on 3 different machines', () => {
+    const s = emptyMetaState();
+    for (const h of ['10.0.0.1', '10.0.0.2', '10.0.0.3']) {
+      register(s, h, 'storage', 5000, 5009);
+      register(s, h, 'computer', 6000, 6009);
+    }
+    const parsed = parseRequest({
+      version: '1.0', job_type: 'create_cluster', timestamp: '1700000000', user_name: 't',
+      paras: {
+        nick_name: 'n', ha_mode: 'rbr', shards: '3', nodes: '3', comps: '2', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+        cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [],
+      },
+    });
+    if (!parsed.ok) throw parsed.error;
+    const plan = planCluster(parsed.request.paras as never, s);
+    expect(plan.shards.map((shard) => shard.hosts[0]).sort()).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
+    expect(plan.shards.every((shard) => shard.spread)).toBe(true);
   });
 
   it('max_storage_size is checked against the free space the agent measured on each datadir', () => {
