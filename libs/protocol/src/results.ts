@@ -29,7 +29,7 @@ export type CreateClusterResult = {
   storage_pwd: string;
   list_shard: { shard_id: string; shard_name: string; nodes: string; list_node: ShardNodeResult[] }[];
   list_comp: CompResult[];
-  /** Whether every shard has its replicas on distinct machines, in words. */
+  /** Which placement rules the cluster meets (masters on distinct machines, replicas on distinct racks or machines), in words; "not met: ..." names each rule that could not be. */
   placement: string;
 };
 

@@ -24,7 +24,7 @@ import {
   storageNodes,
   opId,
 } from './instance-ops';
-import { candidatesFor, carryLoad, checkStorageSpace, computeDemand, placeComps, placeShards, storageDemand, type ShardPlacement } from './placement';
+import { candidatesFor, carryLoad, checkStorageSpace, computeDemand, placeComps, placementReport, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackJob, wholeClusterPlan } from './rollback';
 import type { JobOf, StepContext } from './workflow';
 
@@ -92,9 +92,8 @@ function validateCreate(p: CreateParas, state: MetaState): void {
 }
 
 /** What the client gets: the spec's fields, the accounts the reference clients read, and where everything went. */
-function createResult(cluster: ClusterRecord): CreateClusterResult {
+function createResult(cluster: ClusterRecord, state: MetaState): CreateClusterResult {
   const shards = Object.values(cluster.shards);
-  const unspread = unspreadShards(cluster);
   return {
     cluster_id: cluster.id,
     cluster_name: cluster.name,
@@ -112,10 +111,7 @@ function createResult(cluster: ClusterRecord): CreateClusterResult {
       list_node: Object.values(s.nodes).map((n) => ({ node_id: n.id, hostaddr: n.hostaddr, port: String(n.port), master: String(n.id === s.masterNodeId) })),
     })),
     list_comp: Object.values(cluster.comps).map((c) => ({ comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port) })),
-    placement:
-      unspread.length === 0
-        ? 'every shard has its replicas on distinct machines'
-        : `too few storage machines to spread replicas: ${unspread.join(', ')} have more than one node on one machine`,
+    placement: placementReport(cluster, state),
   };
 }
 
@@ -210,7 +206,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       async run(ctx) {
         const cluster = createdCluster(ctx);
         orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: ctx.now(), clusterId: cluster.id, status: 'ready' }));
-        return createResult(clusterOfStep(ctx, cluster.id));
+        return createResult(clusterOfStep(ctx, cluster.id), ctx.state());
       },
     },
   ],

@@ -6,8 +6,10 @@
 // iplist, or every registered one when the list is empty); a shard's replicas go to
 // distinct machines when there are enough, and the result says which shards could not be
 // spread; a shard's master goes to the machine with the fewest shard masters (any cluster),
-// so one lost host does not take several masters down at once; among equal choices the
-// machine with the fewest instances wins.
+// so one lost host does not take several masters down at once; a shard's replicas go to
+// distinct racks (create_machine's rack_id) when there are enough, to distinct machines
+// otherwise; among equal choices the machine with the fewest instances wins.
+// placementReport says, after the fact, which of these rules could not be met.
 //
 // A machine takes as many new instances as it has free ports, memory and cores for, all
 // counted against its registration (create_machine's total_mem and total_cpu_cores: what
@@ -24,7 +26,7 @@
 
 import { KcmError } from '@kcm/protocol';
 import { freePortCount } from '../meta/clusters';
-import { machineKey, type ClusterOptions, type MachineRecord, type MachineType, type MetaState } from '../meta/state';
+import { machineKey, type ClusterOptions, type ClusterRecord, type MachineRecord, type MachineType, type MetaState } from '../meta/state';
 
 export interface Candidate {
   hostaddr: string;
@@ -41,6 +43,8 @@ export interface Candidate {
    * to the host with the fewest, so losing one host does not take several masters at once.
    */
   masters?: number;
+  /** The machine's rack_id (absent: a rack of its own). Replicas of a shard prefer distinct racks. */
+  rack?: string;
 }
 
 /** What each new instance of a request takes from its machine. */
@@ -127,6 +131,7 @@ export function candidatesFor(state: MetaState, machineType: MachineType, iplist
       short: resources.room < freePorts ? resources.short : '',
       load: Object.keys(state.ports[hostaddr] ?? {}).length,
       masters: machineType === 'storage' ? mastersOn(state, hostaddr) : 0,
+      rack: state.machines[machineKey(hostaddr, machineType)].rackId,
     };
   });
 }
@@ -147,18 +152,22 @@ export interface ShardPlacement {
 }
 
 /**
- * Picks the least loaded candidate with room, preferring hosts not in `avoid`; for a shard's
- * master (`forMaster`), the fewest masters comes before the load.
+ * Picks a candidate with room, in this order of preference: a host not in `avoid`, a rack
+ * not in `avoidRacks`, for a shard's master (`forMaster`) the fewest masters, the least load.
  */
-function pick(pool: Candidate[], avoid: Set<string>, forMaster = false): { candidate: Candidate; distinct: boolean } | undefined {
+function pick(pool: Candidate[], avoid: Set<string>, forMaster = false, avoidRacks: Set<string> = new Set()): { candidate: Candidate; distinct: boolean } | undefined {
   const usable = pool.filter((c) => c.room > 0);
-  const masters = (c: Candidate) => (forMaster ? (c.masters ?? 0) : 0);
-  const byLoad = (a: Candidate, b: Candidate) => masters(a) - masters(b) || a.load - b.load || pool.indexOf(a) - pool.indexOf(b);
-  const fresh = usable.filter((c) => !avoid.has(c.hostaddr)).sort(byLoad)[0];
-  if (fresh) return { candidate: fresh, distinct: true };
-  const any = usable.sort(byLoad)[0];
-  return any ? { candidate: any, distinct: false } : undefined;
+  const rank = (c: Candidate) => [avoid.has(c.hostaddr) ? 1 : 0, avoidRacks.has(rackOf(c)) ? 1 : 0, forMaster ? (c.masters ?? 0) : 0, c.load, pool.indexOf(c)];
+  const better = (a: Candidate, b: Candidate) => {
+    const [ra, rb] = [rank(a), rank(b)];
+    for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return ra[i] - rb[i];
+    return 0;
+  };
+  const best = usable.sort(better)[0];
+  return best ? { candidate: best, distinct: !avoid.has(best.hostaddr) } : undefined;
 }
+
+const rackOf = (c: Candidate) => c.rack ?? `host:${c.hostaddr}`;
 
 function take(c: Candidate): string {
   c.freePorts--;
@@ -197,12 +206,14 @@ export function placeShards(pool: Candidate[], shards: number, nodesPerShard: nu
   const placements: ShardPlacement[] = [];
   for (let s = 0; s < shards; s++) {
     const inShard = new Set<string>();
+    const racksInShard = new Set<string>();
     const placement: ShardPlacement = { hosts: [], spread: true };
     for (let n = 0; n < nodesPerShard; n++) {
-      const chosen = pick(pool, inShard, n === 0)!; // enough room in total: never undefined
+      const chosen = pick(pool, inShard, n === 0, racksInShard)!; // enough room in total: never undefined
       if (!chosen.distinct) placement.spread = false;
       if (n === 0) chosen.candidate.masters = (chosen.candidate.masters ?? 0) + 1;
       inShard.add(chosen.candidate.hostaddr);
+      racksInShard.add(rackOf(chosen.candidate));
       placement.hosts.push(take(chosen.candidate));
     }
     placements.push(placement);
@@ -218,11 +229,13 @@ export function placeShards(pool: Candidate[], shards: number, nodesPerShard: nu
 export function placeNodesInShard(pool: Candidate[], shardHosts: readonly string[], count: number, field: string): ShardPlacement {
   requireRoom(pool, count, 'storage nodes', field);
   const inShard = new Set(shardHosts);
+  const racksInShard = new Set(pool.filter((c) => inShard.has(c.hostaddr)).map(rackOf));
   const placement: ShardPlacement = { hosts: [], spread: true };
   for (let n = 0; n < count; n++) {
-    const chosen = pick(pool, inShard)!;
+    const chosen = pick(pool, inShard, false, racksInShard)!;
     if (!chosen.distinct) placement.spread = false;
     inShard.add(chosen.candidate.hostaddr);
+    racksInShard.add(rackOf(chosen.candidate));
     placement.hosts.push(take(chosen.candidate));
   }
   return placement;
@@ -250,6 +263,33 @@ export function carryLoad(from: Candidate[], to: Candidate[]): void {
     const same = from.find((f) => f.hostaddr === c.hostaddr);
     if (same) c.load = Math.max(c.load, same.load);
   }
+}
+
+/**
+ * Which placement rules a cluster meets, in words (create_cluster's `placement`): masters on
+ * distinct machines; each shard's replicas on distinct racks when the registered running
+ * storage machines span enough racks, on distinct machines otherwise.
+ */
+export function placementReport(cluster: ClusterRecord, state: MetaState): string {
+  const shards = Object.values(cluster.shards);
+  const rackOfHost = (h: string) => state.machines[machineKey(h, 'storage')]?.rackId ?? `host:${h}`;
+  const racksAvailable = new Set(Object.values(state.machines).filter((m) => m.machineType === 'storage' && m.nodeStats === 'running').map((m) => m.rackId)).size;
+  const unmet: string[] = [];
+  const mastersByHost = new Map<string, string[]>();
+  for (const shard of shards) {
+    const master = shard.nodes[shard.masterNodeId];
+    if (master) mastersByHost.set(master.hostaddr, [...(mastersByHost.get(master.hostaddr) ?? []), shard.name]);
+  }
+  for (const [host, names] of mastersByHost) if (names.length > 1) unmet.push(`the masters of ${names.join(', ')} share machine ${host} (fewer storage machines with room than shards)`);
+  for (const shard of shards) {
+    const hosts = Object.values(shard.nodes).map((n) => n.hostaddr);
+    const racks = new Set(hosts.map(rackOfHost));
+    if (new Set(hosts).size < hosts.length) unmet.push(`${shard.name} has more than one replica on one machine (too few storage machines with room)`);
+    else if (racksAvailable >= hosts.length && racks.size < hosts.length) unmet.push(`${shard.name} has more than one replica in one rack (the racks with room were too few)`);
+  }
+  if (unmet.length > 0) return `not met: ${unmet.join('; ')}`;
+  const replicas = racksAvailable >= Math.max(0, ...shards.map((s) => Object.keys(s.nodes).length)) ? 'distinct racks' : `distinct machines (${racksAvailable} rack(s) registered: too few to spread replicas over racks)`;
+  return `every shard's master on its own machine; every shard's replicas on ${replicas}`;
 }
 
 const GB = 2 ** 30;

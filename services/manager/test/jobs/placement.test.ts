@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KcmError, parseRequest } from '@kcm/protocol';
 import { planCluster } from '../../src/jobs/cluster';
-import { candidatesFor, checkStorageSpace, placeComps, placeShards, type Candidate, type InstanceDemand } from '../../src/jobs/placement';
+import { candidatesFor, checkStorageSpace, placeComps, placementReport, placeShards, type Candidate, type InstanceDemand } from '../../src/jobs/placement';
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { emptyMetaState, type MachineType, type MetaState } from '../../src/meta/state';
@@ -53,6 +53,34 @@ describe('placement of new instances', () => {
     candidates[2].masters = 1;
     const [shard] = placeShards(candidates, 1, 3, 'storage_iplists');
     expect(shard.hosts[0]).toBe('b');
+  });
+
+  it('spreads a shard\'s replicas over racks when there are enough racks, over machines otherwise', () => {
+    const racked = (...hosts: [string, string][]) => hosts.map(([h, rack]) => ({ ...pool([h, 10])[0], rack }));
+    // a and b share rack r1: a 3-node shard takes one machine from each rack.
+    const [overRacks] = placeShards(racked(['a', 'r1'], ['b', 'r1'], ['c', 'r2'], ['d', 'r3']), 1, 3, 'storage_iplists');
+    expect(new Set(overRacks.hosts.map((h) => ({ a: 'r1', b: 'r1', c: 'r2', d: 'r3' })[h])).size).toBe(3);
+    // Two racks for three replicas: distinct machines still.
+    const [overMachines] = placeShards(racked(['a', 'r1'], ['b', 'r1'], ['c', 'r2']), 1, 3, 'storage_iplists');
+    expect(overMachines.hosts.sort()).toEqual(['a', 'b', 'c']);
+    expect(overMachines.spread).toBe(true);
+  });
+
+  it('placementReport names each rule a cluster could not meet', () => {
+    const s = emptyMetaState();
+    for (const [h, rack] of [['10.0.0.1', 'r1'], ['10.0.0.2', 'r2'], ['10.0.0.3', 'r3']]) {
+      register(s, h, 'storage', 5000, 5009);
+      s.machines[`${h}/storage`].rackId = rack;
+    }
+    const node = (id: string, hostaddr: string) => ({ id, hostaddr });
+    const cluster = (shards: [string, string[]][]) =>
+      ({ shards: Object.fromEntries(shards.map(([name, hosts], i) => [String(i), { name, masterNodeId: `${i}-0`, nodes: Object.fromEntries(hosts.map((h, n) => [`${i}-${n}`, node(`${i}-${n}`, h)])) }])) }) as never;
+    expect(placementReport(cluster([['shard_1', ['10.0.0.1', '10.0.0.2', '10.0.0.3']], ['shard_2', ['10.0.0.2', '10.0.0.3', '10.0.0.1']]]), s)).toBe(
+      "every shard's master on its own machine; every shard's replicas on distinct racks",
+    );
+    expect(placementReport(cluster([['shard_1', ['10.0.0.1', '10.0.0.2', '10.0.0.2']], ['shard_2', ['10.0.0.1', '10.0.0.3', '10.0.0.2']]]), s)).toBe(
+      'not met: the masters of shard_1, shard_2 share machine 10.0.0.1 (fewer storage machines with room than shards); shard_1 has more than one replica on one machine (too few storage machines with room)',
+    );
   });
 
   it('with too few machines it shares one between replicas and says the shard is not spread', () => {
