@@ -6,10 +6,10 @@ setup:
 
 # Runs a local manager group and agents on loopback addresses.
 run: setup
-	npx tsx services/cli/src/main.ts local up
+	npx kcm local up
 
 down:
-	npx tsx services/cli/src/main.ts local down
+	npx kcm local down
 
 test: setup
 	npm test

@@ -49,7 +49,8 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+/** Runs kcm as the process's command: `tsx services/cli/src/main.ts ...` or the `kcm` bin (bin/kcm.js). */
+export async function runAsCommand(): Promise<void> {
   // Ctrl-C while a progress bar is drawn: end its line so the shell prompt starts clean.
   // The job itself keeps running on the managers.
   process.once('SIGINT', () => {
@@ -58,3 +59,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   });
   process.exitCode = await main(process.argv.slice(2), processIo());
 }
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await runAsCommand();
