@@ -1,6 +1,7 @@
 // What `kcm local` prints: the endpoints (as text for a person, as JSON for scripts) and the
 // first commands to try against the deployment.
 
+import { LOCAL_CREATE_CLUSTER_PARAS } from './machines';
 import path from 'node:path';
 import { DEFAULT_URL } from '../http-client';
 import type { MetaAnswer } from './meta-probe';
@@ -52,12 +53,12 @@ export function tryLines(record: DeploymentRecord, defaultDir: string, cwd: stri
     `  curl -s -X POST ${url}/HttpService/Emit -d '${body}'`,
   ];
   if (record.agents.length > 0) {
-    lines.push(`  kcm emit create_machine --file ${shown(record.agents[0].machineFile, cwd)} --wait${urlFlag}`);
-    lines.push(`  kcm get machine_summary${urlFlag}`);
+    // Every local host is registered as storage and computer by `up`: this runs as it is.
+    lines.push(`  npx kcm emit create_cluster --paras '${JSON.stringify(LOCAL_CREATE_CLUSTER_PARAS)}' --wait${urlFlag}`);
+    lines.push(`  npx kcm get machine_summary${urlFlag}`);
   }
   const flags = localFlags(record, defaultDir, cwd);
-  lines.push(`  kcm local status${flags}`, `  kcm local down${flags}      (add --purge to delete ${shown(record.dir, cwd)})`);
-  lines.push('where kcm is `npx tsx services/cli/src/main.ts` (or `npm run -s kcm --`) from the repository root.');
+  lines.push(`  npx kcm local status${flags}`, `  npx kcm local down${flags}      (add --purge to delete ${shown(record.dir, cwd)})`);
   return lines;
 }
 

@@ -6,6 +6,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { registerLocalBackupStorage } from './backup-storage';
+import { registerLocalMachines } from './machines';
+import { readFile } from 'node:fs/promises';
 import { EXIT } from '../io';
 import { writeJson } from '../commands/shared';
 import { bindProblems, describeBindProblem, logTail, probeBind, startDetached, waitListening, writeDeploymentFiles, type BindProblem } from './launcher';
@@ -171,6 +173,9 @@ async function awaitReady(ctx: LocalContext, record: DeploymentRecord, options: 
   if (silentAgents.length > 0) return reportStartupFailure(ctx, record, `agents not listening yet: ${silentAgents.join(', ')}`, record.agents.map((a) => `agent log: ${shown(a.log, ctx.cwd)}`));
   const storageNote = await registerLocalBackupStorage({ url: record.managers[0].url, hostaddr: record.agents[0].hostaddr, agentPort: record.agents[0].port, deploymentDir: record.dir, fetch: ctx.io.fetch });
   if (!options.json) ctx.io.stderr.write(`kcm local: ${storageNote}\n`);
+  const machines = await Promise.all(record.agents.map(async (a) => ({ hostaddr: a.hostaddr, storageParas: (JSON.parse(await readFile(a.machineFile, 'utf8')) as { paras: Record<string, string> }).paras })));
+  const machineNotes = await registerLocalMachines({ url: record.managers[0].url, machines, fetch: ctx.io.fetch });
+  if (!options.json) for (const note of machineNotes) ctx.io.stderr.write(`kcm local: ${note}\n`);
   const seconds = (waited.elapsedMs / 1000).toFixed(1);
   const what = restarted ? `restarted ${restarted.join(', ')}` : 'leader elected';
   await printRunning(ctx, record, options, `kcm local is running in ${shown(record.dir, ctx.cwd)}: ${what}; leader known after ${seconds} s.`, waited.elapsedMs, restarted);
