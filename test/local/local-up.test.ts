@@ -4,11 +4,13 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_CREATE_CLUSTER_PARAS } from '../../services/cli/src/local/machines';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = path.join(REPO, 'services/cli/src/main.ts');
@@ -54,7 +56,9 @@ describe('kcm local up | status | down', () => {
   let endpoints: { managers: Array<{ member: string; url: string; pid: number }>; agents: Array<{ hostaddr: string; port: number; pid: number }> };
 
   beforeAll(async () => {
-    dir = path.join(await mkdtemp(path.join(tmpdir(), 'kcm-local-e2e-')), 'deployment');
+    const parent = await mkdtemp(path.join(tmpdir(), 'kcm-local-e2e-'));
+    await chmod(parent, 0o711); // mariadbd and postgres (their own OS users) reach instances under the deployment
+    dir = path.join(parent, 'deployment');
     up = await kcm(['local', 'up', '--managers', '3', '--hosts', '3', '--dir', dir, '--json', '--timeout', '45', ...BLOCK]);
     if (up.code === 0) endpoints = JSON.parse(up.stdout);
   }, 70_000);
@@ -81,6 +85,34 @@ describe('kcm local up | status | down', () => {
       expect([...reply.attachment.members].sort()).toEqual(endpoints.managers.map((m) => m.member));
     }
   });
+
+  it('registers every agent\'s host as both a storage and a computer machine', async () => {
+    const res = await fetch(`${endpoints.managers[0].url}/HttpService/Emit`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ version: '1.0', job_type: 'get_machine_summary', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
+    });
+    const reply = (await res.json()) as { error_code: string; attachment: { list_machine: { hostaddr: string; machine_types: string[] }[] } };
+    expect(reply.error_code).toBe('0');
+    expect(reply.attachment.list_machine.map((m) => [m.hostaddr, m.machine_types])).toEqual(endpoints.agents.map((a) => [a.hostaddr, ['computer', 'storage']]));
+  });
+
+  it('takes the create_cluster `up` prints, as it is, and the compute node takes a login with the returned account', async () => {
+    const created = await kcm(['emit', 'create_cluster', '--paras', JSON.stringify(LOCAL_CREATE_CLUSTER_PARAS), '--wait', '--json', '--timeout', '90', '--url', endpoints.managers[1].url], 100_000);
+    expect(created.code, created.stdout + created.stderr).toBe(0);
+    const result = JSON.parse(created.stdout) as { status: string; attachment: { cluster_id: string; computer_user: string; computer_pwd: string; list_comp: { hostaddr: string; port: string }[] } };
+    expect(result.status).toBe('done');
+    const comp = result.attachment.list_comp[0];
+    const client = new pg.Client({ host: comp.hostaddr, port: Number(comp.port), user: result.attachment.computer_user, password: result.attachment.computer_pwd, database: 'postgres' });
+    await client.connect();
+    try {
+      expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await client.end();
+    }
+    const deleted = await kcm(['emit', 'delete_cluster', '--paras', JSON.stringify({ cluster_id: result.attachment.cluster_id }), '--wait', '--json', '--timeout', '60', '--url', endpoints.managers[0].url], 70_000);
+    expect(deleted.code, deleted.stderr).toBe(0);
+  }, 180_000);
 
   it('registers one backup storage, a directory of the deployment on the first agent, so a backup works right away', async () => {
     const res = await fetch(`${endpoints.managers[0].url}/HttpService/Emit`, {
