@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { KcmError } from './errors';
 import { parseText } from './formats';
 import { formatIssues, safeParseWire } from './issues';
-import { canonicalJobType, PROTOCOL_VERSION, type JobType } from './job-types';
+import { canonicalJobType, JOB_MODES, PROTOCOL_VERSION, type JobType } from './job-types';
 import { PARAS_SCHEMAS, type ParasOf } from './paras';
 import { objectShapeOf } from './schema-walk';
 
@@ -32,6 +32,8 @@ export interface ValidRequest<T extends JobType = JobType> {
   /** The envelope's known fields as sent, with `paras` defaulted to `{}`. */
   envelope: RequestEnvelope;
   paras: ParasOf<T>;
+  /** `"dry_run": "1"` in an async job's paras: validate and answer the plan, commit nothing. */
+  dryRun?: boolean;
 }
 
 /** A ValidRequest narrowed by `jobType`: `if (r.jobType === 'create_cluster') r.paras.nodes`. */
@@ -102,8 +104,19 @@ export function parseRequest(body: unknown): ParseResult {
   const envelope: RequestEnvelope = { ...fields, paras: fields.paras ?? {} };
   const paras = validateParas(jobType, envelope.paras);
   if (!paras.ok) return paras;
-  const request = { jobType, sentJobType: fields.job_type, envelope, paras: paras.paras } as AnyValidRequest;
+  const dryRun = dryRunOf(jobType, envelope.paras ?? {});
+  if (dryRun instanceof KcmError) return { ok: false, error: dryRun };
+  const request = { jobType, sentJobType: fields.job_type, envelope, paras: paras.paras, ...(dryRun ? { dryRun } : {}) } as AnyValidRequest;
   return { ok: true, request };
+}
+
+/** The dry_run para of an async job ("0" or "1"; absent = no); sync jobs change nothing anyway and ignore it. */
+function dryRunOf(jobType: JobType, paras: Record<string, unknown>): boolean | KcmError {
+  if (JOB_MODES[jobType] !== 'async' || !Object.hasOwn(paras, 'dry_run')) return false;
+  const value = paras.dry_run;
+  if (value === '1' || value === 1) return true;
+  if (value === '0' || value === 0) return false;
+  return KcmError.of('INVALID_PARAS', `paras.dry_run: must be "0" or "1", got ${JSON.stringify(value)?.slice(0, 40)}`, { field: 'paras.dry_run' });
 }
 
 /**

@@ -61,7 +61,7 @@ export function topHelp(): string {
 
 export function emitHelp(): string {
   return [
-    "Usage: kcm emit <job_type> [--paras '<json>' | --file f.json] [--wait] [--json]",
+    "Usage: kcm emit <job_type> [--paras '<json>' | --file f.json] [--wait | --dry-run] [--json]",
     '',
     'Builds the request envelope (version 1.0, timestamp now, user_name from $USER), checks it',
     'exactly as the manager will, and sends it only if it is valid.',
@@ -75,6 +75,8 @@ export function emitHelp(): string {
     '  --request-id <key>   idempotency key: resending with the same key returns the same job;',
     '                       default: a fresh key, reused when kcm sends the job again (after',
     '                       NO_LEADER, OVERLOADED, TIMEOUT or no answer: the job may exist)',
+    '  --dry-run            validate against the live state and show the plan (steps, placement,',
+    '                       ports, what would be removed); nothing is committed',
     '',
     ...WAIT_HELP,
     '',

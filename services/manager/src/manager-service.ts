@@ -69,6 +69,25 @@ export class ManagerService implements JobService {
     return { jobId: submitted.jobId };
   }
 
+  /** A dry run: the submission's own checks on the live state, then the plan; nothing is proposed. */
+  async planJob(req: ValidRequest): Promise<Record<string, unknown>> {
+    const def = this.deps.registry.get(req.jobType);
+    if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
+    const paras = req.paras as Record<string, unknown>;
+    await this.deps.linearizableRead();
+    const state = this.deps.store.state();
+    def.validate?.(paras, state);
+    const resolved = def.resolve ? def.resolve(paras, state) : paras;
+    return {
+      dry_run: '1',
+      job_type: req.sentJobType,
+      steps: def.steps(resolved).map((s) => s.name),
+      // Jobs with the same lock run one at a time: a real submission would wait behind these.
+      waits_behind: String(def.lockKey(resolved, state) === null ? 0 : (state.runQueues[def.lockKey(resolved, state)!]?.length ?? 0)),
+      ...(def.dryRunPlan ? { plan: def.dryRunPlan(resolved, state) } : {}),
+    };
+  }
+
   async getStatus(jobId: string): Promise<JobStatusView> {
     await this.deps.linearizableRead();
     const state = this.deps.store.state();

@@ -77,6 +77,12 @@ export class RoutingService implements JobService {
     return this.deps.local.runQuery(req);
   }
 
+  /** Dry runs are answered by any member: validation reads the state through ReadIndex. */
+  planJob(req: ValidRequest): Promise<Record<string, unknown>> {
+    if (!this.deps.local.planJob) throw KcmError.of('UNSUPPORTED', 'paras.dry_run: this member does not answer dry runs', { field: 'paras.dry_run' });
+    return this.deps.local.planJob(req);
+  }
+
   /**
    * Hands a keyed submission to the leader (this member, or the one it forwards to) and
    * follows leadership until a leader answers: a leader change while it is in flight, or a

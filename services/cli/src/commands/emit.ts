@@ -26,6 +26,7 @@ const EMIT_OPTIONS = {
   file: { type: 'string', short: 'f' },
   'job-id': { type: 'string' },
   'request-id': { type: 'string' },
+  'dry-run': { type: 'boolean' },
 } as const;
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -82,7 +83,7 @@ export async function sendJob(
   const envelope = buildEnvelope(request.jobType, request.paras, io, { jobId: request.jobId, requestId });
   const valid = validateLocally(envelope, io, connection.json);
   if (!valid) return EXIT.failed;
-  for (const name of unknownParas(valid.jobType, request.paras)) {
+  for (const name of unknownParas(valid.jobType, request.paras).filter((n) => n !== 'dry_run')) {
     io.stderr.write(`kcm: warning: paras.${name} is not a parameter of ${valid.jobType}; the manager ignores it\n`);
   }
   const reply = isSubmission ? await submitWithRetries(connection.client, envelope, io) : (await connection.client.emit(envelope)).reply;
@@ -115,8 +116,9 @@ export async function emitCommand(args: string[], io: CliIo): Promise<number> {
     throw new UsageError(`the job type "${positionals[0]}" differs from the file's job_type "${fromFile.jobType}"`, 'kcm emit --help');
   }
   const connection = connect(values, io, 'emit');
-  const paras = fromFile?.paras ?? parasFlag(values.paras, 'emit');
   const canonical = canonicalJobType(jobType);
+  // --dry-run: the managers validate the job against the live state and answer its plan; nothing is committed.
+  const paras = { ...(fromFile?.paras ?? parasFlag(values.paras, 'emit')), ...(values['dry-run'] ? { dry_run: '1' } : {}) };
   if (values.wait && canonical !== undefined && JOB_MODES[canonical] === 'sync' && canonical !== 'get_status') {
     io.stderr.write(`kcm: note: ${jobType} is answered directly; --wait has nothing to wait for\n`);
   }

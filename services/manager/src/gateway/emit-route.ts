@@ -73,6 +73,10 @@ function relayedSubmission(body: unknown, sentJobType: string, service: JobServi
   if (!service.relaySubmission || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
   const jobType = canonicalJobType(sentJobType);
   if (jobType === undefined || JOB_MODES[jobType] !== 'async') return null;
+  // A dry run is answered here (validation reads the state through ReadIndex): relaying
+  // expects a job id back, and a dry run makes none.
+  const paras = (body as { paras?: unknown }).paras;
+  if (typeof paras === 'object' && paras !== null && Object.hasOwn(paras, 'dry_run')) return null;
   return service.relaySubmission(body as Record<string, unknown>, context);
 }
 
@@ -116,6 +120,10 @@ async function serveRequest(request: AnyValidRequest, service: JobService, conte
   }
   if (JOB_MODES[request.jobType] === 'sync') {
     return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
+  }
+  if (request.dryRun) {
+    if (!service.planJob) throw KcmError.of('UNSUPPORTED', 'paras.dry_run: this member does not answer dry runs', { field: 'paras.dry_run' });
+    return okAnswer(doneReply(request.sentJobType, await service.planJob(request)), request.sentJobType);
   }
   const { jobId } = await service.submitJob(request, context);
   return okAnswer(acceptReply(jobId, request.sentJobType), request.sentJobType);

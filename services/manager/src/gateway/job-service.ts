@@ -33,6 +33,11 @@ export interface SubmitContext {
 export interface JobService {
   /** An async job. Resolves with the job id only once the submission is durable (committed). */
   submitJob(req: ValidRequest, context?: SubmitContext): Promise<{ jobId: string }>;
+  /**
+   * Optional. A dry run of an async job (request.dryRun): validated against the live state
+   * like a submission, answered with its plan; nothing is committed.
+   */
+  planJob?(req: ValidRequest): Promise<Record<string, unknown>>;
   /** get_status. Throws KcmError NOT_FOUND for an unknown job id. */
   getStatus(jobId: string): Promise<JobStatusView>;
   /** A sync query (JOB_MODES[jobType] === 'sync', except get_status): the reply attachment. */

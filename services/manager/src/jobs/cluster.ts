@@ -24,6 +24,7 @@ import {
   storageNodes,
   opId,
 } from './instance-ops';
+import { previewPorts, removalPlan } from './dry-run';
 import { candidatesFor, carryLoad, checkStorageSpace, computeDemand, placeComps, placementReport, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackJob, wholeClusterPlan } from './rollback';
 import type { JobOf, StepContext } from './workflow';
@@ -130,6 +131,10 @@ const createdCluster = (ctx: StepContext<CreateParas, CreateOutputs>) => cluster
 export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
   jobType: 'create_cluster',
   validate: validateCreate,
+  dryRunPlan(p, state) {
+    const plan = planCluster(p, state);
+    return { placement: previewPorts(state, plan.shards, plan.comps), unspread_shards: plan.shards.filter((s) => !s.spread).length };
+  },
   // The cluster's id does not exist yet; other jobs on it are refused until it is built.
   lockKey: () => null,
   steps: (p) => [
@@ -239,6 +244,7 @@ interface DeleteOutputs {
 
 export const deleteCluster: JobOf<'delete_cluster', DeleteOutputs, DeleteParas> = {
   jobType: 'delete_cluster',
+  dryRunPlan: (p, state) => ({ removes: removalPlan(changeableCluster(state, p.cluster_id)) }),
   validate: (p, state) => void changeableCluster(state, clusterByReference(state, p).id),
   resolve: (p, state) => ({ ...p, cluster_id: clusterByReference(state, p).id }),
   lockKey: (p) => `cluster:${p.cluster_id}`,

@@ -18,6 +18,7 @@ import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpS
 import { candidatesFor, checkStorageSpace, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackGrowJob } from './rollback';
 import type { JobOf, StepContext } from './workflow';
+import { previewPorts } from './dry-run';
 
 type AddParas = ParasOf<'add_shards'>;
 type DeleteParas = ParasOf<'delete_shards'>;
@@ -71,6 +72,7 @@ const newShardsOf = (ctx: StepContext<AddParas, AddOutputs>) => {
 export const addShards: JobOf<'add_shards', AddOutputs> = {
   jobType: 'add_shards',
   validate: (p, state) => void planNewShards(p, state),
+  dryRunPlan: (p, state) => ({ placement: previewPorts(state, planNewShards(p, state), []).shards }),
   lockKey: (p) => `cluster:${p.cluster_id}`,
   steps: (p) => [
     {

@@ -73,6 +73,11 @@ export interface JobDefinition<P = any, O extends object = any, R = unknown> {
   /** The attachment of the finished job, from the step outputs. */
   result(outputs: O, paras: P): R;
   /**
+   * What a dry run shows beyond the steps: where the job would place instances, with ports,
+   * or what it would remove (jobs/dry-run.ts). Called after validate and resolve; pure.
+   */
+  dryRunPlan?(paras: P, state: MetaState): Record<string, unknown>;
+  /**
    * Undo what the finished steps created after a later step failed. Resolves to a note for
    * the job's error when something could not be undone now (what is left, and where; it is
    * recorded and finished later), or to nothing when all was undone.
