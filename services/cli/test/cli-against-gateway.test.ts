@@ -1,3 +1,4 @@
+import { TEST_TOKENS, testTokenLookup } from '../../../test/helpers/tokens';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -167,11 +168,11 @@ describe('connection and auth', () => {
 
   it('sends the token from --token or KCM_TOKEN; without one the manager refuses with exit 1', async () => {
     await gateway.close();
-    gateway = await startGateway({ tokens: ['s3cret'] });
+    gateway = await startGateway({ lookup: testTokenLookup() });
     const without = await runKcm(['get', 'get_meta_mode'], { url: gateway.url });
     expect(without.code).toBe(1);
     expect(without.stderr).toContain('error 3000 UNAUTHENTICATED');
-    expect((await runKcm(['get', 'get_meta_mode', '--token', 's3cret'], { url: gateway.url })).code).toBe(0);
-    expect((await runKcm(['get', 'get_meta_mode'], { url: gateway.url, env: { KCM_TOKEN: 's3cret' } })).code).toBe(0);
+    expect((await runKcm(['get', 'get_meta_mode', '--token', TEST_TOKENS.viewer], { url: gateway.url })).code).toBe(0);
+    expect((await runKcm(['get', 'get_meta_mode'], { url: gateway.url, env: { KCM_TOKEN: TEST_TOKENS.viewer } })).code).toBe(0);
   });
 });

@@ -3,7 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { silentLogger } from '@kcm/common';
-import { buildGateway } from '../../manager/src/gateway/index';
+import { buildGateway, type EmitAuth } from '../../manager/src/gateway/index';
 import { FakeJobService } from '../../manager/test/gateway/fake-job-service';
 import { main } from '../src/main';
 import type { CliIo } from '../src/io';
@@ -15,7 +15,8 @@ export interface LiveGateway {
   close: () => Promise<void>;
 }
 
-export async function startGateway(auth?: { tokens: string[] }): Promise<LiveGateway> {
+/** Without `auth` the gateway serves every caller (insecure mode): most CLI tests are not about tokens. */
+export async function startGateway(auth: EmitAuth = { insecure: true }): Promise<LiveGateway> {
   const service = new FakeJobService();
   const app = buildGateway({ service, logger: silentLogger(), auth });
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -3,7 +3,7 @@
 // linearizable reads for get_status and the queries.
 
 import { KcmError, parseId, type JobProgressAttachment, type JobResults, type ValidRequest } from '@kcm/protocol';
-import type { JobService, JobStatusView } from './gateway/job-service';
+import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
 import { CommandKind } from './meta/commands';
 import { jobOfRequest, type SubmittedJob } from './meta/jobs';
 import { requestDigest } from './meta/request-digest';
@@ -36,7 +36,7 @@ export interface ManagerServiceDeps {
 export class ManagerService implements JobService {
   constructor(private readonly deps: ManagerServiceDeps) {}
 
-  async submitJob(req: ValidRequest): Promise<{ jobId: string }> {
+  async submitJob(req: ValidRequest, context: SubmitContext = {}): Promise<{ jobId: string }> {
     const def = this.deps.registry.get(req.jobType);
     if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
     const paras = req.paras as Record<string, unknown>;
@@ -63,6 +63,7 @@ export class ManagerService implements JobService {
         lockKey: def.lockKey(resolved, this.deps.store.state()),
         // Lets the commit also start the job when nothing it waits for is running.
         stepNames: def.steps(resolved).map((s) => s.name),
+        ...(context.identity === undefined ? {} : { submittedBy: context.identity.name }),
       }),
     ) as SubmittedJob;
     this.deps.onSubmitted?.(submitted.jobId);

@@ -12,6 +12,7 @@ import {
   canonicalJobType,
   doneReply,
   errorReply,
+  forbiddenReason,
   parseRequest,
   statusReply,
   type AnyValidRequest,
@@ -90,6 +91,11 @@ export async function answerEmit(
   // No body at all (no Content-Type, no length) never reaches the JSON parser.
   if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
   const echo = echoFields(body);
+  // Authorization comes before validation: a caller without the role learns nothing about its paras.
+  if (context.identity === undefined) return errorAnswer(KcmError.of('UNAUTHENTICATED', 'the request carries no authenticated identity'), echo.sentJobType, echo.jobId);
+  const knownType = canonicalJobType(echo.sentJobType);
+  const forbidden = knownType === undefined ? null : forbiddenReason(context.identity, knownType);
+  if (forbidden !== null) return errorAnswer(KcmError.of('FORBIDDEN', forbidden, { field: 'job_type' }), echo.sentJobType, echo.jobId);
   // The service's answer, or its error as an envelope; a non-KcmError is logged, then masked.
   const answered = async (work: Promise<EmitAnswer>): Promise<EmitAnswer> => {
     try {

@@ -88,6 +88,8 @@ export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
    * the runner commits JobStarted when its turn comes. Absent in entries written before.
    */
   stepNames?: string[];
+  /** The submitter's token name (JobRecord.submittedBy); absent for the leader's own jobs. */
+  submittedBy?: string;
 }
 
 export interface JobStarted extends Base<typeof CommandKind.JobStarted> {
