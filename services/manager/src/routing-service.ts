@@ -69,12 +69,12 @@ export class RoutingService implements JobService {
     return this.submit(withRequestId(envelope), context);
   }
 
-  getStatus(jobId: string): Promise<JobStatusView> {
-    return this.deps.local.getStatus(jobId);
+  getStatus(jobId: string, context?: SubmitContext): Promise<JobStatusView> {
+    return this.deps.local.getStatus(jobId, context);
   }
 
-  runQuery(req: ValidRequest): Promise<Record<string, unknown>> {
-    return this.deps.local.runQuery(req);
+  runQuery(req: ValidRequest, context?: SubmitContext): Promise<Record<string, unknown>> {
+    return this.deps.local.runQuery(req, context);
   }
 
   /**

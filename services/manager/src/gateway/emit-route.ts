@@ -116,12 +116,12 @@ export async function answerEmit(
 async function serveRequest(request: AnyValidRequest, service: JobService, context: SubmitContext): Promise<EmitAnswer> {
   if (request.jobType === 'get_status') {
     const jobId = request.envelope.job_id ?? '';
-    const job = await service.getStatus(jobId);
+    const job = await service.getStatus(jobId, context);
     // The reply names the job's own type (as it was submitted), so a poller sees what it waits for.
     return okAnswer(statusReply({ jobId, ...job }), request.sentJobType);
   }
   if (JOB_MODES[request.jobType] === 'sync') {
-    return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
+    return okAnswer(doneReply(request.sentJobType, await service.runQuery(request, context)), request.sentJobType);
   }
   const { jobId } = await service.submitJob(request, context);
   return okAnswer(acceptReply(jobId, request.sentJobType), request.sentJobType);

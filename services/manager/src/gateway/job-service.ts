@@ -43,9 +43,9 @@ export interface JobService {
   /** An async job. Resolves with the job id only once the submission is durable (committed). */
   submitJob(req: ValidRequest, context?: SubmitContext): Promise<{ jobId: string }>;
   /** get_status. Throws KcmError NOT_FOUND for an unknown job id. */
-  getStatus(jobId: string): Promise<JobStatusView>;
+  getStatus(jobId: string, context?: SubmitContext): Promise<JobStatusView>;
   /** A sync query (JOB_MODES[jobType] === 'sync', except get_status): the reply attachment. */
-  runQuery(req: ValidRequest): Promise<Record<string, unknown>>;
+  runQuery(req: ValidRequest, context?: SubmitContext): Promise<Record<string, unknown>>;
   /**
    * Optional. An async job's envelope, not validated yet, that another member is to answer
    * (a follower's leader): passed on as it came, the leader's answer relayed. The leader
