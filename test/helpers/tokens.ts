@@ -28,7 +28,19 @@ export function testTokenLookup(): (sha256Hex: string) => Identity | undefined {
   return (digest) => byDigest.get(digest);
 }
 
-/** `{ authorization: 'Bearer <token>' }` for a role's test token (admin by default). */
-export function authHeader(role: Role = 'admin'): { authorization: string } {
-  return { authorization: `Bearer ${TEST_TOKENS[role]}` };
+let defaultToken: string | undefined;
+
+/**
+ * Makes authHeader() without a role (what every fixture sends) carry `token` instead of the
+ * test admin's: for a test against a `kcm local up` deployment, whose managers know only the
+ * admin token that up made. Per test file (vitest loads modules per file).
+ */
+export function useDefaultToken(token: string | undefined): void {
+  defaultToken = token;
+}
+
+/** `{ authorization: 'Bearer <token>' }` for a role's test token (by default the admin's, or useDefaultToken's). */
+export function authHeader(role?: Role): { authorization: string } {
+  const token = role === undefined ? (defaultToken ?? TEST_TOKENS.admin) : TEST_TOKENS[role];
+  return { authorization: `Bearer ${token}` };
 }
