@@ -60,6 +60,10 @@ export const REQUIRED_ROLE = Object.freeze({
   set_noswitch: 'operator',
   create_backup_storage: 'admin',
   delete_backup_storage: 'admin',
+  create_token: 'admin',
+  delete_token: 'admin',
+  list_tokens: 'admin',
+  get_audit: 'admin',
 } as const satisfies Record<JobType, Role>);
 
 /** A token's name: what logs, job records and the audit trail show instead of the token. */

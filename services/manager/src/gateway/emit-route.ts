@@ -19,6 +19,7 @@ import {
   type ReplyEnvelope,
 } from '@kcm/protocol';
 import type { JobService, SubmitContext } from './job-service';
+import { issueTokenIfAsked } from './token-issue';
 import type { EmitRecord } from './request-log';
 
 export interface EmitAnswer {
@@ -105,6 +106,24 @@ export async function answerEmit(
       return errorAnswer(asKcmError(err, requestId), echo.sentJobType, echo.jobId);
     }
   };
+  const issued = issueTokenIfAsked(body, echo.sentJobType);
+  const submitted = issued?.body ?? body;
+  const answer = await answerValid(submitted, echo, service, context, answered);
+  // create_token: the token goes back once, in the acknowledgement (token-issue.ts).
+  if (issued?.token !== undefined && answer.reply.status === 'accept') {
+    const paras = (issued.body as { paras: { name?: unknown; role?: unknown } }).paras;
+    answer.reply.attachment = { name: paras.name, role: paras.role, token: issued.token, note: 'shown once: kcm keeps only its SHA-256' };
+  }
+  return answer;
+}
+
+async function answerValid(
+  body: unknown,
+  echo: { sentJobType: string; jobId: string },
+  service: JobService,
+  context: SubmitContext,
+  answered: (work: Promise<EmitAnswer>) => Promise<EmitAnswer>,
+): Promise<EmitAnswer> {
   const relayed = relayedSubmission(body, echo.sentJobType, service, context);
   if (relayed) return answered(relayed.then(({ jobId }) => okAnswer(acceptReply(jobId, echo.sentJobType), echo.sentJobType)));
   const parsed = parseRequest(body);

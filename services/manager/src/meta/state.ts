@@ -4,6 +4,7 @@
 
 import type { Role } from '@kcm/protocol';
 import { dict, type Dict } from './dict';
+import { emptyAuditState, type AuditState } from './audit';
 import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backups';
 
 export type MachineType = 'storage' | 'computer';
@@ -261,6 +262,8 @@ export interface MetaState {
   logicalBackups: LogicalBackupState;
   /** Emit tokens made by create_token, by name: only their SHA-256 (meta/tokens.ts). */
   tokens: Dict<TokenRecord>;
+  /** The audit trail's tip and newest records (meta/audit.ts). */
+  audit: AuditState;
 }
 
 /** An Emit token in the replicated state: its digest, never the token. */
@@ -381,6 +384,7 @@ export function emptyMetaState(): MetaState {
     binlogArchives: dict(),
     logicalBackups: emptyLogicalBackupState(),
     tokens: dict(),
+    audit: emptyAuditState(),
   };
 }
 
@@ -409,6 +413,7 @@ export function withDicts(state: MetaState): MetaState {
   state.binlogArchives = dict(state.binlogArchives ?? {});
   state.logicalBackups = logicalBackupStateWithDicts(state.logicalBackups);
   state.tokens = dict(state.tokens ?? {});
+  state.audit = state.audit ?? emptyAuditState();
   return state;
 }
 
