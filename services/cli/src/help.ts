@@ -39,6 +39,7 @@ export function topHelp(): string {
     '  kcm status <job_id> [--wait]                                      show or follow an async job',
     "  kcm get <query> [--paras '<json>']                                run a query, print tables",
     '  kcm local <up|status|down> [--managers 3] [--hosts 3] [--dir D]   run managers and agents on loopback',
+    '  kcm audit [--since N] | kcm audit verify --data-dir D             the audit trail; check its chain offline',
     '  kcm <command> --help                                              help for one command',
     '  kcm emit <job_type> --help                                        the paras of one job type',
     '',
