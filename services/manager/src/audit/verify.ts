@@ -53,38 +53,59 @@ export async function verifyAuditTrail(dataDir: string): Promise<AuditVerifyRepo
     if (last && (last.seq !== state.audit.tip.seq || last.hash !== state.audit.tip.hash)) problems.push(`the snapshot's chain tip (${state.audit.tip.seq}) is not its newest record (${last.seq}): the snapshot was changed`);
 
     // The committed log after the snapshot, replayed as apply replays it.
-    let tip: AuditTip = { ...state.audit.tip };
-    let tipWhere = `the snapshot at index ${snapshot.meta.index}`;
-    let logRecords = 0;
-    const gaps: { seq: number; index: number }[] = [];
+    const logged: LoggedRecord[] = [];
     const commit = storage.initialState().hardState.commit;
-    const last_ = Math.min(commit, storage.lastIndex());
-    for (let lo = storage.firstIndex(); lo <= last_; lo += 1000) {
-      for (const entry of storage.entries(lo, Math.min(last_, lo + 999) + 1)) {
-        for (const record of auditRecordsOf(entry.type, entry.data, entry.index, problems)) {
-          const link = linkOf(tip, record);
-          if (link === 'linked') {
-            tip = { seq: record.seq, hash: record.hash };
-            tipWhere = `log index ${entry.index}`;
-            logRecords++;
-          } else if (link === 'altered') {
-            problems.push(`record ${record.seq} (log index ${entry.index}) was changed: its content does not match its hash`);
-          } else if (link === 'forked') {
-            problems.push(`record ${record.seq} (log index ${entry.index}) does not follow record ${tip.seq} (${tipWhere}): record ${tip.seq} was changed (and re-hashed) or replaced, or ${record.seq} was`);
-          } else if (link === 'gap') {
-            gaps.push({ seq: record.seq, index: entry.index });
-          }
-          // 'stale': numbered by a leader with an old view of the chain; apply refused it too.
-        }
+    const lastCommitted = Math.min(commit, storage.lastIndex());
+    for (let lo = storage.firstIndex(); lo <= lastCommitted; lo += 1000) {
+      for (const entry of storage.entries(lo, Math.min(lastCommitted, lo + 999) + 1)) {
+        for (const record of auditRecordsOf(entry.type, entry.data, entry.index, problems)) logged.push({ record, index: entry.index });
       }
     }
-    // A gap the chain later closed was a refused proposal; one it never closed is a removed record.
-    const open = gaps.filter((g) => g.seq > tip.seq + 1);
-    if (open.length > 0) problems.push(`record ${tip.seq + 1} is missing: record ${open[0].seq} (log index ${open[0].index}) comes after record ${tip.seq} (${tipWhere}) with nothing between`);
+    const replay = replayChain(state.audit.tip, `the snapshot at index ${snapshot.meta.index}`, logged);
+    problems.push(...replay.problems);
+    const { tip, linked: logRecords } = replay;
     return { ok: problems.length === 0, snapshotRecords: kept.length, logRecords, tip, problems };
   } finally {
     await storage.close();
   }
+}
+
+export interface LoggedRecord {
+  record: AuditRecord;
+  /** The Raft log index of the entry that carries it. */
+  index: number;
+}
+
+/**
+ * Replays records in log order from `start` by apply's rule (chain.ts linkOf): the chain's
+ * final tip, how many records linked, and what is wrong, naming each record.
+ */
+export function replayChain(start: AuditTip, startWhere: string, logged: readonly LoggedRecord[]): { tip: AuditTip; linked: number; problems: string[] } {
+  const problems: string[] = [];
+  let tip: AuditTip = { ...start };
+  let tipWhere = startWhere;
+  let linked = 0;
+  const gaps: LoggedRecord[] = [];
+  for (const item of logged) {
+    const { record, index } = item;
+    const link = linkOf(tip, record);
+    if (link === 'linked') {
+      tip = { seq: record.seq, hash: record.hash };
+      tipWhere = `log index ${index}`;
+      linked++;
+    } else if (link === 'altered') {
+      problems.push(`record ${record.seq} (log index ${index}) was changed: its content does not match its hash`);
+    } else if (link === 'forked') {
+      problems.push(`record ${record.seq} (log index ${index}) does not follow record ${tip.seq} (${tipWhere}): record ${tip.seq} was changed (and re-hashed) or replaced, or ${record.seq} was`);
+    } else if (link === 'gap') {
+      gaps.push(item);
+    }
+    // 'stale': numbered by a leader with an old view of the chain; apply refused it too.
+  }
+  // A gap the chain later closed was a refused proposal; one it never closed is a removed record.
+  const open = gaps.filter((g) => g.record.seq > tip.seq + 1);
+  if (open.length > 0) problems.push(`record ${tip.seq + 1} is missing: record ${open[0].record.seq} (log index ${open[0].index}) comes after record ${tip.seq} (${tipWhere}) with nothing between`);
+  return { tip, linked, problems };
 }
 
 /** The audit records a log entry carries (JobSubmitted commands, alone or in a batch). */
