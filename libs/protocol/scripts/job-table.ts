@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { describeJob } from '../src/describe';
 import { JOB_TYPES } from '../src/job-types';
+import { REQUIRED_ROLE } from '../src/roles';
 import { README_PATH } from './error-table';
 
 export const JOBS_START = '<!-- jobs:start -->';
@@ -18,9 +19,9 @@ export function renderJobTable(): string {
   const rows = JOB_TYPES.map((t) => {
     const d = describeJob(t)!;
     const aliases = d.aliases.length > 0 ? d.aliases.map((a) => `\`${a}\``).join(', ') : '';
-    return `| \`${t}\` | ${aliases} | ${d.mode} | ${d.summary.replace(/\|/g, '\\|')} |`;
+    return `| \`${t}\` | ${aliases} | ${d.mode} | ${REQUIRED_ROLE[t]} | ${d.summary.replace(/\|/g, '\\|')} |`;
   });
-  return ['| job_type | also accepted | mode | what it does |', '|---|---|---|---|', ...rows].join('\n') + '\n';
+  return ['| job_type | also accepted | mode | least role | what it does |', '|---|---|---|---|---|', ...rows].join('\n') + '\n';
 }
 
 export function readmeJobSection(readme: string): string | undefined {

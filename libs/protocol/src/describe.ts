@@ -170,6 +170,17 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
     summary: 'Forget a backup storage that holds no backup set (beyond the spec).',
     fields: { name: 'name of the storage' },
   },
+  create_token: {
+    summary: 'Make an Emit token with a role; the reply carries the token once, kcm keeps only its SHA-256 (beyond the spec).',
+    notes: ['names are unique', 'roles: viewer (queries), operator (plus machine and cluster jobs), admin (plus raft_mission, backup storage, tokens, audit)'],
+    fields: { name: 'name of the token (shown in job records and the audit trail)', role: 'viewer, operator or admin', token_sha256: 'SHA-256 of a token you made yourself (then the reply carries no token)' },
+  },
+  delete_token: { summary: 'Delete an Emit token made by create_token (beyond the spec).', fields: { name: 'name of the token' } },
+  list_tokens: { summary: 'List Emit tokens: names and roles, never tokens or hashes (beyond the spec).' },
+  get_audit: {
+    summary: 'List the audit trail: who sent which mutating request, when and from where (beyond the spec).',
+    fields: { since: 'first record number to list (default: the newest records)', limit: 'most records to list, 1-10000 (default 100)' },
+  },
 };
 
 function describeFields(shape: Record<string, Parameters<typeof fieldFacts>[0]>, overrides: Record<string, string>): ParaDescription[] {

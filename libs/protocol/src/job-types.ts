@@ -48,6 +48,11 @@ export const JOB_TYPES = [
   // backup storage (beyond the spec's list: where full backups go, issue 14)
   'create_backup_storage',
   'delete_backup_storage',
+  // tokens and the audit trail (beyond the spec's list: authentication with roles, issue 16)
+  'create_token',
+  'delete_token',
+  'list_tokens',
+  'get_audit',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -95,6 +100,10 @@ export const JOB_MODES = Object.freeze({
   set_noswitch: 'async', // a write to the replicated state, so it takes the one path every write takes: a job
   create_backup_storage: 'async',
   delete_backup_storage: 'async',
+  create_token: 'async',
+  delete_token: 'async',
+  list_tokens: 'sync',
+  get_audit: 'sync',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

@@ -276,7 +276,12 @@ export type JobResults = EveryAsyncJobType<{
   set_noswitch: SetNoswitchResult;
   create_backup_storage: CreateBackupStorageResult;
   delete_backup_storage: EmptyResult;
+  create_token: TokenResult;
+  delete_token: EmptyResult;
 }>;
+
+/** create_token's result: the token's name and role (the token itself only in the acknowledgement, once). */
+export type TokenResult = { name: string; role: string };
 
 /** The attachment get_status shows for a done job of type T. */
 export type ResultOf<T extends AsyncJobType> = JobResults[T];

@@ -179,4 +179,14 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     broken('name', 'my storage', 'space in name'), broken('hostaddr', '127.0.2.1:58100', 'port in address'), broken('port', '70000', 'not a port'),
   ],
   delete_backup_storage: [missing('name'), wrongType('name', 1), broken('name', '../x', 'unsafe characters')],
+  create_token: [
+    missing('name'), missing('role'), wrongType('role', 'root'), wrongType('name', 5),
+    broken('name', '-x', 'starts with -'), broken('token_sha256', 'ABC', 'not a SHA-256'),
+  ],
+  delete_token: [missing('name'), wrongType('name', 1), broken('name', 'a b', 'space in name')],
+  list_tokens: NO_PARAS_VARIANTS,
+  get_audit: [
+    envelope('missing', 'without timestamp', 'timestamp', (b) => delete b.timestamp),
+    wrongType('limit', 5), broken('limit', '0', 'below 1'), broken('limit', '10001', 'above 10000'), broken('since', 'x', 'not a number'),
+  ],
 };

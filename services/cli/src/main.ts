@@ -9,6 +9,7 @@ import { emitCommand } from './commands/emit';
 import { statusCommand } from './commands/status';
 import { getCommand } from './commands/get';
 import { localCommand } from './commands/local';
+import { auditCommand } from './commands/audit';
 
 const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
   emit: emitCommand,
@@ -16,6 +17,8 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   get: getCommand,
   // `kcm local up/down/status`: a local manager group and agents on loopback (see commands/local.ts).
   local: localCommand,
+  // `kcm audit` lists the audit trail; `kcm audit verify --data-dir` checks its chain offline.
+  audit: auditCommand,
 };
 
 export async function main(argv: string[], io: CliIo): Promise<number> {

@@ -37,7 +37,7 @@ describe('usage errors', () => {
   it('an unknown subcommand names the commands and points at --help, exit 2', async () => {
     const { code, stderr } = await runKcm(['submit']);
     expect(code).toBe(2);
-    expect(stderr).toBe(`kcm: unknown command "submit"; commands: emit, status, get, local\nRun 'kcm --help' for usage.\n`);
+    expect(stderr).toBe(`kcm: unknown command "submit"; commands: emit, status, get, local, audit\nRun 'kcm --help' for usage.\n`);
   });
 
   it('an unknown flag is a usage error for that subcommand', async () => {

@@ -3,13 +3,15 @@
 // linearizable reads for get_status and the queries.
 
 import { KcmError, parseId, type JobProgressAttachment, type JobResults, type ValidRequest } from '@kcm/protocol';
-import type { JobService, JobStatusView } from './gateway/job-service';
+import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
 import { CommandKind } from './meta/commands';
 import { jobOfRequest, type SubmittedJob } from './meta/jobs';
 import { requestDigest } from './meta/request-digest';
 import type { JobRecord, MetaState } from './meta/state';
 import type { Clock, MetaStore } from './meta/store';
 import { orThrow } from './jobs/errors';
+import { redactParas } from './audit/chain';
+import { AuditSequencer } from './audit/sequencer';
 import type { JobRegistry } from './jobs/runner';
 
 /** A sync query: answers from the replicated state (and live probes where the spec asks). */
@@ -34,9 +36,11 @@ export interface ManagerServiceDeps {
 }
 
 export class ManagerService implements JobService {
+  private readonly audit = new AuditSequencer();
+
   constructor(private readonly deps: ManagerServiceDeps) {}
 
-  async submitJob(req: ValidRequest): Promise<{ jobId: string }> {
+  async submitJob(req: ValidRequest, context: SubmitContext = {}): Promise<{ jobId: string }> {
     const def = this.deps.registry.get(req.jobType);
     if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
     const paras = req.paras as Record<string, unknown>;
@@ -51,20 +55,31 @@ export class ManagerService implements JobService {
     if (earlier !== undefined) return { jobId: orThrow(earlier).jobId };
     def.validate?.(paras, this.deps.store.state());
     const resolved = def.resolve ? def.resolve(paras, this.deps.store.state()) : paras;
-    const submitted = orThrow(
-      await this.deps.store.propose({
-        kind: CommandKind.JobSubmitted,
-        at: (this.deps.now ?? Date.now)(),
-        jobType: req.jobType,
-        sentJobType: req.sentJobType,
-        paras: resolved,
-        requestId: requestId ?? null,
-        ...(digest === undefined ? {} : { requestDigest: digest }),
-        lockKey: def.lockKey(resolved, this.deps.store.state()),
-        // Lets the commit also start the job when nothing it waits for is running.
-        stepNames: def.steps(resolved).map((s) => s.name),
-      }),
-    ) as SubmittedJob;
+    const now = (this.deps.now ?? Date.now)();
+    const command = {
+      kind: CommandKind.JobSubmitted,
+      at: now,
+      jobType: req.jobType,
+      sentJobType: req.sentJobType,
+      paras: resolved,
+      requestId: requestId ?? null,
+      ...(digest === undefined ? {} : { requestDigest: digest }),
+      lockKey: def.lockKey(resolved, this.deps.store.state()),
+      // Lets the commit also start the job when nothing it waits for is running.
+      stepNames: def.steps(resolved).map((s) => s.name),
+      ...(context.identity === undefined ? {} : { submittedBy: context.identity.name }),
+    } as const;
+    // Numbered right before the proposal, with no await between: proposals keep call order.
+    const audit = context.identity === undefined ? undefined : this.audit.next(this.deps.store.state().audit.tip, auditFields(req, context, now));
+    let outcome;
+    try {
+      outcome = await this.deps.store.propose(audit === undefined ? command : { ...command, audit });
+    } catch (err) {
+      this.audit.reset();
+      throw err;
+    }
+    if (!outcome.ok && outcome.refusal === 'NO_LEADER') this.audit.reset();
+    const submitted = orThrow(outcome) as SubmittedJob;
     this.deps.onSubmitted?.(submitted.jobId);
     return { jobId: submitted.jobId };
   }
@@ -102,6 +117,22 @@ export class ManagerService implements JobService {
     await this.deps.linearizableRead();
     return handler(req, this.deps.store.state());
   }
+}
+
+/** What the audit trail says about a submission, besides its place in the chain (audit/chain.ts). */
+function auditFields(req: ValidRequest, context: SubmitContext, now: number) {
+  return {
+    at: now,
+    by: context.identity?.name ?? '',
+    role: context.identity?.role ?? 'viewer',
+    client: context.clientAddress ?? '',
+    via: context.receivedBy ?? '',
+    jobType: req.jobType,
+    sentJobType: req.sentJobType,
+    // As the client sent them (the validated paras have numbers parsed and defaults filled).
+    paras: redactParas((req.envelope.paras ?? {}) as Record<string, unknown>),
+    requestId: req.envelope.request_id ?? null,
+  } as const;
 }
 
 /** A job id never handed out, or one of a finished job dropped from the kept history. */

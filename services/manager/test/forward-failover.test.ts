@@ -13,6 +13,9 @@ import type { JobService } from '../src/gateway/job-service';
 import { forwardServiceDefinition } from '../src/forward/forward-proto';
 import { forwardServiceImplementation } from '../src/forward/forward-server';
 
+/** What the receiving member's gateway authenticated; every forward carries it. */
+const AS_OPERATOR = { identity: { name: 'ops', role: 'operator' } } as const;
+
 const SELF = '127.0.1.2:18330';
 
 function request(requestId?: string): ValidRequest {
@@ -108,7 +111,7 @@ describe('a member following the leader with its in-flight submissions', () => {
     const seenBefore = oldLeader.seen.length;
     const createdBefore = table.created;
     const started = Date.now();
-    const submitted = routing.submitJob(request()); // the client sent no request_id
+    const submitted = routing.submitJob(request(), AS_OPERATOR); // the client sent no request_id
     await until(() => oldLeader.seen.length === seenBefore + 1); // committed there, never answered
     view.move(newAt.member);
     const { jobId } = await submitted;
@@ -127,7 +130,7 @@ describe('a member following the leader with its in-flight submissions', () => {
     const view = new LeaderView(oldAt.member);
     const routing = new RoutingService({ local: notHere, self: SELF, ...view.deps(), forwardTimeoutMs: 15_000 });
     const seenBefore = oldLeader.seen.length;
-    const submitted = routing.relaySubmission(request('client-key-7').envelope as unknown as Record<string, unknown>, {})!;
+    const submitted = routing.relaySubmission(request('client-key-7').envelope as unknown as Record<string, unknown>, AS_OPERATOR)!;
     await until(() => oldLeader.seen.length === seenBefore + 1);
     view.move(null); // an election: nobody known for a moment
     view.move(newAt.member);
@@ -143,7 +146,7 @@ describe('a member following the leader with its in-flight submissions', () => {
     const routing = new RoutingService({ local: here, self: SELF, ...view.deps(), forwardTimeoutMs: 15_000 });
     const seenBefore = oldLeader.seen.length;
     const createdBefore = table.created;
-    const submitted = routing.relaySubmission(request().envelope as unknown as Record<string, unknown>, {})!;
+    const submitted = routing.relaySubmission(request().envelope as unknown as Record<string, unknown>, AS_OPERATOR)!;
     await until(() => oldLeader.seen.length === seenBefore + 1);
     view.move(SELF);
     const { jobId } = await submitted;
@@ -168,7 +171,7 @@ describe('a member following the leader with its in-flight submissions', () => {
     };
     const routing = new RoutingService({ local, self: SELF, ...view.deps(), forwardTimeoutMs: 15_000 });
     const createdBefore = table.created;
-    const submitted = routing.submitJob(request());
+    const submitted = routing.submitJob(request(), AS_OPERATOR);
     await until(() => pendingHere.length === 1);
     view.move(newAt.member);
     const { jobId } = await submitted;
@@ -182,7 +185,7 @@ describe('a member following the leader with its in-flight submissions', () => {
     const view = new LeaderView(SELF);
     const local: JobService = { ...notHere, submitJob: () => Promise.reject(KcmError.of('TIMEOUT', 'outcome unknown: proposal timed out after 10000 ms; retry with the same request_id')) };
     const routing = new RoutingService({ local, self: SELF, ...view.deps(), forwardTimeoutMs: 500 });
-    const err = await routing.submitJob(request('client-key-9')).catch((e: unknown) => e);
+    const err = await routing.submitJob(request('client-key-9'), AS_OPERATOR).catch((e: unknown) => e);
     expect(KcmError.is(err, 'TIMEOUT')).toBe(true);
     expect((err as Error).message).toBe(
       'outcome unknown: the job may or may not have been created (this member did not answer: proposal timed out after 10000 ms; retry with the same request_id); ' +
@@ -194,14 +197,14 @@ describe('a member following the leader with its in-flight submissions', () => {
   it('says plainly that the outcome is unknown, naming the request_id to retry with, when no leader answers in time', async () => {
     const view = new LeaderView(oldAt.member);
     const routing = new RoutingService({ local: notHere, self: SELF, ...view.deps(), forwardTimeoutMs: 600 });
-    const err = await routing.submitJob(request()).catch((e: unknown) => e);
+    const err = await routing.submitJob(request(), AS_OPERATOR).catch((e: unknown) => e);
     const key = oldLeader.seen.at(-1)!.envelope.request_id!;
     expect(KcmError.is(err, 'NO_LEADER')).toBe(true);
     expect((err as Error).message).toMatch(/^outcome unknown: /);
     expect((err as Error).message).toContain(`retry with request_id "${key}"`);
     // That retry, with the key, returns the job the cut-off leader committed.
     const retry = new RoutingService({ local: notHere, self: SELF, leader: () => newAt.member, forwardTimeoutMs: 5_000 });
-    await expect(retry.submitJob(request(key))).resolves.toEqual({ jobId: table.byRequestId.get(key) });
+    await expect(retry.submitJob(request(key), AS_OPERATOR)).resolves.toEqual({ jobId: table.byRequestId.get(key) });
     routing.close();
     retry.close();
   });

@@ -21,6 +21,7 @@ import { raftMissionParas } from './raft-mission';
 import { manualSwitchParas, setNoswitchParas } from './shard-ha';
 import { getStatusParas } from './status';
 import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
+import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -55,6 +56,10 @@ export const PARAS_SCHEMAS = {
   set_noswitch: setNoswitchParas,
   create_backup_storage: createBackupStorageParas,
   delete_backup_storage: deleteBackupStorageParas,
+  create_token: createTokenParas,
+  delete_token: deleteTokenParas,
+  list_tokens: noParas,
+  get_audit: getAuditParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

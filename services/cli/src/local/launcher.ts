@@ -8,6 +8,7 @@ import { connect, createServer } from 'node:net';
 import path from 'node:path';
 import { PROTOCOL_VERSION } from '@kcm/protocol';
 import { machineParas, managerConfig, type Topology } from './topology';
+import { ensureAdminToken, tokenSha256 } from './admin-token';
 
 export interface BindProblem {
   address: string;
@@ -52,12 +53,14 @@ export function describeBindProblem(problem: BindProblem): string {
 }
 
 /** Manager configs and per-host create_machine files, and the directories every process needs. */
-export async function writeDeploymentFiles(topology: Topology): Promise<void> {
+/** Writes the configs and machine files; returns the deployment's admin token (made on the first `up`). */
+export async function writeDeploymentFiles(topology: Topology): Promise<string> {
   // 0755: database instances placed under an agent's directory run as mysql/postgres and must traverse it.
   await mkdir(topology.dir, { recursive: true, mode: 0o755 });
+  const token = await ensureAdminToken(topology.dir);
   for (const manager of topology.managers) {
     await mkdir(manager.dataDir, { recursive: true });
-    await writeFile(manager.configPath, `${JSON.stringify(managerConfig(topology, manager), null, 2)}\n`);
+    await writeFile(manager.configPath, `${JSON.stringify(managerConfig(topology, manager, tokenSha256(token)), null, 2)}\n`);
   }
   for (const agent of topology.agents) {
     await mkdir(agent.stateDir, { recursive: true });
@@ -71,6 +74,7 @@ export async function writeDeploymentFiles(topology: Topology): Promise<void> {
     };
     await writeFile(agent.machineFile, `${JSON.stringify(envelope, null, 2)}\n`);
   }
+  return token;
 }
 
 /**

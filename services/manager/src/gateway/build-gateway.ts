@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import { errorReply, KcmError } from '@kcm/protocol';
 import { createLogger, type Logger } from '@kcm/common';
 import type { JobService } from './job-service';
-import { bearerCheck, type AuthConfig } from './auth';
+import { authenticate, requestIdentity, setRequestIdentity, type EmitAuth } from './auth';
 import { registerJsonBodyParser } from './json-body';
 import { createEmitMetrics } from './metrics';
 import { REQUEST_ID_HEADER, emitRecordOf, findEmitRecord, logEmit, recordEmit, requestIdFor } from './request-log';
@@ -21,8 +21,10 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Largest accepted Emit body; larger ones get BODY_TOO_LARGE (HTTP 413). Default 1 MiB. */
   bodyLimitBytes?: number;
-  /** Bearer tokens for Emit. Absent or empty: loopback dev mode, no authentication. */
-  auth?: AuthConfig;
+  /** How Emit requests are authenticated: by bearer token, or (explicitly) not at all. */
+  auth: EmitAuth;
+  /** This member's name, recorded with each submission as where it was received. */
+  member?: string;
   /** Where /metrics reads from; a fresh registry when absent. */
   registry?: Registry;
 }
@@ -31,8 +33,8 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   const logger = options.logger ?? createLogger({ name: 'gateway' });
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const metrics = createEmitMetrics(options.registry);
-  const auth = bearerCheck(options.auth);
-  if (!auth.enabled) logger.warn('Emit authentication is off (no tokens configured): loopback dev mode only');
+  const auth = options.auth;
+  if ('insecure' in auth) logger.warn('Emit authentication is OFF (insecure mode): every caller is served as an admin');
 
   const app = Fastify({
     loggerInstance: logger,
@@ -74,15 +76,17 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
 
   app.post(EMIT_PATH, {
     // Before the body is read: an unauthenticated client cannot make us parse a megabyte.
-    onRequest: auth.enabled
-      ? async (request, reply) => {
-          const refusal = auth.refusal(request.headers.authorization);
-          if (refusal === null) return;
-          const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', refusal), '', '');
-          recordEmit(request, answer.record);
-          return reply.code(answer.httpStatus).header('www-authenticate', 'Bearer').send(answer.reply);
-        }
-      : [],
+    onRequest: (request, reply, done) => {
+      const outcome = authenticate(auth, request.headers.authorization);
+      if ('identity' in outcome) {
+        setRequestIdentity(request, outcome.identity);
+        done();
+        return;
+      }
+      const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', outcome.refusal), '', '');
+      recordEmit(request, answer.record);
+      void reply.code(answer.httpStatus).header('www-authenticate', 'Bearer').send(answer.reply);
+    },
     onResponse: (request, reply, done) => {
       const record = emitRecordOf(request);
       metrics.observe(record.jobTypeLabel, record.outcome, reply.elapsedTime / 1000);
@@ -92,7 +96,7 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
     handler: async (request, reply) => {
       const answer = await answerEmit(request.body, options.service, String(request.id), (err) =>
         request.log.error({ err, request_id: request.id, job_type: echoFields(request.body).sentJobType.slice(0, 64) }, 'job service failed'),
-        { requestId: String(request.id) },
+        { requestId: String(request.id), identity: requestIdentity(request), clientAddress: request.ip, receivedBy: options.member },
       );
       recordEmit(request, answer.record);
       return reply.code(answer.httpStatus).send(answer.reply);

@@ -12,12 +12,14 @@ import {
   canonicalJobType,
   doneReply,
   errorReply,
+  forbiddenReason,
   parseRequest,
   statusReply,
   type AnyValidRequest,
   type ReplyEnvelope,
 } from '@kcm/protocol';
 import type { JobService, SubmitContext } from './job-service';
+import { issueTokenIfAsked } from './token-issue';
 import type { EmitRecord } from './request-log';
 
 export interface EmitAnswer {
@@ -94,6 +96,11 @@ export async function answerEmit(
   // No body at all (no Content-Type, no length) never reaches the JSON parser.
   if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
   const echo = echoFields(body);
+  // Authorization comes before validation: a caller without the role learns nothing about its paras.
+  if (context.identity === undefined) return errorAnswer(KcmError.of('UNAUTHENTICATED', 'the request carries no authenticated identity'), echo.sentJobType, echo.jobId);
+  const knownType = canonicalJobType(echo.sentJobType);
+  const forbidden = knownType === undefined ? null : forbiddenReason(context.identity, knownType);
+  if (forbidden !== null) return errorAnswer(KcmError.of('FORBIDDEN', forbidden, { field: 'job_type' }), echo.sentJobType, echo.jobId);
   // The service's answer, or its error as an envelope; a non-KcmError is logged, then masked.
   const answered = async (work: Promise<EmitAnswer>): Promise<EmitAnswer> => {
     try {
@@ -103,6 +110,24 @@ export async function answerEmit(
       return errorAnswer(asKcmError(err, requestId), echo.sentJobType, echo.jobId);
     }
   };
+  const issued = issueTokenIfAsked(body, echo.sentJobType);
+  const submitted = issued?.body ?? body;
+  const answer = await answerValid(submitted, echo, service, context, answered);
+  // create_token: the token goes back once, in the acknowledgement (token-issue.ts).
+  if (issued?.token !== undefined && answer.reply.status === 'accept') {
+    const paras = (issued.body as { paras: { name?: unknown; role?: unknown } }).paras;
+    answer.reply.attachment = { name: paras.name, role: paras.role, token: issued.token, note: 'shown once: kcm keeps only its SHA-256' };
+  }
+  return answer;
+}
+
+async function answerValid(
+  body: unknown,
+  echo: { sentJobType: string; jobId: string },
+  service: JobService,
+  context: SubmitContext,
+  answered: (work: Promise<EmitAnswer>) => Promise<EmitAnswer>,
+): Promise<EmitAnswer> {
   const relayed = relayedSubmission(body, echo.sentJobType, service, context);
   if (relayed) return answered(relayed.then(({ jobId }) => okAnswer(acceptReply(jobId, echo.sentJobType), echo.sentJobType)));
   const parsed = parseRequest(body);
@@ -114,12 +139,12 @@ export async function answerEmit(
 async function serveRequest(request: AnyValidRequest, service: JobService, context: SubmitContext): Promise<EmitAnswer> {
   if (request.jobType === 'get_status') {
     const jobId = request.envelope.job_id ?? '';
-    const job = await service.getStatus(jobId);
+    const job = await service.getStatus(jobId, context);
     // The reply names the job's own type (as it was submitted), so a poller sees what it waits for.
     return okAnswer(statusReply({ jobId, ...job }), request.sentJobType);
   }
   if (JOB_MODES[request.jobType] === 'sync') {
-    return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
+    return okAnswer(doneReply(request.sentJobType, await service.runQuery(request, context)), request.sentJobType);
   }
   if (request.dryRun) {
     if (!service.planJob) throw KcmError.of('UNSUPPORTED', 'paras.dry_run: this member does not answer dry runs', { field: 'paras.dry_run' });

@@ -4,6 +4,7 @@
 // submission); each definition's result must be the protocol's ResultOf<that type>.
 // test/jobs/registry-exhaustive.test.ts compiles a fixture to keep that check honest.
 
+import { createToken, deleteToken } from './tokens';
 import type { AsyncJobType, ParasOf, ResultOf } from '@kcm/protocol';
 import type { RaftNode } from '@kcm/raft';
 import { createCluster, deleteCluster } from './cluster';
@@ -86,6 +87,8 @@ export function jobTable(options: JobTableOptions): JobTable {
     set_noswitch: setNoswitch,
     create_backup_storage: createBackupStorageJob(backup.openStorage),
     delete_backup_storage: deleteBackupStorage,
+    create_token: createToken,
+    delete_token: deleteToken,
   } satisfies JobTable;
 }
 

@@ -6,8 +6,9 @@
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
 import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
-import type { ObjectType } from '@kcm/protocol';
+import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backups';
+import type { AuditRecord } from '../audit/chain';
 
 export const CommandKind = {
   MachineRegistered: 1,
@@ -44,6 +45,9 @@ export const CommandKind = {
   LogicalBackupScheduled: 27,
   LogicalBackupRunClaimed: 28,
   LogicalBackupRunFinished: 29,
+  // Emit tokens (meta/tokens.ts); sec-auth's range 35-44.
+  TokenCreated: 35,
+  TokenDeleted: 36,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -88,6 +92,14 @@ export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
    * the runner commits JobStarted when its turn comes. Absent in entries written before.
    */
   stepNames?: string[];
+  /** The submitter's token name (JobRecord.submittedBy); absent for the leader's own jobs. */
+  submittedBy?: string;
+  /**
+   * The submission's audit record, numbered and chained by the leader (audit/chain.ts).
+   * Apply refuses the whole submission when it does not follow the chain (meta/audit.ts).
+   * Absent on the leader's own jobs and on entries written before the audit trail.
+   */
+  audit?: AuditRecord;
 }
 
 export interface JobStarted extends Base<typeof CommandKind.JobStarted> {
@@ -274,7 +286,21 @@ export interface LogicalBackupRunFinished extends Base<typeof CommandKind.Logica
   set?: { takenAt: number; parts: LogicalBackupPart[] };
 }
 
+/** An Emit token made by create_token: its digest only; names are unique, and so are digests. */
+export interface TokenCreated extends Base<typeof CommandKind.TokenCreated> {
+  name: string;
+  role: Role;
+  sha256: string;
+  createdBy: string;
+}
+
+export interface TokenDeleted extends Base<typeof CommandKind.TokenDeleted> {
+  name: string;
+}
+
 export type Command =
+  | TokenCreated
+  | TokenDeleted
   | MachineRegistered
   | MachineRemoved
   | MachineStatusSet

@@ -11,6 +11,7 @@ import { refused, type ApplyOutcome } from './outcome';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
 import { applyNodeFenceSet, applyShardMasterChanged } from './shard-ha';
+import { applyTokenCreated, applyTokenDeleted } from './tokens';
 import { applyBackupSetRecorded, applyBackupStorageCreated, applyBackupStorageDeleted } from './backup';
 
 /**
@@ -94,6 +95,10 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyLogicalBackupRunClaimed(state, cmd);
     case CommandKind.LogicalBackupRunFinished:
       return applyLogicalBackupRunFinished(state, cmd);
+    case CommandKind.TokenCreated:
+      return applyTokenCreated(state, cmd);
+    case CommandKind.TokenDeleted:
+      return applyTokenDeleted(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.

@@ -3,6 +3,7 @@
 import type { JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
+import { linkAuditRecord } from './audit';
 import { runQueueOf, type JobRecord, type MetaState } from './state';
 
 export interface SubmittedJob {
@@ -31,10 +32,16 @@ export function jobOfRequest(state: MetaState, requestId: string, digest: string
 }
 
 export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOutcome<SubmittedJob> {
+  // The audit record first: a submission that does not extend the chain changes nothing.
+  const audit = cmd.audit === undefined ? undefined : linkAuditRecord(state, cmd.audit);
+  if (audit !== undefined && 'ok' in audit) return audit;
   const digest = cmd.requestId === null ? undefined : cmd.requestDigest;
   if (cmd.requestId !== null) {
     const earlier = jobOfRequest(state, cmd.requestId, digest);
-    if (earlier !== undefined) return earlier;
+    if (earlier !== undefined) {
+      if (audit && earlier.ok) audit.jobId = earlier.value.jobId;
+      return earlier;
+    }
   }
   const id = String(++state.counters.job);
   const queue = runQueueOf({ id, lockKey: cmd.lockKey });
@@ -55,9 +62,11 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     stepOutputs: dict(),
     progress: null,
     result: null,
+    ...(cmd.submittedBy === undefined ? {} : { submittedBy: cmd.submittedBy }),
   };
   (state.runQueues[queue] ??= []).push(id);
   if (cmd.requestId !== null) state.requestIds[cmd.requestId] = id;
+  if (audit) audit.jobId = id;
   return accepted({ jobId: id, duplicate: false });
 }
 

@@ -2,7 +2,9 @@
 // must reach the same verdict from the same state, and the proposer turns a refusal
 // into a KcmError with the same catalog name (orThrow in ../jobs/errors.ts).
 
-export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS';
+// NO_LEADER: a submission whose audit record was numbered by a leader with an old view of
+// the chain (meta/audit.ts); the member that received it sends it again.
+export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS' | 'NO_LEADER';
 
 export type ApplyOutcome<T = unknown> = { ok: true; value: T } | { ok: false; refusal: RefusalName; message: string };
 

@@ -8,6 +8,7 @@ import type { QueryHandler } from '../manager-service';
 import type { MetaState } from '../meta/state';
 import { clusterQueries } from './clusters';
 import { backupStorageList, withBackupSets } from './backups';
+import { getAudit, listTokens } from './auth';
 
 export interface QueryDeps {
   /** The current Raft configuration (voters and learners). */
@@ -19,6 +20,8 @@ export interface QueryDeps {
   agents: EngineAgents;
   /** The manager's clock (ms), for windows shown relative to now (no-switch). Default Date.now. */
   now?: () => number;
+  /** The tokens of the manager's config, for list_tokens (names and roles only). */
+  configTokens?: readonly { name: string; role: string }[];
 }
 
 /** `no_rep` for a one-member group, `mgr` for a consensus group of two or more. */
@@ -63,5 +66,7 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
     // registered there is no state to answer from, so it is UNSUPPORTED, not an empty list.
     ...clusterQueries({ agents: deps.agents }).map(([name, handler]): [string, QueryHandler] => [name, name === 'get_cluster_detail' ? withBackupSets(handler) : handler]),
     ['get_backup_storage', (_req, state) => backupStorageList(state)],
+    ['list_tokens', listTokens(deps.configTokens ?? [])],
+    ['get_audit', getAudit],
   ]);
 }
