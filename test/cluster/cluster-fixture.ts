@@ -14,6 +14,7 @@ import { buildManager, type Manager } from '../../services/manager/src/app';
 import { parseManagerConfig } from '../../services/manager/src/config';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
 import { AgentProcess, sleep } from '../manager/helpers/processes';
+import { testSecretsKeyFile } from '../helpers/secrets';
 
 export const HOSTS = ['127.0.2.1', '127.0.2.2', '127.0.2.3'] as const;
 export const AGENT_PORT = 58150;
@@ -89,7 +90,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
       }
       agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
     }
-    const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10, ...options.managerConfig });
+    const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10, secretsKeyFile: testSecretsKeyFile(), ...options.managerConfig });
     manager = await buildManager(config, { logger: logger.child({ member }) });
     await manager.listen();
     const deadline = Date.now() + 20_000;

@@ -58,6 +58,14 @@ export const managerConfigSchema = z.object({
   backupPvLimitMb: z.number().int().min(0).default(100),
   /** A standby lagging more than this (seconds) is not a full backup's source; the master is used only when no standby qualifies. */
   backupMaxReplicaDelayS: z.number().int().min(0).default(60),
+  /**
+   * 32 random bytes (mode 0600), the same file on every member: generated database passwords
+   * are sealed with it (AES-256-GCM) before they enter the Raft log (secrets/secret-box.ts).
+   * Required unless `insecure`. A metadata backup restores only with the same key.
+   */
+  secretsKeyFile: z.string().min(1).optional(),
+  /** Development only: run without the protections that need keys and credentials (each says so in the log). */
+  insecure: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

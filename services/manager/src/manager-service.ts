@@ -11,6 +11,8 @@ import type { JobRecord, MetaState } from './meta/state';
 import type { Clock, MetaStore } from './meta/store';
 import { orThrow } from './jobs/errors';
 import type { JobRegistry } from './jobs/runner';
+import { revealSealed } from './secrets/reveal';
+import type { SecretBox } from './secrets/secret-box';
 
 /** A sync query: answers from the replicated state (and live probes where the spec asks). */
 export type QueryHandler = (req: ValidRequest, state: MetaState) => Promise<Record<string, unknown>> | Record<string, unknown>;
@@ -29,6 +31,8 @@ export interface ManagerServiceDeps {
   validationBarrier?(): Promise<void>;
   /** Stamps each submission (its job's submittedAt). Default: Date.now. */
   now?: Clock;
+  /** Opens the passwords a job result holds sealed (create_cluster's) for get_status. */
+  secrets: SecretBox;
   /** Told after each submission commits, so the runner starts the job without waiting. */
   onSubmitted?(jobId: string): void;
 }
@@ -74,7 +78,8 @@ export class ManagerService implements JobService {
     const state = this.deps.store.state();
     const job = state.jobs[jobId];
     if (!job) throw KcmError.of('NOT_FOUND', missingJobMessage(state, jobId), { field: 'job_id' });
-    return statusView(job);
+    const view = statusView(job);
+    return view.attachment ? { ...view, attachment: revealSealed(view.attachment, this.deps.secrets, true) } : view;
   }
 
   async runQuery(req: ValidRequest): Promise<Record<string, unknown>> {

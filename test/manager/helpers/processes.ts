@@ -10,6 +10,7 @@ import { mkdirSync, openSync, closeSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readJsonLog, type LogLine } from './logs';
+import { testSecretsKeyFile } from '../../helpers/secrets';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const MANAGER_MAIN = path.join(REPO_ROOT, 'services/manager/src/main.ts');
@@ -109,7 +110,7 @@ export class ManagerProcess extends ManagedProcess {
     mkdirSync(dataDir, { recursive: true });
     const configFile = path.join(dataDir, 'manager.json');
     const { member, ...rest } = spec;
-    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', ...rest }, null, 2));
+    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', secretsKeyFile: testSecretsKeyFile(), ...rest }, null, 2));
     super(`manager ${member}`, [MANAGER_MAIN, '--config', configFile], path.join(dataDir, 'manager.log'));
   }
 

@@ -5,6 +5,7 @@
 
 import path from 'node:path';
 import { isIP } from 'node:net';
+import { secretsKeyPath } from './secrets-key';
 
 export interface TopologyOptions {
   /** Absolute deployment directory: configs, data, logs and local.json live under it. */
@@ -140,6 +141,7 @@ export function managerConfig(topology: Topology, manager: ManagerPlan): Record<
     dataDir: manager.dataDir,
     initialMembers: topology.managers.map((m) => m.member),
     agentPort: topology.options.agentPort,
+    secretsKeyFile: secretsKeyPath(topology.dir),
     machineDeadAfterMs: 30_000,
     healthIntervalMs: 2_000,
   };
