@@ -263,6 +263,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     validationBarrier: () => (leaderHasAppliedAllCommitted() ? Promise.resolve() : store.linearizableRead()),
     onSubmitted: () => activeRunner.notify(),
     secrets,
+    maxJobsPerCluster: config.maxJobsPerCluster,
     now,
   });
   const service = new RoutingService({
@@ -272,7 +273,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     onLeaderChange: (listener) => raft.on('leaderChange', listener),
   });
   routing = service;
-  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth: { tokens: config.authTokens }, registry: promRegistry });
+  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth: { tokens: config.authTokens }, registry: promRegistry,
+    rateLimit: { ratePerSecond: config.emitRatePerSecond, burst: config.emitRateBurst } });
 
   const { host, port } = splitMember(config.member);
   let stopping: Promise<void> | undefined;

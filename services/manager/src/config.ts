@@ -64,6 +64,15 @@ export const managerConfigSchema = z.object({
    * Required unless `insecure`. A metadata backup restores only with the same key.
    */
   secretsKeyFile: z.string().min(1).optional(),
+  /**
+   * Limits (gateway/rate-limit.ts): Emit requests each caller (its token; its address where
+   * no token is configured) may send per second on one member, with bursts up to
+   * emitRateBurst; above it the reply is OVERLOADED (HTTP 429). 0 turns the limit off.
+   */
+  emitRatePerSecond: z.number().min(0).default(5_000),
+  emitRateBurst: z.number().int().min(1).default(10_000),
+  /** Unfinished jobs (queued or running) one cluster may have; another is refused OVERLOADED. */
+  maxJobsPerCluster: z.number().int().min(1).default(32),
   /** Development only: run without the protections that need keys and credentials (each says so in the log). */
   insecure: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

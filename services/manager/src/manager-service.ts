@@ -31,6 +31,8 @@ export interface ManagerServiceDeps {
   validationBarrier?(): Promise<void>;
   /** Stamps each submission (its job's submittedAt). Default: Date.now. */
   now?: Clock;
+  /** Unfinished jobs one cluster may have (queued or running); more are refused OVERLOADED. Absent: no limit. */
+  maxJobsPerCluster?: number;
   /** Opens the passwords a job result holds sealed (create_cluster's) for get_status. */
   secrets: SecretBox;
   /** Told after each submission commits, so the runner starts the job without waiting. */
@@ -67,6 +69,7 @@ export class ManagerService implements JobService {
         lockKey: def.lockKey(resolved, this.deps.store.state()),
         // Lets the commit also start the job when nothing it waits for is running.
         stepNames: def.steps(resolved).map((s) => s.name),
+        ...(this.deps.maxJobsPerCluster === undefined ? {} : { maxJobsPerLock: this.deps.maxJobsPerCluster }),
       }),
     ) as SubmittedJob;
     this.deps.onSubmitted?.(submitted.jobId);

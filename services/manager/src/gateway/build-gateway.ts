@@ -1,6 +1,6 @@
 // build() returns the app; the manager's main listens, tests call app.inject().
 
-import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { errorReply, KcmError } from '@kcm/protocol';
 import { createLogger, type Logger } from '@kcm/common';
@@ -11,6 +11,7 @@ import { createEmitMetrics } from './metrics';
 import { REQUEST_ID_HEADER, emitRecordOf, findEmitRecord, logEmit, recordEmit, requestIdFor } from './request-log';
 import { answerEmit, echoFields, errorAnswer } from './emit-route';
 import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-replies';
+import { RateLimiter, type RateLimitOptions } from './rate-limit';
 
 export const EMIT_PATH = '/HttpService/Emit';
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -25,6 +26,8 @@ export interface GatewayOptions {
   auth?: AuthConfig;
   /** Where /metrics reads from; a fresh registry when absent. */
   registry?: Registry;
+  /** Emit requests per second per caller (rate-limit.ts). Absent: no limit. */
+  rateLimit?: RateLimitOptions;
 }
 
 export function buildGateway(options: GatewayOptions): FastifyInstance {
@@ -72,17 +75,33 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   });
   app.setNotFoundHandler(sendNotFound);
 
+  const limiter = new RateLimiter(options.rateLimit ?? { ratePerSecond: 0, burst: 1 });
   app.post(EMIT_PATH, {
     // Before the body is read: an unauthenticated client cannot make us parse a megabyte.
-    onRequest: auth.enabled
-      ? async (request, reply) => {
-          const refusal = auth.refusal(request.headers.authorization);
-          if (refusal === null) return;
-          const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', refusal), '', '');
-          recordEmit(request, answer.record);
-          return reply.code(answer.httpStatus).header('www-authenticate', 'Bearer').send(answer.reply);
-        }
-      : [],
+    onRequest: [
+      ...(auth.enabled
+        ? [
+            async (request: FastifyRequest, reply: FastifyReply) => {
+              const refusal = auth.refusal(request.headers.authorization);
+              if (refusal === null) return;
+              const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', refusal), '', '');
+              recordEmit(request, answer.record);
+              return reply.code(answer.httpStatus).header('www-authenticate', 'Bearer').send(answer.reply);
+            },
+          ]
+        : []),
+      ...(limiter.enabled
+        ? [
+            async (request: FastifyRequest, reply: FastifyReply) => {
+              const waitMs = limiter.take(rateKeyOf(request));
+              if (waitMs === 0) return;
+              const answer = errorAnswer(KcmError.of('OVERLOADED', `request rate limit: more than ${options.rateLimit!.ratePerSecond} requests/s from this caller (emitRatePerSecond); retry in ${waitMs} ms`), '', '');
+              recordEmit(request, answer.record);
+              return reply.code(answer.httpStatus).header('retry-after', String(Math.ceil(waitMs / 1000))).send(answer.reply);
+            },
+          ]
+        : []),
+    ],
     onResponse: (request, reply, done) => {
       const record = emitRecordOf(request);
       metrics.observe(record.jobTypeLabel, record.outcome, reply.elapsedTime / 1000);
@@ -105,4 +124,9 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   return app;
+}
+
+/** Whom a request's rate is counted against: its client address until tokens name callers. */
+function rateKeyOf(request: FastifyRequest): string {
+  return request.ip;
 }

@@ -2,7 +2,7 @@
 // must reach the same verdict from the same state, and the proposer turns a refusal
 // into a KcmError with the same catalog name (orThrow in ../jobs/errors.ts).
 
-export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS';
+export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS' | 'OVERLOADED';
 
 export type ApplyOutcome<T = unknown> = { ok: true; value: T } | { ok: false; refusal: RefusalName; message: string };
 

@@ -46,6 +46,8 @@ export interface InProcessOptions {
   clock?: Clock;
   /** Keep the leader services running once it leads, so accepted jobs run. Default: false. */
   leaderServices?: boolean;
+  /** More manager config (limits, ...) over the helper's own. */
+  config?: Record<string, unknown>;
 }
 
 export async function startInProcessManager(opts: InProcessOptions = {}): Promise<InProcessManager> {
@@ -54,7 +56,7 @@ export async function startInProcessManager(opts: InProcessOptions = {}): Promis
   const raftPort = await freePort(host);
   const member = `${host}:${raftPort - 1}`; // the Raft transport listens on the member's port + 1
   // dataDir is never read: the Raft log is in memory.
-  const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent', secretsKeyFile: testSecretsKeyFile() });
+  const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent', secretsKeyFile: testSecretsKeyFile(), ...opts.config });
   const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }), storage: MemoryStorage.bootstrap([member]), clock: opts.clock });
   const close = async () => {
     await manager.stop().catch(() => {});
