@@ -15,6 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
+import { useDefaultToken } from '../helpers/tokens';
 import { waitUntil } from '../cluster/cluster-fixture';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -89,6 +90,7 @@ describe('a cluster through kcm local down and up (real engines)', () => {
     dir = path.join(tmp, 'deployment');
     const up = await kcm(['local', 'up', ...BLOCK, '--dir', dir, '--json', '--timeout', '60']);
     expect(up.code, up.stderr).toBe(0);
+    useDefaultToken((JSON.parse(up.stdout) as { token: string }).token); // the group knows only the admin token up made
     for (const i of [1, 2, 3]) {
       const machine = JSON.parse(await readFile(path.join(dir, `agent-${i}`, 'create_machine.json'), 'utf8')) as { paras: Record<string, unknown> };
       const reply = await runJob('create_machine', machine.paras, 30_000);

@@ -4,7 +4,8 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,9 +21,9 @@ interface Run {
   stderr: string;
 }
 
-function kcm(args: string[], timeoutMs = 60_000): Promise<Run> {
+function kcm(args: string[], timeoutMs = 60_000, env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: REPO, timeout: timeoutMs }, (err, stdout, stderr) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: REPO, timeout: timeoutMs, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -39,10 +40,10 @@ function alive(pid: number): boolean {
   }
 }
 
-async function metaMode(url: string): Promise<{ error_code: string; attachment: { mode: string; members: string[] } }> {
+async function metaMode(url: string, token: string): Promise<{ error_code: string; attachment: { mode: string; members: string[] } }> {
   const res = await fetch(`${url}/HttpService/Emit`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
   });
   return (await res.json()) as never;
@@ -51,7 +52,7 @@ async function metaMode(url: string): Promise<{ error_code: string; attachment: 
 describe('kcm local up | status | down', () => {
   let dir: string;
   let up: Run;
-  let endpoints: { managers: Array<{ member: string; url: string; pid: number }>; agents: Array<{ hostaddr: string; port: number; pid: number }> };
+  let endpoints: { token: string; tokenFile: string; managers: Array<{ member: string; url: string; pid: number }>; agents: Array<{ hostaddr: string; port: number; pid: number }> };
 
   beforeAll(async () => {
     dir = path.join(await mkdtemp(path.join(tmpdir(), 'kcm-local-e2e-')), 'deployment');
@@ -75,7 +76,7 @@ describe('kcm local up | status | down', () => {
 
   it('has every member answer get_meta_mode for a group of the three', async () => {
     for (const manager of endpoints.managers) {
-      const reply = await metaMode(manager.url);
+      const reply = await metaMode(manager.url, endpoints.token);
       expect(reply.error_code).toBe('0');
       expect(reply.attachment.mode).toBe('mgr');
       expect([...reply.attachment.members].sort()).toEqual(endpoints.managers.map((m) => m.member));
@@ -85,12 +86,40 @@ describe('kcm local up | status | down', () => {
   it('registers one backup storage, a directory of the deployment on the first agent, so a backup works right away', async () => {
     const res = await fetch(`${endpoints.managers[0].url}/HttpService/Emit`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${endpoints.token}` },
       body: JSON.stringify({ version: '1.0', job_type: 'get_backup_storage', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
     });
     const reply = (await res.json()) as { error_code: string; attachment: { list_backup_storage: unknown[] } };
     expect(reply.error_code).toBe('0');
     expect(reply.attachment.list_backup_storage).toEqual([{ hostaddr: '127.0.2.201', name: 'local', port: '58100', stype: 'fs', path: path.join(dir, 'backups'), backup_sets: '0' }]);
+  });
+
+  it('makes an admin token, gives it as `token` in --json, keeps it 0600 in the deployment, and the managers only its SHA-256', async () => {
+    expect(endpoints.token).toMatch(/^kcm_[A-Za-z0-9_-]{43}$/);
+    expect(endpoints.tokenFile).toBe(path.join(dir, 'admin.token'));
+    expect((await stat(endpoints.tokenFile)).mode & 0o777).toBe(0o600);
+    expect((await readFile(endpoints.tokenFile, 'utf8')).trim()).toBe(endpoints.token);
+    const config = await readFile(path.join(dir, 'manager-1/config.json'), 'utf8');
+    expect(config).not.toContain(endpoints.token);
+    expect(JSON.parse(config).tokens).toEqual([{ name: 'local-admin', role: 'admin', sha256: createHash('sha256').update(endpoints.token).digest('hex') }]);
+  });
+
+  it('refuses curl without a token with 401 and the envelope', async () => {
+    const body = JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} });
+    const curl = await new Promise<string>((resolve, reject) =>
+      execFile('curl', ['-s', '-w', '\n%{http_code}', '-X', 'POST', `${endpoints.managers[0].url}/HttpService/Emit`, '-d', body], (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+    const [reply, status] = curl.split('\n');
+    expect(status).toBe('401');
+    expect(JSON.parse(reply)).toMatchObject({ version: '1.0', error_code: '3000', status: 'failed', attachment: null });
+  });
+
+  it('runs `kcm get cluster_summary` with no token given: kcm finds the deployment\'s token itself', async () => {
+    // KCM_LOCAL_DIR points kcm at this test's deployment; `make run`'s is .kcm/local, kcm's default.
+    const get = await kcm(['get', 'cluster_summary', '--url', endpoints.managers[1].url, '--json'], 30_000, { KCM_LOCAL_DIR: dir });
+    expect(get.stderr).toBe('');
+    expect(get.code).toBe(0);
+    expect(JSON.parse(get.stdout)).toMatchObject({ error_code: '0', status: 'done' });
   });
 
   it('writes each manager a config naming the whole group and starts each agent on its host address', async () => {

@@ -7,13 +7,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError, parseRequest, type ReplyEnvelope } from '@kcm/protocol';
 import { requestEnvelope } from './helpers/emit-client';
+import { authHeader } from '../helpers/tokens';
+import { loadFixture } from '../../libs/protocol/test/fixtures';
 import { LocalGroup, createMachineParas } from './helpers/group';
 
 const MEMBERS = ['127.0.1.71:18350', '127.0.1.72:18350', '127.0.1.73:18350'];
 const AGENT_PORT = 18395;
 
-async function post(member: string, envelope: Record<string, unknown>): Promise<{ status: number; body: ReplyEnvelope }> {
-  const res = await fetch(`http://${member}/HttpService/Emit`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(envelope) });
+async function post(member: string, envelope: Record<string, unknown>, headers: Record<string, string> = authHeader()): Promise<{ status: number; body: ReplyEnvelope }> {
+  const res = await fetch(`http://${member}/HttpService/Emit`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(envelope) });
   return { status: res.status, body: (await res.json()) as ReplyEnvelope };
 }
 
@@ -74,5 +76,19 @@ describe('any member serves the gateway', () => {
     for (const member of [...followers, leader]) ids.push((await post(member, once)).body.job_id);
     expect(new Set(ids).size).toBe(1);
     expect(ids[0]).toMatch(/^[0-9]+$/);
+  });
+
+  it('refuses a request without a token with 401, and a token without the role with 403, at every member, with the envelope', async () => {
+    const machine = requestEnvelope('create_machine', createMachineParas(unservedHost(), baseDir()));
+    const cluster = requestEnvelope('create_cluster', loadFixture('create_cluster').paras);
+    const mission = requestEnvelope('raft_mission', { task_type: 'transfer_leader', target_leader: leader });
+    for (const member of [leader, ...followers]) {
+      const anonymous = await post(member, machine, {});
+      expect({ member, http: anonymous.status, reply: anonymous.body }).toMatchObject({ member, http: 401, reply: { version: '1.0', status: 'failed', error_code: '3000', attachment: null } });
+      const viewer = await post(member, cluster, authHeader('viewer'));
+      expect({ member, http: viewer.status, reply: viewer.body }).toMatchObject({ member, http: 403, reply: { status: 'failed', error_code: '3001', job_type: 'create_cluster' } });
+      const operator = await post(member, mission, authHeader('operator'));
+      expect({ member, http: operator.status, reply: operator.body }).toMatchObject({ member, http: 403, reply: { status: 'failed', error_code: '3001', job_type: 'raft_mission' } });
+    }
   });
 });

@@ -4,7 +4,7 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { JOB_TYPES, describeJob, ERROR_CATALOG, type JobType, type ParaDescription } from '@kcm/protocol';
+import { JOB_TYPES, REQUIRED_ROLE, describeJob, ERROR_CATALOG, type JobType, type ParaDescription } from '@kcm/protocol';
 import { DEFAULT_URL } from './http-client';
 
 const FIXTURES_DIR = fileURLToPath(new URL('../../../test/fixtures/emit/', import.meta.url));
@@ -13,7 +13,7 @@ const FIXTURES_SHOWN_AS = 'test/fixtures/emit';
 const CONNECTION_HELP = [
   'Connection:',
   `  --url <url>       any manager of the group (env KCM_URL, default ${DEFAULT_URL})`,
-  '  --token <token>   bearer token, when the managers require one (env KCM_TOKEN)',
+  '  --token <token>   bearer token (env KCM_TOKEN; else the admin token of the local deployment, .kcm/local/admin.token or $KCM_LOCAL_DIR)',
   '  --json            print the raw reply envelope instead of text',
 ];
 
@@ -27,7 +27,7 @@ const WAIT_HELP = [
 function jobLine(jobType: JobType): string {
   const job = describeJob(jobType);
   const aliases = job.aliases.length > 0 ? ` (also: ${job.aliases.join(', ')})` : '';
-  return `  ${jobType.padEnd(24)} ${job.mode.padEnd(5)}  ${job.summary}${aliases}`;
+  return `  ${jobType.padEnd(24)} ${job.mode.padEnd(5)}  ${REQUIRED_ROLE[jobType].padEnd(8)}  ${job.summary}${aliases}`;
 }
 
 export function topHelp(): string {
@@ -44,7 +44,8 @@ export function topHelp(): string {
     '',
     ...CONNECTION_HELP,
     '',
-    'Job types (async: the reply is a job id to follow; sync: the reply is the answer):',
+    'Job types (async: the reply is a job id to follow; sync: the reply is the answer), with the least token role that may send each',
+    '(viewer < operator < admin):',
     ...JOB_TYPES.map(jobLine),
     '',
     'Examples:',
@@ -125,6 +126,7 @@ export function jobHelp(sent: string): string {
   return [
     `${job.jobType}: ${job.summary}`,
     mode,
+    `Role: ${REQUIRED_ROLE[job.jobType]} or above (the token's role; a lower one gets error 3001 FORBIDDEN).`,
     ...(aliases ? [aliases] : []),
     '',
     job.paras.length > 0 ? 'Paras (all values are JSON strings unless the rule says otherwise):' : 'Paras: none (send {}).',

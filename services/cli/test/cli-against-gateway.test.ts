@@ -1,3 +1,4 @@
+import { TEST_TOKENS, testTokenLookup } from '../../../test/helpers/tokens';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -167,11 +168,21 @@ describe('connection and auth', () => {
 
   it('sends the token from --token or KCM_TOKEN; without one the manager refuses with exit 1', async () => {
     await gateway.close();
-    gateway = await startGateway({ tokens: ['s3cret'] });
+    gateway = await startGateway({ lookup: testTokenLookup() });
     const without = await runKcm(['get', 'get_meta_mode'], { url: gateway.url });
     expect(without.code).toBe(1);
     expect(without.stderr).toContain('error 3000 UNAUTHENTICATED');
-    expect((await runKcm(['get', 'get_meta_mode', '--token', 's3cret'], { url: gateway.url })).code).toBe(0);
-    expect((await runKcm(['get', 'get_meta_mode'], { url: gateway.url, env: { KCM_TOKEN: 's3cret' } })).code).toBe(0);
+    expect((await runKcm(['get', 'get_meta_mode', '--token', TEST_TOKENS.viewer], { url: gateway.url })).code).toBe(0);
+    expect((await runKcm(['get', 'get_meta_mode'], { url: gateway.url, env: { KCM_TOKEN: TEST_TOKENS.viewer } })).code).toBe(0);
+  });
+
+  it("without --token or KCM_TOKEN, uses the local deployment's admin.token; --token wins over it", async () => {
+    await gateway.close();
+    gateway = await startGateway({ lookup: testTokenLookup() });
+    const dir = mkdtempSync(join(tmpdir(), 'kcm-local-token-'));
+    writeFileSync(join(dir, 'admin.token'), `${TEST_TOKENS.viewer}\n`, { mode: 0o600 });
+    expect((await runKcm(['get', 'get_meta_mode'], { url: gateway.url, env: { KCM_LOCAL_DIR: dir } })).code).toBe(0);
+    const wrong = await runKcm(['get', 'get_meta_mode', '--token', 'not-a-token'], { url: gateway.url, env: { KCM_LOCAL_DIR: dir } });
+    expect(wrong.stderr).toContain('error 3000 UNAUTHENTICATED');
   });
 });

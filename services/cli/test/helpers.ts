@@ -3,7 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { silentLogger } from '@kcm/common';
-import { buildGateway } from '../../manager/src/gateway/index';
+import { buildGateway, type EmitAuth } from '../../manager/src/gateway/index';
 import { FakeJobService } from '../../manager/test/gateway/fake-job-service';
 import { main } from '../src/main';
 import type { CliIo } from '../src/io';
@@ -15,7 +15,8 @@ export interface LiveGateway {
   close: () => Promise<void>;
 }
 
-export async function startGateway(auth?: { tokens: string[] }): Promise<LiveGateway> {
+/** Without `auth` the gateway serves every caller (insecure mode): most CLI tests are not about tokens. */
+export async function startGateway(auth: EmitAuth = { insecure: true }): Promise<LiveGateway> {
   const service = new FakeJobService();
   const app = buildGateway({ service, logger: silentLogger(), auth });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -38,7 +39,8 @@ export async function runKcm(
   const io: CliIo = {
     stdout: { write: (text: string) => (stdout += text), isTTY: options.tty ?? false, columns: 120 },
     stderr: { write: (text: string) => (stderr += text) },
-    env: { USER: 'alice', ...(options.url ? { KCM_URL: options.url } : {}), ...options.env },
+    // No local deployment's token unless a test gives one (a `kcm local up` in this checkout must not leak in).
+    env: { USER: 'alice', KCM_LOCAL_DIR: '/nonexistent/kcm-local', ...(options.url ? { KCM_URL: options.url } : {}), ...options.env },
     fetch: options.fetch,
     sleep: options.sleep,
   };

@@ -8,7 +8,8 @@ import { createLogger, makePrivateDirSync, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
 import { AgentPool, MariaDbLogicalAgentClient, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
-import { assertAuthForListenHost, buildGateway } from './gateway';
+import { buildGateway } from './gateway';
+import { tokenDirectory } from './auth/token-directory';
 import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './health-monitor';
 import { BinlogArchiver } from './binlog-archiver';
@@ -273,7 +274,11 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     onLeaderChange: (listener) => raft.on('leaderChange', listener),
   });
   routing = service;
-  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth: { tokens: config.authTokens }, registry: promRegistry,
+  // No unauthenticated mode but the explicit insecure one, which says so on every start.
+  if (config.insecure) logger.warn('INSECURE: Emit is served without authentication (insecure: true / --insecure); never run a real deployment like this');
+  else if (config.tokens.length === 0) logger.warn('no tokens in the config: only tokens in the replicated state (create_token) can authenticate');
+  const auth = config.insecure ? ({ insecure: true } as const) : { lookup: tokenDirectory(config.tokens, () => sm.state) };
+  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth, member: config.member, registry: promRegistry,
     rateLimit: { ratePerSecond: config.emitRatePerSecond, burst: config.emitRateBurst } });
 
   const { host, port } = splitMember(config.member);
@@ -289,7 +294,6 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     service,
     logger,
     async listen() {
-      assertAuthForListenHost(host, { tokens: config.authTokens });
       await gateway.listen({ host, port });
       logger.info({ url: `http://${config.member}`, raft: raftAddressOf(config.member) }, 'manager listening');
     },

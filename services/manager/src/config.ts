@@ -2,7 +2,7 @@
 
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { parsePeer } from '@kcm/protocol';
+import { ROLES, TOKEN_NAME_PATTERN, TOKEN_NAME_RULE, parsePeer } from '@kcm/protocol';
 
 const member = z.string().refine((s) => parsePeer(s).ok, { message: 'must be <host>:<port>' });
 
@@ -21,7 +21,25 @@ export const managerConfigSchema = z.object({
   /** Start with no membership and wait to be added by add_peer. */
   join: z.boolean().default(false),
   agentPort: z.number().int().min(1).max(65535).default(58100),
-  authTokens: z.array(z.string().min(16)).default([]),
+  /**
+   * Emit tokens known from the config (a bootstrap admin, so a brand-new group is
+   * reachable): name, role and the hex SHA-256 of the token, never the token itself.
+   * More tokens live in the replicated state (create_token). See gateway/auth.ts.
+   */
+  tokens: z
+    .array(
+      z.object({
+        name: z.string().regex(TOKEN_NAME_PATTERN, TOKEN_NAME_RULE),
+        role: z.enum(ROLES),
+        sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the hex SHA-256 of the token (64 lowercase hex digits)'),
+      }),
+    )
+    .default([]),
+  /**
+   * Serve Emit without authentication, every caller as an admin. Only for a throw-away
+   * setup: the manager logs a warning on every start. (Also `kcm-manager --insecure`.)
+   */
+  insecure: z.boolean().default(false),
   machineDeadAfterMs: z.number().int().positive().default(30_000),
   healthIntervalMs: z.number().int().positive().default(2_000),
   /** How often the leader checks that every instance of a live cluster runs (instance-reconciler.ts). */
@@ -73,8 +91,6 @@ export const managerConfigSchema = z.object({
   emitRateBurst: z.number().int().min(1).default(10_000),
   /** Unfinished jobs (queued or running) one cluster may have; another is refused OVERLOADED. */
   maxJobsPerCluster: z.number().int().min(1).default(32),
-  /** Development only: run without the protections that need keys and credentials (each says so in the log). */
-  insecure: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

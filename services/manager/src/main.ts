@@ -11,13 +11,16 @@ import { useOwnerOnlyUmask } from '@kcm/common';
 
 useOwnerOnlyUmask();
 
-const { values } = parseArgs({ options: { config: { type: 'string', default: process.env.KCM_MANAGER_CONFIG }, 'restore-meta': { type: 'string' } } });
+const { values } = parseArgs({
+  options: { config: { type: 'string', default: process.env.KCM_MANAGER_CONFIG }, 'restore-meta': { type: 'string' }, insecure: { type: 'boolean', default: false } },
+});
 if (!values.config) {
-  process.stderr.write('usage: kcm-manager --config <file.json> [--restore-meta <file | kcm-fs://host:port/path?key=K>]   (or KCM_MANAGER_CONFIG)\n');
+  process.stderr.write('usage: kcm-manager --config <file.json> [--insecure] [--restore-meta <file | kcm-fs://host:port/path?key=K>]   (or KCM_MANAGER_CONFIG)\n');
   process.exit(2);
 }
 
-const config = loadManagerConfig(values.config);
+// --insecure serves Emit without tokens (buildManager warns about it on every start).
+const config = { ...loadManagerConfig(values.config), ...(values.insecure ? { insecure: true } : {}) };
 if (values['restore-meta']) {
   try {
     await restoreMetaInto(config, values['restore-meta'], createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } }));

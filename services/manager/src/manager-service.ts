@@ -3,7 +3,7 @@
 // linearizable reads for get_status and the queries.
 
 import { KcmError, parseId, type JobProgressAttachment, type JobResults, type ValidRequest } from '@kcm/protocol';
-import type { JobService, JobStatusView } from './gateway/job-service';
+import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
 import { CommandKind } from './meta/commands';
 import { jobOfRequest, type SubmittedJob } from './meta/jobs';
 import { requestDigest } from './meta/request-digest';
@@ -42,7 +42,7 @@ export interface ManagerServiceDeps {
 export class ManagerService implements JobService {
   constructor(private readonly deps: ManagerServiceDeps) {}
 
-  async submitJob(req: ValidRequest): Promise<{ jobId: string }> {
+  async submitJob(req: ValidRequest, context: SubmitContext = {}): Promise<{ jobId: string }> {
     const def = this.deps.registry.get(req.jobType);
     if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
     const paras = req.paras as Record<string, unknown>;
@@ -70,19 +70,27 @@ export class ManagerService implements JobService {
         // Lets the commit also start the job when nothing it waits for is running.
         stepNames: def.steps(resolved).map((s) => s.name),
         ...(this.deps.maxJobsPerCluster === undefined ? {} : { maxJobsPerLock: this.deps.maxJobsPerCluster }),
+        ...(context.identity === undefined ? {} : { submittedBy: context.identity.name }),
       }),
     ) as SubmittedJob;
     this.deps.onSubmitted?.(submitted.jobId);
     return { jobId: submitted.jobId };
   }
 
-  async getStatus(jobId: string): Promise<JobStatusView> {
+  /**
+   * The passwords a result holds (create_cluster's) are shown to the token that submitted
+   * the job and to admins; anyone else, and a call with no identity, sees HIDDEN_SECRET.
+   */
+  async getStatus(jobId: string, context: SubmitContext = {}): Promise<JobStatusView> {
     await this.deps.linearizableRead();
     const state = this.deps.store.state();
     const job = state.jobs[jobId];
     if (!job) throw KcmError.of('NOT_FOUND', missingJobMessage(state, jobId), { field: 'job_id' });
     const view = statusView(job);
-    return view.attachment ? { ...view, attachment: revealSealed(view.attachment, this.deps.secrets, true) } : view;
+    if (!view.attachment) return view;
+    const caller = context.identity;
+    const mayReveal = caller !== undefined && (caller.role === 'admin' || (job.submittedBy !== undefined && caller.name === job.submittedBy));
+    return { ...view, attachment: revealSealed(view.attachment, this.deps.secrets, mayReveal) };
   }
 
   async runQuery(req: ValidRequest): Promise<Record<string, unknown>> {

@@ -55,26 +55,26 @@ export class RoutingService implements JobService {
   async submitJob(req: ValidRequest, context: SubmitContext = {}): Promise<{ jobId: string }> {
     if (context.forwardedBy) {
       // Forwarded to us: answered here, or refused; the member that forwarded it follows the leader.
-      if (this.deps.leader() === this.deps.self) return this.deps.local.submitJob(req);
+      if (this.deps.leader() === this.deps.self) return this.deps.local.submitJob(req, context);
       throw KcmError.of('NO_LEADER', `leadership moved while the request was forwarded from ${context.forwardedBy}; retry`);
     }
     if (this.deps.leader() === null) throw noLeaderKnown();
     const envelope = withRequestId(req.envelope as unknown as Record<string, unknown>);
-    return this.submit(envelope, context.requestId, { ...req, envelope: envelope as unknown as ValidRequest['envelope'] });
+    return this.submit(envelope, context, { ...req, envelope: envelope as unknown as ValidRequest['envelope'] });
   }
 
   relaySubmission(envelope: Record<string, unknown>, context: SubmitContext): Promise<{ jobId: string }> | null {
     const leader = this.deps.leader();
     if (leader === null || leader === this.deps.self || context.forwardedBy) return null;
-    return this.submit(withRequestId(envelope), context.requestId);
+    return this.submit(withRequestId(envelope), context);
   }
 
-  getStatus(jobId: string): Promise<JobStatusView> {
-    return this.deps.local.getStatus(jobId);
+  getStatus(jobId: string, context?: SubmitContext): Promise<JobStatusView> {
+    return this.deps.local.getStatus(jobId, context);
   }
 
-  runQuery(req: ValidRequest): Promise<Record<string, unknown>> {
-    return this.deps.local.runQuery(req);
+  runQuery(req: ValidRequest, context?: SubmitContext): Promise<Record<string, unknown>> {
+    return this.deps.local.runQuery(req, context);
   }
 
   /**
@@ -85,7 +85,7 @@ export class RoutingService implements JobService {
    * is the answer. Gives up at the deadline with an "outcome unknown" NO_LEADER (TIMEOUT when
    * the last leader's commit timed out) naming the request_id to retry with.
    */
-  private async submit(envelope: Record<string, unknown>, logId: string | undefined, parsed?: ValidRequest): Promise<{ jobId: string }> {
+  private async submit(envelope: Record<string, unknown>, context: SubmitContext, parsed?: ValidRequest): Promise<{ jobId: string }> {
     const deadline = Date.now() + (this.deps.forwardTimeoutMs ?? 15_000);
     const requestId = typeof envelope.request_id === 'string' ? envelope.request_id : undefined;
     let lastFailure = 'no answer';
@@ -95,7 +95,7 @@ export class RoutingService implements JobService {
       const leader = this.deps.leader();
       if (leader !== null) {
         const changed = this.leaderChanges.next();
-        const attempt = leader === this.deps.self ? this.submitHere(envelope, parsed) : this.forwardOnce(leader, envelope, logId, deadline);
+        const attempt = leader === this.deps.self ? this.submitHere(envelope, context, parsed) : this.forwardOnce(leader, envelope, context, deadline);
         try {
           const result = await Promise.race([attempt, changed.changed]);
           if (result !== LEADER_CHANGED) return result;
@@ -121,19 +121,28 @@ export class RoutingService implements JobService {
   }
 
   /** This member leads: its own JobService validates and commits (the leader validates every submission). */
-  private async submitHere(envelope: Record<string, unknown>, parsed: ValidRequest | undefined): Promise<{ jobId: string }> {
-    if (parsed) return this.deps.local.submitJob(parsed);
+  private async submitHere(envelope: Record<string, unknown>, context: SubmitContext, parsed: ValidRequest | undefined): Promise<{ jobId: string }> {
+    const here = { ...context, receivedBy: context.receivedBy ?? this.deps.self };
+    if (parsed) return this.deps.local.submitJob(parsed, here);
     const request = parseRequest(envelope);
     if (!request.ok) throw request.error;
-    return this.deps.local.submitJob(request.request);
+    return this.deps.local.submitJob(request.request, here);
   }
 
   /** One send to `leader`: resolves with the job id it answered, or throws the error it answered. */
-  private async forwardOnce(leader: NodeId, envelope: Record<string, unknown>, logId: string | undefined, deadline: number): Promise<{ jobId: string }> {
+  private async forwardOnce(leader: NodeId, envelope: Record<string, unknown>, context: SubmitContext, deadline: number): Promise<{ jobId: string }> {
     let reply: SubmitReply;
     try {
-      // The leader keeps the log request id, so both members' lines about this request share it.
-      const request = { envelope_json: JSON.stringify(envelope), request_id: logId ?? '', forwarded_by: this.deps.self };
+      // The leader keeps the log request id, so both members' lines about this request share
+      // it; it applies the identity this member authenticated (forward-server.ts).
+      const request = {
+        envelope_json: JSON.stringify(envelope),
+        request_id: context.requestId ?? '',
+        forwarded_by: this.deps.self,
+        identity_name: context.identity?.name ?? '',
+        identity_role: context.identity?.role ?? '',
+        client_address: context.clientAddress ?? '',
+      };
       reply = await this.link.submit(raftAddressOf(leader), request, Math.max(1, deadline - Date.now()));
     } catch (err) {
       throw KcmError.of('NO_LEADER', `the leader ${leader} did not answer the forwarded request: ${(err as Error).message}`, { cause: err });

@@ -13,6 +13,9 @@ import { forwardServiceDefinition } from '../src/forward/forward-proto';
 import { answerForwarded, forwardServiceImplementation } from '../src/forward/forward-server';
 
 const FOLLOWER = '127.0.1.2:18330';
+/** What the follower's gateway authenticated; the leader applies it. */
+const OPERATOR = { name: 'ops', role: 'operator' } as const;
+const AS_OPERATOR = { identity: OPERATOR };
 
 const notHere: JobService = {
   submitJob: async () => Promise.reject(new Error('a follower must not submit locally')),
@@ -59,9 +62,9 @@ describe('forwarding submissions from a follower to the leader', () => {
 
   it("hands the envelope, the request's id and its own name to the leader, and relays the job id", async () => {
     const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
-    await expect(routing.submitJob(request(), { requestId: 'req-abc' })).resolves.toEqual({ jobId: '41' });
+    await expect(routing.submitJob(request(), { requestId: 'req-abc', identity: OPERATOR, clientAddress: '127.0.0.9' })).resolves.toEqual({ jobId: '41' });
     const last = leaderService.seen.at(-1)!;
-    expect(last.context).toEqual({ forwardedBy: FOLLOWER, requestId: 'req-abc' });
+    expect(last.context).toEqual({ forwardedBy: FOLLOWER, requestId: 'req-abc', identity: OPERATOR, clientAddress: '127.0.0.9', receivedBy: FOLLOWER });
     expect(last.req.jobType).toBe('delete_machine');
     expect(last.req.paras).toEqual({ hostaddr: '127.9.0.1', machine_type: 'storage' });
     routing.close();
@@ -71,7 +74,7 @@ describe('forwarding submissions from a follower to the leader', () => {
     const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
     const hosts = Array.from({ length: 50 }, (_, i) => `127.9.1.${i + 1}`);
     const before = leaderService.seen.length;
-    const replies = await Promise.all(hosts.map((h) => routing.submitJob(request(h))));
+    const replies = await Promise.all(hosts.map((h) => routing.submitJob(request(h), AS_OPERATOR)));
     const jobOf = new Map(leaderService.seen.slice(before).map((s, i) => [(s.req.paras as { hostaddr: string }).hostaddr, String(41 + before + i)]));
     expect(replies.map((r) => r.jobId)).toEqual(hosts.map((h) => jobOf.get(h)));
     routing.close();
@@ -79,19 +82,19 @@ describe('forwarding submissions from a follower to the leader', () => {
 
   it("relays the leader's refusal as the same catalog error, and masks an unexpected failure as INTERNAL", async () => {
     const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
-    await expect(routing.submitJob(request('127.9.0.99'))).rejects.toSatisfy((err) => KcmError.is(err, 'NOT_FOUND') && String((err as Error).message).includes('not registered'));
-    await expect(routing.submitJob(request('127.9.0.98'))).rejects.toSatisfy((err) => KcmError.is(err, 'INTERNAL') && !String((err as Error).message).includes('fire'));
+    await expect(routing.submitJob(request('127.9.0.99'), AS_OPERATOR)).rejects.toSatisfy((err) => KcmError.is(err, 'NOT_FOUND') && String((err as Error).message).includes('not registered'));
+    await expect(routing.submitJob(request('127.9.0.98'), AS_OPERATOR)).rejects.toSatisfy((err) => KcmError.is(err, 'INTERNAL') && !String((err as Error).message).includes('fire'));
     routing.close();
   });
 
   it('relays an envelope unvalidated: the leader validates it and its refusal comes back as the same error', async () => {
     const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
     const envelope = { ...request().envelope, job_type: 'create_machine', paras: { hostaddr: 'not an address' } };
-    const relayed = routing.relaySubmission(envelope, { requestId: 'req-raw' });
+    const relayed = routing.relaySubmission(envelope, { requestId: 'req-raw', ...AS_OPERATOR });
     expect(relayed).not.toBeNull();
     await expect(relayed).rejects.toSatisfy((err) => KcmError.is(err, 'INVALID_PARAS') && String((err as Error).message).includes('hostaddr'));
     const valid = { ...request('127.9.2.1').envelope };
-    await expect(routing.relaySubmission(valid, {})).resolves.toMatchObject({ jobId: expect.any(String) });
+    await expect(routing.relaySubmission(valid, AS_OPERATOR)).resolves.toMatchObject({ jobId: expect.any(String) });
     expect(leaderService.seen.at(-1)!.req.paras).toEqual({ hostaddr: '127.9.2.1', machine_type: 'storage' });
     routing.close();
   });
@@ -105,7 +108,7 @@ describe('forwarding submissions from a follower to the leader', () => {
 
   it('answers NO_LEADER when the leader cannot be reached, and when a forwarded submission reaches a non-leader', async () => {
     const gone = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => '127.0.0.1:1', forwardTimeoutMs: 2000 });
-    await expect(gone.submitJob(request())).rejects.toSatisfy((err) => KcmError.is(err, 'NO_LEADER') && String((err as Error).message).includes('retry'));
+    await expect(gone.submitJob(request(), AS_OPERATOR)).rejects.toSatisfy((err) => KcmError.is(err, 'NO_LEADER') && String((err as Error).message).includes('retry'));
     gone.close();
     const stale = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
     await expect(stale.submitJob(request(), { forwardedBy: '127.0.1.3:18330' })).rejects.toSatisfy((err) => KcmError.is(err, 'NO_LEADER'));
@@ -114,9 +117,29 @@ describe('forwarding submissions from a follower to the leader', () => {
 
   it('validates a forwarded envelope again at the leader', async () => {
     const before = leaderService.seen.length;
-    const bad = await answerForwarded({ id: 7, envelope_json: JSON.stringify({ ...request().envelope, paras: { hostaddr: 'not an address' } }), request_id: 'r', forwarded_by: FOLLOWER }, leaderService, silentLogger());
+    const bad = await answerForwarded({ id: 7, envelope_json: JSON.stringify({ ...request().envelope, paras: { hostaddr: 'not an address' } }), request_id: 'r', forwarded_by: FOLLOWER, identity_name: 'ops', identity_role: 'operator', client_address: '' }, leaderService, silentLogger());
     expect(bad).toMatchObject({ id: 7, job_id: '', error_code: KcmError.of('INVALID_PARAS', '').code });
-    expect(await answerForwarded({ id: 8, envelope_json: '{', request_id: 'r', forwarded_by: FOLLOWER }, leaderService, silentLogger())).toMatchObject({ id: 8, error_code: KcmError.of('BAD_JSON', '').code });
+    expect(await answerForwarded({ id: 8, envelope_json: '{', request_id: 'r', forwarded_by: FOLLOWER, identity_name: 'ops', identity_role: 'operator', client_address: '' }, leaderService, silentLogger())).toMatchObject({ id: 8, error_code: KcmError.of('BAD_JSON', '').code });
+    expect(leaderService.seen.length).toBe(before);
+  });
+
+  it("carries the identity the follower authenticated, and the leader applies that identity's role", async () => {
+    const routing = new RoutingService({ local: notHere, self: FOLLOWER, leader: () => leader });
+    const before = leaderService.seen.length;
+    // raft_mission requires admin: the leader refuses the operator the follower vouched for.
+    const raftMission = parseRequest({ version: '1.0', job_id: '', job_type: 'raft_mission', timestamp: '1', user_name: 't', paras: { task_type: 'transfer_leader', target_leader: '127.0.1.1:58000' } });
+    if (!raftMission.ok) throw raftMission.error;
+    const envelope = raftMission.request.envelope as unknown as Record<string, unknown>;
+    await expect(routing.relaySubmission(envelope, AS_OPERATOR)).rejects.toSatisfy((err) => KcmError.is(err, 'FORBIDDEN') && String((err as Error).message).includes('token "ops" has role operator'));
+    await expect(routing.relaySubmission(envelope, { identity: { name: 'boss', role: 'admin' } })).resolves.toMatchObject({ jobId: expect.any(String) });
+    expect(leaderService.seen.slice(before).map((s) => s.context?.identity)).toEqual([{ name: 'boss', role: 'admin' }]);
+    routing.close();
+  });
+
+  it('refuses a forwarded submission that carries no identity', async () => {
+    const before = leaderService.seen.length;
+    const reply = await answerForwarded({ id: 9, envelope_json: JSON.stringify(request().envelope), request_id: 'r', forwarded_by: FOLLOWER, identity_name: '', identity_role: '', client_address: '' }, leaderService, silentLogger());
+    expect(reply).toMatchObject({ id: 9, job_id: '', error_code: KcmError.of('UNAUTHENTICATED', '').code });
     expect(leaderService.seen.length).toBe(before);
   });
 });

@@ -3,6 +3,7 @@
 
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { sleep } from './processes';
+import { authHeader } from '../../helpers/tokens';
 
 /** The catalog names a caller may retry (the request did not take effect, or is idempotent by request_id). */
 const RETRYABLE_CODES = new Set(['4000', '4001', '2002']); // NO_LEADER, OVERLOADED, TIMEOUT
@@ -23,6 +24,8 @@ export interface EmitOptions {
   jobId?: string;
   requestId?: string;
   timeoutMs?: number;
+  /** The Authorization header to send: the test admin token's by default, none with null. */
+  authorization?: string | null;
 }
 
 /** The request envelope emitRaw sends. */
@@ -46,7 +49,7 @@ export async function emitRaw(member: string, jobType: string, paras: Record<str
   try {
     res = await fetch(`http://${member}/HttpService/Emit`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...authorizationHeader(opts) },
       body: JSON.stringify(envelope),
       signal: AbortSignal.timeout(opts.timeoutMs ?? 15_000),
     });
@@ -54,6 +57,11 @@ export async function emitRaw(member: string, jobType: string, paras: Record<str
     throw new EmitError(member, null, `${jobType} to ${member}: no reply (${(err as Error).message})`);
   }
   return (await res.json()) as ReplyEnvelope;
+}
+
+function authorizationHeader(opts: EmitOptions): Record<string, string> {
+  if (opts.authorization === null) return {};
+  return { authorization: opts.authorization ?? authHeader().authorization };
 }
 
 /** Like emitRaw, but an error reply throws EmitError. */

@@ -7,6 +7,7 @@
 // when undici sent it (headers and body leave in one write).
 
 import { Pool } from 'undici';
+import { authHeader } from '../../helpers/tokens';
 
 export interface PostOptions {
   headers: Record<string, string>;
@@ -25,7 +26,8 @@ export class KeepAliveClient {
       path,
       method: 'POST',
       body,
-      headers: { ...opts.headers, 'content-type': 'application/json' },
+      // The test admin token unless the caller sends its own Authorization.
+      headers: { ...authHeader(), ...opts.headers, 'content-type': 'application/json' },
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,
     });

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readJsonLog, type LogLine } from './logs';
 import { testSecretsKeyFile } from '../../helpers/secrets';
+import { testTokenConfig } from '../../helpers/tokens';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const MANAGER_MAIN = path.join(REPO_ROOT, 'services/manager/src/main.ts');
@@ -110,7 +111,7 @@ export class ManagerProcess extends ManagedProcess {
     mkdirSync(dataDir, { recursive: true });
     const configFile = path.join(dataDir, 'manager.json');
     const { member, ...rest } = spec;
-    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', secretsKeyFile: testSecretsKeyFile(), ...rest }, null, 2));
+    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...rest }, null, 2));
     super(`manager ${member}`, [MANAGER_MAIN, '--config', configFile], path.join(dataDir, 'manager.log'));
   }
 

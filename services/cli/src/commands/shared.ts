@@ -7,6 +7,8 @@ import { PROTOCOL_VERSION, errorEntryByCode, errorReply, parseRequest, type Repl
 import { createEmitClient, DEFAULT_URL, type EmitClient } from '../http-client';
 import { EXIT, UsageError, type CliIo } from '../io';
 import { renderAttachment } from '../tables';
+import { readAdminToken } from '../local/admin-token';
+import { localDeploymentDir as localContextDir } from '../local/context';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -45,7 +47,8 @@ export function connect(values: { url?: string; token?: string; json?: boolean }
   } catch {
     throw new UsageError(`--url must be an http:// or https:// URL, got "${url}"`, `kcm ${command} --help`);
   }
-  const token = values.token ?? (io.env.KCM_TOKEN || undefined);
+  // --token, then KCM_TOKEN, then the local deployment's admin token (kcm local up made it).
+  const token = values.token ?? (io.env.KCM_TOKEN || undefined) ?? readAdminToken(io.env.KCM_LOCAL_DIR || localContextDir());
   return { client: createEmitClient({ url, token, fetch: io.fetch }), json: values.json === true };
 }
 

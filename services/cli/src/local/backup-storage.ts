@@ -16,6 +16,8 @@ export interface LocalStorageTarget {
   agentPort: number;
   deploymentDir: string;
   fetch?: typeof fetch;
+  /** The deployment's admin token (create_backup_storage needs the admin role). */
+  token?: string;
   timeoutMs?: number;
 }
 
@@ -25,7 +27,7 @@ const envelope = (jobType: string, paras: Record<string, unknown>, extra: Partia
 
 /** A line for the operator: what is registered, or why it is not (never fatal for `up`). */
 export async function registerLocalBackupStorage(t: LocalStorageTarget): Promise<string> {
-  const client = createEmitClient({ url: t.url, fetch: t.fetch, timeoutMs: 10_000 });
+  const client = createEmitClient({ url: t.url, fetch: t.fetch, timeoutMs: 10_000, token: t.token });
   const deadline = Date.now() + (t.timeoutMs ?? 60_000);
   const dir = path.join(t.deploymentDir, 'backups');
   try {

@@ -18,6 +18,11 @@ export interface LocalContext {
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url)).replace(/\/$/, '');
 
+/** The default deployment directory: `.kcm/local` in the repository. */
+export function localDeploymentDir(): string {
+  return path.join(REPO_ROOT, '.kcm', 'local');
+}
+
 export function localContext(io: CliIo): LocalContext {
-  return { io, cwd: process.cwd(), repoRoot: REPO_ROOT, defaultDir: path.join(REPO_ROOT, '.kcm', 'local'), nodePath: process.execPath };
+  return { io, cwd: process.cwd(), repoRoot: REPO_ROOT, defaultDir: localDeploymentDir(), nodePath: process.execPath };
 }

@@ -9,6 +9,7 @@ import { connect, createServer } from 'node:net';
 import path from 'node:path';
 import { PROTOCOL_VERSION } from '@kcm/protocol';
 import { machineParas, managerConfig, type Topology } from './topology';
+import { ensureAdminToken, tokenSha256 } from './admin-token';
 
 export interface BindProblem {
   address: string;
@@ -53,17 +54,19 @@ export function describeBindProblem(problem: BindProblem): string {
 }
 
 /** Manager configs and per-host create_machine files, and the directories every process needs. */
-export async function writeDeploymentFiles(topology: Topology): Promise<void> {
+/** Writes the configs and machine files; returns the deployment's admin token (made on the first `up`). */
+export async function writeDeploymentFiles(topology: Topology): Promise<string> {
   // 0711: database instances placed under an agent's directory run as mysql/postgres and
   // must traverse it; no other user may list or read it. Managers' directories are 0700.
   await mkdir(topology.dir, { recursive: true, mode: 0o711 });
   await chmod(topology.dir, 0o711);
+  const token = await ensureAdminToken(topology.dir);
   await ensureSecretsKey(secretsKeyPath(topology.dir));
   for (const manager of topology.managers) {
     await mkdir(manager.dataDir, { recursive: true, mode: 0o700 });
     await chmod(manager.dir, 0o700);
     await chmod(manager.dataDir, 0o700);
-    await writeFile(manager.configPath, `${JSON.stringify(managerConfig(topology, manager), null, 2)}\n`, { mode: 0o600 });
+    await writeFile(manager.configPath, `${JSON.stringify(managerConfig(topology, manager, tokenSha256(token)), null, 2)}\n`, { mode: 0o600 });
   }
   for (const agent of topology.agents) {
     await mkdir(agent.stateDir, { recursive: true, mode: 0o700 });
@@ -79,6 +82,7 @@ export async function writeDeploymentFiles(topology: Topology): Promise<void> {
     };
     await writeFile(agent.machineFile, `${JSON.stringify(envelope, null, 2)}\n`);
   }
+  return token;
 }
 
 /**

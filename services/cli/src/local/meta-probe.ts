@@ -38,8 +38,16 @@ export function metaAnswerOf(url: string, reply: ReplyEnvelope): MetaAnswer {
   };
 }
 
-export async function askMetaMode(url: string, options: { fetch?: typeof fetch; timeoutMs?: number; now?: () => number } = {}): Promise<MetaAnswer> {
-  const client = createEmitClient({ url, fetch: options.fetch, timeoutMs: options.timeoutMs ?? 3_000 });
+export interface AskOptions {
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+  now?: () => number;
+  /** The bearer token to send (the deployment's admin token). */
+  token?: string;
+}
+
+export async function askMetaMode(url: string, options: AskOptions = {}): Promise<MetaAnswer> {
+  const client = createEmitClient({ url, fetch: options.fetch, timeoutMs: options.timeoutMs ?? 3_000, token: options.token });
   try {
     const { reply } = await client.emit(metaModeEnvelope((options.now ?? Date.now)()));
     return metaAnswerOf(url, reply);
@@ -50,7 +58,7 @@ export async function askMetaMode(url: string, options: { fetch?: typeof fetch; 
   }
 }
 
-export async function askAll(urls: readonly string[], options: { fetch?: typeof fetch; timeoutMs?: number } = {}): Promise<MetaAnswer[]> {
+export async function askAll(urls: readonly string[], options: AskOptions = {}): Promise<MetaAnswer[]> {
   return Promise.all(urls.map((url) => askMetaMode(url, options)));
 }
 
@@ -59,6 +67,7 @@ export interface LeaderWait {
   timeoutMs: number;
   pollMs?: number;
   fetch?: typeof fetch;
+  token?: string;
   sleep?: (ms: number) => Promise<void>;
   /** Checked between polls: a reason to give up early (a manager process exited). */
   abortReason?: () => Promise<string | undefined>;
@@ -74,7 +83,7 @@ export async function waitForLeader(wait: LeaderWait): Promise<LeaderWaitResult>
   const started = Date.now();
   let last: MetaAnswer[] = [];
   for (;;) {
-    last = await askAll(wait.urls, { fetch: wait.fetch, timeoutMs: 2_000 });
+    last = await askAll(wait.urls, { fetch: wait.fetch, timeoutMs: 2_000, token: wait.token });
     const answered = last.find((a) => a.state === 'ok');
     if (answered) return { ok: true, answer: answered, elapsedMs: Date.now() - started };
     const abort = await wait.abortReason?.();

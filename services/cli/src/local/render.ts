@@ -49,7 +49,7 @@ export function tryLines(record: DeploymentRecord, defaultDir: string, cwd: stri
   const body = JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'me', paras: {} });
   const lines = [
     'Try:',
-    `  curl -s -X POST ${url}/HttpService/Emit -d '${body}'`,
+    `  curl -s -X POST ${url}/HttpService/Emit -H "Authorization: Bearer $(cat ${shown(path.join(record.dir, 'admin.token'), cwd)})" -d '${body}'`,
   ];
   if (record.agents.length > 0) {
     lines.push(`  kcm emit create_machine --file ${shown(record.agents[0].machineFile, cwd)} --wait${urlFlag}`);

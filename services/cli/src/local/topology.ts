@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { secretsKeyPath } from './secrets-key';
+import { LOCAL_ADMIN_TOKEN_NAME } from './admin-token';
 
 export interface TopologyOptions {
   /** Absolute deployment directory: configs, data, logs and local.json live under it. */
@@ -135,13 +136,15 @@ export function planTopology(options: TopologyOptions): Topology {
 }
 
 /** The manager's config.json (services/manager/src/config.ts) for a member of a new group. */
-export function managerConfig(topology: Topology, manager: ManagerPlan): Record<string, unknown> {
+export function managerConfig(topology: Topology, manager: ManagerPlan, adminTokenSha256: string): Record<string, unknown> {
   return {
     member: manager.member,
     dataDir: manager.dataDir,
     initialMembers: topology.managers.map((m) => m.member),
     agentPort: topology.options.agentPort,
     secretsKeyFile: secretsKeyPath(topology.dir),
+    // The bootstrap admin (admin-token.ts): only its digest; the token stays in <dir>/admin.token.
+    tokens: [{ name: LOCAL_ADMIN_TOKEN_NAME, role: 'admin', sha256: adminTokenSha256 }],
     machineDeadAfterMs: 30_000,
     healthIntervalMs: 2_000,
   };

@@ -15,6 +15,7 @@ import { endpointLines, endpointsJson, metaLines, shown, tryLines } from './rend
 import { agentLabel, firstExited, managerLabel, overallState, serviceStates, type ServiceStates } from './services';
 import { agentArgv, managerArgv, planTopology, type Topology, type TopologyOptions } from './topology';
 import type { LocalContext } from './context';
+import { adminTokenPath, LOCAL_ADMIN_TOKEN_NAME, readAdminToken } from './admin-token';
 
 export interface UpOptions {
   topology: TopologyOptions;
@@ -31,16 +32,19 @@ function sameGroup(record: DeploymentRecord, topology: Topology): boolean {
 }
 
 async function printRunning(ctx: LocalContext, record: DeploymentRecord, options: UpOptions, note: string, leaderMs?: number, restarted?: string[]): Promise<void> {
+  const token = readAdminToken(record.dir);
   if (options.json) {
     writeJson(ctx.io, {
       ...endpointsJson(record),
+      ...(token !== undefined ? { token, tokenFile: adminTokenPath(record.dir) } : {}),
       alreadyRunning: leaderMs === undefined,
       ...(leaderMs !== undefined ? { leaderElectedMs: leaderMs } : {}),
       ...(restarted ? { restarted } : {}),
     });
     return;
   }
-  const lines = [note, ...endpointLines(record, ctx.cwd), '', ...tryLines(record, ctx.defaultDir, ctx.cwd), ''];
+  const tokenLines = token === undefined ? [] : ['', `Admin token (${LOCAL_ADMIN_TOKEN_NAME}): ${token}`, `  kept in ${shown(adminTokenPath(record.dir), ctx.cwd)} (mode 0600); kcm uses it when neither --token nor KCM_TOKEN is given`];
+  const lines = [note, ...endpointLines(record, ctx.cwd), ...tokenLines, '', ...tryLines(record, ctx.defaultDir, ctx.cwd), ''];
   ctx.io.stdout.write(lines.join('\n'));
 }
 
@@ -89,7 +93,7 @@ export async function localUp(ctx: LocalContext, options: UpOptions): Promise<nu
     return EXIT.failed;
   }
 
-  await writeDeploymentFiles(topology);
+  await writeDeploymentFiles(topology); // makes <dir>/admin.token on the first up
   const record: DeploymentRecord = {
     version: RECORD_VERSION,
     dir: topology.dir,
@@ -161,6 +165,7 @@ async function awaitReady(ctx: LocalContext, record: DeploymentRecord, options: 
     urls: record.managers.map((m) => m.url),
     timeoutMs: options.timeoutMs,
     fetch: ctx.io.fetch,
+    token: readAdminToken(record.dir),
     abortReason: () => firstExited(record),
   });
   if (!waited.ok) return reportStartupFailure(ctx, record, waited.reason, ['Last answers to get_meta_mode:', ...metaLines(waited.last)]);
@@ -169,7 +174,7 @@ async function awaitReady(ctx: LocalContext, record: DeploymentRecord, options: 
   const exited = await firstExited(record);
   if (exited) return reportStartupFailure(ctx, record, exited, []);
   if (silentAgents.length > 0) return reportStartupFailure(ctx, record, `agents not listening yet: ${silentAgents.join(', ')}`, record.agents.map((a) => `agent log: ${shown(a.log, ctx.cwd)}`));
-  const storageNote = await registerLocalBackupStorage({ url: record.managers[0].url, hostaddr: record.agents[0].hostaddr, agentPort: record.agents[0].port, deploymentDir: record.dir, fetch: ctx.io.fetch });
+  const storageNote = await registerLocalBackupStorage({ url: record.managers[0].url, hostaddr: record.agents[0].hostaddr, agentPort: record.agents[0].port, deploymentDir: record.dir, fetch: ctx.io.fetch, token: readAdminToken(record.dir) });
   if (!options.json) ctx.io.stderr.write(`kcm local: ${storageNote}\n`);
   const seconds = (waited.elapsedMs / 1000).toFixed(1);
   const what = restarted ? `restarted ${restarted.join(', ')}` : 'leader elected';

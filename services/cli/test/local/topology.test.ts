@@ -38,7 +38,7 @@ describe('local topology', () => {
 
   it('writes manager configs that the manager itself accepts, all seeding the same group', () => {
     const topology = plan();
-    const configs = topology.managers.map((m) => parseManagerConfig(managerConfig(topology, m)));
+    const configs = topology.managers.map((m) => parseManagerConfig(managerConfig(topology, m, 'a'.repeat(64))));
     expect(configs.map((c) => c.member)).toEqual(topology.managers.map((m) => m.member));
     for (const config of configs) {
       expect(config.initialMembers).toEqual(['127.0.1.1:58000', '127.0.1.2:58000', '127.0.1.3:58000']);

@@ -13,6 +13,10 @@ export interface SubmitRequest {
   envelope_json: string;
   request_id: string;
   forwarded_by: string;
+  /** The identity the forwarding member authenticated ('' when none). */
+  identity_name: string;
+  identity_role: string;
+  client_address: string;
 }
 
 export interface SubmitBatch {

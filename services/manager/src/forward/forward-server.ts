@@ -3,7 +3,7 @@
 // member; replies leave in batches, one per event-loop turn.
 
 import type * as grpc from '@grpc/grpc-js';
-import { KcmError } from '@kcm/protocol';
+import { KcmError, isRole, type Identity } from '@kcm/protocol';
 import type { Logger } from '@kcm/common';
 import type { JobService } from '../gateway/job-service';
 import { answerEmit, errorAnswer, type EmitAnswer } from '../gateway/emit-route';
@@ -20,6 +20,9 @@ export async function answerForwarded(request: SubmitRequest, service: JobServic
     answer = await answerEmit(body, service, request.request_id, (err) => logger.error({ ...fields, err }, 'job service failed on a forwarded submission'), {
       forwardedBy: request.forwarded_by,
       requestId: request.request_id,
+      identity: forwardedIdentity(request),
+      clientAddress: request.client_address,
+      receivedBy: request.forwarded_by,
     });
   } catch {
     answer = errorAnswer(KcmError.of('BAD_JSON', 'the forwarded envelope is not JSON'), '', '');
@@ -27,6 +30,12 @@ export async function answerForwarded(request: SubmitRequest, service: JobServic
   const { record, reply } = answer;
   logger.debug({ ...fields, job_type: record.sentJobType, outcome: record.outcome, job_id: record.jobId }, 'forwarded submission answered');
   return { id: request.id, job_id: reply.job_id, error_code: Number(reply.error_code), error_info: reply.error_info };
+}
+
+/** The identity the forwarding member authenticated; undefined (refused) when it sent none. */
+export function forwardedIdentity(request: Pick<SubmitRequest, 'identity_name' | 'identity_role'>): Identity | undefined {
+  if (request.identity_name === '' || !isRole(request.identity_role)) return undefined;
+  return { name: request.identity_name, role: request.identity_role };
 }
 
 /**

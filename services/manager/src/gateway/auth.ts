@@ -1,50 +1,51 @@
-// Bearer-token authentication for Emit. Tokens come from manager configuration; when none
-// are configured the gateway runs in loopback dev mode (no auth) and says so once in its log.
-// A token is compared through SHA-256 digests with timingSafeEqual, so neither the length nor
-// a matching prefix of a valid token leaks through response time.
+// Bearer-token authentication for Emit. A token is a name, a role and the SHA-256 of the
+// token's text: the token itself is never stored (config and replicated state hold only
+// the digest). SHA-256 is enough because kcm's tokens are 256 random bits: there is no
+// dictionary to try, so a slow password hash (bcrypt, scrypt) would only add latency to
+// every request, and a leaked digest does not give the token back (preimage resistance).
+// For the same reason looking a digest up in a Map leaks nothing useful through timing:
+// it tells an attacker about the digest of what they sent, not about a valid token.
+//
+// No request is served without a token, loopback included, unless the member runs with
+// the explicit `insecure` setting, which serves everyone as an admin and says so loudly.
 
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { isLoopbackHost } from '@kcm/common';
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { Identity } from '@kcm/protocol';
 
-export interface AuthConfig {
-  /** Accepted bearer tokens; any one of them authenticates a request. */
-  tokens: string[];
+/** Looks a token up by the hex SHA-256 of its text: the identity it stands for, or undefined. */
+export type TokenLookup = (sha256Hex: string) => Identity | undefined;
+
+/** How the gateway authenticates: by token, or not at all (the explicit insecure mode). */
+export type EmitAuth = { lookup: TokenLookup } | { insecure: true };
+
+/** The identity every request gets in insecure mode. */
+export const INSECURE_IDENTITY: Identity = Object.freeze({ name: 'insecure', role: 'admin' });
+
+export function tokenDigest(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-const digest = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
+export type AuthOutcome = { identity: Identity } | { refusal: string };
 
-export interface BearerCheck {
-  /** True when auth is configured; false in loopback dev mode. */
-  readonly enabled: boolean;
-  /** Why the request is refused, or null when it may proceed. */
-  refusal(authorizationHeader: string | undefined): string | null;
+/** The identity an Authorization header proves, or why it proves none. */
+export function authenticate(auth: EmitAuth, header: string | undefined): AuthOutcome {
+  if ('insecure' in auth) return { identity: INSECURE_IDENTITY };
+  if (header === undefined || header === '') return { refusal: 'missing "Authorization: Bearer <token>" header' };
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  if (!match) return { refusal: 'Authorization header must have the form "Bearer <token>"' };
+  const identity = auth.lookup(tokenDigest(match[1]));
+  return identity ? { identity } : { refusal: 'the bearer token is not valid' };
 }
 
-export function bearerCheck(auth: AuthConfig | undefined): BearerCheck {
-  const accepted = (auth?.tokens ?? []).filter((t) => t !== '').map(digest);
-  if (accepted.length === 0) return { enabled: false, refusal: () => null };
-  return {
-    enabled: true,
-    refusal(header) {
-      if (header === undefined || header === '') return 'missing "Authorization: Bearer <token>" header';
-      const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-      if (!match) return 'Authorization header must have the form "Bearer <token>"';
-      const offered = digest(match[1]);
-      // Check every token (no early exit) so timing does not reveal which one matched.
-      let ok = false;
-      for (const token of accepted) ok = timingSafeEqual(offered, token) || ok;
-      return ok ? null : 'the bearer token is not valid';
-    },
-  };
+// The identity the onRequest hook proved, for the route's handler (no fastify decoration:
+// a WeakMap keeps the request object's shape as fastify built it).
+const identities = new WeakMap<FastifyRequest, Identity>();
+
+export function setRequestIdentity(request: FastifyRequest, identity: Identity): void {
+  identities.set(request, identity);
 }
 
-/**
- * Dev mode is loopback only: refuse to serve Emit without tokens on an address other hosts
- * can reach. The manager's main calls this before it listens.
- */
-export function assertAuthForListenHost(host: string, auth: AuthConfig | undefined): void {
-  const hasTokens = (auth?.tokens ?? []).some((t) => t !== '');
-  if (!hasTokens && !isLoopbackHost(host)) {
-    throw new Error(`refusing to listen on ${host} without auth tokens: only loopback addresses may run without authentication`);
-  }
+export function requestIdentity(request: FastifyRequest): Identity | undefined {
+  return identities.get(request);
 }

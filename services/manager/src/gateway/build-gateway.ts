@@ -5,7 +5,8 @@ import type { Registry } from 'prom-client';
 import { errorReply, KcmError } from '@kcm/protocol';
 import { createLogger, type Logger } from '@kcm/common';
 import type { JobService } from './job-service';
-import { bearerCheck, type AuthConfig } from './auth';
+import { authenticate, INSECURE_IDENTITY, requestIdentity, setRequestIdentity, type EmitAuth } from './auth';
+import type { Identity } from '@kcm/protocol';
 import { registerJsonBodyParser } from './json-body';
 import { createEmitMetrics } from './metrics';
 import { REQUEST_ID_HEADER, emitRecordOf, findEmitRecord, logEmit, recordEmit, requestIdFor } from './request-log';
@@ -22,8 +23,10 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Largest accepted Emit body; larger ones get BODY_TOO_LARGE (HTTP 413). Default 1 MiB. */
   bodyLimitBytes?: number;
-  /** Bearer tokens for Emit. Absent or empty: loopback dev mode, no authentication. */
-  auth?: AuthConfig;
+  /** How Emit requests are authenticated: by bearer token, or (explicitly) not at all. */
+  auth: EmitAuth;
+  /** This member's name, recorded with each submission as where it was received. */
+  member?: string;
   /** Where /metrics reads from; a fresh registry when absent. */
   registry?: Registry;
   /** Emit requests per second per caller (rate-limit.ts). Absent: no limit. */
@@ -34,8 +37,8 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   const logger = options.logger ?? createLogger({ name: 'gateway' });
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const metrics = createEmitMetrics(options.registry);
-  const auth = bearerCheck(options.auth);
-  if (!auth.enabled) logger.warn('Emit authentication is off (no tokens configured): loopback dev mode only');
+  const auth = options.auth;
+  if ('insecure' in auth) logger.warn('Emit authentication is OFF (insecure mode): every caller is served as an admin');
 
   const app = Fastify({
     loggerInstance: logger,
@@ -78,30 +81,25 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   const limiter = new RateLimiter(options.rateLimit ?? { ratePerSecond: 0, burst: 1 });
   app.post(EMIT_PATH, {
     // Before the body is read: an unauthenticated client cannot make us parse a megabyte.
-    onRequest: [
-      ...(auth.enabled
-        ? [
-            async (request: FastifyRequest, reply: FastifyReply) => {
-              const refusal = auth.refusal(request.headers.authorization);
-              if (refusal === null) return;
-              const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', refusal), '', '');
-              recordEmit(request, answer.record);
-              return reply.code(answer.httpStatus).header('www-authenticate', 'Bearer').send(answer.reply);
-            },
-          ]
-        : []),
-      ...(limiter.enabled
-        ? [
-            async (request: FastifyRequest, reply: FastifyReply) => {
-              const waitMs = limiter.take(rateKeyOf(request));
-              if (waitMs === 0) return;
-              const answer = errorAnswer(KcmError.of('OVERLOADED', `request rate limit: more than ${options.rateLimit!.ratePerSecond} requests/s from this caller (emitRatePerSecond); retry in ${waitMs} ms`), '', '');
-              recordEmit(request, answer.record);
-              return reply.code(answer.httpStatus).header('retry-after', String(Math.ceil(waitMs / 1000))).send(answer.reply);
-            },
-          ]
-        : []),
-    ],
+    onRequest: (request, reply, done) => {
+      const outcome = authenticate(auth, request.headers.authorization);
+      if ('identity' in outcome) {
+        setRequestIdentity(request, outcome.identity);
+        const waitMs = limiter.take(rateKeyOf(request, outcome.identity));
+        if (waitMs === 0) {
+          done();
+          return;
+        }
+        const limit = `more than ${options.rateLimit?.ratePerSecond} requests/s from ${outcome.identity === INSECURE_IDENTITY ? 'this address' : `token ${outcome.identity.name}`}`;
+        const refused = errorAnswer(KcmError.of('OVERLOADED', `request rate limit: ${limit} (emitRatePerSecond); retry in ${waitMs} ms`), '', '');
+        recordEmit(request, refused.record);
+        void reply.code(refused.httpStatus).header('retry-after', String(Math.ceil(waitMs / 1000))).send(refused.reply);
+        return;
+      }
+      const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', outcome.refusal), '', '');
+      recordEmit(request, answer.record);
+      void reply.code(answer.httpStatus).header('www-authenticate', 'Bearer').send(answer.reply);
+    },
     onResponse: (request, reply, done) => {
       const record = emitRecordOf(request);
       metrics.observe(record.jobTypeLabel, record.outcome, reply.elapsedTime / 1000);
@@ -111,7 +109,7 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
     handler: async (request, reply) => {
       const answer = await answerEmit(request.body, options.service, String(request.id), (err) =>
         request.log.error({ err, request_id: request.id, job_type: echoFields(request.body).sentJobType.slice(0, 64) }, 'job service failed'),
-        { requestId: String(request.id) },
+        { requestId: String(request.id), identity: requestIdentity(request), clientAddress: request.ip, receivedBy: options.member },
       );
       recordEmit(request, answer.record);
       return reply.code(answer.httpStatus).send(answer.reply);
@@ -126,7 +124,7 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   return app;
 }
 
-/** Whom a request's rate is counted against: its client address until tokens name callers. */
-function rateKeyOf(request: FastifyRequest): string {
-  return request.ip;
+/** Whom a request's rate is counted against: its token's name, or its address when no token names the caller (insecure mode). */
+function rateKeyOf(request: FastifyRequest, identity: Identity): string {
+  return identity === INSECURE_IDENTITY ? `address:${request.ip}` : `token:${identity.name}`;
 }

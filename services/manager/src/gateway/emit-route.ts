@@ -12,6 +12,7 @@ import {
   canonicalJobType,
   doneReply,
   errorReply,
+  forbiddenReason,
   parseRequest,
   statusReply,
   type AnyValidRequest,
@@ -90,6 +91,11 @@ export async function answerEmit(
   // No body at all (no Content-Type, no length) never reaches the JSON parser.
   if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
   const echo = echoFields(body);
+  // Authorization comes before validation: a caller without the role learns nothing about its paras.
+  if (context.identity === undefined) return errorAnswer(KcmError.of('UNAUTHENTICATED', 'the request carries no authenticated identity'), echo.sentJobType, echo.jobId);
+  const knownType = canonicalJobType(echo.sentJobType);
+  const forbidden = knownType === undefined ? null : forbiddenReason(context.identity, knownType);
+  if (forbidden !== null) return errorAnswer(KcmError.of('FORBIDDEN', forbidden, { field: 'job_type' }), echo.sentJobType, echo.jobId);
   // The service's answer, or its error as an envelope; a non-KcmError is logged, then masked.
   const answered = async (work: Promise<EmitAnswer>): Promise<EmitAnswer> => {
     try {
@@ -110,12 +116,12 @@ export async function answerEmit(
 async function serveRequest(request: AnyValidRequest, service: JobService, context: SubmitContext): Promise<EmitAnswer> {
   if (request.jobType === 'get_status') {
     const jobId = request.envelope.job_id ?? '';
-    const job = await service.getStatus(jobId);
+    const job = await service.getStatus(jobId, context);
     // The reply names the job's own type (as it was submitted), so a poller sees what it waits for.
     return okAnswer(statusReply({ jobId, ...job }), request.sentJobType);
   }
   if (JOB_MODES[request.jobType] === 'sync') {
-    return okAnswer(doneReply(request.sentJobType, await service.runQuery(request)), request.sentJobType);
+    return okAnswer(doneReply(request.sentJobType, await service.runQuery(request, context)), request.sentJobType);
   }
   const { jobId } = await service.submitJob(request, context);
   return okAnswer(acceptReply(jobId, request.sentJobType), request.sentJobType);

@@ -2,6 +2,6 @@
 export { buildGateway, EMIT_PATH, DEFAULT_BODY_LIMIT_BYTES } from './build-gateway';
 export type { GatewayOptions } from './build-gateway';
 export type { JobService, JobStatusView, SubmitContext } from './job-service';
-export { assertAuthForListenHost } from './auth';
-export type { AuthConfig } from './auth';
+export { authenticate, tokenDigest, INSECURE_IDENTITY } from './auth';
+export type { EmitAuth, TokenLookup } from './auth';
 export { MAX_JSON_NESTING } from './json-body';

@@ -2,7 +2,7 @@
 // the reply envelope; a JobService owns what a job means. The real implementation is the
 // Raft-backed manager (commit JobSubmitted, read state with ReadIndex); unit tests use a fake.
 
-import type { JobStatus, StatusAttachment, ValidRequest } from '@kcm/protocol';
+import type { Identity, JobStatus, StatusAttachment, ValidRequest } from '@kcm/protocol';
 
 /** What get_status reports about one job. */
 export interface JobStatusView {
@@ -22,6 +22,15 @@ export interface SubmitContext {
   forwardedBy?: string;
   /** This request's id (x-request-id); a member forwarding it sends the same id along. */
   requestId?: string;
+  /**
+   * Who sent it, as the member that received it from the client authenticated it (a
+   * forwarded request carries that member's finding). Without one, nothing is served.
+   */
+  identity?: Identity;
+  /** The client's address as the receiving member saw it (audit trail). */
+  clientAddress?: string;
+  /** The member that received it from the client (audit trail). */
+  receivedBy?: string;
 }
 
 /**
@@ -34,9 +43,9 @@ export interface JobService {
   /** An async job. Resolves with the job id only once the submission is durable (committed). */
   submitJob(req: ValidRequest, context?: SubmitContext): Promise<{ jobId: string }>;
   /** get_status. Throws KcmError NOT_FOUND for an unknown job id. */
-  getStatus(jobId: string): Promise<JobStatusView>;
+  getStatus(jobId: string, context?: SubmitContext): Promise<JobStatusView>;
   /** A sync query (JOB_MODES[jobType] === 'sync', except get_status): the reply attachment. */
-  runQuery(req: ValidRequest): Promise<Record<string, unknown>>;
+  runQuery(req: ValidRequest, context?: SubmitContext): Promise<Record<string, unknown>>;
   /**
    * Optional. An async job's envelope, not validated yet, that another member is to answer
    * (a follower's leader): passed on as it came, the leader's answer relayed. The leader

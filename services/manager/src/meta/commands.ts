@@ -94,6 +94,8 @@ export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
    * the same verdict. Absent (internal jobs such as failovers, older entries): no limit.
    */
   maxJobsPerLock?: number;
+  /** The submitter's token name (JobRecord.submittedBy); absent for the leader's own jobs. */
+  submittedBy?: string;
 }
 
 export interface JobStarted extends Base<typeof CommandKind.JobStarted> {

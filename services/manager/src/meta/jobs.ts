@@ -59,6 +59,7 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
     stepOutputs: dict(),
     progress: null,
     result: null,
+    ...(cmd.submittedBy === undefined ? {} : { submittedBy: cmd.submittedBy }),
   };
   (state.runQueues[queue] ??= []).push(id);
   if (cmd.requestId !== null) state.requestIds[cmd.requestId] = id;

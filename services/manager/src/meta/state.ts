@@ -2,6 +2,7 @@
 // Every Record keyed by an id, a host address or a request id is a Dict (no prototype):
 // made with dict() here and in apply, and made again by withDicts() after JSON.parse.
 
+import type { Role } from '@kcm/protocol';
 import { dict, type Dict } from './dict';
 import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backups';
 
@@ -77,6 +78,12 @@ export interface JobRecord {
   stepOutputs: Dict<unknown>;
   progress: JobProgressRecord | null;
   result: JobResultRecord | null;
+  /**
+   * The token name of whoever submitted it (the identity the receiving member
+   * authenticated). Absent on jobs the leader submits itself (shard_failover, ...) and on
+   * jobs recorded before identities existed.
+   */
+  submittedBy?: string;
 }
 
 export interface PortAllocation {
@@ -256,6 +263,19 @@ export interface MetaState {
   backupSets: Dict<BackupSetRecord>;
   /** Daily logical backup schedules, their runs and backup sets (meta/logical-backups.ts). */
   logicalBackups: LogicalBackupState;
+  /** Emit tokens made by create_token, by name: only their SHA-256 (meta/tokens.ts). */
+  tokens: Dict<TokenRecord>;
+}
+
+/** An Emit token in the replicated state: its digest, never the token. */
+export interface TokenRecord {
+  name: string;
+  role: Role;
+  /** Hex SHA-256 of the token's text. */
+  sha256: string;
+  createdAt: number;
+  /** The token name of whoever created it. */
+  createdBy: string;
 }
 
 /** Where backup sets are kept; get_backup_storage reports {hostaddr, name, port, stype}. */
@@ -364,6 +384,7 @@ export function emptyMetaState(): MetaState {
     backupSets: dict(),
     binlogArchives: dict(),
     logicalBackups: emptyLogicalBackupState(),
+    tokens: dict(),
   };
 }
 
@@ -391,6 +412,7 @@ export function withDicts(state: MetaState): MetaState {
   state.backupSets = dict(state.backupSets ?? {});
   state.binlogArchives = dict(state.binlogArchives ?? {});
   state.logicalBackups = logicalBackupStateWithDicts(state.logicalBackups);
+  state.tokens = dict(state.tokens ?? {});
   return state;
 }
 

@@ -28,6 +28,8 @@ export function testGateway(options: Partial<GatewayOptions> = {}, logLevel: 'in
     service,
     registry,
     logger: createLogger({ name: 'gateway', level: logLevel, destination }),
+    // Tests of other gateway behaviour run without tokens; auth-metrics-logs.test.ts passes tokens.
+    auth: { insecure: true },
     ...options,
   });
   const logLines = () =>

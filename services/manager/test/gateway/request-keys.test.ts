@@ -64,10 +64,11 @@ describe('a request id reused with a different body, forwarded by a follower', (
     const follower = new RoutingService({ local: unused, self: '127.0.99.251:1', leader: () => kcm.manager.config.member });
     try {
       const running = envelope('set_machine', { hostaddr: '127.0.2.1', node_stats: 'running' }, { request_id: 'forwarded-1' });
-      const first = await follower.relaySubmission(running, {});
+      const operator = { identity: { name: 'ops', role: 'operator' } } as const;
+      const first = await follower.relaySubmission(running, operator);
       expect(first?.jobId).toMatch(/^[1-9][0-9]*$/);
-      await expect(follower.relaySubmission({ ...running, paras: { node_stats: 'running', hostaddr: '127.0.2.1' } }, {})).resolves.toEqual(first);
-      const dead = follower.relaySubmission({ ...running, paras: { hostaddr: '127.0.2.1', node_stats: 'dead' } }, {});
+      await expect(follower.relaySubmission({ ...running, paras: { node_stats: 'running', hostaddr: '127.0.2.1' } }, operator)).resolves.toEqual(first);
+      const dead = follower.relaySubmission({ ...running, paras: { hostaddr: '127.0.2.1', node_stats: 'dead' } }, operator);
       await expect(dead).rejects.toSatisfy((err) => KcmError.is(err, 'CONFLICT') && String((err as Error).message).startsWith('request_id: forwarded-1 was already used'));
     } finally {
       follower.close();

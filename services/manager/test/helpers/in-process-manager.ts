@@ -17,11 +17,13 @@ import { CommandKind, type Command } from '../../src/meta/commands';
 import type { MachineType } from '../../src/meta/state';
 import type { Clock } from '../../src/meta/store';
 import { testSecretsKeyFile } from '../../../../test/helpers/secrets';
+import { authHeader, testTokenConfig } from '../../../../test/helpers/tokens';
 
 export interface InProcessManager {
   manager: Manager;
   /** One Emit through the gateway (fastify inject, no socket). */
-  emit(body: unknown): Promise<{ status: number; reply: ReplyEnvelope }>;
+  /** POSTs an envelope with the test admin token, or with `headers` when given. */
+  emit(body: unknown, headers?: Record<string, string>): Promise<{ status: number; reply: ReplyEnvelope }>;
   /** Commits a command as a job step would (to set up machines and clusters). */
   commit(cmd: Command): Promise<void>;
   /** Registers a machine, as a finished create_machine would, with ports portLow..portLow+999. */
@@ -56,7 +58,7 @@ export async function startInProcessManager(opts: InProcessOptions = {}): Promis
   const raftPort = await freePort(host);
   const member = `${host}:${raftPort - 1}`; // the Raft transport listens on the member's port + 1
   // dataDir is never read: the Raft log is in memory.
-  const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent', secretsKeyFile: testSecretsKeyFile(), ...opts.config });
+  const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...opts.config });
   const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }), storage: MemoryStorage.bootstrap([member]), clock: opts.clock });
   const close = async () => {
     await manager.stop().catch(() => {});
@@ -78,11 +80,11 @@ export async function startInProcessManager(opts: InProcessOptions = {}): Promis
   };
   return {
     manager,
-    async emit(body) {
+    async emit(body, headers = authHeader()) {
       const response = await manager.gateway.inject({
         method: 'POST',
         url: '/HttpService/Emit',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...headers },
         payload: JSON.stringify(body),
       });
       return { status: response.statusCode, reply: response.json() as ReplyEnvelope };

@@ -114,7 +114,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   const run = async (jobType: string, paras: Record<string, unknown>) => {
     const { jobId } = await service.submitJob(request(jobType, paras));
     await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 10_000);
-    return { ...(await service.getStatus(jobId)), jobId };
+    return { ...(await service.getStatus(jobId, { identity: { name: 'test-admin', role: 'admin' } })), jobId };
   };
   /** The refusal at submission as [catalog name, message], or undefined when it was accepted. */
   const refusal = (jobType: string, paras: Record<string, unknown>) =>

@@ -13,7 +13,7 @@ import { parseManagerConfig } from '../../src/config';
 import { SecretBox, secretBoxFor } from '../../src/secrets/secret-box';
 import { HIDDEN_SECRET, revealSealed } from '../../src/secrets/reveal';
 import { openTestAccounts } from '../../../../test/helpers/secrets';
-import { createParas, startHarness } from '../jobs/grow-harness';
+import { createParas, request, startHarness } from '../jobs/grow-harness';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'kcm-secrets-'));
 afterAll(() => {});
@@ -78,5 +78,26 @@ describe('create_cluster with secrets at rest', () => {
     const install = h.calls.find((c) => c.method === 'mariadb.install')!;
     expect(install.request.admin.password).toBe(clear[0]);
     expect(status.attachment).toMatchObject({ storage_pwd: clear[2], computer_pwd: clear[3] });
+  });
+});
+
+describe('who sees create_cluster\'s passwords in get_status', () => {
+  it('the token that created the cluster and admins see them; another operator, a viewer and a caller with no identity see them hidden', async () => {
+    const h = await startHarness({ hosts: ['10.0.0.1', '10.0.0.2', '10.0.0.3'], portsPerMachine: 10 });
+    const creator = { name: 'alice', role: 'operator' } as const;
+    const { jobId } = await h.manager.service.submitJob(request('create_cluster', createParas({ cpu_limit_node: 'share', storage_iplists: [], shards: '1', comps: '1' })), { identity: creator });
+    const statusAs = (identity?: { name: string; role: 'viewer' | 'operator' | 'admin' }) => h.manager.service.getStatus(jobId, identity ? { identity } : {});
+    for (let i = 0; i < 200 && (await statusAs(creator)).status !== 'done'; i++) await new Promise((r) => setTimeout(r, 50));
+    const cluster = Object.values(h.store.s.clusters)[0];
+    const { storage, computer } = openTestAccounts(cluster.accounts);
+    const shown = { storage_pwd: storage.password, computer_pwd: computer.password };
+    const hidden = { storage_pwd: HIDDEN_SECRET, computer_pwd: HIDDEN_SECRET };
+    expect((await statusAs(creator)).attachment).toMatchObject(shown);
+    expect((await statusAs({ name: 'root', role: 'admin' })).attachment).toMatchObject(shown);
+    expect((await statusAs({ name: 'bob', role: 'operator' })).attachment).toMatchObject(hidden);
+    expect((await statusAs({ name: 'alice-viewer', role: 'viewer' })).attachment).toMatchObject(hidden);
+    expect((await statusAs()).attachment).toMatchObject(hidden);
+    // Everything else in the result is there for everyone.
+    expect((await statusAs({ name: 'bob', role: 'operator' })).attachment).toMatchObject({ cluster_id: cluster.id, storage_user: storage.user });
   });
 });
