@@ -104,6 +104,10 @@ export interface ManagerSpec {
   machineDeadAfterMs?: number;
   /** Full backups' MB/s per shard stream (tests slow it to act while a backup is under way). */
   backupPvLimitMb?: number;
+  /** Emit's limits (0 = no rate limit): the fuzzer lifts the rate, the limits test lowers it. */
+  emitRatePerSecond?: number;
+  emitRateBurst?: number;
+  maxJobsPerCluster?: number;
 }
 
 export class ManagerProcess extends ManagedProcess {
