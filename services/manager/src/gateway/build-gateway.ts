@@ -13,6 +13,7 @@ import { REQUEST_ID_HEADER, emitRecordOf, findEmitRecord, logEmit, recordEmit, r
 import { answerEmit, echoFields, errorAnswer } from './emit-route';
 import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-replies';
 import { RateLimiter, type RateLimitOptions } from './rate-limit';
+import { drainThen, oversizeToDrain } from './oversize-body';
 
 export const EMIT_PATH = '/HttpService/Emit';
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -86,6 +87,12 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
       if ('identity' in outcome) {
         setRequestIdentity(request, outcome.identity);
         const waitMs = limiter.take(rateKeyOf(request, outcome.identity));
+        if (waitMs === 0 && oversizeToDrain(request.raw, bodyLimitBytes) !== undefined) {
+          const tooLarge = errorAnswer(KcmError.of('BODY_TOO_LARGE', `body exceeds the ${bodyLimitBytes}-byte limit`), '', '');
+          recordEmit(request, tooLarge.record);
+          drainThen(request.raw, () => void reply.code(tooLarge.httpStatus).send(tooLarge.reply));
+          return;
+        }
         if (waitMs === 0) {
           done();
           return;
