@@ -42,6 +42,7 @@ import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, typ
 import { emitRaw, waitForJobEnd } from '../../test/manager/helpers/emit-client';
 import { rawMariabackupToFile } from './raw-backup';
 import { ArchiveLagSampler, createTicksTable, DB, loadPayload, quantile, TickWriter, withComp, type Endpoint } from './workload';
+import { openTestAccounts } from '../../test/helpers/secrets';
 
 const { values: flags } = parseArgs({
   options: {
@@ -102,7 +103,7 @@ const compOf = (c: ClusterRecord): Endpoint => {
 };
 
 async function ticksBefore(c: ClusterRecord, at: Endpoint, beforeMs?: number): Promise<{ n: number; checksum: string }> {
-  const conn = await mysql.createConnection({ host: at.host, port: at.port, ...c.accounts.storage, connectTimeout: 5000 });
+  const conn = await mysql.createConnection({ host: at.host, port: at.port, ...openTestAccounts(c.accounts).storage, connectTimeout: 5000 });
   try {
     const where = beforeMs === undefined ? '' : ` WHERE at < ${Number(beforeMs)}`;
     const [rows] = await conn.query(`SELECT COUNT(*) AS n, COALESCE(BIT_XOR(CRC32(CONCAT_WS('|', id, at, v))), 0) AS checksum FROM \`${DB}\`.ticks${where}`);
@@ -117,7 +118,7 @@ async function ticksBefore(c: ClusterRecord, at: Endpoint, beforeMs?: number): P
 async function standbysCaughtUp(c: ClusterRecord): Promise<void> {
   const shard = onlyShard(c);
   const gtidOf = async (n: Endpoint, variable: string) => {
-    const conn = await mysql.createConnection({ host: n.host, port: n.port, ...c.accounts.storage, connectTimeout: 5000 });
+    const conn = await mysql.createConnection({ host: n.host, port: n.port, ...openTestAccounts(c.accounts).storage, connectTimeout: 5000 });
     try {
       const [rows] = await conn.query(`SELECT @@${variable} AS g`);
       return String((rows as { g: string }[])[0].g);
@@ -172,7 +173,7 @@ async function main(): Promise<void> {
     log(`loading ${sizeMb} MB of random rows on the source master`);
     const loadStarted = performance.now();
     let lastShown = 0;
-    await loadPayload(masterOf(src), src.accounts.storage, sizeMb, (done) => {
+    await loadPayload(masterOf(src), openTestAccounts(src.accounts).storage, sizeMb, (done) => {
       if (done - lastShown >= 50) log(`  ${(lastShown = done)} MB`);
     });
     const loadedAtS = Date.now() / 1000;
@@ -185,14 +186,14 @@ async function main(): Promise<void> {
       return archive && archiveCoversUntil(archive) >= Math.floor(loadedAtS) - 1 ? true : undefined;
     }, 600_000, 500);
     figures.push(`after the load           standbys applied it in ${fmt(standbysS)} s; the binlog archive held it ${fmt((performance.now() - catchUpFrom) / 1000)} s after the load ended`);
-    await createTicksTable(masterOf(src), src.accounts.storage);
-    await waitUntil('ticks on the source compute node', () => withComp(compOf(src), src.accounts.computer, async (c) => {
+    await createTicksTable(masterOf(src), openTestAccounts(src.accounts).storage);
+    await waitUntil('ticks on the source compute node', () => withComp(compOf(src), openTestAccounts(src.accounts).computer, async (c) => {
       const { rows } = await c.query(`SELECT count(*)::int AS n FROM information_schema.foreign_tables WHERE foreign_table_schema = 'public' AND foreign_table_name = 'ticks'`);
       return rows[0].n === 1 ? true : undefined;
     }), 30_000);
 
     log(`write load through the compute node; ${baselineS} s of baseline`);
-    writer.w = new TickWriter(compOf(src), src.accounts.computer, pauseMs);
+    writer.w = new TickWriter(compOf(src), openTestAccounts(src.accounts).computer, pauseMs);
     writer.w.start();
     lag.s = new ArchiveLagSampler(MEMBER, src.id, 500);
     lag.s.start();

@@ -68,7 +68,8 @@ interface EmitRow {
 const profileDir = flags['cpu-prof'] ? path.resolve(flags['cpu-prof']) : undefined;
 if (profileDir) process.env.KCM_TEST_NODE_ARGS = `${process.env.KCM_TEST_NODE_ARGS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`;
 
-const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: AGENT_PORT, keepDir: flags.keep });
+// The rate limit off: the bench measures what the gateway can serve, not emitRatePerSecond.
+const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: AGENT_PORT, keepDir: flags.keep, managerConfig: { emitRatePerSecond: 0 } });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => void group.stop().finally(() => process.exit(130)));
 }

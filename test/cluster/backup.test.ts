@@ -19,6 +19,7 @@ import { openBackupStorage, requireIntact } from '../../services/manager/src/bac
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit } from '../manager/helpers/emit-client';
 import { AGENT_PORT, computerPorts, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { openTestAccounts } from '../helpers/secrets';
 
 const CREATE_PARAS = {
   nick_name: 'backed-up', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
@@ -32,7 +33,7 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
   let root: string;
   let backup: ManualBackupClusterResult;
 
-  const storageAccount = () => cluster.accounts.storage;
+  const storageAccount = () => openTestAccounts(cluster.accounts).storage;
   const master = (i: number) => {
     const s = Object.values(cluster.shards)[i];
     const m = s.nodes[s.masterNodeId];
@@ -60,7 +61,7 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
       await c.end();
     }
     const comp = Object.values(cluster.comps)[0];
-    const { computer } = cluster.accounts;
+    const { computer } = openTestAccounts(cluster.accounts);
     await waitUntil('the foreign tables on the compute node', async () => {
       const c = new pg.Client({ host: comp.hostaddr, port: comp.port, user: computer.user, password: computer.password, database: 'postgres' });
       c.on('error', () => {});

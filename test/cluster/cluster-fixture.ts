@@ -15,6 +15,7 @@ import { parseManagerConfig } from '../../services/manager/src/config';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
 import { testTokenConfig } from '../helpers/tokens';
 import { AgentProcess, sleep } from '../manager/helpers/processes';
+import { testSecretsKeyFile } from '../helpers/secrets';
 
 export const HOSTS = ['127.0.2.1', '127.0.2.2', '127.0.2.3'] as const;
 export const AGENT_PORT = 58150;
@@ -90,7 +91,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
       }
       agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
     }
-    const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10, tokens: testTokenConfig(), ...options.managerConfig });
+    const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10, tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...options.managerConfig });
     manager = await buildManager(config, { logger: logger.child({ member }) });
     await manager.listen();
     const deadline = Date.now() + 20_000;

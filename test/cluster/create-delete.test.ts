@@ -16,6 +16,7 @@ import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit, emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { AGENT_PORT, computerPorts, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { openTestAccounts } from '../helpers/secrets';
 
 const CREATE_PARAS = {
   nick_name: 'orders',
@@ -54,7 +55,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
   let result: CreateResult;
   let cluster: ClusterRecord;
 
-  const account = (role: 'storage' | 'replication') => cluster.accounts[role];
+  const account = (role: 'storage' | 'replication') => openTestAccounts(cluster.accounts)[role];
   const mysqlAs = (role: 'storage' | 'replication', at: Endpoint) =>
     mysql.createConnection({ host: at.host, port: at.port, user: account(role).user, password: account(role).password, connectTimeout: 5000 });
   const pgAs = async (at: Endpoint) => {
@@ -167,7 +168,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     const masterPid = (await readFile(path.join(master.datadir, String(master.port), 'run', 'mariadbd.pid'), 'utf8')).trim();
     expect(await readFile(`/proc/${masterPid}/cgroup`, 'utf8')).toMatch(new RegExp(`cpu[^\\n]*:/kcm/mysql-${master.hostaddr.replaceAll('.', '\\.')}-${master.port}\\n`));
     // No generated password reached a log line.
-    const secrets = Object.values(cluster.accounts).map((a) => a.password);
+    const secrets = Object.values(openTestAccounts(cluster.accounts)).map((a) => a.password);
     for (const line of f.logLines) for (const s of secrets) expect(line.includes(s)).toBe(false);
   }, 320_000);
 

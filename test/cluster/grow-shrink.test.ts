@@ -16,6 +16,8 @@ import type { ClusterRecord, StorageNodeRecord } from '../../services/manager/sr
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { openTestAccounts } from '../helpers/secrets';
+import type { OpenAccounts } from '../../services/manager/src/secrets/accounts';
 
 const AGENT_PORT = 58160;
 const MEMBER = '127.0.1.81:58181';
@@ -44,7 +46,7 @@ const bindable = (at: Endpoint) =>
 describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
   let f: ClusterFixture;
   let clusterId: string;
-  let accounts: ClusterRecord['accounts'];
+  let accounts: OpenAccounts;
 
   const cluster = () => f.manager.store.state().clusters[clusterId];
   const shardIds = () => Object.keys(cluster().shards);
@@ -122,7 +124,7 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
     const created = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
     expect(created.status, created.error_info).toBe('done');
     clusterId = (created.attachment as { cluster_id: string }).cluster_id;
-    accounts = cluster().accounts;
+    accounts = openTestAccounts(cluster().accounts);
     // One table per shard, rows written through a compute node.
     const [s1, s2] = shardIds();
     await sql(at(masterOf(s1)), `CREATE DATABASE IF NOT EXISTS ${DB}`);

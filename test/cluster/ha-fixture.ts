@@ -10,6 +10,7 @@ import pg from 'pg';
 import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
 import type { ClusterRecord, JobRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
 import { computerPorts, HOSTS, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { openTestAccounts } from '../helpers/secrets';
 
 export const TABLE = '`postgres_$$_public`.ha_orders';
 
@@ -66,7 +67,7 @@ export async function createHaCluster(f: ClusterFixture, computerHost: string): 
     },
     status: (n, checkMasterMs = 0) => haOf(n.hostaddr).replicationStatus(n.port, checkMasterMs),
     async storageQuery<T>(n: StorageNodeRecord, sql: string) {
-      const c = await mysql.createConnection({ host: n.hostaddr, port: n.port, ...cluster().accounts.storage, connectTimeout: 3000 });
+      const c = await mysql.createConnection({ host: n.hostaddr, port: n.port, ...openTestAccounts(cluster().accounts).storage, connectTimeout: 3000 });
       try {
         return (await c.query(sql))[0] as T[];
       } finally {

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandKind } from '../../services/manager/src/meta/commands';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { openTestAccounts } from '../helpers/secrets';
 
 const DB_TABLE = 'postgres_$$_public.orders';
 const pad = (n: number) => String(n).padStart(2, '0');
@@ -28,7 +29,7 @@ describe('logical backup and restore on real engines', () => {
     return shard.nodes[shard.masterNodeId];
   };
   const onShardNode = async <T>(node: { hostaddr: string; port: number }, sql: string): Promise<T> => {
-    const c = await mysql.createConnection({ host: node.hostaddr, port: node.port, ...cluster.accounts.storage, connectTimeout: 5000 });
+    const c = await mysql.createConnection({ host: node.hostaddr, port: node.port, ...openTestAccounts(cluster.accounts).storage, connectTimeout: 5000 });
     try {
       return (await c.query(sql))[0] as T;
     } finally {

@@ -13,6 +13,7 @@ import { emit, emitRaw } from '../manager/helpers/emit-client';
 import { HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { createHaCluster, idsOn, InsertLoad, registerMachines, TABLE, type HaCluster } from './ha-fixture';
 import { longestGap } from './write-gaps';
+import { openTestAccounts } from '../helpers/secrets';
 
 const MEMBER = '127.0.1.76:58176';
 const AGENT_PORT = 58156;
@@ -30,7 +31,7 @@ describe('manual_switch and set_noswitch on real engines (1 shard x 3 nodes, 1 c
   const standbys = () => ha.nodes().filter((n) => n.id !== shard().masterNodeId);
   /** The agent's own account, over the instance's socket (it is a localhost account). */
   const adminConn = (n: StorageNodeRecord) =>
-    mysql.createConnection({ socketPath: path.join(n.datadir, String(n.port), 'run', 'mariadbd.sock'), user: ha.cluster().accounts.admin.user, password: ha.cluster().accounts.admin.password });
+    mysql.createConnection({ socketPath: path.join(n.datadir, String(n.port), 'run', 'mariadbd.sock'), ...openTestAccounts(ha.cluster().accounts).admin });
   const detailShard = async () => {
     const reply = await emit(MEMBER, 'get_cluster_detail', { cluster_id: ha.clusterId });
     return (reply.attachment as { list_shard: { noswitch_until: string; list_node: { hostaddr: string; port: string; master: string; status: string }[] }[] }).list_shard[0];

@@ -15,6 +15,7 @@ import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { openTestAccounts } from '../helpers/secrets';
 
 const AGENT_PORT = 58160;
 const MEMBER = '127.0.1.72:58172';
@@ -51,7 +52,7 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     return { host: comp.hostaddr, port: comp.port };
   };
   async function onShard<T>(c: ClusterRecord, at: Endpoint, work: (conn: mysql.Connection) => Promise<T>): Promise<T> {
-    const conn = await mysql.createConnection({ host: at.host, port: at.port, ...c.accounts.storage, connectTimeout: 5000 });
+    const conn = await mysql.createConnection({ host: at.host, port: at.port, ...openTestAccounts(c.accounts).storage, connectTimeout: 5000 });
     try {
       return await work(conn);
     } finally {
@@ -112,7 +113,7 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     expect(b.status, b.error_info).toBe('done');
     src = cluster(String(a.attachment!.cluster_id));
     dst = cluster(String(b.attachment!.cluster_id));
-    computer = src.accounts.computer;
+    computer = openTestAccounts(src.accounts).computer;
     for (const [table, shard] of TABLES) {
       await onShard(src, masterOf(src, shard), async (c) => {
         await c.query(`CREATE DATABASE IF NOT EXISTS \`${DB}\``);
@@ -193,7 +194,7 @@ describe('restore drill: cluster_restore to a point in time between two known wr
   }, 300_000);
 
   it('the destination\'s compute node serves the restored rows', async () => {
-    computer = dst.accounts.computer;
+    computer = openTestAccounts(dst.accounts).computer;
     for (const [table] of TABLES) {
       const rows = await waitUntil(`${table} through the destination compute node`, () => onComp(compOf(dst), async (c) => {
         const r = (await c.query(`SELECT count(*)::int AS n, max(id)::int AS max FROM public.${table}`)).rows[0];

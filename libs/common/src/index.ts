@@ -7,3 +7,4 @@ export { createShutdown } from './shutdown';
 export type { Shutdown } from './shutdown';
 export { PipelinedStream, PipelineError } from './pipelined-stream';
 export type { BatchDuplex, PipelineOptions } from './pipelined-stream';
+export { OWNER_ONLY_UMASK, useOwnerOnlyUmask, makePrivateDirSync, makeDirWithMode } from './private-files';

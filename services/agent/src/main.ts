@@ -1,8 +1,10 @@
 // kcm-agent: `tsx services/agent/src/main.ts --host 127.0.2.1 --port 58100`
 
 import { parseArgs } from 'node:util';
-import { createLogger, createShutdown } from '@kcm/common';
+import { createLogger, createShutdown, useOwnerOnlyUmask } from '@kcm/common';
 import { startAgent } from './server';
+
+useOwnerOnlyUmask();
 
 const { values } = parseArgs({
   options: {

@@ -3,7 +3,7 @@
 
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from '@kcm/common';
+import { makePrivateDirSync, type Logger } from '@kcm/common';
 import { AgentService, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
 import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
 import { prepareDirs } from './capabilities/prepare-dirs';
@@ -38,6 +38,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const startedAt = Date.now();
   const engines = opts.engines ?? debianEnginePaths;
   const stateDir = opts.stateDir ?? path.join('/var/lib/kcm', `agent-${opts.hostaddr}`);
+  // It holds instance records and each MariaDB instance's admin secret: owner only.
+  makePrivateDirSync(stateDir);
   const supervisor = new InstanceSupervisor({
     desired: new DesiredStates(path.join(stateDir, 'desired')),
     logger: opts.logger.child({ component: 'supervisor' }),

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
-import { createLogger, type Logger } from '@kcm/common';
+import { createLogger, makePrivateDirSync, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
 import { AgentPool, MariaDbLogicalAgentClient, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
@@ -32,6 +32,7 @@ import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
 import { RollbackFinisher } from './rollback-finisher';
 import { RoutingService } from './routing-service';
+import { secretBoxFor } from './secrets/secret-box';
 import { ShardFailureDetector } from './shard-failure-detector';
 import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob } from './jobs/shard-ha/failover-job';
 import { forwardServiceDefinition } from './forward/forward-proto';
@@ -91,10 +92,15 @@ export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
   const now = opts.clock ?? Date.now;
   const logger = opts.logger ?? createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } });
+  // Refuses to build without a secrets key (unless insecure): passwords are never kept in clear.
+  const secrets = secretBoxFor(config);
+  if (!secrets.sealsForReal) logger.warn('insecure mode without secretsKeyFile: generated database passwords are stored unencrypted in the Raft log and state');
   const promRegistry = new Registry();
   collectDefaultMetrics({ register: promRegistry });
 
   const bootstrapVoters = config.join ? [] : config.initialMembers.length > 0 ? config.initialMembers : [config.member];
+  // The Raft log and snapshots: owner only, whatever mode LevelDB gives its files.
+  if (!opts.storage) makePrivateDirSync(config.dataDir);
   const storage = opts.storage ?? (await LevelStorage.open(path.join(config.dataDir, 'raft'), { bootstrap: { voters: bootstrapVoters, learners: [] } }));
 
   // Followers forward submissions to the leader on its Raft address (forward/).
@@ -185,7 +191,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
-  const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }), now };
+  const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }), now, secrets };
   runner = new JobRunner(pacer.runnerStore, registry, stepServices, {
     onStepDone(job, step, ms) {
       metrics.observeStep(job, step, ms / 1000);
@@ -198,9 +204,9 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   const activeRunner = runner;
   const activeMonitor = monitor;
-  const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'catalog-sync' }) });
+  const catalogSync = new CatalogSync({ store: observedStore, agents: engineAgents, secrets, logger: logger.child({ component: 'catalog-sync' }) });
   const reconciler = new InstanceReconciler({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'reconciler' }), intervalMs: config.reconcileIntervalMs });
-  const failureDetector = new ShardFailureDetector({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'failure-detector' }), intervalMs: config.failureDetectIntervalMs, graceMs: config.failureGraceMs, now,
+  const failureDetector = new ShardFailureDetector({ store: observedStore, agents: engineAgents, secrets, logger: logger.child({ component: 'failure-detector' }), intervalMs: config.failureDetectIntervalMs, graceMs: config.failureGraceMs, now,
     // set_noswitch: no automatic failover of a shard while its window is open.
     switchSuppressed: (state, clusterId, shardId) => noSwitchUntil(state, clusterId, shardId, now()) !== null });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
@@ -257,6 +263,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     // it has applied them, validation needs no heartbeat round (anything else takes ReadIndex).
     validationBarrier: () => (leaderHasAppliedAllCommitted() ? Promise.resolve() : store.linearizableRead()),
     onSubmitted: () => activeRunner.notify(),
+    secrets,
+    maxJobsPerCluster: config.maxJobsPerCluster,
     now,
   });
   const service = new RoutingService({
@@ -270,7 +278,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   if (config.insecure) logger.warn('INSECURE: Emit is served without authentication (insecure: true / --insecure); never run a real deployment like this');
   else if (config.tokens.length === 0) logger.warn('no tokens in the config: only tokens in the replicated state (create_token) can authenticate');
   const auth = config.insecure ? ({ insecure: true } as const) : { lookup: tokenDirectory(config.tokens, () => sm.state) };
-  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth, member: config.member, registry: promRegistry });
+  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth, member: config.member, registry: promRegistry,
+    rateLimit: { ratePerSecond: config.emitRatePerSecond, burst: config.emitRateBurst } });
 
   const { host, port } = splitMember(config.member);
   let stopping: Promise<void> | undefined;

@@ -11,6 +11,7 @@ import { shardEndpoints, type EngineAgents } from './jobs/instance-ops';
 import type { ClusterRecord, CompRecord } from './meta/state';
 import type { MetaStore } from './meta/store';
 import { PeriodicRounds } from './periodic-rounds';
+import type { SecretBox } from './secrets/secret-box';
 
 export const DEFAULT_CATALOG_SYNC_INTERVAL_MS = 2000;
 
@@ -18,6 +19,8 @@ export interface CatalogSyncOptions {
   store: MetaStore;
   agents: EngineAgents;
   logger: Logger;
+  /** Opens the storage account's password the compute nodes' user mappings need. */
+  secrets: SecretBox;
   intervalMs?: number;
 }
 
@@ -58,7 +61,7 @@ export class CatalogSync {
   }
 
   private async syncCluster(cluster: ClusterRecord): Promise<void> {
-    const shards = shardEndpoints(cluster);
+    const shards = shardEndpoints(this.opts.secrets, cluster);
     await Promise.all(Object.values(cluster.comps).map((comp) => this.syncComp(cluster, comp, shards)));
   }
 

@@ -76,6 +76,21 @@ export const managerConfigSchema = z.object({
   backupPvLimitMb: z.number().int().min(0).default(100),
   /** A standby lagging more than this (seconds) is not a full backup's source; the master is used only when no standby qualifies. */
   backupMaxReplicaDelayS: z.number().int().min(0).default(60),
+  /**
+   * 32 random bytes (mode 0600), the same file on every member: generated database passwords
+   * are sealed with it (AES-256-GCM) before they enter the Raft log (secrets/secret-box.ts).
+   * Required unless `insecure`. A metadata backup restores only with the same key.
+   */
+  secretsKeyFile: z.string().min(1).optional(),
+  /**
+   * Limits (gateway/rate-limit.ts): Emit requests each caller (its token; its address where
+   * no token is configured) may send per second on one member, with bursts up to
+   * emitRateBurst; above it the reply is OVERLOADED (HTTP 429). 0 turns the limit off.
+   */
+  emitRatePerSecond: z.number().min(0).default(5_000),
+  emitRateBurst: z.number().int().min(1).default(10_000),
+  /** Unfinished jobs (queued or running) one cluster may have; another is refused OVERLOADED. */
+  maxJobsPerCluster: z.number().int().min(1).default(32),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -7,6 +7,9 @@ import { createLogger, createShutdown } from '@kcm/common';
 import { buildManager } from './app';
 import { loadManagerConfig } from './config';
 import { restoreMetaInto } from './backup/restore-meta';
+import { useOwnerOnlyUmask } from '@kcm/common';
+
+useOwnerOnlyUmask();
 
 const { values } = parseArgs({
   options: { config: { type: 'string', default: process.env.KCM_MANAGER_CONFIG }, 'restore-meta': { type: 'string' }, insecure: { type: 'boolean', default: false } },

@@ -13,6 +13,8 @@ import { orThrow } from './jobs/errors';
 import { redactParas } from './audit/chain';
 import { AuditSequencer } from './audit/sequencer';
 import type { JobRegistry } from './jobs/runner';
+import { revealSealed } from './secrets/reveal';
+import type { SecretBox } from './secrets/secret-box';
 
 /** A sync query: answers from the replicated state (and live probes where the spec asks). */
 export type QueryHandler = (req: ValidRequest, state: MetaState) => Promise<Record<string, unknown>> | Record<string, unknown>;
@@ -31,6 +33,10 @@ export interface ManagerServiceDeps {
   validationBarrier?(): Promise<void>;
   /** Stamps each submission (its job's submittedAt). Default: Date.now. */
   now?: Clock;
+  /** Unfinished jobs one cluster may have (queued or running); more are refused OVERLOADED. Absent: no limit. */
+  maxJobsPerCluster?: number;
+  /** Opens the passwords a job result holds sealed (create_cluster's) for get_status. */
+  secrets: SecretBox;
   /** Told after each submission commits, so the runner starts the job without waiting. */
   onSubmitted?(jobId: string): void;
 }
@@ -67,6 +73,7 @@ export class ManagerService implements JobService {
       lockKey: def.lockKey(resolved, this.deps.store.state()),
       // Lets the commit also start the job when nothing it waits for is running.
       stepNames: def.steps(resolved).map((s) => s.name),
+      ...(this.deps.maxJobsPerCluster === undefined ? {} : { maxJobsPerLock: this.deps.maxJobsPerCluster }),
       ...(context.identity === undefined ? {} : { submittedBy: context.identity.name }),
     } as const;
     // Numbered right before the proposal, with no await between: proposals keep call order.
@@ -103,12 +110,20 @@ export class ManagerService implements JobService {
     };
   }
 
-  async getStatus(jobId: string): Promise<JobStatusView> {
+  /**
+   * The passwords a result holds (create_cluster's) are shown to the token that submitted
+   * the job and to admins; anyone else, and a call with no identity, sees HIDDEN_SECRET.
+   */
+  async getStatus(jobId: string, context: SubmitContext = {}): Promise<JobStatusView> {
     await this.deps.linearizableRead();
     const state = this.deps.store.state();
     const job = state.jobs[jobId];
     if (!job) throw KcmError.of('NOT_FOUND', missingJobMessage(state, jobId), { field: 'job_id' });
-    return statusView(job);
+    const view = statusView(job);
+    if (!view.attachment) return view;
+    const caller = context.identity;
+    const mayReveal = caller !== undefined && (caller.role === 'admin' || (job.submittedBy !== undefined && caller.name === job.submittedBy));
+    return { ...view, attachment: revealSealed(view.attachment, this.deps.secrets, mayReveal) };
   }
 
   async runQuery(req: ValidRequest): Promise<Record<string, unknown>> {

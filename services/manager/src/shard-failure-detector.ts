@@ -22,6 +22,8 @@ import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '.
 import type { MetaStore } from './meta/store';
 import { PeriodicRounds } from './periodic-rounds';
 import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob, type ShardFailoverParas, type ShardRejoinParas } from './jobs/shard-ha/failover-job';
+import { openAccount, type DbAccount } from './secrets/accounts';
+import type { SecretBox } from './secrets/secret-box';
 
 export const DEFAULT_FAILURE_DETECT_INTERVAL_MS = 500;
 export const DEFAULT_FAILURE_GRACE_MS = 1000;
@@ -32,6 +34,8 @@ export interface FailureDetectorOptions {
   store: MetaStore;
   agents: Agents;
   logger: Logger;
+  /** Opens the storage account's password for the SQL ping. */
+  secrets: SecretBox;
   intervalMs?: number;
   graceMs?: number;
   /** Deadline of each probe of a master (agent call and SQL ping) (ms). */
@@ -177,7 +181,7 @@ export class ShardFailureDetector {
         (status) => ({ status, error: '' }),
         (err: Error) => ({ status: undefined as MariaDbHaStatusReply | undefined, error: err.message }),
       ),
-      sqlPing(master, cluster, timeoutMs),
+      sqlPing(master, () => openAccount(this.opts.secrets, cluster.accounts.storage), timeoutMs),
     ]);
     const status = agentView.status;
     if (status) {
@@ -248,12 +252,12 @@ export class ShardFailureDetector {
 }
 
 /** Connects with the cluster's storage account and runs SELECT 1 within timeoutMs. */
-async function sqlPing(node: StorageNodeRecord, cluster: ClusterRecord, timeoutMs: number): Promise<boolean> {
+async function sqlPing(node: StorageNodeRecord, storage: () => DbAccount, timeoutMs: number): Promise<boolean> {
   let conn: mysql.Connection | undefined;
   const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref());
   const attempt = (async () => {
     try {
-      conn = await mysql.createConnection({ host: node.hostaddr, port: node.port, ...cluster.accounts.storage, connectTimeout: timeoutMs });
+      conn = await mysql.createConnection({ host: node.hostaddr, port: node.port, ...storage(), connectTimeout: timeoutMs });
       conn.on('error', () => {});
       await conn.query('SELECT 1');
       return true;

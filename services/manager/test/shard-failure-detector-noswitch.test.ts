@@ -9,6 +9,7 @@ import { noSwitchUntil } from '../src/meta/noswitch';
 import { ShardFailureDetector } from '../src/shard-failure-detector';
 import { cluster } from './helpers/cluster-state';
 import { LocalStore } from './helpers/local-store';
+import { testSecretBox } from '../../../test/helpers/secrets';
 
 /** A ready cluster whose shard's master (127.0.0.1:1: nothing answers SQL there) is watched through a fake agent. */
 async function detectorWith(master: { running: boolean; restarts: number }) {
@@ -21,7 +22,7 @@ async function detectorWith(master: { running: boolean; restarts: number }) {
     }),
   };
   const detector = new ShardFailureDetector({
-    store, agents: agents as never, logger: silentLogger(), probeTimeoutMs: 50, now: () => nowMs,
+    store, agents: agents as never, secrets: testSecretBox(), logger: silentLogger(), probeTimeoutMs: 50, now: () => nowMs,
     switchSuppressed: (state, clusterId, shardId) => noSwitchUntil(state, clusterId, shardId, nowMs) !== null,
   });
   const openWindow = (ms: number) => store.propose({ kind: CommandKind.NoSwitchSet, at: nowMs, clusterId: '7', shardIds: ['71'], untilMs: nowMs + ms });

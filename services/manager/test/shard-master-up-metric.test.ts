@@ -9,6 +9,7 @@ import { createManagerMetrics } from '../src/metrics';
 import { ShardFailureDetector } from '../src/shard-failure-detector';
 import { cluster } from './helpers/cluster-state';
 import { LocalStore } from './helpers/local-store';
+import { testSecretBox } from '../../../test/helpers/secrets';
 
 function watchedShard() {
   const store = new LocalStore();
@@ -19,7 +20,7 @@ function watchedShard() {
       replicationStatus: async () => ({ installed: true, running: master.running, answering: master.running, reason: master.running ? '' : 'no process', supervisor_restarts: 0 }),
     }),
   };
-  const detector = new ShardFailureDetector({ store, agents: agents as never, logger: silentLogger(), probeTimeoutMs: 50 });
+  const detector = new ShardFailureDetector({ store, agents: agents as never, secrets: testSecretBox(), logger: silentLogger(), probeTimeoutMs: 50 });
   const registry = new Registry();
   createManagerMetrics(registry, { raft: () => undefined, state: () => store.s, health: () => undefined, shardMasters: () => detector.masterHealth() });
   const gauge = async () => (await registry.getSingleMetricAsString('kcm_shard_master_up')).split('\n').filter((l) => !l.startsWith('#'));

@@ -10,6 +10,7 @@ import { mkdirSync, openSync, closeSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readJsonLog, type LogLine } from './logs';
+import { testSecretsKeyFile } from '../../helpers/secrets';
 import { testTokenConfig } from '../../helpers/tokens';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -103,6 +104,10 @@ export interface ManagerSpec {
   machineDeadAfterMs?: number;
   /** Full backups' MB/s per shard stream (tests slow it to act while a backup is under way). */
   backupPvLimitMb?: number;
+  /** Emit's limits (0 = no rate limit): the fuzzer lifts the rate, the limits test lowers it. */
+  emitRatePerSecond?: number;
+  emitRateBurst?: number;
+  maxJobsPerCluster?: number;
 }
 
 export class ManagerProcess extends ManagedProcess {
@@ -110,7 +115,7 @@ export class ManagerProcess extends ManagedProcess {
     mkdirSync(dataDir, { recursive: true });
     const configFile = path.join(dataDir, 'manager.json');
     const { member, ...rest } = spec;
-    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', tokens: testTokenConfig(), ...rest }, null, 2));
+    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...rest }, null, 2));
     super(`manager ${member}`, [MANAGER_MAIN, '--config', configFile], path.join(dataDir, 'manager.log'));
   }
 

@@ -1,7 +1,8 @@
 // Creates the directories a machine registration names and proves each is writable,
 // so create_machine fails at registration rather than at the first install.
 
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import { makeDirWithMode } from '@kcm/common';
 import path from 'node:path';
 import type { PrepareDirsReply } from '@kcm/agent-api';
 
@@ -13,7 +14,8 @@ export async function prepareDirs(dirs: string[]): Promise<PrepareDirsReply> {
       continue;
     }
     try {
-      await mkdir(dir, { recursive: true });
+      // Traversable, not listable: mysql and postgres pass through to their own directories.
+      await makeDirWithMode(dir, 0o711);
       const probe = path.join(dir, `.kcm-write-probe-${process.pid}`);
       await writeFile(probe, 'ok');
       await rm(probe);

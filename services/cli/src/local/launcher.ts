@@ -3,7 +3,8 @@
 
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { ensureSecretsKey, secretsKeyPath } from './secrets-key';
 import { connect, createServer } from 'node:net';
 import path from 'node:path';
 import { PROTOCOL_VERSION } from '@kcm/protocol';
@@ -55,15 +56,22 @@ export function describeBindProblem(problem: BindProblem): string {
 /** Manager configs and per-host create_machine files, and the directories every process needs. */
 /** Writes the configs and machine files; returns the deployment's admin token (made on the first `up`). */
 export async function writeDeploymentFiles(topology: Topology): Promise<string> {
-  // 0755: database instances placed under an agent's directory run as mysql/postgres and must traverse it.
-  await mkdir(topology.dir, { recursive: true, mode: 0o755 });
+  // 0711: database instances placed under an agent's directory run as mysql/postgres and
+  // must traverse it; no other user may list or read it. Managers' directories are 0700.
+  await mkdir(topology.dir, { recursive: true, mode: 0o711 });
+  await chmod(topology.dir, 0o711);
   const token = await ensureAdminToken(topology.dir);
+  await ensureSecretsKey(secretsKeyPath(topology.dir));
   for (const manager of topology.managers) {
-    await mkdir(manager.dataDir, { recursive: true });
-    await writeFile(manager.configPath, `${JSON.stringify(managerConfig(topology, manager, tokenSha256(token)), null, 2)}\n`);
+    await mkdir(manager.dataDir, { recursive: true, mode: 0o700 });
+    await chmod(manager.dir, 0o700);
+    await chmod(manager.dataDir, 0o700);
+    await writeFile(manager.configPath, `${JSON.stringify(managerConfig(topology, manager, tokenSha256(token)), null, 2)}\n`, { mode: 0o600 });
   }
   for (const agent of topology.agents) {
-    await mkdir(agent.stateDir, { recursive: true });
+    await mkdir(agent.stateDir, { recursive: true, mode: 0o700 });
+    await chmod(agent.dir, 0o711);
+    await chmod(agent.stateDir, 0o700);
     const envelope = {
       version: PROTOCOL_VERSION,
       job_id: '',
@@ -84,7 +92,7 @@ export async function writeDeploymentFiles(topology: Topology): Promise<string> 
  */
 export async function startDetached(argv: readonly string[], logPath: string, cwd: string): Promise<number> {
   await mkdir(path.dirname(logPath), { recursive: true });
-  const log = openSync(logPath, 'a');
+  const log = openSync(logPath, 'a', 0o600);
   try {
     const child = spawn(argv[0], argv.slice(1), { cwd, detached: true, stdio: ['ignore', log, log], env: process.env });
     const pid = child.pid;

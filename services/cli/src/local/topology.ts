@@ -5,6 +5,7 @@
 
 import path from 'node:path';
 import { isIP } from 'node:net';
+import { secretsKeyPath } from './secrets-key';
 import { LOCAL_ADMIN_TOKEN_NAME } from './admin-token';
 
 export interface TopologyOptions {
@@ -141,6 +142,7 @@ export function managerConfig(topology: Topology, manager: ManagerPlan, adminTok
     dataDir: manager.dataDir,
     initialMembers: topology.managers.map((m) => m.member),
     agentPort: topology.options.agentPort,
+    secretsKeyFile: secretsKeyPath(topology.dir),
     // The bootstrap admin (admin-token.ts): only its digest; the token stays in <dir>/admin.token.
     tokens: [{ name: LOCAL_ADMIN_TOKEN_NAME, role: 'admin', sha256: adminTokenSha256 }],
     machineDeadAfterMs: 30_000,

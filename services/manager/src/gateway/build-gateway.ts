@@ -1,16 +1,19 @@
 // build() returns the app; the manager's main listens, tests call app.inject().
 
-import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { errorReply, KcmError } from '@kcm/protocol';
 import { createLogger, type Logger } from '@kcm/common';
 import type { JobService } from './job-service';
-import { authenticate, requestIdentity, setRequestIdentity, type EmitAuth } from './auth';
+import { authenticate, INSECURE_IDENTITY, requestIdentity, setRequestIdentity, type EmitAuth } from './auth';
+import type { Identity } from '@kcm/protocol';
 import { registerJsonBodyParser } from './json-body';
 import { createEmitMetrics } from './metrics';
 import { REQUEST_ID_HEADER, emitRecordOf, findEmitRecord, logEmit, recordEmit, requestIdFor } from './request-log';
 import { answerEmit, echoFields, errorAnswer } from './emit-route';
 import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-replies';
+import { RateLimiter, type RateLimitOptions } from './rate-limit';
+import { drainThen, oversizeToDrain } from './oversize-body';
 
 export const EMIT_PATH = '/HttpService/Emit';
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -27,6 +30,8 @@ export interface GatewayOptions {
   member?: string;
   /** Where /metrics reads from; a fresh registry when absent. */
   registry?: Registry;
+  /** Emit requests per second per caller (rate-limit.ts). Absent: no limit. */
+  rateLimit?: RateLimitOptions;
 }
 
 export function buildGateway(options: GatewayOptions): FastifyInstance {
@@ -74,13 +79,28 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   });
   app.setNotFoundHandler(sendNotFound);
 
+  const limiter = new RateLimiter(options.rateLimit ?? { ratePerSecond: 0, burst: 1 });
   app.post(EMIT_PATH, {
     // Before the body is read: an unauthenticated client cannot make us parse a megabyte.
     onRequest: (request, reply, done) => {
       const outcome = authenticate(auth, request.headers.authorization);
       if ('identity' in outcome) {
         setRequestIdentity(request, outcome.identity);
-        done();
+        const waitMs = limiter.take(rateKeyOf(request, outcome.identity));
+        if (waitMs === 0 && oversizeToDrain(request.raw, bodyLimitBytes) !== undefined) {
+          const tooLarge = errorAnswer(KcmError.of('BODY_TOO_LARGE', `body exceeds the ${bodyLimitBytes}-byte limit`), '', '');
+          recordEmit(request, tooLarge.record);
+          drainThen(request.raw, () => void reply.code(tooLarge.httpStatus).send(tooLarge.reply));
+          return;
+        }
+        if (waitMs === 0) {
+          done();
+          return;
+        }
+        const limit = `more than ${options.rateLimit?.ratePerSecond} requests/s from ${outcome.identity === INSECURE_IDENTITY ? 'this address' : `token ${outcome.identity.name}`}`;
+        const refused = errorAnswer(KcmError.of('OVERLOADED', `request rate limit: ${limit} (emitRatePerSecond); retry in ${waitMs} ms`), '', '');
+        recordEmit(request, refused.record);
+        void reply.code(refused.httpStatus).header('retry-after', String(Math.ceil(waitMs / 1000))).send(refused.reply);
         return;
       }
       const answer = errorAnswer(KcmError.of('UNAUTHENTICATED', outcome.refusal), '', '');
@@ -109,4 +129,9 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   return app;
+}
+
+/** Whom a request's rate is counted against: its token's name, or its address when no token names the caller (insecure mode). */
+function rateKeyOf(request: FastifyRequest, identity: Identity): string {
+  return identity === INSECURE_IDENTITY ? `address:${request.ip}` : `token:${identity.name}`;
 }

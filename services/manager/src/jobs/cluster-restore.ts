@@ -25,6 +25,7 @@ import { errorNameOf } from './errors';
 import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
 import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from './nodes';
 import type { JobOf, StepContext } from './workflow';
+import { openAccount } from '../secrets/accounts';
 
 type Paras = ParasOf<'cluster_restore'>;
 
@@ -156,9 +157,9 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
             const reply = await ctx.agents.mariadbRestore(master.hostaddr).restoreFullBackup({
               op_id: opId(ctx.jobId, 'restore', `node-${master.id}`),
               spec: instanceSpec(plan.dst, master),
-              admin: plan.dst.accounts.admin,
-              replication: plan.dst.accounts.replication,
-              storage: plan.dst.accounts.storage,
+              admin: openAccount(ctx.secrets, plan.dst.accounts.admin),
+              replication: openAccount(ctx.secrets, plan.dst.accounts.replication),
+              storage: openAccount(ctx.secrets, plan.dst.accounts.storage),
               objects: [{ storage_agent_address: where.address, root: where.root, key: where.key }],
             });
             gtids[dst.id] = { srcShardId: src.shardId, gtid: reply.gtid_pos };
@@ -177,7 +178,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
         await forEachInstance(plan.shards, (s) => s.dst.name, async ({ dst }) => {
           const master = masterOf(dst);
           for (const node of Object.values(dst.nodes).filter((n) => n.id !== master.id)) {
-            await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), plan.dst, dst, node, [master], policy, false);
+            await copyIntoStandby(ctx.agents, ctx.secrets, opId(ctx.jobId, 'rebuild', `node-${node.id}`), plan.dst, dst, node, [master], policy, false);
           }
         });
         return null;
@@ -216,7 +217,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
       name: 'sync the compute nodes and apply cpu limits',
       async run(ctx) {
         const dst = clusterOfStep(ctx, p.dst_cluster_id);
-        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', dst, Object.values(dst.comps));
+        await syncCompCatalogs(ctx.agents, ctx.secrets, ctx.jobId, 'catalog', dst, Object.values(dst.comps));
         // Restored and rebuilt instances are new processes, outside their predecessors' cgroups.
         const nodes = Object.values(dst.shards).flatMap((s) => Object.values(s.nodes));
         await forEachInstance(nodes, (n) => `mysql ${n.hostaddr}:${n.port}`, (n) => applyCpuLimit(ctx.agents, ctx.jobId, dst, n, 'mysql'));

@@ -102,9 +102,10 @@ function createResult(cluster: ClusterRecord, state: MetaState): CreateClusterRe
     shards: String(shards.length),
     comps: String(Object.keys(cluster.comps).length),
     computer_user: cluster.accounts.computer.user,
-    computer_pwd: cluster.accounts.computer.password,
+    // Sealed as stored: get_status opens them for the cluster's creator and admins only.
+    computer_pwd: cluster.accounts.computer.sealedPassword,
     storage_user: cluster.accounts.storage.user,
-    storage_pwd: cluster.accounts.storage.password,
+    storage_pwd: cluster.accounts.storage.sealedPassword,
     list_shard: shards.map((s) => ({
       shard_id: s.id,
       shard_name: s.name,
@@ -150,7 +151,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
               jobId: ctx.jobId,
               nickName: p.nick_name,
               options: optionsOf(p),
-              accounts: generateClusterAccounts(),
+              accounts: generateClusterAccounts(ctx.secrets),
               placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
             }),
           );
@@ -163,7 +164,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'install storage nodes',
       async run(ctx) {
         const cluster = createdCluster(ctx);
-        await forEachInstance(storageNodes(cluster), ({ node }) => `storage node ${node.id} on ${node.hostaddr}:${node.port}`, ({ node }) => installStorageNode(ctx.agents, ctx.jobId, cluster, node));
+        await forEachInstance(storageNodes(cluster), ({ node }) => `storage node ${node.id} on ${node.hostaddr}:${node.port}`, ({ node }) => installStorageNode(ctx.agents, ctx.secrets, ctx.jobId, cluster, node));
         return null;
       },
     },
@@ -171,7 +172,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'set up replication',
       async run(ctx) {
         const cluster = createdCluster(ctx);
-        await forEachInstance(Object.values(cluster.shards), (s) => s.name, (shard) => setUpShardReplication(ctx.agents, ctx.jobId, cluster, shard));
+        await forEachInstance(Object.values(cluster.shards), (s) => s.name, (shard) => setUpShardReplication(ctx.agents, ctx.secrets, ctx.jobId, cluster, shard));
         return null;
       },
     },
@@ -179,7 +180,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'install compute nodes',
       async run(ctx) {
         const cluster = createdCluster(ctx);
-        await forEachInstance(Object.values(cluster.comps), (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (comp) => installComp(ctx.agents, ctx.jobId, cluster, comp));
+        await forEachInstance(Object.values(cluster.comps), (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (comp) => installComp(ctx.agents, ctx.secrets, ctx.jobId, cluster, comp));
         return null;
       },
     },
@@ -187,7 +188,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'connect compute nodes to shards',
       async run(ctx) {
         const cluster = createdCluster(ctx);
-        const shards = shardEndpoints(cluster);
+        const shards = shardEndpoints(ctx.secrets, cluster);
         await forEachInstance(Object.values(cluster.comps), (c) => c.name, (comp) =>
           ctx.agents.postgres(comp.hostaddr).syncCatalog(opId(ctx.jobId, 'catalog', `comp-${comp.id}`), comp.port, shards),
         );
@@ -221,7 +222,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
     if (!cluster) return undefined; // nothing was placed
     ctx.logger.warn({ jobId: ctx.jobId, clusterId: cluster.id, failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
     // Ports are returned per instance, only once it is gone from its host (rollback.ts).
-    return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
+    return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now, secrets: ctx.secrets }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
   },
 };
 

@@ -70,7 +70,7 @@ export const addComps: JobOf<'add_comps', AddOutputs> = {
       name: 'install compute nodes',
       async run(ctx) {
         const { cluster, comps } = newCompsOf(ctx);
-        await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(ctx.agents, ctx.jobId, cluster, c));
+        await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(ctx.agents, ctx.secrets, ctx.jobId, cluster, c));
         return null;
       },
     },
@@ -78,7 +78,7 @@ export const addComps: JobOf<'add_comps', AddOutputs> = {
       name: 'connect compute nodes to shards',
       async run(ctx) {
         const { cluster, comps } = newCompsOf(ctx);
-        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, comps);
+        await syncCompCatalogs(ctx.agents, ctx.secrets, ctx.jobId, 'catalog', cluster, comps);
         return null;
       },
     },

@@ -11,6 +11,8 @@ import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { Clock, MetaStore } from '../meta/store';
 import { orThrow } from './errors';
+import { openAccount } from '../secrets/accounts';
+import type { SecretBox } from '../secrets/secret-box';
 
 /**
  * The agents as the jobs use them: one client per host and engine, from the manager's one
@@ -44,8 +46,8 @@ export function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
 }
 
 /** mariadb-install-db, my.cnf, the three accounts, started. The storage account may use every `D_$$_S` database. */
-export async function installStorageNode(agents: EngineAgents, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<number> {
-  const { admin, replication, storage } = cluster.accounts;
+export async function installStorageNode(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<number> {
+  const [admin, replication, storage] = [cluster.accounts.admin, cluster.accounts.replication, cluster.accounts.storage].map((a) => openAccount(secrets, a));
   const reply = await agents.mariadb(node.hostaddr).install({
     op_id: opId(jobId, 'install', `node-${node.id}`),
     spec: instanceSpec(cluster, node),
@@ -61,10 +63,10 @@ export async function installStorageNode(agents: EngineAgents, jobId: string, cl
  * The shard's master first (semi-sync master side only there), then every standby in
  * parallel, attached with GTID to the master.
  */
-export async function setUpShardReplication(agents: EngineAgents, jobId: string, cluster: ClusterRecord, shard: ShardRecord): Promise<void> {
+export async function setUpShardReplication(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, shard: ShardRecord): Promise<void> {
   const master = shard.nodes[shard.masterNodeId];
   if (!master) throw new Error(`shard ${shard.id} has no master node ${shard.masterNodeId}`);
-  const { replication } = cluster.accounts;
+  const replication = openAccount(secrets, cluster.accounts.replication);
   const level = cluster.options.fullsyncLevel;
   await agents.mariadb(master.hostaddr).configureReplication({
     op_id: opId(jobId, 'master', `node-${master.id}`),
@@ -92,24 +94,26 @@ export async function setUpShardReplication(agents: EngineAgents, jobId: string,
 }
 
 /** initdb, the computer account, mysql_fdw, started. */
-export async function installComp(agents: EngineAgents, jobId: string, cluster: ClusterRecord, comp: CompRecord): Promise<number> {
+export async function installComp(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, comp: CompRecord): Promise<number> {
+  const computer = openAccount(secrets, cluster.accounts.computer);
   const reply = await agents.postgres(comp.hostaddr).install({
     op_id: opId(jobId, 'install', `comp-${comp.id}`),
     comp_datadir: comp.compDatadir,
     port: comp.port,
-    user: cluster.accounts.computer.user,
-    password: cluster.accounts.computer.password,
+    user: computer.user,
+    password: computer.password,
     variables: { max_connections: String(cluster.options.maxConnections) },
   });
   return reply.pid;
 }
 
 /** Every shard at its current master, reached with the storage account. */
-export function shardEndpoints(cluster: ClusterRecord): ShardEndpoint[] {
+export function shardEndpoints(secrets: SecretBox, cluster: ClusterRecord): ShardEndpoint[] {
+  const storage = openAccount(secrets, cluster.accounts.storage);
   return Object.values(cluster.shards).flatMap((shard) => {
     const master = shard.nodes[shard.masterNodeId];
     if (!master) return [];
-    return [{ shard_id: shard.id, host: master.hostaddr, port: master.port, user: cluster.accounts.storage.user, password: cluster.accounts.storage.password }];
+    return [{ shard_id: shard.id, host: master.hostaddr, port: master.port, user: storage.user, password: storage.password }];
   });
 }
 
@@ -153,8 +157,8 @@ export async function removeComp(agents: EngineAgents, jobId: string, comp: { id
  * foreign table whose source is on no listed shard; it leaves the unused foreign server).
  * `action` keeps op_ids of two syncs in one job apart.
  */
-export async function syncCompCatalogs(agents: EngineAgents, jobId: string, action: string, cluster: ClusterRecord, comps: CompRecord[]): Promise<void> {
-  const shards = shardEndpoints(cluster);
+export async function syncCompCatalogs(agents: EngineAgents, secrets: SecretBox, jobId: string, action: string, cluster: ClusterRecord, comps: CompRecord[]): Promise<void> {
+  const shards = shardEndpoints(secrets, cluster);
   const settled = await Promise.allSettled(comps.map((comp) => agents.postgres(comp.hostaddr).syncCatalog(opId(jobId, action, `comp-${comp.id}`), comp.port, shards)));
   const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${comps[i].name}: ${(s.reason as Error).message}`] : []));
   // The first failure is the cause: its agent error names the job's (stepFailureOf).

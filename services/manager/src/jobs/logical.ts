@@ -180,7 +180,7 @@ export function logicalRestoreJob(deps: LogicalJobDeps): JobOf<'logical_restore'
         name: 'sync compute nodes',
         async run(ctx) {
           const dst = clusterOfStep(ctx, p.dst_cluster_id);
-          await syncCompCatalogs(ctx.agents, ctx.jobId, 'logical-restore-sync', dst, Object.values(dst.comps));
+          await syncCompCatalogs(ctx.agents, ctx.secrets, ctx.jobId, 'logical-restore-sync', dst, Object.values(dst.comps));
           return {};
         },
       },

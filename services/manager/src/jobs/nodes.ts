@@ -22,6 +22,8 @@ import { candidatesFor, checkStorageSpace, placeNodesInShard, storageDemand } fr
 import { rollBackGrowJob } from './rollback';
 import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
 import type { JobOf } from './workflow';
+import { openAccount } from '../secrets/accounts';
+import type { SecretBox } from '../secrets/secret-box';
 
 type AddParas = ParasOf<'add_nodes'>;
 type DeleteParas = ParasOf<'delete_nodes'>;
@@ -53,6 +55,7 @@ export function findStorageNode(cluster: ClusterRecord, hostaddr: string, port: 
  */
 export async function copyIntoStandby(
   agents: EngineAgents,
+  secrets: SecretBox,
   op: string,
   cluster: ClusterRecord,
   shard: ShardRecord,
@@ -66,7 +69,7 @@ export async function copyIntoStandby(
   const request = {
     op_id: op,
     spec: instanceSpec(cluster, node),
-    admin: cluster.accounts.admin,
+    admin: openAccount(secrets, cluster.accounts.admin),
     sources: sources.map((s) => ({ agent_address: agents.agentAddress(s.hostaddr), hostaddr: s.hostaddr, port: s.port, is_master: s.id === master.id })),
     allow_replica_delay_s: policy.allowReplicaDelayS,
     allow_pull_from_master: policy.allowPullFromMaster,
@@ -74,7 +77,7 @@ export async function copyIntoStandby(
     need_backup: policy.needBackup,
     master_host: master.hostaddr,
     master_port: master.port,
-    replication: cluster.accounts.replication,
+    replication: openAccount(secrets, cluster.accounts.replication),
   };
   const client = agents.mariadb(node.hostaddr);
   return seed ? client.seedStandby(request) : client.rebuildStandby(request);
@@ -206,7 +209,7 @@ export const addNodes: JobOf<'add_nodes', AddOutputs> = {
           const sources = nodes.filter((n) => n.placedByJob !== ctx.jobId);
           for (const node of nodes.filter((n) => n.placedByJob === ctx.jobId)) {
             try {
-              await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'seed', `node-${node.id}`), cluster, shard, node, sources, policy, true);
+              await copyIntoStandby(ctx.agents, ctx.secrets, opId(ctx.jobId, 'seed', `node-${node.id}`), cluster, shard, node, sources, policy, true);
             } catch (err) {
               throw new Error(`storage node ${node.id} on ${node.hostaddr}:${node.port}: ${(err as Error).message}`, { cause: err });
             }
@@ -274,7 +277,7 @@ export const rebuildNode: JobOf<'rebuild_node', RebuildOutputs> = {
           await ctx.progress(i, targets.length);
           const sources = Object.values(shard.nodes).filter((n) => !rebuilding.has(n.id));
           try {
-            copies.push(copySummary(node, await copyIntoStandby(ctx.agents, opId(ctx.jobId, 'rebuild', `node-${node.id}`), cluster, shard, node, sources, policy, false)));
+            copies.push(copySummary(node, await copyIntoStandby(ctx.agents, ctx.secrets, opId(ctx.jobId, 'rebuild', `node-${node.id}`), cluster, shard, node, sources, policy, false)));
           } catch (err) {
             throw KcmError.of(errorNameOf(err, 'INSTANCE_FAILED'), `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
           }

@@ -14,12 +14,14 @@ import type { Clock, MetaStore } from '../meta/store';
 import { orThrow } from './errors';
 import { removeComp, removeStorageNode, storageNodes, syncCompCatalogs, type EngineAgents } from './instance-ops';
 import type { StepContext } from './workflow';
+import type { SecretBox } from '../secrets/secret-box';
 
 export interface RollbackDeps {
   store: MetaStore;
   agents: EngineAgents;
   logger: Logger;
   now: Clock;
+  secrets: SecretBox;
 }
 
 /** What a failed job has to take back. */
@@ -161,7 +163,7 @@ export async function rollBackPlacement(deps: RollbackDeps, jobId: string, jobTy
  */
 export function rollBackGrowJob(jobType: 'add_shards' | 'add_comps' | 'add_nodes') {
   return (ctx: StepContext<{ cluster_id: string }, object>, failedStep: string, error: KcmError): Promise<string | undefined> =>
-    rollBackPlacement({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now }, ctx.jobId, jobType, ctx.paras.cluster_id, failedStep, error.message);
+    rollBackPlacement({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now, secrets: ctx.secrets }, ctx.jobId, jobType, ctx.paras.cluster_id, failedStep, error.message);
 }
 
 /** The remaining compute nodes forget the dropped shards' foreign tables (the catalog sync would, within seconds). */
@@ -169,7 +171,7 @@ async function resyncCatalogs(deps: RollbackDeps, jobId: string, clusterId: stri
   const cluster = deps.store.state().clusters[clusterId];
   if (!cluster) return;
   try {
-    await syncCompCatalogs(deps.agents, jobId, 'uncatalog', cluster, Object.values(cluster.comps));
+    await syncCompCatalogs(deps.agents, deps.secrets, jobId, 'uncatalog', cluster, Object.values(cluster.comps));
   } catch (err) {
     deps.logger.warn({ jobId, clusterId, err: (err as Error).message }, 'catalog sync after rollback failed; the periodic catalog sync retries');
   }

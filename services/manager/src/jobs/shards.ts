@@ -92,7 +92,7 @@ export const addShards: JobOf<'add_shards', AddOutputs> = {
       async run(ctx) {
         const { cluster, shards } = newShardsOf(ctx);
         const nodes = shards.flatMap((s) => Object.values(s.nodes));
-        await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(ctx.agents, ctx.jobId, cluster, n));
+        await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(ctx.agents, ctx.secrets, ctx.jobId, cluster, n));
         return null;
       },
     },
@@ -100,7 +100,7 @@ export const addShards: JobOf<'add_shards', AddOutputs> = {
       name: 'set up replication',
       async run(ctx) {
         const { cluster, shards } = newShardsOf(ctx);
-        await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(ctx.agents, ctx.jobId, cluster, s));
+        await forEachInstance(shards, (s) => s.name, (s) => setUpShardReplication(ctx.agents, ctx.secrets, ctx.jobId, cluster, s));
         return null;
       },
     },
@@ -117,7 +117,7 @@ export const addShards: JobOf<'add_shards', AddOutputs> = {
       name: 'connect compute nodes to shards',
       async run(ctx) {
         const { cluster, shards } = newShardsOf(ctx);
-        await syncCompCatalogs(ctx.agents, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
+        await syncCompCatalogs(ctx.agents, ctx.secrets, ctx.jobId, 'catalog', cluster, Object.values(cluster.comps));
         return {
           cluster_id: cluster.id,
           cluster_name: cluster.name,
@@ -191,7 +191,7 @@ export function deleteShardsJob(): JobOf<'delete_shards', DeleteOutputs> {
         name: 'disconnect compute nodes',
         async run(ctx) {
           const cluster = clusterOfStep(ctx, p.cluster_id);
-          await syncCompCatalogs(ctx.agents, ctx.jobId, 'uncatalog', cluster, Object.values(cluster.comps));
+          await syncCompCatalogs(ctx.agents, ctx.secrets, ctx.jobId, 'uncatalog', cluster, Object.values(cluster.comps));
           return null;
         },
       },

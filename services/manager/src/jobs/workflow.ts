@@ -15,6 +15,7 @@ import type { Command } from '../meta/commands';
 import type { ApplyOutcome } from '../meta/outcome';
 import type { MetaState } from '../meta/state';
 import type { EngineAgents } from './instance-ops';
+import type { SecretBox } from '../secrets/secret-box';
 
 /** What every step acts through, the same for every job family (given to the runner once). */
 export interface StepServices {
@@ -27,6 +28,8 @@ export interface StepServices {
   logger: Logger;
   /** The manager's clock (ms since the epoch): the `at` of every command a step proposes. */
   now(): number;
+  /** Seals new passwords and opens stored ones for the agent calls that need them. */
+  secrets: SecretBox;
 }
 
 export interface StepContext<P = unknown, O extends object = {}> extends StepServices {

@@ -92,6 +92,12 @@ export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
    * the runner commits JobStarted when its turn comes. Absent in entries written before.
    */
   stepNames?: string[];
+  /**
+   * The leader's maxJobsPerCluster: with a `cluster:` lock key, refused (OVERLOADED) when
+   * that many unfinished jobs already hold it. Carried in the entry so every member reaches
+   * the same verdict. Absent (internal jobs such as failovers, older entries): no limit.
+   */
+  maxJobsPerLock?: number;
   /** The submitter's token name (JobRecord.submittedBy); absent for the leader's own jobs. */
   submittedBy?: string;
   /**

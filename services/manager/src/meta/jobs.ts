@@ -43,6 +43,10 @@ export function applyJobSubmitted(state: MetaState, cmd: JobSubmitted): ApplyOut
       return earlier;
     }
   }
+  const waiting = cmd.lockKey === null ? 0 : (state.runQueues[cmd.lockKey]?.length ?? 0);
+  if (cmd.maxJobsPerLock !== undefined && cmd.lockKey?.startsWith('cluster:') && waiting >= cmd.maxJobsPerLock) {
+    return refused('OVERLOADED', `${cmd.lockKey.replace(':', ' ')} already has ${waiting} unfinished jobs (maxJobsPerCluster ${cmd.maxJobsPerLock}); retry once one has finished`);
+  }
   const id = String(++state.counters.job);
   const queue = runQueueOf({ id, lockKey: cmd.lockKey });
   // A key is held while any unfinished job has it: this job then waits its turn in 'started'.

@@ -4,7 +4,7 @@
 
 // NO_LEADER: a submission whose audit record was numbered by a leader with an old view of
 // the chain (meta/audit.ts); the member that received it sends it again.
-export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS' | 'NO_LEADER';
+export type RefusalName = 'CONFLICT' | 'NOT_FOUND' | 'NO_RESOURCES' | 'INVALID_PARAS' | 'NO_LEADER' | 'OVERLOADED';
 
 export type ApplyOutcome<T = unknown> = { ok: true; value: T } | { ok: false; refusal: RefusalName; message: string };
 

@@ -94,20 +94,24 @@ export interface PortAllocation {
 
 export type ClusterStatus = 'creating' | 'ready' | 'deleting';
 
-/** A database account. Passwords live here: the replicated metadata is the source of truth for them. */
-export interface DbAccount {
+/**
+ * A database account as the replicated metadata keeps it (the source of truth): the password
+ * only sealed with the managers' secrets key (secrets/secret-box.ts); open it with
+ * secrets/accounts.ts where an agent call needs it.
+ */
+export interface StoredAccount {
   user: string;
-  password: string;
+  sealedPassword: string;
 }
 
-export interface ClusterAccounts {
+export interface ClusterAccounts<A = StoredAccount> {
   /** The agents' own account on every storage node (localhost only); shared by a shard's copies. */
-  admin: DbAccount;
-  replication: DbAccount;
+  admin: A;
+  replication: A;
   /** DDL and DML on the cluster's databases only; what compute nodes use to reach the shards. */
-  storage: DbAccount;
+  storage: A;
   /** The application's account on every compute node. */
-  computer: DbAccount;
+  computer: A;
 }
 
 /** The create_cluster paras every later instance of the cluster is built with. */

@@ -11,6 +11,7 @@ import type { LogicalBackupPart } from '../../src/meta/logical-backups';
 import { cluster } from '../helpers/cluster-state';
 import { LocalStore } from '../helpers/local-store';
 import { fakeLogicalAgents, type FakeLogicalAgents } from './logical-fakes';
+import { storedAccount, testSecretBox } from '../../../../test/helpers/secrets';
 
 let store: LocalStore;
 let f: FakeLogicalAgents;
@@ -32,6 +33,7 @@ async function run<R>(def: JobDefinition<any, any, R>, p: unknown): Promise<R> {
       withAgent: () => Promise.reject(new Error('none')),
       logger: silentLogger(),
       now: () => 1_800_000_000_000,
+      secrets: testSecretBox(),
       jobId: '9',
       paras: p,
       outputs,
@@ -65,7 +67,7 @@ async function recordSet(type: 'table' | 'schema', dbTable: string, takenAtSecon
   return runId;
 }
 
-const withAccounts = (c: ReturnType<typeof cluster>) => ({ ...c, accounts: { storage: { user: 'kcm_storage', password: 'pw-12345678' } } as typeof c.accounts });
+const withAccounts = (c: ReturnType<typeof cluster>) => ({ ...c, accounts: { storage: storedAccount({ user: 'kcm_storage', password: 'pw-12345678' }) } as typeof c.accounts });
 
 beforeEach(() => {
   store = new LocalStore();

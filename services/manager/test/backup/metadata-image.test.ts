@@ -14,6 +14,7 @@ import { metadataBackupImage, readMetadataBackup, readMetadataBackupFile, seedRa
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { cluster, stateWith } from '../helpers/cluster-state';
+import { testSecretsKeyFile } from '../../../../test/helpers/secrets';
 
 function stateWithRunningBackupJob() {
   const state = stateWith(cluster('7', 'ready', [['1', '127.0.2.1', 57001], ['2', '127.0.2.2', 57001], ['3', '127.0.2.3', 57001]], [['4', '127.0.2.1', 58001]]));
@@ -57,7 +58,7 @@ describe('metadata backup image', () => {
     const member = `127.0.99.${2 + Math.floor(Math.random() * 200)}:${20000 + Math.floor(Math.random() * 20000)}`;
     try {
       const restored = readMetadataBackup(metadataBackupImage(stateWithRunningBackupJob(), { backupJobId: '2', appliedIndex: 42, takenAt: 5 }));
-      const config = parseManagerConfig({ member, dataDir: path.join(dir, 'data'), agentPort: 1, tickMs: 20, logLevel: 'silent' });
+      const config = parseManagerConfig({ member, dataDir: path.join(dir, 'data'), agentPort: 1, tickMs: 20, logLevel: 'silent', secretsKeyFile: testSecretsKeyFile() });
       await seedRaftStorage(path.join(config.dataDir, 'raft'), [member], restored);
       await expect(seedRaftStorage(path.join(config.dataDir, 'raft'), [member], restored)).rejects.toThrow(/already holds Raft state/);
       const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }) });

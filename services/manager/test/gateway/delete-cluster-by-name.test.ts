@@ -6,9 +6,10 @@ import { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../../src/meta/commands';
 import { startInProcessManager, type InProcessManager } from '../helpers/in-process-manager';
 import { envelope } from './helpers';
+import { storedAccount } from '../../../../test/helpers/secrets';
 
 const code = (name: Parameters<typeof KcmError.of>[0]) => String(KcmError.of(name, '').code);
-const account = { user: 'u', password: 'p' };
+const account = storedAccount({ user: 'u', password: 'p' });
 
 let kcm: InProcessManager;
 let clusterName: string;

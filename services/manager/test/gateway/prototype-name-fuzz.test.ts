@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOB_MODES, canonicalJobType, type ReplyEnvelope } from '@kcm/protocol';
 import { CommandKind } from '../../src/meta/commands';
 import { startInProcessManager, type InProcessManager } from '../helpers/in-process-manager';
+import { storedAccount } from '../../../../test/helpers/secrets';
 
 const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype'];
 const FIXTURES_DIR = path.resolve(__dirname, '../../../../test/fixtures/emit');
@@ -101,7 +102,7 @@ beforeAll(async () => {
     await kcm.registerMachine(hostaddr, 'storage', 57000);
     await kcm.registerMachine(hostaddr, 'computer', 59000);
   }
-  const account = { user: 'u', password: 'p' };
+  const account = storedAccount({ user: 'u', password: 'p' });
   await kcm.commit({
     kind: CommandKind.ClusterCreated, at, jobId: '0', nickName: 'fuzz',
     options: { haMode: 'rbr', maxStorageSizeGb: 1, maxConnections: 10, cpuCores: 1, cpuLimitNode: 'quota', innodbSizeMb: 64, rocksdbBlockCacheSizeMb: 0, dbcfg: 0, fullsyncLevel: 1 },

@@ -16,6 +16,7 @@ import { parseManagerConfig } from '../../src/config';
 import { CommandKind, type Command } from '../../src/meta/commands';
 import type { MachineType } from '../../src/meta/state';
 import type { Clock } from '../../src/meta/store';
+import { testSecretsKeyFile } from '../../../../test/helpers/secrets';
 import { authHeader, testTokenConfig } from '../../../../test/helpers/tokens';
 
 export interface InProcessManager {
@@ -47,6 +48,8 @@ export interface InProcessOptions {
   clock?: Clock;
   /** Keep the leader services running once it leads, so accepted jobs run. Default: false. */
   leaderServices?: boolean;
+  /** More manager config (limits, ...) over the helper's own. */
+  config?: Record<string, unknown>;
 }
 
 export async function startInProcessManager(opts: InProcessOptions = {}): Promise<InProcessManager> {
@@ -55,7 +58,7 @@ export async function startInProcessManager(opts: InProcessOptions = {}): Promis
   const raftPort = await freePort(host);
   const member = `${host}:${raftPort - 1}`; // the Raft transport listens on the member's port + 1
   // dataDir is never read: the Raft log is in memory.
-  const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent', tokens: testTokenConfig() });
+  const config = parseManagerConfig({ member, dataDir: '/nonexistent/kcm-in-process', agentPort: 1, tickMs: 20, electionTick: 10, logLevel: 'silent', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...opts.config });
   const manager = await buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }), storage: MemoryStorage.bootstrap([member]), clock: opts.clock });
   const close = async () => {
     await manager.stop().catch(() => {});

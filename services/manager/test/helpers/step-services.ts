@@ -6,6 +6,7 @@ import { AgentPool, type WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from '../../src/jobs/instance-ops';
 import type { StepServices } from '../../src/jobs/workflow';
 import type { MetaStore } from '../../src/meta/store';
+import { testSecretBox } from '../../../../test/helpers/secrets';
 
 const noAgent: WithAgent = (host) => Promise.reject(new Error(`no agent of ${host} in this test`));
 
@@ -16,5 +17,6 @@ export function stepServices(store: MetaStore, given: { agents?: EngineAgents; w
     withAgent: given.withAgent ?? noAgent,
     logger: given.logger ?? silentLogger(),
     now: Date.now,
+    secrets: testSecretBox(),
   };
 }

@@ -18,6 +18,7 @@ import type { BackupStorageRecord } from '../../src/meta/state';
 import { until } from '../helpers/local-store';
 import { stepServices } from '../helpers/step-services';
 import { AGENT_PORT, request, startHarness } from './grow-harness';
+import { testSecretBox } from '../../../../test/helpers/secrets';
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
@@ -81,7 +82,7 @@ async function backupHarness(probes: (host: string, port: number, isMaster: bool
   };
   const registry = registryOf({ manual_backup_cluster: manualBackupClusterJob(deps), create_backup_storage: createBackupStorageJob(storages.open), delete_backup_storage: deleteBackupStorage });
   const runner = new JobRunner(h.store, registry, stepServices(h.store, { agents }));
-  const service = new ManagerService({ store: h.store, registry, queries: backupQueriesFor(), linearizableRead: async () => {}, onSubmitted: () => runner.notify() });
+  const service = new ManagerService({ store: h.store, registry, queries: backupQueriesFor(), linearizableRead: async () => {}, secrets: testSecretBox(), onSubmitted: () => runner.notify() });
   runner.start();
   const run = async (jobType: string, paras: Record<string, unknown>) => {
     const { jobId } = await service.submitJob(request(jobType, paras));

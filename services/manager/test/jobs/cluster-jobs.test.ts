@@ -7,6 +7,7 @@ import { KcmError } from '@kcm/protocol';
 import { CatalogSync } from '../../src/catalog-sync';
 import { recordingAgents } from '../helpers/recording-agents';
 import { AGENT_PORT, createParas as harnessCreateParas, request, startHarness } from './grow-harness';
+import { openTestAccounts, testSecretBox } from '../../../../test/helpers/secrets';
 
 const HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
 
@@ -27,8 +28,8 @@ describe('cluster jobs against recording agents', () => {
     expect(cluster.status).toBe('ready');
     expect(status.attachment).toMatchObject({
       cluster_id: cluster.id, cluster_name: cluster.name, shards: '2', comps: '2',
-      computer_user: cluster.accounts.computer.user, computer_pwd: cluster.accounts.computer.password,
-      storage_user: cluster.accounts.storage.user, storage_pwd: cluster.accounts.storage.password,
+      computer_user: cluster.accounts.computer.user, computer_pwd: openTestAccounts(cluster.accounts).computer.password,
+      storage_user: cluster.accounts.storage.user, storage_pwd: openTestAccounts(cluster.accounts).storage.password,
     });
     const order = [...new Set(calls.map((c) => c.method))];
     expect(order).toEqual(['mariadb.install', 'mariadb.replication', 'pg.install', 'pg.sync', 'mariadb.probe', 'pg.probe', 'cgroup.set']);
@@ -44,7 +45,7 @@ describe('cluster jobs against recording agents', () => {
     );
     const sync = calls.find((c) => c.method === 'pg.sync')!;
     expect(sync.request.shards).toEqual(Object.values(cluster.shards).map((s) => ({
-      shard_id: s.id, host: s.nodes[s.masterNodeId].hostaddr, port: s.nodes[s.masterNodeId].port, user: cluster.accounts.storage.user, password: cluster.accounts.storage.password,
+      shard_id: s.id, host: s.nodes[s.masterNodeId].hostaddr, port: s.nodes[s.masterNodeId].port, ...openTestAccounts(cluster.accounts).storage,
     })));
     expect(calls.filter((c) => c.method === 'cgroup.set').every((c) => c.request.cpuCores === 2 && c.request.mode === 'share' && c.request.pid > 0)).toBe(true);
   });
@@ -97,7 +98,7 @@ describe('cluster jobs against recording agents', () => {
     const [first, second] = Object.values(store.s.clusters);
     second.status = 'deleting';
     const { agents, calls } = recordingAgents({ agentPort: AGENT_PORT, failures: [] });
-    const sync = new CatalogSync({ store, agents, logger: silentLogger() });
+    const sync = new CatalogSync({ store, agents, secrets: testSecretBox(), logger: silentLogger() });
     await sync.syncAll();
     await sync.syncAll();
     const syncs = calls.filter((c) => c.method === 'pg.sync');

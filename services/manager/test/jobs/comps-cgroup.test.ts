@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { methods, startHarness } from './grow-harness';
+import { openTestAccounts } from '../../../../test/helpers/secrets';
 
 describe('add_comps and delete_comp', () => {
   it('add_comps installs with the cluster account, gives only the new nodes the catalog of every shard, then their cpu limits', async () => {
@@ -18,7 +19,7 @@ describe('add_comps and delete_comp', () => {
       list_comp: added.map((c) => ({ comp_id: c.id, comp_name: `comp_${c.id}`, hostaddr: c.hostaddr, port: String(c.port) })),
     });
     expect(methods(h.calls)).toEqual(['pg.install', 'pg.sync', 'pg.probe', 'cgroup.set']);
-    for (const c of h.calls.filter((c) => c.method === 'pg.install')) expect(c.request).toMatchObject({ user: cluster.accounts.computer.user, password: cluster.accounts.computer.password });
+    for (const c of h.calls.filter((c) => c.method === 'pg.install')) expect(c.request).toMatchObject(openTestAccounts(cluster.accounts).computer);
     const syncs = h.calls.filter((c) => c.method === 'pg.sync');
     expect(syncs.map((c) => c.request.port).sort()).toEqual(added.map((c) => c.port).sort());
     for (const s of syncs) expect(s.request.shards.map((e: { shard_id: string }) => e.shard_id)).toEqual(['1', '2']);

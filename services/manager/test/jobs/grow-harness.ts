@@ -15,6 +15,7 @@ import type { MetaState } from '../../src/meta/state';
 import { until } from '../helpers/local-store';
 import { recordingAgents, type Call, type Failure } from '../helpers/recording-agents';
 import { soloTransport } from '../helpers/solo-transport';
+import { testSecretsKeyFile } from '../../../../test/helpers/secrets';
 
 export type { Call, Failure };
 
@@ -73,7 +74,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   const agents = options.agents ?? recording.agents;
   // A real one-member manager (Raft in memory) built like production, running only its job
   // runner: no health probe or catalog sync calls the recording agents behind a test's back.
-  const config = parseManagerConfig({ member: MEMBER, dataDir: '/nonexistent/kcm-grow-harness', agentPort: AGENT_PORT, tickMs: 10, electionTick: 10, logLevel: 'silent' });
+  const config = parseManagerConfig({ member: MEMBER, dataDir: '/nonexistent/kcm-grow-harness', agentPort: AGENT_PORT, tickMs: 10, electionTick: 10, logLevel: 'silent', secretsKeyFile: testSecretsKeyFile() });
   manager = await buildManager(config, {
     logger: silentLogger(),
     storage: MemoryStorage.bootstrap([MEMBER]),
@@ -113,7 +114,7 @@ export async function startHarness(options: HarnessOptions = {}) {
   const run = async (jobType: string, paras: Record<string, unknown>) => {
     const { jobId } = await service.submitJob(request(jobType, paras));
     await until(() => ['done', 'failed'].includes(store.s.jobs[jobId].status), 10_000);
-    return { ...(await service.getStatus(jobId)), jobId };
+    return { ...(await service.getStatus(jobId, { identity: { name: 'test-admin', role: 'admin' } })), jobId };
   };
   /** The refusal at submission as [catalog name, message], or undefined when it was accepted. */
   const refusal = (jobType: string, paras: Record<string, unknown>) =>

@@ -2,6 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { AGENT_PORT, HOSTS, methods, startHarness } from './grow-harness';
+import { openTestAccounts } from '../../../../test/helpers/secrets';
 
 describe('add_nodes', () => {
   it('seeds each new standby from a copy of its shard (every existing member offered as a source, the master flagged) on a machine the shard does not use yet', async () => {
@@ -21,8 +22,8 @@ describe('add_nodes', () => {
       expect(seed.request).toMatchObject({
         op_id: `job:${status.jobId}:seed:node-${added.id}`,
         spec: { port: added.port, server_id: Number(added.id), innodb_size_mb: 64, fullsync_level: 1 },
-        admin: cluster.accounts.admin,
-        replication: cluster.accounts.replication,
+        admin: openTestAccounts(cluster.accounts).admin,
+        replication: openTestAccounts(cluster.accounts).replication,
         master_host: master.hostaddr,
         master_port: master.port,
         allow_pull_from_master: true,

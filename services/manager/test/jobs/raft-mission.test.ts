@@ -12,6 +12,7 @@ import { ManagerService } from '../../src/manager-service';
 import { LocalStore, until } from '../helpers/local-store';
 import { stepServices } from '../helpers/step-services';
 import { request } from './grow-harness';
+import { testSecretBox } from '../../../../test/helpers/secrets';
 
 const SELF = '127.0.1.91:58001';
 const NOBODY = '127.0.1.99:58001';
@@ -56,7 +57,7 @@ async function setUp(catchUpTimeoutMs: number) {
   const definition = raftMissionJob({ raft, catchUpTimeoutMs });
   const registry = registryOf({ raft_mission: definition });
   runner = new JobRunner(store, registry, stepServices(store));
-  const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, onSubmitted: () => runner!.notify() });
+  const service = new ManagerService({ store, registry, queries: new Map(), linearizableRead: async () => {}, secrets: testSecretBox(), onSubmitted: () => runner!.notify() });
   runner.start();
   const run = async (paras: Record<string, string>) => {
     const { jobId } = await service.submitJob(request('raft_mission', paras));

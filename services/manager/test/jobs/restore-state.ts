@@ -3,6 +3,7 @@
 
 import type { ArchivedBinlogRecord, ClusterRecord, MetaState, ShardBackupRecord, ShardRecord } from '../../src/meta/state';
 import { cluster } from '../helpers/cluster-state';
+import { storedAccount } from '../../../../test/helpers/secrets';
 
 export const BACKUP_FINISHED_S = 1_800_000_000;
 
@@ -10,7 +11,7 @@ export const BACKUP_FINISHED_S = 1_800_000_000;
 export function clusterWithShards(id: string, shardCount: number): ClusterRecord {
   const c = cluster(id, 'ready', [], []);
   c.shards = Object.create(null);
-  c.accounts = { admin: { user: 'a', password: 'pa' }, replication: { user: 'r', password: 'pr' }, storage: { user: 's', password: 'ps' }, computer: { user: 'c', password: 'pc' } };
+  c.accounts = { admin: storedAccount({ user: 'a', password: 'pa' }), replication: storedAccount({ user: 'r', password: 'pr' }), storage: storedAccount({ user: 's', password: 'ps' }), computer: storedAccount({ user: 'c', password: 'pc' }) };
   c.options = { haMode: 'rbr', maxStorageSizeGb: 1, maxConnections: 100, cpuCores: 1, cpuLimitNode: 'share', innodbSizeMb: 64, rocksdbBlockCacheSizeMb: 0, dbcfg: 1, fullsyncLevel: 1 };
   for (let i = 1; i <= shardCount; i++) {
     const shardId = `${id}${i}`;

@@ -8,6 +8,7 @@ import { stepServices } from '../helpers/step-services';
 import { JobRunner, type JobRegistry } from '../../src/jobs/runner';
 import { ManagerService } from '../../src/manager-service';
 import type { JobDefinition } from '../../src/jobs/workflow';
+import { testSecretBox } from '../../../../test/helpers/secrets';
 
 async function submit(store: LocalStore, jobType: string, lockKey: string | null = null): Promise<string> {
   const out = await store.propose({ kind: CommandKind.JobSubmitted, at: 0, jobType, sentJobType: jobType, paras: {}, requestId: null, lockKey });
@@ -190,7 +191,7 @@ describe('job runner', () => {
     }
     expect(Object.keys(store.s.jobs)).toEqual(ids.slice(2));
     // get_status tells a dropped job from one that never existed.
-    const service = new ManagerService({ store, registry: new Map(), queries: new Map(), linearizableRead: async () => {} });
+    const service = new ManagerService({ store, registry: new Map(), queries: new Map(), linearizableRead: async () => {}, secrets: testSecretBox() });
     await expect(service.getStatus(ids[0])).rejects.toThrow(`job ${ids[0]} finished and is no longer kept: the job history keeps only the newest finished jobs (finishedJobsKept)`);
     await expect(service.getStatus('99')).rejects.toThrow('job 99 does not exist');
     await runner.stop();

@@ -4,6 +4,7 @@ import { applyCommand } from '../../src/meta/fsm';
 import { allocatePorts } from '../../src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
 import { emptyMetaState, type ClusterOptions, type MachineType, type MetaState } from '../../src/meta/state';
+import { storedAccount } from '../../../../test/helpers/secrets';
 
 const AT = 1_700_000_000_123;
 
@@ -12,10 +13,10 @@ const options: ClusterOptions = {
   innodbSizeMb: 64, rocksdbBlockCacheSizeMb: 0, dbcfg: 1, fullsyncLevel: 1,
 };
 const accounts = {
-  admin: { user: 'kcm_admin_1', password: 'admin-secret' },
-  replication: { user: 'kcm_repl_1', password: 'repl-secret' },
-  storage: { user: 'storage_1', password: 'storage-secret' },
-  computer: { user: 'computer_1', password: 'computer-secret' },
+  admin: storedAccount({ user: 'kcm_admin_1', password: 'admin-secret' }),
+  replication: storedAccount({ user: 'kcm_repl_1', password: 'repl-secret' }),
+  storage: storedAccount({ user: 'storage_1', password: 'storage-secret' }),
+  computer: storedAccount({ user: 'computer_1', password: 'computer-secret' }),
 };
 
 /** Applies through the wire encoding, as every member does. */

@@ -8,6 +8,7 @@ import { applyCommand } from '../../src/meta/fsm';
 import { allocatePorts, releasePorts } from '../../src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
 import { emptyMetaState, type ClusterOptions, type MetaState } from '../../src/meta/state';
+import { storedAccount } from '../../../../test/helpers/secrets';
 
 const at = 1_700_000_000_000;
 export const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype', '__defineGetter__', 'isPrototypeOf'];
@@ -32,7 +33,7 @@ const options: ClusterOptions = {
   haMode: 'rbr', maxStorageSizeGb: 10, maxConnections: 100, cpuCores: 1, cpuLimitNode: 'quota',
   innodbSizeMb: 64, rocksdbBlockCacheSizeMb: 0, dbcfg: 1, fullsyncLevel: 1,
 };
-const account = { user: 'u', password: 'p' };
+const account = storedAccount({ user: 'u', password: 'p' });
 
 /** A state with one machine and cluster 1 (one shard of one node, no compute node). */
 function withCluster(): MetaState {

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Command } from '../../src/meta/commands';
 import { ShardFailureDetector } from '../../src/shard-failure-detector';
 import { cluster, stateWith } from '../helpers/cluster-state';
+import { storedAccount, testSecretBox } from '../../../../test/helpers/secrets';
 
 // Nothing listens on 127.0.0.1:9 (discard): the SQL ping to the master fails at once.
 const MASTER = ['11', '127.0.0.1', 9] as [string, string, number];
@@ -28,7 +29,7 @@ interface World {
 
 function setUp(world: World) {
   const c = cluster('1', 'ready', [MASTER, ...STANDBYS], []);
-  c.accounts = { storage: { user: 'u', password: 'p' } } as typeof c.accounts;
+  c.accounts = { storage: storedAccount({ user: 'u', password: 'p' }) } as typeof c.accounts;
   const state = stateWith(c);
   const proposed: Command[] = [];
   let clock = 1_000_000;
@@ -46,6 +47,7 @@ function setUp(world: World) {
   const detector = new ShardFailureDetector({
     store: { state: () => state, propose: async (cmd: Command) => (proposed.push(cmd), { ok: true, value: { jobId: '9' } }) },
     agents,
+    secrets: testSecretBox(),
     logger: silentLogger(),
     graceMs: 1000,
     probeTimeoutMs: 300,

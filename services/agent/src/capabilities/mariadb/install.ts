@@ -3,7 +3,7 @@
 // Idempotent by state as well as by op_id: each step finds its work done and moves on, so
 // a re-run after a crash mid-install completes it instead of failing.
 
-import { access, chown, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, chown, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentContext } from '../../capability';
 import { exec, ExecError } from '../../ops/exec';
@@ -55,9 +55,12 @@ export async function prepareInstanceFiles(ctx: AgentContext, spec: MariaDbInsta
   const group = mysqlUser().gid;
   await writeFile(layout.myCnf, renderMyCnf(spec, layout, ctx.hostaddr), { mode: 0o640 });
   await chown(layout.myCnf, 0, group);
+  // mysqld reads it as group mysql: the mode is set whatever the agent's umask (077) took away.
+  await chmod(layout.myCnf, 0o640);
   if (!(await exists(layout.roleCnf))) {
     await writeFile(layout.roleCnf, renderRoleCnf('unassigned', spec.fullsync_level), { mode: 0o640 });
     await chown(layout.roleCnf, 0, group);
+    await chmod(layout.roleCnf, 0o640);
   }
   await saveAdminAccount(layout, admin);
   return layout;

@@ -4,7 +4,7 @@
 // (5 s) for acks no one sends. MariaDB waits for one standby's ack per transaction, so any
 // fullsync_level >= 1 means "one standby has it before the commit returns".
 
-import { chown, rename, writeFile } from 'node:fs/promises';
+import { chmod, chown, rename, writeFile } from 'node:fs/promises';
 import { mysqlUser, type InstanceLayout } from './instance-layout';
 import { renderRoleCnf } from './my-cnf';
 import type { MariaDbRole } from '@kcm/agent-api';
@@ -31,5 +31,6 @@ export async function applySemiSync(s: AdminSession, role: MariaDbRole, fullsync
 export async function persistRole(layout: InstanceLayout, role: MariaDbRole, fullsyncLevel: number): Promise<void> {
   await writeFile(`${layout.roleCnf}.tmp`, renderRoleCnf(role, fullsyncLevel), { mode: 0o640 });
   await chown(`${layout.roleCnf}.tmp`, 0, mysqlUser().gid);
+  await chmod(`${layout.roleCnf}.tmp`, 0o640); // the agent's umask (077) would leave mysqld unable to read it
   await rename(`${layout.roleCnf}.tmp`, layout.roleCnf);
 }

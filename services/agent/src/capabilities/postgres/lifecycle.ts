@@ -4,7 +4,7 @@
 import { access, chown, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Logger } from '@kcm/common';
+import { makeDirWithMode, type Logger } from '@kcm/common';
 import { exec, type RunAs } from '../../ops/exec';
 import { writeInstanceConfig, validateVariables } from './config';
 import { ADMIN_ROLE, instanceDatadir, validateIdentifier, validatePort, type InstanceRegistry, type PostgresInstance } from './layout';
@@ -101,7 +101,7 @@ export async function installPostgres(host: PostgresHost, req: InstallPostgresRe
   const known = await host.registry.find(port);
   if (known && known.datadir !== datadir) throw new AgentFailure('failed_precondition', `port ${port} already belongs to the instance in ${known.datadir}`);
 
-  await mkdir(req.comp_datadir, { recursive: true, mode: 0o755 });
+  await makeDirWithMode(req.comp_datadir, 0o711);
   await assertTraversable(host, req.comp_datadir);
   const details: string[] = [];
   const ours = known?.createdByOp === req.op_id;

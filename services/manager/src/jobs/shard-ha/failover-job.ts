@@ -106,12 +106,12 @@ const steps: Step[] = [
     run: (ctx) =>
       timed(async () => {
         const { cluster, master, others } = shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
-        return repointStandbys(ctx.agents, ctx.jobId, cluster, master, others.filter((n) => !n.fenced));
+        return repointStandbys(ctx.agents, ctx.secrets, ctx.jobId, cluster, master, others.filter((n) => !n.fenced));
       }),
   },
   {
     name: 're-point compute nodes',
-    run: (ctx) => timed(() => repointComputes(ctx.agents, ctx.jobId, () => shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id).cluster, ctx.signal)),
+    run: (ctx) => timed(() => repointComputes(ctx.agents, ctx.secrets, ctx.jobId, () => shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id).cluster, ctx.signal)),
   },
   {
     name: 'rejoin old master',

@@ -208,8 +208,8 @@ async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limit
   // once a standby connects and reaches it), it does not fail; one after the other made the
   // stall their sum.
   const [repointed, comps] = await Promise.all([
-    repointStandbys(ctx.agents, run, target.cluster, assign, [old, ...target.others].filter((n) => n.id === old.id || !n.fenced)),
-    repointComputes(ctx.agents, run, () => clusterOfStep(ctx, p.cluster_id), ctx.signal),
+    repointStandbys(ctx.agents, ctx.secrets, run, target.cluster, assign, [old, ...target.others].filter((n) => n.id === old.id || !n.fenced)),
+    repointComputes(ctx.agents, ctx.secrets, run, () => clusterOfStep(ctx, p.cluster_id), ctx.signal),
   ]);
   lap('re-point the standbys and the compute nodes');
   const stallMs = Math.round(performance.now() - started);

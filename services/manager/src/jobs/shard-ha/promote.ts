@@ -8,6 +8,8 @@ import { orThrow } from '../errors';
 import { opId } from '../instance-ops';
 import type { StepServices } from '../workflow';
 import { where } from './shard-view';
+import { openAccount } from '../../secrets/accounts';
+import type { SecretBox } from '../../secrets/secret-box';
 
 /** How long a promotion waits for the candidate's relay log to be applied. */
 export const PROMOTE_RELAY_WAIT_MS = 10_000;
@@ -63,8 +65,9 @@ export interface RepointOutcome {
 }
 
 /** Points each standby at the new master (MASTER_USE_GTID=slave_pos); one failing does not stop the others. */
-export async function repointStandbys(agents: Agents, jobId: string, cluster: ClusterRecord, master: StorageNodeRecord, standbys: StorageNodeRecord[]): Promise<RepointOutcome> {
+export async function repointStandbys(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, master: StorageNodeRecord, standbys: StorageNodeRecord[]): Promise<RepointOutcome> {
   const out: RepointOutcome = { repointed: [], failed: [] };
+  const replication = openAccount(secrets, cluster.accounts.replication);
   await Promise.all(
     standbys.map(async (n) => {
       try {
@@ -73,7 +76,7 @@ export async function repointStandbys(agents: Agents, jobId: string, cluster: Cl
           port: n.port,
           master_host: master.hostaddr,
           master_port: master.port,
-          replication: cluster.accounts.replication,
+          replication,
           fullsync_level: cluster.options.fullsyncLevel,
         });
         out.repointed.push({ node_id: n.id, hostaddr: n.hostaddr, port: n.port });

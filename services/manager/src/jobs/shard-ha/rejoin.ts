@@ -15,6 +15,8 @@ import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from '../nodes';
 import type { StepServices } from '../workflow';
 import { FENCE_REACH_MS } from './fence';
 import { where } from './shard-view';
+import { openAccount } from '../../secrets/accounts';
+import type { SecretBox } from '../../secrets/secret-box';
 
 export interface RejoinOutcome {
   node_id: string;
@@ -28,7 +30,7 @@ export interface RejoinOutcome {
 }
 
 export async function rejoinFencedNode(
-  services: Pick<StepServices, 'propose' | 'now'> & { agents: Agents },
+  services: Pick<StepServices, 'propose' | 'now' | 'secrets'> & { agents: Agents },
   ids: { jobId: string; clusterId: string },
   cluster: ClusterRecord,
   shard: ShardRecord,
@@ -64,27 +66,28 @@ export async function rejoinFencedNode(
         port: node.port,
         master_host: master.hostaddr,
         master_port: master.port,
-        replication: cluster.accounts.replication,
+        replication: openAccount(services.secrets, cluster.accounts.replication),
         fullsync_level: cluster.options.fullsyncLevel,
       });
     } catch (err) {
       // gtid_strict_mode refuses a history the master lacks: errant after all (a successor
       // position read after later writes hides them from the comparison). Rebuild.
-      await rebuild(services.agents, ids.jobId, cluster, shard, node);
+      await rebuild(services.agents, services.secrets, ids.jobId, cluster, shard, node);
       outcome = `rebuilt from a copy (re-pointing failed: ${(err as Error).message})`;
     }
   } else {
-    await rebuild(services.agents, ids.jobId, cluster, shard, node);
+    await rebuild(services.agents, services.secrets, ids.jobId, cluster, shard, node);
     outcome = 'rebuilt from a copy';
   }
   orThrow(await services.propose({ kind: CommandKind.NodeFenceSet, at: services.now(), clusterId: ids.clusterId, shardId: shard.id, nodeId: node.id, fenced: false, jobId: ids.jobId, reason: outcome }));
   return { ...base, outcome, discarded_gtids: errant, gtid_binlog_pos: status.gtid_binlog_pos };
 }
 
-async function rebuild(agents: Agents, jobId: string, cluster: ClusterRecord, shard: ShardRecord, node: StorageNodeRecord): Promise<void> {
+async function rebuild(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, shard: ShardRecord, node: StorageNodeRecord): Promise<void> {
   const sources = Object.values(shard.nodes).filter((n) => n.id !== node.id && !n.fenced);
   await copyIntoStandby(
     agents,
+    secrets,
     opId(jobId, 'rebuild-errant', `node-${node.id}`),
     cluster,
     shard,

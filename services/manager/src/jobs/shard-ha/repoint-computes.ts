@@ -7,6 +7,7 @@ import { KcmError } from '@kcm/protocol';
 import type { Agents } from '@kcm/agent-api';
 import type { ClusterRecord } from '../../meta/state';
 import { shardEndpoints } from '../instance-ops';
+import type { SecretBox } from '../../secrets/secret-box';
 
 export const REPOINT_COMPUTES_WITHIN_MS = 60_000;
 
@@ -14,7 +15,7 @@ export interface ComputeRepointOutcome {
   comps: { comp_id: string; hostaddr: string; port: number; servers_changed: string[]; attempts: number }[];
 }
 
-export async function repointComputes(agents: Agents, jobId: string, cluster: () => ClusterRecord, signal: AbortSignal, withinMs = REPOINT_COMPUTES_WITHIN_MS): Promise<ComputeRepointOutcome> {
+export async function repointComputes(agents: Agents, secrets: SecretBox, jobId: string, cluster: () => ClusterRecord, signal: AbortSignal, withinMs = REPOINT_COMPUTES_WITHIN_MS): Promise<ComputeRepointOutcome> {
   const deadline = Date.now() + withinMs;
   const comps = Object.values(cluster().comps);
   const done = await Promise.all(
@@ -24,7 +25,7 @@ export async function repointComputes(agents: Agents, jobId: string, cluster: ()
         attempts++;
         try {
           // Read each time: what is synced is the topology as committed now.
-          const reply = await agents.postgres(comp.hostaddr).syncCatalog(`job:${jobId}:repoint:comp-${comp.id}:${randomUUID()}`, comp.port, shardEndpoints(cluster()));
+          const reply = await agents.postgres(comp.hostaddr).syncCatalog(`job:${jobId}:repoint:comp-${comp.id}:${randomUUID()}`, comp.port, shardEndpoints(secrets, cluster()));
           return { comp_id: comp.id, hostaddr: comp.hostaddr, port: comp.port, servers_changed: reply.servers_changed, attempts };
         } catch (err) {
           if (signal.aborted || Date.now() > deadline) {

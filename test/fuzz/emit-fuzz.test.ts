@@ -1,0 +1,22 @@
+// The default suite's share of `npm run fuzz:emit`: 5,000 cases against a real 3-manager
+// group. Nothing may exit, answer 5xx or without the envelope, or change state beyond what
+// the accepted requests account for.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalGroup } from '../manager/helpers/group';
+import { runFuzz, startFuzzGroup } from './emit-fuzz';
+
+describe('Emit under 5,000 fuzzed requests', () => {
+  let group: LocalGroup;
+  beforeAll(async () => {
+    group = await startFuzzGroup();
+  }, 120_000);
+  afterAll(() => group?.stop());
+
+  it('no process exits, no 5xx, every reply has the envelope, and rejected requests change no state', async () => {
+    const figures = await runFuzz(group, { cases: 5_000, seed: Number(process.env.KCM_FUZZ_SEED ?? 7) });
+    expect(figures.failures).toEqual([]);
+    expect({ exits: figures.processExits, http5xx: figures.replies5xx, noEnvelope: figures.repliesWithoutEnvelope, unaccounted: figures.unaccountedStateChanges }).toEqual({ exits: 0, http5xx: 0, noEnvelope: 0, unaccounted: 0 });
+    expect(figures.cases).toBe(5_000);
+  }, 120_000);
+});
