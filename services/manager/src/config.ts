@@ -58,6 +58,14 @@ export const managerConfigSchema = z.object({
   backupPvLimitMb: z.number().int().min(0).default(100),
   /** A standby lagging more than this (seconds) is not a full backup's source; the master is used only when no standby qualifies. */
   backupMaxReplicaDelayS: z.number().int().min(0).default(60),
+  /**
+   * Mutual TLS of the Raft/forward port and of the calls to agents: the cluster CA bundle
+   * and this member's `manager`-role certificate and key (deploy/tls/README.md). Required
+   * unless `insecure` is true.
+   */
+  tls: z.object({ ca: z.string().min(1), cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
+  /** Plaintext internal links, explicitly (warned on every start); `--insecure` sets it too. */
+  insecure: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

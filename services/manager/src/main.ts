@@ -4,17 +4,26 @@
 
 import { parseArgs } from 'node:util';
 import { createLogger, createShutdown } from '@kcm/common';
+import { startTls } from '@kcm/agent-api';
 import { buildManager } from './app';
 import { loadManagerConfig } from './config';
 import { restoreMetaInto } from './backup/restore-meta';
 
-const { values } = parseArgs({ options: { config: { type: 'string', default: process.env.KCM_MANAGER_CONFIG }, 'restore-meta': { type: 'string' } } });
+const { values } = parseArgs({ options: { config: { type: 'string', default: process.env.KCM_MANAGER_CONFIG }, 'restore-meta': { type: 'string' }, insecure: { type: 'boolean', default: false } } });
 if (!values.config) {
-  process.stderr.write('usage: kcm-manager --config <file.json> [--restore-meta <file | kcm-fs://host:port/path?key=K>]   (or KCM_MANAGER_CONFIG)\n');
+  process.stderr.write('usage: kcm-manager --config <file.json> [--insecure] [--restore-meta <file | kcm-fs://host:port/path?key=K>]   (or KCM_MANAGER_CONFIG)\n');
   process.exit(2);
 }
 
 const config = loadManagerConfig(values.config);
+if (values.insecure) config.insecure = true;
+// Credentials first: nothing binds (Raft, forwarding, gateway) before they are loaded and checked.
+try {
+  startTls({ role: 'manager', files: config.tls, insecure: config.insecure, warn: (m) => createLogger({ name: 'manager', base: { member: config.member } }).warn(m) });
+} catch (err) {
+  process.stderr.write(`kcm-manager: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
 if (values['restore-meta']) {
   try {
     await restoreMetaInto(config, values['restore-meta'], createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } }));

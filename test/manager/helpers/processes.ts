@@ -10,6 +10,7 @@ import { mkdirSync, openSync, closeSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readJsonLog, type LogLine } from './logs';
+import { agentTlsArgs, managerTls } from '../../helpers/pki';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const MANAGER_MAIN = path.join(REPO_ROOT, 'services/manager/src/main.ts');
@@ -100,6 +101,9 @@ export interface ManagerSpec {
   snapshotEntries?: number;
   healthIntervalMs?: number;
   machineDeadAfterMs?: number;
+  /** Mutual TLS files (default: the test PKI's, test/helpers/pki.ts), or plaintext links. */
+  tls?: { ca: string; cert: string; key: string };
+  insecure?: boolean;
   /** Full backups' MB/s per shard stream (tests slow it to act while a backup is under way). */
   backupPvLimitMb?: number;
 }
@@ -109,7 +113,8 @@ export class ManagerProcess extends ManagedProcess {
     mkdirSync(dataDir, { recursive: true });
     const configFile = path.join(dataDir, 'manager.json');
     const { member, ...rest } = spec;
-    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', ...rest }, null, 2));
+    const tls = rest.insecure || rest.tls ? {} : managerTls(member);
+    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', ...tls, ...rest }, null, 2));
     super(`manager ${member}`, [MANAGER_MAIN, '--config', configFile], path.join(dataDir, 'manager.log'));
   }
 
@@ -121,7 +126,7 @@ export class ManagerProcess extends ManagedProcess {
 export class AgentProcess extends ManagedProcess {
   constructor(readonly host: string, readonly port: number, readonly dir: string) {
     mkdirSync(dir, { recursive: true });
-    super(`agent ${host}`, [AGENT_MAIN, '--host', host, '--port', String(port), '--state-dir', path.join(dir, 'state')], path.join(dir, 'agent.log'));
+    super(`agent ${host}`, [AGENT_MAIN, '--host', host, '--port', String(port), '--state-dir', path.join(dir, 'state'), ...agentTlsArgs(host)], path.join(dir, 'agent.log'));
   }
 
   /** The agent's own pid as it logs it (the same as `pid`: no wrapper process). */

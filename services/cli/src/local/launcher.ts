@@ -7,6 +7,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import path from 'node:path';
 import { PROTOCOL_VERSION } from '@kcm/protocol';
+import { issueLocalCertificates } from './certificates';
 import { machineParas, managerConfig, type Topology } from './topology';
 
 export interface BindProblem {
@@ -55,6 +56,7 @@ export function describeBindProblem(problem: BindProblem): string {
 export async function writeDeploymentFiles(topology: Topology): Promise<void> {
   // 0755: database instances placed under an agent's directory run as mysql/postgres and must traverse it.
   await mkdir(topology.dir, { recursive: true, mode: 0o755 });
+  issueLocalCertificates(topology);
   for (const manager of topology.managers) {
     await mkdir(manager.dataDir, { recursive: true });
     await writeFile(manager.configPath, `${JSON.stringify(managerConfig(topology, manager), null, 2)}\n`);

@@ -46,6 +46,8 @@ export interface ManagerPlan {
   configPath: string;
   dataDir: string;
   logPath: string;
+  /** Its mutual-TLS files under <dir>/tls (certificates.ts issues them). */
+  tls: TlsPaths;
 }
 
 export interface AgentPlan {
@@ -57,6 +59,18 @@ export interface AgentPlan {
   logPath: string;
   /** create_machine paras pointing every instance directory of this host under dir. */
   machineFile: string;
+  tls: TlsPaths;
+}
+
+export interface TlsPaths {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** Where `kcm local up` keeps the CA (tls/ca.pem, ca.key) and each process's certificate. */
+export function tlsPathsOf(dir: string, name: string): TlsPaths {
+  return { ca: path.join(dir, 'tls', 'ca.pem'), cert: path.join(dir, 'tls', 'certs', `${name}.pem`), key: path.join(dir, 'tls', 'certs', `${name}.key`) };
 }
 
 export interface Topology {
@@ -115,6 +129,7 @@ export function planTopology(options: TopologyOptions): Topology {
       configPath: path.join(dir, 'config.json'),
       dataDir: path.join(dir, 'data'),
       logPath: path.join(dir, 'manager.log'),
+      tls: tlsPathsOf(options.dir, `manager-${index}`),
     });
   }
   const agents: AgentPlan[] = [];
@@ -128,6 +143,7 @@ export function planTopology(options: TopologyOptions): Topology {
       stateDir: path.join(dir, 'state'),
       logPath: path.join(dir, 'agent.log'),
       machineFile: path.join(dir, 'create_machine.json'),
+      tls: tlsPathsOf(options.dir, `agent-${index}`),
     });
   }
   return { dir: options.dir, options, managers, agents };
@@ -142,6 +158,7 @@ export function managerConfig(topology: Topology, manager: ManagerPlan): Record<
     agentPort: topology.options.agentPort,
     machineDeadAfterMs: 30_000,
     healthIntervalMs: 2_000,
+    tls: manager.tls,
   };
 }
 
@@ -186,5 +203,11 @@ export function agentArgv(nodePath: string, repoRoot: string, agent: AgentPlan):
     String(agent.port),
     '--state-dir',
     agent.stateDir,
+    '--tls-ca',
+    agent.tls.ca,
+    '--tls-cert',
+    agent.tls.cert,
+    '--tls-key',
+    agent.tls.key,
   ]);
 }
