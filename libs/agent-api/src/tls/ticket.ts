@@ -66,6 +66,12 @@ export function hostOf(address: string): string {
   return host.startsWith('[') ? host.slice(1, -1) : host;
 }
 
+/** `[::1]:58100` and `::1:58100` are one address. */
+function sameAddress(a: string, b: string): boolean {
+  const port = (x: string) => x.slice(x.lastIndexOf(':') + 1);
+  return hostOf(a) === hostOf(b) && port(a) === port(b);
+}
+
 export function mintTicket(material: TlsMaterial, payload: TicketPayload): Ticket {
   const body = Buffer.from(JSON.stringify(payload));
   const signature = sign('sha256', body, material.key);
@@ -121,7 +127,7 @@ export function ticketRefusal(ticket: Ticket | undefined, caller: X509Certificat
   if (payload.v !== 1 || typeof payload.exp !== 'number' || !Array.isArray(payload.targets) || typeof payload.holder !== 'string') return 'the ticket is malformed';
   if (payload.exp < now) return 'the ticket expired';
   if (!certNames(caller, payload.holder)) return `the ticket was issued to ${payload.holder}, not to this caller`;
-  if (!payload.targets.includes(self)) return `the ticket does not name this agent (${self})`;
+  if (!payload.targets.some((t) => sameAddress(t, self))) return `the ticket does not name this agent (${self})`;
   return undefined;
 }
 
