@@ -34,7 +34,7 @@ export function ensureCa(dir: string, subject = '/CN=kcm cluster CA', days = 365
 }
 
 export interface CertRequest {
-  /** File stem under the output directory: `<name>.pem`, `<name>.key`. */
+  /** File stem under the output directory: `<name>.pem`, `<name>.key` (and the subject CN, cut to X.509's 64 characters). */
   name: string;
   role: TlsRole;
   /** IP addresses and DNS names the holder is reached at (its SANs). */
@@ -61,7 +61,7 @@ export function issueCert(ca: CaFiles, dir: string, req: CertRequest): TlsFiles 
     '',
   ].join('\n'));
   try {
-    openssl(['req', '-new', ...EC, '-keyout', key, '-out', csr, '-subj', `/CN=${req.name}/OU=${req.role}`]);
+    openssl(['req', '-new', ...EC, '-keyout', key, '-out', csr, '-subj', `/CN=${req.name.slice(0, 64)}/OU=${req.role}`]);
     chmodSync(key, 0o600);
     openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-set_serial', `0x${Date.now().toString(16)}${Math.floor(Math.random() * 1e6).toString(16)}`,
       '-days', String(req.days ?? 825), '-extfile', ext, '-out', cert]);
