@@ -12,7 +12,7 @@ describe('TLS material', () => {
     expect(loadTlsMaterial(testCert('manager', ['127.0.1.1']), 'manager').role).toBe('manager');
   });
 
-  it('issues a certificate naming many hosts (its subject name cut to X.509's 64 characters)', () => {
+  it('issues a certificate naming many hosts (its subject name cut to the 64 characters X.509 allows)', () => {
     const hosts = ['127.0.0.11', '127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.0.15', '127.0.0.16'];
     const material = loadTlsMaterial(testCert('manager', hosts), 'manager');
     for (const host of hosts) expect(material.cert.subjectAltName).toContain(`IP Address:${host}`);
