@@ -1,4 +1,4 @@
-// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--skip-bare-http] [--skip-queued] [--keep] [--cpu-prof DIR]
+// npm run bench:emit -- [--seconds 8] [--concurrency 1,16,64] [--raft-kv-seconds N] [--skip-raft-kv] [--skip-bare-http] [--skip-queued] [--keep] [--cpu-prof DIR] [--insecure]
 //
 // Starts a local 3-manager group (127.0.1.51-53), then at each concurrency measures
 // acknowledged async jobs per second (create_machine, see emit-load.ts) and sync queries
@@ -41,6 +41,8 @@ const { values: flags } = parseArgs({
     'skip-queued': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    // Plaintext internal links instead of mutual TLS (the default), to measure what TLS costs.
+    insecure: { type: 'boolean', default: false },
   },
 });
 const seconds = Number(flags.seconds);
@@ -69,7 +71,8 @@ const profileDir = flags['cpu-prof'] ? path.resolve(flags['cpu-prof']) : undefin
 if (profileDir) process.env.KCM_TEST_NODE_ARGS = `${process.env.KCM_TEST_NODE_ARGS ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`;
 
 // The rate limit off: the bench measures what the gateway can serve, not emitRatePerSecond.
-const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: AGENT_PORT, keepDir: flags.keep, managerConfig: { emitRatePerSecond: 0 } });
+const group = new LocalGroup({ name: 'bench-emit', members: MEMBERS, agentHosts: [], agentPort: AGENT_PORT, keepDir: flags.keep, managerConfig: { emitRatePerSecond: 0, ...(flags.insecure ? { insecure: true } : {}) } });
+console.log(`internal links: ${flags.insecure ? 'plaintext (--insecure)' : 'mutual TLS'}`);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => void group.stop().finally(() => process.exit(130)));
 }
@@ -261,7 +264,7 @@ interface RaftKvRow {
 
 /** Runs bench/raft-kv/main.ts (it exports no function) and parses its 'ours' phase lines. */
 async function benchRaftKv(phaseSeconds: number): Promise<Map<number, RaftKvRow>> {
-  const args = ['--import', 'tsx', path.join(REPO_ROOT, 'bench/raft-kv/main.ts'), '--seconds', String(phaseSeconds), '--concurrency', concurrencies.join(',')];
+  const args = ['--import', 'tsx', path.join(REPO_ROOT, 'bench/raft-kv/main.ts'), '--seconds', String(phaseSeconds), '--concurrency', concurrencies.join(','), ...(flags.insecure ? ['--insecure'] : [])];
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => {

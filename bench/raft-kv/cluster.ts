@@ -33,6 +33,8 @@ export interface KvClusterOptions {
   warmStandby?: boolean;
   /** Node flags for the member processes; default: RAFT_KV_NODE_ARGS split on spaces. */
   nodeArgs?: string[];
+  /** Mutual TLS files of the members (one manager certificate naming every host); plaintext when absent. */
+  tls?: ServerConfig['tls'];
 }
 
 export interface Member {
@@ -109,6 +111,7 @@ export class KvCluster {
       tickMs: this.opts.tickMs,
       electionTick: this.opts.electionTick,
       snapshotEntries: this.opts.snapshotEntries,
+      tls: this.opts.tls,
     };
     const child = this.takeSpare();
     child.stdin!.end(`${JSON.stringify(config)}\n`);

@@ -1,4 +1,4 @@
-// npm run bench:raft-kv -- [--seconds N] [--concurrency 1,8,64,256] [--vs-etcd] [--leader-member I] [--slices K]
+// npm run bench:raft-kv -- [--seconds N] [--concurrency 1,8,64,256] [--vs-etcd] [--leader-member I] [--slices K] [--insecure]
 //
 // Starts 3 raft-kv members (server.ts) on 127.0.0.11-13 and, with --vs-etcd (and
 // /usr/bin/etcd present), a 3-member etcd on 127.0.0.21-23, and runs the etcd reference
@@ -23,6 +23,7 @@
 
 import { parseArgs } from 'node:util';
 import { KvCluster, sleep } from './cluster';
+import { useTestTls } from '../../test/helpers/pki';
 import { CpuMeter, addCpu, perOp, type CpuUse } from './cpu';
 import { EtcdCluster, etcdAvailable } from './etcd';
 import { collectSamples, formatPhase, runPhase, summarize, type PutFn, type Samples } from './workload';
@@ -36,6 +37,8 @@ const { values: flags } = parseArgs({
     'leader-member': { type: 'string', default: '1' },
     slices: { type: 'string', default: '2' },
     'ab-node-args': { type: 'string' },
+    // Plaintext links instead of mutual TLS (kcm's default), to measure what TLS costs.
+    insecure: { type: 'boolean', default: false },
   },
 });
 const seconds = Number(flags.seconds);
@@ -43,6 +46,10 @@ const concurrencies = flags.concurrency.split(',').map(Number);
 const leaderMember = Number(flags['leader-member']);
 const slices = Math.max(1, Number(flags.slices));
 if (![0, 1, 2].includes(leaderMember)) throw new Error('--leader-member must be 0, 1 or 2');
+
+// The load generator's clients use the same CA (and a manager certificate) as the members.
+const tls = flags.insecure ? undefined : useTestTls(['127.0.0.11', '127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.0.15', '127.0.0.16']).files;
+console.log(`links: ${tls ? 'mutual TLS' : 'plaintext (--insecure)'}`);
 
 const cleanups: (() => Promise<void>)[] = [];
 async function cleanUp(): Promise<void> {
@@ -78,6 +85,7 @@ async function startOurs(variant?: { label: string; nodeArgs: string[] }): Promi
     tickMs: 100,
     electionTick: 10,
     nodeArgs: variant?.nodeArgs,
+    tls,
   });
   cleanups.push(() => cluster.stop());
   await cluster.waitForLeader();

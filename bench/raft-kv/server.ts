@@ -25,7 +25,7 @@ import { KvSession, errorReply } from './kv-client';
 import { kvService } from './kv-proto';
 import type { KvErrorCode, KvReply, KvReplyBatch, KvRequest, KvRequestBatch, StatusReply, TransferLeaderReply, TransferLeaderRequest } from './kv-proto';
 import { KvStateMachine, encodePut } from './kv-state';
-import { channelCredentials, serverCredentials } from '@kcm/agent-api';
+import { callerGuard, channelCredentials, loadTlsMaterial, serverCredentials, useTls, type TlsFiles } from '@kcm/agent-api';
 
 export interface ServerConfig {
   /** Raft id and listen address ('host:port'). */
@@ -39,6 +39,8 @@ export interface ServerConfig {
   electionTick?: number;
   snapshotEntries?: number;
   requestTimeoutMs?: number;
+  /** Mutual TLS files (a manager-role certificate), as kcm's managers run; plaintext when absent. */
+  tls?: TlsFiles;
 }
 
 export interface HardStateLogLine {
@@ -66,6 +68,9 @@ async function readConfig(): Promise<ServerConfig> {
 
 async function main(): Promise<void> {
   const config = await readConfig();
+  if (config.tls) useTls(loadTlsMaterial(config.tls, 'manager'));
+  // Both ports check the caller's role on every call, as a manager's do.
+  const guard = callerGuard({ kind: 'managers' });
   const requestTimeoutMs = config.requestTimeoutMs ?? 5_000;
   const voters = Object.keys(config.members);
   const storage = await LevelStorage.open(join(config.dataDir, 'raft'), { bootstrap: { voters, learners: [] } });
@@ -74,7 +79,7 @@ async function main(): Promise<void> {
   const sm = new KvStateMachine();
   // Loopback peers come back within a second of a restart: reconnect quickly.
   const transport = new GrpcTransport({
-      channelCredentials: channelCredentials(), serverCredentials: serverCredentials(),
+      channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), serverInterceptors: [guard],
     id: config.id,
     listen: config.id,
     peers: peersOf(config),
@@ -193,7 +198,7 @@ async function main(): Promise<void> {
     callback(null, { error: '' });
   }
 
-  const server = new grpc.Server({ 'grpc.keepalive_time_ms': 10_000 });
+  const server = new grpc.Server({ 'grpc.keepalive_time_ms': 10_000, interceptors: [guard] });
   server.addService(kvService, { Session: session, Status: status, TransferLeader: transferLeader });
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(config.kv, serverCredentials(), (err) => (err ? reject(err) : resolve())),

@@ -2,16 +2,18 @@
 // 8 entries x 128 bytes, 64 per send() as a busy leader would hand them over, with the
 // sender pausing only while more than 1024 are queued (the queue bound is 4096).
 //
-//   npx tsx bench/raft-transport/throughput.ts        (SECONDS=5 to change the length)
+//   npx tsx bench/raft-transport/throughput.ts        (SECONDS=5, INSECURE=1 for plaintext links, to change the length)
 
 import type { Message } from '../../libs/raft/src/core/types';
 import { GrpcTransport } from '../../libs/raft/src/grpc-transport';
 import { channelCredentials, serverCredentials } from '@kcm/agent-api';
+import { benchLinks } from './links';
 
 const seconds = Number(process.env.SECONDS ?? 5);
 const ENTRIES = 8;
-const a = new GrpcTransport({ channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'a', listen: '127.0.67.1:0', peers: {} });
-const b = new GrpcTransport({ channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'b', listen: '127.0.67.2:0', peers: {} });
+const links = benchLinks(['127.0.67.1', '127.0.67.2']);
+const a = new GrpcTransport({ ...links, channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'a', listen: '127.0.67.1:0', peers: {} });
+const b = new GrpcTransport({ ...links, channelCredentials: channelCredentials(), serverCredentials: serverCredentials(), id: 'b', listen: '127.0.67.2:0', peers: {} });
 await Promise.all([a.start(), b.start()]);
 a.setPeers({ b: b.address() });
 let received = 0;

@@ -18,6 +18,7 @@ import type { ManualBackupClusterResult } from '@kcm/protocol';
 import { emit, jobStatus, submitJob, waitForJobEnd } from '../manager/helpers/emit-client';
 import { LocalGroup, STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
 import { MANAGER_MAIN, ManagedProcess, sleep, waitFor } from '../manager/helpers/processes';
+import { managerTls } from '../helpers/pki';
 import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';
 import { findLeader } from '../manager/helpers/emit-client';
 import { testSecretsKeyFile } from '../helpers/secrets';
@@ -128,7 +129,7 @@ describe('backups in a 3-manager group on real engines', () => {
       const dir = path.join(group.dir, `restored-${i + 1}`);
       mkdirSync(dir, { recursive: true });
       const config = path.join(dir, 'manager.json');
-      writeFileSync(config, JSON.stringify({ member, dataDir: path.join(dir, 'data'), initialMembers: NEW_MEMBERS, agentPort: AGENT_PORT, tickMs: 50, logLevel: 'info', secretsKeyFile: testSecretsKeyFile() }));
+      writeFileSync(config, JSON.stringify({ member, dataDir: path.join(dir, 'data'), initialMembers: NEW_MEMBERS, agentPort: AGENT_PORT, tickMs: 50, logLevel: 'info', secretsKeyFile: testSecretsKeyFile(), ...managerTls(member) }));
       const p = new ManagedProcess(`restored manager ${member}`, [MANAGER_MAIN, '--config', config, '--restore-meta', backupFile], path.join(dir, 'manager.log'));
       restored.push(p);
       p.start();

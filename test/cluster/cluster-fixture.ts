@@ -16,6 +16,7 @@ import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
 import { testTokenConfig } from '../helpers/tokens';
 import { AgentProcess, sleep } from '../manager/helpers/processes';
 import { testSecretsKeyFile } from '../helpers/secrets';
+import { useTestTls } from '../helpers/pki';
 
 export const HOSTS = ['127.0.2.1', '127.0.2.2', '127.0.2.3'] as const;
 export const AGENT_PORT = 58150;
@@ -60,6 +61,8 @@ export interface ClusterFixture {
 export async function startClusterFixture(options: ClusterFixtureOptions = {}): Promise<ClusterFixture> {
   const agentPort = options.agentPort ?? AGENT_PORT;
   const member = options.member ?? MEMBER;
+  // Mutual TLS for the in-process manager and agents (process agents get their own certificates).
+  useTestTls([...HOSTS, member.slice(0, member.lastIndexOf(':'))]);
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-cl-'));
   await chmod(tmp, 0o755); // mysql and postgres must traverse it to their directories
   const logLines: string[] = [];

@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentService } from '@kcm/agent-api';
 import { LOCAL_CREATE_CLUSTER_PARAS } from '../../services/cli/src/local/machines';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -152,6 +154,18 @@ describe('kcm local up | status | down', () => {
     expect(get.stderr).toBe('');
     expect(get.code).toBe(0);
     expect(JSON.parse(get.stdout)).toMatchObject({ error_code: '0', status: 'done' });
+  });
+
+  it('runs the group with mutual TLS: a CA and every process its own certificate under <dir>/tls, keys 0600, and agents refuse plaintext callers', async () => {
+    const config = JSON.parse(await readFile(path.join(dir, 'manager-2/config.json'), 'utf8'));
+    expect(config.tls).toEqual({ ca: path.join(dir, 'tls/ca.pem'), cert: path.join(dir, 'tls/certs/manager-2.pem'), key: path.join(dir, 'tls/certs/manager-2.key') });
+    for (const key of ['tls/ca.key', 'tls/certs/manager-1.key', 'tls/certs/agent-3.key']) expect((await stat(path.join(dir, key))).mode & 0o777).toBe(0o600);
+    for (const log of ['manager-1/manager.log', 'agent-1/agent.log']) expect(await readFile(path.join(dir, log), 'utf8')).not.toContain('INSECURE');
+    // A plaintext gRPC caller gets no answer from an agent (the health monitor's calls, over TLS, do).
+    const plain = new AgentService('127.0.2.201:58100', grpc.credentials.createInsecure());
+    const err = await new Promise<grpc.ServiceError | null>((resolve) => plain.Health({}, { deadline: Date.now() + 3000 }, (e: grpc.ServiceError | null) => resolve(e)));
+    plain.close();
+    expect(err?.code).toBe(grpc.status.UNAVAILABLE);
   });
 
   it('writes each manager a config naming the whole group and starts each agent on its host address', async () => {

@@ -5,16 +5,20 @@ import * as grpc from '@grpc/grpc-js';
 import { agentChannelOptions } from './channel-options';
 import { channelCredentials } from './credentials';
 import { agentCallFailure } from './errors';
+import { relayTicket, ticketMetadataFor } from './tls/ticket';
 
 /** A gRPC client of one agent service at `address`, with kcm's credentials and channel options. */
 export function agentClient(service: grpc.ServiceClientConstructor, address: string): grpc.Client {
-  return new service(address, channelCredentials(), agentChannelOptions);
+  // An agent relays the transfer ticket of the call it serves (tls/ticket.ts).
+  return new service(address, channelCredentials(), { ...agentChannelOptions, interceptors: [relayTicket] });
 }
 
 export function callUnary<Res>(client: grpc.Client, address: string, method: string, request: object, deadlineMs: number): Promise<Res> {
   const fn = (client as unknown as Record<string, Function>)[method].bind(client);
   return new Promise<Res>((resolve, reject) => {
-    fn(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, reply: Res) => {
+    // A manager's request naming other agents carries a ticket for exactly those transfers.
+    const metadata = ticketMetadataFor(address, request, deadlineMs) ?? new grpc.Metadata();
+    fn(request, metadata, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, reply: Res) => {
       if (!err) return resolve(reply);
       reject(agentCallFailure(address, err));
     });

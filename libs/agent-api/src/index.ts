@@ -13,7 +13,12 @@ export * from './contract/storage';
 export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
-export { channelCredentials, serverCredentials } from './credentials';
+export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls } from './credentials';
+export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
+export { callerGuard, type CallerPolicy } from './tls/guard';
+export { startTls, type TlsStartOptions } from './tls/startup';
+export { ensureCa, issueCert, type CaFiles, type CertRequest } from './tls/issue';
+export { DATA_PLANE_METHODS, TICKET_KEY, TICKET_SIGNER_KEY, mintTicket, ticketMetadataFor, type Ticket, type TicketPayload } from './tls/ticket';
 export { agentChannelOptions } from './channel-options';
 export { agentClient, callUnary } from './call';
 export {

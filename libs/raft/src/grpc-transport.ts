@@ -47,6 +47,8 @@ export interface GrpcTransportOptions {
   serverCredentials: grpc.ServerCredentials;
   /** Other gRPC services the application serves on this same address (one port per member). */
   extraServices?: readonly { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }[];
+  /** Run before every call's handler: kcm checks the caller certificate's role there. */
+  serverInterceptors?: grpc.ServerInterceptor[];
   /** Required for the same reason as serverCredentials. */
   channelCredentials: grpc.ChannelCredentials;
   logger?: TransportLogger;
@@ -114,7 +116,7 @@ export class GrpcTransport implements Transport {
   async start(): Promise<void> {
     if (this.stopped) throw new Error('GrpcTransport cannot be restarted after stop()');
     if (this.server) return;
-    const server = new grpc.Server(this.grpcOptions());
+    const server = new grpc.Server({ ...this.grpcOptions(), interceptors: this.options.serverInterceptors ?? [] });
     const handlers: RaftServerHandlers = {
       SendMessages: (call, callback) => this.receiveMessages(call, callback),
       SendSnapshot: this.receiver.handle,

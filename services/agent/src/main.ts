@@ -2,6 +2,7 @@
 
 import { parseArgs } from 'node:util';
 import { createLogger, createShutdown, useOwnerOnlyUmask } from '@kcm/common';
+import { startTls } from '@kcm/agent-api';
 import { startAgent } from './server';
 
 useOwnerOnlyUmask();
@@ -11,10 +12,22 @@ const { values } = parseArgs({
     host: { type: 'string', default: process.env.KCM_AGENT_HOST ?? '127.0.0.1' },
     port: { type: 'string', default: process.env.KCM_AGENT_PORT ?? '58100' },
     'state-dir': { type: 'string', default: process.env.KCM_AGENT_STATE_DIR },
+    // Mutual TLS (libs/agent-api/src/tls): the cluster CA bundle and this agent's `agent`-role certificate and key.
+    'tls-ca': { type: 'string', default: process.env.KCM_AGENT_TLS_CA },
+    'tls-cert': { type: 'string', default: process.env.KCM_AGENT_TLS_CERT },
+    'tls-key': { type: 'string', default: process.env.KCM_AGENT_TLS_KEY },
+    insecure: { type: 'boolean', default: process.env.KCM_AGENT_INSECURE === '1' },
   },
 });
 
 const logger = createLogger({ name: 'agent', base: { host: values.host } });
+// Credentials first: no port is bound before they are loaded and checked.
+try {
+  startTls({ role: 'agent', files: { ca: values['tls-ca'], cert: values['tls-cert'], key: values['tls-key'] }, insecure: values.insecure!, warn: (m) => logger.warn(m) });
+} catch (err) {
+  process.stderr.write(`kcm-agent: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
 const agent = await startAgent({ hostaddr: values.host!, port: Number(values.port), logger, stateDir: values['state-dir'] });
 const shutdown = createShutdown(logger);
 shutdown.add('agent grpc server', () => agent.stop());

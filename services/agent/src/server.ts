@@ -4,7 +4,7 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { makePrivateDirSync, type Logger } from '@kcm/common';
-import { AgentService, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
+import { AgentService, callerGuard, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
 import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
 import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
@@ -47,7 +47,9 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     onRestarted: (kind, port, pid) => rejoinCgroup({ kind: kind === 'mariadb' ? 'mysql' : 'pg', hostaddr: opts.hostaddr, port }, pid),
   });
   const ctx: AgentContext = { hostaddr: opts.hostaddr, logger: opts.logger, engines, stateDir, ops: new OpLedger(path.join(stateDir, 'ops')), supervisor };
-  const server = new grpc.Server();
+  let address = `${opts.hostaddr}:${opts.port}`;
+  // Managers only, except agents' data-plane calls with a transfer ticket (tls/guard.ts).
+  const server = new grpc.Server({ interceptors: [callerGuard({ kind: 'agent', self: () => address })] });
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => ({
       hostaddr: opts.hostaddr,
@@ -67,7 +69,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(bindAddress, serverCredentials(), (err, bound) => (err ? reject(err) : resolve(bound)));
   });
-  const address = `${opts.hostaddr}:${port}`;
+  address = `${opts.hostaddr}:${port}`;
   opts.logger.info({ address }, 'agent listening');
   // After a host or agent restart, this first pass brings back what was running.
   supervisor.start();

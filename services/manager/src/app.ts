@@ -6,7 +6,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, makePrivateDirSync, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
-import { AgentPool, MariaDbLogicalAgentClient, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
+import { AgentPool, MariaDbLogicalAgentClient, callerGuard, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { buildGateway } from './gateway';
 import { tokenDirectory } from './auth/token-directory';
@@ -114,9 +114,11 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
       peers: {},
       extraServices: [forwardService],
       logger: logger.child({ component: 'raft-transport' }),
-      // The members' links take their credentials from the same place as the agents' (mTLS later).
+      // The members' links take their credentials from the same place as the agents'; Raft,
+      // snapshots and forwarding accept manager-role certificates only.
       channelCredentials: channelCredentials(),
       serverCredentials: serverCredentials(),
+      serverInterceptors: [callerGuard({ kind: 'managers' })],
     });
   const peers = new PeerDirectory(grpcTransport, [...config.initialMembers, ...storage.initialState().confState.voters, ...storage.initialState().confState.learners]);
   // A member we never heard of (the leader that adds us, a new learner) must be answerable.

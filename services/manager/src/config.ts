@@ -36,8 +36,9 @@ export const managerConfigSchema = z.object({
     )
     .default([]),
   /**
-   * Serve Emit without authentication, every caller as an admin. Only for a throw-away
-   * setup: the manager logs a warning on every start. (Also `kcm-manager --insecure`.)
+   * Serve Emit without authentication (every caller as an admin), keep internal links in
+   * plaintext and passwords unsealed. Only for a throw-away setup: the manager logs a
+   * warning on every start. (Also `kcm-manager --insecure`.)
    */
   insecure: z.boolean().default(false),
   machineDeadAfterMs: z.number().int().positive().default(30_000),
@@ -91,6 +92,12 @@ export const managerConfigSchema = z.object({
   emitRateBurst: z.number().int().min(1).default(10_000),
   /** Unfinished jobs (queued or running) one cluster may have; another is refused OVERLOADED. */
   maxJobsPerCluster: z.number().int().min(1).default(32),
+  /**
+   * Mutual TLS of the Raft/forward port and of the calls to agents: the cluster CA bundle
+   * and this member's `manager`-role certificate and key (deploy/tls/README.md). Required
+   * unless `insecure` is true.
+   */
+  tls: z.object({ ca: z.string().min(1), cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -3,11 +3,11 @@
 //   backup (manual_backup_cluster -1; see backup/restore-meta.ts), then start as usual.
 
 import { parseArgs } from 'node:util';
-import { createLogger, createShutdown } from '@kcm/common';
+import { createLogger, createShutdown, useOwnerOnlyUmask } from '@kcm/common';
+import { startTls } from '@kcm/agent-api';
 import { buildManager } from './app';
 import { loadManagerConfig } from './config';
 import { restoreMetaInto } from './backup/restore-meta';
-import { useOwnerOnlyUmask } from '@kcm/common';
 
 useOwnerOnlyUmask();
 
@@ -19,8 +19,15 @@ if (!values.config) {
   process.exit(2);
 }
 
-// --insecure serves Emit without tokens (buildManager warns about it on every start).
+// --insecure: plaintext internal links and Emit without tokens (each warned about on every start).
 const config = { ...loadManagerConfig(values.config), ...(values.insecure ? { insecure: true } : {}) };
+// Credentials first: nothing binds (Raft, forwarding, gateway) before they are loaded and checked.
+try {
+  startTls({ role: 'manager', files: config.tls, insecure: config.insecure, warn: (m) => createLogger({ name: 'manager', base: { member: config.member } }).warn(m) });
+} catch (err) {
+  process.stderr.write(`kcm-manager: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
 if (values['restore-meta']) {
   try {
     await restoreMetaInto(config, values['restore-meta'], createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } }));

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { emitRaw, findLeader } from './emit-client';
+import { useTestTls } from '../../helpers/pki';
 import { AgentProcess, ManagerProcess, ProcessSet, waitFor, type ManagerSpec } from './processes';
 
 /** tsx compiles on every start; on a loaded 2-core machine a member may take 15 s or more. */
@@ -36,6 +37,8 @@ export class LocalGroup {
 
   constructor(readonly opts: GroupOptions) {
     this.dir = mkdtempSync(path.join(os.tmpdir(), `kcm-${opts.name}-`));
+    // The test process calls agents itself too (status probes): as a manager, over mutual TLS.
+    useTestTls(['127.0.0.1']);
     const joiners = new Set(opts.joiners ?? []);
     const seeds = opts.members.filter((m) => !joiners.has(m));
     for (const [i, member] of opts.members.entries()) {

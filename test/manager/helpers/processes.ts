@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { readJsonLog, type LogLine } from './logs';
 import { testSecretsKeyFile } from '../../helpers/secrets';
 import { testTokenConfig } from '../../helpers/tokens';
+import { agentTlsArgs, managerTls } from '../../helpers/pki';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const MANAGER_MAIN = path.join(REPO_ROOT, 'services/manager/src/main.ts');
@@ -102,6 +103,9 @@ export interface ManagerSpec {
   snapshotEntries?: number;
   healthIntervalMs?: number;
   machineDeadAfterMs?: number;
+  /** Mutual TLS files (default: the test PKI's, test/helpers/pki.ts), or plaintext links. */
+  tls?: { ca: string; cert: string; key: string };
+  insecure?: boolean;
   /** Full backups' MB/s per shard stream (tests slow it to act while a backup is under way). */
   backupPvLimitMb?: number;
   /** Emit's limits (0 = no rate limit): the fuzzer lifts the rate, the limits test lowers it. */
@@ -115,7 +119,8 @@ export class ManagerProcess extends ManagedProcess {
     mkdirSync(dataDir, { recursive: true });
     const configFile = path.join(dataDir, 'manager.json');
     const { member, ...rest } = spec;
-    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...rest }, null, 2));
+    const tls = rest.insecure || rest.tls ? {} : managerTls(member);
+    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...tls, ...rest }, null, 2));
     super(`manager ${member}`, [MANAGER_MAIN, '--config', configFile], path.join(dataDir, 'manager.log'));
   }
 
@@ -127,7 +132,7 @@ export class ManagerProcess extends ManagedProcess {
 export class AgentProcess extends ManagedProcess {
   constructor(readonly host: string, readonly port: number, readonly dir: string) {
     mkdirSync(dir, { recursive: true });
-    super(`agent ${host}`, [AGENT_MAIN, '--host', host, '--port', String(port), '--state-dir', path.join(dir, 'state')], path.join(dir, 'agent.log'));
+    super(`agent ${host}`, [AGENT_MAIN, '--host', host, '--port', String(port), '--state-dir', path.join(dir, 'state'), ...agentTlsArgs(host)], path.join(dir, 'agent.log'));
   }
 
   /** The agent's own pid as it logs it (the same as `pid`: no wrapper process). */

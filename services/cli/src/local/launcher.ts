@@ -8,6 +8,7 @@ import { ensureSecretsKey, secretsKeyPath } from './secrets-key';
 import { connect, createServer } from 'node:net';
 import path from 'node:path';
 import { PROTOCOL_VERSION } from '@kcm/protocol';
+import { issueLocalCertificates } from './certificates';
 import { machineParas, managerConfig, type Topology } from './topology';
 import { ensureAdminToken, tokenSha256 } from './admin-token';
 
@@ -62,6 +63,7 @@ export async function writeDeploymentFiles(topology: Topology): Promise<string> 
   await chmod(topology.dir, 0o711);
   const token = await ensureAdminToken(topology.dir);
   await ensureSecretsKey(secretsKeyPath(topology.dir));
+  issueLocalCertificates(topology);
   for (const manager of topology.managers) {
     await mkdir(manager.dataDir, { recursive: true, mode: 0o700 });
     await chmod(manager.dir, 0o700);

@@ -48,6 +48,8 @@ export interface ManagerPlan {
   configPath: string;
   dataDir: string;
   logPath: string;
+  /** Its mutual-TLS files under <dir>/tls (certificates.ts issues them). */
+  tls: TlsPaths;
 }
 
 export interface AgentPlan {
@@ -59,6 +61,18 @@ export interface AgentPlan {
   logPath: string;
   /** create_machine paras pointing every instance directory of this host under dir. */
   machineFile: string;
+  tls: TlsPaths;
+}
+
+export interface TlsPaths {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** Where `kcm local up` keeps the CA (tls/ca.pem, ca.key) and each process's certificate. */
+export function tlsPathsOf(dir: string, name: string): TlsPaths {
+  return { ca: path.join(dir, 'tls', 'ca.pem'), cert: path.join(dir, 'tls', 'certs', `${name}.pem`), key: path.join(dir, 'tls', 'certs', `${name}.key`) };
 }
 
 export interface Topology {
@@ -117,6 +131,7 @@ export function planTopology(options: TopologyOptions): Topology {
       configPath: path.join(dir, 'config.json'),
       dataDir: path.join(dir, 'data'),
       logPath: path.join(dir, 'manager.log'),
+      tls: tlsPathsOf(options.dir, `manager-${index}`),
     });
   }
   const agents: AgentPlan[] = [];
@@ -130,6 +145,7 @@ export function planTopology(options: TopologyOptions): Topology {
       stateDir: path.join(dir, 'state'),
       logPath: path.join(dir, 'agent.log'),
       machineFile: path.join(dir, 'create_machine.json'),
+      tls: tlsPathsOf(options.dir, `agent-${index}`),
     });
   }
   return { dir: options.dir, options, managers, agents };
@@ -147,6 +163,7 @@ export function managerConfig(topology: Topology, manager: ManagerPlan, adminTok
     tokens: [{ name: LOCAL_ADMIN_TOKEN_NAME, role: 'admin', sha256: adminTokenSha256 }],
     machineDeadAfterMs: 30_000,
     healthIntervalMs: 2_000,
+    tls: manager.tls,
   };
 }
 
@@ -191,5 +208,11 @@ export function agentArgv(nodePath: string, repoRoot: string, agent: AgentPlan):
     String(agent.port),
     '--state-dir',
     agent.stateDir,
+    '--tls-ca',
+    agent.tls.ca,
+    '--tls-cert',
+    agent.tls.cert,
+    '--tls-key',
+    agent.tls.key,
   ]);
 }

@@ -66,6 +66,14 @@ describe('local topology', () => {
     ]);
     expect(agentArgv('/usr/bin/node', '/repo', topology.agents[0])).toEqual([
       '/usr/bin/node', '--import', 'tsx', '/repo/services/agent/src/main.ts', '--host', '127.0.2.1', '--port', '58100', '--state-dir', '/srv/kcm/agent-1/state',
+      '--tls-ca', '/srv/kcm/tls/ca.pem', '--tls-cert', '/srv/kcm/tls/certs/agent-1.pem', '--tls-key', '/srv/kcm/tls/certs/agent-1.key',
     ]);
+  });
+
+  it('gives every manager the shared CA and its own certificate, so the group runs with mutual TLS', () => {
+    const topology = plan();
+    const config = parseManagerConfig(managerConfig(topology, topology.managers[1], 'ab'.repeat(32)));
+    expect(config.tls).toEqual({ ca: '/srv/kcm/tls/ca.pem', cert: '/srv/kcm/tls/certs/manager-2.pem', key: '/srv/kcm/tls/certs/manager-2.key' });
+    expect(config.insecure).toBe(false);
   });
 });

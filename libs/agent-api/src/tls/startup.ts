@@ -1,0 +1,33 @@
+// Closed by default: a manager or an agent starts with mutual TLS, or with plaintext links
+// only when told so explicitly (`insecure: true` / `--insecure`), with a warning on every
+// start. Called first thing by both entry points, before anything binds a port.
+
+import { useInsecure, useTls } from '../credentials';
+import { loadTlsMaterial, TlsMaterialError, type TlsFiles, type TlsMaterial, type TlsRole } from './material';
+
+export interface TlsStartOptions {
+  role: TlsRole;
+  files: Partial<TlsFiles> | undefined;
+  insecure: boolean;
+  /** Where the insecure warning goes (the process's logger). */
+  warn(message: string): void;
+}
+
+/** Configures this process's links; throws TlsMaterialError naming what is missing or wrong. */
+export function startTls(opts: TlsStartOptions): TlsMaterial | undefined {
+  const files = opts.files ?? {};
+  const named = (['ca', 'cert', 'key'] as const).filter((k) => files[k]);
+  if (opts.insecure) {
+    if (named.length > 0) throw new TlsMaterialError(`insecure is set together with TLS files (${named.join(', ')}): choose one`);
+    useInsecure();
+    opts.warn(`INSECURE: this ${opts.role} runs without TLS: anyone who reaches its ports can call every RPC. Use it only on a closed test host.`);
+    return undefined;
+  }
+  const missing = (['ca', 'cert', 'key'] as const).filter((k) => !files[k]);
+  if (missing.length > 0) {
+    throw new TlsMaterialError(`TLS is required: name the ${missing.join(', ')} file${missing.length > 1 ? 's' : ''} (tls.ca, tls.cert, tls.key), or start with insecure explicitly`);
+  }
+  const material = loadTlsMaterial(files as TlsFiles, opts.role);
+  useTls(material);
+  return material;
+}
