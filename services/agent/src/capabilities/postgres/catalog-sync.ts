@@ -5,7 +5,7 @@
 
 import { withAdmin, ident, literal, type AdminClient } from './admin-session';
 import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
-import { ADMIN_ROLE, validatePort, type PostgresInstance } from './layout';
+import { ADMIN_ROLE, isIdentifier, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
 import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from '@kcm/agent-api';
@@ -188,12 +188,17 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
   let notImported = 0;
   await db.query('BEGIN');
   try {
+    // What the sync creates and drops is not user DDL: kcm_ddl's triggers leave it alone.
+    await db.query(`SET LOCAL kcm.sync = 'on'`);
+    // A user's DDL waiting on a table this round touches wins: the round gives up (and is
+    // retried on the next) before the deadlock detector (deadlock_timeout, 1 s) could pick the user.
+    await db.query(`SET LOCAL lock_timeout = '500ms'`);
     for (const stmt of setup) await db.query(stmt);
     for (const ft of plan.drops) await db.query(`DROP FOREIGN TABLE IF EXISTS ${ident(ft.schema)}.${ident(ft.table)}`);
     for (const stmt of teardown) await db.query(stmt);
     for (const batch of plan.imports) {
       await db.query(`CREATE SCHEMA IF NOT EXISTS ${ident(batch.schema)}`);
-      await db.query(`GRANT USAGE ON SCHEMA ${ident(batch.schema)} TO ${ident(computeUser)}`);
+      await db.query(`GRANT USAGE, CREATE ON SCHEMA ${ident(batch.schema)} TO ${ident(computeUser)}`);
       const names = batch.tables.map((t) => ident(t.table)).join(', ');
       await db.query(`IMPORT FOREIGN SCHEMA ${ident(batch.remoteDb)} LIMIT TO (${names}) FROM SERVER ${ident(serverName(batch.shardId))} INTO ${ident(batch.schema)}`);
       const made = await db.query<{ relname: string }>(
@@ -208,7 +213,8 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
           continue;
         }
         skipped.push(...(await applyColumnAttributes(db, batch.schema, batch.shardId, t)));
-        await db.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${ident(batch.schema)}.${ident(t.table)} TO ${ident(computeUser)}`);
+        // The compute account owns the cluster's tables: it can drop and alter them through any compute node.
+        await db.query(`ALTER FOREIGN TABLE ${ident(batch.schema)}.${ident(t.table)} OWNER TO ${ident(computeUser)}`);
       }
     }
     for (const fix of plan.alters) skipped.push(...(await applyColumnAttributes(db, fix.schema, fix.shardId, fix)));
@@ -234,6 +240,25 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
   });
 }
 
+/**
+ * What the last full sync of an instance started from, by data directory. A round whose
+ * shards, credentials, shard tables and databases are all the same, within
+ * FULL_ROUND_EVERY_MS of the last full one, has nothing to do in the compute databases and
+ * skips reading them. That keeps a round cheap enough to run every 500 ms, which is what
+ * brings a table created through another compute node here within 2 s; the periodic full
+ * round still repairs anything changed behind kcm's back on the compute node itself.
+ */
+const lastFullRound = new Map<string, { key: string; at: number; skipped: CatalogChange[]; foreignTables: number }>();
+const FULL_ROUND_EVERY_MS = 10_000;
+
+function roundKey(shards: ShardEndpoint[], views: ShardView[], databases: string[]): string {
+  return JSON.stringify([
+    shards.map((s) => [s.shard_id, s.host, s.port, s.user, s.password]),
+    views.map((v) => [v.shardId, v.reachable, v.tables.map((t) => [t.remoteDb, t.table, t.signature, t.attributes])]),
+    databases,
+  ]);
+}
+
 export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): Promise<SyncCatalogReply> {
   const started = Date.now();
   const instance = await host.registry.get(req.port);
@@ -256,7 +281,15 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
     }
     return names;
   });
-  const scope = [...new Set([...wanted, ...instance.catalogDatabases])].filter((d) => existing.has(d)).sort();
+  // Every database gets the shard servers, not only those with tables: a table created
+  // through this compute node (kcm_ddl) goes to a shard through them.
+  const scope = [...existing].filter(isIdentifier).sort();
+  const key = roundKey(shards, views, scope);
+  const last = lastFullRound.get(instance.datadir);
+  if (last && last.key === key && Date.now() - last.at < FULL_ROUND_EVERY_MS) {
+    return { changes: last.skipped, servers_changed: [], foreign_tables: last.foreignTables, elapsed_ms: Date.now() - started };
+  }
+  lastFullRound.delete(instance.datadir);
 
   const serversChanged: string[] = [];
   let foreignTables = 0;
@@ -266,6 +299,7 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
     foreignTables += result.foreignTables;
   }
   if (scope.join('\0') !== [...instance.catalogDatabases].sort().join('\0')) await host.registry.save({ ...instance, catalogDatabases: scope });
+  lastFullRound.set(instance.datadir, { key, at: started, skipped: changes.filter((c) => c.action === 'skipped'), foreignTables });
   const elapsed = Date.now() - started;
   // Skips (unreachable shards, defaults not carried, ...) are logged here and reported to the manager, which warns once per new problem.
   const skipped = changes.filter((c) => c.action === 'skipped').map((c) => `${c.database}.${c.schema}.${c.table}@${c.shard_id}: ${c.reason}`);
