@@ -5,7 +5,6 @@
 import { spawnSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { expect } from 'vitest';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture, type ClusterFixtureOptions } from './cluster-fixture';
 
@@ -42,11 +41,11 @@ export async function startSqlCluster(options: ClusterFixtureOptions = {}): Prom
       const reply = await f.runJob('create_machine', {
         hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
       });
-      expect(reply.status, reply.error_info).toBe('done');
+      if (reply.status !== 'done') throw new Error(`create_machine ${host} ${type}: ${reply.error_info}`);
     }
   }
   const reply = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
-  expect(reply.status, reply.error_info).toBe('done');
+  if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
   const result = reply.attachment as unknown as { cluster_id: string; computer_user: string; computer_pwd: string };
   const cluster = () => f.manager.store.state().clusters[result.cluster_id];
   const comps = () => Object.values(cluster().comps).map((c) => ({ host: c.hostaddr, port: c.port }));

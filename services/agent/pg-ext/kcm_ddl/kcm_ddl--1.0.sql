@@ -68,8 +68,12 @@ def connect_all(what):
     try:
         for s in shards():
             try:
-                conns[s['id']] = pymysql.connect(host=s['host'], port=s['port'], user=s['user'], password=s['password'],
-                                                 connect_timeout=3, read_timeout=30, write_timeout=30, autocommit=True, charset='utf8mb4')
+                # 3 s for the connection and handshake (a stopped master accepts TCP but never greets);
+                # then up to 10 min for one statement (an ALTER TABLE of a big table).
+                c = pymysql.connect(host=s['host'], port=s['port'], user=s['user'], password=s['password'],
+                                    connect_timeout=3, read_timeout=3, write_timeout=30, autocommit=True, charset='utf8mb4')
+                c._read_timeout = 600
+                conns[s['id']] = c
             except Exception as e:
                 fail('kcm: %s: shard %s (%s:%d) cannot be reached: %s; nothing was changed' % (what, s['id'], s['host'], s['port'], e), '08006')
     except Exception:
@@ -141,27 +145,24 @@ def mariadb_default(expr):
         return m.group(1)
     return False
 
-def column_definitions(relid, qualified):
+def column_definitions(relid, qualified, check=True):
     cols = plpy.execute("""
         SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull,
                pg_get_expr(d.adbin, d.adrelid) AS dflt, a.attidentity AS ident, a.attgenerated AS gen
           FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
          WHERE a.attrelid = %d AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""" % relid)
-    out = []
-    for c in cols:
-        out.append(column_definition(c, qualified))
-    return cols, out
+    return cols, [column_definition(c, qualified) for c in cols] if check else []
 
 def column_definition(c, qualified):
     t = mariadb_type(c['type'])
     if t is None:
-        fail('kcm: column %s.%s has type %s, which has no MariaDB form that reads back the same; nothing was created' % (qualified, c['name'], c['type']),
+        fail('kcm: column %s.%s has type %s, which has no MariaDB form that reads back the same; nothing was changed' % (qualified, c['name'], c['type']),
                    hint='Types kcm maps: ' + SUPPORTED + '.')
     if c['ident'] or c['gen']:
-        fail('kcm: column %s.%s is an identity or generated column, which kcm does not carry to a shard; nothing was created' % (qualified, c['name']))
+        fail('kcm: column %s.%s is an identity or generated column, which kcm does not carry to a shard; nothing was changed' % (qualified, c['name']))
     d = mariadb_default(c['dflt'])
     if d is False:
-        fail('kcm: column %s.%s has default %s; kcm carries constant defaults only; nothing was created' % (qualified, c['name'], c['dflt']))
+        fail('kcm: column %s.%s has default %s; kcm carries constant defaults only; nothing was changed' % (qualified, c['name'], c['dflt']))
     return '%s %s%s%s' % (mq(c['name']), t, ' NOT NULL' if c['notnull'] else ' NULL', '' if d is None else ' DEFAULT ' + d)
 
 def key_definitions(relid, qualified):
@@ -222,7 +223,7 @@ def choose_shard(conns, qualified):
 def replace_with_foreign(rel, rdb, shard_id, sig, owner):
     schema, name = rel['schema'], rel['name']
     target = '%s.%s' % (qi(schema), qi(name))
-    plpy.execute('DROP TABLE %s' % target)
+    plpy.execute('DROP %s %s' % ('FOREIGN TABLE' if rel.get('foreign') else 'TABLE', target))
     if rel['bound']:
         plpy.execute('CREATE FOREIGN TABLE %s PARTITION OF %s %s SERVER %s OPTIONS (dbname %s, table_name %s)'
                      % (target, rel['parent'], rel['bound'], qi('shard_' + shard_id), plpy.quote_literal(rdb), plpy.quote_literal(name)))
@@ -243,6 +244,10 @@ def replace_with_foreign(rel, rdb, shard_id, sig, owner):
         if c['dflt'] is not None and not rel['bound']:
             plpy.execute('ALTER FOREIGN TABLE %s ALTER COLUMN %s SET DEFAULT %s' % (target, qi(c['name']), c['dflt']))
     plpy.execute('ALTER FOREIGN TABLE %s OWNER TO %s' % (target, qi(owner)))
+    if rel['bound']:
+        plpy.execute('SELECT kcm_ddl.route_inserts(%s::regclass)' % plpy.quote_literal(rel['parent']))
+        # Marks the parent as kcm's: the catalog sync drops it once its last partition is gone.
+        plpy.execute("COMMENT ON TABLE %s IS 'kcm:partitioned'" % rel['parent'])
     # The catalog sync's column signature: it keeps this table instead of importing it again.
     plpy.execute('COMMENT ON FOREIGN TABLE %s IS %s' % (target, plpy.quote_literal('kcm:' + sig)))
 
@@ -271,7 +276,19 @@ def create_one(conns, rel, owner):
     rdb = remote_db(rel['schema'])
     cols, defs = column_definitions(rel['relid'], qualified)
     rel['cols'] = cols
-    defs += key_definitions(rel['relid'], qualified)
+    keys = key_definitions(rel['relid'], qualified)
+    if rel['bound'] and not any(k.startswith('PRIMARY KEY') for k in keys):
+        # A parent with foreign partitions cannot have a primary key, and mysql_fdw writes only
+        # to tables whose first column is unique: the partition key is the shard table's key.
+        pk = plpy.execute('''SELECT array_agg(a.attname::text ORDER BY k.o) AS cols, coalesce(bool_and(a.attnotnull), false) AS notnull, bool_or(k.n = 0) AS expr
+                               FROM pg_partitioned_table p CROSS JOIN LATERAL unnest(p.partattrs::int2[]) WITH ORDINALITY k(n, o)
+                               LEFT JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k.n
+                              WHERE p.partrelid = %s::regclass''' % plpy.quote_literal(rel['parent']))
+        if len(pk) == 0 or pk[0]['expr'] or not pk[0]['notnull'] or not pk[0]['cols']:
+            fail('kcm: partition %s has no primary key, and the partition key of %s is not NOT NULL columns; nothing was changed' % (qualified, rel['parent']),
+                 hint='Declare one in the partition: CREATE TABLE ... PARTITION OF ... (PRIMARY KEY (<first column>)) FOR VALUES ...')
+        keys.insert(0, 'PRIMARY KEY (%s)' % ', '.join(mq(c) for c in pk[0]['cols']))
+    defs += keys
     if rel['parent'] and not rel['bound']:
         fail('kcm: %s inherits from %s; kcm carries partitions (PARTITION OF), not inheritance; nothing was created' % (qualified, rel['parent']))
     found = holders(conns, rdb, rel['name'])
@@ -282,8 +299,15 @@ def create_one(conns, rel, owner):
     conn = conns[shard_id]
     db_existed = bool(sql(conn, 'SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s', (rdb,)))
     sql(conn, 'CREATE DATABASE IF NOT EXISTS %s DEFAULT CHARACTER SET utf8mb4' % mq(rdb))
+    comment = ''
+    if rel['bound']:
+        # How other compute nodes rebuild the partitioned parent (the catalog sync reads it).
+        part = plpy.execute('SELECT n.nspname AS schema, c.relname AS name, pg_get_partkeydef(c.oid) AS key FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s::regclass' % plpy.quote_literal(rel['parent']))[0]
+        comment = " COMMENT='%s'" % json.dumps({'kcm_partition_of': [part['schema'], part['name']], 'key': part['key'], 'bound': rel['bound']}).replace('\\', '\\\\').replace("'", "''")
+        if len(comment) > 2000:
+            fail('kcm: the partition bound of %s is too long to record on the shard; nothing was changed' % qualified)
     try:
-        sql(conn, 'CREATE TABLE %s.%s (%s) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' % (mq(rdb), mq(rel['name']), ', '.join(defs)))
+        sql(conn, 'CREATE TABLE %s.%s (%s) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4%s' % (mq(rdb), mq(rel['name']), ', '.join(defs), comment))
     except Exception as e:
         if not db_existed:
             sql(conn, 'DROP DATABASE IF EXISTS %s' % mq(rdb))
@@ -300,6 +324,77 @@ def create_one(conns, rel, owner):
         if not db_existed and not sql(conn, 'SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s LIMIT 1', (rdb,)):
             sql(conn, 'DROP DATABASE IF EXISTS %s' % mq(rdb))
         raise
+
+def altered_foreign_tables():
+    return plpy.execute("""
+        SELECT DISTINCT c.oid AS relid, n.nspname AS schema, c.relname AS name, substr(srv.srvname, 7) AS shard,
+               (SELECT substr(o, 8) FROM unnest(ft.ftoptions) o WHERE starts_with(o, 'dbname=')) AS rdb,
+               (SELECT substr(o, 12) FROM unnest(ft.ftoptions) o WHERE starts_with(o, 'table_name=')) AS rtable
+          FROM pg_event_trigger_ddl_commands() e
+          JOIN pg_class c ON c.oid = e.objid AND e.classid = 'pg_class'::regclass
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+          JOIN pg_foreign_table ft ON ft.ftrelid = c.oid
+          JOIN pg_foreign_server srv ON srv.oid = ft.ftserver AND starts_with(srv.srvname, 'shard_')
+         WHERE e.command_tag IN ('ALTER TABLE', 'ALTER FOREIGN TABLE')""")
+
+def alter_tables():
+    altered = altered_foreign_tables()
+    if len(altered) == 0:
+        return
+    conns = connect_all('ALTER TABLE')
+    try:
+        for r in altered:
+            alter_one(conns, dict(r))
+    finally:
+        close_all(conns)
+
+def alter_one(conns, rel):
+    # The foreign table already has the user's change; the shard table is made to match it:
+    # a new name or schema is a RENAME TABLE, then columns are compared by name and position.
+    qualified = '%s.%s' % (rel['schema'], rel['name'])
+    if rel['shard'] not in conns:
+        fail('kcm: %s is on shard %s, which is not in this cluster any more; nothing was changed' % (qualified, rel['shard']), '55000')
+    conn = conns[rel['shard']]
+    target = '%s.%s' % (qi(rel['schema']), qi(rel['name']))
+    rdb, rtable = remote_db(rel['schema']), rel['name']
+    if (rdb, rtable) != (rel['rdb'], rel['rtable']):
+        if holders(conns, rdb, rtable):
+            fail('kcm: a shard already has a table %s.%s; nothing was changed' % (rdb, rtable), '42P07')
+        sql(conn, 'CREATE DATABASE IF NOT EXISTS %s DEFAULT CHARACTER SET utf8mb4' % mq(rdb))
+        sql(conn, 'RENAME TABLE %s.%s TO %s.%s' % (mq(rel['rdb']), mq(rel['rtable']), mq(rdb), mq(rtable)))
+        GD['kcm_ddl_busy'] = True
+        try:
+            plpy.execute('ALTER FOREIGN TABLE %s OPTIONS (SET dbname %s, SET table_name %s)' % (target, plpy.quote_literal(rdb), plpy.quote_literal(rtable)))
+        finally:
+            GD['kcm_ddl_busy'] = False
+    cols, _ = column_definitions(rel['relid'], qualified, check=False)
+    local = [c['name'] for c in cols]
+    remote = [r[0] for r in sql(conn, 'SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION', (rdb, rtable))]
+    added = [c for c in cols if c['name'] not in remote]
+    removed = [n for n in remote if n not in local]
+    changes = []
+    if len(added) == 1 and len(removed) == 1 and local.index(added[0]['name']) == remote.index(removed[0]):
+        changes.append('RENAME COLUMN %s TO %s' % (mq(removed[0]), mq(added[0]['name'])))
+    else:
+        changes += ['DROP COLUMN %s' % mq(n) for n in removed]
+        changes += ['ADD COLUMN %s' % column_definition(c, qualified) for c in added]
+    if changes:
+        try:
+            sql(conn, 'ALTER TABLE %s.%s %s' % (mq(rdb), mq(rtable), ', '.join(changes)))
+        except Exception as e:
+            fail('kcm: shard %s refused ALTER TABLE %s (%s): %s; nothing was changed' % (rel['shard'], qualified, ', '.join(changes), e))
+    GD['kcm_ddl_busy'] = True
+    try:
+        if removed and not plpy.execute('SELECT relispartition AS p FROM pg_class WHERE oid = %d' % rel['relid'])[0]['p']:
+            # mysql_fdw sends INSERT values by attribute number and gets them wrong once a
+            # column was dropped: the foreign table is imported afresh, with what it carried.
+            owner = plpy.execute('SELECT pg_get_userbyid(relowner) AS o FROM pg_class WHERE oid = %d' % rel['relid'])[0]['o']
+            fresh = {'schema': rel['schema'], 'name': rel['name'], 'bound': None, 'cols': cols, 'foreign': True}
+            replace_with_foreign(fresh, rdb, rel['shard'], signature(conn, rdb, rtable), owner)
+        else:
+            plpy.execute('COMMENT ON FOREIGN TABLE %s IS %s' % (target, plpy.quote_literal('kcm:' + signature(conn, rdb, rtable))))
+    finally:
+        GD['kcm_ddl_busy'] = False
 
 def drop_tables():
     gone = plpy.execute("""SELECT schema_name AS schema, object_name AS name FROM pg_event_trigger_dropped_objects()
@@ -318,12 +413,93 @@ def drop_tables():
 try:
     if event == 'end':
         create_tables()
+        alter_tables()
     elif event == 'drop':
         drop_tables()
 except Refusal as r:
     return [str(r), r.code, r.hint]
 return None
 $py$;
+
+-- INSERT into a partitioned table whose partitions are mysql_fdw foreign tables: mysql_fdw
+-- refuses tuple routing ("COPY and foreign partition routing not supported"), but an INSERT
+-- straight into a foreign table works. So the parent gets one conditional INSTEAD rule per
+-- partition, `ON INSERT WHERE <the row belongs there> DO INSTEAD INSERT INTO <partition>`,
+-- rebuilt whenever a partition is added. A row that belongs nowhere reaches the parent
+-- itself and fails as PostgreSQL fails it ("no partition of relation ... found for row").
+-- Hash partitions (any number of key columns), list and range partitions on one key column.
+CREATE FUNCTION kcm_ddl.route_inserts(parent_rel regclass) RETURNS void
+LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
+import re
+def qi(n):
+    return plpy.quote_ident(n)
+parent = plpy.execute('SELECT %s::regclass::oid AS o' % plpy.quote_literal(parent_rel))[0]['o']  # PL/Python passes regclass as its name
+info = plpy.execute('''SELECT p.partstrat AS strat, array(SELECT a.attname::text FROM unnest(p.partattrs::int2[]) WITH ORDINALITY k(n, o)
+                                JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k.n ORDER BY k.o) AS keys,
+                              0 = ALL(p.partattrs::int2[]) AS has_expr
+                         FROM pg_partitioned_table p WHERE p.partrelid = %d''' % parent)
+if len(info) == 0:
+    return
+strat, keys = info[0]['strat'], list(info[0]['keys'])
+for r in plpy.execute("SELECT rulename FROM pg_rewrite WHERE ev_class = %d AND starts_with(rulename, 'kcm_route')" % parent):
+    plpy.execute('DROP RULE %s ON %s' % (qi(r['rulename']), plpy.execute('SELECT %d::regclass::text AS t' % parent)[0]['t']))
+target = plpy.execute('SELECT %d::regclass::text AS t' % parent)[0]['t']
+new_keys = ['NEW.%s' % qi(k) for k in keys]
+for i, p in enumerate(plpy.execute('''SELECT c.oid::regclass::text AS child, pg_get_expr(c.relpartbound, c.oid) AS bound
+                                        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = %d ORDER BY c.oid''' % parent)):
+    bound = p['bound']
+    m = re.fullmatch(r'FOR VALUES WITH \(modulus (\d+), remainder (\d+)\)', bound)
+    if strat == 'h' and m:
+        cond = 'satisfies_hash_partition(%d::oid, %s, %s, %s)' % (parent, m.group(1), m.group(2), ', '.join(new_keys))
+    elif strat == 'l' and len(keys) == 1 and bound.startswith('FOR VALUES IN ('):
+        cond = '%s IN %s' % (new_keys[0], bound[len('FOR VALUES IN '):])
+    elif strat == 'r' and len(keys) == 1:
+        m = re.fullmatch(r'FOR VALUES FROM \((.*)\) TO \((.*)\)', bound)
+        if not m:
+            plpy.error('kcm: partition %s (%s) cannot be routed to' % (p['child'], bound))
+        parts = []
+        if m.group(1) != 'MINVALUE':
+            parts.append('%s >= %s' % (new_keys[0], m.group(1)))
+        if m.group(2) != 'MAXVALUE':
+            parts.append('%s < %s' % (new_keys[0], m.group(2)))
+        cond = ' AND '.join(parts) if parts else 'true'
+    else:
+        plpy.error('kcm: partition %s (%s) cannot be routed to: kcm routes hash partitions and list or range partitions on one key column' % (p['child'], bound))
+    plpy.execute('CREATE RULE %s AS ON INSERT TO %s WHERE %s DO INSTEAD INSERT INTO %s VALUES (NEW.*)' % (qi('kcm_route_%d' % i), target, cond, p['child']))
+$py$;
+
+-- The catalog sync's side of partitions: a shard table recorded as a partition is attached
+-- to its parent, which is made (from the partition's columns) when this node has none.
+CREATE FUNCTION kcm_ddl.adopt_partition(child regclass, parent_schema text, parent_name text, partkey text, bound text, owner text) RETURNS void
+LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
+import re
+if not re.fullmatch(r'(HASH|LIST|RANGE) \([A-Za-z0-9_", ]+\)', partkey) or not re.fullmatch(r"FOR VALUES [A-Za-z0-9_,.()' -]+", bound):
+    plpy.error('kcm: partition of %s.%s has a key or bound kcm does not rebuild: %s %s' % (parent_schema, parent_name, partkey, bound))
+target = '%s.%s' % (plpy.quote_ident(parent_schema), plpy.quote_ident(parent_name))
+found = plpy.execute("SELECT c.oid, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s"
+                     % (plpy.quote_literal(parent_schema), plpy.quote_literal(parent_name)))
+if len(found) == 0:
+    plpy.execute('CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS) PARTITION BY %s' % (target, child, partkey))
+    plpy.execute('ALTER TABLE %s OWNER TO %s' % (target, plpy.quote_ident(owner)))
+    plpy.execute("COMMENT ON TABLE %s IS 'kcm:partitioned'" % target)
+elif found[0]['relkind'] != 'p':
+    plpy.error('kcm: %s is not a partitioned table; partition %s is left standalone' % (target, child))
+attached = plpy.execute('SELECT 1 FROM pg_inherits WHERE inhrelid = %s::regclass' % plpy.quote_literal(child))
+if len(attached) == 0:
+    plpy.execute('ALTER TABLE %s ATTACH PARTITION %s %s' % (target, child, bound))
+plpy.execute('SELECT kcm_ddl.route_inserts(%s::regclass)' % plpy.quote_literal(target))
+$py$;
+
+-- Partitioned parents the sync made, once their last partition is gone.
+CREATE FUNCTION kcm_ddl.drop_empty_parents() RETURNS void
+LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
+for r in plpy.execute('''SELECT c.oid::regclass::text AS t FROM pg_class c WHERE c.relkind = 'p'
+                           AND obj_description(c.oid, 'pg_class') = 'kcm:partitioned'
+                           AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = c.oid)'''):
+    plpy.execute('DROP TABLE %s' % r['t'])
+$py$;
+
+REVOKE EXECUTE ON FUNCTION kcm_ddl.adopt_partition(regclass, text, text, text, text, text), kcm_ddl.drop_empty_parents() FROM PUBLIC;
 
 -- Raises what carry_out refused as a plain ERROR (PL/Python would prefix it with its exception class).
 CREATE FUNCTION kcm_ddl.raise_refusal(refusal text[]) RETURNS void LANGUAGE plpgsql AS $$
