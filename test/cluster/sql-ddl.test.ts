@@ -283,11 +283,12 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     expect(plan.join('\n')).toMatch(/Remote query: SELECT .* WHERE \(\(`id` = 42\)\)/);
     const all = (await one.query('EXPLAIN (COSTS OFF) SELECT count(*) FROM hp')).rows.map((r) => r['QUERY PLAN'] as string);
     expect(all.filter((l) => l.includes('Foreign Scan')).length).toBe(4);
-    // Aggregates: on the compute node by default; with partitionwise aggregation, on each shard.
+    // Aggregates over the parent are computed on the compute node from every partition's
+    // rows, even with partitionwise aggregation (mysql_fdw pushes no partial aggregates).
     await one.query('SET enable_partitionwise_aggregate = on');
     const pushed = (await one.query('EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*), sum(v) FROM hp')).rows.map((r) => r['QUERY PLAN'] as string);
     console.log(`with enable_partitionwise_aggregate = on:\n${pushed.join('\n')}`);
-    expect(pushed.filter((l) => /Remote query: SELECT count\(\*\), sum\(`v`\)/.test(l)).length).toBe(4);
+    expect(pushed.filter((l) => /Remote query: SELECT `v` FROM `postgres_\$\$_public`\.`hp_\d`$/.test(l.trim())).length).toBe(4);
     expect((await one.query('SELECT count(*)::int AS n, sum(v)::int AS total FROM hp')).rows[0]).toEqual(expected);
     await one.query('RESET enable_partitionwise_aggregate');
     // A row routed through compute node 2 reaches the right partition there too.
