@@ -499,7 +499,8 @@ for r in plpy.execute('''SELECT c.oid::regclass::text AS t FROM pg_class c WHERE
     plpy.execute('DROP TABLE %s' % r['t'])
 $py$;
 
-REVOKE EXECUTE ON FUNCTION kcm_ddl.adopt_partition(regclass, text, text, text, text, text), kcm_ddl.drop_empty_parents() FROM PUBLIC;
+-- Superuser work on any table: only kcm_ddl itself (as the definer) and the agent call these.
+REVOKE EXECUTE ON FUNCTION kcm_ddl.route_inserts(regclass), kcm_ddl.adopt_partition(regclass, text, text, text, text, text), kcm_ddl.drop_empty_parents() FROM PUBLIC;
 
 -- Raises what carry_out refused as a plain ERROR (PL/Python would prefix it with its exception class).
 CREATE FUNCTION kcm_ddl.raise_refusal(refusal text[]) RETURNS void LANGUAGE plpgsql AS $$
