@@ -302,4 +302,37 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     for (const r of [0, 1, 2, 3]) expect(await s.shardTables(`hp_${r}`)).toEqual([[], []]);
     await waitUntil('hp gone from both compute nodes', async () => ((await s.compRelations('hp')).flat().length === 0 ? true : undefined), 5_000, 100);
   }, 90_000);
+
+  it('CREATE INDEX through one compute node is made on the shard table; DROP INDEX through the other removes it', async () => {
+    const [c1, c2] = s.comps();
+    const indexes = async () =>
+      (
+        await Promise.all(
+          s.masters().map(async (m) => {
+            const c = await s.mysqlAs(m);
+            try {
+              const [rows] = (await c.query(`SELECT DISTINCT INDEX_NAME AS i FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'postgres_$$_public' AND TABLE_NAME = 'indexed' ORDER BY 1`)) as unknown as [{ i: string }[]];
+              return rows.map((r) => r.i);
+            } finally {
+              await c.end();
+            }
+          }),
+        )
+      ).flat();
+    const one = await s.pgAs(c1);
+    await one.query('create table indexed(id int primary key, v int, tag varchar(20))');
+    await one.query('create index indexed_v on indexed (v)');
+    await one.query('create unique index on indexed (tag)');
+    await expect(one.query('create index indexed_v on indexed (tag)')).rejects.toThrow(/an index named indexed_v already exists/);
+    expect(await indexes()).toEqual(['indexed_tag_idx', 'indexed_v', 'PRIMARY']);
+    await one.end();
+    await waitUntil('indexed on compute node 2', async () => ((await s.compRelations('indexed'))[1].length === 1 ? true : undefined), 5_000, 100);
+    const two = await s.pgAs(c2);
+    await two.query('drop index indexed_v');
+    await expect(two.query('drop index indexed_v')).rejects.toThrow(/index "indexed_v" does not exist/);
+    await two.query('drop index if exists indexed_v');
+    expect(await indexes()).toEqual(['indexed_tag_idx', 'PRIMARY']);
+    await two.query('drop table indexed');
+    await two.end();
+  }, 60_000);
 });

@@ -14,6 +14,9 @@
  *    changes are local only.
  * 3. CREATE TABLE AS / SELECT INTO would fill a local table that is then replaced by an
  *    empty foreign one: refused, with the two statements that do it.
+ * 4. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
+ *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
+ *    carry them out on the table's shard, instead of running here.
  */
 #include "postgres.h"
 
@@ -21,6 +24,9 @@
 #include "catalog/pg_class.h"
 #include "nodes/parsenodes.h"
 #include "access/xact.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -100,6 +106,77 @@ reaches_shard(Node *parsetree)
 	}
 }
 
+/* Runs `SELECT <call>` through SPI as the current user; the functions check ownership. */
+static void
+run_call(const char *call)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s", call);
+	SPI_connect();
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "kcm: %s failed", sql.data);
+	SPI_finish();
+}
+
+/* CREATE INDEX on a foreign table: created on its shard; false when it is not one. */
+static bool
+index_on_shard(IndexStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	StringInfoData call;
+	ListCell   *cell;
+	bool		first = true;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	initStringInfo(&call);
+	appendStringInfo(&call, "kcm_ddl.create_index(%u::oid::regclass, %s, %s, ARRAY[", relid,
+					 stmt->idxname ? quote_literal_cstr(stmt->idxname) : "NULL", stmt->unique ? "true" : "false");
+	foreach(cell, stmt->indexParams)
+	{
+		IndexElem  *elem = (IndexElem *) lfirst(cell);
+
+		if (elem->name == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("kcm: an index on a table of the shards names columns only; nothing was changed")));
+		appendStringInfo(&call, "%s%s", first ? "" : ", ", quote_literal_cstr(elem->name));
+		first = false;
+	}
+	appendStringInfoString(&call, "]::text[])");
+	run_call(call.data);
+	return true;
+}
+
+/* DROP INDEX of names no local index has: dropped on the shards; false when any is local. */
+static bool
+index_drop_on_shard(DropStmt *stmt)
+{
+	ListCell   *cell;
+
+	foreach(cell, stmt->objects)
+	{
+		RangeVar   *rel = makeRangeVarFromNameList((List *) lfirst(cell));
+
+		if (OidIsValid(RangeVarGetRelid(rel, NoLock, true)))
+			return false;
+	}
+	foreach(cell, stmt->objects)
+	{
+		RangeVar   *rel = makeRangeVarFromNameList((List *) lfirst(cell));
+		StringInfoData call;
+
+		initStringInfo(&call);
+		appendStringInfo(&call, "kcm_ddl.drop_index(%s, %s, %s)",
+						 rel->schemaname ? quote_literal_cstr(rel->schemaname) : "NULL",
+						 quote_literal_cstr(rel->relname), stmt->missing_ok ? "true" : "false");
+		run_call(call.data);
+	}
+	return true;
+}
+
 static void
 kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 					ProcessUtilityContext context, ParamListInfo params,
@@ -113,6 +190,16 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 
 		if (tag != NULL)
 			PreventInTransactionBlock(true, tag);
+		if (IsA(parsetree, IndexStmt) && OidIsValid(RangeVarGetRelid(((IndexStmt *) parsetree)->relation, NoLock, true)) &&
+			get_rel_relkind(RangeVarGetRelid(((IndexStmt *) parsetree)->relation, NoLock, true)) == RELKIND_FOREIGN_TABLE)
+		{
+			PreventInTransactionBlock(true, "CREATE INDEX");
+			if (index_on_shard((IndexStmt *) parsetree))
+				return;
+		}
+		if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_INDEX &&
+			index_drop_on_shard((DropStmt *) parsetree))
+			return;
 		if (IsA(parsetree, CreateTableAsStmt) && ((CreateTableAsStmt *) parsetree)->objtype == OBJECT_TABLE &&
 			((CreateTableAsStmt *) parsetree)->into->rel->relpersistence != RELPERSISTENCE_TEMP)
 			ereport(ERROR,
