@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(mariadb-server mariadb-backup mariadb-client postgresql-15 postgresql-15-mysql-fdw iptables prometheus)
+# postgresql-plpython3-15 + python3-pymysql run kcm_ddl's triggers (DDL through compute nodes);
+# postgresql-server-dev-15, gcc and make build its small C part below.
+debian_packages=(mariadb-server mariadb-backup mariadb-client postgresql-15 postgresql-15-mysql-fdw postgresql-plpython3-15 python3-pymysql postgresql-server-dev-15 gcc make iptables prometheus)
 # Optional: the etcd comparison of bench/raft-kv; installed when the package is available.
 optional_packages=(etcd-server)
 
@@ -30,6 +32,18 @@ if [ ${#missing[@]} -gt 0 ] || [ ${#missing_optional[@]} -gt 0 ]; then
   for svc in mariadb postgresql etcd prometheus; do
     "${sudo_cmd[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 || "${sudo_cmd[@]}" service "$svc" stop >/dev/null 2>&1 || true
   done
+fi
+
+# kcm_ddl, the compute nodes' DDL extension: built with PGXS and installed next to
+# PostgreSQL whenever its sources are newer than the installed library.
+kcm_ddl_dir=services/agent/pg-ext/kcm_ddl
+kcm_ddl_lib="$(/usr/lib/postgresql/15/bin/pg_config --pkglibdir)/kcm_ddl.so"
+if [ ! -f "$kcm_ddl_lib" ] || [ -n "$(find "$kcm_ddl_dir" -newer "$kcm_ddl_lib" -type f \( -name '*.c' -o -name '*.sql' -o -name '*.control' \))" ]; then
+  echo "setup: building and installing the kcm_ddl PostgreSQL extension"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  make -s -C "$kcm_ddl_dir" >/dev/null
+  "${sudo_cmd[@]}" make -s -C "$kcm_ddl_dir" install >/dev/null
 fi
 
 # npm dependencies: install when node_modules is missing or older than the lock file.

@@ -26,7 +26,7 @@ export interface LocalForeignTable {
 }
 
 /** What a foreign table is built from: its name, both signatures and the columns' attributes. */
-export type TableDefinition = Pick<RemoteTable, 'table' | 'signature' | 'attributes' | 'columns'>;
+export type TableDefinition = Pick<RemoteTable, 'table' | 'signature' | 'attributes' | 'columns' | 'partition'>;
 
 export interface ImportBatch {
   shardId: string;
@@ -52,7 +52,7 @@ export interface DatabasePlan {
 
 const key = (schema: string, table: string) => `${schema}.${table}`;
 
-const definition = ({ table, signature, attributes, columns }: RemoteTable): TableDefinition => ({ table, signature, attributes, columns });
+const definition = ({ table, signature, attributes, columns, partition }: RemoteTable): TableDefinition => ({ table, signature, attributes, columns, ...(partition ? { partition } : {}) });
 
 /** A 'skipped' change naming each column whose MariaDB default the foreign table cannot carry. */
 function unmappedDefaults(database: string, shardId: string, remote: RemoteTable): CatalogChange[] {

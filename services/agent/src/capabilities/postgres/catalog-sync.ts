@@ -5,7 +5,7 @@
 
 import { withAdmin, ident, literal, type AdminClient } from './admin-session';
 import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
-import { ADMIN_ROLE, validatePort, type PostgresInstance } from './layout';
+import { ADMIN_ROLE, isIdentifier, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
 import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from '@kcm/agent-api';
@@ -50,6 +50,8 @@ function optionChanges(current: Map<string, string>, wanted: Record<string, stri
 
 interface DatabaseState {
   hasExtension: boolean;
+  /** kcm_ddl is there: partitions are attached to their parents. */
+  hasDdlHooks: boolean;
   servers: Map<string, Map<string, string>>;
   mappings: Map<string, Map<string, string>>;
   local: LocalForeignTable[];
@@ -58,6 +60,7 @@ interface DatabaseState {
 
 async function readDatabaseState(db: AdminClient, schemas: string[]): Promise<DatabaseState> {
   const ext = await db.query(`SELECT 1 FROM pg_extension WHERE extname = 'mysql_fdw'`);
+  const ddl = await db.query(`SELECT 1 FROM pg_extension WHERE extname = 'kcm_ddl'`);
   const servers = await db.query<{ srvname: string; srvoptions: string[] | null }>('SELECT srvname, srvoptions FROM pg_foreign_server');
   const mappings = await db.query<{ srvname: string; usename: string; umoptions: string[] | null }>('SELECT srvname, usename, umoptions FROM pg_user_mappings');
   const tables = await db.query<{ schema: string; table: string; server: string; comment: string | null }>(
@@ -82,6 +85,7 @@ async function readDatabaseState(db: AdminClient, schemas: string[]): Promise<Da
   const kcm = new Set(local.map((t) => `${t.schema}.${t.table}`));
   return {
     hasExtension: (ext.rowCount ?? 0) > 0,
+    hasDdlHooks: (ddl.rowCount ?? 0) > 0,
     servers: new Map(servers.rows.map((r) => [r.srvname, optionMap(r.srvoptions)])),
     mappings: new Map(mappings.rows.map((r) => [`${r.srvname}\0${r.usename}`, optionMap(r.umoptions)])),
     local,
@@ -182,18 +186,61 @@ async function applyColumnAttributes(db: AdminClient, schema: string, shardId: s
   return [{ database: '', schema, table: t.table, action: 'skipped', shard_id: shardId, reason: `PostgreSQL refused column attributes: ${refused.join('; ')}` }];
 }
 
+/** Thrown when a table the plan touches changed between the round's read and its locks. */
+class ChangedDuringRound extends Error {}
+
+/**
+ * Locks the foreign tables the plan drops or alters and checks that their comments (the
+ * signatures kcm_ddl and the sync write in the same transaction as the DDL) are still those
+ * the plan was made from. A user's ALTER or RENAME through this compute node that committed
+ * after the round read the catalog would otherwise be undone by a re-import built from a
+ * stale view of the shard; such a round gives up and the next one starts from fresh reads.
+ */
+async function lockPlannedTables(db: AdminClient, plan: DatabasePlan, local: LocalForeignTable[]): Promise<void> {
+  const byName = new Map(local.map((t) => [`${t.schema}.${t.table}`, t]));
+  const touched = [...plan.drops, ...plan.alters.map((a) => byName.get(`${a.schema}.${a.table}`))].filter((t): t is LocalForeignTable => t !== undefined);
+  for (const t of touched) {
+    const name = `${ident(t.schema)}.${ident(t.table)}`;
+    const found = await db.query<{ owner: string }>(
+      `SELECT pg_get_userbyid(c.relowner) AS owner FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
+      [t.schema, t.table],
+    );
+    if (found.rows.length === 0) throw new ChangedDuringRound(`${name} is gone`);
+    // LOCK TABLE refuses foreign tables; giving it the owner it has takes the same lock and changes nothing.
+    await db.query(`ALTER FOREIGN TABLE ${name} OWNER TO ${ident(found.rows[0].owner)}`);
+    const now = await db.query<{ comment: string | null }>(
+      `SELECT obj_description(c.oid, 'pg_class') AS comment FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
+      [t.schema, t.table],
+    );
+    const comment = SIGNATURE_COMMENT.exec(now.rows[0]?.comment ?? '');
+    if (now.rows.length === 0 || (comment?.[1] ?? '') !== t.signature || (comment?.[2] ?? '') !== t.attributes) throw new ChangedDuringRound(`${name} changed`);
+  }
+}
+
 /** Runs the plan in one transaction: a failure leaves the database's catalog as it was. */
-async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, computeUser: string, teardown: string[]): Promise<{ skipped: CatalogChange[]; notImported: number }> {
+async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, computeUser: string, teardown: string[], local: LocalForeignTable[], hasDdlHooks: boolean, stillCurrent: () => Promise<void>): Promise<{ skipped: CatalogChange[]; notImported: number }> {
   const skipped: CatalogChange[] = [];
   let notImported = 0;
   await db.query('BEGIN');
   try {
+    // What the sync creates and drops is not user DDL: kcm_ddl's triggers leave it alone.
+    await db.query(`SET LOCAL kcm.sync = 'on'`);
+    // A user's DDL waiting on a table this round touches wins: the round gives up (and is
+    // retried on the next) before the deadlock detector (deadlock_timeout, 1 s) could pick the user.
+    await db.query(`SET LOCAL lock_timeout = '500ms'`);
+    await lockPlannedTables(db, plan, local);
+    if (plan.drops.length > 0 || plan.alters.length > 0) await stillCurrent();
     for (const stmt of setup) await db.query(stmt);
-    for (const ft of plan.drops) await db.query(`DROP FOREIGN TABLE IF EXISTS ${ident(ft.schema)}.${ident(ft.table)}`);
+    for (const ft of plan.drops) {
+      const name = `${ident(ft.schema)}.${ident(ft.table)}`;
+      // A partition is named by its parent's insert-routing rule (kcm_ddl): that rule goes with it.
+      const partition = await db.query(`SELECT 1 FROM pg_class WHERE oid = to_regclass($1) AND relispartition`, [name]);
+      await db.query(`DROP FOREIGN TABLE IF EXISTS ${name}${(partition.rowCount ?? 0) > 0 ? ' CASCADE' : ''}`);
+    }
     for (const stmt of teardown) await db.query(stmt);
     for (const batch of plan.imports) {
       await db.query(`CREATE SCHEMA IF NOT EXISTS ${ident(batch.schema)}`);
-      await db.query(`GRANT USAGE ON SCHEMA ${ident(batch.schema)} TO ${ident(computeUser)}`);
+      await db.query(`GRANT USAGE, CREATE ON SCHEMA ${ident(batch.schema)} TO ${ident(computeUser)}`);
       const names = batch.tables.map((t) => ident(t.table)).join(', ');
       await db.query(`IMPORT FOREIGN SCHEMA ${ident(batch.remoteDb)} LIMIT TO (${names}) FROM SERVER ${ident(serverName(batch.shardId))} INTO ${ident(batch.schema)}`);
       const made = await db.query<{ relname: string }>(
@@ -208,10 +255,18 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
           continue;
         }
         skipped.push(...(await applyColumnAttributes(db, batch.schema, batch.shardId, t)));
-        await db.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${ident(batch.schema)}.${ident(t.table)} TO ${ident(computeUser)}`);
+        if (t.partition && hasDdlHooks) {
+          const p = t.partition;
+          const args = [`${ident(batch.schema)}.${ident(t.table)}`, p.schema, p.table, p.key, p.bound, computeUser].map(literal).join(', ');
+          const err = await trySavepoint(db, `SELECT kcm_ddl.adopt_partition(${args})`);
+          if (err) skipped.push({ database: '', schema: batch.schema, table: t.table, action: 'skipped', shard_id: batch.shardId, reason: `not attached to ${p.schema}.${p.table}: ${err.message}` });
+        }
+        // The compute account owns the cluster's tables: it can drop and alter them through any compute node.
+        await db.query(`ALTER FOREIGN TABLE ${ident(batch.schema)}.${ident(t.table)} OWNER TO ${ident(computeUser)}`);
       }
     }
     for (const fix of plan.alters) skipped.push(...(await applyColumnAttributes(db, fix.schema, fix.shardId, fix)));
+    if (hasDdlHooks && plan.drops.length > 0) await db.query('SELECT kcm_ddl.drop_empty_parents()');
     await db.query('COMMIT');
   } catch (err) {
     await db.query('ROLLBACK').catch(() => {});
@@ -228,10 +283,43 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
     const setup = [...(state.hasExtension ? [] : ['CREATE EXTENSION IF NOT EXISTS mysql_fdw']), ...serverStatements(state, shards, instance.user, serversChanged, database)];
     const teardown = retiredServerStatements(state, shards, serversChanged, database);
     if (setup.length === 0 && teardown.length === 0 && plan.drops.length === 0 && plan.imports.length === 0 && plan.alters.length === 0) return { changes: plan.changes, foreignTables: plan.foreignTables };
-    const { skipped, notImported } = await applyPlan(db, setup, plan, instance.user, teardown);
+    let applied: Awaited<ReturnType<typeof applyPlan>>;
+    try {
+      // The shards are read again once the tables are locked: a view read before a user's DDL
+      // through this node committed would re-import from the old columns.
+      const stillCurrent = async () => {
+        const fresh = planDatabase(database, await Promise.all(shards.map((s) => readShardTables(s))), state.local, state.otherRelations);
+        if (JSON.stringify(fresh.changes) !== JSON.stringify(plan.changes)) throw new ChangedDuringRound('the shards changed since the round read them');
+      };
+      applied = await applyPlan(db, setup, plan, instance.user, teardown, state.local, state.hasDdlHooks, stillCurrent);
+    } catch (err) {
+      if (!(err instanceof ChangedDuringRound)) throw err;
+      // Not a failure: the next round reads again. The memo is not written for this round.
+      throw new AgentFailure('unavailable', `catalog of ${database} changed during the round (${err.message}); the next round applies it`);
+    }
+    const { skipped, notImported } = applied;
     const changes = [...plan.changes, ...skipped.map((s) => ({ ...s, database }))];
     return { changes, foreignTables: plan.foreignTables - notImported };
   });
+}
+
+/**
+ * What the last full sync of an instance started from, by data directory. A round whose
+ * shards, credentials, shard tables and databases are all the same, within
+ * FULL_ROUND_EVERY_MS of the last full one, has nothing to do in the compute databases and
+ * skips reading them. That keeps a round cheap enough to run every 500 ms, which is what
+ * brings a table created through another compute node here within 2 s; the periodic full
+ * round still repairs anything changed behind kcm's back on the compute node itself.
+ */
+const lastFullRound = new Map<string, { key: string; at: number; skipped: CatalogChange[]; foreignTables: number }>();
+const FULL_ROUND_EVERY_MS = 10_000;
+
+function roundKey(shards: ShardEndpoint[], views: ShardView[], databases: string[]): string {
+  return JSON.stringify([
+    shards.map((s) => [s.shard_id, s.host, s.port, s.user, s.password]),
+    views.map((v) => [v.shardId, v.reachable, v.tables.map((t) => [t.remoteDb, t.table, t.signature, t.attributes])]),
+    databases,
+  ]);
 }
 
 export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): Promise<SyncCatalogReply> {
@@ -256,7 +344,15 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
     }
     return names;
   });
-  const scope = [...new Set([...wanted, ...instance.catalogDatabases])].filter((d) => existing.has(d)).sort();
+  // Every database gets the shard servers, not only those with tables: a table created
+  // through this compute node (kcm_ddl) goes to a shard through them.
+  const scope = [...existing].filter(isIdentifier).sort();
+  const key = roundKey(shards, views, scope);
+  const last = lastFullRound.get(instance.datadir);
+  if (last && last.key === key && Date.now() - last.at < FULL_ROUND_EVERY_MS) {
+    return { changes: last.skipped, servers_changed: [], foreign_tables: last.foreignTables, elapsed_ms: Date.now() - started };
+  }
+  lastFullRound.delete(instance.datadir);
 
   const serversChanged: string[] = [];
   let foreignTables = 0;
@@ -266,6 +362,7 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
     foreignTables += result.foreignTables;
   }
   if (scope.join('\0') !== [...instance.catalogDatabases].sort().join('\0')) await host.registry.save({ ...instance, catalogDatabases: scope });
+  lastFullRound.set(instance.datadir, { key, at: started, skipped: changes.filter((c) => c.action === 'skipped'), foreignTables });
   const elapsed = Date.now() - started;
   // Skips (unreachable shards, defaults not carried, ...) are logged here and reported to the manager, which warns once per new problem.
   const skipped = changes.filter((c) => c.action === 'skipped').map((c) => `${c.database}.${c.schema}.${c.table}@${c.shard_id}: ${c.reason}`);

@@ -14,7 +14,7 @@ const SETTING_NAME = /^[a-z_][a-z0-9_.]{0,62}$/;
 const RESERVED = new Set([
   'listen_addresses', 'port', 'unix_socket_directories', 'unix_socket_permissions', 'data_directory',
   'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'include', 'include_dir', 'include_if_exists',
-  'password_encryption', 'log_min_error_statement', 'log_statement',
+  'password_encryption', 'log_min_error_statement', 'log_statement', 'shared_preload_libraries',
 ]);
 
 export const KCM_CONF = 'kcm.conf';
@@ -34,8 +34,9 @@ export function validateVariables(variables: Record<string, string>): Record<str
   return variables;
 }
 
-export function kcmConf(instance: PostgresInstance): string {
-  const lines = {
+/** `ddlHooks`: preload kcm_ddl (ddl-hooks.ts), which lets DROP TABLE name the foreign tables kcm makes. */
+export function kcmConf(instance: PostgresInstance, ddlHooks = false): string {
+  const lines: Record<string, string> = {
     listen_addresses: instance.hostaddr,
     port: String(instance.port),
     unix_socket_directories: socketDir(instance),
@@ -46,6 +47,7 @@ export function kcmConf(instance: PostgresInstance): string {
     log_statement: 'none',
     logging_collector: 'off',
   };
+  if (ddlHooks) lines.shared_preload_libraries = 'kcm_ddl';
   return `# Written by kcm; rewritten on every install.\n${Object.entries(lines).map(([k, v]) => `${k} = ${quoteValue(v)}`).join('\n')}\n`;
 }
 
@@ -77,9 +79,9 @@ export function pgIdentConf(agentOsUser: string): string {
 }
 
 /** Writes kcm's files; the include lines are appended to postgresql.conf once. */
-export async function writeInstanceConfig(instance: PostgresInstance, agentOsUser: string, owner: { uid: number; gid: number }): Promise<void> {
+export async function writeInstanceConfig(instance: PostgresInstance, agentOsUser: string, owner: { uid: number; gid: number }, ddlHooks = false): Promise<void> {
   const files: [string, string][] = [
-    [KCM_CONF, kcmConf(instance)],
+    [KCM_CONF, kcmConf(instance, ddlHooks)],
     [VARIABLES_CONF, variablesConf(instance.variables)],
     ['pg_hba.conf', pgHbaConf()],
     ['pg_ident.conf', pgIdentConf(agentOsUser)],

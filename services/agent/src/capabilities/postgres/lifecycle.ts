@@ -11,6 +11,7 @@ import { ADMIN_ROLE, instanceDatadir, validateIdentifier, validatePort, type Ins
 import { postmasterStatus, startPostmaster, stopPostmaster } from './postmaster';
 import { ident, literal, withAdmin } from './admin-session';
 import { scramSha256Verifier } from './scram';
+import { ddlHooksAvailable, ensureDdlHooks } from './ddl-hooks';
 import type { InstallPostgresRequest, PostgresInstanceReply } from '@kcm/agent-api';
 import { AgentFailure } from '@kcm/agent-api';
 
@@ -79,16 +80,24 @@ async function setAsideForeignDatadir(host: PostgresHost, datadir: string, opId:
 }
 
 /** The compute account: created, or its password and login reset; the password goes as a SCRAM verifier. */
-async function ensureComputeAccount(instance: PostgresInstance, password: string): Promise<void> {
+async function ensureComputeAccount(instance: PostgresInstance, password: string, ddlHooks: boolean): Promise<void> {
   await withAdmin(instance, 'postgres', async (db) => {
     const verifier = literal(scramSha256Verifier(password));
     const found = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [instance.user]);
     const verb = found.rowCount === 0 ? 'CREATE' : 'ALTER';
     await db.query(`${verb} ROLE ${ident(instance.user)} WITH LOGIN CREATEDB PASSWORD ${verifier}`);
-    await db.query('CREATE EXTENSION IF NOT EXISTS mysql_fdw');
+    await db.query(`GRANT CREATE ON DATABASE postgres TO ${ident(instance.user)}`);
   });
-  // New databases copy template1: put the extension there so every database has it.
-  await withAdmin(instance, 'template1', (db) => db.query('CREATE EXTENSION IF NOT EXISTS mysql_fdw'));
+  // New databases copy template1, so what is set up there reaches every database: the
+  // extensions, and the compute account's right to create tables in schema public
+  // (PostgreSQL 15 no longer gives that to everyone).
+  for (const database of ['template1', 'postgres']) {
+    await withAdmin(instance, database, async (db) => {
+      await db.query('CREATE EXTENSION IF NOT EXISTS mysql_fdw');
+      await db.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${ident(instance.user)}`);
+      if (ddlHooks) await ensureDdlHooks(db);
+    });
+  }
 }
 
 export async function installPostgres(host: PostgresHost, req: InstallPostgresRequest): Promise<PostgresInstanceReply> {
@@ -124,7 +133,9 @@ export async function installPostgres(host: PostgresHost, req: InstallPostgresRe
     await initdb(host, datadir);
     details.push('initialised');
   }
-  await writeInstanceConfig(instance, os.userInfo().username, host.runAs());
+  const ddlHooks = await ddlHooksAvailable(host.binDir);
+  if (!ddlHooks) host.logger.warn({ port }, 'kcm_ddl is not installed next to PostgreSQL (scripts/setup.sh builds it): DDL through this compute node is not carried to the shards');
+  await writeInstanceConfig(instance, os.userInfo().username, host.runAs(), ddlHooks);
 
   let status = await postmasterStatus(datadir);
   if (status) {
@@ -135,7 +146,7 @@ export async function installPostgres(host: PostgresHost, req: InstallPostgresRe
     status = await postmasterStatus(datadir);
     details.push('started');
   }
-  await ensureComputeAccount(instance, req.password);
+  await ensureComputeAccount(instance, req.password, ddlHooks);
   host.logger.info({ port, datadir, user, pid: status?.pid }, 'postgres instance installed');
   return reply(instance, status?.pid, details.join(', '));
 }

@@ -22,6 +22,31 @@ export interface RemoteTable {
   columns: RemoteColumn[];
   /** Hash of `columns`' notNull and defaultSql: what the foreign table's columns must carry. */
   attributes: string;
+  /** Set when kcm_ddl made this table as a partition (recorded in the table's COMMENT). */
+  partition?: PartitionOf;
+}
+
+/** The partitioned parent a shard table belongs to on the compute nodes. */
+export interface PartitionOf {
+  schema: string;
+  table: string;
+  /** pg_get_partkeydef of the parent, e.g. `HASH (id)`. */
+  key: string;
+  /** The partition bound, e.g. `FOR VALUES WITH (modulus 4, remainder 0)`. */
+  bound: string;
+}
+
+/** The partition record kcm_ddl writes as a table COMMENT; undefined for any other comment. */
+export function parsePartitionComment(comment: string | null): PartitionOf | undefined {
+  if (!comment?.startsWith('{"kcm_partition_of"')) return undefined;
+  try {
+    const v = JSON.parse(comment) as { kcm_partition_of?: unknown; key?: unknown; bound?: unknown };
+    const of = v.kcm_partition_of;
+    if (!Array.isArray(of) || of.length !== 2 || !of.every((x) => typeof x === 'string') || typeof v.key !== 'string' || typeof v.bound !== 'string') return undefined;
+    return { schema: of[0] as string, table: of[1] as string, key: v.key, bound: v.bound };
+  } catch {
+    return undefined;
+  }
 }
 
 export interface RemoteColumn {
@@ -77,6 +102,7 @@ interface ColumnRow {
   nullable: string;
   dflt: string | null;
   generated: string;
+  tcomment: string | null;
 }
 
 export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): Promise<ShardView> {
@@ -85,7 +111,7 @@ export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): 
     conn = await mysql.createConnection({ host: shard.host, port: shard.port, user: shard.user, password: shard.password, connectTimeout: timeoutMs });
     const [rows] = await conn.query({
       sql: `SELECT c.TABLE_SCHEMA AS db, c.TABLE_NAME AS tbl, c.COLUMN_NAME AS col, c.COLUMN_TYPE AS type,
-                   c.IS_NULLABLE AS nullable, c.COLUMN_DEFAULT AS dflt, c.IS_GENERATED AS generated
+                   c.IS_NULLABLE AS nullable, c.COLUMN_DEFAULT AS dflt, c.IS_GENERATED AS generated, t.TABLE_COMMENT AS tcomment
               FROM information_schema.COLUMNS c
               JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
              WHERE t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_SCHEMA LIKE ?
@@ -93,18 +119,18 @@ export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): 
       values: ['%\\_$$\\_%'],
       timeout: timeoutMs,
     });
-    const byTable = new Map<string, { db: string; tbl: string; types: [string, string][]; columns: RemoteColumn[] }>();
+    const byTable = new Map<string, { db: string; tbl: string; types: [string, string][]; columns: RemoteColumn[]; partition?: PartitionOf }>();
     for (const r of rows as ColumnRow[]) {
       const key = `${r.db}\0${r.tbl}`;
-      const entry = byTable.get(key) ?? { db: r.db, tbl: r.tbl, types: [], columns: [] };
+      const entry = byTable.get(key) ?? { db: r.db, tbl: r.tbl, types: [], columns: [], partition: parsePartitionComment(r.tcomment) };
       entry.types.push([r.col, r.type]);
       entry.columns.push(remoteColumn(r.col, r.nullable, r.dflt, r.type, r.generated));
       byTable.set(key, entry);
     }
     const tables: RemoteTable[] = [];
-    for (const { db, tbl, types, columns } of byTable.values()) {
+    for (const { db, tbl, types, columns, partition } of byTable.values()) {
       const names = splitRemoteDb(db);
-      if (names) tables.push({ remoteDb: db, ...names, table: tbl, signature: columnSignature(types), columns, attributes: attributeSignature(columns) });
+      if (names) tables.push({ remoteDb: db, ...names, table: tbl, signature: columnSignature(types), columns, attributes: attributeSignature(columns), ...(partition ? { partition } : {}) });
     }
     return { shardId: shard.shard_id, reachable: true, problem: '', tables };
   } catch (err) {

@@ -1,0 +1,231 @@
+/*
+ * kcm_ddl: what the event triggers of kcm_ddl--1.0.sql cannot do, decided before
+ * PostgreSQL runs a utility statement. Loaded through shared_preload_libraries.
+ *
+ * 1. Tables made through a compute node are foreign tables (their rows live on a shard),
+ *    and PostgreSQL refuses `DROP TABLE` on a foreign table before any event trigger runs.
+ *    A user writes `DROP TABLE t`, as the reference system's own checks do, so a DROP
+ *    TABLE whose every existing target is a foreign table becomes DROP FOREIGN TABLE; the
+ *    sql_drop trigger then removes the table from its shard in the same statement.
+ * 2. A shard commits DDL at once and cannot roll it back. DDL that reaches a shard (CREATE
+ *    TABLE, DROP or ALTER of a foreign table, DROP SCHEMA) therefore runs in its own
+ *    transaction, as CREATE DATABASE does: inside BEGIN ... ROLLBACK the shard would keep
+ *    what the compute node forgot. The agent's catalog sync (kcm.sync = on) is exempt: its
+ *    changes are local only.
+ * 3. CREATE TABLE AS / SELECT INTO would fill a local table that is then replaced by an
+ *    empty foreign one: refused, with the two statements that do it.
+ * 4. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
+ *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
+ *    carry them out on the table's shard, instead of running here.
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "nodes/parsenodes.h"
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "tcop/utility.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+
+PG_MODULE_MAGIC;
+
+void _PG_init(void);
+
+static ProcessUtility_hook_type previous_hook = NULL;
+
+/* True when at least one target exists and every existing target is a foreign table. */
+static bool
+targets_are_foreign_tables(DropStmt *stmt)
+{
+	ListCell   *cell;
+	int			foreign = 0;
+
+	foreach(cell, stmt->objects)
+	{
+		RangeVar   *rel = makeRangeVarFromNameList((List *) lfirst(cell));
+		Oid			relid = RangeVarGetRelid(rel, NoLock, true);
+
+		if (!OidIsValid(relid))
+			continue;
+		if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+			return false;
+		foreign++;
+	}
+	return foreign > 0;
+}
+
+static bool
+names_foreign_table(RangeVar *rel)
+{
+	Oid			relid = RangeVarGetRelid(rel, NoLock, true);
+
+	return OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
+}
+
+static bool
+in_catalog_sync(void)
+{
+	const char *value = GetConfigOption("kcm.sync", true, false);
+
+	return value != NULL && strcmp(value, "on") == 0;
+}
+
+/* The command tag when this statement reaches a shard, NULL when it stays on this node. */
+static const char *
+reaches_shard(Node *parsetree)
+{
+	switch (nodeTag(parsetree))
+	{
+		case T_CreateStmt:
+			return ((CreateStmt *) parsetree)->relation->relpersistence == RELPERSISTENCE_TEMP ? NULL : "CREATE TABLE";
+		case T_DropStmt:
+			{
+				DropStmt   *drop = (DropStmt *) parsetree;
+
+				if (drop->removeType == OBJECT_SCHEMA)
+					return "DROP SCHEMA";
+				if (drop->removeType == OBJECT_FOREIGN_TABLE ||
+					(drop->removeType == OBJECT_TABLE && targets_are_foreign_tables(drop)))
+					return "DROP TABLE";
+				return NULL;
+			}
+		case T_AlterTableStmt:
+			return names_foreign_table(((AlterTableStmt *) parsetree)->relation) ? "ALTER TABLE" : NULL;
+		case T_RenameStmt:
+			{
+				RenameStmt *rename = (RenameStmt *) parsetree;
+
+				return rename->relation != NULL && names_foreign_table(rename->relation) ? "ALTER TABLE" : NULL;
+			}
+		default:
+			return NULL;
+	}
+}
+
+/* Runs `SELECT <call>` through SPI as the current user; the functions check ownership. */
+static void
+run_call(const char *call)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s", call);
+	SPI_connect();
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "kcm: %s failed", sql.data);
+	SPI_finish();
+}
+
+/* CREATE INDEX on a foreign table: created on its shard; false when it is not one. */
+static bool
+index_on_shard(IndexStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	StringInfoData call;
+	ListCell   *cell;
+	bool		first = true;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	initStringInfo(&call);
+	appendStringInfo(&call, "kcm_ddl.create_index(%u::oid::regclass, %s, %s, ARRAY[", relid,
+					 stmt->idxname ? quote_literal_cstr(stmt->idxname) : "NULL", stmt->unique ? "true" : "false");
+	foreach(cell, stmt->indexParams)
+	{
+		IndexElem  *elem = (IndexElem *) lfirst(cell);
+
+		if (elem->name == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("kcm: an index on a table of the shards names columns only; nothing was changed")));
+		appendStringInfo(&call, "%s%s", first ? "" : ", ", quote_literal_cstr(elem->name));
+		first = false;
+	}
+	appendStringInfoString(&call, "]::text[])");
+	run_call(call.data);
+	return true;
+}
+
+/* DROP INDEX of names no local index has: dropped on the shards; false when any is local. */
+static bool
+index_drop_on_shard(DropStmt *stmt)
+{
+	ListCell   *cell;
+
+	foreach(cell, stmt->objects)
+	{
+		RangeVar   *rel = makeRangeVarFromNameList((List *) lfirst(cell));
+
+		if (OidIsValid(RangeVarGetRelid(rel, NoLock, true)))
+			return false;
+	}
+	foreach(cell, stmt->objects)
+	{
+		RangeVar   *rel = makeRangeVarFromNameList((List *) lfirst(cell));
+		StringInfoData call;
+
+		initStringInfo(&call);
+		appendStringInfo(&call, "kcm_ddl.drop_index(%s, %s, %s)",
+						 rel->schemaname ? quote_literal_cstr(rel->schemaname) : "NULL",
+						 quote_literal_cstr(rel->relname), stmt->missing_ok ? "true" : "false");
+		run_call(call.data);
+	}
+	return true;
+}
+
+static void
+kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					ProcessUtilityContext context, ParamListInfo params,
+					QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync())
+	{
+		const char *tag = reaches_shard(parsetree);
+
+		if (tag != NULL)
+			PreventInTransactionBlock(true, tag);
+		if (IsA(parsetree, IndexStmt) && OidIsValid(RangeVarGetRelid(((IndexStmt *) parsetree)->relation, NoLock, true)) &&
+			get_rel_relkind(RangeVarGetRelid(((IndexStmt *) parsetree)->relation, NoLock, true)) == RELKIND_FOREIGN_TABLE)
+		{
+			PreventInTransactionBlock(true, "CREATE INDEX");
+			if (index_on_shard((IndexStmt *) parsetree))
+				return;
+		}
+		if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_INDEX &&
+			index_drop_on_shard((DropStmt *) parsetree))
+			return;
+		if (IsA(parsetree, CreateTableAsStmt) && ((CreateTableAsStmt *) parsetree)->objtype == OBJECT_TABLE &&
+			((CreateTableAsStmt *) parsetree)->into->rel->relpersistence != RELPERSISTENCE_TEMP)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("kcm: CREATE TABLE AS and SELECT INTO are not carried to a shard; nothing was created"),
+					 errhint("CREATE TABLE the table, then INSERT INTO it ... SELECT.")));
+	}
+	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TABLE &&
+		targets_are_foreign_tables((DropStmt *) parsetree))
+	{
+		/* The tree may be cached (a prepared statement): change a copy. */
+		PlannedStmt *copy = copyObject(pstmt);
+
+		((DropStmt *) copy->utilityStmt)->removeType = OBJECT_FOREIGN_TABLE;
+		pstmt = copy;
+		readOnlyTree = false;
+	}
+	if (previous_hook)
+		previous_hook(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+}
+
+void
+_PG_init(void)
+{
+	previous_hook = ProcessUtility_hook;
+	ProcessUtility_hook = kcm_process_utility;
+}

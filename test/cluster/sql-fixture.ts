@@ -1,0 +1,109 @@
+// A 2-shard x 3-node, 2-compute-node cluster on real engines for the tests of SQL through
+// compute nodes, with helpers to reach every compute node (pg, psql) and shard master
+// (storage account) and to ask each what it holds.
+
+import { spawnSync } from 'node:child_process';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture, type ClusterFixtureOptions } from './cluster-fixture';
+import { openTestAccounts } from '../helpers/secrets';
+
+export type Endpoint = { host: string; port: number };
+
+export interface SqlCluster {
+  f: ClusterFixture;
+  cluster: () => ClusterRecord;
+  computeUser: string;
+  computePassword: string;
+  comps: () => Endpoint[];
+  masters: () => Endpoint[];
+  pgAs: (at: Endpoint, database?: string) => Promise<pg.Client>;
+  /** Runs a script through psql as the compute account; stdout and stderr as psql prints them. */
+  psql: (at: Endpoint, script: string, database?: string) => { stdout: string; stderr: string };
+  mysqlAs: (at: Endpoint) => Promise<mysql.Connection>;
+  /** For each shard master: the MariaDB databases.tables named `table` (any `%_$$_%` database). */
+  shardTables: (table: string) => Promise<string[][]>;
+  /** For each compute node: the relations named `table` in database `database` (schema.name kind). */
+  compRelations: (table: string, database?: string) => Promise<string[][]>;
+  close: () => Promise<void>;
+}
+
+const CREATE_PARAS = {
+  nick_name: 'sql', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '2', max_storage_size: '1', max_connections: '100',
+  cpu_cores: '1', cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+  storage_iplists: [...HOSTS], computer_iplists: [] as string[], install_proxysql: '0',
+};
+
+export async function startSqlCluster(options: ClusterFixtureOptions = {}): Promise<SqlCluster> {
+  const f = await startClusterFixture(options);
+  for (const [i, host] of HOSTS.entries()) {
+    for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
+      const reply = await f.runJob('create_machine', {
+        hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
+      });
+      if (reply.status !== 'done') throw new Error(`create_machine ${host} ${type}: ${reply.error_info}`);
+    }
+  }
+  const reply = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
+  if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
+  const result = reply.attachment as unknown as { cluster_id: string; computer_user: string; computer_pwd: string };
+  const cluster = () => f.manager.store.state().clusters[result.cluster_id];
+  const comps = () => Object.values(cluster().comps).map((c) => ({ host: c.hostaddr, port: c.port }));
+  const masters = () =>
+    Object.values(cluster().shards).map((s) => {
+      const m = s.nodes[s.masterNodeId];
+      return { host: m.hostaddr, port: m.port };
+    });
+  const pgAs = async (at: Endpoint, database = 'postgres') => {
+    const c = new pg.Client({ host: at.host, port: at.port, user: result.computer_user, password: result.computer_pwd, database });
+    c.on('error', () => {});
+    await c.connect();
+    return c;
+  };
+  const storage = openTestAccounts(cluster().accounts).storage;
+  const mysqlAs = (at: Endpoint) => mysql.createConnection({ host: at.host, port: at.port, user: storage.user, password: storage.password, connectTimeout: 5000 });
+  const psql = (at: Endpoint, script: string, database = 'postgres') => {
+    const run = spawnSync('psql', ['-X', '-h', at.host, '-p', String(at.port), '-U', result.computer_user, '-d', database, '-f', '-'], {
+      input: script, encoding: 'utf8', env: { ...process.env, PGPASSWORD: result.computer_pwd }, timeout: 60_000,
+    });
+    return { stdout: run.stdout, stderr: run.stderr };
+  };
+  const shardTables = async (table: string) =>
+    Promise.all(
+      masters().map(async (m) => {
+        const c = await mysqlAs(m);
+        try {
+          const [rows] = (await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_NAME = ? AND TABLE_SCHEMA LIKE '%\\_$$\\_%' ORDER BY 1`, [table])) as unknown as [{ t: string }[]];
+          return rows.map((r) => r.t);
+        } finally {
+          await c.end();
+        }
+      }),
+    );
+  const compRelations = async (table: string, database = 'postgres') =>
+    Promise.all(
+      comps().map(async (at) => {
+        const c = await pgAs(at, database);
+        try {
+          const { rows } = await c.query(`SELECT n.nspname || '.' || c.relname || ' ' || c.relkind::text AS r FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = $1 ORDER BY 1`, [table]);
+          return rows.map((r) => r.r as string);
+        } finally {
+          await c.end();
+        }
+      }),
+    );
+  // The catalog sync gives every database of every compute node the shard servers within a round.
+  for (const at of comps()) {
+    await waitUntil(`shard servers on ${at.host}:${at.port}`, async () => {
+      const c = await pgAs(at);
+      try {
+        const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_foreign_server WHERE srvname LIKE 'shard\\_%'`);
+        return rows[0].n === 2 ? true : undefined;
+      } finally {
+        await c.end();
+      }
+    }, 15_000);
+  }
+  return { f, cluster, computeUser: result.computer_user, computePassword: result.computer_pwd, comps, masters, pgAs, psql, mysqlAs, shardTables, compRelations, close: () => f.close() };
+}
