@@ -45,9 +45,9 @@ export const CommandKind = {
   LogicalBackupScheduled: 27,
   LogicalBackupRunClaimed: 28,
   LogicalBackupRunFinished: 29,
-  // Emit tokens (meta/tokens.ts); sec-auth's range 35-44.
-  TokenCreated: 35,
-  TokenDeleted: 36,
+  // Emit tokens (meta/tokens.ts).
+  TokenCreated: 30,
+  TokenDeleted: 31,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
