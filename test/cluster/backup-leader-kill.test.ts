@@ -22,6 +22,7 @@ import { managerTls } from '../helpers/pki';
 import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';
 import { findLeader } from '../manager/helpers/emit-client';
 import { testSecretsKeyFile } from '../helpers/secrets';
+import { testTokenConfig } from '../helpers/tokens';
 
 const MEMBERS = ['127.0.1.84:18500', '127.0.1.85:18500', '127.0.1.86:18500'];
 const NEW_MEMBERS = ['127.0.1.87:18500', '127.0.1.88:18500', '127.0.1.89:18500'];
@@ -129,7 +130,7 @@ describe('backups in a 3-manager group on real engines', () => {
       const dir = path.join(group.dir, `restored-${i + 1}`);
       mkdirSync(dir, { recursive: true });
       const config = path.join(dir, 'manager.json');
-      writeFileSync(config, JSON.stringify({ member, dataDir: path.join(dir, 'data'), initialMembers: NEW_MEMBERS, agentPort: AGENT_PORT, tickMs: 50, logLevel: 'info', secretsKeyFile: testSecretsKeyFile(), ...managerTls(member) }));
+      writeFileSync(config, JSON.stringify({ member, dataDir: path.join(dir, 'data'), initialMembers: NEW_MEMBERS, agentPort: AGENT_PORT, tickMs: 50, logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...managerTls(member) }));
       const p = new ManagedProcess(`restored manager ${member}`, [MANAGER_MAIN, '--config', config, '--restore-meta', backupFile], path.join(dir, 'manager.log'));
       restored.push(p);
       p.start();
