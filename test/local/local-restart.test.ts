@@ -91,15 +91,9 @@ describe('a cluster through kcm local down and up (real engines)', () => {
     const up = await kcm(['local', 'up', ...BLOCK, '--dir', dir, '--json', '--timeout', '60']);
     expect(up.code, up.stderr).toBe(0);
     useDefaultToken((JSON.parse(up.stdout) as { token: string }).token); // the group knows only the admin token up made
-    for (const i of [1, 2, 3]) {
-      const machine = JSON.parse(await readFile(path.join(dir, `agent-${i}`, 'create_machine.json'), 'utf8')) as { paras: Record<string, unknown> };
-      const reply = await runJob('create_machine', machine.paras, 30_000);
-      expect(reply.status, reply.error_info).toBe('done');
-    }
-    // The same first host also serves compute nodes, from its own port range.
-    const computer = JSON.parse(await readFile(path.join(dir, 'agent-1', 'create_machine.json'), 'utf8')) as { paras: Record<string, unknown> };
-    const reply = await runJob('create_machine', { ...computer.paras, machine_type: 'computer', port_range: '56000-56100' }, 30_000);
-    expect(reply.status, reply.error_info).toBe('done');
+    // `up` registered every host as both a storage and a computer machine.
+    const machines = (await ask('get_machine_summary', {})).attachment as unknown as { list_machine: { hostaddr: string; machine_types: string[] }[] };
+    expect(machines.list_machine.map((m) => m.machine_types)).toEqual([['computer', 'storage'], ['computer', 'storage'], ['computer', 'storage']]);
   }, 120_000);
 
   afterAll(async () => {
