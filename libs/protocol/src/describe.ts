@@ -156,6 +156,11 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
       'refused when the standby is more transactions behind than the manager\'s manualSwitchMaxBehindTrx',
     ],
   },
+  cancel_job: {
+    summary: 'Stop a job (beyond the spec): a waiting job never runs; a running one stops at its next step boundary and rolls back what it created.',
+    notes: ['the canceled job ends failed with CANCELED (2004)', 'a job that already ended is refused (CONFLICT)'],
+    fields: { job_id: 'the job to stop' },
+  },
   set_noswitch: {
     summary: 'Suspend automatic failover of a shard (or every shard of a cluster) for a while.',
     notes: ['timeout is required with type 1', 'without shard_id: every shard the cluster has now'],

@@ -53,6 +53,8 @@ export const JOB_TYPES = [
   'delete_token',
   'list_tokens',
   'get_audit',
+  // stopping a job (beyond the spec's list, issue 19)
+  'cancel_job',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -104,6 +106,7 @@ export const JOB_MODES = Object.freeze({
   delete_token: 'async',
   list_tokens: 'sync',
   get_audit: 'sync',
+  cancel_job: 'async', // a write to the replicated state: the one path every write takes
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

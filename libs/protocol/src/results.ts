@@ -278,7 +278,15 @@ export type JobResults = EveryAsyncJobType<{
   delete_backup_storage: EmptyResult;
   create_token: TokenResult;
   delete_token: EmptyResult;
+  cancel_job: CancelJobResult;
 }>;
+
+/**
+ * cancel_job's result: the job and what became of it: `canceled` (it was waiting and never
+ * ran; it is failed with CANCELED now) or `stopping` (it is running: it stops at its next
+ * step boundary, rolls back what it created, and ends failed with CANCELED).
+ */
+export type CancelJobResult = { job_id: string; outcome: 'canceled' | 'stopping' };
 
 /** create_token's result: the token's name and role (the token itself only in the acknowledgement, once). */
 export type TokenResult = { name: string; role: string };

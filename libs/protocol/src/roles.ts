@@ -62,6 +62,7 @@ export const REQUIRED_ROLE = Object.freeze({
   delete_backup_storage: 'admin',
   create_token: 'admin',
   delete_token: 'admin',
+  cancel_job: 'operator',
   list_tokens: 'admin',
   get_audit: 'admin',
 } as const satisfies Record<JobType, Role>);

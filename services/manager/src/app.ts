@@ -187,6 +187,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     manualSwitch: { maxBehindTrx: config.manualSwitchMaxBehindTrx, catchUpMs: config.manualSwitchCatchUpMs },
     ...opts.jobs,
     raft,
+    keepFinishedJobs: config.finishedJobsKept,
     backup: { pvLimitMb: config.backupPvLimitMb, maxReplicaDelayS: config.backupMaxReplicaDelayS, ...opts.jobs?.backup },
   });
   const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);

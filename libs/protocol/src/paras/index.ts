@@ -19,7 +19,7 @@ import { createMachineParas, deleteMachineParas, setMachineParas } from './machi
 import { getClusterDetailParas, getVariableParas, noParas } from './queries';
 import { raftMissionParas } from './raft-mission';
 import { manualSwitchParas, setNoswitchParas } from './shard-ha';
-import { getStatusParas } from './status';
+import { cancelJobParas, getStatusParas } from './status';
 import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
 import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
 
@@ -60,6 +60,7 @@ export const PARAS_SCHEMAS = {
   delete_token: deleteTokenParas,
   list_tokens: noParas,
   get_audit: getAuditParas,
+  cancel_job: cancelJobParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

@@ -3,5 +3,11 @@
  * envelope, not here); paras is `{}`.
  */
 import { z } from 'zod';
+import { idString } from '../formats';
 
 export const getStatusParas = z.object({});
+
+/** cancel_job (beyond the spec): the job to stop, as get_status names it. */
+export const cancelJobParas = z.object({
+  job_id: idString(),
+});

@@ -5,6 +5,7 @@
 // test/jobs/registry-exhaustive.test.ts compiles a fixture to keep that check honest.
 
 import { createToken, deleteToken } from './tokens';
+import { cancelJobJob } from './cancel';
 import type { AsyncJobType, ParasOf, ResultOf } from '@kcm/protocol';
 import type { RaftNode } from '@kcm/raft';
 import { createCluster, deleteCluster } from './cluster';
@@ -42,6 +43,8 @@ export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   backup?: Partial<BackupJobDeps>;
   /** Where logical backups are kept (default: the backup storages in the replicated state). */
   logical?: LogicalJobDeps;
+  /** The finished-job history kept (config finishedJobsKept): a job cancel_job ends at once is trimmed like any other. */
+  keepFinishedJobs?: number;
 }
 
 async function dumpCatalogThroughAgent(address: string, port: number) {
@@ -89,6 +92,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     delete_backup_storage: deleteBackupStorage,
     create_token: createToken,
     delete_token: deleteToken,
+    cancel_job: cancelJobJob(options.keepFinishedJobs),
   } satisfies JobTable;
 }
 

@@ -196,10 +196,13 @@ export class JobRunner {
       // count them to prove no committed step runs twice): they stay at info, and are
       // written out before the step acts, so a member killed in the middle of a step leaves
       // them behind (the jobs started in one pass share that write).
-      log.info({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
+      // cancel_job on a running job: it stops here, between steps, and rolls back like a failed step.
+      const cancel = this.store.state().jobs[jobId].cancelRequested;
+      if (!cancel) log.info({ step: names[k], stepNumber: k + 1, steps: steps.length }, 'step started');
       await flushLogSoon();
       let output: unknown;
       try {
+        if (cancel) throw KcmError.of('CANCELED', `canceled${cancel.by === null ? '' : ` by ${cancel.by}`} (cancel_job) before this step started`);
         output = await steps[k].run(ctx(k));
       } catch (err) {
         // Leadership moving under a step's own proposal leaves the job to whoever leads next.

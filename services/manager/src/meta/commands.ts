@@ -48,6 +48,8 @@ export const CommandKind = {
   // Emit tokens (meta/tokens.ts).
   TokenCreated: 30,
   TokenDeleted: 31,
+  // cancel_job (meta/jobs.ts applyJobCancelRequested).
+  JobCancelRequested: 32,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -304,7 +306,21 @@ export interface TokenDeleted extends Base<typeof CommandKind.TokenDeleted> {
   name: string;
 }
 
+/**
+ * Stop a job: one still waiting in its run queue (never started) ends failed with CANCELED
+ * in this apply; a running one is marked, and its runner stops at the next step boundary,
+ * rolls back, and finishes it failed with CANCELED.
+ */
+export interface JobCancelRequested extends Base<typeof CommandKind.JobCancelRequested> {
+  jobId: string;
+  /** The token name of whoever asked (audit and the job's error), or null. */
+  by: string | null;
+  /** As in JobFinished: the finished-job history the leader keeps. */
+  keepFinished?: number;
+}
+
 export type Command =
+  | JobCancelRequested
   | TokenCreated
   | TokenDeleted
   | MachineRegistered

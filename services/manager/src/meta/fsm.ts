@@ -3,7 +3,7 @@
 import { applyBinlogArchived } from './binlog-archive';
 import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyInstancesPlaced, applyInstancesRemoved } from './clusters';
 import { CommandKind, type Command, type LoggedCommand } from './commands';
-import { applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
+import { applyJobCancelRequested, applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
 import { applyLogicalBackupRunClaimed, applyLogicalBackupRunFinished, applyLogicalBackupScheduled } from './logical-backups';
 import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { applyNoSwitchSet } from './noswitch';
@@ -99,6 +99,8 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyTokenCreated(state, cmd);
     case CommandKind.TokenDeleted:
       return applyTokenDeleted(state, cmd);
+    case CommandKind.JobCancelRequested:
+      return applyJobCancelRequested(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.

@@ -1,6 +1,8 @@
 // Apply functions of the jobs domain: the replicated record of every job's life.
 
-import type { JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './commands';
+import { CommandKind, type JobCancelRequested, type JobFinished, type JobProgress, type JobStarted, type JobStepDone, type JobSubmitted } from './commands';
+import { own } from './dict';
+import { errorEntry } from '@kcm/protocol';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
 import { linkAuditRecord } from './audit';
@@ -124,6 +126,31 @@ export function applyJobFinished(state: MetaState, cmd: JobFinished): ApplyOutco
   recordFinished(state, job);
   if (cmd.keepFinished !== undefined) dropOldestFinished(state, Math.max(1, cmd.keepFinished));
   return accepted({ duplicate: false });
+}
+
+const CANCELED_CODE = errorEntry('CANCELED').code;
+
+/**
+ * cancel_job. A job waiting behind another in its run queue never started: it ends failed
+ * with CANCELED here. The job at the head of its queue may be running on the leader: it is
+ * marked, and its runner stops at the next step boundary, rolls back like a failed step,
+ * and finishes it CANCELED (jobs/runner.ts).
+ */
+export function applyJobCancelRequested(state: MetaState, cmd: JobCancelRequested): ApplyOutcome<{ outcome: 'canceled' | 'stopping' }> {
+  const job = own(state.jobs, cmd.jobId) ? state.jobs[cmd.jobId] : undefined;
+  if (!job) return refused('NOT_FOUND', `paras.job_id: job ${cmd.jobId} does not exist (or finished and is no longer kept)`);
+  if (job.result) return refused('CONFLICT', `paras.job_id: job ${cmd.jobId} already ended ${job.status}`);
+  const queue = state.runQueues[runQueueOf(job)] ?? [];
+  if (queue[0] !== job.id) {
+    const who = cmd.by === null ? '' : ` by ${cmd.by}`;
+    applyJobFinished(state, {
+      kind: CommandKind.JobFinished, at: cmd.at, jobId: job.id, keepFinished: cmd.keepFinished,
+      outcome: { ok: false, errorCode: CANCELED_CODE, errorInfo: `canceled${who} (cancel_job) while it waited; it never ran`, attachment: null },
+    });
+    return accepted({ outcome: 'canceled' });
+  }
+  job.cancelRequested ??= { by: cmd.by, at: cmd.at };
+  return accepted({ outcome: 'stopping' });
 }
 
 /**

@@ -85,6 +85,8 @@ export interface JobRecord {
    * jobs recorded before identities existed.
    */
   submittedBy?: string;
+  /** Set by cancel_job while the job runs: its runner stops at the next step boundary (meta/jobs.ts). */
+  cancelRequested?: { by: string | null; at: number };
 }
 
 export interface PortAllocation {
