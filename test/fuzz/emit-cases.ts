@@ -18,18 +18,6 @@ export interface FuzzCase {
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-/** mulberry32: small, seeded, good enough to pick mutations. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function loadFixtures(): { name: string; envelope: Record<string, Json> }[] {
   const dir = path.join(REPO_ROOT, 'test/fixtures/emit');
   return readdirSync(dir)

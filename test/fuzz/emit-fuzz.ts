@@ -9,7 +9,8 @@ import { request } from 'undici';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { authHeader } from '../helpers/tokens';
-import { CaseMaker, seededRandom, type FuzzCase } from './emit-cases';
+import { seededRandom } from '../../libs/raft/test/seeded-random';
+import { CaseMaker, type FuzzCase } from './emit-cases';
 
 export const FUZZ_MEMBERS = ['127.0.1.91:58391', '127.0.1.92:58391', '127.0.1.93:58391'];
 /** No agent listens here: accepted jobs fail at their first agent call and change nothing. */
