@@ -16,6 +16,19 @@ function register(s: MetaState, hostaddr: string, machineType: MachineType, port
   });
 }
 
+/** create_cluster paras as the gateway validates them: 1 shard of 3 nodes and 1 compute node unless changed. */
+function createParas(change: Record<string, string> = {}) {
+  const parsed = parseRequest({
+    version: '1.0', job_type: 'create_cluster', timestamp: '1700000000', user_name: 't',
+    paras: {
+      nick_name: 'n', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [], ...change,
+    },
+  });
+  if (!parsed.ok) throw parsed.error;
+  return parsed.request.paras as never;
+}
+
 function thrown(fn: () => unknown): KcmError {
   try {
     fn();
@@ -124,15 +137,7 @@ describe('placement of new instances', () => {
       register(s, h, 'storage', 5000, 5009);
       register(s, h, 'computer', 6000, 6009);
     }
-    const parsed = parseRequest({
-      version: '1.0', job_type: 'create_cluster', timestamp: '1700000000', user_name: 't',
-      paras: {
-        nick_name: 'n', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-        cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [],
-      },
-    });
-    if (!parsed.ok) throw parsed.error;
-    const plan = planCluster(parsed.request.paras as never, s);
+    const plan = planCluster(createParas(), s);
     expect(plan.shards[0].hosts).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
     expect(plan.comps).toEqual(['10.0.0.4']);
   });
@@ -143,15 +148,7 @@ describe('placement of new instances', () => {
       register(s, h, 'storage', 5000, 5009);
       register(s, h, 'computer', 6000, 6009);
     }
-    const parsed = parseRequest({
-      version: '1.0', job_type: 'create_cluster', timestamp: '1700000000', user_name: 't',
-      paras: {
-        nick_name: 'n', ha_mode: 'rbr', shards: '3', nodes: '3', comps: '2', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-        cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [],
-      },
-    });
-    if (!parsed.ok) throw parsed.error;
-    const plan = planCluster(parsed.request.paras as never, s);
+    const plan = planCluster(createParas({ shards: '3', comps: '2' }), s);
     expect(plan.shards.map((shard) => shard.hosts[0]).sort()).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
     expect(plan.shards.every((shard) => shard.spread)).toBe(true);
   });
@@ -168,17 +165,6 @@ describe('placement of new instances', () => {
   });
 
   describe('memory and cores (NO_RESOURCES names the machine and what is short)', () => {
-    const createParas = (change: Record<string, string> = {}) => {
-      const parsed = parseRequest({
-        version: '1.0', job_type: 'create_cluster', timestamp: '1700000000', user_name: 't',
-        paras: {
-          nick_name: 'n', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-          cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', fullsync_level: '1', storage_iplists: [], computer_iplists: [], ...change,
-        },
-      });
-      if (!parsed.ok) throw parsed.error;
-      return parsed.request.paras as never;
-    };
     /** A cluster already holding storage nodes on `storageHosts` and compute nodes on `compHosts`. */
     const existing = (s: MetaState, id: string, options: { innodbSizeMb: number; cpuCores: number; cpuLimitNode: 'share' | 'quota' }, storageHosts: string[], compHosts: string[] = []) => {
       const nodes = Object.fromEntries(storageHosts.map((hostaddr, i) => [`${id}${i}`, { id: `${id}${i}`, hostaddr, port: 7000 + i, serverId: i + 1, datadir: '/d', logdir: '/l', walLogDir: '/w' }]));
