@@ -4,8 +4,8 @@
 // already registered (an `up` after a `down`, or one made by hand) is left as it is.
 
 import path from 'node:path';
-import { PROTOCOL_VERSION, type ReplyEnvelope, type RequestEnvelope } from '@kcm/protocol';
 import { createEmitClient } from '../http-client';
+import { localEnvelope, waitForLocalJob } from './local-jobs';
 
 export const LOCAL_STORAGE_NAME = 'local';
 
@@ -21,30 +21,22 @@ export interface LocalStorageTarget {
   timeoutMs?: number;
 }
 
-const envelope = (jobType: string, paras: Record<string, unknown>, extra: Partial<RequestEnvelope> = {}): RequestEnvelope => ({
-  version: PROTOCOL_VERSION, job_id: '', job_type: jobType, timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'local', paras, ...extra,
-});
-
 /** A line for the operator: what is registered, or why it is not (never fatal for `up`). */
 export async function registerLocalBackupStorage(t: LocalStorageTarget): Promise<string> {
   const client = createEmitClient({ url: t.url, fetch: t.fetch, timeoutMs: 10_000, token: t.token });
   const deadline = Date.now() + (t.timeoutMs ?? 60_000);
   const dir = path.join(t.deploymentDir, 'backups');
   try {
-    const listed = (await client.emit(envelope('get_backup_storage', {}))).reply;
+    const listed = (await client.emit(localEnvelope('get_backup_storage', {}))).reply;
     const storages = ((listed.attachment ?? {}) as { list_backup_storage?: { name: string; hostaddr: string; port: string }[] }).list_backup_storage ?? [];
     if (listed.error_code === '0' && storages.length > 0) return `backup storage: ${storages.map((s) => `${s.name} (${s.hostaddr}:${s.port})`).join(', ')}`;
     // The same request_id on every `up`: a retry never registers a second one.
     const paras = { name: LOCAL_STORAGE_NAME, stype: 'fs', hostaddr: t.hostaddr, port: String(t.agentPort), path: dir };
-    const ack = (await client.emit(envelope('create_backup_storage', paras, { request_id: `kcm-local-backup-storage-${t.hostaddr}` }))).reply;
+    const ack = (await client.emit(localEnvelope('create_backup_storage', paras, { request_id: `kcm-local-backup-storage-${t.hostaddr}` }))).reply;
     if (ack.error_code !== '0') return `backup storage not registered: ${ack.error_info}`;
-    let status: ReplyEnvelope = ack;
-    while (Date.now() < deadline) {
-      status = (await client.emit(envelope('get_status', {}, { job_id: ack.job_id }))).reply;
-      if (status.status === 'done') return `backup storage: ${LOCAL_STORAGE_NAME}, ${dir} on ${t.hostaddr} (full backups: kcm emit manual_backup_cluster)`;
-      if (status.status === 'failed') return `backup storage not registered: ${status.error_info}`;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    const status = await waitForLocalJob(client, ack, deadline);
+    if (status.status === 'done') return `backup storage: ${LOCAL_STORAGE_NAME}, ${dir} on ${t.hostaddr} (full backups: kcm emit manual_backup_cluster)`;
+    if (status.status === 'failed') return `backup storage not registered: ${status.error_info}`;
     return `backup storage not registered yet: job ${ack.job_id} is still ${status.status}`;
   } catch (err) {
     return `backup storage not registered: ${err instanceof Error ? err.message : String(err)}`;

@@ -4,8 +4,9 @@
 // per host and type: an `up` after a `down`, or a retry, never registers one twice, and a
 // machine already registered (by an earlier `up` or by hand) is left as it is.
 
-import { PROTOCOL_VERSION, type ReplyEnvelope, type RequestEnvelope } from '@kcm/protocol';
+import type { ReplyEnvelope } from '@kcm/protocol';
 import { createEmitClient } from '../http-client';
+import { localEnvelope, waitForLocalJob } from './local-jobs';
 
 export interface LocalMachine {
   hostaddr: string;
@@ -25,10 +26,6 @@ export interface LocalMachinesTarget {
 /** Compute nodes' ports on a local host: apart from the storage range, so neither type starves the other. */
 export const LOCAL_COMPUTER_PORT_RANGE = '56000-56999';
 
-const envelope = (jobType: string, paras: Record<string, unknown>, extra: Partial<RequestEnvelope> = {}): RequestEnvelope => ({
-  version: PROTOCOL_VERSION, job_id: '', job_type: jobType, timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'local', paras, ...extra,
-});
-
 export function computerParas(storageParas: Record<string, string>): Record<string, string> {
   return { ...storageParas, machine_type: 'computer', port_range: LOCAL_COMPUTER_PORT_RANGE };
 }
@@ -41,7 +38,7 @@ export async function registerLocalMachines(t: LocalMachinesTarget): Promise<str
   let registered = 0;
   let already = 0;
   try {
-    const summary = (await client.emit(envelope('get_machine_summary', {}))).reply;
+    const summary = (await client.emit(localEnvelope('get_machine_summary', {}))).reply;
     const listed = ((summary.attachment ?? {}) as { list_machine?: { hostaddr: string; machine_types?: string[] }[] }).list_machine ?? [];
     const known = new Set(listed.flatMap((m) => (m.machine_types ?? []).map((type) => `${m.hostaddr}/${type}`)));
     const pending: { what: string; ack: ReplyEnvelope }[] = [];
@@ -52,17 +49,13 @@ export async function registerLocalMachines(t: LocalMachinesTarget): Promise<str
           already++;
           continue;
         }
-        const ack = (await client.emit(envelope('create_machine', paras, { request_id: `kcm-local-machine-${machine.hostaddr}-${paras.machine_type}` }))).reply;
+        const ack = (await client.emit(localEnvelope('create_machine', paras, { request_id: `kcm-local-machine-${machine.hostaddr}-${paras.machine_type}` }))).reply;
         if (ack.error_code !== '0') problems.push(`${what}: ${ack.error_info}`);
         else pending.push({ what, ack });
       }
     }
     for (const { what, ack } of pending) {
-      let status: ReplyEnvelope = ack;
-      while (Date.now() < deadline && status.status !== 'done' && status.status !== 'failed') {
-        await new Promise((r) => setTimeout(r, 250));
-        status = (await client.emit(envelope('get_status', {}, { job_id: ack.job_id }))).reply;
-      }
+      const status = await waitForLocalJob(client, ack, deadline);
       if (status.status === 'done') registered++;
       else problems.push(`${what}: ${status.status === 'failed' ? status.error_info : `job ${ack.job_id} still ${status.status}`}`);
     }
