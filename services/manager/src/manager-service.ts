@@ -13,6 +13,7 @@ import { orThrow } from './jobs/errors';
 import { redactParas } from './audit/chain';
 import { AuditSequencer } from './audit/sequencer';
 import type { JobRegistry } from './jobs/runner';
+import type { JobDefinition } from './jobs/workflow';
 import { revealSealed } from './secrets/reveal';
 import type { SecretBox } from './secrets/secret-box';
 
@@ -47,8 +48,7 @@ export class ManagerService implements JobService {
   constructor(private readonly deps: ManagerServiceDeps) {}
 
   async submitJob(req: ValidRequest, context: SubmitContext = {}): Promise<{ jobId: string }> {
-    const def = this.deps.registry.get(req.jobType);
-    if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
+    const def = this.definitionOf(req);
     const paras = req.paras as Record<string, unknown>;
     await (this.deps.validationBarrier ?? this.deps.linearizableRead)();
     // A retry of a request that already created a job gets that job, even when the job has
@@ -59,8 +59,7 @@ export class ManagerService implements JobService {
     const digest = requestId === undefined ? undefined : requestDigest(req.jobType, paras);
     const earlier = requestId === undefined ? undefined : jobOfRequest(this.deps.store.state(), requestId, digest);
     if (earlier !== undefined) return { jobId: orThrow(earlier).jobId };
-    def.validate?.(paras, this.deps.store.state());
-    const resolved = def.resolve ? def.resolve(paras, this.deps.store.state()) : paras;
+    const resolved = validatedParas(def, paras, this.deps.store.state());
     const now = (this.deps.now ?? Date.now)();
     const command = {
       kind: CommandKind.JobSubmitted,
@@ -91,21 +90,26 @@ export class ManagerService implements JobService {
     return { jobId: submitted.jobId };
   }
 
-  /** A dry run: the submission's own checks on the live state, then the plan; nothing is proposed. */
-  async planJob(req: ValidRequest): Promise<Record<string, unknown>> {
+  private definitionOf(req: ValidRequest): JobDefinition {
     const def = this.deps.registry.get(req.jobType);
     if (!def) throw KcmError.of('UNSUPPORTED', `${req.sentJobType} is a valid job type that this kcm does not run yet`, { field: 'job_type' });
+    return def;
+  }
+
+  /** A dry run: the submission's own checks on the live state, then the plan; nothing is proposed. */
+  async planJob(req: ValidRequest): Promise<Record<string, unknown>> {
+    const def = this.definitionOf(req);
     const paras = req.paras as Record<string, unknown>;
     await this.deps.linearizableRead();
     const state = this.deps.store.state();
-    def.validate?.(paras, state);
-    const resolved = def.resolve ? def.resolve(paras, state) : paras;
+    const resolved = validatedParas(def, paras, state);
+    const lockKey = def.lockKey(resolved, state);
     return {
       dry_run: '1',
       job_type: req.sentJobType,
       steps: def.steps(resolved).map((s) => s.name),
       // Jobs with the same lock run one at a time: a real submission would wait behind these.
-      waits_behind: String(def.lockKey(resolved, state) === null ? 0 : (state.runQueues[def.lockKey(resolved, state)!]?.length ?? 0)),
+      waits_behind: String(lockKey === null ? 0 : (state.runQueues[lockKey]?.length ?? 0)),
       ...(def.dryRunPlan ? { plan: def.dryRunPlan(resolved, state) } : {}),
     };
   }
@@ -148,6 +152,12 @@ function auditFields(req: ValidRequest, context: SubmitContext, now: number) {
     paras: redactParas((req.envelope.paras ?? {}) as Record<string, unknown>),
     requestId: req.envelope.request_id ?? null,
   } as const;
+}
+
+/** The paras a job is committed with: checked against the state (KcmError naming the field), then resolved. */
+function validatedParas(def: JobDefinition, paras: Record<string, unknown>, state: MetaState): Record<string, unknown> {
+  def.validate?.(paras, state);
+  return def.resolve ? def.resolve(paras, state) : paras;
 }
 
 /** A job id never handed out, or one of a finished job dropped from the kept history. */
