@@ -1,5 +1,5 @@
 // What `kcm local up` tells a newcomer to run next: a create_cluster the local fleet takes as
-// it is (test/local/local-up.test.ts runs exactly these paras against a real deployment).
+// it is (test/local/local-lifecycle.test.ts runs exactly these paras against a real deployment).
 
 import { describe, expect, it } from 'vitest';
 import { LOCAL_CREATE_CLUSTER_PARAS } from '../../src/local/machines';

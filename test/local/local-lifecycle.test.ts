@@ -1,23 +1,35 @@
-// End to end: `kcm local up` as a child process starts a real 3-manager group and 3 agents
-// (on 127.0.1.201-203 and 127.0.2.201-203, clear of other tests), `status` sees them, and
-// `down` leaves none of their pids alive, a database-instance stand-in included.
+// End to end, one deployment for the whole life of `kcm local`: `up` as a child process
+// starts a real 3-manager group and 3 agents (127.0.1.201-203, 127.0.2.201-203, clear of
+// other tests), registers every host and a backup storage, makes an admin token and mTLS
+// certificates; the create_cluster it prints works verbatim; the cluster then survives
+// `down` + `up` (every instance comes back, through the agents' supervisors and the
+// leader's reconciler), `up` alone restarts a crashed manager, `down` leaves no pid alive,
+// and `down --purge` leaves no instance cgroup behind. One deployment and one cluster serve
+// every case: a second `local up` and create_cluster would double the file's time.
 
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentService } from '@kcm/agent-api';
 import { LOCAL_CREATE_CLUSTER_PARAS } from '../../services/cli/src/local/machines';
+import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
+import { emit } from '../manager/helpers/emit-client';
+import { useDefaultToken } from '../helpers/tokens';
+import { waitUntil } from '../cluster/cluster-fixture';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = path.join(REPO, 'services/cli/src/main.ts');
-const BLOCK = ['--first', '201'];
+const BLOCK = ['--managers', '3', '--hosts', '3', '--first', '201'];
+const MEMBERS = ['127.0.1.201:58000', '127.0.1.202:58000', '127.0.1.203:58000'];
+const HOSTS = ['127.0.2.201', '127.0.2.202', '127.0.2.203'];
 
 interface Run {
   code: number;
@@ -25,7 +37,7 @@ interface Run {
   stderr: string;
 }
 
-function kcm(args: string[], timeoutMs = 60_000, env: Record<string, string> = {}): Promise<Run> {
+function kcm(args: string[], timeoutMs = 90_000, env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
     execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: REPO, timeout: timeoutMs, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
@@ -53,24 +65,65 @@ async function metaMode(url: string, token: string): Promise<{ error_code: strin
   return (await res.json()) as never;
 }
 
-describe('kcm local up | status | down', () => {
+/** Any member that answers (a follower serves queries and forwards jobs). */
+async function ask(jobType: string, paras: Record<string, unknown> = {}) {
+  let last: unknown;
+  for (const member of MEMBERS) {
+    try {
+      return await emit(member, jobType, paras);
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
+}
+
+interface Detail {
+  list_shard: { list_node: { hostaddr: string; port: string; status: string; master: string }[] }[];
+  list_comp: { hostaddr: string; port: string; status: string }[];
+}
+
+describe('kcm local: up, status, a cluster through down and up, down --purge', () => {
   let dir: string;
   let up: Run;
   let endpoints: { token: string; tokenFile: string; managers: Array<{ member: string; url: string; pid: number }>; agents: Array<{ hostaddr: string; port: number; pid: number }> };
+  let created: { cluster_id: string; cluster_name: string; computer_user: string; computer_pwd: string; storage_user: string; storage_pwd: string };
+  let comp: { host: string; port: number };
+
+  const detail = async () => (await ask('get_cluster_detail', { cluster_name: created.cluster_name })).attachment as unknown as Detail;
+  const summary = async () => ((await ask('get_cluster_summary')).attachment as { list_cluster: Record<string, string>[] }).list_cluster[0];
+  const pgClient = async () => {
+    const c = new pg.Client({ host: comp.host, port: comp.port, user: created.computer_user, password: created.computer_pwd, database: 'postgres' });
+    c.on('error', () => {});
+    await c.connect();
+    return c;
+  };
+  const insertThroughComp = async (id: number) => {
+    const c = await pgClient();
+    try {
+      await c.query('INSERT INTO public.events (id, note) VALUES ($1, $2)', [id, `row ${id}`]);
+      return (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM public.events')).rows[0].n;
+    } finally {
+      await c.end();
+    }
+  };
 
   beforeAll(async () => {
     const parent = await mkdtemp(path.join(tmpdir(), 'kcm-local-e2e-'));
     await chmod(parent, 0o711); // mariadbd and postgres (their own OS users) reach instances under the deployment
     dir = path.join(parent, 'deployment');
-    up = await kcm(['local', 'up', '--managers', '3', '--hosts', '3', '--dir', dir, '--json', '--timeout', '45', ...BLOCK]);
-    if (up.code === 0) endpoints = JSON.parse(up.stdout);
+    up = await kcm(['local', 'up', ...BLOCK, '--dir', dir, '--json', '--timeout', '45']);
+    if (up.code === 0) {
+      endpoints = JSON.parse(up.stdout);
+      useDefaultToken(endpoints.token); // the group knows only the admin token up made
+    }
   }, 70_000);
 
   afterAll(async () => {
     // Whatever happened above, nothing this test started may outlive it.
-    await kcm(['local', 'down', '--dir', dir, '--grace', '3']);
+    await kcm(['local', 'down', '--dir', dir, '--grace', '3', '--purge']);
     await rm(path.dirname(dir), { recursive: true, force: true });
-  }, 30_000);
+  }, 90_000);
 
   it('starts three managers and three agents and prints their endpoints as JSON once a leader is elected', () => {
     expect(up.stderr).not.toContain('kcm: ');
@@ -99,23 +152,6 @@ describe('kcm local up | status | down', () => {
     expect(reply.error_code).toBe('0');
     expect(reply.attachment.list_machine.map((m) => [m.hostaddr, m.machine_types])).toEqual(endpoints.agents.map((a) => [a.hostaddr, ['computer', 'storage']]));
   });
-
-  it('takes the create_cluster `up` prints, as it is, and the compute node takes a login with the returned account', async () => {
-    const created = await kcm(['emit', 'create_cluster', '--paras', JSON.stringify(LOCAL_CREATE_CLUSTER_PARAS), '--wait', '--json', '--timeout', '90', '--url', endpoints.managers[1].url], 100_000, { KCM_LOCAL_DIR: dir });
-    expect(created.code, created.stdout + created.stderr).toBe(0);
-    const result = JSON.parse(created.stdout) as { status: string; attachment: { cluster_id: string; computer_user: string; computer_pwd: string; list_comp: { hostaddr: string; port: string }[] } };
-    expect(result.status).toBe('done');
-    const comp = result.attachment.list_comp[0];
-    const client = new pg.Client({ host: comp.hostaddr, port: Number(comp.port), user: result.attachment.computer_user, password: result.attachment.computer_pwd, database: 'postgres' });
-    await client.connect();
-    try {
-      expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
-    } finally {
-      await client.end();
-    }
-    const deleted = await kcm(['emit', 'delete_cluster', '--paras', JSON.stringify({ cluster_id: result.attachment.cluster_id }), '--wait', '--json', '--timeout', '60', '--url', endpoints.managers[0].url], 70_000, { KCM_LOCAL_DIR: dir });
-    expect(deleted.code, deleted.stderr).toBe(0);
-  }, 180_000);
 
   it('registers one backup storage, a directory of the deployment on the first agent, so a backup works right away', async () => {
     const res = await fetch(`${endpoints.managers[0].url}/HttpService/Emit`, {
@@ -175,7 +211,7 @@ describe('kcm local up | status | down', () => {
   });
 
   it('does not start a second deployment when up runs again', async () => {
-    const again = await kcm(['local', 'up', '--managers', '3', '--hosts', '3', '--dir', dir, '--json', ...BLOCK]);
+    const again = await kcm(['local', 'up', ...BLOCK, '--dir', dir, '--json']);
     expect(again.code).toBe(0);
     const shown = JSON.parse(again.stdout);
     expect(shown.alreadyRunning).toBe(true);
@@ -192,28 +228,107 @@ describe('kcm local up | status | down', () => {
     expect(state.agents.every((a: { running: boolean }) => a.running)).toBe(true);
   });
 
+  it('takes the create_cluster `up` prints, as it is; the compute node takes a login with the returned account and writes reach the shard', async () => {
+    const run = await kcm(['emit', 'create_cluster', '--paras', JSON.stringify(LOCAL_CREATE_CLUSTER_PARAS), '--wait', '--json', '--timeout', '90', '--url', endpoints.managers[1].url], 100_000, { KCM_LOCAL_DIR: dir });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { status: string; attachment: typeof created & { list_comp: { hostaddr: string; port: string }[] } };
+    expect(result.status).toBe('done');
+    created = result.attachment;
+    comp = { host: result.attachment.list_comp[0].hostaddr, port: Number(result.attachment.list_comp[0].port) };
+    const client = await pgClient();
+    try {
+      expect((await client.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await client.end();
+    }
+    const master = (await detail()).list_shard[0].list_node.find((n) => n.master === 'true')!;
+    const conn = await mysql.createConnection({ host: master.hostaddr, port: Number(master.port), user: created.storage_user, password: created.storage_pwd });
+    await conn.query('CREATE DATABASE IF NOT EXISTS `postgres_$$_public`');
+    await conn.query('CREATE TABLE `postgres_$$_public`.events (id INT PRIMARY KEY, note VARCHAR(40))');
+    await conn.end();
+    // Catalog sync makes the shard table a foreign table on the compute node within seconds.
+    expect(await waitUntil('the first insert through the compute node', async () => insertThroughComp(1), 20_000)).toBe(1);
+    expect(await summary()).toMatchObject({ status: 'online', nodes_online: '3/3', comps_online: '1/1' });
+  }, 180_000);
+
+  it('after local down and local up every instance is back and writes through the compute node succeed', async () => {
+    const down = await kcm(['local', 'down', '--dir', dir, '--json']);
+    expect(down.code, down.stderr).toBe(0);
+    const stopped = JSON.parse(down.stdout).stopped as { label: string; result: string }[];
+    expect(stopped.filter((s) => /^(mariadbd|postgres) /.test(s.label) && s.result !== 'not-running')).toHaveLength(4);
+
+    // Only the leader's reconciler can bring this one back: its agent no longer has a desired state for it.
+    const compAgent = HOSTS.indexOf(comp.host) + 1;
+    await rm(path.join(dir, `agent-${compAgent}`, 'state', 'desired', `postgres-${comp.port}.json`));
+
+    const started = Date.now();
+    const up = await kcm(['local', 'up', ...BLOCK, '--dir', dir, '--json', '--timeout', '60']);
+    expect(up.code, up.stderr).toBe(0);
+    await waitUntil('every instance measured online', async () => {
+      const d = await detail();
+      const statuses = [...d.list_shard.flatMap((s) => s.list_node), ...d.list_comp].map((n) => n.status);
+      return statuses.length === 4 && statuses.every((s) => s === 'online') ? true : undefined;
+    }, 60_000);
+    console.log(`every instance online ${Date.now() - started} ms after local up began`);
+    expect(await summary()).toMatchObject({ status: 'online', nodes_online: '3/3', comps_online: '1/1' });
+    expect(await waitUntil('an insert through the compute node after the restart', async () => insertThroughComp(2), 20_000)).toBe(2);
+
+    const agentLogs = await Promise.all([1, 2, 3].map((i) => readFile(path.join(dir, `agent-${i}`, 'agent.log'), 'utf8')));
+    // The storage nodes came back through their agents' supervisors (a reconciler Start racing one is a no-op).
+    expect(agentLogs.join('').match(/instance restarted by the supervisor/g)?.length).toBeGreaterThanOrEqual(1);
+    const managerLogs = await Promise.all([1, 2, 3].map((i) => readFile(path.join(dir, `manager-${i}`, 'manager.log'), 'utf8')));
+    expect(managerLogs.join('')).toContain('compute node started by the reconciler');
+  }, 180_000);
+
+  it('local up restarts a crashed manager while the agents and instances keep running', async () => {
+    const record = JSON.parse(await readFile(path.join(dir, 'local.json'), 'utf8')) as { managers: { pid: number }[]; agents: { pid: number }[] };
+    process.kill(record.managers[1].pid, 'SIGKILL');
+    const up = await kcm(['local', 'up', ...BLOCK, '--dir', dir, '--json', '--timeout', '60']);
+    expect(up.code, up.stderr).toBe(0);
+    const shown = JSON.parse(up.stdout) as { restarted: string[]; agents: { pid: number }[] };
+    expect(shown.restarted).toEqual(['manager 127.0.1.202:58000']);
+    expect(shown.agents.map((a) => a.pid)).toEqual(record.agents.map((a) => a.pid));
+    expect(await insertThroughComp(3)).toBe(3);
+  }, 90_000);
+
   it('stops every recorded process with down, an instance found by its pid file included', async () => {
     // Stand-in for a mariadbd an agent started: its pid file in <instance>/run, its argv naming <instance>.
-    const instanceRoot = path.join(dir, 'agent-1/instances/storage_datadir/57001');
+    const instanceRoot = path.join(dir, 'agent-1/instances/storage_datadir/57999');
     await mkdir(path.join(instanceRoot, 'run'), { recursive: true });
     await writeFile(path.join(instanceRoot, 'my.cnf'), '');
     const instance = spawn('tail', ['-f', path.join(instanceRoot, 'my.cnf')], { detached: true, stdio: 'ignore' });
     instance.unref();
     await writeFile(path.join(instanceRoot, 'run/mariadbd.pid'), `${instance.pid}\n`);
 
+    const record = JSON.parse(await readFile(path.join(dir, 'local.json'), 'utf8')) as { managers: { pid: number }[]; agents: { pid: number }[] };
+    const pids = [...record.managers, ...record.agents].map((p) => p.pid);
     const down = await kcm(['local', 'down', '--dir', dir, '--json']);
     expect(down.code).toBe(0);
-    const stopped = JSON.parse(down.stdout).stopped as Array<{ pid: number; result: string }>;
-    const pids = [...endpoints.managers, ...endpoints.agents].map((p) => p.pid);
-    expect(stopped.map((s) => s.pid).sort()).toEqual([...pids, instance.pid!].sort());
+    const stopped = JSON.parse(down.stdout).stopped as Array<{ pid: number; label: string; result: string }>;
+    expect(stopped.map((s) => s.pid)).toEqual(expect.arrayContaining([...pids, instance.pid!]));
+    // The cluster's own instances (3 mariadbd, 1 postgres) are stopped too.
+    expect(stopped.filter((s) => /^(mariadbd|postgres) /.test(s.label) && s.result !== 'not-running').length).toBeGreaterThanOrEqual(4);
     // down reports a process gone once its command line is; the kernel may need a moment
     // more to finish tearing it down.
+    const all = stopped.map((s) => s.pid);
     const deadline = Date.now() + 3000;
-    while ([...pids, instance.pid!].some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    for (const pid of [...pids, instance.pid!]) expect(alive(pid)).toBe(false);
+    while (all.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    for (const pid of all) expect(alive(pid)).toBe(false);
 
     const after = await kcm(['local', 'status', '--dir', dir, '--json']);
     expect(after.code).toBe(1);
     expect(JSON.parse(after.stdout).running).toBe('none');
-  });
+  }, 60_000);
+
+  it('local down --purge removes the instances cgroups with the deployment', async () => {
+    const h = await detectCpuHierarchy();
+    const ours = async () => (await readdir(path.join(h!.root, 'kcm')).catch(() => [] as string[])).filter((n) => HOSTS.some((host) => n.includes(`-${host}-`)));
+    expect(h).toBeDefined();
+    expect((await ours()).length).toBeGreaterThan(0); // cpu_cores put every instance in a cgroup
+    const down = await kcm(['local', 'down', '--dir', dir, '--purge', '--json']);
+    expect(down.code, down.stderr).toBe(0);
+    expect(JSON.parse(down.stdout)).toMatchObject({ purged: true, cgroupProblems: [] });
+    expect(await ours()).toEqual([]);
+    await expect(access(dir)).rejects.toThrow(/ENOENT/);
+  }, 90_000);
 });
