@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binlog-rows';
-import { chunkQuery } from '../../src/jobs/moves/copy';
+import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
 import { cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
 
 // What mariadb-binlog --verbose --base64-output=DECODE-ROWS printed for a MariaDB 10.11 source
@@ -130,5 +130,49 @@ describe('the cut-over holds every compute node before it waits for the tail', (
     const { agent, calls } = fakeAgent('repoint');
     await expect(cutOver(agent, plan(calls))).rejects.toThrow(/source keeps serving: refused/);
     expect(calls.filter((c) => c.startsWith('release')).sort()).toEqual(['release a', 'release b']);
+  });
+});
+
+describe('a copy run after a crash resumes after the last chunk the target holds', () => {
+  /** A source of rows 1..n and a target that already holds 1..copied, as mysql2 connections answer. */
+  function fakeShards(n: number, copied: number, chunk: number) {
+    const inserted: number[] = [];
+    const src = {
+      async query(q: string | { sql: string; values?: unknown[] }) {
+        const sql = typeof q === 'string' ? q : q.sql;
+        if (sql.startsWith('SHOW STATUS')) return [[{ Variable_name: 'Binlog_snapshot_file', Value: 'b.000001' }, { Variable_name: 'Binlog_snapshot_position', Value: '77' }]];
+        if (sql.startsWith('SELECT')) {
+          const after = typeof q === 'string' ? 0 : Number(q.values?.[0] ?? 0);
+          const ids = Array.from({ length: n }, (_, i) => i + 1).filter((id) => id > after).slice(0, chunk);
+          return [ids.map((id) => [id, `v${id}`])];
+        }
+        return [[]];
+      },
+    };
+    const dst = {
+      async query(q: string | { sql: string }, values?: unknown[]) {
+        const sql = typeof q === 'string' ? q : q.sql;
+        if (sql.startsWith('SELECT')) return [copied + inserted.length > 0 ? [[copied]] : []];
+        if (sql.startsWith('INSERT')) inserted.push(...(values![0] as unknown[][]).map((r) => Number(r[0])));
+        return [[]];
+      },
+    };
+    return { src, dst, inserted };
+  }
+  const shape = { columns: ['id', 'v'], key: [{ name: 'id', ordinal: 1 }] };
+  const opts = { chunkRows: 10, throttle: async () => {}, progress: async () => {} };
+
+  it('copies from the start into an empty target', async () => {
+    const { src, dst, inserted } = fakeShards(25, 0, 10);
+    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    expect(out).toMatchObject({ rows: 25, chunks: 3, resumedAfter: null, snapshot: { file: 'b.000001', pos: 77 } });
+    expect(inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+  });
+
+  it('starts at the chunk after the target\'s highest key, copying no row twice', async () => {
+    const { src, dst, inserted } = fakeShards(25, 20, 10);
+    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    expect(out).toMatchObject({ rows: 5, chunks: 1, resumedAfter: [20] });
+    expect(inserted).toEqual([21, 22, 23, 24, 25]);
   });
 });
