@@ -59,7 +59,7 @@ describe('expand_cluster on real engines (2 shards x 3 nodes, 1 compute node)', 
   const seedTable = async (shardId: string, table: string) => {
     await onShard(shardId, `CREATE DATABASE IF NOT EXISTS \`${DB}\``);
     await onShard(shardId, `CREATE TABLE \`${DB}\`.${table} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(40)) ENGINE=InnoDB`);
-    await onShard(shardId, `INSERT INTO \`${DB}\`.${table} SELECT seq, seq, CONCAT('n', seq) FROM seq_1_to_${SEEDED}`);
+    await onShard(shardId, `INSERT INTO \`${DB}\`.${table} SELECT seq, seq, CONCAT('n', seq) FROM \`${DB}\`.seq_1_to_${SEEDED}`);
     await waitUntil(`${table} on the compute node`, async () => ((await foreignServer(table)) === `shard_${shardId}` ? true : undefined), 20_000);
   };
   const tableRows = async (shardId: string, table: string) =>

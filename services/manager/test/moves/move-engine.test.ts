@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binlog-rows';
 import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
 import { cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
+import { BinlogTailer } from '../../src/jobs/moves/tailer';
 
 // What mariadb-binlog --verbose --base64-output=DECODE-ROWS printed for a MariaDB 10.11 source
 // (trimmed): an insert of two rows, an update, and a transaction on another table.
@@ -174,5 +175,30 @@ describe('a copy run after a crash resumes after the last chunk the target holds
     const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
     expect(out).toMatchObject({ rows: 5, chunks: 1, resumedAfter: [20] });
     expect(inserted).toEqual([21, 22, 23, 24, 25]);
+  });
+});
+
+describe('the catch-up applies keys read after an idle turn', () => {
+  it('a flush with nothing to apply does not stop later flushes from applying', async () => {
+    const deleted: unknown[] = [];
+    const conn = {
+      async query(q: string | { sql: string; values?: unknown[] }, values?: unknown[]) {
+        const sql = typeof q === 'string' ? q : q.sql;
+        if (sql.startsWith('DELETE')) deleted.push(...(values ?? []));
+        return [[]];
+      },
+    };
+    const logger = { warn() {}, info() {}, debug() {}, error() {} };
+    const tailer = new BinlogTailer({
+      binlogLogin: { host: 'h', port: 1, user: 'u', password: 'p' }, src: conn as never, dst: conn as never,
+      from: { db: 'd_$$_s', table: 't' }, to: { db: 'd_$$_s', table: 't' }, shape: { columns: ['id'], key: [{ name: 'id', ordinal: 1 }] },
+      start: { file: 'bin.000001', pos: 4 }, logger: logger as never,
+    });
+    await tailer.flush();
+    const feed = (line: string) => (tailer as unknown as { onLine(l: string): void }).onLine(line);
+    for (const line of ['START TRANSACTION', '### INSERT INTO `d_$$_s`.`t`', '### SET', '###   @1=42', '#261125  4:06:08 server id 7  end_log_pos 90 CRC32 0x1 \tXid = 7', 'COMMIT/*!*/;']) feed(line);
+    await tailer.flush();
+    expect(deleted).toEqual(['42']);
+    expect(tailer.applied).toEqual({ file: 'bin.000001', pos: 90 });
   });
 });

@@ -46,6 +46,8 @@ export interface MoveSpec {
 
 export interface MoveLimits {
   chunkRows: number;
+  /** The copy's rate limit, rows per second (0 = none). */
+  copyRowsPerSecond: number;
   /** The copy waits while a target standby is more transactions behind its master than this. */
   maxTargetLagTrx: number;
   /** How long a catch-up may take to reach the source's position (catch-up phase). */
@@ -55,7 +57,7 @@ export interface MoveLimits {
   cutOverAttempts: number;
 }
 
-export const DEFAULT_MOVE_LIMITS: MoveLimits = { chunkRows: 2000, maxTargetLagTrx: 20, catchUpMs: 120_000, cutOverCatchUpMs: 2_000, cutOverAttempts: 5 };
+export const DEFAULT_MOVE_LIMITS: MoveLimits = { chunkRows: 2000, copyRowsPerSecond: 0, maxTargetLagTrx: 20, catchUpMs: 120_000, cutOverCatchUpMs: 2_000, cutOverAttempts: 5 };
 
 export interface PreparedMove {
   start: BinlogPosition;
@@ -173,12 +175,23 @@ export async function copyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove
   src.on('error', () => {});
   dst.on('error', () => {});
   let sinceProgress = 0;
+  let copied = 0;
+  const started = Date.now();
+  const rateLimit = async () => {
+    if (limits.copyRowsPerSecond <= 0) return;
+    const due = started + (copied / limits.copyRowsPerSecond) * 1000;
+    if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+  };
   try {
     const out = await copyRows(src, dst, spec.source, spec.target, prepared.shape, {
       chunkRows: limits.chunkRows,
       signal: ctx.signal,
-      throttle: () => throttleOnTargetLag(ctx, spec, limits.maxTargetLagTrx),
+      throttle: async () => {
+        await rateLimit();
+        await throttleOnTargetLag(ctx, spec, limits.maxTargetLagTrx);
+      },
       progress: async (rows, chunks) => {
+        copied = rows;
         // Progress is a Raft commit: one per 10 chunks is enough for get_status.
         if (++sinceProgress >= 10) {
           sinceProgress = 0;
