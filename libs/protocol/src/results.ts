@@ -313,13 +313,14 @@ export type StatusAttachment = JobResults[AsyncJobType] | JobProgressAttachment 
 
 /**
  * expand_cluster's result: per moved table, the rows copied, re-copied by the catch-up and
- * verified, the source left behind (renamed aside, or '' when dropped) and the measured
- * write-blocked window of its cut-over (ms, from the first hold sent to the last re-point).
+ * verified, the source left behind (renamed aside, or '' when dropped), the measured
+ * write-blocked window of its cut-over (ms: the longest a compute node held writes, lock
+ * granted to commit) and the whole cut-over (ms, first hold sent to last re-point answered).
  */
 export type ExpandClusterResult = {
   cluster_id: string;
   src_shard_id: string;
   dst_shard_id: string;
   blocked_ms_max: string;
-  list_table: { table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string; old_table: string }[];
+  list_table: { table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string; cut_over_ms: string; old_table: string }[];
 };

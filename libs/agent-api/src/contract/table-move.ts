@@ -26,6 +26,7 @@ export interface RepointForeignTableRequest {
 
 export interface RepointForeignTableReply {
   elapsed_ms: number;
+  held_ms: number;
 }
 
 export interface ReleaseForeignTableRequest {

@@ -100,6 +100,7 @@ function fakeAgent(fail: 'repoint' | null) {
     repoint: async (h, _id, server) => {
       calls.push(`repoint ${h} ${server}`);
       if (fail === 'repoint' && h === 'b') throw new Error('refused');
+      return { held_ms: h === 'a' ? 12 : 30 };
     },
     release: async (h) => calls.push(`release ${h}`),
     server: async () => ({ server: 'shard_1' }),
@@ -124,7 +125,8 @@ describe('the cut-over holds every compute node before it waits for the tail', (
     expect(calls.slice(0, 2).sort()).toEqual(['hold a', 'hold b']);
     expect(calls.slice(2, 4)).toEqual(['source position', 'caught up']);
     expect(calls.slice(4).sort()).toEqual(['repoint a shard_2', 'repoint b shard_2']);
-    expect(out.blockedMs).toBeGreaterThanOrEqual(0);
+    expect(out.blockedMs).toBe(30);
+    expect(out.cutOverMs).toBeGreaterThanOrEqual(0);
   });
 
   it('releases every hold when a re-point fails, so the source keeps serving', async () => {

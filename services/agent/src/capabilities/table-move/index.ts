@@ -28,6 +28,8 @@ interface Hold {
   schema: string;
   table: string;
   timer: NodeJS.Timeout;
+  /** performance.now() when the lock was granted. */
+  heldAt: number;
 }
 
 function checkNames(req: { database: string; schema: string; table: string }): void {
@@ -116,7 +118,7 @@ export const tableMoveCapability: CapabilityModule = {
             ctx.logger.warn({ hold_id: req.hold_id }, 'foreign table hold expired; rolled back, the table stays where it was');
             void end(req.hold_id, 'ROLLBACK').catch(() => {});
           }, req.hold_ms);
-          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer });
+          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: performance.now() });
           return { server: shape.server, lock_wait_ms: lockWaitMs };
         } catch (err) {
           await client.end().catch(() => {});
@@ -139,7 +141,8 @@ export const tableMoveCapability: CapabilityModule = {
           throw err;
         }
         await end(req.hold_id, 'COMMIT');
-        return { elapsed_ms: performance.now() - started };
+        const now = performance.now();
+        return { elapsed_ms: now - started, held_ms: now - hold.heldAt };
       }),
       ReleaseForeignTable: unary(ctx.logger, 'ReleaseForeignTable', async (req: ReleaseForeignTableRequest) => ({ released: await end(req.hold_id, 'ROLLBACK') })),
       ForeignTableServer: unary(ctx.logger, 'ForeignTableServer', async (req: ForeignTableServerRequest) => {

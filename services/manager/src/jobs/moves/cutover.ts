@@ -2,8 +2,9 @@
 // foreign table (writes through the compute nodes queue on a PostgreSQL lock, other tables
 // are untouched), wait until the catch-up has applied the source up to its binlog position
 // taken under the hold, re-point each foreign table at the target's server and commit
-// (which releases the writers, now onto the target). The window is measured from the first
-// hold sent to the last re-point answered. Writes sent straight to the source shard, not
+// (which releases the writers, now onto the target). The blocked window is what each agent
+// measured from its lock granted to its commit (the longest is reported); the whole cut-over
+// from the first hold sent to the last re-point answered is reported beside it. Writes sent straight to the source shard, not
 // through a compute node, are not held and are not moved after the cut-over.
 
 import { TableMoveAgentClient, type ForeignTableRef } from '@kcm/agent-api';
@@ -18,7 +19,7 @@ export interface CompAt {
 /** The calls a cut-over makes on compute nodes' agents (a unit test fakes it). */
 export interface ForeignTableAgent {
   hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number): Promise<{ server: string }>;
-  repoint(hostaddr: string, holdId: string, server: string): Promise<unknown>;
+  repoint(hostaddr: string, holdId: string, server: string): Promise<{ held_ms: number }>;
   release(hostaddr: string, holdId: string): Promise<unknown>;
   server(hostaddr: string, ref: ForeignTableRef): Promise<{ server: string }>;
 }
@@ -54,7 +55,10 @@ export interface CutOverPlan {
 }
 
 export interface CutOverOutcome {
+  /** The longest time a compute node held writes, lock granted to commit, on its agent's clock. */
   blockedMs: number;
+  /** From the first hold sent to the last re-point answered, on the manager's clock. */
+  cutOverMs: number;
   alreadyMoved: number;
 }
 
@@ -64,6 +68,7 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
   const started = performance.now();
   const held: CompAt[] = [];
   let alreadyMoved = 0;
+  let blockedMs = 0;
   try {
     await Promise.all(
       plan.comps.map(async (c) => {
@@ -73,11 +78,12 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
       }),
     );
     await plan.caughtUp(await plan.sourcePosition());
-    await Promise.all(held.map((c) => agent.repoint(c.hostaddr, holdId(c), plan.targetServer)));
+    const repointed = await Promise.all(held.map((c) => agent.repoint(c.hostaddr, holdId(c), plan.targetServer)));
+    blockedMs = Math.max(0, ...repointed.map((r) => r.held_ms));
   } catch (err) {
     await Promise.allSettled(held.map((c) => agent.release(c.hostaddr, holdId(c))));
     if (err instanceof KcmError) throw err;
     throw KcmError.of('INSTANCE_FAILED', `cut-over failed, the source keeps serving: ${(err as Error).message}`, { cause: err });
   }
-  return { blockedMs: performance.now() - started, alreadyMoved };
+  return { blockedMs, cutOverMs: performance.now() - started, alreadyMoved };
 }

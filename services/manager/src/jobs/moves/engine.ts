@@ -84,6 +84,7 @@ export interface VerifySummary {
 
 export interface CutOverSummary {
   blocked_ms: number;
+  cut_over_ms: number;
   at: BinlogPosition;
   rows_resynced: number;
 }
@@ -280,7 +281,7 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
   const tailer = await tailerFor(ctx, spec, prepared, caught.at);
   if (comps.length > 0 && servers.every((s) => s.server === targetServer)) {
     await stopCatchUp(ctx.jobId, spec.key);
-    return { blocked_ms: 0, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+    return { blocked_ms: 0, cut_over_ms: 0, at: tailer.applied, rows_resynced: tailer.rowsResynced };
   }
   // Level first, outside the hold, so the hold waits only for the last few writes.
   await tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal);
@@ -299,7 +300,7 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
           await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
         },
       });
-      const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+      const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
       await stopCatchUp(ctx.jobId, spec.key);
       return summary;
     } catch (err) {

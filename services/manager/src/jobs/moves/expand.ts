@@ -106,6 +106,7 @@ export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', E
           rows_verified: String(o['verify the copies'][i].rows),
           copy_ms: String(o['copy rows'][i].ms),
           blocked_ms: String(o['cut over'][i].blocked_ms),
+          cut_over_ms: String(o['cut over'][i].cut_over_ms ?? ''),
           old_table: o['retire the source tables'][i],
         })),
       };
