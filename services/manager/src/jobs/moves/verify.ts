@@ -20,26 +20,28 @@ function rowHash(shape: TableShape): string {
   return `CRC32(CONCAT_WS('#', ${shape.columns.map((c) => `${q(c)}, ISNULL(${q(c)})`).join(', ')}))`;
 }
 
-type Hashes = Map<string, number>;
+/** Row hash and key by the key's JSON form. */
+type Hashes = Map<string, { key: unknown[]; hash: number }>;
 
-async function hashes(c: mysql.Connection, t: { db: string; table: string }, shape: TableShape, where: string, values: unknown[], limit?: number): Promise<{ map: Hashes; keys: unknown[][] }> {
+const keyJson = (key: unknown[]) => JSON.stringify(key.map((v) => (Buffer.isBuffer(v) ? v.toString('hex') : String(v))));
+
+async function hashes(c: mysql.Connection, t: { db: string; table: string }, shape: TableShape, where: string, values: unknown[], limit?: number): Promise<{ map: Hashes; last: unknown[] | null; count: number }> {
   const cols = shape.key.map((k) => q(k.name)).join(', ');
   const sql = `SELECT ${cols}, ${rowHash(shape)} FROM ${q(t.db)}.${q(t.table)}${where ? ` WHERE ${where}` : ''} ORDER BY ${cols}${limit ? ` LIMIT ${limit}` : ''}`;
   const [rows] = (await c.query({ sql, values, rowsAsArray: true })) as unknown as [unknown[][]];
   const map: Hashes = new Map();
-  const keys: unknown[][] = [];
   for (const r of rows) {
     const key = r.slice(0, shape.key.length);
-    keys.push(key);
-    map.set(JSON.stringify(key.map((v) => (Buffer.isBuffer(v) ? v.toString('hex') : String(v)))), Number(r[shape.key.length]));
+    map.set(keyJson(key), { key, hash: Number(r[shape.key.length]) });
   }
-  return { map, keys };
+  return { map, last: rows.length > 0 ? rows[rows.length - 1].slice(0, shape.key.length) : null, count: rows.length };
 }
 
-function differing(a: Hashes, b: Hashes): string[] {
-  const out: string[] = [];
-  for (const [k, h] of a) if (b.get(k) !== h) out.push(k);
-  for (const k of b.keys()) if (!a.has(k)) out.push(k);
+/** The keys whose rows differ (present on one side only, or with another hash). */
+function differing(a: Hashes, b: Hashes): Map<string, unknown[]> {
+  const out = new Map<string, unknown[]>();
+  for (const [k, row] of a) if (b.get(k)?.hash !== row.hash) out.set(k, row.key);
+  for (const [k, row] of b) if (!a.has(k)) out.set(k, row.key);
   return out;
 }
 
@@ -54,38 +56,38 @@ export interface VerifyOptions {
 export async function verifyCopy(src: mysql.Connection, dst: mysql.Connection, from: { db: string; table: string }, to: { db: string; table: string }, shape: TableShape, opts: VerifyOptions): Promise<VerifyOutcome> {
   const started = performance.now();
   const tuple = keyTuple(shape);
-  const marks = shape.key.map(() => '?').join(', ');
+  const marks = `(${shape.key.map(() => '?').join(', ')})`;
   let after: unknown[] | null = null;
   let rows = 0;
   let chunks = 0;
-  const suspects: { lo: unknown[] | null; hi: unknown[] | null; keys: string[] }[] = [];
+  let suspects = new Map<string, unknown[]>();
   for (;;) {
-    const s = await hashes(src, from, shape, after ? `${tuple} > (${marks})` : '', after ?? [], opts.chunkRows);
-    const last = s.keys.length === opts.chunkRows ? s.keys[s.keys.length - 1] : null;
+    const s = await hashes(src, from, shape, after ? `${tuple} > ${marks}` : '', after ?? [], opts.chunkRows);
+    const last = s.count === opts.chunkRows ? s.last : null;
     // The target over the same range; the last chunk is open-ended so rows only the target has are seen.
-    const cond = [after ? `${tuple} > (${marks})` : '', last ? `${tuple} <= (${marks})` : ''].filter(Boolean).join(' AND ');
+    const cond = [after ? `${tuple} > ${marks}` : '', last ? `${tuple} <= ${marks}` : ''].filter(Boolean).join(' AND ');
     const d = await hashes(dst, to, shape, cond, [...(after ?? []), ...(last ?? [])]);
-    const diff = differing(s.map, d.map);
-    if (diff.length > 0) suspects.push({ lo: after, hi: last, keys: diff });
-    rows += s.keys.length;
+    for (const [k, key] of differing(s.map, d.map)) suspects.set(k, key);
+    rows += s.count;
     chunks++;
     await opts.progress(rows, chunks);
     if (!last) break;
     after = last;
   }
-  let bad = suspects;
-  for (let round = 0; round < opts.rechecks && bad.length > 0; round++) {
+  // Each re-check looks at the suspect rows only, after the catch-up has caught up; a row
+  // written by the application between the two reads differs once, not every time.
+  for (let round = 0; round < opts.rechecks && suspects.size > 0; round++) {
     await opts.catchUp();
-    const still: typeof suspects = [];
-    for (const range of bad) {
-      const cond = [range.lo ? `${tuple} > (${marks})` : '', range.hi ? `${tuple} <= (${marks})` : ''].filter(Boolean).join(' AND ');
-      const values = [...(range.lo ?? []), ...(range.hi ?? [])];
-      const [s, d] = [await hashes(src, from, shape, cond, values), await hashes(dst, to, shape, cond, values)];
-      const diff = differing(s.map, d.map);
-      if (diff.length > 0) still.push({ ...range, keys: diff });
+    const still = new Map<string, unknown[]>();
+    const keys = [...suspects.values()];
+    for (let i = 0; i < keys.length; i += 500) {
+      const batch = keys.slice(i, i + 500);
+      const cond = `${tuple} IN (${batch.map(() => marks).join(', ')})`;
+      const [s, d] = [await hashes(src, from, shape, cond, batch.flat()), await hashes(dst, to, shape, cond, batch.flat())];
+      for (const [k, key] of differing(s.map, d.map)) if (suspects.has(k)) still.set(k, key);
     }
-    bad = still;
-    if (bad.length > 0) await new Promise((r) => setTimeout(r, 200));
+    suspects = still;
+    if (suspects.size > 0) await new Promise((r) => setTimeout(r, 200));
   }
-  return { rows, chunks, bad: bad.flatMap((b) => b.keys), ms: performance.now() - started };
+  return { rows, chunks, bad: [...suspects.keys()], ms: performance.now() - started };
 }
