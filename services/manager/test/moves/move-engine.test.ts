@@ -3,6 +3,7 @@ import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binl
 import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
 import { cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
 import { BinlogTailer } from '../../src/jobs/moves/tailer';
+import { verifyCopy } from '../../src/jobs/moves/verify';
 
 // What mariadb-binlog --verbose --base64-output=DECODE-ROWS printed for a MariaDB 10.11 source
 // (trimmed): an insert of two rows, an update, and a transaction on another table.
@@ -202,5 +203,54 @@ describe('the catch-up applies keys read after an idle turn', () => {
     await tailer.flush();
     expect(deleted).toEqual(['42']);
     expect(tailer.applied).toEqual({ file: 'bin.000001', pos: 90 });
+  });
+});
+
+describe('the verify gate', () => {
+  /** A table as the verify's queries see it: id -> row hash; `hashOf` may change between reads. */
+  function fakeTable(hashOf: (id: number, read: number) => number | undefined, ids: number[]) {
+    let reads = 0;
+    return {
+      async query(q: { sql: string; values: unknown[] }) {
+        reads++;
+        const v = q.values.map(Number);
+        let rows = ids.filter((id) => hashOf(id, reads) !== undefined);
+        if (q.sql.includes(' IN (')) rows = rows.filter((id) => v.includes(id));
+        else {
+          const gt = / > \(\?\)/.test(q.sql) ? v[0] : -Infinity;
+          const le = / <= \(\?\)/.test(q.sql) ? v[v.length - 1] : Infinity;
+          rows = rows.filter((id) => id > gt && id <= le);
+          const limit = /LIMIT (\d+)/.exec(q.sql);
+          if (limit) rows = rows.slice(0, Number(limit[1]));
+        }
+        return [rows.map((id) => [id, hashOf(id, reads)])];
+      },
+    };
+  }
+  const shape = { columns: ['id', 'v'], key: [{ name: 'id', ordinal: 1 }] };
+  const ids = Array.from({ length: 50 }, (_, i) => i + 1);
+  const t = { db: 'd', table: 't' };
+  const opts = { chunkRows: 10, rechecks: 3, catchUp: async () => {}, progress: async () => {} };
+
+  it('names the key of a row that differs in every re-check', async () => {
+    const src = fakeTable((id) => id, ids);
+    const dst = fakeTable((id) => (id === 37 ? -1 : id), ids);
+    const out = await verifyCopy(src as never, dst as never, t, t, shape, opts);
+    expect(out.bad).toEqual(['["37"]']);
+    expect(out.rows).toBe(50);
+  });
+
+  it('passes a row that differed only while it was being written (the catch-up brought it level)', async () => {
+    const src = fakeTable((id) => id, ids);
+    // The target's row 12 is behind until the first re-check's catch-up; row 13 is written on
+    // the source later (differs from the second re-check on, until its change is applied).
+    const dst = fakeTable((id, read) => ((id === 12 && read <= 7) || (id === 13 && read >= 8) ? -1 : id), ids);
+    expect((await verifyCopy(src as never, dst as never, t, t, shape, opts)).bad).toEqual([]);
+  });
+
+  it('names a row the target has and the source does not', async () => {
+    const src = fakeTable((id) => (id === 50 ? undefined : id), ids);
+    const dst = fakeTable((id) => id, ids);
+    expect((await verifyCopy(src as never, dst as never, t, t, shape, opts)).bad).toEqual(['["50"]']);
   });
 });
