@@ -87,7 +87,11 @@ export class BinlogTailer {
       this.o.start.file,
     ];
     await writeFile(output, '', { mode: 0o600 });
-    const child = spawn(this.o.mariadbBinlog ?? 'mariadb-binlog', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    // mariadb-binlog --stop-never never ends by itself, and writing to a file it would not
+    // notice a manager that was SIGKILLed: a small sh watchdog ends it when our end of its
+    // stdin closes (stop(), or this process dying). Arguments go in as "$@", never spliced.
+    const watchdog = 'exec 3<&0; "$0" "$@" </dev/null & child=$!; (read -r _ <&3; kill "$child" 2>/dev/null) & wait "$child"';
+    const child = spawn('sh', ['-c', watchdog, this.o.mariadbBinlog ?? 'mariadb-binlog', ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
     this.child = child;
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
@@ -186,7 +190,7 @@ export class BinlogTailer {
     this.stopped = true;
     if (this.child && this.child.exitCode === null) {
       const exited = new Promise((r) => this.child!.once('exit', r));
-      this.child.kill('SIGTERM');
+      this.child.stdin?.end();
       await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
     }
     await this.reading?.catch(() => {});
