@@ -26,6 +26,22 @@ export interface CopyOutcome {
   ms: number;
 }
 
+async function snapshotStatus(c: mysql.Connection): Promise<{ file: string; pos: number }> {
+  const [status] = (await c.query(`SHOW STATUS LIKE 'binlog_snapshot_%'`)) as unknown as [{ Variable_name: string; Value: string }[]];
+  const snap = new Map(status.map((s) => [s.Variable_name.toLowerCase(), s.Value]));
+  return { file: snap.get('binlog_snapshot_file') ?? '', pos: Number(snap.get('binlog_snapshot_position') ?? 0) };
+}
+
+/** The binlog position exactly consistent with a snapshot taken now (binlog_snapshot_file/position). */
+export async function snapshotPosition(c: mysql.Connection): Promise<{ file: string; pos: number }> {
+  await c.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+  try {
+    return await snapshotStatus(c);
+  } finally {
+    await c.query('COMMIT');
+  }
+}
+
 /** The target's highest key, or null when the target is empty: where a copy resumes. */
 export async function lastCopiedKey(dst: mysql.Connection, db: string, table: string, shape: TableShape): Promise<unknown[] | null> {
   const order = shape.key.map((k) => `${q(k.name)} DESC`).join(', ');
@@ -45,9 +61,7 @@ export async function copyRows(src: mysql.Connection, dst: mysql.Connection, fro
   const resumedAfter = await lastCopiedKey(dst, to.db, to.table, shape);
   await src.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
   await src.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
-  const [status] = (await src.query(`SHOW STATUS LIKE 'binlog_snapshot_%'`)) as unknown as [{ Variable_name: string; Value: string }[]];
-  const snap = new Map(status.map((s) => [s.Variable_name.toLowerCase(), s.Value]));
-  const snapshot = { file: snap.get('binlog_snapshot_file') ?? '', pos: Number(snap.get('binlog_snapshot_position') ?? 0) };
+  const snapshot = await snapshotStatus(src);
   const keyAt = shape.key.map((k) => shape.columns.indexOf(k.name));
   const insert = `INSERT INTO ${q(to.db)}.${q(to.table)} (${shape.columns.map(q).join(', ')}) VALUES ?`;
   let after = resumedAfter;

@@ -20,7 +20,7 @@ import { gtidProgress } from '@kcm/agent-api';
 import { openAccount } from '../../secrets/accounts';
 import type { ClusterRecord } from '../../meta/state';
 import type { BinlogPosition } from './binlog-rows';
-import { copyRows } from './copy';
+import { copyRows, snapshotPosition } from './copy';
 import { agentForeignTables, cutOver, type ForeignTableAgent } from './cutover';
 import { masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
 import { BinlogTailer } from './tailer';
@@ -128,8 +128,11 @@ const where = (e: MoveEnd) => `${e.db}.${e.table} on shard ${e.shardId} of clust
 
 /** Records the source position (before any snapshot the copy takes) and makes or checks the target. */
 export async function prepareMove(ctx: Ctx, spec: MoveSpec): Promise<PreparedMove> {
-  const start = await withShard(replicationLogin(ctx, spec.source), masterPosition);
   return withShard(storageLogin(ctx, spec.source), async (src) => {
+    // The position of a consistent snapshot, not SHOW MASTER STATUS: with semi-sync AFTER_SYNC
+    // the binlog's end may hold transactions not yet committed, which a later copy snapshot
+    // could miss while the catch-up, starting after them, would never replay them.
+    const start = await snapshotPosition(src);
     const shape = await readTableShape(src, spec.source.db, spec.source.table);
     if (!shape) throw KcmError.of('NOT_FOUND', `table ${where(spec.source)} does not exist`);
     if (shape.key.length === 0) throw KcmError.of('UNSUPPORTED', `table ${where(spec.source)} has no primary key; a move copies and verifies by primary key`);

@@ -17,7 +17,10 @@ export async function resyncKeys(src: mysql.Connection, dst: mysql.Connection, f
   const tuple = `(${shape.key.map(() => '?').join(', ')})`;
   const inList = keys.map(() => tuple).join(', ');
   const flat = keys.flat();
-  const [rows] = (await src.query({ sql: `SELECT ${shape.columns.map(q).join(', ')} FROM ${q(from.db)}.${q(from.table)} WHERE ${keyTuple(shape)} IN (${inList})`, values: flat, rowsAsArray: true })) as unknown as [unknown[][]];
+  // A locking read: with semi-sync AFTER_SYNC a transaction is in the binlog (and so read by
+  // the catch-up) before it is committed; a plain read could still see the row before it,
+  // and the key would never come again. The locking read waits for that commit.
+  const [rows] = (await src.query({ sql: `SELECT ${shape.columns.map(q).join(', ')} FROM ${q(from.db)}.${q(from.table)} WHERE ${keyTuple(shape)} IN (${inList}) LOCK IN SHARE MODE`, values: flat, rowsAsArray: true })) as unknown as [unknown[][]];
   await dst.query('START TRANSACTION');
   try {
     await dst.query(`DELETE FROM ${q(to.db)}.${q(to.table)} WHERE ${keyTuple(shape)} IN (${inList})`, flat);
