@@ -53,7 +53,7 @@ export async function readTableShape(c: mysql.Connection, db: string, table: str
   const [cols] = (await c.query(
     `SELECT COLUMN_NAME AS name, ORDINAL_POSITION AS ordinal, DATA_TYPE AS type, COLUMN_KEY AS ckey FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
     [db, table],
-  )) as unknown as [{ name: string; ordinal: number; type: string; ckey: string }[]];
+  )) as unknown as [{ name: string; ordinal: number | string; type: string; ckey: string }[]];
   if (cols.length === 0) return undefined;
   const [keys] = (await c.query(
     `SELECT COLUMN_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`,
@@ -66,7 +66,8 @@ export async function readTableShape(c: mysql.Connection, db: string, table: str
       const col = byName.get(k.name);
       if (!col) throw new Error(`primary key column ${k.name} is not a column of ${db}.${table}`);
       if (!KEY_TYPES.has(col.type)) throw KcmError.of('UNSUPPORTED', `${db}.${table}: primary key column ${k.name} is ${col.type}; a move supports integer and (var)char/(var)binary keys`);
-      return { name: k.name, ordinal: col.ordinal };
+      // information_schema's ORDINAL_POSITION is a BIGINT: a string through these sessions (bigNumberStrings).
+      return { name: k.name, ordinal: Number(col.ordinal) };
     }),
   };
 }
