@@ -4,6 +4,7 @@ import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
 import { cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
 import { BinlogTailer } from '../../src/jobs/moves/tailer';
 import { verifyCopy } from '../../src/jobs/moves/verify';
+import { readTableShape } from '../../src/jobs/moves/shard-sql';
 
 // What mariadb-binlog --verbose --base64-output=DECODE-ROWS printed for a MariaDB 10.11 source
 // (trimmed): an insert of two rows, an update, and a transaction on another table.
@@ -252,5 +253,21 @@ describe('the verify gate', () => {
     const src = fakeTable((id) => (id === 50 ? undefined : id), ids);
     const dst = fakeTable((id) => id, ids);
     expect((await verifyCopy(src as never, dst as never, t, t, shape, opts)).bad).toEqual(['["50"]']);
+  });
+});
+
+describe('a table shape read through the move sessions', () => {
+  it('gives key ordinals as numbers though information_schema answers BIGINT strings', async () => {
+    const conn = {
+      async query(sql: string) {
+        if (sql.includes('information_schema.COLUMNS')) return [[{ name: 'id', ordinal: '1', type: 'int', ckey: 'PRI' }, { name: 'v', ordinal: '2', type: 'int', ckey: '' }]];
+        return [[{ name: 'id' }]];
+      },
+    };
+    const shape = await readTableShape(conn as never, 'd_$$_s', 't');
+    expect(shape?.key).toEqual([{ name: 'id', ordinal: 1 }]);
+    // ...which is what the catch-up matches binlog columns (@1) against.
+    const p = new BinlogRowParser('d_$$_s', 't', shape!.key.map((k) => k.ordinal), 'b.000001');
+    expect(['### DELETE FROM `d_$$_s`.`t`', '### WHERE', '###   @1=7', '# Number of rows: 1'].flatMap((l) => p.feed(l))).toEqual([{ kind: 'key', key: ['7'] }]);
   });
 });
