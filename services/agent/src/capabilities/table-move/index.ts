@@ -108,6 +108,8 @@ export const tableMoveCapability: CapabilityModule = {
         const started = performance.now();
         try {
           await client.query('BEGIN');
+          // The re-point is kcm's own DDL, not a user's: kcm_ddl's hooks leave it alone (as for catalog sync).
+          await client.query(`SET LOCAL kcm.sync = 'on'`);
           // PostgreSQL refuses LOCK TABLE on a foreign table; ENABLE TRIGGER ALL changes nothing
           // and takes SHARE ROW EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
           await client.query(`ALTER FOREIGN TABLE ${ident(req.schema)}.${ident(req.table)} ENABLE TRIGGER ALL`);
