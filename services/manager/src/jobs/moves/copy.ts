@@ -67,21 +67,31 @@ export async function copyRows(src: mysql.Connection, dst: mysql.Connection, fro
   let after = resumedAfter;
   let rows = 0;
   let chunks = 0;
+  const read = async (from_: unknown[] | null): Promise<unknown[][]> => {
+    const chunk = chunkQuery(from.db, from.table, shape, from_, opts.chunkRows);
+    return ((await src.query({ sql: chunk.sql, values: chunk.values, rowsAsArray: true })) as unknown as [unknown[][]])[0];
+  };
+  // The next chunk is read from the source while this one is written to the target.
+  let next: Promise<unknown[][]> | null = read(after);
   try {
-    for (;;) {
+    while (next) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? new Error('aborted');
-      const chunk = chunkQuery(from.db, from.table, shape, after, opts.chunkRows);
-      const [batch] = (await src.query({ sql: chunk.sql, values: chunk.values, rowsAsArray: true })) as unknown as [unknown[][]];
+      const batch: unknown[][] = await next;
+      next = null;
       if (batch.length === 0) break;
+      after = keyAt.map((i) => batch[batch.length - 1][i]);
+      if (batch.length === opts.chunkRows) {
+        next = read(after);
+        next.catch(() => {}); // awaited next turn; a failure then is the copy's
+      }
       await dst.query(insert, [batch]);
       rows += batch.length;
       chunks++;
-      after = keyAt.map((i) => batch[batch.length - 1][i]);
       await opts.progress(rows, chunks, after);
-      if (batch.length < opts.chunkRows) break;
-      await opts.throttle();
+      if (next) await opts.throttle();
     }
   } finally {
+    await next?.catch(() => {});
     await src.query('COMMIT').catch(() => {});
   }
   return { rows, chunks, resumedAfter, snapshot, ms: performance.now() - started };
