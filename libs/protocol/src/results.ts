@@ -269,7 +269,7 @@ export type JobResults = EveryAsyncJobType<{
   cluster_restore: ClusterRestoreResult;
   logical_backup: LogicalBackupResult;
   logical_restore: LogicalRestoreResult;
-  expand_cluster: EmptyResult;
+  expand_cluster: ExpandClusterResult;
   repartition_tables: EmptyResult;
   raft_mission: RaftMissionResult;
   manual_switch: ManualSwitchResult;
@@ -310,3 +310,17 @@ export type JobProgressAttachment = {
 
 /** get_status's attachment: a done job's result, an ongoing job's progress, or null (queued or failed). */
 export type StatusAttachment = JobResults[AsyncJobType] | JobProgressAttachment | null;
+
+/**
+ * expand_cluster's result: per moved table, the rows copied, re-copied by the catch-up and
+ * verified, the source left behind (renamed aside, or '' when dropped), the measured
+ * write-blocked window of its cut-over (ms: the longest a compute node held writes, lock
+ * granted to commit) and the whole cut-over (ms, first hold sent to last re-point answered).
+ */
+export type ExpandClusterResult = {
+  cluster_id: string;
+  src_shard_id: string;
+  dst_shard_id: string;
+  blocked_ms_max: string;
+  list_table: { table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string; cut_over_ms: string; old_table: string }[];
+};

@@ -73,6 +73,12 @@ export const managerConfigSchema = z.object({
   manualSwitchMaxBehindTrx: z.number().int().min(0).default(1_000),
   /** How long manual_switch holds writes waiting for the standby to catch up before it gives up and lets them go. */
   manualSwitchCatchUpMs: z.number().int().positive().default(5_000),
+  /** Table moves (expand_cluster, repartition_tables): rows per copy chunk (one target transaction each). */
+  moveChunkRows: z.number().int().min(1).max(100_000).default(2_000),
+  /** Table moves: the copy's rate limit in rows/s (0 = none), so the shards' own traffic is not starved. */
+  moveCopyRowsPerSecond: z.number().int().min(0).default(0),
+  /** Table moves: the copy waits while a standby of the target shard is more transactions behind its master than this. */
+  moveMaxTargetLagTrx: z.number().int().min(0).default(20),
   /** Transfer limit of each shard's stream in a full backup, MB/s (0 = none), so the shard's own traffic is not starved. */
   backupPvLimitMb: z.number().int().min(0).default(100),
   /** A standby lagging more than this (seconds) is not a full backup's source; the master is used only when no standby qualifies. */

@@ -25,6 +25,8 @@ import { openBackupStorage } from '../backup/storage';
 import { manualBackupClusterJob, type BackupJobDeps } from './backup';
 import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
 import { openLogicalStorage } from '../backup/logical-storage';
+import { expandClusterJob } from './moves/expand';
+import type { MoveDeps } from './moves/engine';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -45,6 +47,8 @@ export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   logical?: LogicalJobDeps;
   /** The finished-job history kept (config finishedJobsKept): a job cancel_job ends at once is trimmed like any other. */
   keepFinishedJobs?: number;
+  /** Table moves: the copy's limits (config move*), or a test's fake compute-node agent. */
+  moves?: MoveDeps;
 }
 
 async function dumpCatalogThroughAgent(address: string, port: number) {
@@ -83,7 +87,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     cluster_restore: clusterRestore,
     logical_backup: logicalBackup,
     logical_restore: logicalRestoreJob(options.logical ?? { openStorage: openLogicalStorage }),
-    expand_cluster: 'unsupported',
+    expand_cluster: expandClusterJob(options.moves),
     repartition_tables: 'unsupported',
     raft_mission: raftMissionJob(options),
     manual_switch: manualSwitchJob(options.manualSwitch),

@@ -1,0 +1,132 @@
+// npm run bench:move -- [--moves 20] [--rows 100000]
+//
+// Table-move figures on real engines (issue 18): a one-member manager, three agents on
+// 127.0.2.1-3 (test/cluster/cluster-fixture.ts), a cluster of 2 shards x 3 MariaDB nodes + 1
+// compute node, and two clients inserting, updating and deleting rows of the moved table
+// through the compute node the whole time (test/cluster/move-load.ts keeps their log of
+// acknowledged writes).
+//
+//  1. Copy throughput: the move's copy phase (rows_copied / copy_ms of its result) against a
+//     raw `mariadb-dump | mariadb` pipe of the same table between the same two shard masters,
+//     in the same run, one after the other (raw, move, raw: the raw figure is their mean).
+//  2. `--moves` cut-overs: the table moved back and forth between the shards under the load
+//     (drop_old_table 1); the agents' blocked window (blocked_ms) and the longest gap between
+//     two acknowledged writes the clients saw around each cut-over: p50/p99/max.
+//  3. Acknowledged writes lost: every row of the clients' log compared with the table on its
+//     final shard (must be 0).
+//
+// Run it under the system lock (it uses the fixed test addresses):
+//   flock /tmp/kcm-system.lock npm run bench:move
+
+import { spawn } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import mysql from 'mysql2/promise';
+import { HOSTS, startClusterFixture } from '../../test/cluster/cluster-fixture';
+import { registerMachines } from '../../test/cluster/ha-fixture';
+import { MoveLoad, rowDifferences, type Row } from '../../test/cluster/move-load';
+import { openTestAccounts } from '../../test/helpers/secrets';
+
+const { values: flags } = parseArgs({ options: { moves: { type: 'string', default: '20' }, rows: { type: 'string', default: '100000' } } });
+const MOVES = Number(flags.moves);
+const ROWS = Number(flags.rows);
+const DB = 'postgres_$$_public';
+const RAW_DB = 'benchraw_$$_public';
+
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)];
+const summary = (values: number[]) => `p50 ${percentile(values, 50)} ms, p99 ${percentile(values, 99)} ms, max ${Math.max(...values)} ms (n=${values.length})`;
+
+async function main() {
+  const f = await startClusterFixture({ agentPort: 58190, member: '127.0.1.90:58190' });
+  try {
+    await registerMachines(f, [2]);
+    const created = await f.runJob('create_cluster', {
+      nick_name: 'bm', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+      cpu_limit_node: 'share', innodb_size: '128', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+      storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
+    }, 300_000);
+    if (created.status !== 'done') throw new Error(`create_cluster: ${created.error_info}`);
+    const att = created.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
+    const cluster = () => f.manager.store.state().clusters[att.cluster_id];
+    const shardIds = Object.keys(cluster().shards).sort((a, b) => Number(a) - Number(b));
+    const storage = openTestAccounts(cluster().accounts).storage;
+    const masterOf = (id: string) => {
+      const s = cluster().shards[id];
+      return s.nodes[s.masterNodeId];
+    };
+    const onShard = async <T>(id: string, sql: string): Promise<T[]> => {
+      const m = masterOf(id);
+      const c = await mysql.createConnection({ host: m.hostaddr, port: m.port, ...storage });
+      try {
+        return (await c.query(sql))[0] as T[];
+      } finally {
+        await c.end();
+      }
+    };
+    await onShard(shardIds[0], `CREATE DATABASE IF NOT EXISTS \`${DB}\``);
+    await onShard(shardIds[0], `CREATE TABLE \`${DB}\`.mv_bench (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(40)) ENGINE=InnoDB`);
+    await onShard(shardIds[0], `INSERT INTO \`${DB}\`.mv_bench SELECT seq, seq, CONCAT('n', seq) FROM \`${DB}\`.seq_1_to_${ROWS}`);
+    await new Promise((r) => setTimeout(r, 3000));
+
+    // The raw pipe: mariadb-dump of the table on shard A into a scratch database on shard B.
+    const rawCopy = async (from: string, to: string): Promise<number> => {
+      await onShard(to, `DROP DATABASE IF EXISTS \`${RAW_DB}\``);
+      await onShard(to, `CREATE DATABASE \`${RAW_DB}\``);
+      const a = masterOf(from);
+      const b = masterOf(to);
+      const env = { ...process.env, MYSQL_PWD: storage.password };
+      const started = performance.now();
+      await new Promise<void>((resolve, reject) => {
+        const dump = spawn('mariadb-dump', ['-h', a.hostaddr, '-P', String(a.port), '-u', storage.user, '--single-transaction', '--skip-lock-tables', DB, 'mv_bench'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+        const load = spawn('mariadb', ['-h', b.hostaddr, '-P', String(b.port), '-u', storage.user, RAW_DB], { env, stdio: ['pipe', 'inherit', 'inherit'] });
+        dump.stdout.pipe(load.stdin);
+        load.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`mariadb exited ${code}`))));
+      });
+      const ms = performance.now() - started;
+      const [{ n }] = await onShard<{ n: number }>(to, `SELECT COUNT(*) AS n FROM \`${RAW_DB}\`.mv_bench`);
+      await onShard(to, `DROP DATABASE \`${RAW_DB}\``);
+      return (n / ms) * 1000;
+    };
+
+    const comp = Object.values(cluster().comps)[0];
+    const load = new MoveLoad({ host: comp.hostaddr, port: comp.port, user: att.computer_user, password: att.computer_pwd, database: 'postgres' }, 'public.mv_bench', ROWS);
+    const raw1 = await rawCopy(shardIds[0], shardIds[1]);
+    load.start();
+    const blocked: number[] = [];
+    const gaps: number[] = [];
+    const copyRates: number[] = [];
+    let at = 0;
+    for (let i = 0; i < MOVES; i++) {
+      const [src, dst] = [shardIds[at], shardIds[1 - at]];
+      const started = Date.now();
+      const reply = await f.runJob('expand_cluster', { cluster_id: att.cluster_id, src_shard_id: src, dst_shard_id: dst, table_list: ['postgres.public.mv_bench'], drop_old_table: '1' }, 300_000);
+      const ended = Date.now();
+      if (reply.status !== 'done') throw new Error(`move ${i + 1}: ${reply.error_info}`);
+      const t = (reply.attachment as { list_table: { rows_copied: string; copy_ms: string; blocked_ms: string; cut_over_ms: string }[] }).list_table[0];
+      blocked.push(Number(t.blocked_ms));
+      gaps.push(load.longestGap(started, ended));
+      copyRates.push((Number(t.rows_copied) / Number(t.copy_ms)) * 1000);
+      console.log(`move ${i + 1} shard ${src} -> ${dst}: ${ended - started} ms, copied ${t.rows_copied} rows in ${t.copy_ms} ms, blocked ${t.blocked_ms} ms (cut-over ${t.cut_over_ms} ms), client gap ${gaps[gaps.length - 1]} ms`);
+      at = 1 - at;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    await load.stop();
+    const raw2 = await rawCopy(shardIds[at], shardIds[1 - at]);
+    const rows = new Map((await onShard<{ id: number; v: number; note: string }>(shardIds[at], `SELECT id, v, note FROM \`${DB}\`.mv_bench`)).map((r) => [r.id, { v: r.v, note: r.note } as Row]));
+    const lost = rowDifferences(load, rows);
+    const raw = (raw1 + raw2) / 2;
+    const move = copyRates.reduce((a, b) => a + b, 0) / copyRates.length;
+    console.log('\n== bench:move (machine shared with other work; ratios are from this one run) ==');
+    console.log(`cut-overs under load: ${MOVES}; writes acknowledged ${load.writes}, failed ${load.failures}`);
+    console.log(`blocked window (agents, lock granted -> commit): ${summary(blocked)}`);
+    console.log(`longest gap between acknowledged writes around each move (clients): ${summary(gaps)}`);
+    console.log(`acknowledged writes lost: ${lost.length}${lost.length > 0 ? ` (${lost.slice(0, 5).join('; ')})` : ''}`);
+    console.log(`copy throughput: move ${Math.round(move)} rows/s (mean of ${copyRates.length} copies, under the write load) vs raw mariadb-dump | mariadb ${Math.round(raw)} rows/s (mean of ${Math.round(raw1)} and ${Math.round(raw2)}, before and after): ${(move / raw).toFixed(2)}x`);
+  } finally {
+    await f.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

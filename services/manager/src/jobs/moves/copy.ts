@@ -1,0 +1,98 @@
+// Phase 1 of a move: copy the source table's rows into the target in primary-key chunks,
+// from one consistent snapshot per run. Each chunk is one target transaction, so the
+// target's highest key is the end of the last chunk copied: a run after a crash or a new
+// leader resumes after it, from a new snapshot. That is safe because the catch-up starts
+// from the position recorded before any run's snapshot and replays every changed key
+// (resync.ts), so rows copied from a later snapshot converge too.
+
+import type mysql from 'mysql2/promise';
+import { keyTuple, q, type TableShape } from './shard-sql';
+
+export interface CopyOptions {
+  chunkRows: number;
+  /** Called between chunks: waits while the target's standbys lag (throttle). */
+  throttle(): Promise<void>;
+  progress(rowsCopied: number, chunks: number, lastKey: unknown[]): Promise<void>;
+  signal?: AbortSignal;
+}
+
+export interface CopyOutcome {
+  rows: number;
+  chunks: number;
+  /** The key copying resumed after (null: from the start). */
+  resumedAfter: unknown[] | null;
+  /** The snapshot this run read from (binlog_snapshot_file/position). */
+  snapshot: { file: string; pos: number };
+  ms: number;
+}
+
+async function snapshotStatus(c: mysql.Connection): Promise<{ file: string; pos: number }> {
+  const [status] = (await c.query(`SHOW STATUS LIKE 'binlog_snapshot_%'`)) as unknown as [{ Variable_name: string; Value: string }[]];
+  const snap = new Map(status.map((s) => [s.Variable_name.toLowerCase(), s.Value]));
+  return { file: snap.get('binlog_snapshot_file') ?? '', pos: Number(snap.get('binlog_snapshot_position') ?? 0) };
+}
+
+/** The binlog position exactly consistent with a snapshot taken now (binlog_snapshot_file/position). */
+export async function snapshotPosition(c: mysql.Connection): Promise<{ file: string; pos: number }> {
+  await c.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+  try {
+    return await snapshotStatus(c);
+  } finally {
+    await c.query('COMMIT');
+  }
+}
+
+/** The target's highest key, or null when the target is empty: where a copy resumes. */
+export async function lastCopiedKey(dst: mysql.Connection, db: string, table: string, shape: TableShape): Promise<unknown[] | null> {
+  const order = shape.key.map((k) => `${q(k.name)} DESC`).join(', ');
+  const [rows] = (await dst.query({ sql: `SELECT ${shape.key.map((k) => q(k.name)).join(', ')} FROM ${q(db)}.${q(table)} ORDER BY ${order} LIMIT 1`, rowsAsArray: true })) as unknown as [unknown[][]];
+  return rows.length > 0 ? rows[0] : null;
+}
+
+/** The SELECT of the chunk after `after` (the first chunk when null). */
+export function chunkQuery(db: string, table: string, shape: TableShape, after: unknown[] | null, rows: number): { sql: string; values: unknown[] } {
+  const order = shape.key.map((k) => q(k.name)).join(', ');
+  const where = after === null ? '' : ` WHERE ${keyTuple(shape)} > (${shape.key.map(() => '?').join(', ')})`;
+  return { sql: `SELECT ${shape.columns.map(q).join(', ')} FROM ${q(db)}.${q(table)}${where} ORDER BY ${order} LIMIT ${rows}`, values: after ?? [] };
+}
+
+export async function copyRows(src: mysql.Connection, dst: mysql.Connection, from: { db: string; table: string }, to: { db: string; table: string }, shape: TableShape, opts: CopyOptions): Promise<CopyOutcome> {
+  const started = performance.now();
+  const resumedAfter = await lastCopiedKey(dst, to.db, to.table, shape);
+  await src.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+  await src.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+  const snapshot = await snapshotStatus(src);
+  const keyAt = shape.key.map((k) => shape.columns.indexOf(k.name));
+  const insert = `INSERT INTO ${q(to.db)}.${q(to.table)} (${shape.columns.map(q).join(', ')}) VALUES ?`;
+  let after = resumedAfter;
+  let rows = 0;
+  let chunks = 0;
+  const read = async (from_: unknown[] | null): Promise<unknown[][]> => {
+    const chunk = chunkQuery(from.db, from.table, shape, from_, opts.chunkRows);
+    return ((await src.query({ sql: chunk.sql, values: chunk.values, rowsAsArray: true })) as unknown as [unknown[][]])[0];
+  };
+  // The next chunk is read from the source while this one is written to the target.
+  let next: Promise<unknown[][]> | null = read(after);
+  try {
+    while (next) {
+      if (opts.signal?.aborted) throw opts.signal.reason ?? new Error('aborted');
+      const batch: unknown[][] = await next;
+      next = null;
+      if (batch.length === 0) break;
+      after = keyAt.map((i) => batch[batch.length - 1][i]);
+      if (batch.length === opts.chunkRows) {
+        next = read(after);
+        next.catch(() => {}); // awaited next turn; a failure then is the copy's
+      }
+      await dst.query(insert, [batch]);
+      rows += batch.length;
+      chunks++;
+      await opts.progress(rows, chunks, after);
+      if (next) await opts.throttle();
+    }
+  } finally {
+    await next?.catch(() => {});
+    await src.query('COMMIT').catch(() => {});
+  }
+  return { rows, chunks, resumedAfter, snapshot, ms: performance.now() - started };
+}

@@ -1,0 +1,273 @@
+import { describe, expect, it } from 'vitest';
+import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binlog-rows';
+import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
+import { cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
+import { BinlogTailer } from '../../src/jobs/moves/tailer';
+import { verifyCopy } from '../../src/jobs/moves/verify';
+import { readTableShape } from '../../src/jobs/moves/shard-sql';
+
+// What mariadb-binlog --verbose --base64-output=DECODE-ROWS printed for a MariaDB 10.11 source
+// (trimmed): an insert of two rows, an update, and a transaction on another table.
+const OUTPUT = `# at 888
+#261125  4:06:08 server id 7  end_log_pos 930 CRC32 0x8e7c51b6 	GTID 0-7-4 trans
+START TRANSACTION
+#261125  4:06:08 server id 7  end_log_pos 1194 CRC32 0xdaa2dd77 	Table_map: \`d_$$_s\`.\`t\` mapped to number 18
+#261125  4:06:08 server id 7  end_log_pos 1280 CRC32 0x5cc5e26f 	Write_rows: table id 18 flags: STMT_END_F
+### INSERT INTO \`d_$$_s\`.\`t\`
+### SET
+###   @1=1
+###   @2='a'b\\c\\x0ad'
+###   @9=-1 (4294967295)
+### INSERT INTO \`d_$$_s\`.\`t\`
+### SET
+###   @1=2
+###   @2=NULL
+# Number of rows: 2
+#261125  4:06:08 server id 7  end_log_pos 1311 CRC32 0xc0d7bc62 	Xid = 7
+COMMIT/*!*/;
+#261125  4:06:08 server id 7  end_log_pos 1353 CRC32 0x566c42cc 	GTID 0-7-5 trans
+START TRANSACTION
+#261125  4:06:08 server id 7  end_log_pos 1531 CRC32 0x7f924cb0 	Update_rows: table id 18 flags: STMT_END_F
+### UPDATE \`d_$$_s\`.\`t\`
+### WHERE
+###   @1=2
+###   @2=NULL
+### SET
+###   @1=3
+###   @2='zz'
+#261125  4:06:08 server id 7  end_log_pos 1562 CRC32 0x209eac6d 	Xid = 8
+COMMIT/*!*/;
+#261125  4:06:08 server id 7  end_log_pos 1604 CRC32 0xdf19240f 	GTID 0-7-6 trans
+START TRANSACTION
+### DELETE FROM \`other_$$_s\`.\`t\`
+### WHERE
+###   @1=9
+#261125  4:06:08 server id 7  end_log_pos 1836 CRC32 0x62b67a74 	Xid = 9
+COMMIT/*!*/;
+#700101  0:00:00 server id 7  end_log_pos 0 	Rotate to bin.000002  pos: 4`;
+
+function parse(keyOrdinals: number[]) {
+  const p = new BinlogRowParser('d_$$_s', 't', keyOrdinals, 'bin.000001');
+  return OUTPUT.split('\n').flatMap((l) => p.feed(l));
+}
+
+describe('the catch-up reads changed keys and transaction ends from mariadb-binlog text', () => {
+  it('yields the key of every row image of the moved table, before and after an update', () => {
+    const keys = parse([1]).filter((i) => i.kind === 'key').map((i) => (i.kind === 'key' ? i.key : []));
+    expect(keys).toEqual([['1'], ['2'], ['2'], ['3']]);
+  });
+
+  it('ignores rows of a table with the same name in another database', () => {
+    expect(parse([1]).filter((i) => i.kind === 'key').length).toBe(4);
+  });
+
+  it('marks the end of each transaction and follows a rotate to the next file', () => {
+    const ends = parse([1]).filter((i) => i.kind === 'boundary').map((i) => (i.kind === 'boundary' ? `${i.at.file}:${i.at.pos}` : ''));
+    expect(ends).toEqual(['bin.000001:930', 'bin.000001:1311', 'bin.000001:1353', 'bin.000001:1562', 'bin.000001:1604', 'bin.000001:1836', 'bin.000002:4']);
+  });
+
+  it('reads composite keys in key order, string keys as their bytes', () => {
+    const keys = parse([2, 1]).filter((i) => i.kind === 'key').map((i) => (i.kind === 'key' ? i.key : []));
+    expect(keys[0]).toEqual([Buffer.from("a'b\\c\nd", 'latin1'), '1']);
+    expect(keys[1]).toEqual([null, '2']);
+  });
+
+  it('parses unsigned values printed as a signed number with the unsigned one after', () => {
+    expect(parseValue('-1 (4294967295)')).toBe('4294967295');
+    expect(parseValue('NULL')).toBeNull();
+  });
+
+  it('compares positions across files', () => {
+    expect(atOrPast({ file: 'b.000002', pos: 4 }, { file: 'b.000001', pos: 900 })).toBe(true);
+    expect(atOrPast({ file: 'b.000001', pos: 899 }, { file: 'b.000001', pos: 900 })).toBe(false);
+  });
+});
+
+describe('the copy resumes at the chunk after the last one copied', () => {
+  const shape = { columns: ['a', 'b', 'v'], key: [{ name: 'a', ordinal: 1 }, { name: 'b', ordinal: 2 }] };
+
+  it('starts at the beginning when the target is empty', () => {
+    expect(chunkQuery('d_$$_s', 't', shape, null, 100)).toEqual({ sql: 'SELECT `a`, `b`, `v` FROM `d_$$_s`.`t` ORDER BY `a`, `b` LIMIT 100', values: [] });
+  });
+
+  it('continues strictly after the target\'s highest key', () => {
+    expect(chunkQuery('d_$$_s', 't', shape, [5, 'x'], 100)).toEqual({ sql: 'SELECT `a`, `b`, `v` FROM `d_$$_s`.`t` WHERE (`a`, `b`) > (?, ?) ORDER BY `a`, `b` LIMIT 100', values: [5, 'x'] });
+  });
+});
+
+function fakeAgent(fail: 'repoint' | null) {
+  const calls: string[] = [];
+  const agent: ForeignTableAgent = {
+    hold: async (h) => (calls.push(`hold ${h}`), { server: 'shard_1' }),
+    repoint: async (h, _id, server) => {
+      calls.push(`repoint ${h} ${server}`);
+      if (fail === 'repoint' && h === 'b') throw new Error('refused');
+      return { held_ms: h === 'a' ? 12 : 30 };
+    },
+    release: async (h) => calls.push(`release ${h}`),
+    server: async () => ({ server: 'shard_1' }),
+  };
+  return { agent, calls };
+}
+
+describe('the cut-over holds every compute node before it waits for the tail', () => {
+  const plan = (calls: string[]) => ({
+    holdId: 'j1-0-1',
+    comps: [{ hostaddr: 'a', port: 1 }, { hostaddr: 'b', port: 2 }],
+    foreign: { database: 'd', schema: 's', table: 't' },
+    targetServer: 'shard_2',
+    holdMs: 5000,
+    sourcePosition: async () => (calls.push('source position'), { file: 'f', pos: 9 }),
+    caughtUp: async () => void calls.push('caught up'),
+  });
+
+  it('holds all, reads the source position, waits, then re-points all', async () => {
+    const { agent, calls } = fakeAgent(null);
+    const out = await cutOver(agent, plan(calls));
+    expect(calls.slice(0, 2).sort()).toEqual(['hold a', 'hold b']);
+    expect(calls.slice(2, 4)).toEqual(['source position', 'caught up']);
+    expect(calls.slice(4).sort()).toEqual(['repoint a shard_2', 'repoint b shard_2']);
+    expect(out.blockedMs).toBe(30);
+    expect(out.cutOverMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('releases every hold when a re-point fails, so the source keeps serving', async () => {
+    const { agent, calls } = fakeAgent('repoint');
+    await expect(cutOver(agent, plan(calls))).rejects.toThrow(/source keeps serving: refused/);
+    expect(calls.filter((c) => c.startsWith('release')).sort()).toEqual(['release a', 'release b']);
+  });
+});
+
+describe('a copy run after a crash resumes after the last chunk the target holds', () => {
+  /** A source of rows 1..n and a target that already holds 1..copied, as mysql2 connections answer. */
+  function fakeShards(n: number, copied: number, chunk: number) {
+    const inserted: number[] = [];
+    const src = {
+      async query(q: string | { sql: string; values?: unknown[] }) {
+        const sql = typeof q === 'string' ? q : q.sql;
+        if (sql.startsWith('SHOW STATUS')) return [[{ Variable_name: 'Binlog_snapshot_file', Value: 'b.000001' }, { Variable_name: 'Binlog_snapshot_position', Value: '77' }]];
+        if (sql.startsWith('SELECT')) {
+          const after = typeof q === 'string' ? 0 : Number(q.values?.[0] ?? 0);
+          const ids = Array.from({ length: n }, (_, i) => i + 1).filter((id) => id > after).slice(0, chunk);
+          return [ids.map((id) => [id, `v${id}`])];
+        }
+        return [[]];
+      },
+    };
+    const dst = {
+      async query(q: string | { sql: string }, values?: unknown[]) {
+        const sql = typeof q === 'string' ? q : q.sql;
+        if (sql.startsWith('SELECT')) return [copied + inserted.length > 0 ? [[copied]] : []];
+        if (sql.startsWith('INSERT')) inserted.push(...(values![0] as unknown[][]).map((r) => Number(r[0])));
+        return [[]];
+      },
+    };
+    return { src, dst, inserted };
+  }
+  const shape = { columns: ['id', 'v'], key: [{ name: 'id', ordinal: 1 }] };
+  const opts = { chunkRows: 10, throttle: async () => {}, progress: async () => {} };
+
+  it('copies from the start into an empty target', async () => {
+    const { src, dst, inserted } = fakeShards(25, 0, 10);
+    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    expect(out).toMatchObject({ rows: 25, chunks: 3, resumedAfter: null, snapshot: { file: 'b.000001', pos: 77 } });
+    expect(inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+  });
+
+  it('starts at the chunk after the target\'s highest key, copying no row twice', async () => {
+    const { src, dst, inserted } = fakeShards(25, 20, 10);
+    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    expect(out).toMatchObject({ rows: 5, chunks: 1, resumedAfter: [20] });
+    expect(inserted).toEqual([21, 22, 23, 24, 25]);
+  });
+});
+
+describe('the catch-up applies keys read after an idle turn', () => {
+  it('a flush with nothing to apply does not stop later flushes from applying', async () => {
+    const deleted: unknown[] = [];
+    const conn = {
+      async query(q: string | { sql: string; values?: unknown[] }, values?: unknown[]) {
+        const sql = typeof q === 'string' ? q : q.sql;
+        if (sql.startsWith('DELETE')) deleted.push(...(values ?? []));
+        return [[]];
+      },
+    };
+    const logger = { warn() {}, info() {}, debug() {}, error() {} };
+    const tailer = new BinlogTailer({
+      binlogLogin: { host: 'h', port: 1, user: 'u', password: 'p' }, src: conn as never, dst: conn as never,
+      from: { db: 'd_$$_s', table: 't' }, to: { db: 'd_$$_s', table: 't' }, shape: { columns: ['id'], key: [{ name: 'id', ordinal: 1 }] },
+      start: { file: 'bin.000001', pos: 4 }, logger: logger as never,
+    });
+    await tailer.flush();
+    const feed = (line: string) => (tailer as unknown as { onLine(l: string): void }).onLine(line);
+    for (const line of ['START TRANSACTION', '### INSERT INTO `d_$$_s`.`t`', '### SET', '###   @1=42', '#261125  4:06:08 server id 7  end_log_pos 90 CRC32 0x1 \tXid = 7', 'COMMIT/*!*/;']) feed(line);
+    await tailer.flush();
+    expect(deleted).toEqual(['42']);
+    expect(tailer.applied).toEqual({ file: 'bin.000001', pos: 90 });
+  });
+});
+
+describe('the verify gate', () => {
+  /** A table as the verify's queries see it: id -> row hash; `hashOf` may change between reads. */
+  function fakeTable(hashOf: (id: number, read: number) => number | undefined, ids: number[]) {
+    let reads = 0;
+    return {
+      async query(q: { sql: string; values: unknown[] }) {
+        reads++;
+        const v = q.values.map(Number);
+        let rows = ids.filter((id) => hashOf(id, reads) !== undefined);
+        if (q.sql.includes(' IN (')) rows = rows.filter((id) => v.includes(id));
+        else {
+          const gt = / > \(\?\)/.test(q.sql) ? v[0] : -Infinity;
+          const le = / <= \(\?\)/.test(q.sql) ? v[v.length - 1] : Infinity;
+          rows = rows.filter((id) => id > gt && id <= le);
+          const limit = /LIMIT (\d+)/.exec(q.sql);
+          if (limit) rows = rows.slice(0, Number(limit[1]));
+        }
+        return [rows.map((id) => [id, hashOf(id, reads)])];
+      },
+    };
+  }
+  const shape = { columns: ['id', 'v'], key: [{ name: 'id', ordinal: 1 }] };
+  const ids = Array.from({ length: 50 }, (_, i) => i + 1);
+  const t = { db: 'd', table: 't' };
+  const opts = { chunkRows: 10, rechecks: 3, catchUp: async () => {}, progress: async () => {} };
+
+  it('names the key of a row that differs in every re-check', async () => {
+    const src = fakeTable((id) => id, ids);
+    const dst = fakeTable((id) => (id === 37 ? -1 : id), ids);
+    const out = await verifyCopy(src as never, dst as never, t, t, shape, opts);
+    expect(out.bad).toEqual(['["37"]']);
+    expect(out.rows).toBe(50);
+  });
+
+  it('passes a row that differed only while it was being written (the catch-up brought it level)', async () => {
+    const src = fakeTable((id) => id, ids);
+    // The target's row 12 is behind until the first re-check's catch-up; row 13 is written on
+    // the source later (differs from the second re-check on, until its change is applied).
+    const dst = fakeTable((id, read) => ((id === 12 && read <= 7) || (id === 13 && read >= 8) ? -1 : id), ids);
+    expect((await verifyCopy(src as never, dst as never, t, t, shape, opts)).bad).toEqual([]);
+  });
+
+  it('names a row the target has and the source does not', async () => {
+    const src = fakeTable((id) => (id === 50 ? undefined : id), ids);
+    const dst = fakeTable((id) => id, ids);
+    expect((await verifyCopy(src as never, dst as never, t, t, shape, opts)).bad).toEqual(['["50"]']);
+  });
+});
+
+describe('a table shape read through the move sessions', () => {
+  it('gives key ordinals as numbers though information_schema answers BIGINT strings', async () => {
+    const conn = {
+      async query(sql: string) {
+        if (sql.includes('information_schema.COLUMNS')) return [[{ name: 'id', ordinal: '1', type: 'int', ckey: 'PRI' }, { name: 'v', ordinal: '2', type: 'int', ckey: '' }]];
+        return [[{ name: 'id' }]];
+      },
+    };
+    const shape = await readTableShape(conn as never, 'd_$$_s', 't');
+    expect(shape?.key).toEqual([{ name: 'id', ordinal: 1 }]);
+    // ...which is what the catch-up matches binlog columns (@1) against.
+    const p = new BinlogRowParser('d_$$_s', 't', shape!.key.map((k) => k.ordinal), 'b.000001');
+    expect(['### DELETE FROM `d_$$_s`.`t`', '### WHERE', '###   @1=7', '# Number of rows: 1'].flatMap((l) => p.feed(l))).toEqual([{ kind: 'key', key: ['7'] }]);
+  });
+});

@@ -1,0 +1,108 @@
+// A write load for table-move tests: inserts, updates and deletes through a compute node on
+// one table, keeping the client's own log of every acknowledged write as the table's
+// expected content. A write that failed (its effect unknown) marks its row uncertain, so the
+// check after a move compares every row whose every write was acknowledged.
+
+import pg from 'pg';
+
+export type Row = { v: number; note: string };
+
+export interface CompLogin {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+}
+
+export class MoveLoad {
+  /** Expected rows by id, from the seed plus every acknowledged write. */
+  readonly expected = new Map<number, Row>();
+  readonly uncertain = new Set<number>();
+  readonly ackTimes: number[] = [];
+  writes = 0;
+  failures = 0;
+  private stopped = false;
+  private loops: Promise<void>[] = [];
+
+  constructor(private readonly login: CompLogin, private readonly table: string, seeded: number, private readonly workers = 2) {
+    for (let id = 1; id <= seeded; id++) this.expected.set(id, { v: id, note: `n${id}` });
+  }
+
+  start(): void {
+    this.loops = Array.from({ length: this.workers }, (_, w) => this.run(w));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.loops);
+  }
+
+  /** The longest time (ms) between two acknowledged writes (any worker) in [from, to]. */
+  longestGap(from: number, to: number): number {
+    const acks = this.ackTimes.filter((t) => t >= from && t <= to).sort((a, b) => a - b);
+    let gap = 0;
+    for (let i = 1; i < acks.length; i++) gap = Math.max(gap, acks[i] - acks[i - 1]);
+    return gap;
+  }
+
+  private async run(worker: number): Promise<void> {
+    let client: pg.Client | undefined;
+    // Each worker owns the ids congruent to it: its writes to a row are in order.
+    let nextNew = 1_000_000 + worker;
+    const mine = () => [...this.expected.keys()].filter((id) => id % this.workers === worker);
+    let step = 0;
+    while (!this.stopped) {
+      step++;
+      const kind = step % 3;
+      const ids = kind === 0 ? [] : mine();
+      let id = kind === 0 || ids.length === 0 ? nextNew : ids[(step * 7919) % ids.length];
+      if (id === nextNew) nextNew += this.workers;
+      try {
+        client ??= await this.connect();
+        if (id >= 1_000_000 && !this.expected.has(id)) {
+          const row = { v: step, note: `w${worker}-${step}` };
+          await client.query(`INSERT INTO ${this.table} (id, v, note) VALUES ($1, $2, $3)`, [id, row.v, row.note]);
+          this.expected.set(id, row);
+        } else if (kind === 1) {
+          const row = { v: step, note: `u${worker}-${step}` };
+          await client.query(`UPDATE ${this.table} SET v = $2, note = $3 WHERE id = $1`, [id, row.v, row.note]);
+          this.expected.set(id, row);
+        } else {
+          await client.query(`DELETE FROM ${this.table} WHERE id = $1`, [id]);
+          this.expected.delete(id);
+        }
+        this.writes++;
+        this.ackTimes.push(Date.now());
+      } catch {
+        this.failures++;
+        this.uncertain.add(id);
+        await client?.end().catch(() => {});
+        client = undefined;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      void id;
+    }
+    await client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const c = new pg.Client({ ...this.login, connectionTimeoutMillis: 3000, query_timeout: 10_000 });
+    c.on('error', () => {});
+    await c.connect();
+    return c;
+  }
+}
+
+/** Rows (id -> row) that differ between what the load expects and what a table holds, uncertain rows left out. */
+export function rowDifferences(load: MoveLoad, actual: Map<number, Row>): string[] {
+  const out: string[] = [];
+  for (const [id, row] of load.expected) {
+    if (load.uncertain.has(id)) continue;
+    const got = actual.get(id);
+    if (!got) out.push(`${id} missing`);
+    else if (got.v !== row.v || got.note !== row.note) out.push(`${id} is ${JSON.stringify(got)}, expected ${JSON.stringify(row)}`);
+  }
+  for (const id of actual.keys()) if (!load.expected.has(id) && !load.uncertain.has(id)) out.push(`${id} should not be there`);
+  return out;
+}
