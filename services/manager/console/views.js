@@ -124,7 +124,7 @@ function clusterDetailView(detail) {
               ${s.list_node.map(
                 (n) => html`<tr data-node=${`${n.hostaddr}:${n.port}`}>
                   <td>${n.node_id}</td><td>${n.hostaddr}:${n.port}</td>
-                  <td class="role" data-role=${n.master === 'true' ? 'master' : 'standby'}>${n.master === 'true' ? 'master' : 'standby'}</td>
+                  <td class="role" data-role=${nodeRole(n)}>${nodeRole(n)}</td>
                   <td>${badge(n.status)}</td><td>${n.replica_of}</td><td>${n.restarts}</td><td>${n.fenced ? `fenced: ${n.fenced}` : n.replication_error}</td>
                 </tr>`,
               )}
@@ -141,6 +141,12 @@ function clusterDetailView(detail) {
         </tbody>
       </table>
     </div>`;
+}
+
+/** The role as measured: master (writable, replicating from no one), standby (replicating, or read-only), or '-' when not answering. */
+function nodeRole(n) {
+  if (n.master === 'true') return 'master';
+  return n.replica_of || n.status === 'online' ? 'standby' : '-';
 }
 
 function jobsView({ value, error }) {

@@ -38,11 +38,13 @@ export function listJobs(now: () => number): QueryHandler {
     const limit = paras.limit === undefined ? DEFAULT_JOBS_LISTED : Number(paras.limit);
     const newestFirst = Object.values(state.jobs).sort((a, b) => Number(b.id) - Number(a.id)).slice(0, limit);
     const at = now();
-    return { total_jobs: String(Object.keys(state.jobs).length), list_job: newestFirst.map((job) => listedJob(job, at)) };
+    // A create_cluster names its cluster only in its result: while it runs, the cluster it placed says which.
+    const createdBy = new Map(Object.values(state.clusters).map((c) => [c.createdByJob, c.id]));
+    return { total_jobs: String(Object.keys(state.jobs).length), list_job: newestFirst.map((job) => listedJob(job, at, createdBy.get(job.id))) };
   };
 }
 
-function listedJob(job: JobRecord, now: number): ListedJob {
+function listedJob(job: JobRecord, now: number, createdCluster: string | undefined): ListedJob {
   const view = statusView(job);
   const progress = view.attachment && 'progress' in view.attachment ? (view.attachment.progress as { step: number; steps: number; step_name: string; done?: number; total?: number }) : undefined;
   const finishedSteps = Object.keys(job.stepOutputs).length;
@@ -57,7 +59,7 @@ function listedJob(job: JobRecord, now: number): ListedJob {
     finished_at: job.finishedAt === null ? '' : String(Math.floor(job.finishedAt / 1000)),
     elapsed_ms: String(Math.max(0, (job.finishedAt ?? now) - job.submittedAt)),
     submitted_by: job.submittedBy ?? '',
-    cluster_id: clusterOf(job),
+    cluster_id: createdCluster ?? clusterOf(job),
     step: String(step),
     steps: String(steps),
     step_name: progress?.step_name ?? (step > 0 ? (job.stepNames[step - 1] ?? '') : ''),
