@@ -186,6 +186,11 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
     summary: 'List the audit trail: who sent which mutating request, when and from where (beyond the spec).',
     fields: { since: 'first record number to list (default: the newest records)', limit: 'most records to list, 1-10000 (default 100)' },
   },
+  list_jobs: {
+    summary: 'List the newest jobs with their status, progress and error (beyond the spec).',
+    notes: ['newest first; unfinished jobs and the newest finished ones are kept (finishedJobsKept)', 'elapsed_ms: from submission to its end, or to now while it has not ended'],
+    fields: { limit: 'most jobs to list, 1-1000 (default 50)' },
+  },
 };
 
 function describeFields(shape: Record<string, Parameters<typeof fieldFacts>[0]>, overrides: Record<string, string>): ParaDescription[] {

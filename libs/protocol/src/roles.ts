@@ -65,6 +65,7 @@ export const REQUIRED_ROLE = Object.freeze({
   cancel_job: 'operator',
   list_tokens: 'admin',
   get_audit: 'admin',
+  list_jobs: 'viewer',
 } as const satisfies Record<JobType, Role>);
 
 /** A token's name: what logs, job records and the audit trail show instead of the token. */

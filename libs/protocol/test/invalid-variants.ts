@@ -190,4 +190,5 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     wrongType('limit', 5), broken('limit', '0', 'below 1'), broken('limit', '10001', 'above 10000'), broken('since', 'x', 'not a number'),
   ],
   cancel_job: [missing('job_id'), wrongType('job_id', 12), broken('job_id', 'x', 'not an id')],
+  list_jobs: [envelope('missing', 'without timestamp', 'timestamp', (b) => delete b.timestamp), wrongType('limit', 5), broken('limit', '0', 'below 1'), broken('limit', '1001', 'above 1000')],
 };

@@ -76,7 +76,7 @@ describe('job type aliases', () => {
   it('make queries and get_status sync, manual_backup_cluster async', () => {
     const sync = JOB_TYPES.filter((t) => JOB_MODES[t] === 'sync').sort();
     expect(sync).toEqual(
-      ['get_status', 'get_meta_mode', 'get_backup_storage', 'get_machine_summary', 'get_cluster_summary', 'get_cluster_detail', 'get_variable', 'get_expand_table_list', 'list_tokens', 'get_audit'].sort(),
+      ['get_status', 'get_meta_mode', 'get_backup_storage', 'get_machine_summary', 'get_cluster_summary', 'get_cluster_detail', 'get_variable', 'get_expand_table_list', 'list_tokens', 'get_audit', 'list_jobs'].sort(),
     );
     expect(JOB_MODES.manual_backup_cluster).toBe('async');
   });

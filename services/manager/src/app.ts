@@ -261,7 +261,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const local = new ManagerService({
     store: pacer.submitterStore,
     registry,
-    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents, now, configTokens: config.tokens }),
+    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents, now, configTokens: config.tokens, raftStatus: () => raft.status() }),
     linearizableRead: () => store.linearizableRead(),
     // A leader that has committed an entry of its own term knows every committed entry; once
     // it has applied them, validation needs no heartbeat round (anything else takes ReadIndex).

@@ -19,7 +19,7 @@ import { createMachineParas, deleteMachineParas, setMachineParas } from './machi
 import { getClusterDetailParas, getVariableParas, noParas } from './queries';
 import { raftMissionParas } from './raft-mission';
 import { manualSwitchParas, setNoswitchParas } from './shard-ha';
-import { cancelJobParas, getStatusParas } from './status';
+import { cancelJobParas, getStatusParas, listJobsParas } from './status';
 import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
 import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
 
@@ -61,6 +61,7 @@ export const PARAS_SCHEMAS = {
   list_tokens: noParas,
   get_audit: getAuditParas,
   cancel_job: cancelJobParas,
+  list_jobs: listJobsParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

@@ -23,6 +23,23 @@ export function endpointsJson(record: DeploymentRecord): EndpointsJson {
   };
 }
 
+/** The web console every manager serves (issue 19); any member's works, this is the first's. */
+export function consoleUrl(record: DeploymentRecord): string {
+  return `${record.managers[0].url}/ui/`;
+}
+
+/**
+ * How to open the console: its address, and the same with the admin token in the URL
+ * fragment, which the browser never sends to the server (the page moves it to the tab's
+ * sessionStorage and takes it out of the address bar).
+ */
+export function consoleLines(record: DeploymentRecord, token: string | undefined): string[] {
+  const url = consoleUrl(record);
+  const lines = ['', `Web console: ${url}  (sign in with a token; a viewer token is enough)`];
+  if (token !== undefined) lines.push(`  signed in as admin: ${url}#token=${token}`);
+  return lines;
+}
+
 /** A path as the user can type it: relative to the working directory when inside it. */
 export function shown(file: string, cwd: string): string {
   const relative = path.relative(cwd, file);

@@ -13,7 +13,7 @@ import { writeJson } from '../commands/shared';
 import { bindProblems, describeBindProblem, logTail, probeBind, startDetached, waitListening, writeDeploymentFiles, type BindProblem } from './launcher';
 import { waitForLeader } from './meta-probe';
 import { readRecord, writeRecord, RECORD_VERSION, type DeploymentRecord } from './record';
-import { endpointLines, endpointsJson, metaLines, shown, tryLines } from './render';
+import { consoleLines, consoleUrl, endpointLines, endpointsJson, metaLines, shown, tryLines } from './render';
 import { agentLabel, firstExited, managerLabel, overallState, serviceStates, type ServiceStates } from './services';
 import { agentArgv, managerArgv, planTopology, type Topology, type TopologyOptions } from './topology';
 import type { LocalContext } from './context';
@@ -38,6 +38,7 @@ async function printRunning(ctx: LocalContext, record: DeploymentRecord, options
   if (options.json) {
     writeJson(ctx.io, {
       ...endpointsJson(record),
+      console: consoleUrl(record),
       ...(token !== undefined ? { token, tokenFile: adminTokenPath(record.dir) } : {}),
       alreadyRunning: leaderMs === undefined,
       ...(leaderMs !== undefined ? { leaderElectedMs: leaderMs } : {}),
@@ -46,7 +47,7 @@ async function printRunning(ctx: LocalContext, record: DeploymentRecord, options
     return;
   }
   const tokenLines = token === undefined ? [] : ['', `Admin token (${LOCAL_ADMIN_TOKEN_NAME}): ${token}`, `  kept in ${shown(adminTokenPath(record.dir), ctx.cwd)} (mode 0600); kcm uses it when neither --token nor KCM_TOKEN is given`];
-  const lines = [note, ...endpointLines(record, ctx.cwd), ...tokenLines, '', ...tryLines(record, ctx.defaultDir, ctx.cwd), ''];
+  const lines = [note, ...endpointLines(record, ctx.cwd), ...tokenLines, ...consoleLines(record, token), '', ...tryLines(record, ctx.defaultDir, ctx.cwd), ''];
   ctx.io.stdout.write(lines.join('\n'));
 }
 

@@ -100,6 +100,9 @@ describe('kcm local command line', () => {
     expect(shown.alreadyRunning).toBe(true);
     expect(shown.managers).toEqual([{ member: '127.0.1.231:58000', url: 'http://127.0.1.231:58000', pid: manager.pid, log: path.join(dir, 'manager-1/manager.log') }]);
     expect(shown.agents[0]).toMatchObject({ hostaddr: '127.0.2.231', port: 58100, pid: agent.pid });
+    expect(shown.console).toBe('http://127.0.1.231:58000/ui/');
+    const text = await runKcm(['local', 'up', '--managers', '1', '--hosts', '1', '--first', '231', '--dir', dir]);
+    expect(text.stdout).toContain('Web console: http://127.0.1.231:58000/ui/');
   });
 
   it('status shows each process alive and a manager that does not answer, and exits 1 without a leader', async () => {

@@ -14,6 +14,7 @@ import { answerEmit, echoFields, errorAnswer } from './emit-route';
 import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-replies';
 import { RateLimiter, type RateLimitOptions } from './rate-limit';
 import { drainThen, oversizeToDrain } from './oversize-body';
+import { registerConsole } from './console';
 
 export const EMIT_PATH = '/HttpService/Emit';
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -127,6 +128,8 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
+  // The web console: static files, no token needed to load them; its data comes from Emit like any client's.
+  registerConsole(app);
 
   return app;
 }

@@ -1,7 +1,8 @@
-// The manager's HTTP gateway: POST /HttpService/Emit, /metrics, /healthz.
+// The manager's HTTP gateway: POST /HttpService/Emit, /metrics, /healthz, the web console at /ui/.
 export { buildGateway, EMIT_PATH, DEFAULT_BODY_LIMIT_BYTES } from './build-gateway';
 export type { GatewayOptions } from './build-gateway';
 export type { JobService, JobStatusView, SubmitContext } from './job-service';
 export { authenticate, tokenDigest, INSECURE_IDENTITY } from './auth';
 export type { EmitAuth, TokenLookup } from './auth';
 export { MAX_JSON_NESTING } from './json-body';
+export { CONSOLE_PATH } from './console';

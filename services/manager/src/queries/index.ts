@@ -1,7 +1,7 @@
 // Sync queries answered from the replicated state, plus live probes where the spec asks
 // for live status. Each runs after a ReadIndex barrier (see ManagerService.runQuery).
 
-import type { ConfState } from '@kcm/raft';
+import type { ConfState, RaftStatus } from '@kcm/raft';
 import type { WithAgent } from '@kcm/agent-api';
 import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
@@ -9,6 +9,8 @@ import type { MetaState } from '../meta/state';
 import { clusterQueries } from './clusters';
 import { backupStorageList, withBackupSets } from './backups';
 import { getAudit, listTokens } from './auth';
+import { listJobs } from './jobs';
+import { managerGroup } from './manager-group';
 
 export interface QueryDeps {
   /** The current Raft configuration (voters and learners). */
@@ -22,6 +24,8 @@ export interface QueryDeps {
   now?: () => number;
   /** The tokens of the manager's config, for list_tokens (names and roles only). */
   configTokens?: readonly { name: string; role: string }[];
+  /** This member's Raft status (term, and on the leader its view of each member), for get_meta_mode. */
+  raftStatus?(): RaftStatus;
 }
 
 /** `no_rep` for a one-member group, `mgr` for a consensus group of two or more. */
@@ -59,7 +63,10 @@ async function machineSummary(state: MetaState, deps: QueryDeps): Promise<Record
 
 export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
   return new Map<string, QueryHandler>([
-    ['get_meta_mode', () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners })],
+    [
+      'get_meta_mode',
+      () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners, ...(deps.raftStatus ? managerGroup(deps.raftStatus()) : {}) }),
+    ],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
     ...clusterQueries({ agents: deps.agents, now: deps.now }),
     // get_backup_storage comes with the backup family: until backup storage can be
@@ -68,5 +75,6 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
     ['get_backup_storage', (_req, state) => backupStorageList(state)],
     ['list_tokens', listTokens(deps.configTokens ?? [])],
     ['get_audit', getAudit],
+    ['list_jobs', listJobs(deps.now ?? Date.now)],
   ]);
 }
