@@ -1,0 +1,81 @@
+-- INSERT into a partitioned table whose partitions are mysql_fdw foreign tables: mysql_fdw
+-- refuses tuple routing ("COPY and foreign partition routing not supported"), but an INSERT
+-- straight into a foreign table works. So the parent gets one conditional INSTEAD rule per
+-- partition, `ON INSERT WHERE <the row belongs there> DO INSTEAD INSERT INTO <partition>`,
+-- rebuilt whenever a partition is added. A row that belongs nowhere reaches the parent
+-- itself and fails as PostgreSQL fails it ("no partition of relation ... found for row").
+-- Hash partitions (any number of key columns), list and range partitions on one key column.
+CREATE FUNCTION kcm_ddl.route_inserts(parent_rel regclass) RETURNS void
+LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
+import re
+def qi(n):
+    return plpy.quote_ident(n)
+parent = plpy.execute('SELECT %s::regclass::oid AS o' % plpy.quote_literal(parent_rel))[0]['o']  # PL/Python passes regclass as its name
+info = plpy.execute('''SELECT p.partstrat AS strat, array(SELECT a.attname::text FROM unnest(p.partattrs::int2[]) WITH ORDINALITY k(n, o)
+                                JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k.n ORDER BY k.o) AS keys,
+                              0 = ALL(p.partattrs::int2[]) AS has_expr
+                         FROM pg_partitioned_table p WHERE p.partrelid = %d''' % parent)
+if len(info) == 0:
+    return
+strat, keys = info[0]['strat'], list(info[0]['keys'])
+for r in plpy.execute("SELECT rulename FROM pg_rewrite WHERE ev_class = %d AND starts_with(rulename, 'kcm_route')" % parent):
+    plpy.execute('DROP RULE %s ON %s' % (qi(r['rulename']), plpy.execute('SELECT %d::regclass::text AS t' % parent)[0]['t']))
+target = plpy.execute('SELECT %d::regclass::text AS t' % parent)[0]['t']
+new_keys = ['NEW.%s' % qi(k) for k in keys]
+for i, p in enumerate(plpy.execute('''SELECT c.oid::regclass::text AS child, pg_get_expr(c.relpartbound, c.oid) AS bound
+                                        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = %d ORDER BY c.oid''' % parent)):
+    bound = p['bound']
+    m = re.fullmatch(r'FOR VALUES WITH \(modulus (\d+), remainder (\d+)\)', bound)
+    if strat == 'h' and m:
+        cond = 'satisfies_hash_partition(%d::oid, %s, %s, %s)' % (parent, m.group(1), m.group(2), ', '.join(new_keys))
+    elif strat == 'l' and len(keys) == 1 and bound.startswith('FOR VALUES IN ('):
+        cond = '%s IN %s' % (new_keys[0], bound[len('FOR VALUES IN '):])
+    elif strat == 'r' and len(keys) == 1:
+        m = re.fullmatch(r'FOR VALUES FROM \((.*)\) TO \((.*)\)', bound)
+        if not m:
+            plpy.error('kcm: partition %s (%s) cannot be routed to' % (p['child'], bound))
+        parts = []
+        if m.group(1) != 'MINVALUE':
+            parts.append('%s >= %s' % (new_keys[0], m.group(1)))
+        if m.group(2) != 'MAXVALUE':
+            parts.append('%s < %s' % (new_keys[0], m.group(2)))
+        cond = ' AND '.join(parts) if parts else 'true'
+    else:
+        plpy.error('kcm: partition %s (%s) cannot be routed to: kcm routes hash partitions and list or range partitions on one key column' % (p['child'], bound))
+    plpy.execute('CREATE RULE %s AS ON INSERT TO %s WHERE %s DO INSTEAD INSERT INTO %s VALUES (NEW.*)' % (qi('kcm_route_%d' % i), target, cond, p['child']))
+$py$;
+
+-- The catalog sync's side of partitions: a shard table recorded as a partition is attached
+-- to its parent, which is made (from the partition's columns) when this node has none.
+CREATE FUNCTION kcm_ddl.adopt_partition(child regclass, parent_schema text, parent_name text, partkey text, bound text, owner text) RETURNS void
+LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
+import re
+if not re.fullmatch(r'(HASH|LIST|RANGE) \([A-Za-z0-9_", ]+\)', partkey) or not re.fullmatch(r"FOR VALUES [A-Za-z0-9_,.()' -]+", bound):
+    plpy.error('kcm: partition of %s.%s has a key or bound kcm does not rebuild: %s %s' % (parent_schema, parent_name, partkey, bound))
+target = '%s.%s' % (plpy.quote_ident(parent_schema), plpy.quote_ident(parent_name))
+found = plpy.execute("SELECT c.oid, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s"
+                     % (plpy.quote_literal(parent_schema), plpy.quote_literal(parent_name)))
+if len(found) == 0:
+    plpy.execute('CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS) PARTITION BY %s' % (target, child, partkey))
+    plpy.execute('ALTER TABLE %s OWNER TO %s' % (target, plpy.quote_ident(owner)))
+    plpy.execute("COMMENT ON TABLE %s IS 'kcm:partitioned'" % target)
+elif found[0]['relkind'] != 'p':
+    plpy.error('kcm: %s is not a partitioned table; partition %s is left standalone' % (target, child))
+attached = plpy.execute('SELECT 1 FROM pg_inherits WHERE inhrelid = %s::regclass' % plpy.quote_literal(child))
+if len(attached) == 0:
+    plpy.execute('ALTER TABLE %s ATTACH PARTITION %s %s' % (target, child, bound))
+plpy.execute('SELECT kcm_ddl.route_inserts(%s::regclass)' % plpy.quote_literal(target))
+$py$;
+
+-- Partitioned parents the sync made, once their last partition is gone.
+CREATE FUNCTION kcm_ddl.drop_empty_parents() RETURNS void
+LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
+for r in plpy.execute('''SELECT c.oid::regclass::text AS t FROM pg_class c WHERE c.relkind = 'p'
+                           AND obj_description(c.oid, 'pg_class') = 'kcm:partitioned'
+                           AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = c.oid)'''):
+    plpy.execute('DROP TABLE %s' % r['t'])
+$py$;
+
+-- Superuser work on any table: only kcm_ddl itself (as the definer) and the agent call these.
+REVOKE EXECUTE ON FUNCTION kcm_ddl.route_inserts(regclass), kcm_ddl.adopt_partition(regclass, text, text, text, text, text), kcm_ddl.drop_empty_parents() FROM PUBLIC;
+
