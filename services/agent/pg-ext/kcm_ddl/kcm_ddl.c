@@ -14,7 +14,8 @@
  *    changes are local only.
  * 3. CREATE TABLE AS / SELECT INTO would fill a local table that is then replaced by an
  *    empty foreign one: refused, with the two statements that do it.
- * 4. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
+ * 4. ALTER COLUMN TYPE: which columns were retyped, for the trigger (note_retyped_columns).
+ * 5. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
  *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
  *    carry them out on the table's shard, instead of running here.
  */
@@ -27,6 +28,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -104,6 +106,37 @@ reaches_shard(Node *parsetree)
 		default:
 			return NULL;
 	}
+}
+
+/*
+ * ALTER TABLE ... ALTER COLUMN ... TYPE on a foreign table changes only its local
+ * definition, and the event trigger cannot see which columns a statement retyped (its
+ * pg_ddl_command is opaque to SQL). They are handed over in kcm.retyped, a JSON array of
+ * column names set for every ALTER of a foreign table (empty when none is retyped), which
+ * carry_out reads to MODIFY those columns on the shard.
+ */
+static void
+note_retyped_columns(AlterTableStmt *stmt)
+{
+	StringInfoData names;
+	ListCell   *cell;
+	bool		first = true;
+
+	initStringInfo(&names);
+	appendStringInfoChar(&names, '[');
+	foreach(cell, stmt->cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+
+		if (cmd->subtype != AT_AlterColumnType || cmd->name == NULL)
+			continue;
+		if (!first)
+			appendStringInfoChar(&names, ',');
+		escape_json(&names, cmd->name);
+		first = false;
+	}
+	appendStringInfoChar(&names, ']');
+	SetConfigOption("kcm.retyped", names.data, PGC_USERSET, PGC_S_SESSION);
 }
 
 /* Runs `SELECT <call>` through SPI as the current user; the functions check ownership. */
@@ -184,6 +217,8 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
+	if (IsA(parsetree, AlterTableStmt) && !in_catalog_sync() && names_foreign_table(((AlterTableStmt *) parsetree)->relation))
+		note_retyped_columns((AlterTableStmt *) parsetree);
 	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync())
 	{
 		const char *tag = reaches_shard(parsetree);

@@ -21,6 +21,10 @@ def alter_tables():
     finally:
         close_all(conns)
 
+def retyped_columns():
+    noted = plpy.execute("SELECT current_setting('kcm.retyped', true) AS v")[0]['v']
+    return set(json.loads(noted)) if noted else set()
+
 def alter_one(conns, rel):
     # The foreign table already has the user's change; the shard table is made to match it:
     # a new name or schema is a RENAME TABLE, then columns are compared by name and position.
@@ -51,6 +55,9 @@ def alter_one(conns, rel):
     else:
         changes += ['DROP COLUMN %s' % mq(n) for n in removed]
         changes += ['ADD COLUMN %s' % column_definition(c, qualified) for c in added]
+    # ALTER COLUMN ... TYPE: the columns kcm_ddl.c noted; each is given its new MariaDB type
+    # (an unmappable one is refused here, so the local change rolls back with the statement).
+    changes += ['MODIFY COLUMN %s' % column_definition(c, qualified) for c in cols if c['name'] in retyped_columns() and c['name'] in remote]
     if changes:
         try:
             sql(conn, 'ALTER TABLE %s.%s %s' % (mq(rdb), mq(rtable), ', '.join(changes)))
