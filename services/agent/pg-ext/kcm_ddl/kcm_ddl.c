@@ -15,7 +15,10 @@
  * 3. CREATE TABLE AS / SELECT INTO would fill a local table that is then replaced by an
  *    empty foreign one: refused, with the two statements that do it.
  * 4. ALTER COLUMN TYPE: which columns were retyped, for the trigger (note_retyped_columns).
- * 5. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
+ * 5. Row counts of writes through a partitioned parent (route_rows in sql/20-partitions.sql):
+ *    its INSTEAD rules write to each partition in a separate action, and only the last
+ *    action sets the command tag; count_routed_rows adds the rows of the earlier ones.
+ * 6. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
  *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
  *    carry them out on the table's shard, instead of running here.
  */
@@ -25,7 +28,9 @@
 #include "catalog/pg_class.h"
 #include "nodes/parsenodes.h"
 #include "access/xact.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
+#include "parser/parsetree.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
@@ -38,6 +43,11 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 
 static ProcessUtility_hook_type previous_hook = NULL;
+static ExecutorStart_hook_type previous_start = NULL;
+static ExecutorRun_hook_type previous_run = NULL;
+
+/* Rows written by rule actions that do not set the command tag, not yet counted in one that does. */
+static uint64 routed_rows = 0;
 
 /* True when at least one target exists and every existing target is a foreign table. */
 static bool
@@ -258,9 +268,84 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 }
 
+/* A write into one foreign table that is a partition: what kcm's routing rules run. */
+static bool
+writes_foreign_partition(PlannedStmt *stmt)
+{
+	Oid			relid;
+
+	if (stmt->commandType != CMD_INSERT && stmt->commandType != CMD_UPDATE && stmt->commandType != CMD_DELETE)
+		return false;
+	if (list_length(stmt->resultRelations) != 1)
+		return false;
+	relid = rt_fetch(linitial_int(stmt->resultRelations), stmt->rtable)->relid;
+	return get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE && get_rel_relispartition(relid);
+}
+
+/* A write that does not set the tag counts nothing in es_processed unless its node is told to. */
+static void
+count_rows_of_every_action(QueryDesc *queryDesc, int eflags)
+{
+	if (previous_start)
+		previous_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (!queryDesc->plannedstmt->canSetTag && writes_foreign_partition(queryDesc->plannedstmt) &&
+		queryDesc->planstate != NULL && IsA(queryDesc->planstate, ModifyTableState))
+		((ModifyTableState *) queryDesc->planstate)->canSetTag = true;
+}
+
+/*
+ * A statement rewritten by the routing rules runs one query per partition; PostgreSQL
+ * reports the rows of the one that sets the tag (the last) only. The rows of the others are
+ * carried into it, so `INSERT INTO parent ...` reports every row it wrote.
+ */
+static void
+count_routed_rows(QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once)
+{
+	if (previous_run)
+		previous_run(queryDesc, direction, count, execute_once);
+	else
+		standard_ExecutorRun(queryDesc, direction, count, execute_once);
+	if (!writes_foreign_partition(queryDesc->plannedstmt))
+	{
+		if (queryDesc->plannedstmt->canSetTag)
+			routed_rows = 0;
+		return;
+	}
+	if (!queryDesc->plannedstmt->canSetTag)
+		routed_rows += queryDesc->estate->es_processed;
+	else
+	{
+		queryDesc->estate->es_processed += routed_rows;
+		routed_rows = 0;
+	}
+}
+
+/* A statement that failed half-way must not lend its rows to the next one. */
+static void
+forget_routed_rows(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT)
+		routed_rows = 0;
+}
+
+static void
+forget_routed_rows_sub(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		routed_rows = 0;
+}
+
 void
 _PG_init(void)
 {
 	previous_hook = ProcessUtility_hook;
 	ProcessUtility_hook = kcm_process_utility;
+	previous_start = ExecutorStart_hook;
+	ExecutorStart_hook = count_rows_of_every_action;
+	previous_run = ExecutorRun_hook;
+	ExecutorRun_hook = count_routed_rows;
+	RegisterXactCallback(forget_routed_rows, NULL);
+	RegisterSubXactCallback(forget_routed_rows_sub, NULL);
 }

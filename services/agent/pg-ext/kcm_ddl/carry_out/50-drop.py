@@ -11,4 +11,6 @@ def drop_tables():
                 sql(conns[sid], 'DROP TABLE IF EXISTS %s.%s' % (mq(rdb), mq(r['name'])))
     finally:
         close_all(conns)
+    # A partition dropped on its own took its parent's routing rules with it (CASCADE).
+    plpy.execute('SELECT kcm_ddl.reroute_parents()')
 
