@@ -102,9 +102,8 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     const visibleAfter = Date.now() - returned;
     console.log(`CREATE TABLE through a compute node took ${returned - started} ms; the other compute node read it ${visibleAfter} ms after it returned`);
     expect(seen).toEqual({ n: 2, w: 3 });
-    // 2 s is the goal (README); measured 0.6-2.1 s while four test suites share the 2 cores
-    // (load up to ~9), where a catalog round alone takes 0.4-1.7 s. The bound leaves room for that.
-    expect(visibleAfter).toBeLessThan(3_000);
+    // Issue 17: on every other compute node within 2 s.
+    expect(visibleAfter).toBeLessThan(2_000);
 
     const two = await s.pgAs(c2);
     await two.query('drop table t2222');
@@ -196,6 +195,13 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await one.query(`alter table altered add column note varchar(10) not null default 'n/a'`);
     await one.query('alter table altered rename to renamed');
     await expect(one.query('alter table renamed add column flag boolean')).rejects.toThrow(/has type boolean/);
+    // ALTER COLUMN TYPE reaches the shard with the mapped type; an unmappable type, or data
+    // the shard cannot convert, fails the statement and changes nothing.
+    await one.query('alter table renamed alter column label type varchar(40)');
+    await expect(one.query('alter table renamed alter column label type boolean')).rejects.toThrow(/column public\.renamed\.label has type boolean, which has no MariaDB form/);
+    await expect(one.query('alter table renamed alter column label type bigint')).rejects.toThrow(/shard \d+ refused ALTER TABLE public\.renamed \(MODIFY COLUMN `label` BIGINT NULL\).*nothing was changed/);
+    const labelType = await one.query(`SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'renamed'::regclass AND attname = 'label'`);
+    expect(labelType.rows).toEqual([{ t: 'character varying(40)' }]);
     await one.query(`insert into renamed (id, label) values (2, 'two')`);
     await one.end();
     expect(await s.shardTables('altered')).toEqual([[], []]);
@@ -203,6 +209,8 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     const m = await s.mysqlAs(holder);
     const [rows] = (await m.query('SELECT * FROM `postgres_$$_public`.renamed ORDER BY id')) as unknown as [unknown[]];
     expect(rows).toEqual([{ id: 1, label: 'one', note: 'n/a' }, { id: 2, label: 'two', note: 'n/a' }]);
+    const [types] = (await m.query(`SELECT COLUMN_NAME AS c, COLUMN_TYPE AS t FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'postgres_$$_public' AND TABLE_NAME = 'renamed' ORDER BY ORDINAL_POSITION`)) as unknown as [unknown[]];
+    expect(types).toEqual([{ c: 'id', t: 'int(11)' }, { c: 'label', t: 'varchar(40)' }, { c: 'note', t: 'varchar(10)' }]);
     await m.end();
     const seen = await waitUntil('renamed with its new columns on compute node 2', async () => {
       const two = await s.pgAs(c2);
@@ -213,6 +221,10 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
       }
     }, 5_000, 100);
     expect(seen).toEqual([{ id: 1, label: 'one', note: 'n/a' }, { id: 2, label: 'two', note: 'n/a' }]);
+    const onTwo = await s.pgAs(c2);
+    const retyped = await onTwo.query(`SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'renamed'::regclass AND attname = 'label'`);
+    await onTwo.end();
+    expect(retyped.rows).toEqual([{ t: 'character varying(40)' }]);
     await waitUntil('altered gone from compute node 2', async () => ((await s.compRelations('altered')).flat().length === 0 ? true : undefined), 5_000, 100);
     const two = await s.pgAs(c2);
     await two.query('drop table renamed');
@@ -237,7 +249,9 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
       Array.from({ length: 8 }, async (_, k) => {
         const c = await s.pgAs(c1);
         try {
-          await c.query('insert into hp select g, g % 100 from generate_series($1::int, $2::int) g', [k * 1250 + 1, (k + 1) * 1250]);
+          const inserted = await c.query('insert into hp select g, g % 100 from generate_series($1::int, $2::int) g', [k * 1250 + 1, (k + 1) * 1250]);
+          // The command tag counts every row, as PostgreSQL's does (INSERT 0 1250).
+          expect(inserted.rowCount).toBe(1250);
         } finally {
           await c.end();
         }
@@ -295,7 +309,7 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await one.query('RESET enable_partitionwise_aggregate');
     // A row routed through compute node 2 reaches the right partition there too.
     const two = await s.pgAs(c2);
-    await two.query('insert into hp values (10001, 1)');
+    expect((await two.query('insert into hp values (10001, 1)')).rowCount).toBe(1);
     expect((await one.query('SELECT v FROM hp WHERE id = 10001')).rows).toEqual([{ v: 1 }]);
     await one.end();
 
@@ -335,6 +349,56 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await two.query('drop index if exists indexed_v');
     expect(await indexes()).toEqual(['indexed_tag_idx', 'PRIMARY']);
     await two.query('drop table indexed');
+    await two.end();
+  }, 60_000);
+
+  it('CREATE SCHEMA through one compute node reaches the other, empty; DROP SCHEMA through the other removes it everywhere', async () => {
+    const [c1, c2] = s.comps();
+    const schemaOn = async (at: typeof c1, schema: string) => {
+      const c = await s.pgAs(at);
+      try {
+        return (await c.query(`SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = $1`, [schema])).rows;
+      } finally {
+        await c.end();
+      }
+    };
+    const databasesOnShards = async (name: string) =>
+      Promise.all(
+        s.masters().map(async (m) => {
+          const c = await s.mysqlAs(m);
+          try {
+            const [rows] = (await c.query('SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [name])) as unknown as [{ d: string }[]];
+            return rows.map((r) => r.d);
+          } finally {
+            await c.end();
+          }
+        }),
+      );
+    const one = await s.pgAs(c1);
+    const started = Date.now();
+    await one.query('create schema sales');
+    const returned = Date.now();
+    expect(await databasesOnShards('postgres_$$_sales')).toEqual([['postgres_$$_sales'], ['postgres_$$_sales']]);
+    await waitUntil('schema sales on compute node 2', async () => ((await schemaOn(c2, 'sales')).length === 1 ? true : undefined), 5_000, 50);
+    console.log(`CREATE SCHEMA took ${returned - started} ms; compute node 2 had it ${Date.now() - returned} ms after it returned`);
+    expect(await schemaOn(c2, 'sales')).toEqual([{ owner: s.computeUser }]);
+    // The name is the cluster's now: the other compute node cannot make it a second time.
+    const two = await s.pgAs(c2);
+    await expect(two.query('create schema sales')).rejects.toThrow(/schema "sales" already exists/);
+    await two.query('create table sales.orders(id int primary key, total int)');
+    await two.query('insert into sales.orders values (1, 10)');
+    await waitUntil('sales.orders on compute node 1', async () => ((await s.compRelations('orders')).every((r) => r.join() === 'sales.orders f') ? true : undefined), 5_000, 50);
+    await expect(one.query('drop schema sales')).rejects.toThrow(/cannot drop schema sales because other objects depend on it/);
+    await one.query('drop schema sales cascade');
+    expect(await databasesOnShards('postgres_$$_sales')).toEqual([[], []]);
+    expect(await s.shardTables('orders')).toEqual([[], []]);
+    await waitUntil('schema sales gone from compute node 2', async () => ((await schemaOn(c2, 'sales')).length === 0 ? true : undefined), 5_000, 50);
+    // A refused CREATE SCHEMA (inside a transaction block) leaves nothing on any shard.
+    await one.query('BEGIN');
+    await expect(one.query('create schema in_tx')).rejects.toThrow(/CREATE SCHEMA cannot run inside a transaction block/);
+    await one.query('ROLLBACK');
+    expect(await databasesOnShards('postgres_$$_in_tx')).toEqual([[], []]);
+    await one.end();
     await two.end();
   }, 60_000);
 });

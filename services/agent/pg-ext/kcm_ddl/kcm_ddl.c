@@ -92,6 +92,8 @@ reaches_shard(Node *parsetree)
 {
 	switch (nodeTag(parsetree))
 	{
+		case T_CreateSchemaStmt:
+			return "CREATE SCHEMA";
 		case T_CreateStmt:
 			return ((CreateStmt *) parsetree)->relation->relpersistence == RELPERSISTENCE_TEMP ? NULL : "CREATE TABLE";
 		case T_DropStmt:

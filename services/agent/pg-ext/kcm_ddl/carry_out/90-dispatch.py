@@ -1,5 +1,6 @@
 try:
     if event == 'end':
+        create_schemas()
         create_tables()
         alter_tables()
     elif event == 'drop':

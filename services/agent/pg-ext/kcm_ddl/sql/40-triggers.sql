@@ -18,7 +18,7 @@ BEGIN
 END $$;
 
 CREATE EVENT TRIGGER kcm_ddl_command_end ON ddl_command_end
-  WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'ALTER FOREIGN TABLE')
+  WHEN TAG IN ('CREATE SCHEMA', 'CREATE TABLE', 'ALTER TABLE', 'ALTER FOREIGN TABLE')
   EXECUTE FUNCTION kcm_ddl.on_command_end();
 
 CREATE EVENT TRIGGER kcm_ddl_sql_drop ON sql_drop
