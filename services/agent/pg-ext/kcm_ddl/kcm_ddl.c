@@ -18,13 +18,19 @@
  * 5. Row counts of writes through a partitioned parent (route_rows in sql/20-partitions.sql):
  *    its INSTEAD rules write to each partition in a separate action, and only the last
  *    action sets the command tag; count_routed_rows adds the rows of the earlier ones.
- * 6. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
+ * 6. CREATE DATABASE / DROP DATABASE fire no event trigger: kcm_ddl.shard_databases is run
+ *    around them here (database_on_shards), so that every compute node follows.
+ * 7. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
  *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
  *    carry them out on the table's shard, instead of running here.
  */
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "commands/dbcommands.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "miscadmin.h"
 #include "catalog/pg_class.h"
 #include "nodes/parsenodes.h"
 #include "access/xact.h"
@@ -222,6 +228,51 @@ index_drop_on_shard(DropStmt *stmt)
 	return true;
 }
 
+/* Runs kcm_ddl.shard_databases(name, step): 'check', 'CREATE DATABASE' or 'DROP DATABASE'. */
+static void
+shard_databases(const char *name, const char *step)
+{
+	StringInfoData call;
+
+	initStringInfo(&call);
+	appendStringInfo(&call, "kcm_ddl.raise_refusal(kcm_ddl.shard_databases(%s, %s))", quote_literal_cstr(name), quote_literal_cstr(step));
+	run_call(call.data);
+}
+
+/*
+ * DROP DATABASE: the shards first, since PostgreSQL removes the files of a dropped database
+ * before its transaction commits and cannot take the drop back; so everything PostgreSQL
+ * would refuse is refused here before a shard is touched (not there, not the owner, the
+ * current database, other sessions connected). Returns the statement to run, told to
+ * tolerate the database being gone already (the catalog sync of this node may have seen
+ * the shards without it and dropped it first).
+ */
+static PlannedStmt *
+drop_database_on_shards(PlannedStmt *pstmt, DropdbStmt *stmt)
+{
+	Oid			dboid = get_database_oid(stmt->dbname, true);
+	int			others,
+				prepared;
+	ListCell   *cell;
+	bool		force = false;
+	PlannedStmt *copy;
+
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId || !pg_database_ownercheck(dboid, GetUserId()))
+		return pstmt;
+	foreach(cell, stmt->options)
+		if (strcmp(((DefElem *) lfirst(cell))->defname, "force") == 0)
+			force = true;
+	if (!force && CountOtherDBBackends(dboid, &others, &prepared))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("database \"%s\" is being accessed by other users", stmt->dbname),
+				 errdetail("There are %d other session(s) and %d prepared transaction(s) using the database; nothing was changed.", others, prepared)));
+	shard_databases(stmt->dbname, "DROP DATABASE");
+	copy = copyObject(pstmt);
+	((DropdbStmt *) copy->utilityStmt)->missing_ok = true;
+	return copy;
+}
+
 static void
 kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 					ProcessUtilityContext context, ParamListInfo params,
@@ -253,6 +304,31 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("kcm: CREATE TABLE AS and SELECT INTO are not carried to a shard; nothing was created"),
 					 errhint("CREATE TABLE the table, then INSERT INTO it ... SELECT.")));
+	}
+	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync() && IsA(parsetree, CreatedbStmt))
+	{
+		const char *name = ((CreatedbStmt *) parsetree)->dbname;
+
+		/* Refused before PostgreSQL makes the database when a shard is down or has the name. */
+		PreventInTransactionBlock(true, "CREATE DATABASE");
+		if (!OidIsValid(get_database_oid(name, true)))
+			shard_databases(name, "check");
+		if (previous_hook)
+			previous_hook(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		shard_databases(name, "CREATE DATABASE");
+		return;
+	}
+	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync() && IsA(parsetree, DropdbStmt))
+	{
+		PlannedStmt *run = drop_database_on_shards(pstmt, (DropdbStmt *) parsetree);
+
+		if (run != pstmt)
+		{
+			pstmt = run;
+			readOnlyTree = false;
+		}
 	}
 	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TABLE &&
 		targets_are_foreign_tables((DropStmt *) parsetree))

@@ -356,6 +356,9 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
  * brings a table created through another compute node here within 2 s; the periodic full
  * round still repairs anything changed behind kcm's back on the compute node itself.
  */
+/** The mark on a database the sync made or saw on the shards: dropped once no shard has it. */
+const DATABASE_MARK = 'kcm:database';
+
 const lastFullRound = new Map<string, { key: string; at: number; skipped: CatalogChange[]; foreignTables: number }>();
 const FULL_ROUND_EVERY_MS = 10_000;
 
@@ -379,13 +382,27 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
 
   const wanted = remoteDatabases(views);
   const existing = await withAdmin(instance, 'postgres', async (db) => {
-    const rows = await db.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate');
+    const rows = await db.query<{ datname: string; mark: string | null }>(`SELECT datname, shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE NOT datistemplate`);
     const names = new Set(rows.rows.map((r) => r.datname));
     for (const database of wanted) {
-      if (names.has(database)) continue;
-      // CREATE DATABASE cannot run in a transaction; the template already has mysql_fdw.
-      await db.query(`CREATE DATABASE ${ident(database)} OWNER ${ident(instance.user)}`);
-      names.add(database);
+      if (!names.has(database)) {
+        // CREATE DATABASE cannot run in a transaction; the template already has mysql_fdw.
+        await db.query(`CREATE DATABASE ${ident(database)} OWNER ${ident(instance.user)}`);
+        names.add(database);
+      }
+      if (rows.rows.find((r) => r.datname === database)?.mark !== DATABASE_MARK) await db.query(`COMMENT ON DATABASE ${ident(database)} IS ${literal(DATABASE_MARK)}`);
+    }
+    // DROP DATABASE through another compute node: a database this sync marked that no shard
+    // has any D_$$_S database for any more goes here too, once every shard answered (twice).
+    const gone = rows.rows.filter((r) => r.mark === DATABASE_MARK && r.datname !== 'postgres' && !wanted.has(r.datname)).map((r) => r.datname);
+    if (gone.length > 0 && views.every((v) => v.reachable)) {
+      const fresh = await Promise.all(shards.map((sh) => readShardTables(sh)));
+      const still = remoteDatabases(fresh);
+      for (const database of fresh.every((v) => v.reachable) ? gone.filter((d) => !still.has(d)) : []) {
+        await db.query(`DROP DATABASE IF EXISTS ${ident(database)} WITH (FORCE)`);
+        names.delete(database);
+        changes.push({ database, schema: '', table: '', action: 'dropped', shard_id: '', reason: 'database dropped on the shards' });
+      }
     }
     return names;
   });
