@@ -233,7 +233,7 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await nothingAnywhere('renamed');
   }, 60_000);
 
-  it('a hash-partitioned table, 4 partitions over 2 shards: 10,000 rows through compute node 1 land 2 partitions per shard; count and sum through compute node 2 match; a partition-key query touches one shard', async () => {
+  it('a hash-partitioned table, 4 partitions over 2 shards: 10,000 rows through compute node 1 land 2 partitions per shard; count and sum through compute node 2 match; a partition-key query touches one shard; UPDATE and DELETE through the parent reach the partitions', async () => {
     const [c1, c2] = s.comps();
     const one = await s.pgAs(c1);
     await one.query('create table hp(id int not null, v int not null) partition by hash (id)');
@@ -312,6 +312,16 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     const two = await s.pgAs(c2);
     expect((await two.query('insert into hp values (10001, 1)')).rowCount).toBe(1);
     expect((await one.query('SELECT v FROM hp WHERE id = 10001')).rows).toEqual([{ v: 1 }]);
+    // UPDATE and DELETE through the parent reach the partitions' shards, with PostgreSQL's counts.
+    expect((await two.query('update hp set v = 500 where id = 10001')).rowCount).toBe(1);
+    expect((await one.query('SELECT v FROM hp WHERE id = 10001')).rows).toEqual([{ v: 500 }]);
+    expect((await one.query('update hp set v = v + 1 where id <= 100')).rowCount).toBe(100);
+    expect((await two.query('SELECT sum(v)::int AS total FROM hp WHERE id <= 100')).rows[0]).toEqual({ total: 5_050 });
+    expect((await one.query('delete from hp where id > 9000')).rowCount).toBe(1_001);
+    expect((await two.query('SELECT count(*)::int AS n FROM hp')).rows[0]).toEqual({ n: 9_000 });
+    // Moving a row to another partition is refused before anything is written.
+    await expect(one.query('update hp set id = 20000 where id = 5')).rejects.toThrow(/partition key|row identifier column update is not supported/);
+    expect((await one.query('SELECT count(*)::int AS n FROM hp WHERE id = 5')).rows[0]).toEqual({ n: 1 });
     await one.end();
 
     await two.query('drop table hp');

@@ -18,9 +18,19 @@
  * 5. Row counts of writes through a partitioned parent (route_rows in sql/20-partitions.sql):
  *    its INSTEAD rules write to each partition in a separate action, and only the last
  *    action sets the command tag; count_routed_rows adds the rows of the earlier ones.
- * 6. CREATE DATABASE / DROP DATABASE fire no event trigger: kcm_ddl.shard_databases is run
+ * 6. UPDATE and DELETE through a partitioned parent: PostgreSQL tells the rows of its
+ *    partitions apart by tableoid, which it adds to each partition's scan and fills in
+ *    itself; mysql_fdw 2.8 refuses any system column in a scan ("system attribute tableoid
+ *    can't be fetched from remote relation"). Its GetForeignPlan is wrapped to not see that
+ *    column (hide_tableoid_from_mysql_fdw), so the writes go to the partitions as in
+ *    PostgreSQL. An UPDATE of the partition key is refused: PostgreSQL would move the row
+ *    by deleting it and then inserting it through tuple routing, which mysql_fdw refuses
+ *    after the delete has reached the shard. And mysql_fdw 2.8's DELETE takes the row to
+ *    delete from the first column its plan returns, which through a parent is tableoid:
+ *    delete_by_row_identity hands it the row identity column (the partition's first) instead.
+ * 7. CREATE DATABASE / DROP DATABASE fire no event trigger: kcm_ddl.shard_databases is run
  *    around them here (database_on_shards), so that every compute node follows.
- * 7. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
+ * 8. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
  *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
  *    carry them out on the table's shard, instead of running here.
  */
@@ -34,7 +44,13 @@
 #include "catalog/pg_class.h"
 #include "nodes/parsenodes.h"
 #include "access/xact.h"
+#include "access/table.h"
 #include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "optimizer/plancat.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
 #include "executor/spi.h"
 #include "parser/parsetree.h"
 #include "lib/stringinfo.h"
@@ -51,6 +67,13 @@ void _PG_init(void);
 static ProcessUtility_hook_type previous_hook = NULL;
 static ExecutorStart_hook_type previous_start = NULL;
 static ExecutorRun_hook_type previous_run = NULL;
+
+static get_relation_info_hook_type previous_relation_info = NULL;
+static GetForeignPlan_function mysql_get_foreign_plan = NULL;
+static ExecForeignDelete_function mysql_exec_foreign_delete = NULL;
+/* Where the DELETE being run has its row identity column (named delete_rowid_name) in its plan's output. */
+static char delete_rowid_name[NAMEDATALEN];
+static AttrNumber delete_rowid_attno = 0;
 
 /* Rows written by rule actions that do not set the command tag, not yet counted in one that does. */
 static uint64 routed_rows = 0;
@@ -346,6 +369,147 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 }
 
+/* mysql_fdw's plan for one foreign scan, built while the scan's tableoid columns are out of its sight. */
+static ForeignScan *
+plan_without_tableoid(PlannerInfo *root, RelOptInfo *rel, Oid relid, ForeignPath *path, List *tlist, List *clauses, Plan *outer)
+{
+	List	   *all = rel->reltarget->exprs;
+	List	   *shown = NIL;
+	ListCell   *cell;
+	ForeignScan *plan;
+
+	foreach(cell, all)
+	{
+		Node	   *expr = (Node *) lfirst(cell);
+
+		if (IsA(expr, Var) && ((Var *) expr)->varattno == TableOidAttributeNumber)
+			continue;			/* the executor fills it in from the scan's relation */
+		shown = lappend(shown, expr);
+	}
+	rel->reltarget->exprs = shown;
+	PG_TRY();
+	{
+		plan = mysql_get_foreign_plan(root, rel, relid, path, tlist, clauses, outer);
+	}
+	PG_FINALLY();
+	{
+		rel->reltarget->exprs = all;
+	}
+	PG_END_TRY();
+	return plan;
+}
+
+static bool
+is_mysql_fdw(Oid relid)
+{
+	ForeignDataWrapper *fdw = GetForeignDataWrapper(GetForeignServer(GetForeignServerIdByRelId(relid))->fdwid);
+	char	   *handler = OidIsValid(fdw->fdwhandler) ? get_func_name(fdw->fdwhandler) : NULL;
+
+	return handler != NULL && strcmp(handler, "mysql_fdw_handler") == 0;
+}
+
+static void
+hide_tableoid_from_mysql_fdw(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+{
+	if (previous_relation_info)
+		previous_relation_info(root, relid, inhparent, rel);
+	/* rel->fdwroutine is the planner's own copy (GetFdwRoutineForRelation(..., true)). */
+	if (rel->fdwroutine == NULL || rel->fdwroutine->GetForeignPlan == plan_without_tableoid || !is_mysql_fdw(relid))
+		return;
+	mysql_get_foreign_plan = rel->fdwroutine->GetForeignPlan;
+	rel->fdwroutine->GetForeignPlan = plan_without_tableoid;
+}
+
+/*
+ * mysql_fdw's ExecForeignDelete, given the row identity column (named after the table's
+ * first column, mysqlAddForeignUpdateTargets) as the first of the plan's columns, which is
+ * where it reads it (ExecGetJunkAttribute(planSlot, 1)).
+ */
+static TupleTableSlot *
+delete_by_row_identity(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	const char *rowid = NameStr(TupleDescAttr(RelationGetDescr(rinfo->ri_RelationDesc), 0)->attname);
+	TupleDesc	one;
+	TupleTableSlot *identity;
+	TupleTableSlot *result;
+
+	if (delete_rowid_attno <= 1 || strcmp(rowid, delete_rowid_name) != 0)
+		return mysql_exec_foreign_delete(estate, rinfo, slot, planSlot);
+	one = CreateTemplateTupleDesc(1);
+	TupleDescCopyEntry(one, 1, planSlot->tts_tupleDescriptor, delete_rowid_attno);
+	identity = MakeSingleTupleTableSlot(one, &TTSOpsVirtual);
+	identity->tts_values[0] = slot_getattr(planSlot, delete_rowid_attno, &identity->tts_isnull[0]);
+	ExecStoreVirtualTuple(identity);
+	result = mysql_exec_foreign_delete(estate, rinfo, slot, identity);
+	ExecDropSingleTupleTableSlot(identity);
+	return result;
+}
+
+/*
+ * The DELETE of every mysql_fdw result relation of this statement goes through
+ * delete_by_row_identity, told where the row identity column is in the plan's output (the
+ * plan's rows come straight from each partition's scan, whose columns carry no names).
+ */
+static void
+wrap_foreign_deletes(QueryDesc *queryDesc)
+{
+	ModifyTableState *mt;
+
+	if (queryDesc->operation != CMD_DELETE || queryDesc->planstate == NULL || !IsA(queryDesc->planstate, ModifyTableState))
+		return;
+	mt = (ModifyTableState *) queryDesc->planstate;
+	for (int i = 0; i < mt->mt_nrels; i++)
+	{
+		ResultRelInfo *rinfo = &mt->resultRelInfo[i];
+		const char *rowid = NameStr(TupleDescAttr(RelationGetDescr(rinfo->ri_RelationDesc), 0)->attname);
+
+		/* ri_FdwRoutine is this executor's own copy (GetFdwRoutineForRelation(..., true)). */
+		if (rinfo->ri_FdwRoutine == NULL || rinfo->ri_FdwRoutine->ExecForeignDelete == NULL ||
+			rinfo->ri_FdwRoutine->ExecForeignDelete == delete_by_row_identity || !is_mysql_fdw(RelationGetRelid(rinfo->ri_RelationDesc)))
+			continue;
+		strlcpy(delete_rowid_name, rowid, NAMEDATALEN);
+		delete_rowid_attno = ExecFindJunkAttributeInTlist(outerPlanState(mt)->plan->targetlist, rowid);
+		mysql_exec_foreign_delete = rinfo->ri_FdwRoutine->ExecForeignDelete;
+		rinfo->ri_FdwRoutine->ExecForeignDelete = delete_by_row_identity;
+	}
+}
+
+/* UPDATE through a parent kcm routes (it has an INSTEAD rule on INSERT) that assigns to its partition key: refused. */
+static void
+refuse_partition_key_update(PlannedStmt *stmt)
+{
+	ModifyTable *modify;
+	RangeTblEntry *rte;
+	Relation	parent;
+	bool		routed = false;
+
+	if (stmt->commandType != CMD_UPDATE || stmt->planTree == NULL || !IsA(stmt->planTree, ModifyTable))
+		return;
+	modify = (ModifyTable *) stmt->planTree;
+	if (modify->rootRelation == 0)
+		return;
+	rte = rt_fetch(modify->rootRelation, stmt->rtable);
+	if (rte->relkind != RELKIND_PARTITIONED_TABLE)
+		return;
+	parent = table_open(rte->relid, NoLock);
+	if (parent->rd_rules != NULL)
+		for (int i = 0; i < parent->rd_rules->numLocks; i++)
+			if (parent->rd_rules->rules[i]->event == CMD_INSERT && parent->rd_rules->rules[i]->isInstead)
+				routed = true;
+	if (routed)
+	{
+		PartitionKey key = RelationGetPartitionKey(parent);
+
+		for (int i = 0; i < key->partnatts; i++)
+			if (key->partattrs[i] == 0 || bms_is_member(key->partattrs[i] - FirstLowInvalidHeapAttributeNumber, rte->updatedCols))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("kcm: an UPDATE through %s may not change its partition key; nothing was changed", RelationGetRelationName(parent)),
+						 errhint("DELETE the row and INSERT it again.")));
+	}
+	table_close(parent, NoLock);
+}
+
 /* A write into one foreign table that is a partition: what kcm's routing rules run. */
 static bool
 writes_foreign_partition(PlannedStmt *stmt)
@@ -364,10 +528,12 @@ writes_foreign_partition(PlannedStmt *stmt)
 static void
 count_rows_of_every_action(QueryDesc *queryDesc, int eflags)
 {
+	refuse_partition_key_update(queryDesc->plannedstmt);
 	if (previous_start)
 		previous_start(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
+	wrap_foreign_deletes(queryDesc);
 	if (!queryDesc->plannedstmt->canSetTag && writes_foreign_partition(queryDesc->plannedstmt) &&
 		queryDesc->planstate != NULL && IsA(queryDesc->planstate, ModifyTableState))
 		((ModifyTableState *) queryDesc->planstate)->canSetTag = true;
@@ -420,6 +586,8 @@ _PG_init(void)
 {
 	previous_hook = ProcessUtility_hook;
 	ProcessUtility_hook = kcm_process_utility;
+	previous_relation_info = get_relation_info_hook;
+	get_relation_info_hook = hide_tableoid_from_mysql_fdw;
 	previous_start = ExecutorStart_hook;
 	ExecutorStart_hook = count_rows_of_every_action;
 	previous_run = ExecutorRun_hook;
