@@ -233,7 +233,7 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await nothingAnywhere('renamed');
   }, 60_000);
 
-  it('a hash-partitioned table, 4 partitions over 2 shards: 10,000 rows through compute node 1 land 2 partitions per shard; count and sum through compute node 2 match; a partition-key query touches one shard; UPDATE and DELETE through the parent reach the partitions', async () => {
+  it('a hash-partitioned table, 4 partitions over 2 shards: 10,000 rows through compute node 1 land 2 partitions per shard; count and sum through compute node 2 match; a partition-key query touches one shard; UPDATE, DELETE and ALTER TABLE through the parent reach the partitions', async () => {
     const [c1, c2] = s.comps();
     const one = await s.pgAs(c1);
     await one.query('create table hp(id int not null, v int not null) partition by hash (id)');
@@ -322,6 +322,29 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     // Moving a row to another partition is refused before anything is written.
     await expect(one.query('update hp set id = 20000 where id = 5')).rejects.toThrow(/partition key|row identifier column update is not supported/);
     expect((await one.query('SELECT count(*)::int AS n FROM hp WHERE id = 5')).rows[0]).toEqual({ n: 1 });
+    // ALTER TABLE through the parent reaches every partition's shard table, and the other compute node's parent.
+    await one.query('alter table hp add column note varchar(10)');
+    const noted = await Promise.all([0, 1, 2, 3].map(async (r) => {
+      const m = await s.mysqlAs(s.masters()[placement[r].findIndex((t) => t.length === 1)]);
+      try {
+        const [cols] = (await m.query(`SELECT COLUMN_TYPE AS t FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'postgres_$$_public' AND TABLE_NAME = ? AND COLUMN_NAME = 'note'`, [`hp_${r}`])) as unknown as [{ t: string }[]];
+        return cols.map((c) => c.t);
+      } finally {
+        await m.end();
+      }
+    }));
+    expect(noted).toEqual([['varchar(10)'], ['varchar(10)'], ['varchar(10)'], ['varchar(10)']]);
+    await waitUntil('hp.note and its 4 partitions on compute node 2', async () => {
+      const c = await s.pgAs(c2);
+      try {
+        const r = await c.query(`SELECT (SELECT count(*)::int FROM pg_inherits WHERE inhparent = 'public.hp'::regclass) AS parts, (SELECT count(*)::int FROM pg_attribute WHERE attrelid = 'public.hp'::regclass AND attname = 'note') AS note`);
+        return r.rows[0].parts === 4 && r.rows[0].note === 1 ? true : undefined;
+      } finally {
+        await c.end();
+      }
+    }, 10_000, 200);
+    expect((await two.query(`insert into hp (id, v, note) values (30001, 1, 'via two')`)).rowCount).toBe(1);
+    expect((await one.query('SELECT note FROM hp WHERE id = 30001')).rows).toEqual([{ note: 'via two' }]);
     await one.end();
 
     await two.query('drop table hp');

@@ -37,6 +37,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
 #include "commands/dbcommands.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -99,12 +100,23 @@ targets_are_foreign_tables(DropStmt *stmt)
 	return foreign > 0;
 }
 
+/* A foreign table, or a partitioned table with a foreign partition: ALTER TABLE on it reaches a shard. */
 static bool
-names_foreign_table(RangeVar *rel)
+names_shard_table(RangeVar *rel)
 {
 	Oid			relid = RangeVarGetRelid(rel, NoLock, true);
+	ListCell   *cell;
 
-	return OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
+	if (!OidIsValid(relid))
+		return false;
+	if (get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE)
+		return true;
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return false;
+	foreach(cell, find_all_inheritors(relid, NoLock, NULL))
+		if (get_rel_relkind(lfirst_oid(cell)) == RELKIND_FOREIGN_TABLE)
+			return true;
+	return false;
 }
 
 static bool
@@ -137,12 +149,12 @@ reaches_shard(Node *parsetree)
 				return NULL;
 			}
 		case T_AlterTableStmt:
-			return names_foreign_table(((AlterTableStmt *) parsetree)->relation) ? "ALTER TABLE" : NULL;
+			return names_shard_table(((AlterTableStmt *) parsetree)->relation) ? "ALTER TABLE" : NULL;
 		case T_RenameStmt:
 			{
 				RenameStmt *rename = (RenameStmt *) parsetree;
 
-				return rename->relation != NULL && names_foreign_table(rename->relation) ? "ALTER TABLE" : NULL;
+				return rename->relation != NULL && names_shard_table(rename->relation) ? "ALTER TABLE" : NULL;
 			}
 		default:
 			return NULL;
@@ -178,6 +190,29 @@ note_retyped_columns(AlterTableStmt *stmt)
 	}
 	appendStringInfoChar(&names, ']');
 	SetConfigOption("kcm.retyped", names.data, PGC_USERSET, PGC_S_SESSION);
+}
+
+/*
+ * ALTER TABLE on a partitioned parent kcm routes: its routing rule names the columns, and
+ * PostgreSQL refuses to retype or drop a column a rule uses. The rule is dropped here, in
+ * the statement's transaction, and carry_out rebuilds it for the columns the parent has
+ * afterwards (a failed statement brings the old one back with its rollback).
+ */
+static void
+unroute_parent(RangeVar *rel)
+{
+	Oid			relid = RangeVarGetRelid(rel, NoLock, true);
+	StringInfoData sql;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return;
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DROP RULE IF EXISTS kcm_route_insert ON %s",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid)));
+	SPI_connect();
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "kcm: %s failed", sql.data);
+	SPI_finish();
 }
 
 /* Runs `SELECT <call>` through SPI as the current user; the functions check ownership. */
@@ -303,8 +338,14 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	if (IsA(parsetree, AlterTableStmt) && !in_catalog_sync() && names_foreign_table(((AlterTableStmt *) parsetree)->relation))
+	if (IsA(parsetree, AlterTableStmt) && !in_catalog_sync() && names_shard_table(((AlterTableStmt *) parsetree)->relation))
+	{
 		note_retyped_columns((AlterTableStmt *) parsetree);
+		unroute_parent(((AlterTableStmt *) parsetree)->relation);
+	}
+	if (IsA(parsetree, RenameStmt) && ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN && !in_catalog_sync() &&
+		((RenameStmt *) parsetree)->relation != NULL && names_shard_table(((RenameStmt *) parsetree)->relation))
+		unroute_parent(((RenameStmt *) parsetree)->relation);
 	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync())
 	{
 		const char *tag = reaches_shard(parsetree);

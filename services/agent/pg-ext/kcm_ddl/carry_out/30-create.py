@@ -34,7 +34,8 @@ def replace_with_foreign(rel, rdb, shard_id, sig, owner):
             plpy.execute('ALTER FOREIGN TABLE %s ALTER COLUMN %s SET DEFAULT %s' % (target, qi(c['name']), c['dflt']))
     plpy.execute('ALTER FOREIGN TABLE %s OWNER TO %s' % (target, qi(owner)))
     if rel['bound']:
-        plpy.execute('SELECT kcm_ddl.route_rows(%s::regclass)' % plpy.quote_literal(rel['parent']))
+        if rel.get('reroute', True):
+            plpy.execute('SELECT kcm_ddl.route_rows(%s::regclass)' % plpy.quote_literal(rel['parent']))
         # Marks the parent as kcm's: the catalog sync drops it once its last partition is gone.
         plpy.execute("COMMENT ON TABLE %s IS 'kcm:partitioned'" % rel['parent'])
     # The catalog sync's column signature: it keeps this table instead of importing it again.

@@ -76,7 +76,8 @@ for r in plpy.execute('''SELECT c.oid::regclass::text AS t FROM pg_class c WHERE
 $py$;
 
 -- The catalog sync's side of partitions: a shard table recorded as a partition is attached
--- to its parent, which is made (from the partition's columns) when this node has none.
+-- to its parent, which is made (from the partition's columns) when this node has none, and
+-- given the partition's columns when they changed (ALTER TABLE <parent> elsewhere).
 CREATE FUNCTION kcm_ddl.adopt_partition(child regclass, parent_schema text, parent_name text, partkey text, bound text, owner text) RETURNS void
 LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
 import re
@@ -91,6 +92,22 @@ if len(found) == 0:
     plpy.execute("COMMENT ON TABLE %s IS 'kcm:partitioned'" % target)
 elif found[0]['relkind'] != 'p':
     plpy.error('kcm: %s is not a partitioned table; partition %s is left standalone' % (target, child))
+else:
+    # ALTER TABLE <parent> through another compute node changed every partition on the
+    # shards: the parent here is given the columns the re-imported partition has.
+    def columns(rel):
+        return [(r['n'], r['t']) for r in plpy.execute("""SELECT attname AS n, format_type(atttypid, atttypmod) AS t FROM pg_attribute
+                                                          WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum""" % plpy.quote_literal(rel))]
+    want, have = dict(columns(child)), dict(columns(target))
+    if want != have:
+        plpy.execute('DROP RULE IF EXISTS kcm_route_insert ON %s' % target)
+        for name in [n for n in have if n not in want]:
+            plpy.execute('ALTER TABLE %s DROP COLUMN %s' % (target, plpy.quote_ident(name)))
+        for name, typ in want.items():
+            if name not in have:
+                plpy.execute('ALTER TABLE %s ADD COLUMN %s %s' % (target, plpy.quote_ident(name), typ))
+            elif have[name] != typ:
+                plpy.execute('ALTER TABLE %s ALTER COLUMN %s TYPE %s' % (target, plpy.quote_ident(name), typ))
 attached = plpy.execute('SELECT 1 FROM pg_inherits WHERE inhrelid = %s::regclass' % plpy.quote_literal(child))
 if len(attached) == 0:
     plpy.execute('ALTER TABLE %s ATTACH PARTITION %s %s' % (target, child, bound))
