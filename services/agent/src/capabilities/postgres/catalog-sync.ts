@@ -382,6 +382,8 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
 
   const wanted = remoteDatabases(views);
   const existing = await withAdmin(instance, 'postgres', async (db) => {
+    // Its CREATE and DROP DATABASE follow the shards: kcm_ddl.c must not carry them back there.
+    await db.query(`SET kcm.sync = 'on'`);
     const rows = await db.query<{ datname: string; mark: string | null }>(`SELECT datname, shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE NOT datistemplate`);
     const names = new Set(rows.rows.map((r) => r.datname));
     for (const database of wanted) {
