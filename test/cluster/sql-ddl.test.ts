@@ -350,7 +350,11 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await two.query('drop table hp');
     await two.end();
     for (const r of [0, 1, 2, 3]) expect(await s.shardTables(`hp_${r}`)).toEqual([[], []]);
-    await waitUntil('hp gone from both compute nodes', async () => ((await s.compRelations('hp')).flat().length === 0 ? true : undefined), 5_000, 100);
+    await waitUntil('hp gone from both compute nodes', async () => ((await s.compRelations('hp')).flat().length === 0 ? true : undefined), 10_000, 100).catch(async (err: Error) => {
+      // What each node still has, and what the catalog sync said lately, to tell why.
+      const said = s.f.logLines.filter((l) => l.includes('catalog')).slice(-15).join('');
+      throw new Error(`${err.message}; relations named hp: ${JSON.stringify(await s.compRelations('hp'))}; catalog sync log: ${said}`);
+    });
   }, 90_000);
 
   it('CREATE INDEX through one compute node is made on the shard table; DROP INDEX through the other removes it', async () => {
