@@ -102,9 +102,9 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     const visibleAfter = Date.now() - returned;
     console.log(`CREATE TABLE through a compute node took ${returned - started} ms; the other compute node read it ${visibleAfter} ms after it returned`);
     expect(seen).toEqual({ n: 2, w: 3 });
-    // 2 s is the goal (issue 17); measured 2.7 s in a run with the 2 cores shared by seven
-    // helpers (load ~15), where CREATE TABLE itself took 1.9 s. The bound leaves room for that.
-    expect(visibleAfter).toBeLessThan(3_000);
+    // Issue 17: on every other compute node within 2 s. Measured 0.5 s on a quiet machine;
+    // 1.5-2.7 s with seven helpers' suites sharing the 2 cores (load ~15).
+    expect(visibleAfter).toBeLessThan(2_000);
 
     const two = await s.pgAs(c2);
     await two.query('drop table t2222');
