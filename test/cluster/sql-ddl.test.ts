@@ -102,9 +102,9 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     const visibleAfter = Date.now() - returned;
     console.log(`CREATE TABLE through a compute node took ${returned - started} ms; the other compute node read it ${visibleAfter} ms after it returned`);
     expect(seen).toEqual({ n: 2, w: 3 });
-    // 2 s is the goal (README); measured 0.6-2.1 s while four test suites share the 2 cores
-    // (load up to ~9), where a catalog round alone takes 0.4-1.7 s. The bound leaves room for that.
-    expect(visibleAfter).toBeLessThan(3_000);
+    // Issue 17: on every other compute node within 2 s. Measured 0.5 s on a quiet machine;
+    // 1.5-2.7 s with seven helpers' suites sharing the 2 cores (load ~15).
+    expect(visibleAfter).toBeLessThan(2_000);
 
     const two = await s.pgAs(c2);
     await two.query('drop table t2222');
@@ -196,6 +196,13 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await one.query(`alter table altered add column note varchar(10) not null default 'n/a'`);
     await one.query('alter table altered rename to renamed');
     await expect(one.query('alter table renamed add column flag boolean')).rejects.toThrow(/has type boolean/);
+    // ALTER COLUMN TYPE reaches the shard with the mapped type; an unmappable type, or data
+    // the shard cannot convert, fails the statement and changes nothing.
+    await one.query('alter table renamed alter column label type varchar(40)');
+    await expect(one.query('alter table renamed alter column label type boolean')).rejects.toThrow(/column public\.renamed\.label has type boolean, which has no MariaDB form/);
+    await expect(one.query('alter table renamed alter column label type bigint')).rejects.toThrow(/shard \d+ refused ALTER TABLE public\.renamed \(MODIFY COLUMN `label` BIGINT NULL\).*nothing was changed/);
+    const labelType = await one.query(`SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'renamed'::regclass AND attname = 'label'`);
+    expect(labelType.rows).toEqual([{ t: 'character varying(40)' }]);
     await one.query(`insert into renamed (id, label) values (2, 'two')`);
     await one.end();
     expect(await s.shardTables('altered')).toEqual([[], []]);
@@ -203,6 +210,8 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     const m = await s.mysqlAs(holder);
     const [rows] = (await m.query('SELECT * FROM `postgres_$$_public`.renamed ORDER BY id')) as unknown as [unknown[]];
     expect(rows).toEqual([{ id: 1, label: 'one', note: 'n/a' }, { id: 2, label: 'two', note: 'n/a' }]);
+    const [types] = (await m.query(`SELECT COLUMN_NAME AS c, COLUMN_TYPE AS t FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'postgres_$$_public' AND TABLE_NAME = 'renamed' ORDER BY ORDINAL_POSITION`)) as unknown as [unknown[]];
+    expect(types).toEqual([{ c: 'id', t: 'int(11)' }, { c: 'label', t: 'varchar(40)' }, { c: 'note', t: 'varchar(10)' }]);
     await m.end();
     const seen = await waitUntil('renamed with its new columns on compute node 2', async () => {
       const two = await s.pgAs(c2);
@@ -213,6 +222,10 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
       }
     }, 5_000, 100);
     expect(seen).toEqual([{ id: 1, label: 'one', note: 'n/a' }, { id: 2, label: 'two', note: 'n/a' }]);
+    const onTwo = await s.pgAs(c2);
+    const retyped = await onTwo.query(`SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'renamed'::regclass AND attname = 'label'`);
+    await onTwo.end();
+    expect(retyped.rows).toEqual([{ t: 'character varying(40)' }]);
     await waitUntil('altered gone from compute node 2', async () => ((await s.compRelations('altered')).flat().length === 0 ? true : undefined), 5_000, 100);
     const two = await s.pgAs(c2);
     await two.query('drop table renamed');
@@ -220,7 +233,7 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await nothingAnywhere('renamed');
   }, 60_000);
 
-  it('a hash-partitioned table, 4 partitions over 2 shards: 10,000 rows through compute node 1 land 2 partitions per shard; count and sum through compute node 2 match; a partition-key query touches one shard', async () => {
+  it('a hash-partitioned table, 4 partitions over 2 shards: 10,000 rows through compute node 1 land 2 partitions per shard; count and sum through compute node 2 match; a partition-key query touches one shard; UPDATE, DELETE and ALTER TABLE through the parent reach the partitions', async () => {
     const [c1, c2] = s.comps();
     const one = await s.pgAs(c1);
     await one.query('create table hp(id int not null, v int not null) partition by hash (id)');
@@ -237,7 +250,9 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
       Array.from({ length: 8 }, async (_, k) => {
         const c = await s.pgAs(c1);
         try {
-          await c.query('insert into hp select g, g % 100 from generate_series($1::int, $2::int) g', [k * 1250 + 1, (k + 1) * 1250]);
+          const inserted = await c.query('insert into hp select g, g % 100 from generate_series($1::int, $2::int) g', [k * 1250 + 1, (k + 1) * 1250]);
+          // The command tag counts every row, as PostgreSQL's does (INSERT 0 1250).
+          expect(inserted.rowCount).toBe(1250);
         } finally {
           await c.end();
         }
@@ -295,14 +310,51 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await one.query('RESET enable_partitionwise_aggregate');
     // A row routed through compute node 2 reaches the right partition there too.
     const two = await s.pgAs(c2);
-    await two.query('insert into hp values (10001, 1)');
+    expect((await two.query('insert into hp values (10001, 1)')).rowCount).toBe(1);
     expect((await one.query('SELECT v FROM hp WHERE id = 10001')).rows).toEqual([{ v: 1 }]);
+    // UPDATE and DELETE through the parent reach the partitions' shards, with PostgreSQL's counts.
+    expect((await two.query('update hp set v = 500 where id = 10001')).rowCount).toBe(1);
+    expect((await one.query('SELECT v FROM hp WHERE id = 10001')).rows).toEqual([{ v: 500 }]);
+    expect((await one.query('update hp set v = v + 1 where id <= 100')).rowCount).toBe(100);
+    expect((await two.query('SELECT sum(v)::int AS total FROM hp WHERE id <= 100')).rows[0]).toEqual({ total: 5_050 });
+    expect((await one.query('delete from hp where id > 9900')).rowCount).toBe(101);
+    expect((await two.query('SELECT count(*)::int AS n FROM hp')).rows[0]).toEqual({ n: 9_900 });
+    // Moving a row to another partition is refused before anything is written.
+    await expect(one.query('update hp set id = 20000 where id = 5')).rejects.toThrow(/partition key|row identifier column update is not supported/);
+    expect((await one.query('SELECT count(*)::int AS n FROM hp WHERE id = 5')).rows[0]).toEqual({ n: 1 });
+    // ALTER TABLE through the parent reaches every partition's shard table, and the other compute node's parent.
+    await one.query('alter table hp add column note varchar(10)');
+    const noted = await Promise.all([0, 1, 2, 3].map(async (r) => {
+      const m = await s.mysqlAs(s.masters()[placement[r].findIndex((t) => t.length === 1)]);
+      try {
+        const [cols] = (await m.query(`SELECT COLUMN_TYPE AS t FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'postgres_$$_public' AND TABLE_NAME = ? AND COLUMN_NAME = 'note'`, [`hp_${r}`])) as unknown as [{ t: string }[]];
+        return cols.map((c) => c.t);
+      } finally {
+        await m.end();
+      }
+    }));
+    expect(noted).toEqual([['varchar(10)'], ['varchar(10)'], ['varchar(10)'], ['varchar(10)']]);
+    await waitUntil('hp.note and its 4 partitions on compute node 2', async () => {
+      const c = await s.pgAs(c2);
+      try {
+        const r = await c.query(`SELECT (SELECT count(*)::int FROM pg_inherits WHERE inhparent = 'public.hp'::regclass) AS parts, (SELECT count(*)::int FROM pg_attribute WHERE attrelid = 'public.hp'::regclass AND attname = 'note') AS note`);
+        return r.rows[0].parts === 4 && r.rows[0].note === 1 ? true : undefined;
+      } finally {
+        await c.end();
+      }
+    }, 10_000, 200);
+    expect((await two.query(`insert into hp (id, v, note) values (30001, 1, 'via two')`)).rowCount).toBe(1);
+    expect((await one.query('SELECT note FROM hp WHERE id = 30001')).rows).toEqual([{ note: 'via two' }]);
     await one.end();
 
     await two.query('drop table hp');
     await two.end();
     for (const r of [0, 1, 2, 3]) expect(await s.shardTables(`hp_${r}`)).toEqual([[], []]);
-    await waitUntil('hp gone from both compute nodes', async () => ((await s.compRelations('hp')).flat().length === 0 ? true : undefined), 5_000, 100);
+    await waitUntil('hp gone from both compute nodes', async () => ((await s.compRelations('hp')).flat().length === 0 ? true : undefined), 10_000, 100).catch(async (err: Error) => {
+      // What each node still has, and what the catalog sync said lately, to tell why.
+      const said = s.f.logLines.filter((l) => l.includes('catalog')).slice(-15).join('');
+      throw new Error(`${err.message}; relations named hp: ${JSON.stringify(await s.compRelations('hp'))}; catalog sync log: ${said}`);
+    });
   }, 90_000);
 
   it('CREATE INDEX through one compute node is made on the shard table; DROP INDEX through the other removes it', async () => {
@@ -335,6 +387,74 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await two.query('drop index if exists indexed_v');
     expect(await indexes()).toEqual(['indexed_tag_idx', 'PRIMARY']);
     await two.query('drop table indexed');
+    await two.end();
+  }, 60_000);
+
+  it('CREATE SCHEMA and CREATE DATABASE through one compute node reach the other, empty; DROP SCHEMA and DROP DATABASE remove them everywhere', async () => {
+    const [c1, c2] = s.comps();
+    const schemaOn = async (at: typeof c1, schema: string) => {
+      const c = await s.pgAs(at);
+      try {
+        return (await c.query(`SELECT pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = $1`, [schema])).rows;
+      } finally {
+        await c.end();
+      }
+    };
+    const databasesOnShards = async (name: string) =>
+      Promise.all(
+        s.masters().map(async (m) => {
+          const c = await s.mysqlAs(m);
+          try {
+            const [rows] = (await c.query('SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [name])) as unknown as [{ d: string }[]];
+            return rows.map((r) => r.d);
+          } finally {
+            await c.end();
+          }
+        }),
+      );
+    const one = await s.pgAs(c1);
+    const started = Date.now();
+    await one.query('create schema sales');
+    const returned = Date.now();
+    expect(await databasesOnShards('postgres_$$_sales')).toEqual([['postgres_$$_sales'], ['postgres_$$_sales']]);
+    await waitUntil('schema sales on compute node 2', async () => ((await schemaOn(c2, 'sales')).length === 1 ? true : undefined), 10_000, 50);
+    console.log(`CREATE SCHEMA took ${returned - started} ms; compute node 2 had it ${Date.now() - returned} ms after it returned`);
+    expect(await schemaOn(c2, 'sales')).toEqual([{ owner: s.computeUser }]);
+    // The name is the cluster's now: the other compute node cannot make it a second time.
+    const two = await s.pgAs(c2);
+    await expect(two.query('create schema sales')).rejects.toThrow(/schema "sales" already exists/);
+    await two.query('create table sales.orders(id int primary key, total int)');
+    await two.query('insert into sales.orders values (1, 10)');
+    await waitUntil('sales.orders on compute node 1', async () => ((await s.compRelations('orders')).every((r) => r.join() === 'sales.orders f') ? true : undefined), 5_000, 50);
+    await expect(one.query('drop schema sales')).rejects.toThrow(/cannot drop schema sales because other objects depend on it/);
+    await one.query('drop schema sales cascade');
+    expect(await databasesOnShards('postgres_$$_sales')).toEqual([[], []]);
+    expect(await s.shardTables('orders')).toEqual([[], []]);
+    await waitUntil('schema sales gone from compute node 2', async () => ((await schemaOn(c2, 'sales')).length === 0 ? true : undefined), 10_000, 50);
+    // A refused CREATE SCHEMA (inside a transaction block) leaves nothing on any shard.
+    await one.query('BEGIN');
+    await expect(one.query('create schema in_tx')).rejects.toThrow(/CREATE SCHEMA cannot run inside a transaction block/);
+    await one.query('ROLLBACK');
+    expect(await databasesOnShards('postgres_$$_in_tx')).toEqual([[], []]);
+
+    // CREATE DATABASE / DROP DATABASE: database D is D_$$_public on every shard, so the other compute node follows.
+    const databaseOn = async (at: typeof c1) => {
+      const c = await s.pgAs(at);
+      try {
+        return (await c.query(`SELECT count(*)::int AS n FROM pg_database WHERE datname = 'shop'`)).rows[0].n as number;
+      } finally {
+        await c.end();
+      }
+    };
+    await one.query('create database shop');
+    expect(await databasesOnShards('shop_$$_public')).toEqual([['shop_$$_public'], ['shop_$$_public']]);
+    await waitUntil('database shop on compute node 2', async () => ((await databaseOn(c2)) === 1 ? true : undefined), 10_000, 100);
+    await expect(two.query('create database shop')).rejects.toThrow(/database "shop" already exists/);
+    await one.query('drop database shop');
+    expect(await databasesOnShards('shop_$$_public')).toEqual([[], []]);
+    await waitUntil('database shop gone from compute node 2', async () => ((await databaseOn(c2)) === 0 ? true : undefined), 10_000, 100);
+    expect(await databaseOn(c1)).toBe(0);
+    await one.end();
     await two.end();
   }, 60_000);
 });

@@ -31,7 +31,7 @@ export class CatalogSync {
   private rounds = 0;
 
   constructor(private readonly opts: CatalogSyncOptions) {
-    this.loop = new PeriodicRounds(() => this.syncRound(), opts.intervalMs ?? DEFAULT_CATALOG_SYNC_INTERVAL_MS);
+    this.loop = new PeriodicRounds(() => this.syncRound(), opts.intervalMs ?? DEFAULT_CATALOG_SYNC_INTERVAL_MS, { catchUp: true });
   }
 
   /** Rounds completed since this member became leader (for tests and logs). */

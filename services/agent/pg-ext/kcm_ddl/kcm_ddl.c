@@ -14,19 +14,49 @@
  *    changes are local only.
  * 3. CREATE TABLE AS / SELECT INTO would fill a local table that is then replaced by an
  *    empty foreign one: refused, with the two statements that do it.
- * 4. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
+ * 4. ALTER COLUMN TYPE: which columns were retyped, for the trigger (note_retyped_columns).
+ * 5. Row counts of writes through a partitioned parent (route_rows in sql/20-partitions.sql):
+ *    its INSTEAD rules write to each partition in a separate action, and only the last
+ *    action sets the command tag; count_routed_rows adds the rows of the earlier ones.
+ * 6. UPDATE and DELETE through a partitioned parent: PostgreSQL tells the rows of its
+ *    partitions apart by tableoid, which it adds to each partition's scan and fills in
+ *    itself; mysql_fdw 2.8 refuses any system column in a scan ("system attribute tableoid
+ *    can't be fetched from remote relation"). Its GetForeignPlan is wrapped to not see that
+ *    column (hide_tableoid_from_mysql_fdw), so the writes go to the partitions as in
+ *    PostgreSQL. An UPDATE of the partition key is refused: PostgreSQL would move the row
+ *    by deleting it and then inserting it through tuple routing, which mysql_fdw refuses
+ *    after the delete has reached the shard. And mysql_fdw 2.8's DELETE takes the row to
+ *    delete from the first column its plan returns, which through a parent is tableoid:
+ *    delete_by_row_identity hands it the row identity column (the partition's first) instead.
+ * 7. CREATE DATABASE / DROP DATABASE fire no event trigger: kcm_ddl.shard_databases is run
+ *    around them here (database_on_shards), so that every compute node follows.
+ * 8. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
  *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
  *    carry them out on the table's shard, instead of running here.
  */
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
+#include "commands/dbcommands.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "miscadmin.h"
 #include "catalog/pg_class.h"
 #include "nodes/parsenodes.h"
 #include "access/xact.h"
+#include "access/table.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "optimizer/plancat.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
 #include "executor/spi.h"
+#include "parser/parsetree.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -36,6 +66,18 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 
 static ProcessUtility_hook_type previous_hook = NULL;
+static ExecutorStart_hook_type previous_start = NULL;
+static ExecutorRun_hook_type previous_run = NULL;
+
+static get_relation_info_hook_type previous_relation_info = NULL;
+static GetForeignPlan_function mysql_get_foreign_plan = NULL;
+static ExecForeignDelete_function mysql_exec_foreign_delete = NULL;
+/* Where the DELETE being run has its row identity column (named delete_rowid_name) in its plan's output. */
+static char delete_rowid_name[NAMEDATALEN];
+static AttrNumber delete_rowid_attno = 0;
+
+/* Rows written by rule actions that do not set the command tag, not yet counted in one that does. */
+static uint64 routed_rows = 0;
 
 /* True when at least one target exists and every existing target is a foreign table. */
 static bool
@@ -58,12 +100,23 @@ targets_are_foreign_tables(DropStmt *stmt)
 	return foreign > 0;
 }
 
+/* A foreign table, or a partitioned table with a foreign partition: ALTER TABLE on it reaches a shard. */
 static bool
-names_foreign_table(RangeVar *rel)
+names_shard_table(RangeVar *rel)
 {
 	Oid			relid = RangeVarGetRelid(rel, NoLock, true);
+	ListCell   *cell;
 
-	return OidIsValid(relid) && get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE;
+	if (!OidIsValid(relid))
+		return false;
+	if (get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE)
+		return true;
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return false;
+	foreach(cell, find_all_inheritors(relid, NoLock, NULL))
+		if (get_rel_relkind(lfirst_oid(cell)) == RELKIND_FOREIGN_TABLE)
+			return true;
+	return false;
 }
 
 static bool
@@ -80,6 +133,8 @@ reaches_shard(Node *parsetree)
 {
 	switch (nodeTag(parsetree))
 	{
+		case T_CreateSchemaStmt:
+			return "CREATE SCHEMA";
 		case T_CreateStmt:
 			return ((CreateStmt *) parsetree)->relation->relpersistence == RELPERSISTENCE_TEMP ? NULL : "CREATE TABLE";
 		case T_DropStmt:
@@ -94,16 +149,70 @@ reaches_shard(Node *parsetree)
 				return NULL;
 			}
 		case T_AlterTableStmt:
-			return names_foreign_table(((AlterTableStmt *) parsetree)->relation) ? "ALTER TABLE" : NULL;
+			return names_shard_table(((AlterTableStmt *) parsetree)->relation) ? "ALTER TABLE" : NULL;
 		case T_RenameStmt:
 			{
 				RenameStmt *rename = (RenameStmt *) parsetree;
 
-				return rename->relation != NULL && names_foreign_table(rename->relation) ? "ALTER TABLE" : NULL;
+				return rename->relation != NULL && names_shard_table(rename->relation) ? "ALTER TABLE" : NULL;
 			}
 		default:
 			return NULL;
 	}
+}
+
+/*
+ * ALTER TABLE ... ALTER COLUMN ... TYPE on a foreign table changes only its local
+ * definition, and the event trigger cannot see which columns a statement retyped (its
+ * pg_ddl_command is opaque to SQL). They are handed over in kcm.retyped, a JSON array of
+ * column names set for every ALTER of a foreign table (empty when none is retyped), which
+ * carry_out reads to MODIFY those columns on the shard.
+ */
+static void
+note_retyped_columns(AlterTableStmt *stmt)
+{
+	StringInfoData names;
+	ListCell   *cell;
+	bool		first = true;
+
+	initStringInfo(&names);
+	appendStringInfoChar(&names, '[');
+	foreach(cell, stmt->cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+
+		if (cmd->subtype != AT_AlterColumnType || cmd->name == NULL)
+			continue;
+		if (!first)
+			appendStringInfoChar(&names, ',');
+		escape_json(&names, cmd->name);
+		first = false;
+	}
+	appendStringInfoChar(&names, ']');
+	SetConfigOption("kcm.retyped", names.data, PGC_USERSET, PGC_S_SESSION);
+}
+
+/*
+ * ALTER TABLE on a partitioned parent kcm routes: its routing rule names the columns, and
+ * PostgreSQL refuses to retype or drop a column a rule uses. The rule is dropped here, in
+ * the statement's transaction, and carry_out rebuilds it for the columns the parent has
+ * afterwards (a failed statement brings the old one back with its rollback).
+ */
+static void
+unroute_parent(RangeVar *rel)
+{
+	Oid			relid = RangeVarGetRelid(rel, NoLock, true);
+	StringInfoData sql;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return;
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DROP RULE IF EXISTS kcm_route_insert ON %s",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid)));
+	SPI_connect();
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "kcm: %s failed", sql.data);
+	SPI_finish();
 }
 
 /* Runs `SELECT <call>` through SPI as the current user; the functions check ownership. */
@@ -177,6 +286,51 @@ index_drop_on_shard(DropStmt *stmt)
 	return true;
 }
 
+/* Runs kcm_ddl.shard_databases(name, step): 'check', 'CREATE DATABASE' or 'DROP DATABASE'. */
+static void
+shard_databases(const char *name, const char *step)
+{
+	StringInfoData call;
+
+	initStringInfo(&call);
+	appendStringInfo(&call, "kcm_ddl.raise_refusal(kcm_ddl.shard_databases(%s, %s))", quote_literal_cstr(name), quote_literal_cstr(step));
+	run_call(call.data);
+}
+
+/*
+ * DROP DATABASE: the shards first, since PostgreSQL removes the files of a dropped database
+ * before its transaction commits and cannot take the drop back; so everything PostgreSQL
+ * would refuse is refused here before a shard is touched (not there, not the owner, the
+ * current database, other sessions connected). Returns the statement to run, told to
+ * tolerate the database being gone already (the catalog sync of this node may have seen
+ * the shards without it and dropped it first).
+ */
+static PlannedStmt *
+drop_database_on_shards(PlannedStmt *pstmt, DropdbStmt *stmt)
+{
+	Oid			dboid = get_database_oid(stmt->dbname, true);
+	int			others,
+				prepared;
+	ListCell   *cell;
+	bool		force = false;
+	PlannedStmt *copy;
+
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId || !pg_database_ownercheck(dboid, GetUserId()))
+		return pstmt;
+	foreach(cell, stmt->options)
+		if (strcmp(((DefElem *) lfirst(cell))->defname, "force") == 0)
+			force = true;
+	if (!force && CountOtherDBBackends(dboid, &others, &prepared))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("database \"%s\" is being accessed by other users", stmt->dbname),
+				 errdetail("There are %d other session(s) and %d prepared transaction(s) using the database; nothing was changed.", others, prepared)));
+	shard_databases(stmt->dbname, "DROP DATABASE");
+	copy = copyObject(pstmt);
+	((DropdbStmt *) copy->utilityStmt)->missing_ok = true;
+	return copy;
+}
+
 static void
 kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 					ProcessUtilityContext context, ParamListInfo params,
@@ -184,6 +338,14 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
+	if (IsA(parsetree, AlterTableStmt) && !in_catalog_sync() && names_shard_table(((AlterTableStmt *) parsetree)->relation))
+	{
+		note_retyped_columns((AlterTableStmt *) parsetree);
+		unroute_parent(((AlterTableStmt *) parsetree)->relation);
+	}
+	if (IsA(parsetree, RenameStmt) && ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN && !in_catalog_sync() &&
+		((RenameStmt *) parsetree)->relation != NULL && names_shard_table(((RenameStmt *) parsetree)->relation))
+		unroute_parent(((RenameStmt *) parsetree)->relation);
 	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync())
 	{
 		const char *tag = reaches_shard(parsetree);
@@ -207,6 +369,31 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 					 errmsg("kcm: CREATE TABLE AS and SELECT INTO are not carried to a shard; nothing was created"),
 					 errhint("CREATE TABLE the table, then INSERT INTO it ... SELECT.")));
 	}
+	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync() && IsA(parsetree, CreatedbStmt))
+	{
+		const char *name = ((CreatedbStmt *) parsetree)->dbname;
+
+		/* Refused before PostgreSQL makes the database when a shard is down or has the name. */
+		PreventInTransactionBlock(true, "CREATE DATABASE");
+		if (!OidIsValid(get_database_oid(name, true)))
+			shard_databases(name, "check");
+		if (previous_hook)
+			previous_hook(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		shard_databases(name, "CREATE DATABASE");
+		return;
+	}
+	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync() && IsA(parsetree, DropdbStmt))
+	{
+		PlannedStmt *run = drop_database_on_shards(pstmt, (DropdbStmt *) parsetree);
+
+		if (run != pstmt)
+		{
+			pstmt = run;
+			readOnlyTree = false;
+		}
+	}
 	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TABLE &&
 		targets_are_foreign_tables((DropStmt *) parsetree))
 	{
@@ -223,9 +410,229 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 }
 
+/* mysql_fdw's plan for one foreign scan, built while the scan's tableoid columns are out of its sight. */
+static ForeignScan *
+plan_without_tableoid(PlannerInfo *root, RelOptInfo *rel, Oid relid, ForeignPath *path, List *tlist, List *clauses, Plan *outer)
+{
+	List	   *all = rel->reltarget->exprs;
+	List	   *shown = NIL;
+	ListCell   *cell;
+	ForeignScan *plan;
+
+	foreach(cell, all)
+	{
+		Node	   *expr = (Node *) lfirst(cell);
+
+		if (IsA(expr, Var) && ((Var *) expr)->varattno == TableOidAttributeNumber)
+			continue;			/* the executor fills it in from the scan's relation */
+		shown = lappend(shown, expr);
+	}
+	rel->reltarget->exprs = shown;
+	PG_TRY();
+	{
+		plan = mysql_get_foreign_plan(root, rel, relid, path, tlist, clauses, outer);
+	}
+	PG_FINALLY();
+	{
+		rel->reltarget->exprs = all;
+	}
+	PG_END_TRY();
+	return plan;
+}
+
+static bool
+is_mysql_fdw(Oid relid)
+{
+	ForeignDataWrapper *fdw = GetForeignDataWrapper(GetForeignServer(GetForeignServerIdByRelId(relid))->fdwid);
+	char	   *handler = OidIsValid(fdw->fdwhandler) ? get_func_name(fdw->fdwhandler) : NULL;
+
+	return handler != NULL && strcmp(handler, "mysql_fdw_handler") == 0;
+}
+
+static void
+hide_tableoid_from_mysql_fdw(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+{
+	if (previous_relation_info)
+		previous_relation_info(root, relid, inhparent, rel);
+	/* rel->fdwroutine is the planner's own copy (GetFdwRoutineForRelation(..., true)). */
+	if (rel->fdwroutine == NULL || rel->fdwroutine->GetForeignPlan == plan_without_tableoid || !is_mysql_fdw(relid))
+		return;
+	mysql_get_foreign_plan = rel->fdwroutine->GetForeignPlan;
+	rel->fdwroutine->GetForeignPlan = plan_without_tableoid;
+}
+
+/*
+ * mysql_fdw's ExecForeignDelete, given the row identity column (named after the table's
+ * first column, mysqlAddForeignUpdateTargets) as the first of the plan's columns, which is
+ * where it reads it (ExecGetJunkAttribute(planSlot, 1)).
+ */
+static TupleTableSlot *
+delete_by_row_identity(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	const char *rowid = NameStr(TupleDescAttr(RelationGetDescr(rinfo->ri_RelationDesc), 0)->attname);
+	TupleDesc	one;
+	TupleTableSlot *identity;
+	TupleTableSlot *result;
+
+	if (delete_rowid_attno <= 1 || strcmp(rowid, delete_rowid_name) != 0)
+		return mysql_exec_foreign_delete(estate, rinfo, slot, planSlot);
+	one = CreateTemplateTupleDesc(1);
+	TupleDescCopyEntry(one, 1, planSlot->tts_tupleDescriptor, delete_rowid_attno);
+	identity = MakeSingleTupleTableSlot(one, &TTSOpsVirtual);
+	identity->tts_values[0] = slot_getattr(planSlot, delete_rowid_attno, &identity->tts_isnull[0]);
+	ExecStoreVirtualTuple(identity);
+	result = mysql_exec_foreign_delete(estate, rinfo, slot, identity);
+	ExecDropSingleTupleTableSlot(identity);
+	return result;
+}
+
+/*
+ * The DELETE of every mysql_fdw result relation of this statement goes through
+ * delete_by_row_identity, told where the row identity column is in the plan's output (the
+ * plan's rows come straight from each partition's scan, whose columns carry no names).
+ */
+static void
+wrap_foreign_deletes(QueryDesc *queryDesc)
+{
+	ModifyTableState *mt;
+
+	if (queryDesc->operation != CMD_DELETE || queryDesc->planstate == NULL || !IsA(queryDesc->planstate, ModifyTableState))
+		return;
+	mt = (ModifyTableState *) queryDesc->planstate;
+	for (int i = 0; i < mt->mt_nrels; i++)
+	{
+		ResultRelInfo *rinfo = &mt->resultRelInfo[i];
+		const char *rowid = NameStr(TupleDescAttr(RelationGetDescr(rinfo->ri_RelationDesc), 0)->attname);
+
+		/* ri_FdwRoutine is this executor's own copy (GetFdwRoutineForRelation(..., true)). */
+		if (rinfo->ri_FdwRoutine == NULL || rinfo->ri_FdwRoutine->ExecForeignDelete == NULL ||
+			rinfo->ri_FdwRoutine->ExecForeignDelete == delete_by_row_identity || !is_mysql_fdw(RelationGetRelid(rinfo->ri_RelationDesc)))
+			continue;
+		strlcpy(delete_rowid_name, rowid, NAMEDATALEN);
+		delete_rowid_attno = ExecFindJunkAttributeInTlist(outerPlanState(mt)->plan->targetlist, rowid);
+		mysql_exec_foreign_delete = rinfo->ri_FdwRoutine->ExecForeignDelete;
+		rinfo->ri_FdwRoutine->ExecForeignDelete = delete_by_row_identity;
+	}
+}
+
+/* UPDATE through a parent kcm routes (it has an INSTEAD rule on INSERT) that assigns to its partition key: refused. */
+static void
+refuse_partition_key_update(PlannedStmt *stmt)
+{
+	ModifyTable *modify;
+	RangeTblEntry *rte;
+	Relation	parent;
+	bool		routed = false;
+
+	if (stmt->commandType != CMD_UPDATE || stmt->planTree == NULL || !IsA(stmt->planTree, ModifyTable))
+		return;
+	modify = (ModifyTable *) stmt->planTree;
+	if (modify->rootRelation == 0)
+		return;
+	rte = rt_fetch(modify->rootRelation, stmt->rtable);
+	if (rte->relkind != RELKIND_PARTITIONED_TABLE)
+		return;
+	parent = table_open(rte->relid, NoLock);
+	if (parent->rd_rules != NULL)
+		for (int i = 0; i < parent->rd_rules->numLocks; i++)
+			if (parent->rd_rules->rules[i]->event == CMD_INSERT && parent->rd_rules->rules[i]->isInstead)
+				routed = true;
+	if (routed)
+	{
+		PartitionKey key = RelationGetPartitionKey(parent);
+
+		for (int i = 0; i < key->partnatts; i++)
+			if (key->partattrs[i] == 0 || bms_is_member(key->partattrs[i] - FirstLowInvalidHeapAttributeNumber, rte->updatedCols))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("kcm: an UPDATE through %s may not change its partition key; nothing was changed", RelationGetRelationName(parent)),
+						 errhint("DELETE the row and INSERT it again.")));
+	}
+	table_close(parent, NoLock);
+}
+
+/* A write into one foreign table that is a partition: what kcm's routing rules run. */
+static bool
+writes_foreign_partition(PlannedStmt *stmt)
+{
+	Oid			relid;
+
+	if (stmt->commandType != CMD_INSERT && stmt->commandType != CMD_UPDATE && stmt->commandType != CMD_DELETE)
+		return false;
+	if (list_length(stmt->resultRelations) != 1)
+		return false;
+	relid = rt_fetch(linitial_int(stmt->resultRelations), stmt->rtable)->relid;
+	return get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE && get_rel_relispartition(relid);
+}
+
+/* A write that does not set the tag counts nothing in es_processed unless its node is told to. */
+static void
+count_rows_of_every_action(QueryDesc *queryDesc, int eflags)
+{
+	refuse_partition_key_update(queryDesc->plannedstmt);
+	if (previous_start)
+		previous_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	wrap_foreign_deletes(queryDesc);
+	if (!queryDesc->plannedstmt->canSetTag && writes_foreign_partition(queryDesc->plannedstmt) &&
+		queryDesc->planstate != NULL && IsA(queryDesc->planstate, ModifyTableState))
+		((ModifyTableState *) queryDesc->planstate)->canSetTag = true;
+}
+
+/*
+ * A statement rewritten by the routing rules runs one query per partition; PostgreSQL
+ * reports the rows of the one that sets the tag (the last) only. The rows of the others are
+ * carried into it, so `INSERT INTO parent ...` reports every row it wrote.
+ */
+static void
+count_routed_rows(QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once)
+{
+	if (previous_run)
+		previous_run(queryDesc, direction, count, execute_once);
+	else
+		standard_ExecutorRun(queryDesc, direction, count, execute_once);
+	if (!writes_foreign_partition(queryDesc->plannedstmt))
+	{
+		if (queryDesc->plannedstmt->canSetTag)
+			routed_rows = 0;
+		return;
+	}
+	if (!queryDesc->plannedstmt->canSetTag)
+		routed_rows += queryDesc->estate->es_processed;
+	else
+	{
+		queryDesc->estate->es_processed += routed_rows;
+		routed_rows = 0;
+	}
+}
+
+/* A statement that failed half-way must not lend its rows to the next one. */
+static void
+forget_routed_rows(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT)
+		routed_rows = 0;
+}
+
+static void
+forget_routed_rows_sub(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		routed_rows = 0;
+}
+
 void
 _PG_init(void)
 {
 	previous_hook = ProcessUtility_hook;
 	ProcessUtility_hook = kcm_process_utility;
+	previous_relation_info = get_relation_info_hook;
+	get_relation_info_hook = hide_tableoid_from_mysql_fdw;
+	previous_start = ExecutorStart_hook;
+	ExecutorStart_hook = count_rows_of_every_action;
+	previous_run = ExecutorRun_hook;
+	ExecutorRun_hook = count_routed_rows;
+	RegisterXactCallback(forget_routed_rows, NULL);
+	RegisterSubXactCallback(forget_routed_rows_sub, NULL);
 }

@@ -2,7 +2,7 @@
 // dropped, kept or skipped for one compute database.
 
 import { describe, expect, it } from 'vitest';
-import { planDatabase, type LocalForeignTable } from '../../src/capabilities/postgres/catalog-plan';
+import { planDatabase, planSchemas, remoteDatabases, remoteSchemas, SCHEMA_MARK, type LocalForeignTable } from '../../src/capabilities/postgres/catalog-plan';
 import { mapMariadbDefault } from '../../src/capabilities/postgres/column-defaults';
 import { attributeSignature, remoteColumn, splitRemoteDb, type RemoteColumn, type RemoteTable, type ShardView } from '../../src/capabilities/postgres/shard-catalog';
 
@@ -142,5 +142,15 @@ describe('column NOT NULL and defaults on the foreign tables', () => {
     const steady = planDatabase('app', [shard('1', [t])], [local('t', 'shard_1', 'sig', 'public', t.attributes)], new Set());
     expect(summary(steady)).toEqual([skip]);
     expect(steady).toMatchObject({ drops: [], imports: [], alters: [], foreignTables: 1 });
+  });
+
+  it('schemas follow the shards: made when a shard has D_$$_S (tables or not), dropped when marked and no reachable shard has it', () => {
+    const views: ShardView[] = [{ ...shard('1', [remote('a', 'sig', 'app_$$_sales')]), schemas: [{ database: 'app', schema: 'sales' }, { database: 'app', schema: 'empty' }, { database: 'new', schema: 'public' }] }];
+    expect([...remoteSchemas('app', views)].sort()).toEqual(['empty', 'sales']);
+    expect([...remoteDatabases(views)].sort()).toEqual(['app', 'new']);
+    const local = new Map<string, string | null>([['sales', SCHEMA_MARK], ['public', 'standard public schema'], ['gone', SCHEMA_MARK], ['mine', null], ['kcm_ddl', null]]);
+    expect(planSchemas(new Set(['sales', 'empty', 'public']), local, true)).toEqual({ creates: ['empty'], drops: ['gone'], marks: ['public'] });
+    // An unreachable shard may still hold 'gone': nothing is dropped.
+    expect(planSchemas(new Set(['sales']), local, false).drops).toEqual([]);
   });
 });

@@ -144,5 +144,31 @@ export function planDatabase(database: string, shards: ShardView[], local: Local
 
 /** Every compute database the shards name (reachable shards only). */
 export function remoteDatabases(shards: ShardView[]): Set<string> {
-  return new Set(shards.flatMap((s) => s.tables.map((t) => t.database)).filter(isIdentifier));
+  return new Set(shards.flatMap((s) => [...s.tables.map((t) => t.database), ...(s.schemas ?? []).map((n) => n.database)]).filter(isIdentifier));
+}
+
+/** The schemas of `database` some reachable shard has a D_$$_S database for. */
+export function remoteSchemas(database: string, shards: ShardView[]): Set<string> {
+  return new Set(shards.flatMap((s) => [...s.tables, ...(s.schemas ?? [])].filter((n) => n.database === database).map((n) => n.schema)).filter(isIdentifier));
+}
+
+/** The mark on a schema kcm made or saw on the shards: dropped once no shard has its database. */
+export const SCHEMA_MARK = 'kcm:schema';
+
+export interface SchemaPlan {
+  creates: string[];
+  drops: string[];
+  /** Existing, unmarked schemas the shards have: marked (so that a DROP SCHEMA elsewhere reaches them). */
+  marks: string[];
+}
+
+/**
+ * Schemas follow the shards' D_$$_S databases: a missing one is made; a marked one no shard
+ * has any more is dropped, but only when every shard answered (an unreachable one may hold it).
+ */
+export function planSchemas(wanted: Set<string>, local: Map<string, string | null>, everyShardReachable: boolean): SchemaPlan {
+  const creates = [...wanted].filter((s) => !local.has(s)).sort();
+  const marks = [...wanted].filter((s) => local.has(s) && local.get(s) !== SCHEMA_MARK && (local.get(s) === null || local.get(s) === 'standard public schema')).sort();
+  const drops = everyShardReachable ? [...local].filter(([s, mark]) => mark === SCHEMA_MARK && !wanted.has(s)).map(([s]) => s).sort() : [];
+  return { creates, drops, marks };
 }

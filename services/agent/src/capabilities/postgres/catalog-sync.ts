@@ -4,7 +4,7 @@
 // one information_schema query per shard, one catalog read per compute database.
 
 import { withAdmin, ident, literal, type AdminClient } from './admin-session';
-import { planDatabase, remoteDatabases, serverName, SERVER_PREFIX, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
+import { planDatabase, planSchemas, remoteDatabases, remoteSchemas, SCHEMA_MARK, serverName, SERVER_PREFIX, type SchemaPlan, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
 import { ADMIN_ROLE, isIdentifier, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
@@ -275,14 +275,59 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
   return { skipped, notImported };
 }
 
+/** Schemas of this database other than PostgreSQL's own, with their comments. */
+async function localSchemas(db: AdminClient): Promise<Map<string, string | null>> {
+  const rows = await db.query<{ name: string; mark: string | null }>(
+    `SELECT nspname AS name, obj_description(oid, 'pg_namespace') AS mark FROM pg_namespace WHERE nspname !~ '^pg_' AND nspname <> 'information_schema'`,
+  );
+  return new Map(rows.rows.map((r) => [r.name, r.mark]));
+}
+
+/**
+ * Makes the schemas the shards have (CREATE SCHEMA through another compute node) and drops
+ * the marked ones no shard has any more (DROP SCHEMA there), in one transaction. A drop is
+ * checked against a fresh read of the shards first: a schema made again meanwhile stays.
+ */
+async function applySchemaPlan(db: AdminClient, database: string, plan: SchemaPlan, computeUser: string, shards: ShardEndpoint[]): Promise<CatalogChange[]> {
+  let drops = plan.drops;
+  if (drops.length > 0) {
+    const fresh = await Promise.all(shards.map((s) => readShardTables(s)));
+    const still = remoteSchemas(database, fresh);
+    drops = fresh.every((v) => v.reachable) ? drops.filter((s) => !still.has(s)) : [];
+  }
+  if (plan.creates.length === 0 && plan.marks.length === 0 && drops.length === 0) return [];
+  const changes: CatalogChange[] = [];
+  await db.query('BEGIN');
+  try {
+    await db.query(`SET LOCAL kcm.sync = 'on'`);
+    for (const schema of plan.creates) {
+      await db.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)} AUTHORIZATION ${ident(computeUser)}`);
+      changes.push({ database, schema, table: '', action: 'imported', shard_id: '', reason: 'schema made on the shards' });
+    }
+    for (const schema of [...plan.creates, ...plan.marks]) await db.query(`COMMENT ON SCHEMA ${ident(schema)} IS ${literal(SCHEMA_MARK)}`);
+    for (const schema of drops) {
+      // The schema was dropped through another compute node: what it held here goes with it.
+      await db.query(`DROP SCHEMA IF EXISTS ${ident(schema)} CASCADE`);
+      changes.push({ database, schema, table: '', action: 'dropped', shard_id: '', reason: 'schema dropped on the shards' });
+    }
+    await db.query('COMMIT');
+  } catch (err) {
+    await db.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+  return changes;
+}
+
 async function syncDatabase(instance: PostgresInstance, database: string, shards: ShardEndpoint[], views: ShardView[], serversChanged: string[]) {
   return withAdmin(instance, database, async (db) => {
+    const schemaPlan = planSchemas(remoteSchemas(database, views), await localSchemas(db), views.every((v) => v.reachable));
+    const schemaChanges = await applySchemaPlan(db, database, schemaPlan, instance.user, shards);
     const schemas = [...new Set(views.flatMap((v) => v.tables.filter((t) => t.database === database).map((t) => t.schema)))];
     const state = await readDatabaseState(db, schemas);
     const plan = planDatabase(database, views, state.local, state.otherRelations);
     const setup = [...(state.hasExtension ? [] : ['CREATE EXTENSION IF NOT EXISTS mysql_fdw']), ...serverStatements(state, shards, instance.user, serversChanged, database)];
     const teardown = retiredServerStatements(state, shards, serversChanged, database);
-    if (setup.length === 0 && teardown.length === 0 && plan.drops.length === 0 && plan.imports.length === 0 && plan.alters.length === 0) return { changes: plan.changes, foreignTables: plan.foreignTables };
+    if (setup.length === 0 && teardown.length === 0 && plan.drops.length === 0 && plan.imports.length === 0 && plan.alters.length === 0) return { changes: [...schemaChanges, ...plan.changes], foreignTables: plan.foreignTables };
     let applied: Awaited<ReturnType<typeof applyPlan>>;
     try {
       // The shards are read again once the tables are locked: a view read before a user's DDL
@@ -298,7 +343,7 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
       throw new AgentFailure('unavailable', `catalog of ${database} changed during the round (${err.message}); the next round applies it`);
     }
     const { skipped, notImported } = applied;
-    const changes = [...plan.changes, ...skipped.map((s) => ({ ...s, database }))];
+    const changes = [...schemaChanges, ...plan.changes, ...skipped.map((s) => ({ ...s, database }))];
     return { changes, foreignTables: plan.foreignTables - notImported };
   });
 }
@@ -311,13 +356,16 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
  * brings a table created through another compute node here within 2 s; the periodic full
  * round still repairs anything changed behind kcm's back on the compute node itself.
  */
+/** The mark on a database the sync made or saw on the shards: dropped once no shard has it. */
+const DATABASE_MARK = 'kcm:database';
+
 const lastFullRound = new Map<string, { key: string; at: number; skipped: CatalogChange[]; foreignTables: number }>();
 const FULL_ROUND_EVERY_MS = 10_000;
 
 function roundKey(shards: ShardEndpoint[], views: ShardView[], databases: string[]): string {
   return JSON.stringify([
     shards.map((s) => [s.shard_id, s.host, s.port, s.user, s.password]),
-    views.map((v) => [v.shardId, v.reachable, v.tables.map((t) => [t.remoteDb, t.table, t.signature, t.attributes])]),
+    views.map((v) => [v.shardId, v.reachable, v.tables.map((t) => [t.remoteDb, t.table, t.signature, t.attributes]), (v.schemas ?? []).map((n) => [n.database, n.schema])]),
     databases,
   ]);
 }
@@ -334,13 +382,29 @@ export async function syncCatalog(host: PostgresHost, req: SyncCatalogRequest): 
 
   const wanted = remoteDatabases(views);
   const existing = await withAdmin(instance, 'postgres', async (db) => {
-    const rows = await db.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate');
+    // Its CREATE and DROP DATABASE follow the shards: kcm_ddl.c must not carry them back there.
+    await db.query(`SET kcm.sync = 'on'`);
+    const rows = await db.query<{ datname: string; mark: string | null }>(`SELECT datname, shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE NOT datistemplate`);
     const names = new Set(rows.rows.map((r) => r.datname));
     for (const database of wanted) {
-      if (names.has(database)) continue;
-      // CREATE DATABASE cannot run in a transaction; the template already has mysql_fdw.
-      await db.query(`CREATE DATABASE ${ident(database)} OWNER ${ident(instance.user)}`);
-      names.add(database);
+      if (!names.has(database)) {
+        // CREATE DATABASE cannot run in a transaction; the template already has mysql_fdw.
+        await db.query(`CREATE DATABASE ${ident(database)} OWNER ${ident(instance.user)}`);
+        names.add(database);
+      }
+      if (rows.rows.find((r) => r.datname === database)?.mark !== DATABASE_MARK) await db.query(`COMMENT ON DATABASE ${ident(database)} IS ${literal(DATABASE_MARK)}`);
+    }
+    // DROP DATABASE through another compute node: a database this sync marked that no shard
+    // has any D_$$_S database for any more goes here too, once every shard answered (twice).
+    const gone = rows.rows.filter((r) => r.mark === DATABASE_MARK && r.datname !== 'postgres' && !wanted.has(r.datname)).map((r) => r.datname);
+    if (gone.length > 0 && views.every((v) => v.reachable)) {
+      const fresh = await Promise.all(shards.map((sh) => readShardTables(sh)));
+      const still = remoteDatabases(fresh);
+      for (const database of fresh.every((v) => v.reachable) ? gone.filter((d) => !still.has(d)) : []) {
+        await db.query(`DROP DATABASE IF EXISTS ${ident(database)} WITH (FORCE)`);
+        names.delete(database);
+        changes.push({ database, schema: '', table: '', action: 'dropped', shard_id: '', reason: 'database dropped on the shards' });
+      }
     }
     return names;
   });

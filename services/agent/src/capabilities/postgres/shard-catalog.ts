@@ -65,6 +65,11 @@ export interface ShardView {
   reachable: boolean;
   problem: string;
   tables: RemoteTable[];
+  /**
+   * Every D_$$_S database on the shard, tables or not: schema S of database D exists on
+   * every compute node while some shard has it (kcm_ddl makes it on CREATE SCHEMA).
+   */
+  schemas?: { database: string; schema: string }[];
 }
 
 /** Splits D_$$_S at the first separator; undefined for databases outside the convention. */
@@ -127,12 +132,14 @@ export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): 
       entry.columns.push(remoteColumn(r.col, r.nullable, r.dflt, r.type, r.generated));
       byTable.set(key, entry);
     }
+    const [databases] = await conn.query({ sql: 'SELECT SCHEMA_NAME AS db FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?', values: ['%\\_$$\\_%'], timeout: timeoutMs });
+    const schemas = (databases as { db: string }[]).map((r) => splitRemoteDb(r.db)).filter((n): n is { database: string; schema: string } => n !== undefined);
     const tables: RemoteTable[] = [];
     for (const { db, tbl, types, columns, partition } of byTable.values()) {
       const names = splitRemoteDb(db);
       if (names) tables.push({ remoteDb: db, ...names, table: tbl, signature: columnSignature(types), columns, attributes: attributeSignature(columns), ...(partition ? { partition } : {}) });
     }
-    return { shardId: shard.shard_id, reachable: true, problem: '', tables };
+    return { shardId: shard.shard_id, reachable: true, problem: '', tables, schemas };
   } catch (err) {
     return { shardId: shard.shard_id, reachable: false, problem: (err as Error).message, tables: [] };
   } finally {
