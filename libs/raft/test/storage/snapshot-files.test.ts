@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LevelStorage } from '../../src/level-storage';
-import { snapshotDataKey } from '../../src/level-keys';
+import { snapshotDataKey, snapshotMetaKey } from '../../src/level-keys';
+import { encodeSnapshotMeta } from '../../src/codec/entry-codec';
 import type { SnapshotWriteStep } from '../../src/snapshot-files';
 import type { ConfState, Entry } from '../../src/core/types';
 
@@ -50,6 +51,24 @@ describe('snapshot images in files beside LevelDB', () => {
     expect(reopened.snapshot().meta.index).toBe(10);
     expect(reopened.snapshot().data).toEqual(image(2));
     expect(reopened.firstIndex()).toBe(11);
+    await reopened.close();
+  });
+
+  it('still opens a directory from before, whose image is a LevelDB value, and moves it to a file at the next snapshot', async () => {
+    const dir = await tempDir();
+    const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.batch([
+      { type: 'put', key: snapshotMetaKey, value: encodeSnapshotMeta({ index: 5, term: 1, conf }) },
+      { type: 'put', key: snapshotDataKey, value: image(9) },
+    ]);
+    await db.close();
+    const storage = await LevelStorage.open(dir);
+    expect(storage.snapshot()).toMatchObject({ meta: { index: 5 }, data: image(9) });
+    await storage.persist({ entries: entriesFrom(6, 10), hardState: { term: 1, vote: 'a', commit: 15 } }, true);
+    await storage.createSnapshot(12, conf, image(2));
+    await storage.close();
+    const reopened = await LevelStorage.open(dir);
+    expect(reopened.snapshot()).toMatchObject({ meta: { index: 12 }, data: image(2) });
     await reopened.close();
   });
 
