@@ -115,6 +115,16 @@ export class EtcdCluster {
     return { leader, total, leaderIndex };
   }
 
+  /** The most leader changes any member has seen (etcd_server_leader_changes_seen_total). */
+  async leaderChangesSeen(): Promise<number> {
+    let most = 0;
+    for (const host of this.hosts) {
+      const text = await (await fetch(`http://${host}:2379/metrics`)).text();
+      most = Math.max(most, metricValue(text, 'etcd_server_leader_changes_seen_total'));
+    }
+    return most;
+  }
+
   async stop(): Promise<void> {
     for (const c of this.clients) c.close();
     await Promise.all(

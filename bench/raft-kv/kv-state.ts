@@ -27,9 +27,18 @@ export function decodePut(data: Uint8Array): { key: string; value: Buffer } {
   return { key: buf.toString('utf8', 2, 2 + keyLength), value: buf.subarray(2 + keyLength) };
 }
 
+/** Bytes of image per piece of snapshotChunks(): about a millisecond of copying. */
+const CHUNK_BYTES = 256 * 1024;
+
 export class KvStateMachine implements StateMachine {
   private readonly map = new Map<string, Buffer>();
   private applied = 0;
+  /**
+   * While a snapshot reader is open: the value each key had when it opened (undefined:
+   * the key did not exist), recorded by apply the first time it changes the key. The
+   * reader shows these instead of the live values: copy-on-write, per key.
+   */
+  private before: Map<string, Buffer | undefined> | undefined;
 
   /** Results: the entry's index for a put, undefined for no-ops and conf entries. */
   apply(entries: Entry[]): unknown[] {
@@ -38,6 +47,7 @@ export class KvStateMachine implements StateMachine {
       const e = entries[i];
       if (e.type === 'normal' && e.data.byteLength > 0) {
         const { key, value } = decodePut(e.data);
+        if (this.before && !this.before.has(key)) this.before.set(key, this.map.get(key));
         // Copy: the entry's buffer may be a slice of a larger network or disk buffer.
         this.map.set(key, Buffer.from(value));
         results[i] = e.index;
@@ -80,8 +90,53 @@ export class KvStateMachine implements StateMachine {
     return out;
   }
 
+  /**
+   * The image of snapshot(), in pieces of about CHUNK_BYTES, as of this call: apply may
+   * run between pieces (see `before`). Keys added meanwhile are appended to the map's
+   * iteration order and skipped; puts never delete, so the count is known up front.
+   */
+  snapshotChunks(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean } {
+    const before = new Map<string, Buffer | undefined>();
+    this.before = before;
+    const count = this.map.size;
+    const live = this.map.entries();
+    const done = () => {
+      if (this.before === before) this.before = undefined;
+    };
+    function* pieces(): Generator<Uint8Array> {
+      try {
+        const header = Buffer.allocUnsafe(4);
+        header.writeUInt32BE(count, 0);
+        yield header;
+        let parts: Buffer[] = [];
+        let bytes = 0;
+        for (const [key, current] of live) {
+          const value = before.has(key) ? before.get(key) : current;
+          if (value === undefined) continue; // added after the reader opened
+          const k = Buffer.from(key, 'utf8');
+          const lengths = Buffer.allocUnsafe(2);
+          lengths.writeUInt16BE(k.length, 0);
+          const valueLength = Buffer.allocUnsafe(4);
+          valueLength.writeUInt32BE(value.length, 0);
+          parts.push(lengths, k, valueLength, value);
+          bytes += 6 + k.length + value.length;
+          if (bytes >= CHUNK_BYTES) {
+            yield Buffer.concat(parts, bytes);
+            parts = [];
+            bytes = 0;
+          }
+        }
+        if (bytes > 0) yield Buffer.concat(parts, bytes);
+      } finally {
+        done();
+      }
+    }
+    return { chunks: pieces(), copyOnWrite: true };
+  }
+
   restore(data: Uint8Array, meta: SnapshotMeta): void {
     this.map.clear();
+    this.before = undefined;
     const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     if (buf.length > 0) {
       const count = buf.readUInt32BE(0);

@@ -1,4 +1,4 @@
-// npm run bench:raft-kv -- [--seconds N] [--concurrency 1,8,64,256] [--vs-etcd] [--leader-member I] [--slices K] [--insecure]
+// npm run bench:raft-kv -- [--seconds N] [--concurrency 1,8,64,256] [--vs-etcd] [--leader-member I] [--slices K] [--insecure] [--snapshot-entries N]
 //
 // Starts 3 raft-kv members (server.ts) on 127.0.0.11-13 and, with --vs-etcd (and
 // /usr/bin/etcd present), a 3-member etcd on 127.0.0.21-23, and runs the etcd reference
@@ -37,6 +37,9 @@ const { values: flags } = parseArgs({
     'leader-member': { type: 'string', default: '1' },
     slices: { type: 'string', default: '2' },
     'ab-node-args': { type: 'string' },
+    // Snapshot every N applied entries (the members' default is 100,000): a smaller N puts
+    // snapshots inside the phases even when a shared machine gives only ~1,000 puts/s.
+    'snapshot-entries': { type: 'string' },
     // Plaintext links instead of mutual TLS (kcm's default), to measure what TLS costs.
     insecure: { type: 'boolean', default: false },
   },
@@ -75,6 +78,8 @@ interface SystemUnderTest {
   fsyncCounts(): Promise<FsyncCounts>;
   pids(): (number | undefined)[];
   moveLeader(index: number): Promise<void>;
+  /** A counter that grows by one per election (or leader change): compared before and after each slice. */
+  elections(): Promise<number>;
 }
 
 async function startOurs(variant?: { label: string; nodeArgs: string[] }): Promise<SystemUnderTest> {
@@ -86,6 +91,7 @@ async function startOurs(variant?: { label: string; nodeArgs: string[] }): Promi
     electionTick: 10,
     nodeArgs: variant?.nodeArgs,
     tls,
+    snapshotEntries: flags['snapshot-entries'] === undefined ? undefined : Number(flags['snapshot-entries']),
   });
   cleanups.push(() => cluster.stop());
   await cluster.waitForLeader();
@@ -103,6 +109,7 @@ async function startOurs(variant?: { label: string; nodeArgs: string[] }): Promi
     },
     pids: () => cluster.members.map((m) => m.process?.pid),
     moveLeader: (index) => cluster.moveLeader(index),
+    elections: async () => Math.max(0, ...(await cluster.statuses()).map((s) => s?.term ?? 0)),
   };
 }
 
@@ -115,6 +122,7 @@ async function startEtcd(): Promise<SystemUnderTest> {
     fsyncCounts: () => etcd.fsyncCounts(),
     pids: () => etcd.pids(),
     moveLeader: (index) => etcd.moveLeader(index),
+    elections: () => etcd.leaderChangesSeen(),
   };
 }
 
@@ -138,6 +146,7 @@ async function runPhaseOfAll(systems: SystemUnderTest[], concurrency: number): P
   const samples: Samples[][] = systems.map(() => []);
   const cpu: CpuUse[] = systems.map((s) => ({ members: s.pids().map(() => 0), client: 0 }));
   const fsyncs = systems.map(() => ({ leader: 0, total: 0, leaderIndex: -1 }));
+  const elections = systems.map(() => 0);
   for (let slice = 0; slice < slices; slice++) {
     const order = systems.map((_, i) => i);
     if (slice % 2 === 1) order.reverse();
@@ -145,11 +154,13 @@ async function runPhaseOfAll(systems: SystemUnderTest[], concurrency: number): P
       const system = systems[i];
       const meter = new CpuMeter(system.pids);
       const before = await system.fsyncCounts();
+      const electionsBefore = await system.elections();
       meter.start();
       const keyPrefix = `${system.label}/c${concurrency}/s${slice}`;
       samples[i].push(await collectSamples({ concurrency, seconds: seconds / slices, keyPrefix, put: system.put }));
       cpu[i] = addCpu(cpu[i], meter.used());
       const after = await system.fsyncCounts();
+      elections[i] += (await system.elections()) - electionsBefore;
       fsyncs[i].leader += after.leader - before.leader;
       fsyncs[i].total += after.total - before.total;
       fsyncs[i].leaderIndex = after.leaderIndex;
@@ -161,6 +172,7 @@ async function runPhaseOfAll(systems: SystemUnderTest[], concurrency: number): P
     r.totalFsyncs = fsyncs[i].total;
     if (fsyncs[i].leaderIndex >= 0) r.leaderMember = fsyncs[i].leaderIndex;
     r.cpuMsPerOp = perOp(cpu[i], r.ops);
+    r.leaderChanges = elections[i];
     console.log(formatPhase(system.label, r));
     return r;
   });

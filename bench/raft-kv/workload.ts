@@ -32,6 +32,8 @@ export interface PhaseResult {
   leaderMember?: number;
   /** CPU milliseconds per acknowledged put: each member's (in member order) and the load generator's. */
   cpuMsPerOp?: { members: number[]; client: number };
+  /** Elections during the phase (ours: term increases; etcd: its leader_changes_seen counter). */
+  leaderChanges?: number;
 }
 
 export const VALUE_BYTES = 128;
@@ -111,6 +113,7 @@ export function formatPhase(label: string, r: PhaseResult): string {
     `max ${r.max.toFixed(1).padStart(6)} ms  ops/fsync(leader) ${perFsync.padStart(5)}  ` +
     `fsyncs(all) ${String(r.totalFsyncs ?? '-').padStart(6)}  errors ${r.errors}` +
     (r.leaderMember === undefined ? '' : `  leader m${r.leaderMember}`) +
+    (r.leaderChanges === undefined ? '' : `  leader changes ${r.leaderChanges}`) +
     (r.cpuMsPerOp ? `  cpu ms/op ${formatCpu(r.cpuMsPerOp)}` : '')
   );
 }

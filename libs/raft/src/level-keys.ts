@@ -6,7 +6,8 @@
 
 const TAG_HARD_STATE = 0x68; // 'h'
 const TAG_SNAPSHOT_META = 0x73; // 's'
-const TAG_SNAPSHOT_DATA = 0x64; // 'd'
+const TAG_SNAPSHOT_DATA = 0x64; // 'd': the image itself, as older directories kept it
+const TAG_SNAPSHOT_FILE = 0x66; // 'f': the name of the file holding the image (snapshot-files.ts)
 const TAG_ENTRY = 0x65; // 'e'
 // 0x61 'a' and 0x6d 'm' held a state machine store that is gone (nothing used it); older
 // directories may still hold such keys, never read. Do not reuse the two tags.
@@ -16,6 +17,7 @@ const TWO_POW_32 = 0x1_0000_0000;
 export const hardStateKey = Uint8Array.of(TAG_HARD_STATE);
 export const snapshotMetaKey = Uint8Array.of(TAG_SNAPSHOT_META);
 export const snapshotDataKey = Uint8Array.of(TAG_SNAPSHOT_DATA);
+export const snapshotFileKey = Uint8Array.of(TAG_SNAPSHOT_FILE);
 
 /** Writes a non-negative safe integer as 8 big-endian bytes at `offset`. */
 export function writeUint64(view: DataView, offset: number, value: number): void {

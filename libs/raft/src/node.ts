@@ -16,6 +16,7 @@ import { NotLeaderError, ProposalDroppedError, StoppedError, TimeoutError } from
 import type { Storage } from './core/storage';
 import type { ConfChange, Entry, HardState, Message, NodeId, RaftConfig, Ready, Role, Snapshot } from './core/types';
 import { ReadRounds } from './read-rounds';
+import { readSnapshotImage } from './snapshot-image';
 import type { StateMachine } from './state-machine';
 import type { Transport } from './transport';
 
@@ -101,8 +102,19 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   private lastSnapshotIndex = 0;
   /** The latest commit-only hard state, not written yet: the next write carries it (see driver-order.ts). */
   private unwrittenHardState: HardState | undefined;
-  /** A createSnapshot write still in flight; the next persist waits for it (one storage write at a time). */
+  /**
+   * A snapshot being read from the state machine and recorded by storage, in the
+   * background: log writes never wait for it (storage writes the image outside its write
+   * queue). At most one at a time.
+   */
   private snapshotWrite: Promise<void> | undefined;
+  /**
+   * Set while a snapshot's pieces are read from the live state (not copy-on-write):
+   * committed entries wait here, in order, instead of being applied; resolves once they are.
+   */
+  private applyHold: { entries: Entry[][]; released: Promise<void> } | undefined;
+  /** The snapshot image being read, until it is whole: a restore must not swap the state under it. */
+  private imageRead: Promise<unknown> | undefined;
 
   private leader: NodeId | null = null;
   private role: Role = 'follower';
@@ -236,6 +248,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.failPending(() => new StoppedError());
     await this.currentPass;
     await this.snapshotWrite;
+    await this.applyHold?.released;
     // A clean stop leaves the latest commit index on disk (a restart then applies at once).
     const hardState = this.unwrittenHardState;
     this.unwrittenHardState = undefined;
@@ -350,7 +363,6 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
       if (plan.write) await nextTurn();
     }
 
-    if (this.snapshotWrite) await this.snapshotWrite;
     // A commit-only hard state is not written now: the next write carries it.
     this.unwrittenHardState = plan.unwrittenHardState;
     const update = plan.write;
@@ -382,6 +394,14 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     if (entries.length === 0) return;
     if (entries[0].index <= this.smAppliedAtStart) entries = entries.filter((e) => e.index > this.smAppliedAtStart);
     if (entries.length === 0) return;
+    if (this.applyHold) {
+      this.applyHold.entries.push(entries); // applied in order once the snapshot's pieces are read
+      return;
+    }
+    await this.applyCommittedNow(entries);
+  }
+
+  private async applyCommittedNow(entries: Entry[]): Promise<void> {
     const results = await this.sm.apply(entries);
     this.applied = entries[entries.length - 1].index;
     this.settleProposals(entries, results, 'normal');
@@ -421,6 +441,9 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
   }
 
   private async restoreSnapshot(snap: Snapshot): Promise<void> {
+    // A leader's snapshot replaces the state: first let our own reading of it finish.
+    if (this.imageRead) await this.imageRead;
+    if (this.applyHold) await this.applyHold.released;
     await this.sm.restore(snap.data, snap.meta);
     this.applied = snap.meta.index;
     this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, snap.meta.index);
@@ -435,20 +458,46 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     }
   }
 
+  /** Starts a snapshot in the background when enough entries were applied since the last. */
   private async maybeSnapshot(): Promise<void> {
     if (this.snapshotEntries <= 0 || this.snapshotWrite) return;
     if (this.applied - this.lastSnapshotIndex < this.snapshotEntries) return;
     const index = this.applied;
     const conf = this.raw.status().conf; // as of the last applied entry
-    const data = await this.sm.snapshot();
     this.lastSnapshotIndex = index;
-    // Written in the background; the next persist waits for it.
-    this.snapshotWrite = this.storage
-      .createSnapshot(index, conf, data)
-      .catch((err) => this.log.warn({ err, index }, 'raft: snapshot not recorded'))
+    const reading = readSnapshotImage(this.sm, () => this.stopped);
+    if (!reading.copyOnWrite) this.holdApplies(reading.image);
+    const imageRead = reading.image.catch(() => undefined).finally(() => {
+      if (this.imageRead === imageRead) this.imageRead = undefined;
+    });
+    this.imageRead = imageRead;
+    this.snapshotWrite = reading.image
+      .then((data) => this.storage.createSnapshot(index, conf, data))
+      .catch((err) => {
+        if (!(err instanceof StoppedError)) this.log.warn({ err, index }, 'raft: snapshot not recorded');
+      })
       .finally(() => {
         this.snapshotWrite = undefined;
       });
+  }
+
+  /** Applies nothing until `reading` settles, then what was committed meanwhile, in order. */
+  private holdApplies(reading: Promise<unknown>): void {
+    const entries: Entry[][] = [];
+    const released = reading
+      .catch(() => undefined)
+      .then(async () => {
+        // Passes that run meanwhile still push here: the hold ends only once the list is empty.
+        while (entries.length > 0 && !this.stopped) await this.applyCommittedNow(entries.shift()!);
+        this.applyHold = undefined;
+        this.reads.release(this.applied);
+      })
+      .catch((err) => {
+        this.log.error({ err }, 'raft: fatal error applying after a snapshot; stopping the node');
+        void this.stop().catch(() => {});
+        this.emit('fatal', err);
+      });
+    this.applyHold = { entries, released };
   }
 
   // ---- reads ------------------------------------------------------------------------

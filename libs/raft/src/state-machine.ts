@@ -38,6 +38,21 @@ export interface StateMachine {
    */
   snapshot(): Uint8Array | Promise<Uint8Array>;
 
+  /**
+   * Optional, preferred over snapshot() when present: the same image in pieces, so that a
+   * large state never holds the event loop for long. The driver takes one piece per
+   * event-loop turn (so each `next()` should cost a millisecond or two), and keeps
+   * persisting and sending log entries meanwhile.
+   *
+   * `copyOnWrite: true` promises the pieces describe the state as of the call even when
+   * apply runs before the last one (e.g. apply keeps the old value of whatever it changes
+   * while a reader is open): the driver then goes on applying. With `false` the driver
+   * holds back apply (only apply: the log is still written and acknowledged) until the
+   * last piece, then applies what was committed meanwhile, in order. At most one reader
+   * is open at a time.
+   */
+  snapshotChunks?(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean };
+
   /** Replaces the whole state with an image made by `snapshot()`; afterwards `appliedIndex()` is `meta.index`. */
   restore(data: Uint8Array, meta: SnapshotMeta): void | Promise<void>;
 

@@ -9,7 +9,7 @@ import type { Entry, SnapshotMeta, StateMachine } from '@kcm/raft';
 import { decodeCommand, type Command } from './commands';
 import { applyLogged } from './fsm';
 import type { ApplyOutcome } from './outcome';
-import { restoreMeta, snapshotMeta } from './snapshot';
+import { restoreMeta, snapshotMeta, snapshotMetaChunks } from './snapshot';
 import { emptyMetaState, type MetaState } from './state';
 
 export interface MetaStateMachineHooks {
@@ -46,6 +46,15 @@ export class MetaStateMachine implements StateMachine {
 
   snapshot(): Uint8Array {
     return snapshotMeta(this.meta);
+  }
+
+  /**
+   * The same image a piece per event-loop turn: at fleet scale (100,000 kept jobs) one
+   * JSON.stringify of the whole state held the loop for longer than an election timeout.
+   * Read from the live state, so the driver holds apply (not the log) until the last piece.
+   */
+  snapshotChunks(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean } {
+    return { chunks: snapshotMetaChunks(this.meta), copyOnWrite: false };
   }
 
   restore(data: Uint8Array, meta: SnapshotMeta): void {

@@ -1,0 +1,155 @@
+// HOLLOW agents: a fleet simulator for the CONTROL PLANE ONLY. One process serves many
+// agent endpoints, one per simulated host on loopback (127.0.0.0/8 all routes to lo), that
+// answer Health and HostFacts like a real agent and ACCEPT INSTANCE COMMANDS BY RECORDING
+// THEM: no engine is installed, started or touched. It exists to load the manager group
+// with 1,000 hosts (kubemark's "hollow nodes"); nothing that claims a job works on real
+// engines may use it (such tests run services/agent against mariadbd and postgres).
+//
+// Like a real agent it speaks mutual TLS and checks its callers (callerGuard: managers
+// only), with one agent certificate naming every simulated host.
+//
+//   tsx bench/scale/hollow-agents.ts --first 127.50.0.1 --count 1000 --port 58100 \
+//     --tls-ca ca.pem --tls-cert agent.pem --tls-key agent.key [--record commands.jsonl]
+//
+// It prints one JSON line {"ready": true, "hosts": N} once every endpoint listens, then
+// serves until SIGTERM. SIGUSR2 toggles "silent" hosts listed in --silent-file (one per
+// line): a silent host's Health fails as an unreachable agent would (UNAVAILABLE).
+
+import { appendFileSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import * as grpc from '@grpc/grpc-js';
+import {
+  AGENT_PROTO_FILES,
+  callerGuard,
+  loadAgentService,
+  loadTlsMaterial,
+  serverCredentials,
+  useTls,
+  type HealthReply,
+  type HostFactsReply,
+  type HostFactsRequest,
+} from '@kcm/agent-api';
+
+/** The host addresses first, first+1, ... (count of them), counting through the last two octets. */
+export function hollowHosts(first: string, count: number): string[] {
+  const [a, b, c, d] = first.split('.').map(Number);
+  const start = (c << 8) + d;
+  return Array.from({ length: count }, (_, i) => {
+    const n = start + i;
+    if (n > 0xfffe) throw new RangeError('too many hollow hosts for one /16');
+    return `${a}.${b}.${n >> 8}.${n & 0xff}`;
+  });
+}
+
+let services: { name: string; definition: grpc.ServiceDefinition }[] | undefined;
+
+/** Every service of every agent proto, by name, and its service definition (loaded once: parsing the protos costs ~0.1 s). */
+function agentServices(): { name: string; definition: grpc.ServiceDefinition }[] {
+  if (services) return services;
+  const out: { name: string; definition: grpc.ServiceDefinition }[] = [];
+  for (const file of AGENT_PROTO_FILES) {
+    const text = readFileSync(new URL(`../../proto/${file}`, import.meta.url), 'utf8');
+    for (const [, name] of text.matchAll(/^service (\w+)/gm)) out.push({ name, definition: loadAgentService(file, name).service });
+  }
+  services = out;
+  return out;
+}
+
+export interface HollowHostOptions {
+  hostaddr: string;
+  port: number;
+  /** Told of every instance command (any rpc but Health/HostFacts): method path and request. */
+  record(hostaddr: string, method: string, request: unknown): void;
+  isSilent(hostaddr: string): boolean;
+}
+
+/** One simulated host's agent endpoint: every agent service, with hollow handlers. */
+export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Server> {
+  const server = new grpc.Server({ interceptors: [callerGuard({ kind: 'agent', self: () => `${opts.hostaddr}:${opts.port}` })] });
+  const startedAt = Date.now();
+  for (const { name, definition } of agentServices()) {
+    const handlers: grpc.UntypedServiceImplementation = {};
+    for (const [method, def] of Object.entries(definition)) {
+      if (def.requestStream || def.responseStream) {
+        handlers[method] = (call: grpc.ServerWritableStream<unknown, unknown>) =>
+          call.destroy(Object.assign(new Error(`hollow agent: ${name}.${method} (a stream) is not simulated`), { code: grpc.status.UNIMPLEMENTED }));
+        continue;
+      }
+      handlers[method] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        if (opts.isSilent(opts.hostaddr)) return callback({ code: grpc.status.UNAVAILABLE, details: 'hollow agent: host is silent' });
+        if (name === 'Agent' && method === 'Health') return callback(null, health(opts.hostaddr, startedAt));
+        if (name === 'Agent' && method === 'HostFacts') return callback(null, hostFacts(call.request as HostFactsRequest));
+        opts.record(opts.hostaddr, `${name}.${method}`, call.request);
+        callback(null, {}); // every field at its default: a command that "succeeded" without doing anything
+      };
+    }
+    server.addService(definition, handlers);
+  }
+  await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${opts.hostaddr}:${opts.port}`, serverCredentials(), (err, port) => (err ? reject(err) : resolve(port))),
+  );
+  return server;
+}
+
+function health(hostaddr: string, startedAt: number): HealthReply {
+  return { hostaddr, version: 'hollow', uptime_ms: Date.now() - startedAt, pid: process.pid };
+}
+
+/** A comfortable host: 16 cores, 64 GiB, 1 TiB free in every directory asked about, both engines "installed". */
+function hostFacts(req: HostFactsRequest): HostFactsReply {
+  return {
+    cores: 16,
+    memory_mb: 65_536,
+    disks: req.dirs.map((dir) => ({ dir, free_bytes: 1024 ** 4 })) as HostFactsReply['disks'],
+    mariadb_installed: true,
+    postgres_installed: true,
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      first: { type: 'string', default: '127.50.0.1' },
+      count: { type: 'string', default: '1000' },
+      port: { type: 'string', default: '58100' },
+      'tls-ca': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      record: { type: 'string' },
+      'silent-file': { type: 'string' },
+    },
+  });
+  if (!values['tls-ca'] || !values['tls-cert'] || !values['tls-key']) throw new Error('--tls-ca, --tls-cert and --tls-key are required (agents speak mutual TLS)');
+  useTls(loadTlsMaterial({ ca: values['tls-ca'], cert: values['tls-cert'], key: values['tls-key'] }, 'agent'));
+  const hosts = hollowHosts(values.first!, Number(values.count));
+  let silent = new Set<string>();
+  process.on('SIGUSR2', () => {
+    silent = new Set(values['silent-file'] ? readFileSync(values['silent-file'], 'utf8').split('\n').filter(Boolean) : []);
+  });
+  const record = values.record;
+  const servers: grpc.Server[] = [];
+  for (const hostaddr of hosts) {
+    servers.push(
+      await startHollowHost({
+        hostaddr,
+        port: Number(values.port),
+        isSilent: (h) => silent.has(h),
+        record: (h, method, request) => {
+          if (record) appendFileSync(record, `${JSON.stringify({ hostaddr: h, method, request })}\n`);
+        },
+      }),
+    );
+  }
+  process.on('SIGTERM', () => {
+    for (const s of servers) s.forceShutdown();
+    process.exit(0);
+  });
+  process.stdout.write(`${JSON.stringify({ ready: true, hosts: hosts.length })}\n`);
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
+  main().catch((err) => {
+    process.stderr.write(`hollow agents: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+}
