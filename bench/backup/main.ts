@@ -33,6 +33,7 @@
 //   the source's rows before T.
 // A figure whose piece fails prints "not measured: <why>" instead.
 
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
@@ -144,6 +145,19 @@ async function submitRestore(paras: Record<string, unknown>): Promise<string> {
   }
 }
 
+/** user+system CPU seconds of each process agent (by host), from /proc/<pid>/stat; empty with in-process agents. */
+async function agentCpuSeconds(f: ClusterFixture): Promise<Map<string, number>> {
+  const ticks = 100; // USER_HZ on Linux
+  const out = new Map<string, number>();
+  for (const [host, agent] of f.processAgents) {
+    const pid = await agent.listeningPid();
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields.length > 12) out.set(host, (Number(fields[11]) + Number(fields[12])) / ticks);
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const f = await startClusterFixture({
     agentPort: AGENT_PORT, member: MEMBER, managerConfig: { backupPvLimitMb: pvLimitMb },
@@ -201,9 +215,11 @@ async function main(): Promise<void> {
     await sleep(baselineS * 1000);
 
     log('manual_backup_cluster of the source');
+    const agentCpuBefore = await agentCpuSeconds(f);
     const backupFrom = performance.now();
     await job(f, 'manual_backup_cluster', { cluster_id: src.id }, 1_800_000);
     const backupTo = performance.now();
+    const agentCpuAfter = await agentCpuSeconds(f);
     const set = Object.values(state().backupSets).find((s) => s.clusterId === src.id)!;
     const shardBackup = set.shards[0];
     const backupBytes = Number(shardBackup.bytes);
@@ -233,6 +249,11 @@ async function main(): Promise<void> {
       const rawMbS = raw.bytes / MB / (raw.ms / 1000);
       figures.push(`backup throughput        manual_backup_cluster job ${fmt(managedJobMbS)} MB/s (${fmt(jobS)} s)   its stream ${fmt(managedStreamMbS)} MB/s (${fmt(streamS)} s)   raw mariabackup|file ${fmt(rawMbS)} MB/s (${fmt(raw.bytes / MB)} MB in ${fmt(raw.ms / 1000)} s)`);
       figures.push(`  managed / raw          job ${fmt(managedJobMbS / rawMbS, 2)}x   stream ${fmt(managedStreamMbS / rawMbS, 2)}x   (target >= 0.9x)`);
+    }
+    if (agentCpuBefore.size > 0) {
+      const used = (host: string) => (agentCpuAfter.get(host) ?? NaN) - (agentCpuBefore.get(host) ?? NaN);
+      const perGb = (host: string) => used(host) / (backupBytes / 1e9);
+      figures.push(`agent CPU during the job   source agent ${shardBackup.sourceHostaddr} ${fmt(used(shardBackup.sourceHostaddr), 2)} s (${fmt(perGb(shardBackup.sourceHostaddr), 2)} s/GB)   storage agent ${HOSTS[2]} ${fmt(used(HOSTS[2]), 2)} s (${fmt(perGb(HOSTS[2]), 2)} s/GB)   (user+system from /proc)`);
     }
     figures.push(`write stall (compute-node inserts)   before backup ${stall(before)}   during backup ${stall(during)}`);
 

@@ -14,6 +14,7 @@ import { DesiredStates } from './capabilities/desired-state';
 import { InstanceSupervisor } from './capabilities/supervisor';
 import { rejoinCgroup } from './capabilities/cgroup/rejoin';
 import { unary } from './grpc-unary';
+import { startPlane, type RunningPlane } from './plane/server';
 
 export const AGENT_VERSION = '0.1.0';
 
@@ -26,11 +27,18 @@ export interface AgentOptions {
   stateDir?: string;
   /** How often the supervisor checks the instances wanted running (ms); default 1000. */
   superviseIntervalMs?: number;
+  /**
+   * The data plane's port (plane/server.ts); default the gRPC port + 1, where peers look for
+   * it, or an ephemeral one when `port` is 0. Only with mutual TLS.
+   */
+  planePort?: number;
 }
 
 export interface RunningAgent {
   /** `host:port` actually bound. */
   address: string;
+  /** `host:port` of the data plane; undefined without mutual TLS. */
+  planeAddress?: string;
   stop(): Promise<void>;
 }
 
@@ -71,11 +79,20 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   });
   address = `${opts.hostaddr}:${port}`;
   opts.logger.info({ address }, 'agent listening');
+  let plane: RunningPlane | undefined;
+  try {
+    plane = await startPlane({ hostaddr: opts.hostaddr, port: opts.planePort ?? (opts.port === 0 ? 0 : port + 1), self: () => address, ctx });
+  } catch (err) {
+    server.forceShutdown();
+    throw new Error(`the data plane of ${address} cannot listen: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
   // After a host or agent restart, this first pass brings back what was running.
   supervisor.start();
   return {
     address,
+    planeAddress: plane?.address,
     stop: async () => {
+      await plane?.close();
       // No restart may begin once stopping; one under way gets a moment to finish, so a
       // server it spawns is not left behind by a caller that cleans up right after.
       await Promise.race([supervisor.stop(), new Promise((r) => setTimeout(r, 10_000).unref())]);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processAlive } from '../../src/ops/exec';
 import type { MariaDbBackupSource, MariaDbInstanceReply, MariaDbProbeReply, MariaDbRebuildRequest } from '@kcm/agent-api';
 import { AGENT_PORT, allSecretValues, HOSTS, secrets, startShardFixture, type ShardFixture } from './shard-fixture';
+import { useTestTls } from '../../../../test/helpers/pki';
 
 interface Node {
   host: string;
@@ -84,6 +85,9 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
   const installed = new Map<number, MariaDbInstanceReply>();
 
   beforeAll(async () => {
+    // Mutual TLS, as deployed: the rebuild's copy then crosses the source agent's data plane,
+    // so its pv_limit check below holds the plane's throttle to account.
+    useTestTls([...HOSTS]);
     f = await startShardFixture();
   });
 
@@ -203,6 +207,7 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     const mbPerS = reply.bytes / 2 ** 20 / (reply.transfer_ms / 1000);
     console.log(`rebuild copy: ${(reply.bytes / 2 ** 20).toFixed(1)} MB in ${reply.transfer_ms} ms = ${mbPerS.toFixed(2)} MB/s (limit ${PV_LIMIT_MB})`);
     expect(mbPerS).toBeLessThanOrEqual(PV_LIMIT_MB * 1.1);
+    expect(f.logLines.join('')).toContain('backup streamed over the data plane');
     expect(await rowCount(STANDBY_B)).toBe(215);
     const probe = await f.clients[STANDBY_B.agent].probe(STANDBY_B.port);
     expect(probe).toMatchObject({ state: 'online', io_running: true, sql_running: true, last_error: '', read_only: true, semi_sync_master: false });

@@ -13,9 +13,10 @@ import * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../capability';
 import { checkPort, mariadbTools } from './instance-layout';
 import { layoutOf, runningPid } from './lifecycle';
-import { spawnPiped } from '../../ops/exec';
+import { spawnPiped, type PipedProcess } from '../../ops/exec';
 import { coalesced, rateLimited } from './rate-limit';
-import { agentClient, agentStatusOf, MariaDbAgentService, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from '@kcm/agent-api';
+import { agentStatusOf, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from '@kcm/agent-api';
+import { backupBytesOf } from '../storage/pull-backup';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;
 const MB = 1024 * 1024;
@@ -31,12 +32,13 @@ export function streamBackupHandler(ctx: AgentContext): grpc.handleServerStreami
   };
 }
 
-async function sendBackup(ctx: AgentContext, call: grpc.ServerWritableStream<MariaDbStreamBackupRequest, MariaDbBackupChunk>): Promise<void> {
-  const layout = await layoutOf(ctx, checkPort(call.request.port));
+/**
+ * mariabackup --backup --stream=mbstream of the instance on `port`, its stdout piped to the
+ * caller (StreamBackup here, the data plane's `backup` in plane/handlers.ts).
+ */
+export async function spawnBackupOf(ctx: AgentContext, port: number, signal: AbortSignal): Promise<{ backup: PipedProcess; port: number }> {
+  const layout = await layoutOf(ctx, checkPort(port));
   if (!(await runningPid(layout))) throw new Error(`instance on port ${layout.port} is not running; cannot back it up`);
-  const abort = new AbortController();
-  call.on('cancelled', () => abort.abort());
-  const started = Date.now();
   const backup = spawnPiped(
     mariadbTools.backup,
     [
@@ -48,8 +50,17 @@ async function sendBackup(ctx: AgentContext, call: grpc.ServerWritableStream<Mar
       `--socket=${layout.socket}`,
       '--slave-info',
     ],
-    { input: 'ignore', output: 'pipe', timeoutMs: BACKUP_TIMEOUT_MS, signal: abort.signal, cwd: layout.instanceDir },
+    { input: 'ignore', output: 'pipe', timeoutMs: BACKUP_TIMEOUT_MS, signal, cwd: layout.instanceDir },
   );
+  return { backup, port: layout.port };
+}
+
+async function sendBackup(ctx: AgentContext, call: grpc.ServerWritableStream<MariaDbStreamBackupRequest, MariaDbBackupChunk>): Promise<void> {
+  const abort = new AbortController();
+  call.on('cancelled', () => abort.abort());
+  const started = Date.now();
+  const { backup, port } = await spawnBackupOf(ctx, call.request.port, abort.signal);
+  const layout = { port };
   ctx.logger.info({ port: layout.port, pv_limit_mb: call.request.pv_limit_mb, pid: backup.pid }, 'streaming backup');
   let bytes = 0;
   try {
@@ -72,33 +83,27 @@ export interface ReceivedCopy {
   transferMs: number;
 }
 
-/** The target side: pulls a source's StreamBackup into `mbstream -x` in stagingDir. */
+/** The target side: pulls a source's backup (data plane, else StreamBackup) into `mbstream -x` in stagingDir. */
 export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: number, stagingDir: string): Promise<ReceivedCopy> {
-  const client = agentClient(MariaDbAgentService, source.agent_address);
   const started = Date.now();
   const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', stagingDir], { input: 'pipe', output: 'ignore', timeoutMs: BACKUP_TIMEOUT_MS });
-  const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
-    port: source.port,
-    pv_limit_mb: pvLimitMb,
-  });
+  const stream = backupBytesOf(source, pvLimitMb);
   const extractorDied = extract.done.then(() => {
     throw new Error('mbstream exited before the stream ended');
   });
   extractorDied.catch(() => {}); // only raced against while waiting for drain
   let bytes = 0;
   try {
-    for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) {
-      bytes += chunk.data.length;
-      if (!extract.stdin.write(chunk.data)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
+    for await (const data of stream.bytes) {
+      bytes += data.length;
+      if (!extract.stdin.write(data)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
     }
     extract.stdin.end();
     await extract.done;
   } catch (err) {
-    call.cancel();
+    stream.stop();
     extract.kill();
     throw new Error(`copy from ${source.hostaddr}:${source.port} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  } finally {
-    client.close();
   }
   return { bytes, transferMs: Date.now() - started };
 }

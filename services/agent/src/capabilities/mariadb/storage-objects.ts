@@ -3,7 +3,7 @@
 // closed binlog. Agent to agent: the bytes never pass through the manager.
 
 import type { Readable } from 'node:stream';
-import { StorageAgentClient, type MariaDbStoredObject, type StorageObjectInfo } from '@kcm/agent-api';
+import { planeEnabled, planeStream, StorageAgentClient, type MariaDbStoredObject, type StorageObjectInfo } from '@kcm/agent-api';
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.-]{1,255}:\d{1,5}$|^\[[0-9A-Fa-f:]+\]:\d{1,5}$/;
 const KEY = /^[A-Za-z0-9._=-]+(\/[A-Za-z0-9._=-]+)*$/;
@@ -19,8 +19,18 @@ export function checkStoredObject(obj: MariaDbStoredObject | undefined | null, f
 /**
  * The bytes of a stored object; the storage ends the stream with an error when they do not
  * match the object's sha256, so a failed iteration means a bad copy: nothing read may be used.
+ * Over the storage agent's data plane with mutual TLS (the ticket of the call being served
+ * authorises it), else its Get rpc.
  */
 export async function* readStoredObject(obj: MariaDbStoredObject): AsyncGenerator<Buffer> {
+  if (planeEnabled()) {
+    try {
+      yield* planeStream(obj.storage_agent_address, { op: 'get', root: obj.root, key: obj.key });
+    } catch (err) {
+      throw new Error(`reading ${obj.key} from storage ${obj.storage_agent_address} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    return;
+  }
   const client = new StorageAgentClient(obj.storage_agent_address);
   try {
     yield* client.get(obj.root, obj.key);

@@ -92,6 +92,32 @@ export class ObjectWriter {
     this.written += data.length;
   }
 
+  /** Writes the pieces in order with one writev (no joining copy), hashing them as they pass. */
+  async writeAll(pieces: readonly Uint8Array[]): Promise<void> {
+    let total = 0;
+    for (const piece of pieces) {
+      this.hash.update(piece);
+      total += piece.length;
+    }
+    let { bytesWritten } = await this.file.writev(pieces as Uint8Array[]);
+    // A short writev (a full disk, a signal): the rest goes out piece by piece.
+    for (let i = 0, skip = bytesWritten; bytesWritten < total && i < pieces.length; i++) {
+      const piece = pieces[i];
+      if (skip >= piece.length) {
+        skip -= piece.length;
+        continue;
+      }
+      let at = skip;
+      skip = 0;
+      while (at < piece.length) {
+        const written = (await this.file.write(piece, at, piece.length - at)).bytesWritten;
+        at += written;
+        bytesWritten += written;
+      }
+    }
+    this.written += total;
+  }
+
   /** fsync, rename into place, then the manifest: from here on the object exists. */
   async commit(meta: Record<string, string> = {}): Promise<StorageObjectInfo> {
     this.finished = true;

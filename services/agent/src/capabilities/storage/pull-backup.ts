@@ -1,12 +1,16 @@
-// PullBackup: a physical backup of a MariaDB instance, pulled from its agent's StreamBackup
-// (mariabackup --stream=mbstream at most pv_limit_mb MB/s, the same source side a rebuild
-// uses) straight into a storage object. No staging copy: each chunk is hashed, sniffed for
-// the backup's position files and written to the object's temporary file as it arrives.
-// The object is committed only when the source ended its stream with OK (mariabackup
-// exited 0) and the GTID position was found; anything else leaves no object.
+// PullBackup: a physical backup of a MariaDB instance, pulled from its agent (mariabackup
+// --stream=mbstream at most pv_limit_mb MB/s, the same source side a rebuild uses) straight
+// into a storage object. No staging copy: each chunk is hashed, sniffed for the backup's
+// position files and written to the object's temporary file as it arrives. The object is
+// committed only when the source ended its stream with OK (mariabackup exited 0) and the
+// GTID position was found; anything else leaves no object.
+//
+// The bytes come over the source agent's data plane (a mutual TLS socket, authorised by
+// the ticket of the manager's PullBackup call) when this agent has TLS, else over the
+// StreamBackup rpc (`--insecure` agents have no plane).
 
 import type * as grpc from '@grpc/grpc-js';
-import { AgentFailure, agentClient, MariaDbAgentService, type MariaDbBackupChunk, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
+import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeStream, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
 import type { FsObjectStore } from './object-store';
@@ -16,6 +20,33 @@ const WRITE_BATCH_BYTES = 4 * 1024 * 1024;
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.[\]:-]{1,255}:\d{1,5}$/;
 
+/** The source's backup stream, over the data plane or gRPC; `stop` ends it early. */
+export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number): { bytes: AsyncIterable<Buffer>; stop(): void } {
+  if (planeEnabled()) {
+    const stream = planeStream(source.agent_address, { op: 'backup', port: source.port, pv_limit_mb: pvLimitMb });
+    return { bytes: stream, stop: () => void stream.return(undefined).catch(() => {}) };
+  }
+  const client = agentClient(MariaDbAgentService, source.agent_address);
+  const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
+    port: source.port,
+    pv_limit_mb: pvLimitMb,
+  });
+  async function* bytes(): AsyncGenerator<Buffer> {
+    try {
+      for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) yield chunk.data;
+    } finally {
+      client.close();
+    }
+  }
+  return {
+    bytes: bytes(),
+    stop: () => {
+      call.cancel();
+      client.close();
+    },
+  };
+}
+
 export async function pullBackup(store: FsObjectStore, req: StoragePullBackupRequest, logger: Logger): Promise<StoragePullBackupReply> {
   const source = req.source;
   if (!source || !AGENT_ADDRESS.test(source.agent_address)) throw new AgentFailure('invalid_argument', `source.agent_address ${JSON.stringify(source?.agent_address)} must be host:port`);
@@ -23,31 +54,28 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
   if (!Number.isInteger(req.pv_limit_mb) || req.pv_limit_mb < 0) throw new AgentFailure('invalid_argument', `pv_limit_mb ${req.pv_limit_mb} must be an integer >= 0`);
   const writer = await store.writer(req.key);
   const sniffer = new MbstreamSniffer();
-  const client = agentClient(MariaDbAgentService, source.agent_address);
   const started = Date.now();
-  const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
-    port: source.port,
-    pv_limit_mb: req.pv_limit_mb,
-  });
+  const stream = backupBytesOf(source, req.pv_limit_mb);
   let inFlight: Promise<void> = Promise.resolve();
   try {
     // Receiving and writing overlap: while one batch goes to disk, the next is received (a
     // write awaited per message left the network idle during each disk write, and the disk
-    // idle during each receive). At most one batch is in flight and one is being gathered.
+    // idle during each receive). At most one batch is in flight and one is being gathered;
+    // a batch goes out as one writev of the pieces received, never joined into a copy.
     let gathered: Buffer[] = [];
     let gatheredBytes = 0;
     const flush = async () => {
       await inFlight;
-      const batch = Buffer.concat(gathered, gatheredBytes);
+      const batch = gathered;
       gathered = [];
       gatheredBytes = 0;
-      inFlight = writer.write(batch);
+      inFlight = writer.writeAll(batch);
       inFlight.catch(() => {}); // awaited before the next batch or at the end
     };
-    for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) {
-      sniffer.push(chunk.data);
-      gathered.push(chunk.data);
-      gatheredBytes += chunk.data.length;
+    for await (const data of stream.bytes) {
+      sniffer.push(data);
+      gathered.push(data);
+      gatheredBytes += data.length;
       if (gatheredBytes >= WRITE_BATCH_BYTES) await flush();
     }
     if (gatheredBytes > 0) await flush();
@@ -59,15 +87,13 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
     const meta = { ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream' };
     const object = await writer.commit(meta);
     const transferMs = Date.now() - started;
-    logger.info({ key: object.key, bytes: object.bytes, gtid, ms: transferMs, source: meta.source }, 'backup stored');
+    logger.info({ key: object.key, bytes: object.bytes, gtid, ms: transferMs, source: meta.source, plane: planeEnabled() }, 'backup stored');
     return { object, gtid_pos: gtid, transfer_ms: transferMs };
   } catch (err) {
-    call.cancel();
+    stream.stop();
     await inFlight.catch(() => {}); // the file is closed only once no write is under way
     await writer.abort();
     if (err instanceof AgentFailure) throw err;
     throw new AgentFailure('instance_failed', `backup of ${source.hostaddr}:${source.port} into ${req.key} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  } finally {
-    client.close();
   }
 }

@@ -1,0 +1,86 @@
+// What the data plane serves (server.ts): a physical backup of a local MariaDB instance
+// (the same mariabackup command and rate limit as the StreamBackup rpc), and a stored object
+// of an `fs` backup storage on this host (checked against its sha256 as it is read, like the
+// storage's Get rpc). Each handler sends bytes through the sink and returns on success; what
+// it throws becomes the end frame's status.
+
+import * as grpc from '@grpc/grpc-js';
+import { AgentFailure, agentStatusOf, type PlaneRequest } from '@kcm/agent-api';
+import type { AgentContext } from '../capability';
+import { spawnBackupOf } from '../capabilities/mariadb/backup-stream';
+import { rateLimited } from '../capabilities/mariadb/rate-limit';
+import { checkKey, FsObjectStore } from '../capabilities/storage/object-store';
+
+const MB = 1024 * 1024;
+/** Bytes of a stored object read per frame. */
+const READ_BYTES = 1024 * 1024;
+
+export interface PlaneSink {
+  /** Aborted when the receiver closed the connection. */
+  signal: AbortSignal;
+  /** Sends one data frame; resolves once the socket can take more. */
+  send(data: Buffer): Promise<void>;
+}
+
+/** A failure with the status the end frame should carry (for a status agentStatusOf does not give). */
+export class PlaneRefusal extends Error {
+  constructor(readonly code: grpc.status, message: string) {
+    super(message);
+  }
+}
+
+type Handler = (ctx: AgentContext, request: PlaneRequest, sink: PlaneSink) => Promise<void>;
+
+function intField(request: object, name: string, min: number, max: number): number {
+  const value = (request as Record<string, unknown>)[name];
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) throw new AgentFailure('invalid_argument', `${name} ${JSON.stringify(value)} must be an integer from ${min} to ${max}`);
+  return value;
+}
+
+function stringField(request: object, name: string): string {
+  const value = (request as Record<string, unknown>)[name];
+  if (typeof value !== 'string' || value === '') throw new AgentFailure('invalid_argument', `${name} must be a non-empty string`);
+  return value;
+}
+
+async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<void> {
+  const port = intField(request, 'port', 1, 65535);
+  const limitMb = intField(request, 'pv_limit_mb', 0, 1_000_000);
+  const started = Date.now();
+  const { backup } = await spawnBackupOf(ctx, port, sink.signal);
+  ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid }, 'streaming backup over the data plane');
+  let bytes = 0;
+  try {
+    // Pipe reads go out as they come (64 KiB): joining them would cost a copy and gain nothing on a TLS socket.
+    for await (const piece of rateLimited(backup.stdout, limitMb * MB)) {
+      await sink.send(piece);
+      bytes += piece.length;
+    }
+    await backup.done;
+  } catch (err) {
+    backup.kill();
+    if (sink.signal.aborted) throw new Error('the receiving agent closed the connection');
+    throw err;
+  }
+  ctx.logger.info({ port, bytes, ms: Date.now() - started }, 'backup streamed over the data plane');
+}
+
+async function sendObject(_ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<void> {
+  const store = new FsObjectStore(stringField(request, 'root'));
+  const key = checkKey(stringField(request, 'key'));
+  try {
+    for await (const data of store.read(key, READ_BYTES)) {
+      if (sink.signal.aborted) return;
+      await sink.send(data);
+    }
+  } catch (err) {
+    // A corrupt object ends the transfer with DATA_LOSS, as the storage's Get rpc does: the reader must not use what it got.
+    if (err instanceof AgentFailure && err.kind === 'failed_precondition') throw new PlaneRefusal(grpc.status.DATA_LOSS, err.message);
+    throw new PlaneRefusal(agentStatusOf(err), err instanceof Error ? err.message : String(err));
+  }
+}
+
+export const planeHandlers: ReadonlyMap<string, Handler> = new Map<string, Handler>([
+  ['backup', sendBackup],
+  ['get', sendObject],
+]);
