@@ -12,6 +12,7 @@ export * from './gtid';
 export * from './contract/storage';
 export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';
+export * from './contract/passwords';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls } from './credentials';
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
@@ -45,10 +46,12 @@ export {
   type MariaDbAgentApi,
   type MariaDbHaAgentApi,
   type MariaDbRestoreAgentApi,
+  type PasswordAgentApi,
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';
 export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb-ha-client';
 export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
 export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';
+export { PasswordAgentClient, type RoleAccount } from './clients/password-client';
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';

@@ -55,6 +55,8 @@ export const JOB_TYPES = [
   'get_audit',
   // stopping a job (beyond the spec's list, issue 19)
   'cancel_job',
+  // new generated passwords for a cluster's accounts (beyond the spec's list, issue 16)
+  'rotate_cluster_passwords',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -107,6 +109,7 @@ export const JOB_MODES = Object.freeze({
   list_tokens: 'sync',
   get_audit: 'sync',
   cancel_job: 'async', // a write to the replicated state: the one path every write takes
+  rotate_cluster_passwords: 'async',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

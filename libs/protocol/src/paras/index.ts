@@ -22,6 +22,7 @@ import { manualSwitchParas, setNoswitchParas } from './shard-ha';
 import { cancelJobParas, getStatusParas } from './status';
 import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
 import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
+import { rotateClusterPasswordsParas } from './passwords';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -61,6 +62,7 @@ export const PARAS_SCHEMAS = {
   list_tokens: noParas,
   get_audit: getAuditParas,
   cancel_job: cancelJobParas,
+  rotate_cluster_passwords: rotateClusterPasswordsParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;
