@@ -17,6 +17,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StorageNodeRecord } from '../../services/manager/src/meta/state';
 import type { OpenAccounts } from '../../services/manager/src/secrets/accounts';
+import { PasswordAgentClient } from '@kcm/agent-api';
+import { startCommandLineSampler } from '../../services/agent/test/mariadb/shard-fixture';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { openTestAccounts } from '../helpers/secrets';
 import { authHeader } from '../helpers/tokens';
@@ -45,6 +47,8 @@ describe('rotate_cluster_passwords on real engines (1 shard x 3 nodes, 1 compute
   let now: OpenAccounts;
   let jobId = '';
   let attachment: Record<string, string> = {};
+  /** Command lines of MariaDB tools seen while the rotation ran (the admin password goes to the client on stdin). */
+  const commandLines = new Set<string>();
 
   const standby = () => ha.nodes().find((n) => n.id !== Object.values(ha.cluster().shards)[0].masterNodeId)!;
   const computeLogin = async (password: string) => {
@@ -88,6 +92,7 @@ describe('rotate_cluster_passwords on real engines (1 shard x 3 nodes, 1 compute
 
   it('gives every account a new password on every node; get_status shows the client ones to an admin only', async () => {
     const started = Date.now();
+    const sampler = startCommandLineSampler(commandLines);
     const ack = await emitRaw(MEMBER, 'rotate_cluster_passwords', { cluster_id: ha.clusterId });
     expect(ack.error_code, ack.error_info).toBe('0');
     jobId = ack.job_id;
@@ -95,6 +100,7 @@ describe('rotate_cluster_passwords on real engines (1 shard x 3 nodes, 1 compute
       const s = await emitRaw(MEMBER, 'get_status', {}, { jobId });
       return s.status === 'done' || s.status === 'failed' ? s : undefined;
     }, 60_000, 250);
+    sampler.stop();
     console.log(`rotate_cluster_passwords (3 storage nodes, 1 compute node) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
     expect(reply.status, reply.error_info).toBe('done');
     attachment = reply.attachment as Record<string, string>;
@@ -147,10 +153,46 @@ describe('rotate_cluster_passwords on real engines (1 shard x 3 nodes, 1 compute
     expect(status).toMatchObject({ answering: true, io_running: true, sql_running: true });
   });
 
-  it('no old or new password is in a log line or in any file of the manager\'s data directory', async () => {
+  it('the agent\'s refusals and failures of the password commands name no password', async () => {
+    const secret = 'never-shown-Pw-4f1c2a9e';
+    const node = ha.master();
+    const agent = new PasswordAgentClient(`${node.hostaddr}:${AGENT_PORT}`);
+    const comp = ha.comp();
+    const compAgent = new PasswordAgentClient(`${comp.host}:${AGENT_PORT}`);
+    try {
+      const noSuchUser = await agent.setMariaDbPasswords('test:rotate:no-such-user', node.port, [{ role: 'storage', user: 'nobody_here', password: secret }]).catch((e: Error) => e);
+      expect(noSuchUser).toBeInstanceOf(Error);
+      expect((noSuchUser as Error).message).toMatch(/set the storage password/);
+      const notAdmin = await agent.setMariaDbPasswords('test:rotate:not-admin', node.port, [{ role: 'admin', user: 'nobody_here', password: secret }]).catch((e: Error) => e);
+      expect((notAdmin as Error).message).toMatch(/is not this instance's admin account/);
+      const notCompute = await compAgent.setComputePassword('test:rotate:not-compute', comp.port, { user: 'postgres', password: secret }).catch((e: Error) => e);
+      expect((notCompute as Error).message).toMatch(/is not the compute account/);
+      // The master is no replica: its replication settings are left as they are.
+      expect(await agent.setReplicationPassword('test:rotate:master', node.port, { user: old.replication.user, password: secret })).toMatchObject({ is_replica: false });
+      for (const e of [noSuchUser, notAdmin, notCompute]) expect((e as Error).message).not.toContain(secret);
+      for (const line of f.logLines) expect(line).not.toContain(secret);
+    } finally {
+      agent.close();
+      compAgent.close();
+    }
+  });
+
+  it('no old or new password is in a log line, a command line, a binlog or a server log, or in any file of the manager\'s data directory', async () => {
     const secrets = [...Object.values(old), ...Object.values(now)].map((a) => a.password);
     expect(new Set(secrets).size).toBe(8);
     for (const line of f.logLines) for (const s of secrets) expect(line.includes(s)).toBe(false);
+    // The sampler ran (it saw the servers); the admin password's client lives a few ms and may slip past it.
+    expect([...commandLines].some((l) => l.includes('mariadbd'))).toBe(true);
+    for (const line of commandLines) for (const s of secrets) expect(line.includes(s)).toBe(false);
+    // Accounts are changed with sql_log_bin = 0: no statement carrying a password reaches a binlog (or a server log).
+    for (const n of ha.nodes()) {
+      for (const dir of [path.join(n.walLogDir, String(n.port)), path.join(n.logdir, String(n.port))]) {
+        for (const file of await filesUnder(dir)) {
+          const { stdout } = await run('strings', ['-a', '-n', '6', file], { maxBuffer: 256 * 1024 * 1024 });
+          for (const s of secrets) expect(stdout.includes(s), `${file} holds a password`).toBe(false);
+        }
+      }
+    }
     const files = await filesUnder(path.join(f.tmp, 'manager'));
     expect(files.length).toBeGreaterThan(2);
     for (const file of files) {
