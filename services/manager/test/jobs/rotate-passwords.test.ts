@@ -12,6 +12,7 @@ import { CommandKind } from '../../src/meta/commands';
 import type { ClusterRecord, MetaState } from '../../src/meta/state';
 import { openAccounts } from '../../src/secrets/accounts';
 import { liveAccount } from '../../src/secrets/live-accounts';
+import { shardEndpoints } from '../../src/jobs/instance-ops';
 import { cluster as clusterRecord, stateWith } from '../helpers/cluster-state';
 import { LocalStore, until } from '../helpers/local-store';
 import { recordingAgents, type Call } from '../helpers/recording-agents';
@@ -159,6 +160,8 @@ describe('rotate_cluster_passwords', () => {
     // kcm's own connections use what every node accepts: the new storage password, the old computer one.
     expect(liveAccount(box, h.store.s.clusters[before.id], 'storage')).toEqual(recorded.storage);
     expect(liveAccount(box, h.store.s.clusters[before.id], 'computer')).toEqual(old.computer);
+    // The catalog sync and the failure detector reach the shards with what the shards take now.
+    for (const e of shardEndpoints(box, h.store.s.clusters[before.id])) expect({ user: e.user, password: e.password }).toEqual(recorded.storage);
     expect(open(h.store.s.clusters[before.id])).toEqual(old);
 
     const jobs = h.jobCount();
