@@ -13,6 +13,7 @@ export * from './contract/storage';
 export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';
 export * from './contract/table-move';
+export * from './contract/passwords';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls } from './credentials';
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
@@ -48,11 +49,13 @@ export {
   type MariaDbAgentApi,
   type MariaDbHaAgentApi,
   type MariaDbRestoreAgentApi,
+  type PasswordAgentApi,
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';
 export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb-ha-client';
 export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
 export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';
+export { PasswordAgentClient, type RoleAccount } from './clients/password-client';
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';
 export { TableMoveAgentClient, type ForeignTableRef } from './clients/table-move-client';

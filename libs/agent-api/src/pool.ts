@@ -22,6 +22,7 @@ import { MariaDbAgentClient } from './clients/mariadb-client';
 import { MariaDbHaAgentClient } from './clients/mariadb-ha-client';
 import { PostgresAgentClient } from './clients/postgres-client';
 import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
+import { PasswordAgentClient } from './clients/password-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 
 /**
@@ -35,6 +36,7 @@ export type PostgresAgentApi = ClientApi<PostgresAgentClient>;
 export type CgroupAgentApi = ClientApi<CgroupAgentClient>;
 export type MariaDbHaAgentApi = ClientApi<MariaDbHaAgentClient>;
 export type MariaDbRestoreAgentApi = ClientApi<MariaDbRestoreAgentClient>;
+export type PasswordAgentApi = ClientApi<PasswordAgentClient>;
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
 export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
@@ -55,6 +57,8 @@ export interface Agents {
   mariadbHa(hostaddr: string): MariaDbHaAgentApi;
   /** Binlog listing and point-in-time restore commands (MariaDbRestoreAgent). */
   mariadbRestore(hostaddr: string): MariaDbRestoreAgentApi;
+  /** New passwords for a cluster's accounts on the host's instances (rotate_cluster_passwords). */
+  passwords(hostaddr: string): PasswordAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -68,6 +72,7 @@ interface ClientKinds {
   cgroup: CgroupAgentClient;
   mariadbHa: MariaDbHaAgentClient;
   mariadbRestore: MariaDbRestoreAgentClient;
+  passwords: PasswordAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -149,6 +154,10 @@ export class AgentPool implements Agents {
     return this.view('mariadbRestore', hostaddr);
   }
 
+  passwords(hostaddr: string): PasswordAgentClient {
+    return this.view('passwords', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -168,6 +177,7 @@ export class AgentPool implements Agents {
       cgroup: () => new CgroupAgentClient(address),
       mariadbHa: () => new MariaDbHaAgentClient(address),
       mariadbRestore: () => new MariaDbRestoreAgentClient(address, { queryMs: this.probeDeadlineMs }),
+      passwords: () => new PasswordAgentClient(address),
     };
     return made[kind]();
   }

@@ -156,6 +156,15 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
       'refused when the standby is more transactions behind than the manager\'s manualSwitchMaxBehindTrx',
     ],
   },
+  rotate_cluster_passwords: {
+    summary: 'Give some or all of a cluster\'s generated database accounts new passwords, on every storage and compute node (beyond the spec).',
+    notes: [
+      'the new storage and computer passwords are in get_status of this job, shown to its submitter and to admins',
+      'refused while another job runs or waits on the cluster',
+      'a rotation that failed part-way is finished by submitting it again (without accounts, or with the same ones)',
+    ],
+    fields: { accounts: 'accounts to rotate: admin, replication, storage, computer (default: all four)' },
+  },
   cancel_job: {
     summary: 'Stop a job (beyond the spec): a waiting job never runs; a running one stops at its next step boundary and rolls back what it created.',
     notes: ['the canceled job ends failed with CANCELED (2004)', 'a job that already ended is refused (CONFLICT)'],

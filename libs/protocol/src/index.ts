@@ -78,4 +78,6 @@ export { MIN_NODES_PER_SHARD } from './paras/clusters';
 export { ipPortString, parseIpPort, MAX_NOSWITCH_TIMEOUT_S, NOSWITCH_TYPES, type IpPort } from './paras/shard-ha';
 export type { ManualBackupClusterResult, ShardBackupResult, CatalogBackupResult, CreateBackupStorageResult } from './results';
 export { BACKUP_STORAGE_TYPES } from './paras/backup-storage';
+export { CLUSTER_ACCOUNTS, type ClusterAccountName } from './paras/passwords';
+export type { RotateClusterPasswordsResult } from './results';
 export { ROLES, REQUIRED_ROLE, TOKEN_NAME_PATTERN, TOKEN_NAME_RULE, isRole, roleAllows, forbiddenReason, type Role, type Identity } from './roles';

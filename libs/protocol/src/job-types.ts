@@ -57,6 +57,8 @@ export const JOB_TYPES = [
   'cancel_job',
   // the job list, newest first, for the web console and `kcm get list_jobs` (beyond the spec's list, issue 19)
   'list_jobs',
+  // new generated passwords for a cluster's accounts (beyond the spec's list, issue 16)
+  'rotate_cluster_passwords',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -110,6 +112,7 @@ export const JOB_MODES = Object.freeze({
   get_audit: 'sync',
   cancel_job: 'async', // a write to the replicated state: the one path every write takes
   list_jobs: 'sync',
+  rotate_cluster_passwords: 'async',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

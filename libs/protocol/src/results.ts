@@ -279,7 +279,22 @@ export type JobResults = EveryAsyncJobType<{
   create_token: TokenResult;
   delete_token: EmptyResult;
   cancel_job: CancelJobResult;
+  rotate_cluster_passwords: RotateClusterPasswordsResult;
 }>;
+
+/**
+ * rotate_cluster_passwords: the accounts that got new passwords, and the new passwords of
+ * the two accounts a client uses (create_cluster's field names), present only when rotated.
+ */
+export type RotateClusterPasswordsResult = {
+  cluster_id: string;
+  /** Comma-separated account names, e.g. `admin,replication,storage,computer`. */
+  rotated: string;
+  computer_user?: string;
+  computer_pwd?: string;
+  storage_user?: string;
+  storage_pwd?: string;
+};
 
 /**
  * cancel_job's result: the job and what became of it: `canceled` (it was waiting and never

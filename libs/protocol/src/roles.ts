@@ -66,6 +66,10 @@ export const REQUIRED_ROLE = Object.freeze({
   list_tokens: 'admin',
   get_audit: 'admin',
   list_jobs: 'viewer',
+  // admin, not operator: the result shows the new storage and computer passwords to its
+  // submitter, so an operator could otherwise read any cluster's passwords by rotating them,
+  // and those are shown only to the cluster's creator and to admins.
+  rotate_cluster_passwords: 'admin',
 } as const satisfies Record<JobType, Role>);
 
 /** A token's name: what logs, job records and the audit trail show instead of the token. */

@@ -191,4 +191,8 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
   ],
   cancel_job: [missing('job_id'), wrongType('job_id', 12), broken('job_id', 'x', 'not an id')],
   list_jobs: [envelope('missing', 'without timestamp', 'timestamp', (b) => delete b.timestamp), wrongType('limit', 5), broken('limit', '0', 'below 1'), broken('limit', '1001', 'above 1000')],
+  rotate_cluster_passwords: [
+    missing('cluster_id'), wrongType('cluster_id', 1), wrongType('accounts', 'storage'), wrongType('accounts[1]', 'root'),
+    broken('cluster_id', 'cluster_1', 'a name, not an id'), broken('accounts[1]', 'storage', 'the same account twice'), broken('accounts', [], 'an empty list'),
+  ],
 };

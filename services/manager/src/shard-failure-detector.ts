@@ -22,7 +22,8 @@ import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '.
 import type { MetaStore } from './meta/store';
 import { PeriodicRounds } from './periodic-rounds';
 import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob, type ShardFailoverParas, type ShardRejoinParas } from './jobs/shard-ha/failover-job';
-import { openAccount, type DbAccount } from './secrets/accounts';
+import { type DbAccount } from './secrets/accounts';
+import { liveAccount } from './secrets/live-accounts';
 import type { SecretBox } from './secrets/secret-box';
 
 export const DEFAULT_FAILURE_DETECT_INTERVAL_MS = 500;
@@ -181,7 +182,7 @@ export class ShardFailureDetector {
         (status) => ({ status, error: '' }),
         (err: Error) => ({ status: undefined as MariaDbHaStatusReply | undefined, error: err.message }),
       ),
-      sqlPing(master, () => openAccount(this.opts.secrets, cluster.accounts.storage), timeoutMs),
+      sqlPing(master, () => liveAccount(this.opts.secrets, cluster, 'storage'), timeoutMs),
     ]);
     const status = agentView.status;
     if (status) {

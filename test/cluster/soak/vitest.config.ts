@@ -1,7 +1,15 @@
-// The table-move soaks (npm run soak:move): real processes and engines, run alone under the
-// system-test lock, never part of the default suite.
+// Soaks of test/cluster/soak (npm run soak:rotate, soak:move): real engines, minutes each, never part
+// of the default suite (the root config excludes every soak/ folder).
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
-  test: { include: ['test/cluster/soak/**/*.test.ts'], testTimeout: 600_000, hookTimeout: 600_000, pool: 'forks', fileParallelism: false },
+  root: fileURLToPath(new URL('../../..', import.meta.url)),
+  test: {
+    include: ['test/cluster/soak/**/*.test.ts'],
+    testTimeout: 900_000,
+    hookTimeout: 400_000,
+    pool: 'forks',
+    fileParallelism: false,
+  },
 });

@@ -22,6 +22,7 @@ import { manualSwitchParas, setNoswitchParas } from './shard-ha';
 import { cancelJobParas, getStatusParas, listJobsParas } from './status';
 import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
 import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
+import { rotateClusterPasswordsParas } from './passwords';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -62,6 +63,7 @@ export const PARAS_SCHEMAS = {
   get_audit: getAuditParas,
   cancel_job: cancelJobParas,
   list_jobs: listJobsParas,
+  rotate_cluster_passwords: rotateClusterPasswordsParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

@@ -8,6 +8,7 @@ import { mariadbModule } from './mariadb/index';
 import { storageCapability } from './storage/index';
 import { mariadbLogicalModule } from './mariadb/logical';
 import { tableMoveCapability } from './table-move/index';
+import { passwordsCapability } from './passwords/index';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
@@ -16,4 +17,5 @@ export const capabilityModules: CapabilityModule[] = [
   storageCapability,
   mariadbLogicalModule,
   tableMoveCapability,
+  passwordsCapability,
 ];

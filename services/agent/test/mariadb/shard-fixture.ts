@@ -93,7 +93,7 @@ export async function startShardFixture(): Promise<ShardFixture> {
  * time, and each pid is read once: the agents under test share this event loop and the
  * libuv thread pool, and must not be starved by their observer.
  */
-function startCommandLineSampler(into: Set<string>): { stop(): void } {
+export function startCommandLineSampler(into: Set<string>): { stop(): void } {
   const readPids = new Set<string>();
   let stopped = false;
   const pass = async () => {

@@ -25,7 +25,7 @@ import { errorNameOf } from './errors';
 import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
 import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from './nodes';
 import type { JobOf, StepContext } from './workflow';
-import { openAccount } from '../secrets/accounts';
+import { liveAccount } from '../secrets/live-accounts';
 
 type Paras = ParasOf<'cluster_restore'>;
 
@@ -157,9 +157,9 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
             const reply = await ctx.agents.mariadbRestore(master.hostaddr).restoreFullBackup({
               op_id: opId(ctx.jobId, 'restore', `node-${master.id}`),
               spec: instanceSpec(plan.dst, master),
-              admin: openAccount(ctx.secrets, plan.dst.accounts.admin),
-              replication: openAccount(ctx.secrets, plan.dst.accounts.replication),
-              storage: openAccount(ctx.secrets, plan.dst.accounts.storage),
+              admin: liveAccount(ctx.secrets, plan.dst, 'admin'),
+              replication: liveAccount(ctx.secrets, plan.dst, 'replication'),
+              storage: liveAccount(ctx.secrets, plan.dst, 'storage'),
               objects: [{ storage_agent_address: where.address, root: where.root, key: where.key }],
             });
             gtids[dst.id] = { srcShardId: src.shardId, gtid: reply.gtid_pos };

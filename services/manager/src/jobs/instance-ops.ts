@@ -11,7 +11,7 @@ import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { Clock, MetaStore } from '../meta/store';
 import { orThrow } from './errors';
-import { openAccount } from '../secrets/accounts';
+import { liveAccount } from '../secrets/live-accounts';
 import type { SecretBox } from '../secrets/secret-box';
 
 /**
@@ -47,7 +47,7 @@ export function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
 
 /** mariadb-install-db, my.cnf, the three accounts, started. The storage account may use every `D_$$_S` database. */
 export async function installStorageNode(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<number> {
-  const [admin, replication, storage] = [cluster.accounts.admin, cluster.accounts.replication, cluster.accounts.storage].map((a) => openAccount(secrets, a));
+  const [admin, replication, storage] = (['admin', 'replication', 'storage'] as const).map((role) => liveAccount(secrets, cluster, role));
   const reply = await agents.mariadb(node.hostaddr).install({
     op_id: opId(jobId, 'install', `node-${node.id}`),
     spec: instanceSpec(cluster, node),
@@ -66,7 +66,7 @@ export async function installStorageNode(agents: EngineAgents, secrets: SecretBo
 export async function setUpShardReplication(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, shard: ShardRecord): Promise<void> {
   const master = shard.nodes[shard.masterNodeId];
   if (!master) throw new Error(`shard ${shard.id} has no master node ${shard.masterNodeId}`);
-  const replication = openAccount(secrets, cluster.accounts.replication);
+  const replication = liveAccount(secrets, cluster, 'replication');
   const level = cluster.options.fullsyncLevel;
   await agents.mariadb(master.hostaddr).configureReplication({
     op_id: opId(jobId, 'master', `node-${master.id}`),
@@ -95,7 +95,7 @@ export async function setUpShardReplication(agents: EngineAgents, secrets: Secre
 
 /** initdb, the computer account, mysql_fdw, started. */
 export async function installComp(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, comp: CompRecord): Promise<number> {
-  const computer = openAccount(secrets, cluster.accounts.computer);
+  const computer = liveAccount(secrets, cluster, 'computer');
   const reply = await agents.postgres(comp.hostaddr).install({
     op_id: opId(jobId, 'install', `comp-${comp.id}`),
     comp_datadir: comp.compDatadir,
@@ -109,7 +109,7 @@ export async function installComp(agents: EngineAgents, secrets: SecretBox, jobI
 
 /** Every shard at its current master, reached with the storage account. */
 export function shardEndpoints(secrets: SecretBox, cluster: ClusterRecord): ShardEndpoint[] {
-  const storage = openAccount(secrets, cluster.accounts.storage);
+  const storage = liveAccount(secrets, cluster, 'storage');
   return Object.values(cluster.shards).flatMap((shard) => {
     const master = shard.nodes[shard.masterNodeId];
     if (!master) return [];

@@ -22,7 +22,7 @@ import { candidatesFor, checkStorageSpace, placeNodesInShard, storageDemand } fr
 import { rollBackGrowJob } from './rollback';
 import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
 import type { JobOf } from './workflow';
-import { openAccount } from '../secrets/accounts';
+import { liveAccount } from '../secrets/live-accounts';
 import type { SecretBox } from '../secrets/secret-box';
 
 type AddParas = ParasOf<'add_nodes'>;
@@ -69,7 +69,7 @@ export async function copyIntoStandby(
   const request = {
     op_id: op,
     spec: instanceSpec(cluster, node),
-    admin: openAccount(secrets, cluster.accounts.admin),
+    admin: liveAccount(secrets, cluster, 'admin'),
     sources: sources.map((s) => ({ agent_address: agents.agentAddress(s.hostaddr), hostaddr: s.hostaddr, port: s.port, is_master: s.id === master.id })),
     allow_replica_delay_s: policy.allowReplicaDelayS,
     allow_pull_from_master: policy.allowPullFromMaster,
@@ -77,7 +77,7 @@ export async function copyIntoStandby(
     need_backup: policy.needBackup,
     master_host: master.hostaddr,
     master_port: master.port,
-    replication: openAccount(secrets, cluster.accounts.replication),
+    replication: liveAccount(secrets, cluster, 'replication'),
   };
   const client = agents.mariadb(node.hostaddr);
   return seed ? client.seedStandby(request) : client.rebuildStandby(request);

@@ -27,6 +27,7 @@ import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
 import { openLogicalStorage } from '../backup/logical-storage';
 import { expandClusterJob } from './moves/expand';
 import type { MoveDeps } from './moves/engine';
+import { rotateClusterPasswords } from './passwords';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -97,6 +98,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     create_token: createToken,
     delete_token: deleteToken,
     cancel_job: cancelJobJob(options.keepFinishedJobs),
+    rotate_cluster_passwords: rotateClusterPasswords,
   } satisfies JobTable;
 }
 

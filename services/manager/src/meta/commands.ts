@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backups';
 import type { AuditRecord } from '../audit/chain';
@@ -50,6 +50,10 @@ export const CommandKind = {
   TokenDeleted: 31,
   // cancel_job (meta/jobs.ts applyJobCancelRequested).
   JobCancelRequested: 32,
+  // rotate_cluster_passwords (meta/password-rotation.ts).
+  PasswordRotationStarted: 33,
+  PasswordRotationApplied: 34,
+  PasswordRotationFinished: 35,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -319,7 +323,34 @@ export interface JobCancelRequested extends Base<typeof CommandKind.JobCancelReq
   keepFinished?: number;
 }
 
+/**
+ * Records a rotation's new (sealed) passwords before any engine is touched. With a rotation
+ * of another job left unfinished, that one is taken over as it is (its passwords, what is
+ * applied) and `accounts` is ignored: its passwords may already be on some nodes.
+ */
+export interface PasswordRotationStarted extends Base<typeof CommandKind.PasswordRotationStarted> {
+  clusterId: string;
+  jobId: string;
+  accounts: Partial<ClusterAccounts>;
+}
+
+/** Every node of the cluster accepts the rotation's new password of these roles. */
+export interface PasswordRotationApplied extends Base<typeof CommandKind.PasswordRotationApplied> {
+  clusterId: string;
+  jobId: string;
+  roles: ClusterAccountRole[];
+}
+
+/** The rotation's passwords become the cluster's accounts; the rotation record goes. */
+export interface PasswordRotationFinished extends Base<typeof CommandKind.PasswordRotationFinished> {
+  clusterId: string;
+  jobId: string;
+}
+
 export type Command =
+  | PasswordRotationStarted
+  | PasswordRotationApplied
+  | PasswordRotationFinished
   | JobCancelRequested
   | TokenCreated
   | TokenDeleted

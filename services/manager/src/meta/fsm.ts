@@ -7,6 +7,7 @@ import { applyJobCancelRequested, applyJobFinished, applyJobProgress, applyJobSt
 import { applyLogicalBackupRunClaimed, applyLogicalBackupRunFinished, applyLogicalBackupScheduled } from './logical-backups';
 import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { applyNoSwitchSet } from './noswitch';
+import { applyPasswordRotationApplied, applyPasswordRotationFinished, applyPasswordRotationStarted } from './password-rotation';
 import { refused, type ApplyOutcome } from './outcome';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
@@ -101,6 +102,12 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyTokenDeleted(state, cmd);
     case CommandKind.JobCancelRequested:
       return applyJobCancelRequested(state, cmd);
+    case CommandKind.PasswordRotationStarted:
+      return applyPasswordRotationStarted(state, cmd);
+    case CommandKind.PasswordRotationApplied:
+      return applyPasswordRotationApplied(state, cmd);
+    case CommandKind.PasswordRotationFinished:
+      return applyPasswordRotationFinished(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): refuse it identically
       // everywhere rather than guess.

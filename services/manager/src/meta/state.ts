@@ -196,6 +196,23 @@ export interface ClusterRecord {
   accounts: ClusterAccounts;
   shards: Dict<ShardRecord>;
   comps: Dict<CompRecord>;
+  /** A rotate_cluster_passwords under way, or one that failed part-way (finished by the next one). */
+  passwordRotation?: PasswordRotationRecord;
+}
+
+export type ClusterAccountRole = keyof ClusterAccounts;
+
+/**
+ * New passwords recorded (sealed) before any engine is touched, so whoever leads next
+ * knows them. `applied` lists the roles every node of the cluster accepts the new password
+ * for: from then on kcm itself uses it (secrets/live-accounts.ts); the others stay
+ * `accounts` until the rotation ends, when the new ones become `accounts`.
+ */
+export interface PasswordRotationRecord {
+  jobId: string;
+  accounts: Partial<ClusterAccounts>;
+  applied: ClusterAccountRole[];
+  startedAt: number;
 }
 
 /** An instance a failed job's rollback could not remove from its host: it still runs, or its files remain. */

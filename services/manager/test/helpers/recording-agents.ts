@@ -11,6 +11,7 @@ import {
   type MariaDbHaAgentApi,
   type MariaDbHaStatusReply,
   type MariaDbRestoreAgentApi,
+  type PasswordAgentApi,
   type MariaDbInstanceReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
@@ -130,6 +131,14 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     close: () => {},
   });
 
+  const passwords = (host: string): PasswordAgentApi => ({
+    address: agentAddress(host),
+    setMariaDbPasswords: (op, port, accounts) => record(host, 'passwords.mariadb', { op, port, accounts }, { roles: accounts.map((a) => a.role) }),
+    setReplicationPassword: (op, port, account) => record(host, 'passwords.replication', { op, port, ...account }, { is_replica: true, master_host: '', master_port: 0, io_running: true, sql_running: true }),
+    setComputePassword: (op, port, account) => record(host, 'passwords.compute', { op, port, ...account }, { user: account.user }),
+    close: () => {},
+  });
+
   // The host-level agent (health checks of the pool's users): answers unless the host is down.
   const hostAgent = (host: string): AgentApi => ({
     address: agentAddress(host),
@@ -145,6 +154,7 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     postgresProbe: postgres,
     mariadbHa,
     mariadbRestore,
+    passwords,
     cgroup,
     agentAddress,
     close: () => {},

@@ -8,7 +8,7 @@ import { orThrow } from '../errors';
 import { opId } from '../instance-ops';
 import type { StepServices } from '../workflow';
 import { where } from './shard-view';
-import { openAccount } from '../../secrets/accounts';
+import { liveAccount } from '../../secrets/live-accounts';
 import type { SecretBox } from '../../secrets/secret-box';
 
 /** How long a promotion waits for the candidate's relay log to be applied. */
@@ -67,7 +67,7 @@ export interface RepointOutcome {
 /** Points each standby at the new master (MASTER_USE_GTID=slave_pos); one failing does not stop the others. */
 export async function repointStandbys(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, master: StorageNodeRecord, standbys: StorageNodeRecord[]): Promise<RepointOutcome> {
   const out: RepointOutcome = { repointed: [], failed: [] };
-  const replication = openAccount(secrets, cluster.accounts.replication);
+  const replication = liveAccount(secrets, cluster, 'replication');
   await Promise.all(
     standbys.map(async (n) => {
       try {

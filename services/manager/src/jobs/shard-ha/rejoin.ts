@@ -15,7 +15,7 @@ import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from '../nodes';
 import type { StepServices } from '../workflow';
 import { FENCE_REACH_MS } from './fence';
 import { where } from './shard-view';
-import { openAccount } from '../../secrets/accounts';
+import { liveAccount } from '../../secrets/live-accounts';
 import type { SecretBox } from '../../secrets/secret-box';
 
 export interface RejoinOutcome {
@@ -66,7 +66,7 @@ export async function rejoinFencedNode(
         port: node.port,
         master_host: master.hostaddr,
         master_port: master.port,
-        replication: openAccount(services.secrets, cluster.accounts.replication),
+        replication: liveAccount(services.secrets, cluster, 'replication'),
         fullsync_level: cluster.options.fullsyncLevel,
       });
     } catch (err) {

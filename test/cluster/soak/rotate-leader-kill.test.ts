@@ -1,0 +1,133 @@
+// rotate_cluster_passwords with the manager leader SIGKILLed in the middle (npm run
+// soak:rotate; not in the default suite: a 3-manager group and three agent processes take
+// minutes to build a cluster). The new leader resumes the rotation at its first unfinished
+// step and finishes it with the passwords recorded before any engine was touched: the new
+// compute password logs in and the old one is refused, rows written through the compute
+// node reach the shard (user mappings with the new storage password), and a standby whose
+// replication the rotation restarted runs with the new replication password and receives
+// new rows.
+// ROTATE_KILLS (default 3): how many rotations are each cut by a leader kill; a killed
+// member is started again before the next one.
+
+import { chmodSync } from 'node:fs';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MariaDbHaAgentClient } from '@kcm/agent-api';
+import { emit, jobStatus, waitForJobEnd } from '../../manager/helpers/emit-client';
+import { LocalGroup } from '../../manager/helpers/group';
+import { waitFor } from '../../manager/helpers/processes';
+import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from '../cluster-fixture';
+
+const MEMBERS = ['127.0.1.91:58192', '127.0.1.92:58192', '127.0.1.93:58192'];
+const AGENT_PORT = 58168;
+const KILLS = Number(process.env.ROTATE_KILLS ?? 3);
+
+describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords', () => {
+  const group = new LocalGroup({ name: 'rotate-leader', members: MEMBERS, agentHosts: [...HOSTS], agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10 } });
+  chmodSync(group.dir, 0o755);
+  const dirs = (i: number) => ({
+    datadir: path.join(group.dir, `h${i}`, 'data'),
+    logdir: path.join(group.dir, `h${i}`, 'log'),
+    wal_log_dir: path.join(group.dir, `h${i}`, 'wal'),
+    comp_datadir: path.join(group.dir, `h${i}`, 'comp'),
+  });
+  let clusterId = '';
+  let computer = { user: '', password: '' };
+  let storage = { user: '', password: '' };
+  /** One storage node per host, each the lowest port of its host's range. */
+  const storageNodes = [0, 1, 2].map((i) => ({ host: HOSTS[i], port: storagePorts(i).low }));
+  const compute = (password: string) => {
+    const c = new pg.Client({ host: HOSTS[2], port: computerPorts(2).low, user: computer.user, password, database: 'postgres', connectionTimeoutMillis: 3000, query_timeout: 5000 });
+    c.on('error', () => {});
+    return c.connect().then(() => c);
+  };
+  const live = () => group.liveMembers();
+
+  beforeAll(async () => {
+    await group.start();
+    const leader = await group.waitForLeader();
+    const run = async (jobType: string, paras: Record<string, unknown>, timeoutMs = 60_000) => {
+      const reply = await waitForJobEnd(MEMBERS, (await emit(leader, jobType, paras)).job_id, timeoutMs);
+      if (reply.status !== 'done') throw new Error(`${jobType}: ${reply.error_info}`);
+      return reply;
+    };
+    for (const [i, host] of HOSTS.entries()) {
+      await run('create_machine', { hostaddr: host, machine_type: 'storage', port_range: `${storagePorts(i).low}-${storagePorts(i).high}`, rack_id: 'r1', ...dirs(i), total_mem: '4096', total_cpu_cores: '2' });
+    }
+    await run('create_machine', { hostaddr: HOSTS[2], machine_type: 'computer', port_range: `${computerPorts(2).low}-${computerPorts(2).high}`, rack_id: 'r1', ...dirs(2), total_mem: '4096', total_cpu_cores: '2' });
+    const created = await run('create_cluster', {
+      nick_name: 'rot', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
+      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
+      storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
+    }, 300_000);
+    const att = created.attachment as Record<string, string>;
+    clusterId = att.cluster_id;
+    computer = { user: att.computer_user, password: att.computer_pwd };
+    storage = { user: att.storage_user, password: att.storage_pwd };
+    const master = await mysql.createConnection({ ...storageNodes[0], ...storage, connectTimeout: 3000 });
+    await master.query('CREATE DATABASE IF NOT EXISTS `postgres_$$_public`');
+    await master.query('CREATE TABLE `postgres_$$_public`.rot (id INT PRIMARY KEY) ENGINE=InnoDB');
+    await master.end();
+  }, 400_000);
+
+  afterAll(async () => {
+    await group.stop();
+    for (const pid of await enginePidsUnder(group.dir)) process.kill(pid, 'SIGKILL');
+    await removeCgroupsOf(HOSTS);
+  }, 60_000);
+
+  it(`each of ${KILLS} rotations cut by a leader kill is finished by the next leader with its recorded passwords`, async () => {
+    let nextId = 1;
+    for (let k = 0; k < KILLS; k++) {
+      const leader = await group.waitForLeader(live(), 30_000);
+      const ack = await emit(leader, 'rotate_cluster_passwords', { cluster_id: clusterId });
+      // SIGKILL the leader as soon as the job runs (its steps take a second or two in all).
+      const atKill = await waitFor('the rotation under way', async () => {
+        const s = await jobStatus(leader, ack.job_id, 2000).catch(() => undefined);
+        return s && s.status !== 'started' ? s : undefined;
+      }, 30_000, 10);
+      await group.manager(leader).kill();
+      const step = (atKill.attachment as { progress?: { step_name?: string } } | null)?.progress?.step_name ?? atKill.status;
+      const done = await waitForJobEnd(live, ack.job_id, 120_000);
+      console.log(`rotation ${k + 1}: leader ${leader} SIGKILLed at "${step}"; ${done.status} by the next leader`);
+      expect(done.status, done.error_info).toBe('done');
+      const att = done.attachment as Record<string, string>;
+      expect(att.computer_pwd).not.toBe(computer.password);
+      const old = computer.password;
+      computer = { user: att.computer_user, password: att.computer_pwd };
+      storage = { user: att.storage_user, password: att.storage_pwd };
+
+      await expect(compute(old)).rejects.toThrow(/password authentication failed/);
+      const c = await waitFor('a login with the new compute password and an insert through it', async () => {
+        const client = await compute(computer.password).catch(() => undefined);
+        if (!client) return undefined;
+        const ok = await client.query('INSERT INTO public.rot (id) VALUES ($1)', [nextId]).then(() => true, () => false);
+        if (!ok) await client.end();
+        return ok ? client : undefined;
+      }, 20_000, 300);
+      await c.end();
+      // The rotation restarted every standby's replication with the new replication password
+      // (the agent waits for it to run): the row reaches each, and both threads run.
+      for (const n of storageNodes) {
+        const ha = new MariaDbHaAgentClient(`${n.host}:${AGENT_PORT}`, { statusMs: 3000 });
+        try {
+          const s = await ha.replicationStatus(n.port);
+          if (!s.is_replica) continue;
+          expect(s).toMatchObject({ io_running: true, sql_running: true, last_io_error: '' });
+          await waitFor(`row ${nextId} on ${n.host}:${n.port}`, async () => {
+            const conn = await mysql.createConnection({ host: n.host, port: n.port, ...storage, connectTimeout: 3000 });
+            const [rows] = (await conn.query('SELECT id FROM `postgres_$$_public`.rot WHERE id = ?', [nextId])) as unknown as [unknown[]];
+            await conn.end();
+            return rows.length === 1 ? true : undefined;
+          }, 15_000, 200);
+        } finally {
+          ha.close();
+        }
+      }
+      nextId++;
+      await group.startManager(leader);
+    }
+  }, 900_000);
+});
