@@ -12,6 +12,7 @@ export * from './gtid';
 export * from './contract/storage';
 export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';
+export * from './contract/mariadb-tables';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls } from './credentials';
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
@@ -52,3 +53,4 @@ export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb
 export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
 export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';
+export { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';

@@ -7,6 +7,7 @@ import { cgroupCapability } from './cgroup/index';
 import { mariadbModule } from './mariadb/index';
 import { storageCapability } from './storage/index';
 import { mariadbLogicalModule } from './mariadb/logical';
+import { mariadbTablesModule } from './mariadb/table-info';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
@@ -14,4 +15,5 @@ export const capabilityModules: CapabilityModule[] = [
   mariadbModule,
   storageCapability,
   mariadbLogicalModule,
+  mariadbTablesModule,
 ];

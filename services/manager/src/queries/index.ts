@@ -9,6 +9,7 @@ import type { MetaState } from '../meta/state';
 import { clusterQueries } from './clusters';
 import { backupStorageList, withBackupSets } from './backups';
 import { getAudit, listTokens } from './auth';
+import { defaultTableStatsOf, expandTableListQuery, type TableStatsOf } from './expand-table-list';
 
 export interface QueryDeps {
   /** The current Raft configuration (voters and learners). */
@@ -22,6 +23,8 @@ export interface QueryDeps {
   now?: () => number;
   /** The tokens of the manager's config, for list_tokens (names and roles only). */
   configTokens?: readonly { name: string; role: string }[];
+  /** Table sizes and access counts of a storage node (get_expand_table_list); default: its agent. */
+  tableStatsOf?: TableStatsOf;
 }
 
 /** `no_rep` for a one-member group, `mgr` for a consensus group of two or more. */
@@ -68,5 +71,6 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
     ['get_backup_storage', (_req, state) => backupStorageList(state)],
     ['list_tokens', listTokens(deps.configTokens ?? [])],
     ['get_audit', getAudit],
+    expandTableListQuery(deps.tableStatsOf ?? defaultTableStatsOf(deps.agents)),
   ]);
 }
