@@ -13,6 +13,7 @@ export * from './contract/storage';
 export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';
 export * from './contract/mariadb-tables';
+export * from './contract/table-move';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls } from './credentials';
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
@@ -54,3 +55,4 @@ export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } fro
 export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';
 export { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
+export { TableMoveAgentClient, type ForeignTableRef } from './clients/table-move-client';

@@ -48,6 +48,7 @@ export type {
   ComputerStepResult,
   ClusterRestoreResult,
   RestoredShardResult,
+  ExpandClusterResult,
 } from './results';
 export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, type ErrorName, type ErrorEntry } from './errors';
 export { acceptReply, doneReply, statusReply, errorReply, JOB_STATUSES, type JobStatus, type ReplyEnvelope } from './replies';

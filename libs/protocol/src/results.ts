@@ -269,7 +269,7 @@ export type JobResults = EveryAsyncJobType<{
   cluster_restore: ClusterRestoreResult;
   logical_backup: LogicalBackupResult;
   logical_restore: LogicalRestoreResult;
-  expand_cluster: EmptyResult;
+  expand_cluster: ExpandClusterResult;
   repartition_tables: EmptyResult;
   raft_mission: RaftMissionResult;
   manual_switch: ManualSwitchResult;
@@ -310,3 +310,16 @@ export type JobProgressAttachment = {
 
 /** get_status's attachment: a done job's result, an ongoing job's progress, or null (queued or failed). */
 export type StatusAttachment = JobResults[AsyncJobType] | JobProgressAttachment | null;
+
+/**
+ * expand_cluster's result: per moved table, the rows copied, re-copied by the catch-up and
+ * verified, the source left behind (renamed aside, or '' when dropped) and the measured
+ * write-blocked window of its cut-over (ms, from the first hold sent to the last re-point).
+ */
+export type ExpandClusterResult = {
+  cluster_id: string;
+  src_shard_id: string;
+  dst_shard_id: string;
+  blocked_ms_max: string;
+  list_table: { table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string; old_table: string }[];
+};

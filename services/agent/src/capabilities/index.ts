@@ -8,6 +8,7 @@ import { mariadbModule } from './mariadb/index';
 import { storageCapability } from './storage/index';
 import { mariadbLogicalModule } from './mariadb/logical';
 import { mariadbTablesModule } from './mariadb/table-info';
+import { tableMoveCapability } from './table-move/index';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
@@ -16,4 +17,5 @@ export const capabilityModules: CapabilityModule[] = [
   storageCapability,
   mariadbLogicalModule,
   mariadbTablesModule,
+  tableMoveCapability,
 ];

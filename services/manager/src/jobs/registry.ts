@@ -25,6 +25,7 @@ import { openBackupStorage } from '../backup/storage';
 import { manualBackupClusterJob, type BackupJobDeps } from './backup';
 import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
 import { openLogicalStorage } from '../backup/logical-storage';
+import { expandClusterJob } from './moves/expand';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -83,7 +84,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     cluster_restore: clusterRestore,
     logical_backup: logicalBackup,
     logical_restore: logicalRestoreJob(options.logical ?? { openStorage: openLogicalStorage }),
-    expand_cluster: 'unsupported',
+    expand_cluster: expandClusterJob(),
     repartition_tables: 'unsupported',
     raft_mission: raftMissionJob(options),
     manual_switch: manualSwitchJob(options.manualSwitch),

@@ -1,0 +1,48 @@
+// Loads proto/agent-table-move.proto at run time and states its message shapes as
+// proto-loader decodes them (keepCase, longs as numbers, defaults filled in).
+
+import { loadAgentService } from '../load-proto';
+
+export const TableMoveAgentService = loadAgentService('agent-table-move.proto', 'TableMoveAgent');
+
+export interface HoldForeignTableRequest {
+  hold_id: string;
+  port: number;
+  database: string;
+  schema: string;
+  table: string;
+  hold_ms: number;
+}
+
+export interface HoldForeignTableReply {
+  server: string;
+  lock_wait_ms: number;
+}
+
+export interface RepointForeignTableRequest {
+  hold_id: string;
+  server: string;
+}
+
+export interface RepointForeignTableReply {
+  elapsed_ms: number;
+}
+
+export interface ReleaseForeignTableRequest {
+  hold_id: string;
+}
+
+export interface ReleaseForeignTableReply {
+  released: boolean;
+}
+
+export interface ForeignTableServerRequest {
+  port: number;
+  database: string;
+  schema: string;
+  table: string;
+}
+
+export interface ForeignTableServerReply {
+  server: string;
+}

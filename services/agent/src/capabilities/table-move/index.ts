@@ -1,0 +1,156 @@
+// The TableMoveAgent service: a table move's cut-over on a compute node (see
+// proto/agent-table-move.proto). A hold is one PostgreSQL session, kept open between
+// HoldForeignTable and RepointForeignTable/ReleaseForeignTable, and rolled back by a timer
+// if the manager never comes back: the source then keeps serving.
+
+import path from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
+import pg from 'pg';
+import { unary } from '../../grpc-unary';
+import type { AgentContext, CapabilityModule } from '../../capability';
+import { ADMIN_ROLE, InstanceRegistry, isIdentifier, socketDir } from '../postgres/layout';
+import { ident } from '../postgres/admin-session';
+import {
+  AgentFailure,
+  TableMoveAgentService,
+  type ForeignTableServerRequest,
+  type HoldForeignTableRequest,
+  type ReleaseForeignTableRequest,
+  type RepointForeignTableRequest,
+} from '@kcm/agent-api';
+import { foreignTableStatements, type ForeignTableShape } from './foreign-table-ddl';
+
+const HOLD_ID = /^[A-Za-z0-9_.:-]{1,120}$/;
+const MAX_HOLD_MS = 30_000;
+
+interface Hold {
+  client: pg.Client;
+  schema: string;
+  table: string;
+  timer: NodeJS.Timeout;
+}
+
+function checkNames(req: { database: string; schema: string; table: string }): void {
+  for (const field of ['database', 'schema', 'table'] as const) {
+    if (!isIdentifier(req[field])) throw new AgentFailure('invalid_argument', `${field} ${JSON.stringify(req[field])} is not a plain identifier`);
+  }
+}
+
+async function connect(registry: InstanceRegistry, port: number, database: string): Promise<pg.Client> {
+  const instance = await registry.get(port);
+  const client = new pg.Client({ host: socketDir(instance), port: instance.port, user: ADMIN_ROLE, database, connectionTimeoutMillis: 10_000, application_name: 'kcm-agent-move' });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
+/** The foreign table's definition as the catalog holds it: enough to make it again on another server. */
+async function readShape(client: pg.Client, schema: string, table: string): Promise<ForeignTableShape | undefined> {
+  const rel = await client.query<{ oid: number; server: string; ftoptions: string[] | null; owner: string; comment: string | null; acl: string[] | null; partition_of: string | null }>(
+    `SELECT c.oid, s.srvname AS server, ft.ftoptions, pg_get_userbyid(c.relowner) AS owner, obj_description(c.oid, 'pg_class') AS comment,
+            c.relacl::text[] AS acl, (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS partition_of
+       FROM pg_foreign_table ft JOIN pg_class c ON c.oid = ft.ftrelid JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_foreign_server s ON s.oid = ft.ftserver
+      WHERE n.nspname = $1 AND c.relname = $2`,
+    [schema, table],
+  );
+  if (rel.rowCount === 0) return undefined;
+  const r = rel.rows[0];
+  const cols = await client.query<{ name: string; type: string; notnull: boolean; default: string | null; options: string[] | null }>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull, pg_get_expr(d.adbin, d.adrelid) AS default, a.attfdwoptions AS options
+       FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+    [r.oid],
+  );
+  const grants = await client.query<{ grantee: string; privilege: string }>(
+    `SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(x.grantee) END AS grantee, x.privilege_type AS privilege
+       FROM pg_class c, aclexplode(c.relacl) x WHERE c.oid = $1 AND x.grantee <> c.relowner`,
+    [r.oid],
+  );
+  return {
+    schema,
+    table,
+    server: r.server,
+    options: r.ftoptions ?? [],
+    owner: r.owner,
+    comment: r.comment,
+    partitionOf: r.partition_of,
+    columns: cols.rows.map((c) => ({ name: c.name, type: c.type, notNull: c.notnull, default: c.default, options: c.options ?? [] })),
+    grants: grants.rows,
+  };
+}
+
+export const tableMoveCapability: CapabilityModule = {
+  name: 'table-move',
+  register(server: grpc.Server, ctx: AgentContext) {
+    const registry = new InstanceRegistry(path.join(ctx.stateDir, 'postgres'));
+    const holds = new Map<string, Hold>();
+    const end = async (holdId: string, how: 'COMMIT' | 'ROLLBACK'): Promise<boolean> => {
+      const hold = holds.get(holdId);
+      if (!hold) return false;
+      holds.delete(holdId);
+      clearTimeout(hold.timer);
+      try {
+        await hold.client.query(how);
+      } finally {
+        await hold.client.end().catch(() => {});
+      }
+      return true;
+    };
+    server.addService(TableMoveAgentService.service, {
+      HoldForeignTable: unary(ctx.logger, 'HoldForeignTable', async (req: HoldForeignTableRequest) => {
+        if (!HOLD_ID.test(req.hold_id)) throw new AgentFailure('invalid_argument', `hold_id ${JSON.stringify(req.hold_id)} must be 1-120 characters of [A-Za-z0-9_.:-]`);
+        checkNames(req);
+        if (!(req.hold_ms > 0 && req.hold_ms <= MAX_HOLD_MS)) throw new AgentFailure('invalid_argument', `hold_ms ${req.hold_ms} must be in 1..${MAX_HOLD_MS}`);
+        await end(req.hold_id, 'ROLLBACK');
+        const client = await connect(registry, req.port, req.database);
+        const started = performance.now();
+        try {
+          await client.query('BEGIN');
+          // EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
+          await client.query(`LOCK TABLE ${ident(req.schema)}.${ident(req.table)} IN EXCLUSIVE MODE`);
+          const shape = await readShape(client, req.schema, req.table);
+          if (!shape) throw new AgentFailure('not_found', `${req.database}: ${req.schema}.${req.table} is not a foreign table`);
+          const lockWaitMs = performance.now() - started;
+          const timer = setTimeout(() => {
+            ctx.logger.warn({ hold_id: req.hold_id }, 'foreign table hold expired; rolled back, the table stays where it was');
+            void end(req.hold_id, 'ROLLBACK').catch(() => {});
+          }, req.hold_ms);
+          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer });
+          return { server: shape.server, lock_wait_ms: lockWaitMs };
+        } catch (err) {
+          await client.end().catch(() => {});
+          throw err;
+        }
+      }),
+      RepointForeignTable: unary(ctx.logger, 'RepointForeignTable', async (req: RepointForeignTableRequest) => {
+        const hold = holds.get(req.hold_id);
+        if (!hold) throw new AgentFailure('not_found', `no hold ${req.hold_id} (expired or never taken); the foreign table was not re-pointed`);
+        if (!isIdentifier(req.server)) throw new AgentFailure('invalid_argument', `server ${JSON.stringify(req.server)} is not a plain identifier`);
+        const started = performance.now();
+        try {
+          const shape = await readShape(hold.client, hold.schema, hold.table);
+          if (!shape) throw new AgentFailure('not_found', `${hold.schema}.${hold.table} is no longer a foreign table`);
+          if (shape.server !== req.server) {
+            for (const sql of foreignTableStatements(shape, req.server)) await hold.client.query(sql);
+          }
+        } catch (err) {
+          await end(req.hold_id, 'ROLLBACK').catch(() => {});
+          throw err;
+        }
+        await end(req.hold_id, 'COMMIT');
+        return { elapsed_ms: performance.now() - started };
+      }),
+      ReleaseForeignTable: unary(ctx.logger, 'ReleaseForeignTable', async (req: ReleaseForeignTableRequest) => ({ released: await end(req.hold_id, 'ROLLBACK') })),
+      ForeignTableServer: unary(ctx.logger, 'ForeignTableServer', async (req: ForeignTableServerRequest) => {
+        checkNames(req);
+        const client = await connect(registry, req.port, req.database);
+        try {
+          const shape = await readShape(client, req.schema, req.table);
+          return { server: shape?.server ?? '' };
+        } finally {
+          await client.end().catch(() => {});
+        }
+      }),
+    });
+  },
+};

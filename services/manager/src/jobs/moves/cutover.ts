@@ -1,0 +1,83 @@
+// Phase 4 of a move: the cut-over, on every compute node at once: hold the moved table's
+// foreign table (writes through the compute nodes queue on a PostgreSQL lock, other tables
+// are untouched), wait until the catch-up has applied the source up to its binlog position
+// taken under the hold, re-point each foreign table at the target's server and commit
+// (which releases the writers, now onto the target). The window is measured from the first
+// hold sent to the last re-point answered. Writes sent straight to the source shard, not
+// through a compute node, are not held and are not moved after the cut-over.
+
+import { TableMoveAgentClient, type ForeignTableRef } from '@kcm/agent-api';
+import { KcmError } from '@kcm/protocol';
+import type { BinlogPosition } from './binlog-rows';
+
+export interface CompAt {
+  hostaddr: string;
+  port: number;
+}
+
+/** The calls a cut-over makes on compute nodes' agents (a unit test fakes it). */
+export interface ForeignTableAgent {
+  hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number): Promise<{ server: string }>;
+  repoint(hostaddr: string, holdId: string, server: string): Promise<unknown>;
+  release(hostaddr: string, holdId: string): Promise<unknown>;
+  server(hostaddr: string, ref: ForeignTableRef): Promise<{ server: string }>;
+}
+
+/** Through the real agents, a client per call (cut-overs are rare; the pool is not grown for them). */
+export function agentForeignTables(agentAddress: (hostaddr: string) => string): ForeignTableAgent {
+  const use = async <T>(hostaddr: string, work: (c: TableMoveAgentClient) => Promise<T>) => {
+    const c = new TableMoveAgentClient(agentAddress(hostaddr));
+    try {
+      return await work(c);
+    } finally {
+      c.close();
+    }
+  };
+  return {
+    hold: (h, id, ref, ms) => use(h, (c) => c.hold(id, ref, ms)),
+    repoint: (h, id, server) => use(h, (c) => c.repoint(id, server)),
+    release: (h, id) => use(h, (c) => c.release(id)),
+    server: (h, ref) => use(h, (c) => c.server(ref)),
+  };
+}
+
+export interface CutOverPlan {
+  holdId: string;
+  comps: CompAt[];
+  foreign: { database: string; schema: string; table: string };
+  targetServer: string;
+  holdMs: number;
+  /** The source's binlog position now (read once every hold is in place). */
+  sourcePosition(): Promise<BinlogPosition>;
+  /** Resolves once the catch-up has applied everything up to the position. */
+  caughtUp(at: BinlogPosition): Promise<void>;
+}
+
+export interface CutOverOutcome {
+  blockedMs: number;
+  alreadyMoved: number;
+}
+
+export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Promise<CutOverOutcome> {
+  const ref = (c: CompAt): ForeignTableRef => ({ port: c.port, ...plan.foreign });
+  const holdId = (c: CompAt) => `${plan.holdId}-${c.hostaddr}-${c.port}`;
+  const started = performance.now();
+  const held: CompAt[] = [];
+  let alreadyMoved = 0;
+  try {
+    await Promise.all(
+      plan.comps.map(async (c) => {
+        const h = await agent.hold(c.hostaddr, holdId(c), ref(c), plan.holdMs);
+        held.push(c);
+        if (h.server === plan.targetServer) alreadyMoved++;
+      }),
+    );
+    await plan.caughtUp(await plan.sourcePosition());
+    await Promise.all(held.map((c) => agent.repoint(c.hostaddr, holdId(c), plan.targetServer)));
+  } catch (err) {
+    await Promise.allSettled(held.map((c) => agent.release(c.hostaddr, holdId(c))));
+    if (err instanceof KcmError) throw err;
+    throw KcmError.of('INSTANCE_FAILED', `cut-over failed, the source keeps serving: ${(err as Error).message}`, { cause: err });
+  }
+  return { blockedMs: performance.now() - started, alreadyMoved };
+}

@@ -1,0 +1,332 @@
+// The move engine: one table from a source (cluster, shard, MariaDB database, table) to a
+// target (cluster, shard, database, table; created by the move or pre-created by the user),
+// in phases a job runs as its own resumable steps (expand_cluster, repartition_tables):
+//
+//   prepareMove  -> record the source's binlog position, check/create the target
+//   copyPhase    -> chunked copy from a consistent snapshot, throttled, resumes at the chunk
+//   catchUpPhase -> binlog catch-up from the recorded position until the target is level
+//   verifyPhase  -> chunk hashes of source and target agree, else DATA_CHECK_FAILED naming keys
+//   cutOverPhase -> hold the compute nodes' foreign table, apply the tail, re-point, release
+//   retireSource -> drop the source table or rename it aside
+//   abandonMove  -> (rollback) stop the catch-up, drop a target the move created
+//
+// The catch-up keeps running from catchUpPhase to cutOverPhase in this member (tailers
+// below); a new leader starts it again from the last position a step recorded, which is
+// safe because the catch-up re-copies changed rows (resync.ts).
+
+import type { StepContext } from '../workflow';
+import { KcmError } from '@kcm/protocol';
+import { gtidProgress } from '@kcm/agent-api';
+import { openAccount } from '../../secrets/accounts';
+import type { ClusterRecord } from '../../meta/state';
+import type { BinlogPosition } from './binlog-rows';
+import { copyRows } from './copy';
+import { agentForeignTables, cutOver, type ForeignTableAgent } from './cutover';
+import { masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
+import { BinlogTailer } from './tailer';
+import { verifyCopy } from './verify';
+
+export interface MoveEnd {
+  clusterId: string;
+  shardId: string;
+  /** The MariaDB database on the shard (`<db>_$$_<schema>`). */
+  db: string;
+  table: string;
+}
+
+export interface MoveSpec {
+  /** Unique within the job (e.g. the table's index): names the move's catch-up and holds. */
+  key: string;
+  source: MoveEnd;
+  /** `create`: the move makes the target like the source (expand) and drops it on failure; else it must exist (repartition). */
+  target: MoveEnd & { create: boolean };
+  /** The compute nodes' foreign table that the cut-over re-points (in the target's cluster). */
+  foreign: { database: string; schema: string; table: string };
+}
+
+export interface MoveLimits {
+  chunkRows: number;
+  /** The copy waits while a target standby is more transactions behind its master than this. */
+  maxTargetLagTrx: number;
+  /** How long a catch-up may take to reach the source's position (catch-up phase). */
+  catchUpMs: number;
+  /** How long writes may be held for the tail, per attempt, and attempts. */
+  cutOverCatchUpMs: number;
+  cutOverAttempts: number;
+}
+
+export const DEFAULT_MOVE_LIMITS: MoveLimits = { chunkRows: 2000, maxTargetLagTrx: 20, catchUpMs: 120_000, cutOverCatchUpMs: 2_000, cutOverAttempts: 5 };
+
+export interface PreparedMove {
+  start: BinlogPosition;
+  shape: TableShape;
+}
+
+export interface CopySummary {
+  rows: number;
+  chunks: number;
+  resumed_after: string;
+  ms: number;
+}
+
+export interface CaughtUp {
+  at: BinlogPosition;
+  rows_resynced: number;
+}
+
+export interface VerifySummary {
+  rows: number;
+  chunks: number;
+  ms: number;
+}
+
+export interface CutOverSummary {
+  blocked_ms: number;
+  at: BinlogPosition;
+  rows_resynced: number;
+}
+
+/** What the engine reaches shards and compute nodes through (tests replace foreignTables). */
+export interface MoveDeps {
+  foreignTables?: ForeignTableAgent;
+  limits?: Partial<MoveLimits>;
+}
+
+type Ctx = StepContext<unknown, object>;
+
+function clusterOf(ctx: Ctx, id: string): ClusterRecord {
+  const c = ctx.state().clusters[id];
+  if (!c) throw KcmError.of('NOT_FOUND', `cluster ${id} no longer exists`);
+  return c;
+}
+
+function masterOf(ctx: Ctx, end: MoveEnd) {
+  const cluster = clusterOf(ctx, end.clusterId);
+  const shard = cluster.shards[end.shardId];
+  if (!shard) throw KcmError.of('NOT_FOUND', `shard ${end.shardId} is not part of cluster ${end.clusterId}`);
+  const master = shard.nodes[shard.masterNodeId];
+  if (!master) throw KcmError.of('INSTANCE_FAILED', `shard ${end.shardId} of cluster ${end.clusterId} has no master`);
+  return { cluster, shard, master };
+}
+
+function storageLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
+  const { cluster, master } = masterOf(ctx, end);
+  const a = openAccount(ctx.secrets, cluster.accounts.storage);
+  return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
+}
+
+function replicationLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
+  const { cluster, master } = masterOf(ctx, end);
+  const a = openAccount(ctx.secrets, cluster.accounts.replication);
+  return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
+}
+
+const where = (e: MoveEnd) => `${e.db}.${e.table} on shard ${e.shardId} of cluster ${e.clusterId}`;
+
+/** Records the source position (before any snapshot the copy takes) and makes or checks the target. */
+export async function prepareMove(ctx: Ctx, spec: MoveSpec): Promise<PreparedMove> {
+  const start = await withShard(replicationLogin(ctx, spec.source), masterPosition);
+  return withShard(storageLogin(ctx, spec.source), async (src) => {
+    const shape = await readTableShape(src, spec.source.db, spec.source.table);
+    if (!shape) throw KcmError.of('NOT_FOUND', `table ${where(spec.source)} does not exist`);
+    if (shape.key.length === 0) throw KcmError.of('UNSUPPORTED', `table ${where(spec.source)} has no primary key; a move copies and verifies by primary key`);
+    await withShard(storageLogin(ctx, spec.target), async (dst) => {
+      const existing = await readTableShape(dst, spec.target.db, spec.target.table);
+      if (spec.target.create) {
+        if (existing) {
+          // Only a re-run of this step finds it: the copy has not started, so it is empty.
+          const [rows] = (await dst.query(`SELECT 1 FROM ${q(spec.target.db)}.${q(spec.target.table)} LIMIT 1`)) as unknown as [unknown[]];
+          if (rows.length > 0) throw KcmError.of('CONFLICT', `table ${where(spec.target)} already exists and holds rows; nothing was moved`);
+          return;
+        }
+        const [created] = (await src.query(`SHOW CREATE TABLE ${q(spec.source.db)}.${q(spec.source.table)}`)) as unknown as [Record<string, string>[]];
+        const ddl = created[0]['Create Table'];
+        await dst.query(`CREATE DATABASE IF NOT EXISTS ${q(spec.target.db)}`);
+        await dst.changeUser({ database: spec.target.db });
+        await dst.query(ddl.replace(/^CREATE TABLE `(?:[^`]|``)+`/, `CREATE TABLE ${q(spec.target.table)}`));
+      } else if (!existing) {
+        throw KcmError.of('NOT_FOUND', `target table ${where(spec.target)} does not exist; it must be created before the move`);
+      }
+    });
+    return { start, shape };
+  });
+}
+
+/** Waits while a standby of the target shard lags its master by more than the limit (at most 30 s per call). */
+async function throttleOnTargetLag(ctx: Ctx, spec: MoveSpec, maxLagTrx: number): Promise<void> {
+  const { shard, master } = masterOf(ctx, spec.target);
+  const standbys = Object.values(shard.nodes).filter((n) => n.id !== master.id && !n.fenced);
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline && !ctx.signal.aborted) {
+    const [m, ...s] = await Promise.all([master, ...standbys].map((n) => ctx.agents.mariadbHa(n.hostaddr).replicationStatus(n.port).catch(() => null)));
+    if (!m?.answering) return;
+    const behind = Math.max(0, ...s.filter((x) => x?.answering).map((x) => gtidProgress(m.gtid_binlog_pos) - gtidProgress(x!.gtid_current_pos)));
+    if (behind <= maxLagTrx) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function copyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, deps: MoveDeps = {}): Promise<CopySummary> {
+  const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
+  const src = await openShard(storageLogin(ctx, spec.source));
+  const dst = await openShard(storageLogin(ctx, spec.target));
+  src.on('error', () => {});
+  dst.on('error', () => {});
+  let sinceProgress = 0;
+  try {
+    const out = await copyRows(src, dst, spec.source, spec.target, prepared.shape, {
+      chunkRows: limits.chunkRows,
+      signal: ctx.signal,
+      throttle: () => throttleOnTargetLag(ctx, spec, limits.maxTargetLagTrx),
+      progress: async (rows, chunks) => {
+        // Progress is a Raft commit: one per 10 chunks is enough for get_status.
+        if (++sinceProgress >= 10) {
+          sinceProgress = 0;
+          await ctx.progress(rows, 0);
+        }
+        void chunks;
+      },
+    });
+    return { rows: out.rows, chunks: out.chunks, resumed_after: out.resumedAfter === null ? '' : JSON.stringify(out.resumedAfter), ms: Math.round(out.ms) };
+  } finally {
+    await Promise.all([src.end().catch(() => src.destroy()), dst.end().catch(() => dst.destroy())]);
+  }
+}
+
+/** The catch-ups running in this member, by job and move key. */
+const tailers = new Map<string, { tailer: BinlogTailer; close: () => Promise<void> }>();
+
+async function tailerFor(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, from: BinlogPosition): Promise<BinlogTailer> {
+  const id = `${ctx.jobId}/${spec.key}`;
+  const running = tailers.get(id);
+  if (running) return running.tailer;
+  const src = await openShard(storageLogin(ctx, spec.source));
+  const dst = await openShard(storageLogin(ctx, spec.target));
+  src.on('error', () => {});
+  dst.on('error', () => {});
+  const tailer = new BinlogTailer({ binlogLogin: replicationLogin(ctx, spec.source), src, dst, from: spec.source, to: spec.target, shape: prepared.shape, start: from, logger: ctx.logger });
+  const close = async () => {
+    tailers.delete(id);
+    await tailer.stop();
+    await Promise.all([src.end().catch(() => src.destroy()), dst.end().catch(() => dst.destroy())]);
+  };
+  tailers.set(id, { tailer, close });
+  // Leadership lost: the next leader starts its own catch-up; this one must not write on.
+  ctx.signal.addEventListener('abort', () => void close(), { once: true });
+  await tailer.start();
+  return tailer;
+}
+
+/** Stops the move's catch-up in this member (after the cut-over, or on rollback). */
+export async function stopCatchUp(jobId: string, key: string): Promise<void> {
+  await tailers.get(`${jobId}/${key}`)?.close();
+}
+
+async function sourcePosition(ctx: Ctx, spec: MoveSpec): Promise<BinlogPosition> {
+  return withShard(replicationLogin(ctx, spec.source), masterPosition);
+}
+
+export async function catchUpPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, deps: MoveDeps = {}): Promise<CaughtUp> {
+  const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
+  const tailer = await tailerFor(ctx, spec, prepared, prepared.start);
+  await tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal);
+  return { at: tailer.applied, rows_resynced: tailer.rowsResynced };
+}
+
+export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<VerifySummary> {
+  const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
+  const tailer = await tailerFor(ctx, spec, prepared, caught.at);
+  const out = await withShard(storageLogin(ctx, spec.source), (src) =>
+    withShard(storageLogin(ctx, spec.target), (dst) =>
+      verifyCopy(src, dst, spec.source, spec.target, prepared.shape, {
+        chunkRows: limits.chunkRows,
+        rechecks: 3,
+        catchUp: async () => tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal),
+        progress: async () => {},
+      }),
+    ),
+  );
+  if (out.bad.length > 0) {
+    const keyNames = prepared.shape.key.map((k) => k.name).join(', ');
+    throw KcmError.of(
+      'DATA_CHECK_FAILED',
+      `verify: ${out.bad.length} row(s) of ${where(spec.target)} differ from the source after the catch-up; primary key (${keyNames}) = ${out.bad.slice(0, 10).join('; ')}${out.bad.length > 10 ? '; ...' : ''}. The source keeps serving`,
+    );
+  }
+  return { rows: out.rows, chunks: out.chunks, ms: Math.round(out.ms) };
+}
+
+export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<CutOverSummary> {
+  const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
+  const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
+  const target = clusterOf(ctx, spec.target.clusterId);
+  const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
+  const targetServer = `shard_${spec.target.shardId}`;
+  // A re-run after the commit finds every foreign table on the target already: nothing to hold.
+  const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign })));
+  const tailer = await tailerFor(ctx, spec, prepared, caught.at);
+  if (comps.length > 0 && servers.every((s) => s.server === targetServer)) {
+    await stopCatchUp(ctx.jobId, spec.key);
+    return { blocked_ms: 0, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+  }
+  // Level first, outside the hold, so the hold waits only for the last few writes.
+  await tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal);
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= limits.cutOverAttempts; attempt++) {
+    try {
+      const out = await cutOver(agent, {
+        holdId: `${ctx.jobId}-${spec.key}-${attempt}`,
+        comps,
+        foreign: spec.foreign,
+        targetServer,
+        holdMs: limits.cutOverCatchUpMs + 5_000,
+        sourcePosition: () => sourcePosition(ctx, spec),
+        caughtUp: async (at) => {
+          await tailer.flush();
+          await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
+        },
+      });
+      const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+      await stopCatchUp(ctx.jobId, spec.key);
+      return summary;
+    } catch (err) {
+      lastError = err;
+      if (ctx.signal.aborted) throw err;
+      ctx.logger.warn({ attempt, err: (err as Error).message }, 'move cut-over attempt failed; writes released, retrying');
+    }
+  }
+  throw lastError;
+}
+
+export type RetireMode = 'drop' | 'rename';
+
+/** After the cut-over: the source table is dropped, or renamed aside to `<table>__moved_<job>` in its database (shown by the compute nodes as such). */
+export async function retireSource(ctx: Ctx, spec: MoveSpec, mode: RetireMode): Promise<string> {
+  return withShard(storageLogin(ctx, spec.source), async (src) => {
+    const exists = await readTableShape(src, spec.source.db, spec.source.table).catch(() => undefined);
+    const aside = `${spec.source.table.slice(0, 40)}__moved_${ctx.jobId}`;
+    if (!exists) return mode === 'drop' ? '' : `${spec.source.db}.${aside}`;
+    if (mode === 'drop') {
+      await src.query(`DROP TABLE ${q(spec.source.db)}.${q(spec.source.table)}`);
+      return '';
+    }
+    await src.query(`RENAME TABLE ${q(spec.source.db)}.${q(spec.source.table)} TO ${q(spec.source.db)}.${q(aside)}`);
+    return `${spec.source.db}.${aside}`;
+  });
+}
+
+/**
+ * Rollback of a move that did not cut over: stops its catch-up and drops the target table
+ * if the move created it (a pre-created target is left, with what the copy wrote). A move
+ * whose foreign tables already point at the target is kept: it has cut over.
+ */
+export async function abandonMove(ctx: Ctx, spec: MoveSpec, deps: MoveDeps = {}): Promise<'dropped' | 'kept' | 'moved'> {
+  await stopCatchUp(ctx.jobId, spec.key);
+  const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
+  const comps = Object.values(clusterOf(ctx, spec.target.clusterId).comps);
+  const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign }).catch(() => ({ server: '' }))));
+  if (servers.some((s) => s.server === `shard_${spec.target.shardId}`)) return 'moved';
+  if (!spec.target.create) return 'kept';
+  await withShard(storageLogin(ctx, spec.target), (dst) => dst.query(`DROP TABLE IF EXISTS ${q(spec.target.db)}.${q(spec.target.table)}`));
+  return 'dropped';
+}

@@ -1,0 +1,127 @@
+// Job: expand_cluster {cluster_id, src_shard_id, dst_shard_id, table_list, drop_old_table}:
+// moves whole tables to another shard of the same cluster with the move engine (engine.ts),
+// one job step per phase over every listed table, so a new leader resumes at the phase
+// (and the copy at the chunk). drop_old_table: `1`/true drops each source table after its
+// cut-over; `0`/false (the default) renames it aside to `<table>__moved_<job_id>` in its
+// database, so nothing is lost until the user drops it.
+//
+// A failed or cancelled job (cancel_job stops it between phases) stops the catch-ups and
+// drops the target tables it created for tables not yet cut over; those keep being served
+// by the source shard as before.
+
+import { KcmError, parseQualifiedTable, type ExpandClusterResult, type ParasOf } from '@kcm/protocol';
+import { changeableCluster, shardOf } from '../cluster-lookup';
+import type { JobOf, StepContext } from '../workflow';
+import {
+  abandonMove,
+  catchUpPhase,
+  copyPhase,
+  cutOverPhase,
+  prepareMove,
+  retireSource,
+  verifyPhase,
+  type CaughtUp,
+  type CopySummary,
+  type CutOverSummary,
+  type MoveDeps,
+  type MoveSpec,
+  type PreparedMove,
+  type VerifySummary,
+} from './engine';
+
+type ExpandParas = ParasOf<'expand_cluster'>;
+
+interface ExpandOutputs {
+  'record the source positions': PreparedMove[];
+  'copy rows': CopySummary[];
+  'catch up from the binlog': CaughtUp[];
+  'verify the copies': VerifySummary[];
+  'cut over': CutOverSummary[];
+  'retire the source tables': string[];
+}
+
+/** The move of each listed table: same database and name on the destination shard. */
+export function expandMoves(p: ExpandParas): MoveSpec[] {
+  return p.table_list.map((name, i) => {
+    const t = parseQualifiedTable(name);
+    if (!t.ok) throw KcmError.of('INVALID_PARAS', `paras.table_list[${i}]: ${name} must be <database>.<schema>.<table>`, { field: `paras.table_list[${i}]` });
+    const db = `${t.value.database}_$$_${t.value.schema}`;
+    return {
+      key: String(i),
+      source: { clusterId: p.cluster_id, shardId: p.src_shard_id, db, table: t.value.table },
+      target: { clusterId: p.cluster_id, shardId: p.dst_shard_id, db, table: t.value.table, create: true },
+      foreign: { database: t.value.database, schema: t.value.schema, table: t.value.table },
+    };
+  });
+}
+
+function checkParas(p: ExpandParas, state: Parameters<NonNullable<JobOf<'expand_cluster', ExpandOutputs>['validate']>>[1]): void {
+  const cluster = changeableCluster(state, p.cluster_id);
+  shardOf(cluster, p.src_shard_id, 'paras.src_shard_id');
+  shardOf(cluster, p.dst_shard_id, 'paras.dst_shard_id');
+  expandMoves(p);
+}
+
+/** Runs `phase` for each move in turn (tables one after the other: the copy is I/O bound). */
+async function eachMove<T>(p: ExpandParas, phase: (spec: MoveSpec, i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (const [i, spec] of expandMoves(p).entries()) out.push(await phase(spec, i));
+  return out;
+}
+
+export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', ExpandOutputs> {
+  type Ctx = StepContext<ExpandParas, ExpandOutputs>;
+  return {
+    jobType: 'expand_cluster',
+    validate: checkParas,
+    lockKey: (p) => `cluster:${p.cluster_id}`,
+    dryRunPlan: (p) => ({
+      moves: expandMoves(p).map((m) => ({ table: `${m.source.db}.${m.source.table}`, from_shard: m.source.shardId, to_shard: m.target.shardId, old_table: p.drop_old_table ? 'dropped' : `renamed to ${m.source.table}__moved_<job_id>` })),
+    }),
+    steps: (p) => [
+      { name: 'record the source positions', run: (ctx: Ctx) => eachMove(p, (m) => prepareMove(ctx, m)) },
+      { name: 'copy rows', run: (ctx: Ctx) => eachMove(p, (m, i) => copyPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
+      { name: 'catch up from the binlog', run: (ctx: Ctx) => eachMove(p, (m, i) => catchUpPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
+      {
+        name: 'verify the copies',
+        run: (ctx: Ctx) => eachMove(p, (m, i) => verifyPhase(ctx, m, ctx.outputs['record the source positions'][i], ctx.outputs['catch up from the binlog'][i], deps)),
+      },
+      {
+        name: 'cut over',
+        run: (ctx: Ctx) => eachMove(p, (m, i) => cutOverPhase(ctx, m, ctx.outputs['record the source positions'][i], ctx.outputs['catch up from the binlog'][i], deps)),
+      },
+      { name: 'retire the source tables', run: (ctx: Ctx) => eachMove(p, (m) => retireSource(ctx, m, p.drop_old_table ? 'drop' : 'rename')) },
+    ],
+    result: (o, p): ExpandClusterResult => {
+      const blocked = o['cut over'].map((c) => c.blocked_ms);
+      return {
+        cluster_id: p.cluster_id,
+        src_shard_id: p.src_shard_id,
+        dst_shard_id: p.dst_shard_id,
+        blocked_ms_max: String(Math.max(0, ...blocked)),
+        list_table: expandMoves(p).map((m, i) => ({
+          table: p.table_list[i],
+          rows_copied: String(o['copy rows'][i].rows),
+          rows_resynced: String(o['cut over'][i].rows_resynced),
+          rows_verified: String(o['verify the copies'][i].rows),
+          copy_ms: String(o['copy rows'][i].ms),
+          blocked_ms: String(o['cut over'][i].blocked_ms),
+          old_table: o['retire the source tables'][i],
+        })),
+      };
+    },
+    async rollback(ctx, failedStep) {
+      if (failedStep === 'retire the source tables') return 'every table was cut over; the source tables that were not retired are still on the source shard';
+      const notes: string[] = [];
+      for (const m of expandMoves(ctx.paras)) {
+        try {
+          const what = await abandonMove(ctx, m, deps);
+          if (what === 'moved') notes.push(`${m.source.db}.${m.source.table} had cut over and stays on shard ${m.target.shardId}`);
+        } catch (err) {
+          notes.push(`${m.target.db}.${m.target.table} on shard ${m.target.shardId} could not be cleaned up: ${(err as Error).message}`);
+        }
+      }
+      return notes.length > 0 ? notes.join('; ') : undefined;
+    },
+  };
+}

@@ -1,0 +1,84 @@
+// The move engine's SQL sessions on shard masters (mysql2, from the manager, as the
+// cluster's storage account, or its replication account for binlog positions), and what a
+// move needs to know of a table: its columns and primary key.
+
+import mysql from 'mysql2/promise';
+import { KcmError } from '@kcm/protocol';
+
+export interface ShardLogin {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+}
+
+/** Values come back as the text MariaDB gives (dates, decimals, big integers), so a copy writes back exactly what it read. */
+export function openShard(login: ShardLogin): Promise<mysql.Connection> {
+  return mysql.createConnection({
+    host: login.host,
+    port: login.port,
+    user: login.user,
+    password: login.password,
+    connectTimeout: 5000,
+    dateStrings: true,
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    decimalNumbers: false,
+    charset: 'utf8mb4',
+  });
+}
+
+export async function withShard<T>(login: ShardLogin, work: (c: mysql.Connection) => Promise<T>): Promise<T> {
+  const c = await openShard(login);
+  c.on('error', () => {});
+  try {
+    return await work(c);
+  } finally {
+    await c.end().catch(() => c.destroy());
+  }
+}
+
+export const q = (name: string) => `\`${name.replaceAll('`', '``')}\``;
+
+export interface TableShape {
+  columns: string[];
+  /** The primary key's columns in key order, with their 1-based ordinals among `columns`. */
+  key: { name: string; ordinal: number }[];
+}
+
+/** Key column types whose binlog text maps back to the value exactly (binlog-rows.ts). */
+const KEY_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint', 'char', 'varchar', 'binary', 'varbinary']);
+
+export async function readTableShape(c: mysql.Connection, db: string, table: string): Promise<TableShape | undefined> {
+  const [cols] = (await c.query(
+    `SELECT COLUMN_NAME AS name, ORDINAL_POSITION AS ordinal, DATA_TYPE AS type, COLUMN_KEY AS ckey FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
+    [db, table],
+  )) as unknown as [{ name: string; ordinal: number; type: string; ckey: string }[]];
+  if (cols.length === 0) return undefined;
+  const [keys] = (await c.query(
+    `SELECT COLUMN_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`,
+    [db, table],
+  )) as unknown as [{ name: string }[]];
+  const byName = new Map(cols.map((col) => [col.name, col]));
+  return {
+    columns: cols.map((col) => col.name),
+    key: keys.map((k) => {
+      const col = byName.get(k.name);
+      if (!col) throw new Error(`primary key column ${k.name} is not a column of ${db}.${table}`);
+      if (!KEY_TYPES.has(col.type)) throw KcmError.of('UNSUPPORTED', `${db}.${table}: primary key column ${k.name} is ${col.type}; a move supports integer and (var)char/(var)binary keys`);
+      return { name: k.name, ordinal: col.ordinal };
+    }),
+  };
+}
+
+/** The binlog file and position now (SHOW MASTER STATUS needs BINLOG MONITOR: the replication account's login). */
+export async function masterPosition(c: mysql.Connection): Promise<{ file: string; pos: number }> {
+  const [rows] = (await c.query('SHOW MASTER STATUS')) as unknown as [{ File: string; Position: number | string }[]];
+  if (rows.length === 0) throw KcmError.of('INSTANCE_FAILED', 'the source master has no binary log (SHOW MASTER STATUS is empty)');
+  return { file: rows[0].File, pos: Number(rows[0].Position) };
+}
+
+/** `(a, b) > (?, ?)`-style conditions and the key tuple of a row. */
+export function keyTuple(shape: TableShape): string {
+  return `(${shape.key.map((k) => q(k.name)).join(', ')})`;
+}

@@ -1,0 +1,176 @@
+// Phase 2 of a move: the catch-up. Runs `mariadb-binlog --read-from-remote-server
+// --stop-never` against the source master from a recorded position (as the cluster's
+// replication account, its password in a 0600 defaults file, never in argv), takes the
+// changed keys of the moved table from its text (binlog-rows.ts) and re-copies those rows
+// (resync.ts), in batches. It tracks the binlog position up to which every change is
+// applied, so the cut-over can wait for "applied up to the source's position now".
+//
+// Why a binlog reader and not MariaDB's own replication with filters: every shard writes
+// GTID domain 0 with gtid_strict_mode, so a named connection on the target master would
+// binlog the source's GTIDs out of order (refused) for its standbys; and it would need
+// privileges (SUPER/REPLICATION SLAVE ADMIN) that only the agent's localhost account has.
+// Why mariadb-binlog and not an npm reader: it is MariaDB's own decoder, installed with the
+// client (the manager host needs mariadb-client), and no npm reader decodes MariaDB 10.11's
+// events fully; only primary keys are read from its output.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import type mysql from 'mysql2/promise';
+import type { Logger } from '@kcm/common';
+import { KcmError } from '@kcm/protocol';
+import { atOrPast, BinlogRowParser, type BinlogPosition, type KeyValue } from './binlog-rows';
+import { keyId, resyncKeys } from './resync';
+import type { ShardLogin, TableShape } from './shard-sql';
+
+export interface TailerOptions {
+  /** The source master, as the replication account (binlog dump). */
+  binlogLogin: ShardLogin;
+  /** Sessions for the re-copy: source and target, as the storage account. */
+  src: mysql.Connection;
+  dst: mysql.Connection;
+  from: { db: string; table: string };
+  to: { db: string; table: string };
+  shape: TableShape;
+  start: BinlogPosition;
+  logger: Logger;
+  /** Keys re-copied in one batch at most. */
+  batchKeys?: number;
+  mariadbBinlog?: string;
+}
+
+export class BinlogTailer {
+  private child: ChildProcess | null = null;
+  private tmp = '';
+  private readonly parser: BinlogRowParser;
+  private pending = new Map<string, KeyValue[]>();
+  /** The last transaction boundary read, and the one up to which everything is applied. */
+  private readAt: BinlogPosition;
+  private appliedAt: BinlogPosition;
+  private failure: Error | null = null;
+  private flushing: Promise<void> | null = null;
+  private stopped = false;
+  private waiters: (() => void)[] = [];
+  rowsResynced = 0;
+
+  constructor(private readonly o: TailerOptions) {
+    this.parser = new BinlogRowParser(o.from.db, o.from.table, o.shape.key.map((k) => k.ordinal), o.start.file);
+    this.readAt = { ...o.start };
+    this.appliedAt = { ...o.start };
+  }
+
+  get applied(): BinlogPosition {
+    return { ...this.appliedAt };
+  }
+
+  async start(): Promise<void> {
+    this.tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-move-'));
+    const defaults = path.join(this.tmp, 'client.cnf');
+    const { host, port, user, password } = this.o.binlogLogin;
+    await writeFile(defaults, `[client]\nhost=${host}\nport=${port}\nuser=${user}\npassword=${password}\n`, { mode: 0o600 });
+    const args = [
+      `--defaults-extra-file=${defaults}`,
+      '--read-from-remote-server',
+      '--base64-output=DECODE-ROWS',
+      '--verbose',
+      `--start-position=${this.o.start.pos}`,
+      '--stop-never',
+      // A server id no shard member uses, unique per tailer: the master drops an older dump with the same id.
+      `--stop-never-slave-server-id=${2_000_000_000 + Math.floor(Math.random() * 100_000_000)}`,
+      `--table=${this.o.from.table}`,
+      this.o.start.file,
+    ];
+    const child = spawn(this.o.mariadbBinlog ?? 'mariadb-binlog', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
+    child.on('exit', (code, sig) => {
+      if (!this.stopped) this.fail(new Error(`mariadb-binlog ended (${sig ?? code}): ${stderr.trim()}`));
+    });
+    child.on('error', (err) => this.fail(err));
+    const lines = readline.createInterface({ input: child.stdout!.setEncoding('latin1'), crlfDelay: Infinity });
+    lines.on('line', (line) => this.onLine(line));
+    // Applies keys as they come, a batch at a time, without holding up the reading.
+    const loop = async () => {
+      while (!this.stopped && !this.failure) {
+        await this.flush().catch((err) => this.fail(err as Error));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    void loop();
+  }
+
+  private onLine(line: string): void {
+    for (const item of this.parser.feed(line)) {
+      if (item.kind === 'key') this.pending.set(keyId(item.key), item.key);
+      else this.readAt = item.at;
+    }
+  }
+
+  private fail(err: Error): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.o.logger.warn({ err: err.message }, 'move catch-up failed');
+    this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /** Applies the keys read so far; afterwards everything up to the boundary read before it is applied. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    this.flushing = (async () => {
+      try {
+        const upTo = { ...this.readAt };
+        const batch = this.o.batchKeys ?? 500;
+        while (this.pending.size > 0) {
+          const keys = [...this.pending.entries()].slice(0, batch);
+          for (const [id] of keys) this.pending.delete(id);
+          this.rowsResynced += await resyncKeys(this.o.src, this.o.dst, this.o.from, this.o.to, this.o.shape, keys.map(([, k]) => k));
+        }
+        if (atOrPast(upTo, this.appliedAt)) this.appliedAt = upTo;
+        this.wake();
+      } finally {
+        this.flushing = null;
+      }
+    })();
+    return this.flushing;
+  }
+
+  /** Resolves once every change up to `at` is applied on the target; throws on timeout or a failed reader. */
+  async waitFor(at: BinlogPosition, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.failure) throw KcmError.of('INSTANCE_FAILED', `catch-up from the source binlog failed: ${this.failure.message}`, { cause: this.failure });
+      if (atOrPast(this.appliedAt, at)) return;
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+      const left = deadline - Date.now();
+      if (left <= 0) throw KcmError.of('TIMEOUT', `catch-up did not reach ${at.file}:${at.pos} within ${timeoutMs} ms (applied up to ${this.appliedAt.file}:${this.appliedAt.pos})`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.min(left, 50));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.child && this.child.exitCode === null) {
+      const exited = new Promise((r) => this.child!.once('exit', r));
+      this.child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
+    }
+    await this.flushing?.catch(() => {});
+    if (this.tmp) await rm(this.tmp, { recursive: true, force: true });
+    this.wake();
+  }
+}
