@@ -26,6 +26,7 @@ import { manualBackupClusterJob, type BackupJobDeps } from './backup';
 import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
 import { openLogicalStorage } from '../backup/logical-storage';
 import { expandClusterJob } from './moves/expand';
+import { repartitionTablesJob } from './repartition/job';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -85,7 +86,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     logical_backup: logicalBackup,
     logical_restore: logicalRestoreJob(options.logical ?? { openStorage: openLogicalStorage }),
     expand_cluster: expandClusterJob(),
-    repartition_tables: 'unsupported',
+    repartition_tables: repartitionTablesJob(),
     raft_mission: raftMissionJob(options),
     manual_switch: manualSwitchJob(options.manualSwitch),
     set_noswitch: setNoswitch,

@@ -49,10 +49,10 @@ async function admin<T>(ctx: AgentContext, port: number, work: (s: AdminSession)
 export async function tableStats(ctx: AgentContext, req: TableStatsRequest): Promise<TableStatsReply> {
   return admin(ctx, req.port, async (s) => {
     const [userstat] = await s.rows<{ v: string }>('read userstat', "SELECT @@GLOBAL.userstat AS v");
-    const rows = await s.rows<{ db: string; name: string; data: string | null; idx: string | null; reads: string | null; changes: string | null }>(
+    const rows = await s.rows<{ db: string; name: string; data: string | null; idx: string | null; rows_read: string | null; rows_changed: string | null }>(
       'table stats',
       `SELECT t.TABLE_SCHEMA AS db, t.TABLE_NAME AS name, t.DATA_LENGTH AS data, t.INDEX_LENGTH AS idx,
-              s.ROWS_READ AS reads, s.ROWS_CHANGED AS changes
+              s.ROWS_READ AS rows_read, s.ROWS_CHANGED AS rows_changed
          FROM information_schema.TABLES t
          LEFT JOIN information_schema.TABLE_STATISTICS s ON s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME
         WHERE t.TABLE_SCHEMA LIKE '%\\_$$\\_%' AND t.TABLE_TYPE = 'BASE TABLE'
@@ -65,8 +65,8 @@ export async function tableStats(ctx: AgentContext, req: TableStatsRequest): Pro
         table: r.name,
         data_bytes: Number(r.data ?? 0),
         index_bytes: Number(r.idx ?? 0),
-        rows_read: Number(r.reads ?? 0),
-        rows_changed: Number(r.changes ?? 0),
+        rows_read: Number(r.rows_read ?? 0),
+        rows_changed: Number(r.rows_changed ?? 0),
       })),
     };
   });

@@ -14,10 +14,9 @@
 // events fully; only primary keys are read from its output.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import type mysql from 'mysql2/promise';
 import type { Logger } from '@kcm/common';
 import { KcmError } from '@kcm/protocol';
@@ -53,6 +52,7 @@ export class BinlogTailer {
   private flushing: Promise<void> | null = null;
   private stopped = false;
   private waiters: (() => void)[] = [];
+  private reading: Promise<void> | null = null;
   rowsResynced = 0;
 
   constructor(private readonly o: TailerOptions) {
@@ -68,6 +68,7 @@ export class BinlogTailer {
   async start(): Promise<void> {
     this.tmp = await mkdtemp(path.join(os.tmpdir(), 'kcm-move-'));
     const defaults = path.join(this.tmp, 'client.cnf');
+    const output = path.join(this.tmp, 'binlog.txt');
     const { host, port, user, password } = this.o.binlogLogin;
     await writeFile(defaults, `[client]\nhost=${host}\nport=${port}\nuser=${user}\npassword=${password}\n`, { mode: 0o600 });
     const args = [
@@ -80,9 +81,13 @@ export class BinlogTailer {
       // A server id no shard member uses, unique per tailer: the master drops an older dump with the same id.
       `--stop-never-slave-server-id=${2_000_000_000 + Math.floor(Math.random() * 100_000_000)}`,
       `--table=${this.o.from.table}`,
+      // A file, not stdout: into a pipe mariadb-binlog holds its output in a buffer until it
+      // fills; into a file each event is written as it arrives.
+      `--result-file=${output}`,
       this.o.start.file,
     ];
-    const child = spawn(this.o.mariadbBinlog ?? 'mariadb-binlog', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    await writeFile(output, '', { mode: 0o600 });
+    const child = spawn(this.o.mariadbBinlog ?? 'mariadb-binlog', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.child = child;
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
@@ -90,16 +95,28 @@ export class BinlogTailer {
       if (!this.stopped) this.fail(new Error(`mariadb-binlog ended (${sig ?? code}): ${stderr.trim()}`));
     });
     child.on('error', (err) => this.fail(err));
-    const lines = readline.createInterface({ input: child.stdout!.setEncoding('latin1'), crlfDelay: Infinity });
-    lines.on('line', (line) => this.onLine(line));
-    // Applies keys as they come, a batch at a time, without holding up the reading.
+    const file = await open(output, 'r');
+    // Reads what mariadb-binlog wrote since the last turn, then applies the keys, a batch at a time.
     const loop = async () => {
-      while (!this.stopped && !this.failure) {
-        await this.flush().catch((err) => this.fail(err as Error));
-        await new Promise((r) => setTimeout(r, 20));
+      let partial = '';
+      const buffer = Buffer.alloc(1 << 20);
+      try {
+        while (!this.stopped && !this.failure) {
+          for (;;) {
+            const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
+            if (bytesRead === 0) break;
+            const lines = (partial + buffer.toString('latin1', 0, bytesRead)).split('\n');
+            partial = lines.pop() ?? '';
+            for (const line of lines) this.onLine(line);
+          }
+          await this.flush().catch((err) => this.fail(err as Error));
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      } finally {
+        await file.close().catch(() => {});
       }
     };
-    void loop();
+    this.reading = loop();
   }
 
   private onLine(line: string): void {
@@ -125,7 +142,9 @@ export class BinlogTailer {
   /** Applies the keys read so far; afterwards everything up to the boundary read before it is applied. */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing;
-    this.flushing = (async () => {
+    const run = async () => {
+      // Yield first: a run with nothing to apply would otherwise end (and clear `flushing`) before it is stored.
+      await null;
       try {
         const upTo = { ...this.readAt };
         const batch = this.o.batchKeys ?? 500;
@@ -139,7 +158,8 @@ export class BinlogTailer {
       } finally {
         this.flushing = null;
       }
-    })();
+    };
+    this.flushing = run();
     return this.flushing;
   }
 
@@ -169,6 +189,7 @@ export class BinlogTailer {
       this.child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
     }
+    await this.reading?.catch(() => {});
     await this.flushing?.catch(() => {});
     if (this.tmp) await rm(this.tmp, { recursive: true, force: true });
     this.wake();
