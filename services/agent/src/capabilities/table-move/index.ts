@@ -106,8 +106,9 @@ export const tableMoveCapability: CapabilityModule = {
         const started = performance.now();
         try {
           await client.query('BEGIN');
-          // EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
-          await client.query(`LOCK TABLE ${ident(req.schema)}.${ident(req.table)} IN EXCLUSIVE MODE`);
+          // PostgreSQL refuses LOCK TABLE on a foreign table; ENABLE TRIGGER ALL changes nothing
+          // and takes SHARE ROW EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
+          await client.query(`ALTER FOREIGN TABLE ${ident(req.schema)}.${ident(req.table)} ENABLE TRIGGER ALL`);
           const shape = await readShape(client, req.schema, req.table);
           if (!shape) throw new AgentFailure('not_found', `${req.database}: ${req.schema}.${req.table} is not a foreign table`);
           const lockWaitMs = performance.now() - started;
