@@ -12,6 +12,7 @@ export * from './gtid';
 export * from './contract/storage';
 export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';
+export * from './contract/mariadb-tables';
 export * from './contract/table-move';
 export * from './contract/passwords';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
@@ -58,4 +59,5 @@ export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } fro
 export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';
 export { PasswordAgentClient, type RoleAccount } from './clients/password-client';
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';
+export { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
 export { TableMoveAgentClient, type ForeignTableRef } from './clients/table-move-client';

@@ -49,6 +49,7 @@ export type {
   ClusterRestoreResult,
   RestoredShardResult,
   ExpandClusterResult,
+  RepartitionTablesResult,
 } from './results';
 export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, type ErrorName, type ErrorEntry } from './errors';
 export { acceptReply, doneReply, statusReply, errorReply, JOB_STATUSES, type JobStatus, type ReplyEnvelope } from './replies';

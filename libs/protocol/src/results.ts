@@ -270,7 +270,7 @@ export type JobResults = EveryAsyncJobType<{
   logical_backup: LogicalBackupResult;
   logical_restore: LogicalRestoreResult;
   expand_cluster: ExpandClusterResult;
-  repartition_tables: EmptyResult;
+  repartition_tables: RepartitionTablesResult;
   raft_mission: RaftMissionResult;
   manual_switch: ManualSwitchResult;
   set_noswitch: SetNoswitchResult;
@@ -338,4 +338,15 @@ export type ExpandClusterResult = {
   dst_shard_id: string;
   blocked_ms_max: string;
   list_table: { table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string; cut_over_ms: string; old_table: string }[];
+};
+
+/**
+ * repartition_tables' result: per source table, its target, the name the target has after
+ * the switch, where the source went, the copy's figures and the writes' blocked window.
+ */
+export type RepartitionTablesResult = {
+  src_cluster_id: string;
+  dst_cluster_id: string;
+  blocked_ms_max: string;
+  list_table: { source: string; target: string; table: string; old_table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string }[];
 };

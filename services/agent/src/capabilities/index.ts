@@ -7,6 +7,7 @@ import { cgroupCapability } from './cgroup/index';
 import { mariadbModule } from './mariadb/index';
 import { storageCapability } from './storage/index';
 import { mariadbLogicalModule } from './mariadb/logical';
+import { mariadbTablesModule } from './mariadb/table-info';
 import { tableMoveCapability } from './table-move/index';
 import { passwordsCapability } from './passwords/index';
 
@@ -16,6 +17,7 @@ export const capabilityModules: CapabilityModule[] = [
   mariadbModule,
   storageCapability,
   mariadbLogicalModule,
+  mariadbTablesModule,
   tableMoveCapability,
   passwordsCapability,
 ];

@@ -28,6 +28,7 @@ import { openLogicalStorage } from '../backup/logical-storage';
 import { expandClusterJob } from './moves/expand';
 import type { MoveDeps } from './moves/engine';
 import { rotateClusterPasswords } from './passwords';
+import { repartitionTablesJob } from './repartition/job';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -89,7 +90,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     logical_backup: logicalBackup,
     logical_restore: logicalRestoreJob(options.logical ?? { openStorage: openLogicalStorage }),
     expand_cluster: expandClusterJob(options.moves),
-    repartition_tables: 'unsupported',
+    repartition_tables: repartitionTablesJob(options.moves),
     raft_mission: raftMissionJob(options),
     manual_switch: manualSwitchJob(options.manualSwitch),
     set_noswitch: setNoswitch,

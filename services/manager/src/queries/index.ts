@@ -11,6 +11,7 @@ import { backupStorageList, withBackupSets } from './backups';
 import { getAudit, listTokens } from './auth';
 import { listJobs } from './jobs';
 import { managerGroup } from './manager-group';
+import { defaultTableStatsOf, expandTableListQuery, type TableStatsOf } from './expand-table-list';
 
 export interface QueryDeps {
   /** The current Raft configuration (voters and learners). */
@@ -26,6 +27,8 @@ export interface QueryDeps {
   configTokens?: readonly { name: string; role: string }[];
   /** This member's Raft status (term, and on the leader its view of each member), for get_meta_mode. */
   raftStatus?(): RaftStatus;
+  /** Table sizes and access counts of a storage node (get_expand_table_list); default: its agent. */
+  tableStatsOf?: TableStatsOf;
 }
 
 /** `no_rep` for a one-member group, `mgr` for a consensus group of two or more. */
@@ -76,5 +79,6 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
     ['list_tokens', listTokens(deps.configTokens ?? [])],
     ['get_audit', getAudit],
     ['list_jobs', listJobs(deps.now ?? Date.now)],
+    expandTableListQuery(deps.tableStatsOf ?? defaultTableStatsOf(deps.agents)),
   ]);
 }

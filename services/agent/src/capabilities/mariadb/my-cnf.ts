@@ -89,6 +89,9 @@ export function renderMyCnf(spec: MariaDbInstanceSpec, layout: InstanceLayout, h
     ['slow_query_log_file', layout.slowLog],
     ['long_query_time', 2],
     '',
+    '# per-table rows read and changed (TABLE_STATISTICS), for get_expand_table_list top_hit; cost: README',
+    ['userstat', 'ON'],
+    '',
     `!include ${layout.roleCnf}`,
     '',
   ];
