@@ -17,7 +17,7 @@
 import type { StepContext } from '../workflow';
 import { KcmError } from '@kcm/protocol';
 import { gtidProgress } from '@kcm/agent-api';
-import { openAccount } from '../../secrets/accounts';
+import { liveAccount } from '../../secrets/live-accounts';
 import type { ClusterRecord } from '../../meta/state';
 import type { BinlogPosition } from './binlog-rows';
 import { copyRows, snapshotPosition } from './copy';
@@ -114,13 +114,13 @@ function masterOf(ctx: Ctx, end: MoveEnd) {
 
 function storageLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
   const { cluster, master } = masterOf(ctx, end);
-  const a = openAccount(ctx.secrets, cluster.accounts.storage);
+  const a = liveAccount(ctx.secrets, cluster, 'storage');
   return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
 }
 
 function replicationLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
   const { cluster, master } = masterOf(ctx, end);
-  const a = openAccount(ctx.secrets, cluster.accounts.replication);
+  const a = liveAccount(ctx.secrets, cluster, 'replication');
   return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
 }
 

@@ -6,7 +6,7 @@
 import { MariaDbTablesAgentClient, type ProbeResult, type TableDescription } from '@kcm/agent-api';
 import { KcmError, parseRepartitionPairs } from '@kcm/protocol';
 import type { ClusterRecord, MetaState } from '../../meta/state';
-import { openAccount } from '../../secrets/accounts';
+import { liveAccount } from '../../secrets/live-accounts';
 import type { SecretBox } from '../../secrets/secret-box';
 import type { EngineAgents } from '../instance-ops';
 import { q, withShard, type ShardLogin } from '../moves/shard-sql';
@@ -37,7 +37,7 @@ export function masterLogin(secrets: SecretBox, cluster: ClusterRecord, shardId:
   const shard = cluster.shards[shardId];
   const master = shard?.nodes[shard.masterNodeId];
   if (!master) throw KcmError.of('INSTANCE_FAILED', `shard ${shardId} of cluster ${cluster.id} has no master`);
-  const a = openAccount(secrets, cluster.accounts.storage);
+  const a = liveAccount(secrets, cluster, 'storage');
   return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
 }
 
