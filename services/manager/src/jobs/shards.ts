@@ -161,10 +161,10 @@ export function deleteShardsJob(): JobOf<'delete_shards', DeleteOutputs> {
             throw KcmError.of('INSTANCE_FAILED', `cannot tell whether ${shard.name} holds tables: its master did not answer: ${(err as Error).message}`, { cause: err });
           }
           if (tables.length > 0) {
-            // Names no job to move them: expand_cluster answers UNSUPPORTED until the moves land.
+            // Points at the job that empties a shard without losing rows: expand_cluster.
             throw KcmError.of(
               'CONFLICT',
-              `paras.shard_id: ${shard.name} still holds ${tables.length} table(s): ${tables.join(', ')}; delete_shards never drops tables: drop them on the shard first, after copying elsewhere any rows you still need`,
+              `paras.shard_id: ${shard.name} still holds ${tables.length} table(s): ${tables.join(', ')}; delete_shards never drops tables: move them to another shard of the cluster first with expand_cluster (src_shard_id ${shard.id}), or drop the ones you no longer need`,
               { field: 'paras.shard_id' },
             );
           }

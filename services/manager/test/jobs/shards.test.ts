@@ -94,10 +94,8 @@ describe('delete_shards', () => {
     expect(status).toMatchObject({ status: 'failed', errorCode: 1006 });
     expect(status.errorInfo).toContain(
       'paras.shard_id: shard_2 still holds 2 table(s): postgres_$$_public.orders, shop_$$_s1.items; ' +
-        'delete_shards never drops tables: drop them on the shard first, after copying elsewhere any rows you still need',
+        'delete_shards never drops tables: move them to another shard of the cluster first with expand_cluster (src_shard_id 2), or drop the ones you no longer need',
     );
-    // It suggests no job this kcm answers UNSUPPORTED (expand_cluster, until the moves land).
-    expect(status.errorInfo).not.toMatch(/expand_cluster|repartition_tables/);
     expect(methods(h.calls)).toEqual(['mariadb.listTables']);
     expect(Object.keys(cluster.shards)).toEqual(['1', '2']);
   });
