@@ -52,7 +52,7 @@ describe('raft_mission on a real manager group', () => {
   it('grows from one member to three, transfers leadership, removes the leader, and stays writable throughout', async () => {
     // One member: it elects itself and reports no replication.
     expect(await group.waitForLeader([M1])).toBe(M1);
-    expect(await metaMode(M1)).toEqual({ mode: 'no_rep', leader: M1, members: [M1], learners: [] });
+    expect(await metaMode(M1)).toMatchObject({ mode: 'no_rep', leader: M1, members: [M1], learners: [] });
 
     // A registered machine to send set_machine jobs about, continuously, from here on.
     const { jobId: registration } = await submitJob([M1], 'create_machine', createMachineParas(AGENT_HOST, group.dir), { requestId: `raft-mission-machine-${process.pid}` });
@@ -67,7 +67,7 @@ describe('raft_mission on a real manager group', () => {
       expect(added.attachment).toEqual({ learner: peer, voter: peer });
       members = [...members, peer];
     }
-    for (const m of members) expect(await metaMode(m)).toEqual({ mode: 'mgr', leader: M1, members: [M1, M2, M3].sort(), learners: [] });
+    for (const m of members) expect(await metaMode(m)).toMatchObject({ mode: 'mgr', leader: M1, members: [M1, M2, M3].sort(), learners: [] });
     // The promoted learners hold the whole log: their applied index reaches the leader's commit.
     const leaderCommit = (await metrics(M1)).get('kcm_raft_commit_index')!;
     for (const m of [M2, M3]) {
@@ -92,7 +92,7 @@ describe('raft_mission on a real manager group', () => {
     members = [M1, M2];
     const newLeader = await group.waitForLeader(members);
     expect([M1, M2]).toContain(newLeader);
-    for (const m of members) expect(await metaMode(m)).toEqual({ mode: 'mgr', leader: newLeader, members: [M1, M2], learners: [] });
+    for (const m of members) expect(await metaMode(m)).toMatchObject({ mode: 'mgr', leader: newLeader, members: [M1, M2], learners: [] });
     expect((await metrics(M3)).get('kcm_raft_is_leader')).toBe(0);
 
     // The writer was accepted every time, and each of its jobs ran.

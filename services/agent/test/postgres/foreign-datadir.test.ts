@@ -64,6 +64,9 @@ describe('an install does not reuse a data directory another op created (real po
     const c = new pg.Client({ host: HOST, port: PG_PORT, user: 'first_user', password: PASSWORD, database: 'postgres' });
     c.on('error', () => {});
     await c.connect();
+    // A local marker only: kcm_ddl carries a user's CREATE DATABASE to the cluster's shards, and
+    // this lone instance has none; the catalog sync's own setting keeps the statement here.
+    await c.query("SET kcm.sync = 'on'");
     await c.query('CREATE DATABASE left_behind');
     await c.end();
     // What an agent killed mid-install left: an initdb'd data dir, stopped, with no record.
