@@ -65,7 +65,12 @@ export function shardOf(cluster: ClusterRecord, shardId: string, field = 'paras.
 
 /** The cluster a running step works on; gone means another job removed it under us. */
 export function clusterOfStep(ctx: StepContext<unknown>, clusterId: string): ClusterRecord {
-  const cluster = ctx.state().clusters[clusterId];
+  return clusterStillThere(ctx.state(), clusterId);
+}
+
+/** clusterOfStep for code that holds the state rather than the step. */
+export function clusterStillThere(state: MetaState, clusterId: string): ClusterRecord {
+  const cluster = state.clusters[clusterId];
   if (!cluster) throw KcmError.of('NOT_FOUND', `cluster ${clusterId} no longer exists`);
   return cluster;
 }

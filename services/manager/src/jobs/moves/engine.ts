@@ -15,14 +15,13 @@
 // safe because the catch-up re-copies changed rows (resync.ts).
 
 import type { StepContext } from '../workflow';
+import { clusterOfStep } from '../cluster-lookup';
 import { KcmError } from '@kcm/protocol';
 import { gtidProgress } from '@kcm/agent-api';
-import { liveAccount } from '../../secrets/live-accounts';
-import type { ClusterRecord } from '../../meta/state';
 import type { BinlogPosition } from './binlog-rows';
 import { copyRows, snapshotPosition } from './copy';
 import { agentForeignTables, cutOver, type ForeignTableAgent } from './cutover';
-import { masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
+import { loginAs, masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
 import { BinlogTailer } from './tailer';
 import { verifyCopy } from './verify';
 
@@ -97,14 +96,8 @@ export interface MoveDeps {
 
 type Ctx = StepContext<unknown, object>;
 
-function clusterOf(ctx: Ctx, id: string): ClusterRecord {
-  const c = ctx.state().clusters[id];
-  if (!c) throw KcmError.of('NOT_FOUND', `cluster ${id} no longer exists`);
-  return c;
-}
-
 function masterOf(ctx: Ctx, end: MoveEnd) {
-  const cluster = clusterOf(ctx, end.clusterId);
+  const cluster = clusterOfStep(ctx, end.clusterId);
   const shard = cluster.shards[end.shardId];
   if (!shard) throw KcmError.of('NOT_FOUND', `shard ${end.shardId} is not part of cluster ${end.clusterId}`);
   const master = shard.nodes[shard.masterNodeId];
@@ -114,14 +107,12 @@ function masterOf(ctx: Ctx, end: MoveEnd) {
 
 function storageLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
   const { cluster, master } = masterOf(ctx, end);
-  const a = liveAccount(ctx.secrets, cluster, 'storage');
-  return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
+  return loginAs(ctx.secrets, cluster, master, 'storage');
 }
 
 function replicationLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
   const { cluster, master } = masterOf(ctx, end);
-  const a = liveAccount(ctx.secrets, cluster, 'replication');
-  return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
+  return loginAs(ctx.secrets, cluster, master, 'replication');
 }
 
 const where = (e: MoveEnd) => `${e.db}.${e.table} on shard ${e.shardId} of cluster ${e.clusterId}`;
@@ -281,7 +272,7 @@ export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMo
 export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<CutOverSummary> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
   const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
-  const target = clusterOf(ctx, spec.target.clusterId);
+  const target = clusterOfStep(ctx, spec.target.clusterId);
   const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
   const targetServer = `shard_${spec.target.shardId}`;
   // A re-run after the commit finds every foreign table on the target already: nothing to hold.
@@ -345,7 +336,7 @@ export async function retireSource(ctx: Ctx, spec: MoveSpec, mode: RetireMode): 
 export async function abandonMove(ctx: Ctx, spec: MoveSpec, deps: MoveDeps = {}): Promise<'dropped' | 'kept' | 'moved'> {
   await stopCatchUp(ctx.jobId, spec.key);
   const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
-  const comps = Object.values(clusterOf(ctx, spec.target.clusterId).comps);
+  const comps = Object.values(clusterOfStep(ctx, spec.target.clusterId).comps);
   const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign }).catch(() => ({ server: '' }))));
   if (servers.some((s) => s.server === `shard_${spec.target.shardId}`)) return 'moved';
   if (!spec.target.create) return 'kept';

@@ -4,12 +4,21 @@
 
 import mysql from 'mysql2/promise';
 import { KcmError } from '@kcm/protocol';
+import type { ClusterAccountRole, ClusterRecord } from '../../meta/state';
+import { liveAccount } from '../../secrets/live-accounts';
+import type { SecretBox } from '../../secrets/secret-box';
 
 export interface ShardLogin {
   host: string;
   port: number;
   user: string;
   password: string;
+}
+
+/** A login to `node` with the cluster's `role` account, as the engines take it now (a rotation's new password once every node has it). */
+export function loginAs(secrets: SecretBox, cluster: ClusterRecord, node: { hostaddr: string; port: number }, role: ClusterAccountRole): ShardLogin {
+  const a = liveAccount(secrets, cluster, role);
+  return { host: node.hostaddr, port: node.port, user: a.user, password: a.password };
 }
 
 /** Values come back as the text MariaDB gives (dates, decimals, big integers), so a copy writes back exactly what it read. */

@@ -6,10 +6,10 @@
 import { MariaDbTablesAgentClient, type ProbeResult, type TableDescription } from '@kcm/agent-api';
 import { KcmError, parseRepartitionPairs } from '@kcm/protocol';
 import type { ClusterRecord, MetaState } from '../../meta/state';
-import { liveAccount } from '../../secrets/live-accounts';
 import type { SecretBox } from '../../secrets/secret-box';
 import type { EngineAgents } from '../instance-ops';
-import { q, withShard, type ShardLogin } from '../moves/shard-sql';
+import { clusterStillThere } from '../cluster-lookup';
+import { loginAs, q, withShard, type ShardLogin } from '../moves/shard-sql';
 import { oneSourceDatabase, plannedProbes, probeViolations, refusalText, structureViolations, tableExists, type RepartitionTablePair, type RuleViolation, type TableName } from './rules';
 
 /** Where each pair's tables live, found by the check step (the later steps read it). */
@@ -27,18 +27,11 @@ export function pairsOf(repartitionTables: string): RepartitionTablePair[] {
   }));
 }
 
-export function clusterOf(state: MetaState, id: string): ClusterRecord {
-  const c = state.clusters[id];
-  if (!c) throw KcmError.of('NOT_FOUND', `cluster ${id} no longer exists`);
-  return c;
-}
-
 export function masterLogin(secrets: SecretBox, cluster: ClusterRecord, shardId: string): ShardLogin {
   const shard = cluster.shards[shardId];
   const master = shard?.nodes[shard.masterNodeId];
   if (!master) throw KcmError.of('INSTANCE_FAILED', `shard ${shardId} of cluster ${cluster.id} has no master`);
-  const a = liveAccount(secrets, cluster, 'storage');
-  return { host: master.hostaddr, port: master.port, user: a.user, password: a.password };
+  return loginAs(secrets, cluster, master, 'storage');
 }
 
 /** `database.table` -> the shards of the cluster whose master holds it. */
@@ -79,8 +72,8 @@ export interface CheckInputs {
 /** Locates every table and checks rules 1-7; throws DATA_CHECK_FAILED naming each broken rule, table and column. */
 export async function checkRepartition(i: CheckInputs): Promise<LocatedPair[]> {
   const pairs = pairsOf(i.repartitionTables);
-  const src = clusterOf(i.state, i.srcClusterId);
-  const dst = clusterOf(i.state, i.dstClusterId);
+  const src = clusterStillThere(i.state, i.srcClusterId);
+  const dst = clusterStillThere(i.state, i.dstClusterId);
   const refuse = (violations: RuleViolation[]) => {
     if (violations.length > 0) throw KcmError.of('DATA_CHECK_FAILED', refusalText(violations));
   };

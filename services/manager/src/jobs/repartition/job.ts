@@ -17,7 +17,8 @@ import type { JobOf, StepContext } from '../workflow';
 import { agentForeignTables } from '../moves/cutover';
 import { copyPhase, prepareMove, stopCatchUp, verifyPhase, catchUpPhase, type CaughtUp, type CopySummary, type MoveDeps, type MoveSpec, type PreparedMove, type VerifySummary } from '../moves/engine';
 import { q, withShard } from '../moves/shard-sql';
-import { checkRepartition, clusterOf, masterLogin, pairsOf, type LocatedPair } from './check';
+import { clusterStillThere } from '../cluster-lookup';
+import { checkRepartition, masterLogin, pairsOf, type LocatedPair } from './check';
 import { asideName, switchNames, unswitchNames, type SwitchSummary } from './switch-names';
 
 type RepartitionParas = ParasOf<'repartition_tables'>;
@@ -67,8 +68,8 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
   const logins = (ctx: Ctx, spec: MoveSpec) => {
     const state = ctx.state();
     return {
-      sourceLogin: masterLogin(ctx.secrets, clusterOf(state, spec.source.clusterId), spec.source.shardId),
-      targetLogin: masterLogin(ctx.secrets, clusterOf(state, spec.target.clusterId), spec.target.shardId),
+      sourceLogin: masterLogin(ctx.secrets, clusterStillThere(state, spec.source.clusterId), spec.source.shardId),
+      targetLogin: masterLogin(ctx.secrets, clusterStillThere(state, spec.target.clusterId), spec.target.shardId),
     };
   };
   return {
@@ -97,7 +98,7 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
         name: 'switch names',
         run: (ctx: Ctx) =>
           eachMove(ctx, (m, i) => {
-            const src = clusterOf(ctx.state(), m.source.clusterId);
+            const src = clusterStillThere(ctx.state(), m.source.clusterId);
             const inPlace = m.source.clusterId === m.target.clusterId && m.source.db === m.target.db;
             return switchNames(ctx, {
               spec: m,
