@@ -249,7 +249,10 @@ async function main(): Promise<void> {
     const agentCpuAfter = await agentCpuSeconds(f);
     const set = Object.values(state().backupSets).find((s) => s.clusterId === src.id)!;
     const shardBackup = set.shards[0];
-    const backupBytes = Number(shardBackup.bytes);
+    // Throughput counts the same logical bytes on both sides: the mbstream mariabackup wrote
+    // (before compression), against the raw copy's file of that same stream.
+    const backupBytes = Number(shardBackup.rawBytes ?? shardBackup.bytes);
+    const storedBytes = Number(shardBackup.bytes);
     const jobS = (backupTo - backupFrom) / 1000;
     const streamS = shardBackup.transferMs / 1000;
     const managedJobMbS = backupBytes / MB / jobS;
@@ -269,7 +272,8 @@ async function main(): Promise<void> {
       raw = why(err);
     }
 
-    figures.push(`backup set: ${fmt(backupBytes / MB)} MB of shard ${shardBackup.shardId} from ${shardBackup.sourceWasMaster ? 'the master' : 'a standby'} ${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}, stream limit ${pvLimitMb === 0 ? 'none' : `${pvLimitMb} MB/s`}`);
+    figures.push(`backup set: ${fmt(backupBytes / MB)} MB mbstream of shard ${shardBackup.shardId}, stored ${shardBackup.compression ?? 'uncompressed'} as ${fmt(storedBytes / MB)} MB (ratio ${fmt(storedBytes / backupBytes, 2)})`);
+    figures.push(`  taken from ${shardBackup.sourceWasMaster ? 'the master' : 'a standby'} ${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}, stream limit ${pvLimitMb === 0 ? 'none' : `${pvLimitMb} MB/s`}`);
     if (typeof raw === 'string') {
       figures.push(`backup throughput: manual_backup_cluster ${fmt(managedJobMbS)} MB/s (job) ${fmt(managedStreamMbS)} MB/s (stream); raw mariabackup: not measured: ${raw}`);
     } else {
@@ -320,7 +324,7 @@ async function main(): Promise<void> {
       const dst = state().clusters[dstId];
       const check = await restoredTicksCheck(src, dst, restoreTime);
       const list = (restoreReply.attachment as { list_shard?: { binlogs?: string }[] } | undefined)?.list_shard ?? [];
-      figures.push(`restore                  cluster_restore ${fmt(restoreS)} s for ${fmt(backupBytes / MB)} MB backup + ${list.map((s) => s.binlogs ?? '?').join('+')} binlog file(s): ${fmt(restoreS / (backupBytes / 1e9))} s per GB   ${check}`);
+      figures.push(`restore                  cluster_restore ${fmt(restoreS)} s for ${fmt(backupBytes / MB)} MB backup (${fmt(storedBytes / MB)} MB stored) + ${list.map((s) => s.binlogs ?? '?').join('+')} binlog file(s): ${fmt(restoreS / (backupBytes / 1e9))} s per GB   ${check}`);
     }
   } catch (err) {
     figures.push(`run stopped: ${why(err)}`);

@@ -188,7 +188,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     ...opts.jobs,
     raft,
     keepFinishedJobs: config.finishedJobsKept,
-    backup: { pvLimitMb: config.backupPvLimitMb, maxReplicaDelayS: config.backupMaxReplicaDelayS, ...opts.jobs?.backup },
+    backup: { pvLimitMb: config.backupPvLimitMb, maxReplicaDelayS: config.backupMaxReplicaDelayS, compression: config.backupCompression === 'zstd' ? 'zstd' : '', ...opts.jobs?.backup },
     moves: { limits: { chunkRows: config.moveChunkRows, copyRowsPerSecond: config.moveCopyRowsPerSecond, maxTargetLagTrx: config.moveMaxTargetLagTrx }, ...opts.jobs?.moves },
   });
   const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);

@@ -81,6 +81,12 @@ export const managerConfigSchema = z.object({
   moveMaxTargetLagTrx: z.number().int().min(0).default(20),
   /** Transfer limit of each shard's stream in a full backup, MB/s (0 = none), so the shard's own traffic is not starved. */
   backupPvLimitMb: z.number().int().min(0).default(100),
+  /**
+   * How full backups are stored: 'zstd' (compressed at the source with `zstd -1`, so fewer
+   * bytes cross TLS, the checksum and the disk; restores decompress) or 'none'. Sets record
+   * theirs, so a set taken either way restores.
+   */
+  backupCompression: z.enum(['zstd', 'none']).default('zstd'),
   /** A standby lagging more than this (seconds) is not a full backup's source; the master is used only when no standby qualifies. */
   backupMaxReplicaDelayS: z.number().int().min(0).default(60),
   /**

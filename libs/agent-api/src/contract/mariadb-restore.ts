@@ -44,6 +44,8 @@ export interface MariaDbStoredObject {
   /** The storage's root directory on that agent. */
   root: string;
   key: string;
+  /** How the object is compressed: '' or absent (none), 'zstd' (a backup set that recorded it). */
+  compression?: string;
 }
 
 export interface MariaDbArchiveBinlogRequest {

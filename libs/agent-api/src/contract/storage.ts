@@ -35,12 +35,18 @@ export interface StoragePullBackupRequest {
   /** MB/s; 0 = unlimited. */
   pv_limit_mb: number;
   meta: { [name: string]: string };
+  /** 'zstd': the source compresses the stream (over the data plane only); '' or absent: none. */
+  compression?: string;
 }
 
 export interface StoragePullBackupReply {
   object: StorageObjectInfo;
   gtid_pos: string;
   transfer_ms: number;
+  /** Bytes of the mbstream before compression (= object.bytes when not compressed). */
+  raw_bytes: number;
+  /** How the stored object is compressed: '' (none) or 'zstd'. */
+  compression: string;
 }
 
 export interface StoragePutHeader {

@@ -10,7 +10,7 @@ import { activeTls } from '../credentials';
 import { AgentCallError, AgentUnreachableError } from '../errors';
 import type { TlsMaterial } from '../tls/material';
 import { servedTicket, type Ticket } from '../tls/ticket';
-import { FrameReader, planeAddressOf, type PlaneRequest } from './frames';
+import { FrameReader, planeAddressOf, type PlaneRequest, type PlaneTrailer } from './frames';
 
 const CONNECT_TIMEOUT_MS = 15_000;
 
@@ -22,6 +22,8 @@ export interface PlaneCallOptions {
   material?: TlsMaterial;
   /** The plane's address instead of the agent's gRPC port + 1 (an agent on an ephemeral port). */
   at?: { host: string; port: number };
+  /** Called with the agent's end frame when it said OK, before the iteration ends (a compressed backup's facts). */
+  onTrailer?: (trailer: PlaneTrailer) => void;
 }
 
 type RequestBody = PlaneRequest extends infer R ? (R extends PlaneRequest ? Omit<R, 'v' | 'ticket'> : never) : never;
@@ -66,6 +68,7 @@ export async function* planeStream(agentAddress: string, request: RequestBody, o
     const trailer = reader.trailer;
     if (!trailer) throw new AgentUnreachableError(where, new Error('the connection closed before the end of the transfer'));
     if (trailer.code !== grpc.status.OK) throw new AgentCallError(where, trailer.code, `${trailer.code} ${grpc.status[trailer.code] ?? 'UNKNOWN'}: ${trailer.details}`);
+    options.onTrailer?.(trailer);
   } finally {
     socket.destroy();
   }

@@ -24,6 +24,12 @@ export interface PlaneBackupRequest extends PlaneRequestBase {
   op: 'backup';
   port: number;
   pv_limit_mb: number;
+  /**
+   * 'zstd': the agent compresses the stream (`zstd -1`) before it crosses the socket, and its
+   * end frame reports the uncompressed stream's size and position (PlaneTrailer.backup),
+   * which the receiver can no longer read from the bytes. Absent: the mbstream as it is.
+   */
+  compress?: 'zstd';
 }
 
 /** A stored object of an `fs` backup storage, checked against its sha256 as it is read. */
@@ -38,6 +44,17 @@ export type PlaneRequest = PlaneBackupRequest | PlaneGetRequest;
 export interface PlaneTrailer {
   code: number;
   details: string;
+  /** A compressed backup's facts, read by the sender from the uncompressed stream. */
+  backup?: PlaneBackupFacts;
+}
+
+export interface PlaneBackupFacts {
+  /** Bytes of the mbstream before compression. */
+  raw_bytes: number;
+  /** Its GTID position (mbstream-sniffer.ts gtidOfBackup); absent when it carried none. */
+  gtid_pos?: string;
+  /** Why the position could not be read, when it could not. */
+  problem?: string;
 }
 
 export function dataFrameHeader(length: number): Buffer {
@@ -117,7 +134,12 @@ function parseTrailer(body: Buffer): PlaneTrailer {
   }
   const t = parsed as Partial<PlaneTrailer> | null;
   if (!t || typeof t.code !== 'number' || typeof t.details !== 'string') throw new Error('the data plane sent a malformed trailer');
-  return { code: t.code, details: t.details };
+  const b = t.backup as Partial<PlaneBackupFacts> | undefined;
+  if (b === undefined) return { code: t.code, details: t.details };
+  const wellFormed = b !== null && typeof b === 'object' && Number.isSafeInteger(b.raw_bytes) && (b.raw_bytes as number) >= 0
+    && (b.gtid_pos === undefined || typeof b.gtid_pos === 'string') && (b.problem === undefined || typeof b.problem === 'string');
+  if (!wellFormed) throw new Error('the data plane sent a malformed trailer (backup)');
+  return { code: t.code, details: t.details, backup: { raw_bytes: b.raw_bytes as number, ...(b.gtid_pos === undefined ? {} : { gtid_pos: b.gtid_pos }), ...(b.problem === undefined ? {} : { problem: b.problem }) } };
 }
 
 /** Plane port of an agent: its gRPC port + 1 (README, "Agent ports"). */

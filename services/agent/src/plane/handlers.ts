@@ -5,9 +5,10 @@
 // it throws becomes the end frame's status.
 
 import * as grpc from '@grpc/grpc-js';
-import { AgentFailure, agentStatusOf, type PlaneRequest } from '@kcm/agent-api';
+import { AgentFailure, agentStatusOf, type PlaneBackupFacts, type PlaneRequest } from '@kcm/agent-api';
 import type { AgentContext } from '../capability';
 import { spawnBackupOf } from '../capabilities/mariadb/backup-stream';
+import { checkCompression, sendCompressed } from '../capabilities/mariadb/backup-compression';
 import { rateLimited } from '../capabilities/mariadb/rate-limit';
 import { checkKey, FsObjectStore } from '../capabilities/storage/object-store';
 
@@ -29,7 +30,8 @@ export class PlaneRefusal extends Error {
   }
 }
 
-type Handler = (ctx: AgentContext, request: PlaneRequest, sink: PlaneSink) => Promise<void>;
+/** What a handler resolves with goes into its OK end frame (a compressed backup's facts). */
+type Handler = (ctx: AgentContext, request: PlaneRequest, sink: PlaneSink) => Promise<PlaneBackupFacts | void>;
 
 function intField(request: object, name: string, min: number, max: number): number {
   const value = (request as Record<string, unknown>)[name];
@@ -43,12 +45,29 @@ function stringField(request: object, name: string): string {
   return value;
 }
 
-async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<void> {
+async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<PlaneBackupFacts | void> {
   const port = intField(request, 'port', 1, 65535);
   const limitMb = intField(request, 'pv_limit_mb', 0, 1_000_000);
+  let compress;
+  try {
+    compress = checkCompression((request as { compress?: unknown }).compress, 'compress');
+  } catch (err) {
+    throw new AgentFailure('invalid_argument', (err as Error).message);
+  }
   const started = Date.now();
   const { backup } = await spawnBackupOf(ctx, port, sink.signal);
-  ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid }, 'streaming backup over the data plane');
+  ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid, compress }, 'streaming backup over the data plane');
+  if (compress === 'zstd') {
+    try {
+      const facts = await sendCompressed(backup, limitMb * MB, (data) => sink.send(data), sink.signal);
+      ctx.logger.info({ port, raw_bytes: facts.raw_bytes, ms: Date.now() - started }, 'compressed backup streamed over the data plane');
+      return facts;
+    } catch (err) {
+      backup.kill();
+      if (sink.signal.aborted) throw new Error('the receiving agent closed the connection');
+      throw err;
+    }
+  }
   let bytes = 0;
   try {
     // Pipe reads go out as they come (64 KiB): joining them would cost a copy and gain nothing on a TLS socket.

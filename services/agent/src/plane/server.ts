@@ -104,8 +104,8 @@ async function serve(socket: tls.TLSSocket, material: TlsMaterial, opts: PlaneOp
     },
   };
   try {
-    await handler(opts.ctx, request, sink);
-    finish({ code: grpc.status.OK, details: '' });
+    const backup = await handler(opts.ctx, request, sink);
+    finish({ code: grpc.status.OK, details: '', ...(backup ? { backup } : {}) });
   } catch (err) {
     if (!abort.signal.aborted) log.error({ err, op: request.op }, 'data plane transfer failed');
     const code = err instanceof PlaneRefusal ? err.code : agentStatusOf(err);

@@ -25,6 +25,10 @@ export interface StoredPhysicalBackup {
   /** The GTID position the backup is consistent with. */
   gtidPos: string;
   transferMs: number;
+  /** Bytes of the mbstream before compression (= object.bytes when stored as it is). */
+  rawBytes: number;
+  /** How the stored object is compressed: '' (none) or 'zstd'; a restore undoes it. */
+  compression: '' | 'zstd';
 }
 
 export interface ObjectCheck {
@@ -61,8 +65,10 @@ export interface BackupStorage {
    * A physical backup (mariabackup --stream) of a MariaDB instance, taken by `source`'s
    * agent at most pvLimitMb MB/s and stored under key without a staging copy. The same
    * opId again (a resumed job) joins the first attempt or returns its result.
+   * `compression` 'zstd' asks for the stream compressed at its source; what was done is in
+   * the result (an implementation or a path that cannot compress stores it as it is).
    */
-  storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta?: Record<string, string>): Promise<StoredPhysicalBackup>;
+  storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta?: Record<string, string>, compression?: '' | 'zstd'): Promise<StoredPhysicalBackup>;
   put(key: string, data: Uint8Array | AsyncIterable<Uint8Array>, meta?: Record<string, string>): Promise<StoredObject>;
   /** The bytes of an object; throws at the end if they do not match its checksum. */
   get(key: string): AsyncIterable<Buffer>;
@@ -113,9 +119,11 @@ class AgentFsStorage implements BackupStorage {
     return { freeBytes: (await this.client.open(this.record.path)).free_bytes };
   }
 
-  async storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta: Record<string, string> = {}): Promise<StoredPhysicalBackup> {
-    const reply = await this.client.pullBackup({ op_id: opId, root: this.record.path, key, source, pv_limit_mb: pvLimitMb, meta });
-    return { object: objectOf(reply.object), gtidPos: reply.gtid_pos, transferMs: reply.transfer_ms };
+  async storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta: Record<string, string> = {}, compression: '' | 'zstd' = ''): Promise<StoredPhysicalBackup> {
+    const reply = await this.client.pullBackup({ op_id: opId, root: this.record.path, key, source, pv_limit_mb: pvLimitMb, meta, compression });
+    // An agent from before compression answers neither field: it stored the mbstream as it is.
+    const stored = reply.compression === 'zstd' ? 'zstd' : '';
+    return { object: objectOf(reply.object), gtidPos: reply.gtid_pos, transferMs: reply.transfer_ms, rawBytes: stored ? reply.raw_bytes : reply.object.bytes, compression: stored };
   }
 
   async put(key: string, data: Uint8Array | AsyncIterable<Uint8Array>, meta: Record<string, string> = {}): Promise<StoredObject> {

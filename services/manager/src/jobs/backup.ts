@@ -2,7 +2,8 @@
 //
 // A cluster: per shard a mariabackup --stream of a healthy standby (the master only when no
 // standby qualifies), pulled by the storage host's agent straight into backup storage at
-// most `pvLimitMb` MB/s, with its GTID position; then the compute catalog (pg_dump
+// most `pvLimitMb` MB/s (compressed at the source unless configured not to), with its GTID
+// position; meanwhile the compute catalog (pg_dump
 // --schema-only of each cluster database from one compute node); then the backup set is
 // recorded in the replicated state. Writes are never blocked (mariabackup takes no global
 // lock that stops DML on InnoDB tables).
@@ -35,6 +36,8 @@ export interface BackupJobDeps {
   openStorage: BackupStorageOpener;
   /** Transfer limit of each shard's stream, MB/s (0 = none): the shard's own traffic comes first. */
   pvLimitMb: number;
+  /** How shard streams are stored: 'zstd' compressed at the source, '' as they are (default). */
+  compression?: '' | 'zstd';
   /** A standby lagging more than this is not a backup source. */
   maxReplicaDelayS: number;
   /** The Raft index the state machine has applied (a metadata backup records it). */
@@ -43,12 +46,21 @@ export interface BackupJobDeps {
   dumpCatalog(address: string, port: number): Promise<PgSchemaDumpReply>;
 }
 
+/**
+ * The shards' backups and, taken at the same time, the catalog. (A job begun by an older
+ * leader recorded this step's output as the bare list of shards, and dumps the catalog in
+ * the next step.)
+ */
+type ShardsAndCatalog = { shards: ShardBackupRecord[]; catalog: CatalogBackupRecord[] };
+
 interface BackupOutputs {
-  'back up shards': ShardBackupRecord[];
+  'back up shards': ShardsAndCatalog | ShardBackupRecord[];
   'dump catalog': CatalogBackupRecord[];
   'store metadata image': BackupObjectRecord & { appliedIndex: number };
   'record backup set': BackupSetRecord;
 }
+
+const shardsOf = (taken: ShardsAndCatalog | ShardBackupRecord[] | undefined): ShardBackupRecord[] => (taken === undefined ? [] : Array.isArray(taken) ? taken : taken.shards);
 
 export const backupSetPrefix = (clusterId: string, setId: string): string =>
   clusterId === METADATA_CLUSTER_ID ? `metadata/backup_${setId}/` : `cluster_${clusterId}/backup_${setId}/`;
@@ -115,7 +127,7 @@ async function backUpShards(ctx: StepContext<BackupParas, BackupOutputs>, deps: 
           cluster_id: cluster.id,
           shard_id: shard.id,
           backup_id: ctx.jobId,
-        });
+        }, deps.compression ?? '');
         await ctx.progress(++done, shards.length).catch(() => {});
         return {
           shardId: shard.id,
@@ -129,6 +141,7 @@ async function backUpShards(ctx: StepContext<BackupParas, BackupOutputs>, deps: 
           sourceWasMaster: source.is_master,
           transferMs: stored.transferMs,
           storedAt: ctx.now(),
+          ...(stored.compression ? { compression: stored.compression, rawBytes: stored.rawBytes } : {}),
         };
       }),
     );
@@ -237,7 +250,7 @@ export function manualBackupClusterJob(deps: BackupJobDeps): JobOf<'manual_backu
             storageName: storageOf(ctx.state(), p.storage_name).name,
             startedAt: job?.submittedAt ?? ctx.now(),
             finishedAt: ctx.now(),
-            shards: ctx.outputs['back up shards'] ?? [],
+            shards: shardsOf(ctx.outputs['back up shards']),
             catalog: ctx.outputs['dump catalog'] ?? [],
             ...(ctx.outputs['store metadata image'] ? { metadata: ctx.outputs['store metadata image'] } : {}),
           };
@@ -249,8 +262,22 @@ export function manualBackupClusterJob(deps: BackupJobDeps): JobOf<'manual_backu
         return [{ name: 'store metadata image', run: (ctx) => storeMetadataImage(ctx, deps) }, record];
       }
       return [
-        { name: 'back up shards', run: (ctx) => backUpShards(ctx, deps) },
-        { name: 'dump catalog', run: (ctx) => dumpCatalog(ctx, deps) },
+        {
+          name: 'back up shards',
+          // The catalog dump (pg_dump --schema-only, a second or so) runs while the shards
+          // stream instead of after them: it no longer adds to the backup's time.
+          async run(ctx) {
+            const [shards, catalog] = await Promise.all([backUpShards(ctx, deps), dumpCatalog(ctx, deps)]);
+            return { shards, catalog };
+          },
+        },
+        {
+          name: 'dump catalog',
+          run: async (ctx) => {
+            const taken = ctx.outputs['back up shards'];
+            return taken && !Array.isArray(taken) ? taken.catalog : dumpCatalog(ctx, deps);
+          },
+        },
         record,
       ];
     },

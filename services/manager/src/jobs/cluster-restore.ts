@@ -160,7 +160,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
               admin: liveAccount(ctx.secrets, plan.dst, 'admin'),
               replication: liveAccount(ctx.secrets, plan.dst, 'replication'),
               storage: liveAccount(ctx.secrets, plan.dst, 'storage'),
-              objects: [{ storage_agent_address: where.address, root: where.root, key: where.key }],
+              objects: [{ storage_agent_address: where.address, root: where.root, key: where.key, compression: src.compression ?? '' }],
             });
             gtids[dst.id] = { srcShardId: src.shardId, gtid: reply.gtid_pos };
           });

@@ -332,6 +332,10 @@ export interface ShardBackupRecord extends BackupObjectRecord {
   transferMs: number;
   /** When this shard's backup was stored: it is consistent at gtidPos, reached by then. */
   storedAt: number;
+  /** How the object is compressed; absent in sets from before compression (stored as they are). */
+  compression?: 'zstd';
+  /** Bytes of the mbstream before compression (absent: `bytes`, nothing was compressed). */
+  rawBytes?: number;
 }
 
 /** A compute node's schema dump (pg_dump --schema-only) of one cluster database. */

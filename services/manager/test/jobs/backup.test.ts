@@ -25,18 +25,20 @@ const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 /** A storage that keeps objects in memory and records each physical backup it was asked for. */
 function memoryStorages() {
   const objects = new Map<string, StoredObject>();
-  const pulls: { opId: string; key: string; source: MariaDbBackupSource; pvLimitMb: number }[] = [];
+  const pulls: { opId: string; key: string; source: MariaDbBackupSource; pvLimitMb: number; compression?: string }[] = [];
   const deletes: string[] = [];
   let failPullOf: string | undefined;
+  const hooks: { duringPull?: () => Promise<void> } = {};
   const open = (record: BackupStorageRecord): BackupStorage => ({
     record,
     open: async () => ({ freeBytes: 1e12 }),
-    async storePhysicalBackup(opId, key, source, pvLimitMb) {
-      pulls.push({ opId, key, source, pvLimitMb });
+    async storePhysicalBackup(opId, key, source, pvLimitMb, _meta, compression = '') {
+      pulls.push({ opId, key, source, pvLimitMb, compression });
+      await hooks.duringPull?.();
       if (failPullOf && key.includes(failPullOf)) throw new Error(`mariabackup failed on ${source.hostaddr}:${source.port}`);
       const object = { key, bytes: 5000, sha256: sha(Buffer.from(key)), createdAtMs: 0, meta: { gtid_pos: '0-1-42', source: `${source.hostaddr}:${source.port}` } };
       objects.set(`${record.name}:${key}`, object);
-      return { object, gtidPos: '0-1-42', transferMs: 7 };
+      return { object, gtidPos: '0-1-42', transferMs: 7, rawBytes: compression ? 8000 : 5000, compression };
     },
     async put(key, data) {
       const bytes = data instanceof Uint8Array ? data : Buffer.alloc(0);
@@ -54,12 +56,12 @@ function memoryStorages() {
     locate: (key) => ({ stype: 'fs', address: `${record.hostaddr}:${record.port}`, root: record.path, key }),
     close: () => {},
   });
-  return { open, objects, pulls, deletes, failPull: (what: string) => (failPullOf = what) };
+  return { open, objects, pulls, deletes, hooks, failPull: (what: string) => (failPullOf = what) };
 }
 
 const standbyProbe = (lag: number): Partial<MariaDbProbeReply> => ({ state: 'online', is_replica: true, io_running: true, sql_running: true, seconds_behind_master: lag });
 
-async function backupHarness(probes: (host: string, port: number, isMaster: boolean) => Partial<MariaDbProbeReply>) {
+async function backupHarness(probes: (host: string, port: number, isMaster: boolean) => Partial<MariaDbProbeReply>, overrides: Partial<BackupJobDeps> = {}) {
   const h = await startHarness();
   const cluster = await h.readyCluster();
   await h.runner.stop();
@@ -79,6 +81,7 @@ async function backupHarness(probes: (host: string, port: number, isMaster: bool
       dumps.push(`${address}/${port}`);
       return { dumps: [{ database: 'shop', sql: Buffer.from('CREATE SCHEMA s;') }] };
     },
+    ...overrides,
   };
   const registry = registryOf({ manual_backup_cluster: manualBackupClusterJob(deps), create_backup_storage: createBackupStorageJob(storages.open), delete_backup_storage: deleteBackupStorage });
   const runner = new JobRunner(h.store, registry, stepServices(h.store, { agents }));
@@ -195,6 +198,28 @@ describe('manual_backup_cluster', () => {
     expect(b.storages.pulls).toEqual([]);
     const listed = { attachment: await b.service.runQuery(request("get_backup_storage", {})) };
     expect((listed.attachment as any).list_metadata_backup.map((s: any) => s.backup_id)).toEqual([done.jobId]);
+    await b.runner.stop();
+  });
+
+  it('asks for the configured compression, records what the storage did, and dumps the catalog while the shards stream', async () => {
+    const dumped: string[] = [];
+    const b = await backupHarness((_h, _p, isMaster) => (isMaster ? { state: 'online', is_replica: false } : standbyProbe(1)), {
+      compression: 'zstd',
+      // Each side waits for the other: done only if the catalog is dumped while the streams run.
+      dumpCatalog: async (address) => {
+        await until(() => b.storages.pulls.length === 2, 4000);
+        dumped.push(address);
+        return { dumps: [{ database: 'shop', sql: Buffer.from('CREATE SCHEMA s;') }] };
+      },
+    });
+    b.storages.hooks.duringPull = () => until(() => dumped.length === 1, 4000);
+    await b.run('create_backup_storage', b.storage);
+    const done = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
+    expect(done.status, done.errorInfo).toBe('done');
+    expect(b.storages.pulls.map((p) => p.compression)).toEqual(['zstd', 'zstd']);
+    const set = b.h.store.s.backupSets[done.jobId];
+    expect(set.shards.map((s) => [s.compression, s.bytes, s.rawBytes])).toEqual([['zstd', 5000, 8000], ['zstd', 5000, 8000]]);
+    expect(set.catalog.map((c) => c.database)).toEqual(['shop']);
     await b.runner.stop();
   });
 });

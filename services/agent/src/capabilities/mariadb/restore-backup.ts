@@ -6,6 +6,7 @@
 // source's (a physical copy carries the source cluster's mysql.user).
 
 import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentContext } from '../../capability';
@@ -17,6 +18,7 @@ import { startInstance, stopInstance } from './lifecycle';
 import { backupGtid } from './rebuild';
 import { account, scrub, sqlString, withAdmin } from './sql';
 import { checkStoredObject, readStoredObject } from './storage-objects';
+import { checkCompression, spawnDecompressor } from './backup-compression';
 
 const RESTORE_TIMEOUT_MS = 6 * 3600_000;
 /** Account names kcm generates (jobs/credentials.ts): those of another cluster are dropped from a restored copy. */
@@ -64,25 +66,39 @@ export async function restoreFullBackup(ctx: AgentContext, req: MariaDbRestoreFu
   return { gtid_pos: gtid, bytes, pid: running.pid };
 }
 
-/** Pipes the objects, in order, into `mbstream -x -C dir`; returns the bytes read. */
+/**
+ * Pipes the objects, in order, into `mbstream -x -C dir`; returns the bytes read. A set
+ * stored compressed (every object says the same) goes through `zstd -d` first. (Its stdout
+ * is relayed by this process: a child's stdout handed to another child as stdin is also
+ * read by Node itself from the moment it exists, which would take bytes from mbstream.)
+ */
 async function extractStoredStream(objects: ReturnType<typeof checkStoredObject>[], dir: string): Promise<number> {
+  const compressions = new Set(objects.map((o, i) => checkCompression(o.compression, `objects[${i}].compression`)));
+  if (compressions.size > 1) throw new Error('the objects of one backup stream must share one compression');
+  const compressed = [...compressions][0] === 'zstd';
+  const unzstd = compressed ? spawnDecompressor() : undefined;
   const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', dir], { input: 'pipe', output: 'ignore', timeoutMs: RESTORE_TIMEOUT_MS });
-  const extractorDied = extract.done.then(() => {
-    throw new Error('mbstream exited before the stream ended');
+  const relayed = unzstd ? pipeline(unzstd.stdout, extract.stdin) : Promise.resolve();
+  relayed.catch(() => {}); // a dead end is reported by its process's `done`
+  const input = unzstd ? unzstd.stdin : extract.stdin;
+  const died = (p: { done: Promise<string> }, what: string) => p.done.then(() => {
+    throw new Error(`${what} exited before the stream ended`);
   });
-  extractorDied.catch(() => {});
+  const eitherDied = Promise.race([died(extract, 'mbstream'), ...(unzstd ? [died(unzstd, 'zstd -d')] : [])]);
+  eitherDied.catch(() => {});
   let bytes = 0;
   try {
     for (const obj of objects) {
       for await (const piece of readStoredObject(obj)) {
         bytes += piece.length;
-        if (!extract.stdin.write(piece)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
+        if (!input.write(piece)) await Promise.race([once(input, 'drain'), eitherDied]);
       }
     }
-    extract.stdin.end();
-    await extract.done;
+    input.end();
+    await Promise.all([extract.done, ...(unzstd ? [unzstd.done, relayed] : [])]);
     return bytes;
   } catch (err) {
+    unzstd?.kill();
     extract.kill();
     throw err;
   }

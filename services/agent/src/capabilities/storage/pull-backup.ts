@@ -10,21 +10,35 @@
 // StreamBackup rpc (`--insecure` agents have no plane).
 
 import type * as grpc from '@grpc/grpc-js';
-import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeStream, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
+import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeStream, type PlaneBackupFacts, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
 import type { FsObjectStore } from './object-store';
+import { checkCompression, type BackupCompression } from '../mariadb/backup-compression';
 
 /** Bytes gathered before one write of the object's file. */
 const WRITE_BATCH_BYTES = 4 * 1024 * 1024;
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.[\]:-]{1,255}:\d{1,5}$/;
 
-/** The source's backup stream, over the data plane or gRPC; `stop` ends it early. */
-export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number): { bytes: AsyncIterable<Buffer>; stop(): void } {
+export interface BackupBytes {
+  bytes: AsyncIterable<Buffer>;
+  stop(): void;
+  /** A compressed stream's facts from the source, once `bytes` ended. */
+  facts(): PlaneBackupFacts | undefined;
+}
+
+/**
+ * The source's backup stream, over the data plane or gRPC; `stop` ends it early. `compress`
+ * is honoured over the data plane only (`--insecure` agents stream the mbstream as it is):
+ * callers look at `compressed`.
+ */
+export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number, compress: BackupCompression = ''): BackupBytes & { compressed: BackupCompression } {
   if (planeEnabled()) {
-    const stream = planeStream(source.agent_address, { op: 'backup', port: source.port, pv_limit_mb: pvLimitMb });
-    return { bytes: stream, stop: () => void stream.return(undefined).catch(() => {}) };
+    let facts: PlaneBackupFacts | undefined;
+    const request = { op: 'backup' as const, port: source.port, pv_limit_mb: pvLimitMb, ...(compress ? { compress } : {}) };
+    const stream = planeStream(source.agent_address, request, { onTrailer: (t) => (facts = t.backup) });
+    return { bytes: stream, stop: () => void stream.return(undefined).catch(() => {}), facts: () => facts, compressed: compress };
   }
   const client = agentClient(MariaDbAgentService, source.agent_address);
   const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
@@ -44,6 +58,8 @@ export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number): {
       call.cancel();
       client.close();
     },
+    facts: () => undefined,
+    compressed: '',
   };
 }
 
@@ -52,10 +68,17 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
   if (!source || !AGENT_ADDRESS.test(source.agent_address)) throw new AgentFailure('invalid_argument', `source.agent_address ${JSON.stringify(source?.agent_address)} must be host:port`);
   if (!Number.isInteger(source.port) || source.port < 1 || source.port > 65535) throw new AgentFailure('invalid_argument', `source.port ${source.port} is not a TCP port`);
   if (!Number.isInteger(req.pv_limit_mb) || req.pv_limit_mb < 0) throw new AgentFailure('invalid_argument', `pv_limit_mb ${req.pv_limit_mb} must be an integer >= 0`);
+  let asked: BackupCompression;
+  try {
+    asked = checkCompression(req.compression, 'compression');
+  } catch (err) {
+    throw new AgentFailure('invalid_argument', (err as Error).message);
+  }
   const writer = await store.writer(req.key);
   const sniffer = new MbstreamSniffer();
   const started = Date.now();
-  const stream = backupBytesOf(source, req.pv_limit_mb);
+  const stream = backupBytesOf(source, req.pv_limit_mb, asked);
+  const compression = stream.compressed;
   let inFlight: Promise<void> = Promise.resolve();
   try {
     // Receiving and writing overlap: while one batch goes to disk, the next is received (a
@@ -73,22 +96,26 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
       inFlight.catch(() => {}); // awaited before the next batch or at the end
     };
     for await (const data of stream.bytes) {
-      sniffer.push(data);
+      if (!compression) sniffer.push(data); // a compressed stream's position comes from its source
       gathered.push(data);
       gatheredBytes += data.length;
       if (gatheredBytes >= WRITE_BATCH_BYTES) await flush();
     }
     if (gatheredBytes > 0) await flush();
     await inFlight;
-    const gtid = gtidOfBackup(sniffer);
+    const facts = compression ? stream.facts() : undefined;
+    if (compression && !facts) throw new AgentFailure('instance_failed', `the compressed backup stream of ${source.hostaddr}:${source.port} ended without its size and position`);
+    const gtid = compression ? facts!.gtid_pos : gtidOfBackup(sniffer);
     if (gtid === undefined) {
-      throw new AgentFailure('instance_failed', `the backup stream of ${source.hostaddr}:${source.port} carried no GTID position${sniffer.problem ? ` (${sniffer.problem})` : ''}`);
+      const problem = compression ? facts!.problem : sniffer.problem;
+      throw new AgentFailure('instance_failed', `the backup stream of ${source.hostaddr}:${source.port} carried no GTID position${problem ? ` (${problem})` : ''}`);
     }
-    const meta = { ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream' };
+    const rawBytes = compression ? facts!.raw_bytes : writer.bytes;
+    const meta = { ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream', ...(compression ? { compression, raw_bytes: String(rawBytes) } : {}) };
     const object = await writer.commit(meta);
     const transferMs = Date.now() - started;
-    logger.info({ key: object.key, bytes: object.bytes, gtid, ms: transferMs, source: meta.source, plane: planeEnabled() }, 'backup stored');
-    return { object, gtid_pos: gtid, transfer_ms: transferMs };
+    logger.info({ key: object.key, bytes: object.bytes, raw_bytes: rawBytes, compression, gtid, ms: transferMs, source: meta.source, plane: planeEnabled() }, 'backup stored');
+    return { object, gtid_pos: gtid, transfer_ms: transferMs, raw_bytes: rawBytes, compression };
   } catch (err) {
     stream.stop();
     await inFlight.catch(() => {}); // the file is closed only once no write is under way

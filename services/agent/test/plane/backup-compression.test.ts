@@ -1,0 +1,60 @@
+// A backup compressed at its source (capabilities/mariadb/backup-compression.ts): the bytes
+// sent are a zstd stream of the mbstream, the end frame carries the uncompressed size and
+// position the receiver can no longer read, and a failing source fails the transfer.
+
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endFrame, FrameReader } from '@kcm/agent-api';
+import { checkCompression, sendCompressed, zstdTool } from '../../src/capabilities/mariadb/backup-compression';
+import { spawnPiped } from '../../src/ops/exec';
+
+const run = promisify(execFile);
+
+describe('a backup compressed at its source', () => {
+  let dir: string;
+  let mbstream: Buffer;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-zbk-'));
+    // Pages with room to spare, like InnoDB's: compressible.
+    await writeFile(path.join(dir, 'ibdata1'), Buffer.concat(Array.from({ length: 64 }, (_, i) => Buffer.concat([Buffer.alloc(4096, i), Buffer.alloc(12288)]))));
+    await writeFile(path.join(dir, 'mariadb_backup_binlog_info'), 'mariadb-bin.000003\t1234\t0-1-42\n');
+    mbstream = (await run('mbstream', ['-c', 'ibdata1', 'mariadb_backup_binlog_info'], { cwd: dir, encoding: 'buffer', maxBuffer: 1 << 24 })).stdout;
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  const source = () => spawnPiped('mbstream', ['-c', 'ibdata1', 'mariadb_backup_binlog_info'], { input: 'ignore', output: 'pipe', timeoutMs: 30_000, cwd: dir });
+
+  it('sends a zstd stream of the mbstream, smaller, and reports its size and GTID position', async () => {
+    const sent: Buffer[] = [];
+    const facts = await sendCompressed(source(), 0, async (data) => void sent.push(data), new AbortController().signal);
+    const stored = Buffer.concat(sent);
+    expect(stored.readUInt32LE(0)).toBe(0xfd2fb528); // zstd frame magic
+    expect(stored.length).toBeLessThan(mbstream.length / 4);
+    const decompressed = await new Promise<Buffer>((resolve, reject) => {
+      const child = execFile(zstdTool, ['-d', '-q', '-c'], { encoding: 'buffer', maxBuffer: 1 << 24 }, (err, out) => (err ? reject(err) : resolve(out)));
+      child.stdin!.end(stored);
+    });
+    expect(decompressed.equals(mbstream)).toBe(true);
+    expect(facts).toEqual({ raw_bytes: mbstream.length, gtid_pos: '0-1-42' });
+  });
+
+  it('fails when the source fails, after what it sent', async () => {
+    const failing = spawnPiped('sh', ['-c', 'printf XBSTCK01; exit 3'], { input: 'ignore', output: 'pipe', timeoutMs: 30_000 });
+    await expect(sendCompressed(failing, 0, async () => {}, new AbortController().signal)).rejects.toThrow(/exited with 3/);
+  });
+
+  it('carries the facts in the end frame, and refuses a compression it does not know', () => {
+    const reader = new FrameReader();
+    reader.push(endFrame({ code: 0, details: '', backup: { raw_bytes: 123, gtid_pos: '0-1-42' } }));
+    expect(reader.trailer).toEqual({ code: 0, details: '', backup: { raw_bytes: 123, gtid_pos: '0-1-42' } });
+    expect(() => new FrameReader().push(endFrame({ code: 0, details: '', backup: { raw_bytes: -1 } }))).toThrow(/malformed/);
+    expect(checkCompression('', 'c')).toBe('');
+    expect(checkCompression(undefined, 'c')).toBe('');
+    expect(checkCompression('zstd', 'c')).toBe('zstd');
+    expect(() => checkCompression('gzip', 'compression')).toThrow(/compression "gzip"/);
+  });
+});
