@@ -148,13 +148,21 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
     expect((detail.attachment as { list_backup: ManualBackupClusterResult[] }).list_backup.map((b) => b.backup_id)).toEqual([backup.backup_id]);
   }, 300_000);
 
-  it('a stored shard backup is a whole mbstream: it extracts and carries the GTID the result names', async () => {
+  it('a stored shard backup is an mbstream compressed at its source with zstd: it decompresses, extracts and carries the GTID the result names', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-extract-'));
     try {
+      const shard = f.manager.store.state().backupSets[backup.backup_id].shards[1];
+      expect(shard.compression).toBe('zstd');
+      expect(shard.rawBytes).toBeGreaterThan(shard.bytes);
       const file = path.join(root, backup.list_shard[1].location.replace(/^local:/, ''));
+      const mbstream = await new Promise<Buffer>((resolve, reject) => {
+        const child = execFile('zstd', ['-d', '-q', '-c'], { encoding: 'buffer', maxBuffer: 1 << 30 }, (err, out) => (err ? reject(err) : resolve(out)));
+        void readFile(file).then((b) => child.stdin!.end(b));
+      });
+      expect(mbstream.length).toBe(shard.rawBytes);
       await new Promise<void>((resolve, reject) => {
         const child = execFile('mbstream', ['-x', '-C', dir], (err) => (err ? reject(err) : resolve()));
-        void readFile(file).then((b) => child.stdin!.end(b));
+        child.stdin!.end(mbstream);
       });
       // The position files mariabackup wrote into the stream: binlog position, and a standby's slave position.
       const read = (name: string) => readFile(path.join(dir, name), 'utf8').catch(() => '');

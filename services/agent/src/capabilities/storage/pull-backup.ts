@@ -1,9 +1,11 @@
 // PullBackup: a physical backup of a MariaDB instance, pulled from its agent (mariabackup
 // --stream=mbstream at most pv_limit_mb MB/s, the same source side a rebuild uses) straight
 // into a storage object. No staging copy: each chunk is hashed, sniffed for the backup's
-// position files and written to the object's temporary file as it arrives. The object is
-// committed only when the source ended its stream with OK (mariabackup exited 0) and the
-// GTID position was found; anything else leaves no object.
+// position files and written to the object's temporary file as it arrives. Asked for
+// `compression` 'zstd' (data plane only), the source compresses and sniffs, and its end
+// frame brings the position and the uncompressed size (mariadb/backup-compression.ts). The
+// object is committed only when the source ended its stream with OK (mariabackup exited 0)
+// and the GTID position was found; anything else leaves no object.
 //
 // The bytes come over the source agent's data plane (a mutual TLS socket, authorised by
 // the ticket of the manager's PullBackup call) when this agent has TLS, else over the
