@@ -108,6 +108,8 @@ export interface ManagerSpec {
   insecure?: boolean;
   /** Full backups' MB/s per shard stream (tests slow it to act while a backup is under way). */
   backupPvLimitMb?: number;
+  /** How full backups are stored (default zstd); 'none' takes sets as they were before compression. */
+  backupCompression?: 'zstd' | 'none';
   /** Emit's limits (0 = no rate limit): the fuzzer lifts the rate, the limits test lowers it. */
   emitRatePerSecond?: number;
   emitRateBurst?: number;
