@@ -31,9 +31,9 @@ function must(s: MetaState, cmd: Command): unknown {
 }
 
 /** BENCH-ONLY: builds the state of `hosts` machines, `clusters` clusters (3 shards x 3 nodes + 2 compute nodes) and `jobs` kept jobs. */
-export function loadFleetStateDirectly(hostCount: number, clusterCount: number, jobCount: number): MetaState {
+export function loadFleetStateDirectly(hostCount: number, clusterCount: number, jobCount: number, firstHost = '127.50.0.1'): MetaState {
   const s = emptyMetaState();
-  const hosts = hollowHosts('127.50.0.1', hostCount);
+  const hosts = hollowHosts(firstHost, hostCount);
   for (const hostaddr of hosts) {
     for (const [machineType, portLow, portHigh] of [['storage', 5000, 5199], ['computer', 6000, 6099]] as const) {
       must(s, {
