@@ -2,7 +2,7 @@
 // metadata of 200 SIMULATED ("hollow") hosts: bench/scale/hollow-agents.ts serves their
 // agent endpoints (health probes and host facts are real gRPC over mutual TLS; no engine
 // runs, so no job here touches an instance). The group starts from a seeded metadata
-// image (--restore-meta), then takes snapshots every 40 entries while writes and reads
+// image (--restore-meta), then takes snapshots every 20 entries while writes and reads
 // go on: it keeps its one leader, and every request is answered within its deadline.
 
 import { randomUUID } from 'node:crypto';
@@ -16,7 +16,7 @@ import { STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
 import { waitFor } from '../manager/helpers/processes';
 
 const MEMBERS = ['127.0.1.184:18710', '127.0.1.185:18710', '127.0.1.186:18710'];
-const SNAPSHOT_EVERY = 40;
+const SNAPSHOT_EVERY = 20;
 const WRITE_DEADLINE_MS = 5_000;
 const READ_DEADLINE_MS = 3_000;
 
@@ -26,6 +26,7 @@ const group = new HollowGroup({
   managerConfig: { snapshotEntries: SNAPSHOT_EVERY, healthIntervalMs: 1_000 },
 });
 let leader: string;
+let clusterIds: string[] = [];
 
 beforeAll(async () => {
   group.writeSeedImage();
@@ -42,8 +43,9 @@ const snapshotsTaken = async (member: string) => (await metrics(member)).get('kc
 
 describe('a manager group over 200 simulated hosts', () => {
   it('holds the seeded fleet and probes every simulated host for real', async () => {
-    const summary = (await emit(leader, 'get_cluster_summary')).attachment as { list_cluster: unknown[] };
+    const summary = (await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 30_000 })).attachment as { list_cluster: { cluster_id: string }[] };
     expect(summary.list_cluster).toHaveLength(50);
+    clusterIds = summary.list_cluster.map((c) => c.cluster_id);
     // Each host answered the leader's Health probe (through the simulator, over mutual TLS).
     const reachable = await waitFor('every simulated host reachable', async () => {
       const m = await metrics(leader);
@@ -81,7 +83,8 @@ describe('a manager group over 200 simulated hosts', () => {
     const reader = async (r: number) => {
       for (let i = 0; Date.now() < until; i++) {
         const member = MEMBERS[(r + i) % MEMBERS.length];
-        await timed('read', READ_DEADLINE_MS, () => emit(member, i % 2 ? 'get_cluster_summary' : 'get_meta_mode', {}, { timeoutMs: READ_DEADLINE_MS }));
+        const [jobType, paras] = i % 2 ? ['get_cluster_detail', { cluster_id: clusterIds[i % clusterIds.length] }] : ['get_meta_mode', {}];
+        await timed('read', READ_DEADLINE_MS, () => emit(member, jobType, paras, { timeoutMs: READ_DEADLINE_MS }));
       }
     };
     await Promise.all([writer(0), writer(1), writer(2), reader(0), reader(1)]);
