@@ -30,7 +30,16 @@ export const PARSE_PIECE_BYTES = 64 * 1024;
 export function* parseJsonInPieces(
   bytes: Uint8Array,
   depth: number,
-  { pieceBytes = PARSE_PIECE_BYTES, walkedObjectsAreDicts = false }: { pieceBytes?: number; walkedObjectsAreDicts?: boolean } = {},
+  {
+    pieceBytes = PARSE_PIECE_BYTES,
+    walkedObjectsAreDicts = false,
+    onMemberOfWalked,
+  }: {
+    pieceBytes?: number;
+    walkedObjectsAreDicts?: boolean;
+    /** Told of each member of a container walked member by member, with the keys that lead to that container ([] for the root). */
+    onMemberOfWalked?: (path: readonly string[], value: unknown) => void;
+  } = {},
 ): Generator<void, unknown> {
   const decoder = new TextDecoder();
   let pos = 0;
@@ -71,7 +80,7 @@ export function* parseJsonInPieces(
     return stop === bytes.length && nesting === 0 && i > from ? i : -1;
   }
 
-  function* value(levels: number): Generator<void, unknown> {
+  function* value(levels: number, path: readonly string[]): Generator<void, unknown> {
     skipSpace();
     const start = pos;
     const c = bytes[pos];
@@ -83,11 +92,11 @@ export function* parseJsonInPieces(
       return parseText(start, end);
     }
     if (!container) return fail('unterminated value');
-    return c === OPEN_BRACE ? yield* members(levels, true) : yield* members(levels, false);
+    return yield* members(levels, c === OPEN_BRACE, path);
   }
 
   /** A large object or array: small members are parsed in runs, large ones walked (one level down). */
-  function* members(levels: number, isObject: boolean): Generator<void, unknown> {
+  function* members(levels: number, isObject: boolean, path: readonly string[]): Generator<void, unknown> {
     const target: unknown[] | Record<string, unknown> = isObject ? (walkedObjectsAreDicts ? (Object.create(null) as Record<string, unknown>) : {}) : [];
     const [open, close] = isObject ? ['{', '}'] : ['[', ']'];
     let runStart = -1;
@@ -95,8 +104,18 @@ export function* parseJsonInPieces(
     const flushRun = (): void => {
       if (runStart < 0) return;
       const parsed = parseText(runStart, runEnd, open, close);
-      if (Array.isArray(target)) for (const v of parsed as unknown[]) target.push(v);
-      else for (const key of Object.keys(parsed as object)) setOwn(target, key, (parsed as Record<string, unknown>)[key]);
+      if (Array.isArray(target)) {
+        for (const v of parsed as unknown[]) {
+          target.push(v);
+          onMemberOfWalked?.(path, v);
+        }
+      } else {
+        for (const key of Object.keys(parsed as object)) {
+          const v = (parsed as Record<string, unknown>)[key];
+          setOwn(target, key, v);
+          onMemberOfWalked?.(path, v);
+        }
+      }
       runStart = -1;
     };
     pos++; // past { or [
@@ -131,9 +150,10 @@ export function* parseJsonInPieces(
         pos = end;
       } else {
         flushRun();
-        const v = yield* value(levels - 1);
+        const v = yield* value(levels - 1, [...path, key ?? String(target.length)]);
         if (Array.isArray(target)) target.push(v);
         else setOwn(target, key!, v);
+        onMemberOfWalked?.(path, v);
       }
       if (sinceYield >= pieceBytes) {
         flushRun();
@@ -152,7 +172,7 @@ export function* parseJsonInPieces(
     }
   }
 
-  const result = yield* value(depth);
+  const result = yield* value(depth, []);
   skipSpace();
   if (pos !== bytes.length) fail('unexpected text after the value');
   return result;

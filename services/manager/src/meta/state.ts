@@ -423,8 +423,11 @@ export function withDicts(state: MetaState): MetaState {
 /** Members between two yields of withDictsInSteps: a few milliseconds. */
 const DICT_MEMBERS_PER_STEP = 1_000;
 
-/** withDicts a step at a time (restoring a 100,000-job image in pieces, snapshot.ts). */
-export function* withDictsInSteps(state: MetaState): Generator<void, MetaState> {
+/**
+ * withDicts a step at a time (restoring a 100,000-job image in pieces, snapshot.ts).
+ * `jobList`, when given, is every record of state.jobs (listing 100,000 of them is a long block).
+ */
+export function* withDictsInSteps(state: MetaState, jobList?: JobRecord[]): Generator<void, MetaState> {
   let done = 0;
   const counted = (): boolean => ++done % DICT_MEMBERS_PER_STEP === 0;
   state.machines = dict(state.machines);
@@ -436,7 +439,7 @@ export function* withDictsInSteps(state: MetaState): Generator<void, MetaState> 
   // object (as restoreMetaInPieces builds its large objects) already is a dict.
   state.jobs = Object.getPrototypeOf(state.jobs) === null ? state.jobs : dict(state.jobs);
   yield;
-  for (const job of Object.values(state.jobs)) {
+  for (const job of jobList ?? Object.values(state.jobs)) {
     job.stepOutputs = dict(job.stepOutputs);
     if (counted()) yield;
   }
