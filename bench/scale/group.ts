@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { emit, emitRaw, metrics } from '../../test/manager/helpers/emit-client';
+import { emit, emitRaw } from '../../test/manager/helpers/emit-client';
 import { sleep, waitFor } from '../../test/manager/helpers/processes';
 import { HollowGroup } from './hollow-group';
 
@@ -37,6 +37,17 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mb = (bytes: number | undefined) => `${((bytes ?? 0) / 1024 / 1024).toFixed(0)} MB`;
 const load = () => execSync('uptime').toString().trim().replace(/^.*load/, 'load');
 const log = (line: string) => console.log(`${line}    [${load()}]`);
+
+/** A member's /metrics (name{labels} -> value); a member busy with 1,000 TLS handshakes may take seconds to answer. */
+async function metrics(member: string, timeoutMs = 30_000): Promise<Map<string, number>> {
+  const res = await fetch(`http://${member}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+  const values = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^([a-z_]+(?:\{[^}]*\})?) ([-0-9.e+]+|NaN)$/.exec(line);
+    if (m) values.set(m[1], Number(m[2]));
+  }
+  return values;
+}
 
 function p(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
@@ -91,6 +102,13 @@ async function main(): Promise<void> {
     let leader = await group.startSeeded(600_000);
     log(`seeded group (--restore-meta on every member) elected ${leader} in ${secs(performance.now() - t0)} from process start`);
     const followers = () => MEMBERS.filter((m) => m !== leader);
+    t0 = performance.now();
+    const reachable = await waitFor('every hollow host reachable from the leader', async () => {
+      const m = await metrics(leader);
+      const up = group.hosts.filter((h) => m.get(`kcm_agent_reachable{hostaddr="${h}"}`) === 1).length;
+      return up === hosts ? up : undefined;
+    }, 600_000, 1_000).catch(() => undefined);
+    log(`first health-probe round over every host (leader elected -> all ${hosts} reachable): ${reachable ? secs(performance.now() - t0) : 'not within 10 minutes'}`);
 
     // Snapshots: writes until the leader has produced two more images.
     const before = (await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
