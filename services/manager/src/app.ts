@@ -25,6 +25,7 @@ import { ManagerService } from './manager-service';
 import { PeerDirectory, raftAddressOf, splitMember } from './members';
 import { CommandKind } from './meta/commands';
 import { MetaStateMachine } from './meta/state-machine';
+import { registerImageWorkMetrics } from './meta/image-work';
 import type { Clock } from './meta/store';
 import { createManagerMetrics } from './metrics';
 import { noSwitchUntil } from './meta/noswitch';
@@ -138,7 +139,9 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   let runner: JobRunner | undefined;
   let logicalBackups: LogicalBackupScheduler | undefined;
+  const observeImageWork = registerImageWorkMetrics(promRegistry);
   const sm = new MetaStateMachine({
+    onImageWork: observeImageWork,
     onApplied(cmd) {
       if (cmd.kind === CommandKind.JobSubmitted || cmd.kind === CommandKind.JobFinished) runner?.notify();
       if (cmd.kind === CommandKind.LogicalBackupScheduled) logicalBackups?.notify();

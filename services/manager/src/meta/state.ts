@@ -420,19 +420,46 @@ export function emptyMetaState(): MetaState {
  * Dict again, for a state read back from JSON (a snapshot image). Changes it in place.
  */
 export function withDicts(state: MetaState): MetaState {
+  for (const _ of withDictsInSteps(state));
+  return state;
+}
+
+/** Members between two yields of withDictsInSteps: a few milliseconds. */
+const DICT_MEMBERS_PER_STEP = 1_000;
+
+/**
+ * withDicts a step at a time (restoring a 100,000-job image in pieces, snapshot.ts).
+ * `jobList`, when given, is every record of state.jobs (listing 100,000 of them is a long block).
+ */
+export function* withDictsInSteps(state: MetaState, jobList?: JobRecord[]): Generator<void, MetaState> {
+  let done = 0;
+  const counted = (): boolean => ++done % DICT_MEMBERS_PER_STEP === 0;
   state.machines = dict(state.machines);
-  for (const m of Object.values(state.machines)) if (m.facts) m.facts.freeDiskBytes = dict(m.facts.freeDiskBytes);
-  state.jobs = dict(state.jobs);
-  for (const job of Object.values(state.jobs)) job.stepOutputs = dict(job.stepOutputs);
+  for (const m of Object.values(state.machines)) {
+    if (m.facts) m.facts.freeDiskBytes = dict(m.facts.freeDiskBytes);
+    if (counted()) yield;
+  }
+  // Copying 100,000 jobs' keys into a new dict is a block of its own: a null-prototype
+  // object (as restoreMetaInPieces builds its large objects) already is a dict.
+  state.jobs = Object.getPrototypeOf(state.jobs) === null ? state.jobs : dict(state.jobs);
+  yield;
+  for (const job of jobList ?? Object.values(state.jobs)) {
+    job.stepOutputs = dict(job.stepOutputs);
+    if (counted()) yield;
+  }
   state.runQueues = dict(state.runQueues);
   state.requestIds = dict(state.requestIds);
   state.ports = dict(state.ports);
-  for (const host of Object.keys(state.ports)) state.ports[host] = dict(state.ports[host]);
+  for (const host of Object.keys(state.ports)) {
+    state.ports[host] = dict(state.ports[host]);
+    if (counted()) yield;
+  }
   state.clusters = dict(state.clusters);
   for (const cluster of Object.values(state.clusters)) {
     cluster.shards = dict(cluster.shards);
     for (const shard of Object.values(cluster.shards)) shard.nodes = dict(shard.nodes);
     cluster.comps = dict(cluster.comps);
+    if (counted()) yield;
   }
   state.pendingRollbacks = dict(state.pendingRollbacks ?? {});
   state.backupStorages = dict(state.backupStorages ?? {});

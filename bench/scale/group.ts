@@ -1,0 +1,183 @@
+// npm run bench:scale [-- --hosts 1000 --clusters 1000 --jobs 100000]
+//
+// A real 3-member manager group (manager processes, Raft over gRPC, LevelDB) at fleet
+// scale: the hosts are HOLLOW (bench/scale/hollow-agents.ts answers health and host facts
+// on every host's agent address; no engine runs), the group starts from a metadata backup
+// image of 1,000 hosts / 1,000 clusters (3 shards x 3 nodes + 2 compute nodes) / 100,000
+// kept jobs with --restore-meta (hollow-group.ts), as a new production group would.
+// Run under the system lock: flock /tmp/kcm-system.lock npm run bench:scale
+//
+// Prints: snapshot size, the longest event-loop block on the leader while it produced a
+// snapshot (measured in the member, kcm_meta_image_loop_block_max_seconds), restart-to-
+// serving of a follower, leader failover (SIGKILL -> first acknowledged job), p99 of
+// get_cluster_summary and get_cluster_detail, the health-probe round, memory per member.
+
+import { execSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { emit, emitRaw } from '../../test/manager/helpers/emit-client';
+import { sleep, waitFor } from '../../test/manager/helpers/processes';
+import { HollowGroup } from './hollow-group';
+
+const { values } = parseArgs({
+  options: {
+    hosts: { type: 'string', default: '1000' },
+    clusters: { type: 'string', default: '1000' },
+    jobs: { type: 'string', default: '100000' },
+    queries: { type: 'string', default: '100' },
+    'snapshot-entries': { type: 'string', default: '300' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const MEMBERS = ['127.0.1.181:18700', '127.0.1.182:18700', '127.0.1.183:18700'];
+const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const mb = (bytes: number | undefined) => `${((bytes ?? 0) / 1024 / 1024).toFixed(0)} MB`;
+const load = () => execSync('uptime').toString().trim().replace(/^.*load/, 'load');
+const log = (line: string) => console.log(`${line}    [${load()}]`);
+
+/** A member's /metrics (name{labels} -> value); a member busy with 1,000 TLS handshakes may take seconds to answer. */
+async function metrics(member: string, timeoutMs = 30_000): Promise<Map<string, number>> {
+  const res = await fetch(`http://${member}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+  const values = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^([a-z_]+(?:\{[^}]*\})?) ([-0-9.e+]+|NaN)$/.exec(line);
+    if (m) values.set(m[1], Number(m[2]));
+  }
+  return values;
+}
+
+function p(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+}
+
+async function timedQueries(member: string, jobType: string, count: number, paras: (i: number) => Record<string, unknown>): Promise<string> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    await emit(member, jobType, paras(i), { timeoutMs: 60_000 });
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return `${jobType} x${count}: p50 ${p(times, 0.5).toFixed(0)} ms, p99 ${p(times, 0.99).toFixed(0)} ms, max ${times[times.length - 1].toFixed(0)} ms`;
+}
+
+/** A set_machine job (one proposal, no engine) acknowledged by any of `members`; resolves with its ack time. */
+async function ackedJob(group: HollowGroup, members: string[], requestId = randomUUID(), deadlineMs = 60_000): Promise<number> {
+  const t0 = performance.now();
+  const paras = { hostaddr: group.hosts[Math.floor(Math.random() * group.hosts.length)], node_stats: 'running' };
+  for (let attempt = 0; performance.now() - t0 < deadlineMs; attempt++) {
+    const reply = await emitRaw(members[attempt % members.length], 'set_machine', paras, { requestId, timeoutMs: 3_000 }).catch(() => undefined);
+    if (reply?.error_code === '0' && reply.job_id) return performance.now() - t0;
+    await sleep(20);
+  }
+  throw new Error(`no member acknowledged request ${requestId} within ${deadlineMs} ms`);
+}
+
+async function leaderOf(members: string[]): Promise<string> {
+  return waitFor('a leader', async () => {
+    for (const m of members) if ((await metrics(m).catch(() => undefined))?.get('kcm_raft_is_leader') === 1) return m;
+    return undefined;
+  }, 120_000, 50);
+}
+
+async function main(): Promise<void> {
+  const [hosts, clusters, jobs] = [Number(values.hosts), Number(values.clusters), Number(values.jobs)];
+  const dir = mkdtempSync(path.join(tmpdir(), 'kcm-bench-scale-'));
+  const group = new HollowGroup({
+    dir, members: MEMBERS, firstHost: '127.56.0.1', hosts, clusters, jobs, agentPort: 18790,
+    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) },
+  });
+  try {
+    log(`bench:scale: ${hosts} hollow hosts, ${clusters} clusters (3x3+2), ${jobs} kept jobs; managers ${MEMBERS.join(' ')}`);
+    let t0 = performance.now();
+    const imageBytes = group.writeSeedImage();
+    log(`seed image (metadata backup, bench-only loader): ${mb(imageBytes)} in ${secs(performance.now() - t0)}`);
+    t0 = performance.now();
+    await group.startFleet();
+    log(`hollow fleet listening on ${hosts} hosts in ${secs(performance.now() - t0)}`);
+    t0 = performance.now();
+    let leader = await group.startSeeded(600_000);
+    log(`seeded group (--restore-meta on every member) elected ${leader} in ${secs(performance.now() - t0)} from process start`);
+    const followers = () => MEMBERS.filter((m) => m !== leader);
+    t0 = performance.now();
+    const reachable = await waitFor('every hollow host reachable from the leader', async () => {
+      const m = await metrics(leader);
+      const up = group.hosts.filter((h) => m.get(`kcm_agent_reachable{hostaddr="${h}"}`) === 1).length;
+      return up === hosts ? up : undefined;
+    }, 600_000, 1_000).catch(() => undefined);
+    log(`first health-probe round over every host (leader elected -> all ${hosts} reachable): ${reachable ? secs(performance.now() - t0) : 'not within 10 minutes'}`);
+
+    // Snapshots: writes until the leader has produced two more images.
+    const before = (await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
+    const acks: number[] = [];
+    t0 = performance.now();
+    while (((await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0) < before + 2) {
+      acks.push(...(await Promise.all(Array.from({ length: 8 }, () => ackedJob(group, [leader])))));
+      if (performance.now() - t0 > 600_000) throw new Error('no snapshot within 10 minutes of writes');
+    }
+    await sleep(2_000);
+    const lm = await metrics(leader);
+    acks.sort((a, b) => a - b);
+    log(`snapshot on the leader: ${mb(lm.get('kcm_meta_image_bytes{kind="snapshot"}'))} image, ${secs((lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)} first to last piece, ` +
+      `longest event-loop block ${((lm.get('kcm_meta_image_loop_block_max_seconds{kind="snapshot"}') ?? 0) * 1000).toFixed(0)} ms (target 50 ms)`);
+    log(`writes meanwhile (set_machine, 8 at a time): ${acks.length} acknowledged, p50 ${p(acks, 0.5).toFixed(0)} ms, p99 ${p(acks, 0.99).toFixed(0)} ms, max ${acks[acks.length - 1].toFixed(0)} ms`);
+
+    // Queries.
+    const list = ((await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 })).attachment as { list_cluster: { cluster_id: string }[] }).list_cluster;
+    const queries = Number(values.queries);
+    log(await timedQueries(leader, 'get_cluster_summary', Math.max(3, Math.floor(queries / 20)), () => ({})));
+    log(await timedQueries(leader, 'get_cluster_detail', queries, (i) => ({ cluster_id: list[(i * 7919) % list.length].cluster_id })));
+
+    // Health probing and memory.
+    for (const member of MEMBERS) {
+      const m = await metrics(member);
+      const reachable = group.hosts.filter((h) => m.get(`kcm_agent_reachable{hostaddr="${h}"}`) === 1).length;
+      const rounds = m.get('kcm_health_probe_round_seconds_count');
+      const probe = rounds === undefined ? 'probe-round metric absent (issue 20 item 4 adds kcm_health_probe_round_seconds)' : `${rounds} probe rounds, mean ${((m.get('kcm_health_probe_round_seconds_sum') ?? 0) / Math.max(1, rounds)).toFixed(2)} s`;
+      log(`${member}${member === leader ? ' (leader)' : ''}: RSS ${mb(m.get('process_resident_memory_bytes'))}, heap used ${mb(m.get('nodejs_heap_size_used_bytes'))} of ${mb(m.get('nodejs_heap_size_total_bytes'))}` +
+        (member === leader ? `; ${reachable}/${hosts} hosts reachable; ${probe}` : ''));
+    }
+
+    // Restart to serving: a follower is killed, the group moves on, the follower comes back.
+    const follower = followers()[0];
+    await group.manager(follower).kill();
+    for (let i = 0; i < 20; i++) await ackedJob(group, [leader]);
+    const target = (await metrics(leader)).get('kcm_raft_commit_index') ?? 0;
+    t0 = performance.now();
+    group.restart(follower);
+    await waitFor(`${follower} to catch up`, async () => {
+      const m = await metrics(follower).catch(() => undefined);
+      if (!m || (m.get('kcm_raft_applied_index') ?? 0) < target) return undefined;
+      return (await emitRaw(follower, 'get_cluster_detail', { cluster_id: list[0].cluster_id }, { timeoutMs: 5_000 })).error_code === '0';
+    }, 300_000, 50);
+    const restartMs = performance.now() - t0;
+    const fm = await metrics(follower);
+    log(`restart to serving (SIGKILL a follower, 20 jobs, restart, applied >= ${target} and answering): ${secs(restartMs)}; ` +
+      `its restore: ${secs((fm.get('kcm_meta_image_seconds{kind="restore"}') ?? 0) * 1000)}, longest event-loop block ${((fm.get('kcm_meta_image_loop_block_max_seconds{kind="restore"}') ?? 0) * 1000).toFixed(0)} ms`);
+
+    // Failover: SIGKILL the leader, then the first job acknowledged by the new one.
+    const old = leader;
+    const survivors = followers();
+    t0 = performance.now();
+    await group.manager(old).kill();
+    const ackMs = await ackedJob(group, survivors, randomUUID(), 120_000);
+    const killToAck = performance.now() - t0;
+    leader = await leaderOf(survivors);
+    log(`leader failover: SIGKILL ${old} -> first acknowledged job on ${leader}: ${secs(killToAck)} (target 2 s; submit loop ${secs(ackMs)})`);
+  } finally {
+    await group.stop();
+    if (values.keep) console.log(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
