@@ -20,6 +20,7 @@ import { LocalGroup, STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
 import { MANAGER_MAIN, ManagedProcess, sleep, waitFor } from '../manager/helpers/processes';
 import { managerTls } from '../helpers/pki';
 import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';
+import { hostDirs, registerMachines } from './machines';
 import { findLeader } from '../manager/helpers/emit-client';
 import { testSecretsKeyFile } from '../helpers/secrets';
 import { testTokenConfig } from '../helpers/tokens';
@@ -49,16 +50,7 @@ describe('backups in a 3-manager group on real engines', () => {
     chmodSync(group.dir, 0o755); // mysql and postgres traverse it to their directories
     await group.start();
     await group.waitForLeader();
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const dir = (name: string) => path.join(group.dir, `h${i}`, name);
-        const reply = await runJob('create_machine', {
-          hostaddr: host, machine_type: type, port_range: range, rack_id: 'r1', datadir: dir('data'), logdir: dir('log'), wal_log_dir: dir('wal'),
-          comp_datadir: dir('comp'), total_mem: '4096', total_cpu_cores: '2',
-        });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines({ runJob, dirs: (i) => hostDirs(group.dir, i) }, { hosts: HOSTS, storagePorts, computerPorts });
     const created = await runJob('create_cluster', {
       nick_name: 'kept', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
       cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',

@@ -18,7 +18,8 @@ import { KcmError, type ManualBackupClusterResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact } from '../../services/manager/src/backup/storage';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit } from '../manager/helpers/emit-client';
-import { AGENT_PORT, computerPorts, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { AGENT_PORT, HOSTS, MEMBER, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
 const CREATE_PARAS = {
@@ -44,12 +45,7 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
   beforeAll(async () => {
     f = await startClusterFixture();
     root = path.join(f.tmp, 'backups');
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const reply = await f.runJob('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines(f);
     const created = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
     expect(created.status, created.error_info).toBe('done');
     cluster = Object.values(f.manager.store.state().clusters)[0];

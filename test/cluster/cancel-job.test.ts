@@ -6,7 +6,8 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
-import { computerPorts, enginePidsUnder, HOSTS, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { registerMachines } from './machines';
 
 const MEMBER = '127.0.1.74:58174';
 const AGENT_PORT = 58154;
@@ -16,12 +17,7 @@ describe('cancel_job on a running create_cluster (real engines)', () => {
 
   beforeAll(async () => {
     f = await startClusterFixture({ member: MEMBER, agentPort: AGENT_PORT });
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const reply = await f.runJob('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines(f);
   }, 120_000);
 
   afterAll(async () => {

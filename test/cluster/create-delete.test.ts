@@ -15,7 +15,8 @@ import { restoreMeta, snapshotMeta } from '../../services/manager/src/meta/snaps
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit, emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
-import { AGENT_PORT, computerPorts, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { AGENT_PORT, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
 const CREATE_PARAS = {
@@ -76,15 +77,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
 
   beforeAll(async () => {
     f = await startClusterFixture();
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const reply = await f.runJob('create_machine', {
-          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1',
-          ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
-        });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines(f);
   }, 120_000);
 
   afterAll(async () => {

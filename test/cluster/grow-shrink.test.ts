@@ -16,6 +16,7 @@ import type { ClusterRecord, StorageNodeRecord } from '../../services/manager/sr
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 import type { OpenAccounts } from '../../services/manager/src/secrets/accounts';
 
@@ -113,14 +114,7 @@ describe('grow, shrink, rebuild and isolate a cluster on real engines', () => {
     f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER });
     // 8 cores: placement sums quota cores per machine, and after add_shards and add_nodes a
     // host holds 3-4 storage nodes with a quota of 1 core each.
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const reply = await f.runJob('create_machine', {
-          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '8',
-        });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines(f, { storagePorts, computerPorts, totalCpuCores: '8' });
     const created = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
     expect(created.status, created.error_info).toBe('done');
     clusterId = (created.attachment as { cluster_id: string }).cluster_id;

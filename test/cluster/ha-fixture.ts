@@ -9,7 +9,8 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
 import type { ClusterRecord, JobRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
-import { computerPorts, HOSTS, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { HOSTS, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { registerMachines as registerHostMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
 export const TABLE = '`postgres_$$_public`.ha_orders';
@@ -26,17 +27,9 @@ export interface HaCluster {
   close(): void;
 }
 
+/** The fixture's hosts as storage machines, and those in computerHosts as computer machines too (machines.ts). */
 export async function registerMachines(f: ClusterFixture, computerHosts: readonly number[]): Promise<void> {
-  for (const [i, host] of HOSTS.entries()) {
-    const types = computerHosts.includes(i) ? (['storage', 'computer'] as const) : (['storage'] as const);
-    for (const type of types) {
-      const range = type === 'storage' ? storagePorts(i) : computerPorts(i);
-      const reply = await f.runJob('create_machine', {
-        hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
-      });
-      if (reply.status !== 'done') throw new Error(`create_machine ${host} ${type}: ${reply.error_info}`);
-    }
-  }
+  await registerHostMachines(f, { computerHosts });
 }
 
 export async function createHaCluster(f: ClusterFixture, computerHost: string): Promise<HaCluster> {

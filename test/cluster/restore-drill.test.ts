@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
-import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
 const AGENT_PORT = 58160;
@@ -90,12 +91,7 @@ describe('restore drill: cluster_restore to a point in time between two known wr
 
   beforeAll(async () => {
     f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER });
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const reply = await runJob('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' }, 60_000);
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines(f);
     const storage = await runJob('create_backup_storage', { name: 'drill', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(f.tmp, 'backups') }, 30_000);
     expect(storage.status, storage.error_info).toBe('done');
   }, 120_000);

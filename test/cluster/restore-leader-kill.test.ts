@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit, emitRaw, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { sleep, waitFor } from '../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from './cluster-fixture';
+import { enginePidsUnder, HOSTS, removeCgroupsOf } from './cluster-fixture';
+import { registerMachines } from './machines';
 
 const MEMBERS = ['127.0.1.77:58179', '127.0.1.78:58179', '127.0.1.79:58179'];
 const AGENT_PORT = 58157;
@@ -65,11 +66,7 @@ describe('cluster_restore when the manager leader is SIGKILLed during it', () =>
   beforeAll(async () => {
     await group.start();
     leader = await group.waitForLeader();
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        await run('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...dirs(i), total_mem: '4096', total_cpu_cores: '2' });
-      }
-    }
+    await registerMachines({ runJob: run, dirs });
     await run('create_backup_storage', { name: 'kill', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(group.dir, 'backups') });
     const paras = {
       ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share',

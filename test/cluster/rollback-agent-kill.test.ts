@@ -14,7 +14,8 @@ import { AgentClient } from '@kcm/agent-api';
 import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { enginePidsUnder, HOSTS, removeCgroupsOf, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { registerMachines } from './machines';
 
 const AGENT_PORT = 58154;
 const MEMBER = '127.0.1.73:58175';
@@ -34,14 +35,7 @@ describe('an agent SIGKILLed in the middle of create_cluster leaves nothing behi
     // What this test checks it leaves behind must not be what an earlier test left.
     await removeCgroupsOf(HOSTS);
     f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER, processAgentHosts: [KILLED] });
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const reply = await f.runJob('create_machine', {
-          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
-        });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines(f);
   }, 120_000);
 
   afterAll(async () => {

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { sleep, waitFor } from '../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, storagePorts } from './cluster-fixture';
+import { enginePidsUnder, HOSTS } from './cluster-fixture';
+import { registerMachines } from './machines';
 
 const MEMBERS = ['127.0.1.74:58178', '127.0.1.75:58178', '127.0.1.76:58178'];
 const AGENT_PORT = 58156;
@@ -31,14 +32,7 @@ describe('a recorded rollback is finished by the next leader', () => {
   beforeAll(async () => {
     await group.start();
     leader = await group.waitForLeader();
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const ack = await emit(leader, 'create_machine', {
-          hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...dirs(i), total_mem: '4096', total_cpu_cores: '2',
-        });
-        expect((await waitForJobEnd(MEMBERS, ack.job_id)).status).toBe('done');
-      }
-    }
+    await registerMachines({ runJob: async (jobType, paras) => waitForJobEnd(MEMBERS, (await emit(leader, jobType, paras)).job_id), dirs });
   }, 180_000);
 
   afterAll(async () => {

@@ -132,6 +132,21 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     expect(await s.shardTables('placed')).toEqual([[], []]);
   }, 60_000);
 
+  it('the compute account cannot set kcm.sync, the catalog sync\'s exemption, so its DDL still reaches a shard', async () => {
+    const c = await s.pgAs(s.comps()[0]);
+    try {
+      await expect(c.query(`SET kcm.sync = 'on'`)).rejects.toThrow(/permission denied to set parameter "kcm\.sync"/);
+      await expect(c.query(`SELECT set_config('kcm.sync', 'on', false)`)).rejects.toThrow(/permission denied to set parameter "kcm\.sync"/);
+      await expect(c.query(`ALTER ROLE CURRENT_USER SET kcm.sync = 'on'`)).rejects.toThrow(/permission denied to set parameter "kcm\.sync"/);
+      await c.query('create table unsynced(id int primary key)');
+      expect((await s.shardTables('unsynced')).flat()).toEqual(['postgres_$$_public.unsynced']);
+      await c.query('drop table unsynced');
+    } finally {
+      await c.end();
+    }
+    expect(await s.shardTables('unsynced')).toEqual([[], []]);
+  }, 60_000);
+
   /** No shard has the table, and (within a catalog round or two) no compute node. */
   const nothingAnywhere = async (table: string) => {
     expect(await s.shardTables(table)).toEqual([[], []]);

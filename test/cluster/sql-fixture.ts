@@ -6,7 +6,8 @@ import { spawnSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
-import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture, type ClusterFixtureOptions } from './cluster-fixture';
+import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture, type ClusterFixtureOptions } from './cluster-fixture';
+import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
 export type Endpoint = { host: string; port: number };
@@ -37,14 +38,7 @@ const CREATE_PARAS = {
 
 export async function startSqlCluster(options: ClusterFixtureOptions = {}): Promise<SqlCluster> {
   const f = await startClusterFixture(options);
-  for (const [i, host] of HOSTS.entries()) {
-    for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-      const reply = await f.runJob('create_machine', {
-        hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2',
-      });
-      if (reply.status !== 'done') throw new Error(`create_machine ${host} ${type}: ${reply.error_info}`);
-    }
-  }
+  await registerMachines(f);
   const reply = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
   if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
   const result = reply.attachment as unknown as { cluster_id: string; computer_user: string; computer_pwd: string };

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser';
 import { TEST_TOKENS } from '../helpers/tokens';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
-import { computerPorts, HOSTS, startClusterFixture, storagePorts, type ClusterFixture } from '../cluster/cluster-fixture';
+import { HOSTS, startClusterFixture, type ClusterFixture } from '../cluster/cluster-fixture';
+import { registerMachines } from '../cluster/machines';
 
 // What page.evaluate and waitForFunction run executes in the page: its globals, for the compiler only.
 declare const document: { querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }> & Iterable<{ textContent: string | null }> };
@@ -44,12 +45,7 @@ describe('the web console in a headless browser (real engines)', () => {
   beforeAll(async () => {
     shots = await mkdtemp(path.join(os.tmpdir(), 'kcm-console-'));
     [f, browser] = await Promise.all([startClusterFixture({ member: MEMBER, agentPort: AGENT_PORT }), launchBrowser()]);
-    const registrations = HOSTS.flatMap((host, i) =>
-      ([['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const).map(([type, range]) =>
-        f.runJob('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' }),
-      ),
-    );
-    for (const reply of await Promise.all(registrations)) expect(reply.status, reply.error_info).toBe('done');
+    await registerMachines(f);
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('pageerror', (err) => pageErrors.push(err.message));
   }, 120_000);

@@ -13,7 +13,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useOwnerOnlyUmask } from '@kcm/common';
 import { emitRaw } from '../manager/helpers/emit-client';
-import { computerPorts, HOSTS, startClusterFixture, storagePorts, type ClusterFixture } from '../cluster/cluster-fixture';
+import { HOSTS, startClusterFixture, type ClusterFixture } from '../cluster/cluster-fixture';
+import { registerMachines } from '../cluster/machines';
 import { openTestAccounts } from '../helpers/secrets';
 import { authHeader } from '../helpers/tokens';
 
@@ -48,12 +49,7 @@ describe('secrets at rest (real engines)', () => {
     useOwnerOnlyUmask();
     // Snapshots every 20 entries: the state is in a snapshot file too, not only in log entries.
     f = await startClusterFixture({ processAgentHosts: HOSTS, managerConfig: { snapshotEntries: 20 } });
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const reply = await f.runJob('create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines(f);
     const ack = await emitRaw(f.member, 'create_cluster', CREATE_PARAS, { authorization: authHeader('operator').authorization });
     expect(ack.error_code, ack.error_info).toBe('0');
     jobId = ack.job_id;

@@ -6,7 +6,6 @@
 
 import { randomUUID } from 'node:crypto';
 import { chmodSync } from 'node:fs';
-import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobProgressAttachment } from '@kcm/protocol';
@@ -14,6 +13,7 @@ import { emit, jobStatus, submitJob, waitForJobEnd } from '../../manager/helpers
 import { LocalGroup } from '../../manager/helpers/group';
 import { sleep } from '../../manager/helpers/processes';
 import { enginePidsUnder, killAll, removeCgroupsOf } from '../cluster-fixture';
+import { hostDirs, registerMachines } from '../machines';
 import { MoveLoad, rowDifferences, type Row } from '../move-load';
 
 const MEMBERS = ['127.0.1.97:18600', '127.0.1.98:18600', '127.0.1.99:18600'];
@@ -53,16 +53,7 @@ describe('expand_cluster with the manager leader SIGKILLed during the copy and t
     chmodSync(group.dir, 0o755);
     await group.start();
     await group.waitForLeader();
-    for (const [i, host] of HOSTS.entries()) {
-      for (const [type, range] of [['storage', storagePorts(i)], ['computer', computerPorts(i)]] as const) {
-        const dir = (name: string) => path.join(group.dir, `h${i}`, name);
-        const reply = await runJob('create_machine', {
-          hostaddr: host, machine_type: type, port_range: range, rack_id: 'r1', datadir: dir('data'), logdir: dir('log'), wal_log_dir: dir('wal'),
-          comp_datadir: dir('comp'), total_mem: '4096', total_cpu_cores: '2',
-        });
-        expect(reply.status, reply.error_info).toBe('done');
-      }
-    }
+    await registerMachines({ runJob, dirs: (i) => hostDirs(group.dir, i) }, { hosts: HOSTS, storagePorts, computerPorts });
     const created = await runJob('create_cluster', {
       nick_name: 'mvk', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
       cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',

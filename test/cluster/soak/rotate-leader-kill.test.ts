@@ -19,6 +19,7 @@ import { emit, jobStatus, waitForJobEnd } from '../../manager/helpers/emit-clien
 import { LocalGroup } from '../../manager/helpers/group';
 import { waitFor } from '../../manager/helpers/processes';
 import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from '../cluster-fixture';
+import { registerMachines } from '../machines';
 
 const MEMBERS = ['127.0.1.91:58192', '127.0.1.92:58192', '127.0.1.93:58192'];
 const AGENT_PORT = 58168;
@@ -53,10 +54,7 @@ describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords',
       if (reply.status !== 'done') throw new Error(`${jobType}: ${reply.error_info}`);
       return reply;
     };
-    for (const [i, host] of HOSTS.entries()) {
-      await run('create_machine', { hostaddr: host, machine_type: 'storage', port_range: `${storagePorts(i).low}-${storagePorts(i).high}`, rack_id: 'r1', ...dirs(i), total_mem: '4096', total_cpu_cores: '2' });
-    }
-    await run('create_machine', { hostaddr: HOSTS[2], machine_type: 'computer', port_range: `${computerPorts(2).low}-${computerPorts(2).high}`, rack_id: 'r1', ...dirs(2), total_mem: '4096', total_cpu_cores: '2' });
+    await registerMachines({ runJob: run, dirs }, { computerHosts: [2] });
     const created = await run('create_cluster', {
       nick_name: 'rot', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
       cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',

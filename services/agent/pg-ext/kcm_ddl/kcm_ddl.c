@@ -10,8 +10,8 @@
  * 2. A shard commits DDL at once and cannot roll it back. DDL that reaches a shard (CREATE
  *    TABLE, DROP or ALTER of a foreign table, DROP SCHEMA) therefore runs in its own
  *    transaction, as CREATE DATABASE does: inside BEGIN ... ROLLBACK the shard would keep
- *    what the compute node forgot. The agent's catalog sync (kcm.sync = on) is exempt: its
- *    changes are local only.
+ *    what the compute node forgot. The agent's catalog sync (kcm.sync = on, a superuser-only
+ *    setting defined here) is exempt: its changes are local only.
  * 3. CREATE TABLE AS / SELECT INTO would fill a local table that is then replaced by an
  *    empty foreign one: refused, with the two statements that do it.
  * 4. ALTER COLUMN TYPE: which columns were retyped, for the trigger (note_retyped_columns).
@@ -119,12 +119,18 @@ names_shard_table(RangeVar *rel)
 	return false;
 }
 
+/*
+ * kcm.sync: on while kcm's own sessions (the agent's catalog sync, a move's re-point) change
+ * this node's catalog to follow the shards; the hooks and carry_out leave that DDL alone.
+ * Superuser-only (PGC_SUSET): as a placeholder any compute user could set it and then run
+ * DDL that stays on this node, so that compute nodes disagree with each other and the shards.
+ */
+static bool catalog_sync = false;
+
 static bool
 in_catalog_sync(void)
 {
-	const char *value = GetConfigOption("kcm.sync", true, false);
-
-	return value != NULL && strcmp(value, "on") == 0;
+	return catalog_sync;
 }
 
 /* The command tag when this statement reaches a shard, NULL when it stays on this node. */
@@ -625,6 +631,10 @@ forget_routed_rows_sub(SubXactEvent event, SubTransactionId mySubid, SubTransact
 void
 _PG_init(void)
 {
+	DefineCustomBoolVariable("kcm.sync",
+							 "Marks kcm's own catalog changes, which kcm_ddl does not carry to the shards.",
+							 "Only superusers (the kcm agent) may set it.",
+							 &catalog_sync, false, PGC_SUSET, 0, NULL, NULL, NULL);
 	previous_hook = ProcessUtility_hook;
 	ProcessUtility_hook = kcm_process_utility;
 	previous_relation_info = get_relation_info_hook;

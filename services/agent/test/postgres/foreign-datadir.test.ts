@@ -64,10 +64,9 @@ describe('an install does not reuse a data directory another op created (real po
     const c = new pg.Client({ host: HOST, port: PG_PORT, user: 'first_user', password: PASSWORD, database: 'postgres' });
     c.on('error', () => {});
     await c.connect();
-    // A local marker only: kcm_ddl carries a user's CREATE DATABASE to the cluster's shards, and
-    // this lone instance has none; the catalog sync's own setting keeps the statement here.
-    await c.query("SET kcm.sync = 'on'");
-    await c.query('CREATE DATABASE left_behind');
+    // A local marker: kcm_ddl carries a user's CREATE DATABASE and CREATE TABLE to the cluster's
+    // shards, and this lone instance has none; a view stays on the node.
+    await c.query('CREATE VIEW public.left_behind AS SELECT 1 AS marker');
     await c.end();
     // What an agent killed mid-install left: an initdb'd data dir, stopped, with no record.
     await postgres.stop('stop-1', PG_PORT);
@@ -79,10 +78,10 @@ describe('an install does not reuse a data directory another op created (real po
     const d = new pg.Client({ host: HOST, port: PG_PORT, user: 'second_user', password: PASSWORD, database: 'postgres' });
     d.on('error', () => {});
     await d.connect();
-    const found = await d.query("SELECT count(*)::int AS n FROM pg_database WHERE datname = 'left_behind'");
+    const found = await d.query("SELECT count(*)::int AS n FROM pg_class WHERE relname = 'left_behind'");
     const roles = await d.query("SELECT count(*)::int AS n FROM pg_roles WHERE rolname = 'first_user'");
     await d.end();
-    expect({ databases: found.rows[0].n, roles: roles.rows[0].n }).toEqual({ databases: 0, roles: 0 });
+    expect({ relations: found.rows[0].n, roles: roles.rows[0].n }).toEqual({ relations: 0, roles: 0 });
     expect(logLines.some((l) => l.includes('moved it aside'))).toBe(true);
   }, 120_000);
 
