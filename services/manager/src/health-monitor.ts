@@ -5,10 +5,12 @@
 //
 // At fleet scale (1,000 hosts) a round must fit in its interval, or the verdicts come late:
 //  - Rounds never overlap: a tick that finds the last round running starts none.
-//  - Each probe has its own deadline, under the interval, so a hung or black-holed agent
-//    does not hold the round (and so the next tick) for the pool's 5 s call deadline. A host
-//    whose last call is still out is not called again: it has not answered, and calls to a
-//    hung agent do not pile up.
+//  - The round waits for each probe at most its own deadline, under the interval, so a hung
+//    or black-holed agent does not hold the round (and so the next tick) for the pool's 5 s
+//    call deadline. The call itself runs on: an answer that comes late is still an answer
+//    (a busy leader or agent is not an unreachable one), and reachability changes only when
+//    the call settles. A host whose call is still out is not called again (calls to a hung
+//    agent do not pile up), and it is judged dead on its silence so far like any other.
 //  - A host that answered the last probe has an open connection: a Health call on it is
 //    cheap, and all of them go at once. Any other host may need a new connection, a TLS
 //    handshake that costs the leader milliseconds of CPU: at most `maxConnecting` of those
@@ -123,12 +125,11 @@ export class HealthMonitor {
   }
 
   private async probe(hostaddr: string, machineKeys: string[]): Promise<void> {
-    const before = this.seen.get(hostaddr);
-    const reachable = await this.answers(hostaddr);
+    const answered = await this.answers(hostaddr);
+    // Still waiting: no answer since lastSeenMs, and no new reading either way.
+    const reachable = answered === 'pending' ? false : answered;
     const now = this.now();
-    const lastSeenMs = reachable ? now : (before?.lastSeenMs ?? null);
-    this.seen.set(hostaddr, { reachable, lastSeenMs });
-    if (reachable !== before?.reachable) this.opts.logger.info({ hostaddr, reachable }, 'agent reachability changed');
+    const lastSeenMs = answered === 'pending' ? (this.seen.get(hostaddr)?.lastSeenMs ?? null) : this.record(hostaddr, answered);
 
     // Read now, not at the round's start: an operator's verdict in between must be seen.
     const machines = this.opts.store.state().machines;
@@ -141,18 +142,34 @@ export class HealthMonitor {
     }
   }
 
-  /** Whether the host's agent answers Health within the probe's deadline. */
-  private async answers(hostaddr: string): Promise<boolean> {
-    if (this.calling.has(hostaddr)) return false; // the last call is still out: no answer for a whole probe deadline
+  /** Records a settled call's reading; returns the host's lastSeenMs. */
+  private record(hostaddr: string, reachable: boolean): number | null {
+    const before = this.seen.get(hostaddr);
+    const lastSeenMs = reachable ? this.now() : (before?.lastSeenMs ?? null);
+    this.seen.set(hostaddr, { reachable, lastSeenMs });
+    if (reachable !== before?.reachable) this.opts.logger.info({ hostaddr, reachable }, 'agent reachability changed');
+    return lastSeenMs;
+  }
+
+  /** Whether the host's agent answered Health, or 'pending' when the call outlives the probe's deadline (it is recorded when it settles). */
+  private async answers(hostaddr: string): Promise<boolean | 'pending'> {
+    if (this.calling.has(hostaddr)) return 'pending';
     this.calling.add(hostaddr);
     const call = this.opts.withAgent(hostaddr, (agent) => agent.health()).then(
       () => true,
       () => false,
     );
-    void call.then(() => this.calling.delete(hostaddr));
+    let late = false;
+    void call.then((reachable) => {
+      this.calling.delete(hostaddr);
+      if (late && this.timer) this.record(hostaddr, reachable);
+    });
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.probeTimeoutMs);
+    const deadline = new Promise<'pending'>((resolve) => {
+      timer = setTimeout(() => {
+        late = true;
+        resolve('pending');
+      }, this.probeTimeoutMs);
     });
     try {
       return await Promise.race([call, deadline]);

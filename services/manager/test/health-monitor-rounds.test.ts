@@ -15,7 +15,7 @@ import { LocalStore } from './helpers/local-store';
 
 const POOL_DEADLINE_MS = 5000;
 
-type Behaviour = 'answers' | 'silent' | 'hung';
+type Behaviour = 'answers' | 'silent' | 'hung' | 'slow';
 
 class FakeFleet {
   readonly behaviour = new Map<string, Behaviour>();
@@ -59,6 +59,7 @@ class FakeFleet {
     const answer = (async () => {
       const behaviour = this.behaviour.get(hostaddr) ?? 'answers';
       if (behaviour === 'hung') return new Promise<never>(() => {});
+      if (behaviour === 'slow') await new Promise((r) => setTimeout(r, 1800)); // past the probe's deadline, within the pool's
       if (opening) {
         this.handshakes++;
         await this.cpu(this.handshakeCpuMs);
@@ -166,6 +167,23 @@ describe('health probe rounds at fleet scale', () => {
     // A hung agent costs a round its probe deadline (3/4 of the interval), not the pool's 5 s.
     expect(Math.max(...rounds)).toBeLessThan(1);
     expect(rounds.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it('an answer that comes after the probe deadline is still an answer: the host never reads unreachable, and the round does not wait for it', async () => {
+    const { store, hosts } = await fleetOf(10);
+    const fleet = new FakeFleet(1);
+    fleet.behaviour.set(hosts[0], 'slow');
+    const { monitor, rounds } = monitorOf(store, fleet, { intervalMs: 2000, deadAfterMs: 30_000 });
+    const readings = new Set<boolean | undefined>();
+    monitor.start();
+    for (let t = 0; t < 20_000; t += 100) {
+      await vi.advanceTimersByTimeAsync(100);
+      readings.add(monitor.reachability(hosts[0])?.reachable);
+    }
+    monitor.stop();
+    expect(readings).not.toContain(false);
+    expect(readings).toContain(true);
+    expect(Math.max(...rounds)).toBeLessThan(1.6);
   });
 
   it('kcm_health_probe_round_seconds counts every round and its time', async () => {
