@@ -125,16 +125,21 @@ export class HealthMonitor {
   }
 
   private async probe(hostaddr: string, machineKeys: string[]): Promise<void> {
+    const before = this.seen.get(hostaddr);
+    // Silent since lastSeenMs already (its last call failed, or is still out): judged at the
+    // round's start too, or the verdict could wait for one more probe deadline.
+    if (before && (!before.reachable || this.calling.has(hostaddr))) await this.judge(hostaddr, machineKeys, false, before.lastSeenMs);
     const answered = await this.answers(hostaddr);
     // Still waiting: no answer since lastSeenMs, and no new reading either way.
-    const reachable = answered === 'pending' ? false : answered;
-    const now = this.now();
     const lastSeenMs = answered === 'pending' ? (this.seen.get(hostaddr)?.lastSeenMs ?? null) : this.record(hostaddr, answered);
+    await this.judge(hostaddr, machineKeys, answered === true, lastSeenMs);
+  }
 
+  private async judge(hostaddr: string, machineKeys: string[], reachable: boolean, lastSeenMs: number | null): Promise<void> {
     // Read now, not at the round's start: an operator's verdict in between must be seen.
     const machines = this.opts.store.state().machines;
     const records = machineKeys.map((key) => machines[key]).filter((m) => m !== undefined);
-    const silentFor = now - (lastSeenMs ?? this.watchingSince);
+    const silentFor = this.now() - (lastSeenMs ?? this.watchingSince);
     if (!reachable && silentFor >= this.opts.deadAfterMs && records.some((m) => m.nodeStats === 'running')) {
       await this.setStatus(hostaddr, 'dead', silentFor);
     } else if (reachable && records.some((m) => m.nodeStats === 'dead' && m.nodeStatsSetBy === 'health')) {

@@ -154,6 +154,26 @@ describe('health probe rounds at fleet scale', () => {
     expect(overlapping()).toBe(0);
   });
 
+  it('a host that hangs is marked dead within deadAfterMs plus one interval, whatever the phase of its calls', async () => {
+    // A hung agent's call outlives the probe deadline (1.5 s) to the pool's (5 s), so some
+    // rounds find its call still out and others start a new one: the verdict must not wait
+    // for a new call's probe deadline.
+    const late: number[] = [];
+    for (let deadAfterMs = 6000; deadAfterMs <= 12_000; deadAfterMs += 250) {
+      const { store, hosts } = await fleetOf(3);
+      const fleet = new FakeFleet(1);
+      const { monitor } = monitorOf(store, fleet, { intervalMs: 2000, deadAfterMs });
+      monitor.start();
+      await vi.advanceTimersByTimeAsync(4010);
+      fleet.behaviour.set(hosts[0], 'hung');
+      const hungAt = Date.now();
+      while (!deadNow(store, hosts[0]) && Date.now() - hungAt < 30_000) await vi.advanceTimersByTimeAsync(25);
+      monitor.stop();
+      if (Date.now() - hungAt > deadAfterMs + 2000) late.push(deadAfterMs);
+    }
+    expect(late).toEqual([]);
+  });
+
   it('rounds never overlap, and a hung agent is never called again while its last call is out', async () => {
     const { store, hosts } = await fleetOf(50);
     const fleet = new FakeFleet(1);
