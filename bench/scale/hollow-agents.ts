@@ -13,9 +13,11 @@
 //
 // It prints one JSON line {"ready": true, "hosts": N} once every endpoint listens, then
 // serves until SIGTERM. SIGUSR2 toggles "silent" hosts listed in --silent-file (one per
-// line): a silent host's Health fails as an unreachable agent would (UNAVAILABLE).
+// line): a silent host's Health fails as an unreachable agent would (UNAVAILABLE); and
+// "hung" hosts listed in --hung-file: a hung host accepts calls and never answers them (a
+// stopped or wedged agent: only the caller's deadline ends the call).
 
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import {
@@ -61,6 +63,8 @@ export interface HollowHostOptions {
   /** Told of every instance command (any rpc but Health/HostFacts): method path and request. */
   record(hostaddr: string, method: string, request: unknown): void;
   isSilent(hostaddr: string): boolean;
+  /** A hung host's calls are never answered (optional: no host hangs). */
+  isHung?(hostaddr: string): boolean;
 }
 
 /** One simulated host's agent endpoint: every agent service, with hollow handlers. */
@@ -76,6 +80,7 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
         continue;
       }
       handlers[method] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        if (opts.isHung?.(opts.hostaddr)) return; // the call stays open until the caller's deadline
         if (opts.isSilent(opts.hostaddr)) return callback({ code: grpc.status.UNAVAILABLE, details: 'hollow agent: host is silent' });
         if (name === 'Agent' && method === 'Health') return callback(null, health(opts.hostaddr, startedAt));
         if (name === 'Agent' && method === 'HostFacts') return callback(null, hostFacts(call.request as HostFactsRequest));
@@ -117,6 +122,7 @@ async function main(): Promise<void> {
       'tls-key': { type: 'string' },
       record: { type: 'string' },
       'silent-file': { type: 'string' },
+      'hung-file': { type: 'string' },
     },
   });
   if (!values['tls-ca'] || !values['tls-cert'] || !values['tls-key']) throw new Error('--tls-ca, --tls-cert and --tls-key are required (agents speak mutual TLS)');
@@ -126,6 +132,11 @@ async function main(): Promise<void> {
   process.on('SIGUSR2', () => {
     silent = new Set(values['silent-file'] ? readFileSync(values['silent-file'], 'utf8').split('\n').filter(Boolean) : []);
   });
+  let hung = new Set<string>();
+  process.on('SIGUSR2', () => {
+    const file = values['hung-file'];
+    hung = new Set(file && existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
+  });
   const record = values.record;
   const servers: grpc.Server[] = [];
   for (const hostaddr of hosts) {
@@ -134,6 +145,7 @@ async function main(): Promise<void> {
         hostaddr,
         port: Number(values.port),
         isSilent: (h) => silent.has(h),
+        isHung: (h) => hung.has(h),
         record: (h, method, request) => {
           if (record) appendFileSync(record, `${JSON.stringify({ hostaddr: h, method, request })}\n`);
         },

@@ -112,8 +112,11 @@ export class AgentPool implements Agents {
   constructor(private readonly agentPort: number, opts: AgentPoolOptions = {}) {
     this.deadlineMs = opts.deadlineMs ?? 5000;
     this.probeDeadlineMs = opts.probeDeadlineMs ?? 4000;
-    // 256 hosts' worth of the kinds a leader uses on each (host-level, mariadb, postgres, cgroup).
-    this.maxClients = opts.maxClients ?? 1024;
+    // 2,000 hosts' worth of the kinds a leader uses on each every few seconds (host-level for
+    // the health monitor, mariadbHa for the shard failure detector, mariadb, postgres). At
+    // 1,024, a 1,000-host fleet's health and shard probes (2,000 clients) would evict each
+    // other's clients every round, and each eviction costs a TLS handshake the next round.
+    this.maxClients = opts.maxClients ?? 8192;
     this.idleCloseMs = opts.idleCloseMs ?? 60_000;
     this.now = opts.now ?? Date.now;
     this.makeClient = opts.makeClient ?? ((kind, address) => this.realClient(kind, address));

@@ -207,7 +207,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     onJobFinished: (job, outcome) => metrics.observeJobFinished(job, outcome),
     caughtUp: () => store.linearizableRead(),
   }, { keepFinishedJobs: config.finishedJobsKept });
-  monitor = new HealthMonitor({ store: observedStore, withAgent, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs, now });
+  monitor = new HealthMonitor({ store: observedStore, withAgent, logger: logger.child({ component: 'health' }), intervalMs: config.healthIntervalMs, deadAfterMs: config.machineDeadAfterMs, now, onRoundEnd: (s) => metrics.observeHealthProbeRound(s) });
 
   const activeRunner = runner;
   const activeMonitor = monitor;

@@ -14,6 +14,8 @@ export interface ManagerMetrics {
   observeJobFinished(job: JobRecord, outcome: JobResultRecord): void;
   /** A shard's binlog archive lag (RPO) after an archiving round, in seconds. */
   observeBinlogArchiveLag(seconds: number): void;
+  /** The wall time of one health-probe round over every registered host (the leader's health monitor). */
+  observeHealthProbeRound(seconds: number): void;
 }
 
 export function createManagerMetrics(
@@ -143,7 +145,18 @@ export function createManagerMetrics(
     registers: [registry],
   });
 
+  // A round must fit in healthIntervalMs, or dead hosts are found late (issue 20: 1,000 hosts).
+  const healthProbeRound = new Histogram({
+    name: 'kcm_health_probe_round_seconds',
+    help: 'Wall time of the leader\'s health-probe rounds over every registered host (each should end within healthIntervalMs)',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+    registers: [registry],
+  });
+
   return {
+    observeHealthProbeRound(seconds) {
+      healthProbeRound.observe(seconds);
+    },
     observeBinlogArchiveLag(seconds) {
       archiveLag.observe(seconds);
     },
