@@ -1,3 +1,4 @@
+import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binlog-rows';
 import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
@@ -139,9 +140,16 @@ describe('the cut-over holds every compute node before it waits for the tail', (
 });
 
 describe('a copy run after a crash resumes after the last chunk the target holds', () => {
-  /** A source of rows 1..n and a target that already holds 1..copied, as mysql2 connections answer. */
-  function fakeShards(n: number, copied: number, chunk: number) {
+  /**
+   * A source of rows 1..n and a target that already holds 1..copied, as mysql2 connections
+   * answer; the target keeps an open transaction's rows apart until COMMIT (a ROLLBACK or a
+   * dead session loses them), and its INSERT fails once `failAt` rows were sent.
+   */
+  function fakeShards(n: number, copied: number, chunk: number, failAt = Infinity) {
     const inserted: number[] = [];
+    let open: number[] | null = null;
+    let sent = 0;
+    const commits: number[] = [];
     const src = {
       async query(q: string | { sql: string; values?: unknown[] }) {
         const sql = typeof q === 'string' ? q : q.sql;
@@ -155,30 +163,61 @@ describe('a copy run after a crash resumes after the last chunk the target holds
       },
     };
     const dst = {
-      async query(q: string | { sql: string }, values?: unknown[]) {
+      format: (sql: string, values: unknown[]) => mysql.format(sql, values as never),
+      async query(q: string | { sql: string }) {
         const sql = typeof q === 'string' ? q : q.sql;
-        if (sql.startsWith('SELECT')) return [copied + inserted.length > 0 ? [[copied]] : []];
-        if (sql.startsWith('INSERT')) inserted.push(...(values![0] as unknown[][]).map((r) => Number(r[0])));
+        const held = () => [...Array.from({ length: copied }, (_, i) => i + 1), ...inserted];
+        if (sql.startsWith('SELECT')) return [held().length > 0 ? [[Math.max(...held())]] : []];
+        if (sql === 'START TRANSACTION') open = [];
+        if (sql === 'COMMIT') {
+          inserted.push(...(open ?? []));
+          commits.push(held().length);
+          open = null;
+        }
+        if (sql === 'ROLLBACK') open = null;
+        if (sql.startsWith('INSERT')) {
+          const ids = [...sql.matchAll(/\((\d+), /g)].map((m) => Number(m[1]));
+          sent += ids.length;
+          if (sent > failAt) throw new Error('the target went away');
+          (open ?? inserted).push(...ids);
+        }
         return [[]];
       },
     };
-    return { src, dst, inserted };
+    return { src, dst, inserted, commits };
   }
   const shape = { columns: ['id', 'v'], key: [{ name: 'id', ordinal: 1 }] };
   const opts = { chunkRows: 10, throttle: async () => {}, progress: async () => {} };
+  const copy = (s: ReturnType<typeof fakeShards>, o: Parameters<typeof copyRows>[5] = opts) => copyRows(s.src as never, s.dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, o);
 
   it('copies from the start into an empty target', async () => {
-    const { src, dst, inserted } = fakeShards(25, 0, 10);
-    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    const shards = fakeShards(25, 0, 10);
+    const out = await copy(shards);
     expect(out).toMatchObject({ rows: 25, chunks: 3, resumedAfter: null, snapshot: { file: 'b.000001', pos: 77 } });
-    expect(inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+    expect(shards.inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
   });
 
   it('starts at the chunk after the target\'s highest key, copying no row twice', async () => {
-    const { src, dst, inserted } = fakeShards(25, 20, 10);
-    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    const shards = fakeShards(25, 20, 10);
+    const out = await copy(shards);
     expect(out).toMatchObject({ rows: 5, chunks: 1, resumedAfter: [20] });
-    expect(inserted).toEqual([21, 22, 23, 24, 25]);
+    expect(shards.inserted).toEqual([21, 22, 23, 24, 25]);
+  });
+
+  it('commits whole groups of chunks, and a run cut off inside a group resumes after the last group committed', async () => {
+    const progress: number[] = [];
+    const grouped = { ...opts, commitRows: 20, progress: async (rows: number) => void progress.push(rows) };
+    const first = fakeShards(45, 0, 10, 35);
+    await expect(copy(first, grouped)).rejects.toThrow(/went away/);
+    // Chunks 1-2 were one transaction; chunk 3 went into the next, which never committed.
+    expect(first.commits).toEqual([20]);
+    expect(progress).toEqual([20]);
+    expect(first.inserted).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const again = fakeShards(45, 20, 10);
+    const out = await copy(again, grouped);
+    expect(out).toMatchObject({ rows: 25, resumedAfter: [20] });
+    expect(again.commits).toEqual([40, 45]);
+    expect(again.inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 21));
   });
 });
 
