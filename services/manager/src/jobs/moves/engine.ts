@@ -23,7 +23,7 @@ import { copyRows, snapshotPosition } from './copy';
 import { agentForeignTables, cutOver, type ForeignTableAgent } from './cutover';
 import { loginAs, masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
 import { BinlogTailer } from './tailer';
-import { verifyCopy } from './verify';
+import { verifyCopy, widenedColumnCasts } from './verify';
 
 export interface MoveEnd {
   clusterId: string;
@@ -261,8 +261,9 @@ export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMo
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
   const tailer = await tailerFor(ctx, spec, prepared, caught.at);
   const out = await withShard(storageLogin(ctx, spec.source), (src) =>
-    withShard(storageLogin(ctx, spec.target), (dst) =>
+    withShard(storageLogin(ctx, spec.target), async (dst) =>
       verifyCopy(src, dst, spec.source, spec.target, prepared.shape, {
+        sourceCasts: await widenedColumnCasts(src, dst, spec.source, spec.target, prepared.shape),
         chunkRows: limits.chunkRows,
         rechecks: 3,
         catchUp: async () => tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal),
