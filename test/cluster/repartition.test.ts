@@ -136,13 +136,15 @@ describe('get_expand_table_list and repartition_tables (2 shards, real engines)'
 
   it('repartition under a concurrent insert/update/delete writer through the compute node: verify agrees and every acknowledged write is in the new table', async () => {
     const SEEDED = 20_000;
-    await sql(shard1, `CREATE TABLE \`${DB}\`.rp_live (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(40))`);
+    await sql(shard1, `CREATE TABLE \`${DB}\`.rp_live (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(40) CHARACTER SET latin1)`);
     await sql(shard1, `INSERT INTO \`${DB}\`.rp_live SELECT seq, seq, CONCAT('n', seq) FROM \`${DB}\`.seq_1_to_${SEEDED}`);
-    // Another column order and wider types, as a user's pre-created target may have.
-    await sql(shard2, `CREATE TABLE \`${DB}\`.rp_live_new (id BIGINT PRIMARY KEY, note VARCHAR(60), v BIGINT NOT NULL)`);
+    // Another column order, wider types and a character set that contains the source's
+    // (utf8mb4 holds latin1), as a user's pre-created target may have (rules 5, 6); the
+    // writer's notes are not ASCII, so the two sets store them as different bytes.
+    await sql(shard2, `CREATE TABLE \`${DB}\`.rp_live_new (id BIGINT PRIMARY KEY, note VARCHAR(60) CHARACTER SET utf8mb4, v BIGINT NOT NULL)`);
     await waitUntil('the compute node sees rp_live', async () => ((await s.compRelations('rp_live'))[0].length > 0 ? true : undefined), 20_000);
     const comp = s.comps()[0];
-    const load = new MoveLoad({ host: comp.host, port: comp.port, user: s.computeUser, password: s.computePassword, database: 'postgres' }, 'public.rp_live', SEEDED);
+    const load = new MoveLoad({ host: comp.host, port: comp.port, user: s.computeUser, password: s.computePassword, database: 'postgres' }, 'public.rp_live', SEEDED, 2, (note) => `${note}-grüße`);
     load.start();
     try {
       await waitUntil('the writer is acknowledged', async () => (load.writes >= 20 ? true : undefined), 20_000);
