@@ -159,8 +159,12 @@ describe('get_expand_table_list and repartition_tables (2 shards, real engines)'
     } finally {
       await load.stop();
     }
-    const rows = new Map((await sql(shard2, `SELECT id, v, note FROM \`${DB}\`.rp_live`)).map((r) => [Number(r.id), { v: Number(r.v), note: String(r.note) } as Row]));
+    // Read as the clients see it, through the compute node: now shard 2's table under the old name.
+    const pg = await s.pgAs(comp);
+    const seen = await pg.query('SELECT id, v, note FROM public.rp_live').finally(() => pg.end());
+    const rows = new Map(seen.rows.map((r: { id: number; v: number; note: string }) => [Number(r.id), { v: Number(r.v), note: r.note } as Row]));
     expect(rowDifferences(load, rows)).toEqual([]);
+    expect(await count(shard2, 'rp_live')).toBe(rows.size);
     expect(load.writes).toBeGreaterThan(40);
   }, 120_000);
 
