@@ -178,7 +178,7 @@ export async function copyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove
   const dst = await openShard(storageLogin(ctx, spec.target));
   src.on('error', () => {});
   dst.on('error', () => {});
-  let sinceLagCheck = 0;
+  let lastLagCheck = Date.now();
   const lag: { check: Promise<void> | null } = { check: null };
   const started = Date.now();
   const rateLimit = async (written: number) => {
@@ -195,11 +195,11 @@ export async function copyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove
       signal: ctx.signal,
       throttle: async (written) => {
         await rateLimit(written);
-        // The lag check costs an agent call per target node: once every 5 chunks, and it runs
-        // while the next chunks are written; the copy waits on it at the next check, so a
-        // lagging standby stops the copy at most 5 chunks later.
-        if (++sinceLagCheck >= 5) {
-          sinceLagCheck = 0;
+        // The lag check costs an agent call per target node (each opens a session on its
+        // node): at most one per 500 ms, run while the next chunks are written; the copy waits
+        // on it at the next check, so a lagging standby stops the copy within about a second.
+        if (Date.now() - lastLagCheck >= 500) {
+          lastLagCheck = Date.now();
           await lag.check;
           lag.check = throttleOnTargetLag(ctx, spec, limits.maxTargetLagTrx);
           lag.check.catch(() => {}); // awaited at the next check; a failure then is the copy's
