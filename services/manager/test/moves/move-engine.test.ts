@@ -4,7 +4,7 @@ import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binl
 import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
 import { cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
 import { BinlogTailer } from '../../src/jobs/moves/tailer';
-import { verifyCopy } from '../../src/jobs/moves/verify';
+import { rowHash, verifyCopy, widenedColumnCasts } from '../../src/jobs/moves/verify';
 import { readTableShape } from '../../src/jobs/moves/shard-sql';
 
 // What mariadb-binlog --verbose --base64-output=DECODE-ROWS printed for a MariaDB 10.11 source
@@ -243,6 +243,29 @@ describe('the catch-up applies keys read after an idle turn', () => {
     await tailer.flush();
     expect(deleted).toEqual(['42']);
     expect(tailer.applied).toEqual({ file: 'bin.000001', pos: 90 });
+  });
+});
+
+describe('the verify hash compares values as the target stores them', () => {
+  /** information_schema.COLUMNS as a table's session answers it. */
+  const columns = (rows: [name: string, dataType: string, columnType: string, p?: number, s?: number, fsp?: number][]) => ({
+    async query() {
+      return [rows.map(([name, dataType, columnType, p, s, fsp]) => ({ name, dataType, columnType, p: p ?? null, s: s ?? null, fsp: fsp ?? null }))];
+    },
+  });
+  const shape = { columns: ['id', 'note', 'amount', 'at', 'ratio', 'qty'], key: [{ name: 'id', ordinal: 1 }], text: ['note'] };
+
+  it('reads the source side of a column the target holds wider as the target type, and leaves identical and integer columns alone', async () => {
+    const src = columns([['id', 'int', 'int(11)'], ['note', 'varchar', 'varchar(40)'], ['amount', 'decimal', 'decimal(10,2)', 10, 2], ['at', 'datetime', 'datetime', undefined, undefined, 0], ['ratio', 'float', 'float'], ['qty', 'int', 'int(11)']]);
+    const dst = columns([['id', 'bigint', 'bigint(20)'], ['note', 'varchar', 'varchar(60)'], ['amount', 'decimal', 'decimal(14,4)', 14, 4], ['at', 'datetime', 'datetime(3)', undefined, undefined, 3], ['ratio', 'double', 'double'], ['qty', 'int', 'int(11)']]);
+    const casts = await widenedColumnCasts(src as never, dst as never, { db: 'd', table: 's' }, { db: 'd', table: 't' }, shape);
+    expect([...casts]).toEqual([['amount', 'DECIMAL(14, 4)'], ['at', 'DATETIME(3)'], ['ratio', 'DOUBLE']]);
+    const hash = rowHash(shape, casts);
+    expect(hash).toContain('CAST(CAST(`amount` AS CHAR) AS DECIMAL(14, 4))');
+    expect(hash).toContain('CONVERT(`note` USING utf8mb4)');
+    expect(hash).toContain('`qty`, ISNULL(`qty`)');
+    // The target side: its own columns, character ones in utf8mb4.
+    expect(rowHash(shape)).not.toContain('CAST(');
   });
 });
 
