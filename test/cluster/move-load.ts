@@ -25,7 +25,8 @@ export class MoveLoad {
   private stopped = false;
   private loops: Promise<void>[] = [];
 
-  constructor(private readonly login: CompLogin, private readonly table: string, seeded: number, private readonly workers = 2) {
+  /** `noteOf` shapes the note each insert/update writes (e.g. to write non-ASCII text). */
+  constructor(private readonly login: CompLogin, private readonly table: string, seeded: number, private readonly workers = 2, private readonly noteOf = (note: string) => note) {
     for (let id = 1; id <= seeded; id++) this.expected.set(id, { v: id, note: `n${id}` });
   }
 
@@ -61,11 +62,11 @@ export class MoveLoad {
       try {
         client ??= await this.connect();
         if (id >= 1_000_000 && !this.expected.has(id)) {
-          const row = { v: step, note: `w${worker}-${step}` };
+          const row = { v: step, note: this.noteOf(`w${worker}-${step}`) };
           await client.query(`INSERT INTO ${this.table} (id, v, note) VALUES ($1, $2, $3)`, [id, row.v, row.note]);
           this.expected.set(id, row);
         } else if (kind === 1) {
-          const row = { v: step, note: `u${worker}-${step}` };
+          const row = { v: step, note: this.noteOf(`u${worker}-${step}`) };
           await client.query(`UPDATE ${this.table} SET v = $2, note = $3 WHERE id = $1`, [id, row.v, row.note]);
           this.expected.set(id, row);
         } else {

@@ -1,9 +1,10 @@
+import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binlog-rows';
 import { chunkQuery, copyRows } from '../../src/jobs/moves/copy';
 import { cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
 import { BinlogTailer } from '../../src/jobs/moves/tailer';
-import { verifyCopy } from '../../src/jobs/moves/verify';
+import { rowHash, verifyCopy, widenedColumnCasts } from '../../src/jobs/moves/verify';
 import { readTableShape } from '../../src/jobs/moves/shard-sql';
 
 // What mariadb-binlog --verbose --base64-output=DECODE-ROWS printed for a MariaDB 10.11 source
@@ -139,9 +140,16 @@ describe('the cut-over holds every compute node before it waits for the tail', (
 });
 
 describe('a copy run after a crash resumes after the last chunk the target holds', () => {
-  /** A source of rows 1..n and a target that already holds 1..copied, as mysql2 connections answer. */
-  function fakeShards(n: number, copied: number, chunk: number) {
+  /**
+   * A source of rows 1..n and a target that already holds 1..copied, as mysql2 connections
+   * answer; the target keeps an open transaction's rows apart until COMMIT (a ROLLBACK or a
+   * dead session loses them), and its INSERT fails once `failAt` rows were sent.
+   */
+  function fakeShards(n: number, copied: number, chunk: number, failAt = Infinity) {
     const inserted: number[] = [];
+    let open: number[] | null = null;
+    let sent = 0;
+    const commits: number[] = [];
     const src = {
       async query(q: string | { sql: string; values?: unknown[] }) {
         const sql = typeof q === 'string' ? q : q.sql;
@@ -155,30 +163,61 @@ describe('a copy run after a crash resumes after the last chunk the target holds
       },
     };
     const dst = {
-      async query(q: string | { sql: string }, values?: unknown[]) {
+      format: (sql: string, values: unknown[]) => mysql.format(sql, values as never),
+      async query(q: string | { sql: string }) {
         const sql = typeof q === 'string' ? q : q.sql;
-        if (sql.startsWith('SELECT')) return [copied + inserted.length > 0 ? [[copied]] : []];
-        if (sql.startsWith('INSERT')) inserted.push(...(values![0] as unknown[][]).map((r) => Number(r[0])));
+        const held = () => [...Array.from({ length: copied }, (_, i) => i + 1), ...inserted];
+        if (sql.startsWith('SELECT')) return [held().length > 0 ? [[Math.max(...held())]] : []];
+        if (sql === 'START TRANSACTION') open = [];
+        if (sql === 'COMMIT') {
+          inserted.push(...(open ?? []));
+          commits.push(held().length);
+          open = null;
+        }
+        if (sql === 'ROLLBACK') open = null;
+        if (sql.startsWith('INSERT')) {
+          const ids = [...sql.matchAll(/\((\d+), /g)].map((m) => Number(m[1]));
+          sent += ids.length;
+          if (sent > failAt) throw new Error('the target went away');
+          (open ?? inserted).push(...ids);
+        }
         return [[]];
       },
     };
-    return { src, dst, inserted };
+    return { src, dst, inserted, commits };
   }
   const shape = { columns: ['id', 'v'], key: [{ name: 'id', ordinal: 1 }] };
   const opts = { chunkRows: 10, throttle: async () => {}, progress: async () => {} };
+  const copy = (s: ReturnType<typeof fakeShards>, o: Parameters<typeof copyRows>[5] = opts) => copyRows(s.src as never, s.dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, o);
 
   it('copies from the start into an empty target', async () => {
-    const { src, dst, inserted } = fakeShards(25, 0, 10);
-    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    const shards = fakeShards(25, 0, 10);
+    const out = await copy(shards);
     expect(out).toMatchObject({ rows: 25, chunks: 3, resumedAfter: null, snapshot: { file: 'b.000001', pos: 77 } });
-    expect(inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+    expect(shards.inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
   });
 
   it('starts at the chunk after the target\'s highest key, copying no row twice', async () => {
-    const { src, dst, inserted } = fakeShards(25, 20, 10);
-    const out = await copyRows(src as never, dst as never, { db: 'd', table: 't' }, { db: 'd', table: 't' }, shape, opts);
+    const shards = fakeShards(25, 20, 10);
+    const out = await copy(shards);
     expect(out).toMatchObject({ rows: 5, chunks: 1, resumedAfter: [20] });
-    expect(inserted).toEqual([21, 22, 23, 24, 25]);
+    expect(shards.inserted).toEqual([21, 22, 23, 24, 25]);
+  });
+
+  it('commits whole groups of chunks, and a run cut off inside a group resumes after the last group committed', async () => {
+    const progress: number[] = [];
+    const grouped = { ...opts, commitRows: 20, progress: async (rows: number) => void progress.push(rows) };
+    const first = fakeShards(45, 0, 10, 35);
+    await expect(copy(first, grouped)).rejects.toThrow(/went away/);
+    // Chunks 1-2 were one transaction; chunk 3 went into the next, which never committed.
+    expect(first.commits).toEqual([20]);
+    expect(progress).toEqual([20]);
+    expect(first.inserted).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const again = fakeShards(45, 20, 10);
+    const out = await copy(again, grouped);
+    expect(out).toMatchObject({ rows: 25, resumedAfter: [20] });
+    expect(again.commits).toEqual([40, 45]);
+    expect(again.inserted).toEqual(Array.from({ length: 25 }, (_, i) => i + 21));
   });
 });
 
@@ -204,6 +243,29 @@ describe('the catch-up applies keys read after an idle turn', () => {
     await tailer.flush();
     expect(deleted).toEqual(['42']);
     expect(tailer.applied).toEqual({ file: 'bin.000001', pos: 90 });
+  });
+});
+
+describe('the verify hash compares values as the target stores them', () => {
+  /** information_schema.COLUMNS as a table's session answers it. */
+  const columns = (rows: [name: string, dataType: string, columnType: string, p?: number, s?: number, fsp?: number][]) => ({
+    async query() {
+      return [rows.map(([name, dataType, columnType, p, s, fsp]) => ({ name, dataType, columnType, p: p ?? null, s: s ?? null, fsp: fsp ?? null }))];
+    },
+  });
+  const shape = { columns: ['id', 'note', 'amount', 'at', 'ratio', 'qty'], key: [{ name: 'id', ordinal: 1 }], text: ['note'] };
+
+  it('reads the source side of a column the target holds wider as the target type, and leaves identical and integer columns alone', async () => {
+    const src = columns([['id', 'int', 'int(11)'], ['note', 'varchar', 'varchar(40)'], ['amount', 'decimal', 'decimal(10,2)', 10, 2], ['at', 'datetime', 'datetime', undefined, undefined, 0], ['ratio', 'float', 'float'], ['qty', 'int', 'int(11)']]);
+    const dst = columns([['id', 'bigint', 'bigint(20)'], ['note', 'varchar', 'varchar(60)'], ['amount', 'decimal', 'decimal(14,4)', 14, 4], ['at', 'datetime', 'datetime(3)', undefined, undefined, 3], ['ratio', 'double', 'double'], ['qty', 'int', 'int(11)']]);
+    const casts = await widenedColumnCasts(src as never, dst as never, { db: 'd', table: 's' }, { db: 'd', table: 't' }, shape);
+    expect([...casts]).toEqual([['amount', 'DECIMAL(14, 4)'], ['at', 'DATETIME(3)'], ['ratio', 'DOUBLE']]);
+    const hash = rowHash(shape, casts);
+    expect(hash).toContain('CAST(CAST(`amount` AS CHAR) AS DECIMAL(14, 4))');
+    expect(hash).toContain('CONVERT(`note` USING utf8mb4)');
+    expect(hash).toContain('`qty`, ISNULL(`qty`)');
+    // The target side: its own columns, character ones in utf8mb4.
+    expect(rowHash(shape)).not.toContain('CAST(');
   });
 });
 

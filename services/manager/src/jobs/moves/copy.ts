@@ -1,7 +1,10 @@
 // Phase 1 of a move: copy the source table's rows into the target in primary-key chunks,
-// from one consistent snapshot per run. Each chunk is one target transaction, so the
-// target's highest key is the end of the last chunk copied: a run after a crash or a new
-// leader resumes after it, from a new snapshot. That is safe because the catch-up starts
+// from one consistent snapshot per run. Chunks are written in key order and committed in
+// whole groups (one target transaction holds `commitRows` rows), so the target's highest
+// key is the end of the last group committed: a run after a crash or a new leader resumes
+// after it, from a new snapshot. Groups, not single chunks, because every commit on a shard
+// master is a binlog fsync and a semi-sync standby ack; mariadb-dump's ~1 MB statements
+// commit a few times per 100,000 rows, and so must the copy to keep up with it. That is safe because the catch-up starts
 // from the position recorded before any run's snapshot and replays every changed key
 // (resync.ts), so rows copied from a later snapshot converge too.
 
@@ -10,8 +13,12 @@ import { keyTuple, q, type TableShape } from './shard-sql';
 
 export interface CopyOptions {
   chunkRows: number;
-  /** Called between chunks: waits while the target's standbys lag (throttle). */
-  throttle(): Promise<void>;
+  /** A target transaction is committed once it holds `commitRows` rows, `commitBytes` of INSERT text, or is `commitMs` old (default: every chunk). */
+  commitRows?: number;
+  commitBytes?: number;
+  commitMs?: number;
+  /** Called between chunks (not after the last): waits while the target's standbys lag, or for a rate limit. */
+  throttle(rowsWritten: number): Promise<void>;
   progress(rowsCopied: number, chunks: number, lastKey: unknown[]): Promise<void>;
   signal?: AbortSignal;
 }
@@ -64,12 +71,27 @@ export async function copyRows(src: mysql.Connection, dst: mysql.Connection, fro
   const snapshot = await snapshotStatus(src);
   const keyAt = shape.key.map((k) => shape.columns.indexOf(k.name));
   const insert = `INSERT INTO ${q(to.db)}.${q(to.table)} (${shape.columns.map(q).join(', ')}) VALUES ?`;
+  const commitRows = Math.max(opts.chunkRows, opts.commitRows ?? opts.chunkRows);
   let after = resumedAfter;
   let rows = 0;
   let chunks = 0;
+  const commitBytes = opts.commitBytes ?? Infinity;
+  const commitMs = opts.commitMs ?? Infinity;
+  let openedAt = 0;
+  /** Rows and INSERT bytes written in the open target transaction (0: none open). */
+  let open = 0;
+  let openBytes = 0;
   const read = async (from_: unknown[] | null): Promise<unknown[][]> => {
     const chunk = chunkQuery(from.db, from.table, shape, from_, opts.chunkRows);
     return ((await src.query({ sql: chunk.sql, values: chunk.values, rowsAsArray: true })) as unknown as [unknown[][]])[0];
+  };
+  const commit = async () => {
+    if (open === 0) return;
+    await dst.query('COMMIT');
+    rows += open;
+    open = 0;
+    openBytes = 0;
+    await opts.progress(rows, chunks, after ?? []);
   };
   // The next chunk is read from the source while this one is written to the target.
   let next: Promise<unknown[][]> | null = read(after);
@@ -79,17 +101,28 @@ export async function copyRows(src: mysql.Connection, dst: mysql.Connection, fro
       const batch: unknown[][] = await next;
       next = null;
       if (batch.length === 0) break;
-      after = keyAt.map((i) => batch[batch.length - 1][i]);
+      const last = keyAt.map((i) => batch[batch.length - 1][i]);
       if (batch.length === opts.chunkRows) {
-        next = read(after);
+        next = read(last);
         next.catch(() => {}); // awaited next turn; a failure then is the copy's
       }
-      await dst.query(insert, [batch]);
-      rows += batch.length;
+      if (open === 0) {
+        await dst.query('START TRANSACTION');
+        openedAt = performance.now();
+      }
+      const text = dst.format(insert, [batch]);
+      await dst.query(text);
+      open += batch.length;
+      openBytes += text.length;
+      after = last;
       chunks++;
-      await opts.progress(rows, chunks, after);
-      if (next) await opts.throttle();
+      if (open >= commitRows || openBytes >= commitBytes || performance.now() - openedAt >= commitMs || !next) await commit();
+      if (next) await opts.throttle(rows + open);
     }
+    await commit();
+  } catch (err) {
+    if (open > 0) await dst.query('ROLLBACK').catch(() => {});
+    throw err;
   } finally {
     await next?.catch(() => {});
     await src.query('COMMIT').catch(() => {});

@@ -23,7 +23,7 @@ import { copyRows, snapshotPosition } from './copy';
 import { agentForeignTables, cutOver, type ForeignTableAgent } from './cutover';
 import { loginAs, masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
 import { BinlogTailer } from './tailer';
-import { verifyCopy } from './verify';
+import { verifyCopy, widenedColumnCasts } from './verify';
 
 export interface MoveEnd {
   clusterId: string;
@@ -45,6 +45,10 @@ export interface MoveSpec {
 
 export interface MoveLimits {
   chunkRows: number;
+  /** The copy commits a target transaction at this many rows, bytes of INSERT text, or age, whichever comes first (copy.ts). */
+  copyCommitRows: number;
+  copyCommitBytes: number;
+  copyCommitMs: number;
   /** The copy's rate limit, rows per second (0 = none). */
   copyRowsPerSecond: number;
   /** The copy waits while a target standby is more transactions behind its master than this. */
@@ -56,7 +60,12 @@ export interface MoveLimits {
   cutOverAttempts: number;
 }
 
-export const DEFAULT_MOVE_LIMITS: MoveLimits = { chunkRows: 2000, copyRowsPerSecond: 0, maxTargetLagTrx: 20, catchUpMs: 120_000, cutOverCatchUpMs: 2_000, cutOverAttempts: 5 };
+export const DEFAULT_MOVE_LIMITS: MoveLimits = {
+  chunkRows: 2000,
+  copyCommitRows: 50_000,
+  copyCommitBytes: 4 << 20,
+  copyCommitMs: 1_000,
+  copyRowsPerSecond: 0, maxTargetLagTrx: 20, catchUpMs: 120_000, cutOverCatchUpMs: 2_000, cutOverAttempts: 5 };
 
 export interface PreparedMove {
   start: BinlogPosition;
@@ -169,39 +178,41 @@ export async function copyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove
   const dst = await openShard(storageLogin(ctx, spec.target));
   src.on('error', () => {});
   dst.on('error', () => {});
-  let sinceProgress = 0;
-  let sinceLagCheck = 0;
-  let copied = 0;
+  let lastLagCheck = Date.now();
+  const lag: { check: Promise<void> | null } = { check: null };
   const started = Date.now();
-  const rateLimit = async () => {
+  const rateLimit = async (written: number) => {
     if (limits.copyRowsPerSecond <= 0) return;
-    const due = started + (copied / limits.copyRowsPerSecond) * 1000;
+    const due = started + (written / limits.copyRowsPerSecond) * 1000;
     if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
   };
   try {
     const out = await copyRows(src, dst, spec.source, spec.target, prepared.shape, {
       chunkRows: limits.chunkRows,
+      commitRows: limits.copyCommitRows,
+      commitBytes: limits.copyCommitBytes,
+      commitMs: limits.copyCommitMs,
       signal: ctx.signal,
-      throttle: async () => {
-        await rateLimit();
-        // The lag check costs an agent call per target node: once every 5 chunks.
-        if (++sinceLagCheck >= 5) {
-          sinceLagCheck = 0;
-          await throttleOnTargetLag(ctx, spec, limits.maxTargetLagTrx);
+      throttle: async (written) => {
+        await rateLimit(written);
+        // The lag check costs an agent call per target node (each opens a session on its
+        // node): at most one per 500 ms, run while the next chunks are written; the copy waits
+        // on it at the next check, so a lagging standby stops the copy within about a second.
+        if (Date.now() - lastLagCheck >= 500) {
+          lastLagCheck = Date.now();
+          await lag.check;
+          lag.check = throttleOnTargetLag(ctx, spec, limits.maxTargetLagTrx);
+          lag.check.catch(() => {}); // awaited at the next check; a failure then is the copy's
         }
       },
-      progress: async (rows, chunks) => {
-        copied = rows;
-        // Progress is a Raft commit: one per 10 chunks is enough for get_status.
-        if (++sinceProgress >= 10) {
-          sinceProgress = 0;
-          await ctx.progress(rows, 0);
-        }
-        void chunks;
+      // Called once per target commit: a Raft commit of the rows the target now holds.
+      progress: async (rows) => {
+        await ctx.progress(rows, 0);
       },
     });
     return { rows: out.rows, chunks: out.chunks, resumed_after: out.resumedAfter === null ? '' : JSON.stringify(out.resumedAfter), ms: Math.round(out.ms) };
   } finally {
+    await lag.check?.catch(() => {});
     await Promise.all([src.end().catch(() => src.destroy()), dst.end().catch(() => dst.destroy())]);
   }
 }
@@ -250,8 +261,9 @@ export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMo
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
   const tailer = await tailerFor(ctx, spec, prepared, caught.at);
   const out = await withShard(storageLogin(ctx, spec.source), (src) =>
-    withShard(storageLogin(ctx, spec.target), (dst) =>
+    withShard(storageLogin(ctx, spec.target), async (dst) =>
       verifyCopy(src, dst, spec.source, spec.target, prepared.shape, {
+        sourceCasts: await widenedColumnCasts(src, dst, spec.source, spec.target, prepared.shape),
         chunkRows: limits.chunkRows,
         rechecks: 3,
         catchUp: async () => tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal),

@@ -53,6 +53,12 @@ export interface TableShape {
   columns: string[];
   /** The primary key's columns in key order, with their 1-based ordinals among `columns`. */
   key: { name: string; ordinal: number }[];
+  /**
+   * The columns with a character set (char, varchar, text, enum, set): the verify compares
+   * them as utf8mb4 text, since a target may store them in a wider set than the source
+   * (repartition rule 6: latin1 -> utf8mb4), as other bytes for the same characters.
+   */
+  text?: string[];
 }
 
 /** Key column types whose binlog text maps back to the value exactly (binlog-rows.ts). */
@@ -60,9 +66,9 @@ const KEY_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint', 
 
 export async function readTableShape(c: mysql.Connection, db: string, table: string): Promise<TableShape | undefined> {
   const [cols] = (await c.query(
-    `SELECT COLUMN_NAME AS name, ORDINAL_POSITION AS ordinal, DATA_TYPE AS type, COLUMN_KEY AS ckey FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
+    `SELECT COLUMN_NAME AS name, ORDINAL_POSITION AS ordinal, DATA_TYPE AS type, COLUMN_KEY AS ckey, CHARACTER_SET_NAME AS charset FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
     [db, table],
-  )) as unknown as [{ name: string; ordinal: number | string; type: string; ckey: string }[]];
+  )) as unknown as [{ name: string; ordinal: number | string; type: string; ckey: string; charset: string | null }[]];
   if (cols.length === 0) return undefined;
   const [keys] = (await c.query(
     `SELECT COLUMN_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`,
@@ -71,6 +77,7 @@ export async function readTableShape(c: mysql.Connection, db: string, table: str
   const byName = new Map(cols.map((col) => [col.name, col]));
   return {
     columns: cols.map((col) => col.name),
+    text: cols.filter((col) => col.charset !== null && col.charset !== 'binary').map((col) => col.name),
     key: keys.map((k) => {
       const col = byName.get(k.name);
       if (!col) throw new Error(`primary key column ${k.name} is not a column of ${db}.${table}`);
