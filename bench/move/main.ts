@@ -14,8 +14,15 @@
 //     on a shared machine: the per-move ratio's median is the steadier figure). The pipe's
 //     time includes starting the two clients; the move's includes opening its snapshot.
 //  2. `--moves` cut-overs: the table moved back and forth between the shards under the load
-//     (drop_old_table 1); the agents' blocked window (blocked_ms) and the longest gap between
-//     two acknowledged writes the clients saw around each cut-over: p50/p99/max.
+//     (drop_old_table 1); the agents' blocked window (blocked_ms) and the write stall the
+//     clients saw across each cut-over: the longest gap between two consecutive acknowledged
+//     writes (either client) that overlaps the cut-over's span (first hold sent to last
+//     re-point answered, from the manager's "move cut over" log line, same process and
+//     clock): p50/p99/max. Beside it, the same measure with no move running (the load alone
+//     for --baseline-ms before the first move, windows of the cut-overs' lengths): a gap the
+//     clients see anyway, since a write queued by the hold still takes its own round trip
+//     after the release. And, as before, the longest gap over each whole move (copy, verify
+//     and cut-over), which is not the cut-over's alone.
 //  3. Acknowledged writes lost: every row of the clients' log compared with the table on its
 //     final shard (must be 0).
 //
@@ -27,12 +34,13 @@ import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
 import { HOSTS, startClusterFixture } from '../../test/cluster/cluster-fixture';
 import { registerMachines } from '../../test/cluster/ha-fixture';
-import { MoveLoad, rowDifferences, type Row } from '../../test/cluster/move-load';
+import { MoveLoad, rowDifferences, stallAcross, type Row } from '../../test/cluster/move-load';
 import { openTestAccounts } from '../../test/helpers/secrets';
 
-const { values: flags } = parseArgs({ options: { moves: { type: 'string', default: '20' }, rows: { type: 'string', default: '100000' } } });
+const { values: flags } = parseArgs({ options: { moves: { type: 'string', default: '20' }, rows: { type: 'string', default: '100000' }, 'baseline-ms': { type: 'string', default: '10000' } } });
 const MOVES = Number(flags.moves);
 const ROWS = Number(flags.rows);
+const BASELINE_MS = Number(flags['baseline-ms']);
 const DB = 'postgres_$$_public';
 const RAW_DB = 'benchraw_$$_public';
 
@@ -94,26 +102,41 @@ async function main() {
     const comp = Object.values(cluster().comps)[0];
     const load = new MoveLoad({ host: comp.hostaddr, port: comp.port, user: att.computer_user, password: att.computer_pwd, database: 'postgres' }, 'public.mv_bench', ROWS);
     load.start();
+    await new Promise((r) => setTimeout(r, 1000));
+    const baselineFrom = performance.timeOrigin + performance.now();
+    await new Promise((r) => setTimeout(r, BASELINE_MS));
+    const baselineTo = performance.timeOrigin + performance.now();
     // A raw pipe right before each move, same direction, under the same client load (it writes
     // to the source table): on a shared machine the load swings within a run, so each move's
     // copy is compared with its own neighbour.
     const rawRates: number[] = [];
     const blocked: number[] = [];
     const gaps: number[] = [];
+    const stalls: number[] = [];
+    const spans: number[] = [];
     const copyRates: number[] = [];
     let at = 0;
     for (let i = 0; i < MOVES; i++) {
       const [src, dst] = [shardIds[at], shardIds[1 - at]];
       rawRates.push(await rawCopy(src, dst));
       const started = Date.now();
+      const logFrom = f.logLines.length;
       const reply = await f.runJob('expand_cluster', { cluster_id: att.cluster_id, src_shard_id: src, dst_shard_id: dst, table_list: ['postgres.public.mv_bench'], drop_old_table: '1' }, 300_000);
       const ended = Date.now();
       if (reply.status !== 'done') throw new Error(`move ${i + 1}: ${reply.error_info}`);
       const t = (reply.attachment as { list_table: { rows_copied: string; copy_ms: string; blocked_ms: string; cut_over_ms: string }[] }).list_table[0];
       blocked.push(Number(t.blocked_ms));
       gaps.push(load.longestGap(started, ended));
+      const cut = f.logLines
+        .slice(logFrom)
+        .flatMap((chunk) => chunk.split('\n'))
+        .filter((l) => l.includes('"move cut over"'))
+        .map((l) => JSON.parse(l) as { span_from?: number; span_to?: number })[0];
+      if (!cut?.span_from || !cut.span_to) throw new Error(`move ${i + 1}: no "move cut over" log line`);
+      spans.push(cut.span_to - cut.span_from);
+      stalls.push(Math.round(load.stallAcross(cut.span_from, cut.span_to)));
       copyRates.push((Number(t.rows_copied) / Number(t.copy_ms)) * 1000);
-      console.log(`move ${i + 1} shard ${src} -> ${dst}: ${ended - started} ms, copied ${t.rows_copied} rows in ${t.copy_ms} ms (raw pipe just before: ${Math.round(rawRates[i])} rows/s), blocked ${t.blocked_ms} ms (cut-over ${t.cut_over_ms} ms), client gap ${gaps[gaps.length - 1]} ms`);
+      console.log(`move ${i + 1} shard ${src} -> ${dst}: ${ended - started} ms, copied ${t.rows_copied} rows in ${t.copy_ms} ms (raw pipe just before: ${Math.round(rawRates[i])} rows/s), blocked ${t.blocked_ms} ms (cut-over ${t.cut_over_ms} ms), client stall across the cut-over ${stalls[stalls.length - 1]} ms, longest client gap in the whole move ${gaps[gaps.length - 1]} ms`);
       at = 1 - at;
     }
     await new Promise((r) => setTimeout(r, 500));
@@ -125,8 +148,15 @@ async function main() {
     const pairRatios = copyRates.map((r, i) => r / rawRates[i]);
     console.log('\n== bench:move (machine shared with other work; ratios are from this one run) ==');
     console.log(`cut-overs under load: ${MOVES}; writes acknowledged ${load.writes}, failed ${load.failures}`);
-    console.log(`blocked window (agents, lock granted -> commit): ${summary(blocked)}`);
-    console.log(`longest gap between acknowledged writes around each move (clients): ${summary(gaps)}`);
+    console.log(`blocked window (agents, lock asked for -> commit): ${summary(blocked)}`);
+    // The same measure with no move: windows of the cut-overs' lengths spread over the load-only period.
+    const baseline = spans.map((len, i) => {
+      const from = baselineFrom + ((baselineTo - baselineFrom - len) * (i + 0.5)) / spans.length;
+      return Math.round(stallAcross(load.acksAt, from, from + len));
+    });
+    console.log(`write stall across each cut-over (clients, longest gap between acknowledged writes overlapping it): ${summary(stalls)}`);
+    console.log(`  the same measure with no move running (load alone, ${BASELINE_MS} ms before the first move): ${summary(baseline)}`);
+    console.log(`longest gap between acknowledged writes over each whole move, copy and verify included (clients): ${summary(gaps)}`);
     console.log(`acknowledged writes lost: ${lost.length}${lost.length > 0 ? ` (${lost.slice(0, 5).join('; ')})` : ''}`);
     console.log(`copy throughput: move ${Math.round(move)} rows/s vs raw mariadb-dump | mariadb ${Math.round(raw)} rows/s (means of ${copyRates.length} copies and ${rawRates.length} pipes, each pipe right before its move, under the write load): ${(move / raw).toFixed(2)}x; per-move ratio p50 ${percentile(pairRatios, 50).toFixed(2)}x (min ${Math.min(...pairRatios).toFixed(2)}, max ${Math.max(...pairRatios).toFixed(2)})`);
   } finally {

@@ -9,6 +9,8 @@
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import path from 'node:path';
+import { TableMoveAgentClient } from '@kcm/agent-api';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { registerMachines } from './ha-fixture';
@@ -149,4 +151,42 @@ describe('expand_cluster on real engines (2 shards x 3 nodes, 1 compute node)', 
     expect((await onComp<{ n: number }>('SELECT count(*)::int AS n FROM public.mv_bad'))[0].n).toBe(SEEDED);
     expect(await onShard(dst, `SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'mv_bad'`, [DB])).toEqual([]);
   }, 180_000);
+
+  it('the cut-over\'s hold and re-point fire no event trigger inside the blocked window (kcm_ddl\'s start PL/Python there)', async () => {
+    const [src, dst] = shardIds();
+    await seedTable(src, 'mv_quiet');
+    // As the superuser (the agent's own unix-socket login): an event trigger that logs every
+    // DDL command and drop, as kcm_ddl's fire on this table's ALTER, CREATE, DROP and RENAME.
+    const admin = new pg.Client({ host: path.join(comp().compDatadir, String(comp().port)), port: comp().port, user: 'postgres', database: 'postgres' });
+    admin.on('error', () => {});
+    await admin.connect();
+    const agent = new TableMoveAgentClient(`${comp().hostaddr}:${f.agentPort}`);
+    const ref = { port: comp().port, database: 'postgres', schema: 'public', table: 'mv_quiet' };
+    try {
+      await admin.query(`SET kcm.sync = 'on'`);
+      await admin.query(`CREATE TABLE public.mv_ddl_log (tag text, object text)`);
+      await admin.query(`CREATE FUNCTION public.mv_log_end() RETURNS event_trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO public.mv_ddl_log SELECT tg_tag, object_identity FROM pg_event_trigger_ddl_commands(); END $$`);
+      await admin.query(`CREATE FUNCTION public.mv_log_drop() RETURNS event_trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO public.mv_ddl_log SELECT tg_tag, object_identity FROM pg_event_trigger_dropped_objects(); END $$`);
+      await admin.query(`CREATE EVENT TRIGGER mv_log_end ON ddl_command_end EXECUTE FUNCTION public.mv_log_end()`);
+      await admin.query(`CREATE EVENT TRIGGER mv_log_drop ON sql_drop EXECUTE FUNCTION public.mv_log_drop()`);
+      const held = await agent.hold('quiet-1', ref, 10_000);
+      expect(held.server).toBe(`shard_${src}`);
+      const repointed = await agent.repoint('quiet-1', `shard_${dst}`);
+      expect(repointed.held_ms).toBeGreaterThanOrEqual(held.lock_wait_ms);
+      expect(await foreignServer('mv_quiet')).toBe(`shard_${dst}`);
+      // (Only this table's objects: the agent's catalog sync may run meanwhile, triggers and all.)
+      expect((await admin.query(`SELECT tag, object FROM public.mv_ddl_log WHERE object LIKE '%mv_quiet%'`)).rows).toEqual([]);
+      // And back, so the compute node's table is where its rows are.
+      await agent.hold('quiet-2', ref, 10_000);
+      await agent.repoint('quiet-2', `shard_${src}`);
+      expect(await foreignServer('mv_quiet')).toBe(`shard_${src}`);
+      expect((await onComp<{ n: number }>('SELECT count(*)::int AS n FROM public.mv_quiet'))[0].n).toBe(SEEDED);
+    } finally {
+      agent.close();
+      await admin.query('DROP EVENT TRIGGER IF EXISTS mv_log_end; DROP EVENT TRIGGER IF EXISTS mv_log_drop; DROP FUNCTION IF EXISTS public.mv_log_end(); DROP FUNCTION IF EXISTS public.mv_log_drop(); DROP TABLE IF EXISTS public.mv_ddl_log').catch(() => {});
+      await admin.end();
+    }
+  }, 60_000);
 });

@@ -2,6 +2,15 @@
 // proto/agent-table-move.proto). A hold is one PostgreSQL session, kept open between
 // HoldForeignTable and RepointForeignTable/ReleaseForeignTable, and rolled back by a timer
 // if the manager never comes back: the source then keeps serving.
+//
+// Writes queue from the moment the hold asks for its lock until the commit, so everything
+// that can be done outside that window is: the session, the checks and the first read of
+// the table's definition come before the lock; the definition the re-point re-creates is
+// read under the lock while the manager waits for its catch-up; the re-point's statements
+// and the commit go in one round trip. The hold's DDL fires no event trigger: kcm_ddl's are
+// PL/Python, and the first one in a session starts the interpreter and imports pymysql
+// (100-1,000 ms on a loaded host, measured in bench/move) inside the window, only to return
+// at once for kcm.sync = on.
 
 import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
@@ -28,8 +37,10 @@ interface Hold {
   schema: string;
   table: string;
   timer: NodeJS.Timeout;
-  /** performance.now() when the lock was granted. */
+  /** performance.now() when the lock was asked for: writers arriving since then queue behind it. */
   heldAt: number;
+  /** The definition read under the lock (settled; a failure is the re-point's to report). */
+  shape: Promise<ForeignTableShape | undefined>;
 }
 
 function checkNames(req: { database: string; schema: string; table: string }): void {
@@ -105,23 +116,26 @@ export const tableMoveCapability: CapabilityModule = {
         if (!(req.hold_ms > 0 && req.hold_ms <= MAX_HOLD_MS)) throw new AgentFailure('invalid_argument', `hold_ms ${req.hold_ms} must be in 1..${MAX_HOLD_MS}`);
         await end(req.hold_id, 'ROLLBACK');
         const client = await connect(registry, req.port, req.database);
-        const started = performance.now();
         try {
-          await client.query('BEGIN');
-          // The re-point is kcm's own DDL, not a user's: kcm_ddl's hooks leave it alone (as for catalog sync).
-          await client.query(`SET LOCAL kcm.sync = 'on'`);
+          // The re-point is kcm's own DDL, not a user's: kcm_ddl's hook leaves it alone (as for
+          // catalog sync), and as a replica session no (ENABLE ORIGIN) event trigger fires.
+          await client.query(`BEGIN; SET LOCAL kcm.sync = 'on'; SET LOCAL session_replication_role = 'replica'`);
+          const before = await readShape(client, req.schema, req.table);
+          if (!before) throw new AgentFailure('not_found', `${req.database}: ${req.schema}.${req.table} is not a foreign table`);
+          const asked = performance.now();
           // PostgreSQL refuses LOCK TABLE on a foreign table; ENABLE TRIGGER ALL changes nothing
           // and takes SHARE ROW EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
           await client.query(`ALTER FOREIGN TABLE ${ident(req.schema)}.${ident(req.table)} ENABLE TRIGGER ALL`);
-          const shape = await readShape(client, req.schema, req.table);
-          if (!shape) throw new AgentFailure('not_found', `${req.database}: ${req.schema}.${req.table} is not a foreign table`);
-          const lockWaitMs = performance.now() - started;
+          const lockWaitMs = performance.now() - asked;
+          // Read again under the lock (no DDL can change it now), while the manager catches up.
+          const shape = readShape(client, req.schema, req.table);
+          shape.catch(() => {});
           const timer = setTimeout(() => {
             ctx.logger.warn({ hold_id: req.hold_id }, 'foreign table hold expired; rolled back, the table stays where it was');
             void end(req.hold_id, 'ROLLBACK').catch(() => {});
           }, req.hold_ms);
-          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: performance.now() });
-          return { server: shape.server, lock_wait_ms: lockWaitMs };
+          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: asked, shape });
+          return { server: before.server, lock_wait_ms: lockWaitMs };
         } catch (err) {
           await client.end().catch(() => {});
           throw err;
@@ -132,19 +146,23 @@ export const tableMoveCapability: CapabilityModule = {
         if (!hold) throw new AgentFailure('not_found', `no hold ${req.hold_id} (expired or never taken); the foreign table was not re-pointed`);
         if (!isIdentifier(req.server)) throw new AgentFailure('invalid_argument', `server ${JSON.stringify(req.server)} is not a plain identifier`);
         const started = performance.now();
+        holds.delete(req.hold_id);
+        clearTimeout(hold.timer);
+        let committed = 0;
         try {
-          const shape = await readShape(hold.client, hold.schema, hold.table);
+          const shape = await hold.shape;
           if (!shape) throw new AgentFailure('not_found', `${hold.schema}.${hold.table} is no longer a foreign table`);
-          if (shape.server !== req.server) {
-            for (const sql of foreignTableStatements(shape, req.server)) await hold.client.query(sql);
-          }
+          const ddl = shape.server === req.server ? [] : foreignTableStatements(shape, req.server);
+          // One round trip: a failing statement skips the rest, COMMIT included.
+          await hold.client.query([...ddl, 'COMMIT'].join(';\n'));
+          committed = performance.now();
         } catch (err) {
-          await end(req.hold_id, 'ROLLBACK').catch(() => {});
+          await hold.client.query('ROLLBACK').catch(() => {});
           throw err;
+        } finally {
+          await hold.client.end().catch(() => {});
         }
-        await end(req.hold_id, 'COMMIT');
-        const now = performance.now();
-        return { elapsed_ms: now - started, held_ms: now - hold.heldAt };
+        return { elapsed_ms: committed - started, held_ms: committed - hold.heldAt };
       }),
       ReleaseForeignTable: unary(ctx.logger, 'ReleaseForeignTable', async (req: ReleaseForeignTableRequest) => ({ released: await end(req.hold_id, 'ROLLBACK') })),
       ForeignTableServer: unary(ctx.logger, 'ForeignTableServer', async (req: ForeignTableServerRequest) => {

@@ -3,8 +3,9 @@
 // are untouched), wait until the catch-up has applied the source up to its binlog position
 // taken under the hold, re-point each foreign table at the target's server and commit
 // (which releases the writers, now onto the target). The blocked window is what each agent
-// measured from its lock granted to its commit (the longest is reported); the whole cut-over
-// from the first hold sent to the last re-point answered is reported beside it. Writes sent straight to the source shard, not
+// measured from asking for its lock (writers queue behind it from then on) to its commit
+// (the longest is reported); the whole cut-over from the first hold sent to the last
+// re-point answered is reported beside it. Writes sent straight to the source shard, not
 // through a compute node, are not held and are not moved after the cut-over.
 
 import { TableMoveAgentClient, type ForeignTableRef } from '@kcm/agent-api';
@@ -22,6 +23,8 @@ export interface ForeignTableAgent {
   repoint(hostaddr: string, holdId: string, server: string): Promise<{ held_ms: number }>;
   release(hostaddr: string, holdId: string): Promise<unknown>;
   server(hostaddr: string, ref: ForeignTableRef): Promise<{ server: string }>;
+  /** Closes the agent connections it opened. */
+  close?(): void;
 }
 
 /** Through the real agents, a client per call (cut-overs are rare; the pool is not grown for them). */
@@ -42,6 +45,34 @@ export function agentForeignTables(agentAddress: (hostaddr: string) => string): 
   };
 }
 
+/**
+ * Through the real agents, one client per agent until close(), for a cut-over: its re-point
+ * is sent while writes are held, and a new client there would add a TCP and TLS handshake
+ * to the blocked window.
+ */
+export function keptForeignTables(agentAddress: (hostaddr: string) => string): ForeignTableAgent {
+  const clients = new Map<string, TableMoveAgentClient>();
+  const client = (hostaddr: string) => {
+    const address = agentAddress(hostaddr);
+    let c = clients.get(address);
+    if (!c) {
+      c = new TableMoveAgentClient(address);
+      clients.set(address, c);
+    }
+    return c;
+  };
+  return {
+    hold: (h, id, ref, ms) => client(h).hold(id, ref, ms),
+    repoint: (h, id, server) => client(h).repoint(id, server),
+    release: (h, id) => client(h).release(id),
+    server: (h, ref) => client(h).server(ref),
+    close: () => {
+      for (const c of clients.values()) c.close();
+      clients.clear();
+    },
+  };
+}
+
 export interface CutOverPlan {
   holdId: string;
   comps: CompAt[];
@@ -55,10 +86,12 @@ export interface CutOverPlan {
 }
 
 export interface CutOverOutcome {
-  /** The longest time a compute node held writes, lock granted to commit, on its agent's clock. */
+  /** The longest time a compute node held writes, lock asked for to commit, on its agent's clock. */
   blockedMs: number;
   /** From the first hold sent to the last re-point answered, on the manager's clock. */
   cutOverMs: number;
+  /** The same span on the wall clock (ms since the epoch), for matching against clients' logs. */
+  span: { from: number; to: number };
   alreadyMoved: number;
 }
 
@@ -85,5 +118,7 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
     if (err instanceof KcmError) throw err;
     throw KcmError.of('INSTANCE_FAILED', `cut-over failed, the source keeps serving: ${(err as Error).message}`, { cause: err });
   }
-  return { blockedMs, cutOverMs: performance.now() - started, alreadyMoved };
+  const ended = performance.now();
+  const wall = (t: number) => Math.round((performance.timeOrigin + t) * 10) / 10;
+  return { blockedMs, cutOverMs: ended - started, span: { from: wall(started), to: wall(ended) }, alreadyMoved };
 }

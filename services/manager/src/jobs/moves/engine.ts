@@ -14,13 +14,14 @@
 // below); a new leader starts it again from the last position a step recorded, which is
 // safe because the catch-up re-copies changed rows (resync.ts).
 
+import type mysql from 'mysql2/promise';
 import type { StepContext } from '../workflow';
 import { clusterOfStep } from '../cluster-lookup';
 import { KcmError } from '@kcm/protocol';
 import { gtidProgress } from '@kcm/agent-api';
 import type { BinlogPosition } from './binlog-rows';
 import { copyRows, snapshotPosition } from './copy';
-import { agentForeignTables, cutOver, type ForeignTableAgent } from './cutover';
+import { agentForeignTables, cutOver, keptForeignTables, type ForeignTableAgent } from './cutover';
 import { loginAs, masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
 import { BinlogTailer } from './tailer';
 import { verifyCopy, widenedColumnCasts } from './verify';
@@ -283,44 +284,58 @@ export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMo
 
 export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<CutOverSummary> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
-  const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
-  const target = clusterOfStep(ctx, spec.target.clusterId);
-  const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
-  const targetServer = `shard_${spec.target.shardId}`;
-  // A re-run after the commit finds every foreign table on the target already: nothing to hold.
-  const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign })));
-  const tailer = await tailerFor(ctx, spec, prepared, caught.at);
-  if (comps.length > 0 && servers.every((s) => s.server === targetServer)) {
-    await stopCatchUp(ctx.jobId, spec.key);
-    return { blocked_ms: 0, cut_over_ms: 0, at: tailer.applied, rows_resynced: tailer.rowsResynced };
-  }
-  // Level first, outside the hold, so the hold waits only for the last few writes.
-  await tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal);
-  let lastError: unknown;
-  for (let attempt = 1; attempt <= limits.cutOverAttempts; attempt++) {
-    try {
-      const out = await cutOver(agent, {
-        holdId: `${ctx.jobId}-${spec.key}-${attempt}`,
-        comps,
-        foreign: spec.foreign,
-        targetServer,
-        holdMs: limits.cutOverCatchUpMs + 5_000,
-        sourcePosition: () => sourcePosition(ctx, spec),
-        caughtUp: async (at) => {
-          await tailer.flush();
-          await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
-        },
-      });
-      const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+  const agent = deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h));
+  // The source position is read while writes are held: on a session opened before, not a new one.
+  let positions: mysql.Connection | null = null;
+  try {
+    const target = clusterOfStep(ctx, spec.target.clusterId);
+    const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
+    const targetServer = `shard_${spec.target.shardId}`;
+    // A re-run after the commit finds every foreign table on the target already: nothing to hold.
+    const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign })));
+    const tailer = await tailerFor(ctx, spec, prepared, caught.at);
+    if (comps.length > 0 && servers.every((s) => s.server === targetServer)) {
       await stopCatchUp(ctx.jobId, spec.key);
-      return summary;
-    } catch (err) {
-      lastError = err;
-      if (ctx.signal.aborted) throw err;
-      ctx.logger.warn({ attempt, err: (err as Error).message }, 'move cut-over attempt failed; writes released, retrying');
+      return { blocked_ms: 0, cut_over_ms: 0, at: tailer.applied, rows_resynced: tailer.rowsResynced };
     }
+    const login = replicationLogin(ctx, spec.source);
+    positions = await openShard(login);
+    positions.on('error', () => {});
+    const warm = positions;
+    const sourceNow = () => masterPosition(warm).catch(() => withShard(login, masterPosition));
+    // Level first, outside the hold, so the hold waits only for the last few writes.
+    await tailer.waitFor(await sourceNow(), limits.catchUpMs, ctx.signal);
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= limits.cutOverAttempts; attempt++) {
+      try {
+        const out = await cutOver(agent, {
+          holdId: `${ctx.jobId}-${spec.key}-${attempt}`,
+          comps,
+          foreign: spec.foreign,
+          targetServer,
+          holdMs: limits.cutOverCatchUpMs + 5_000,
+          sourcePosition: sourceNow,
+          caughtUp: async (at) => {
+            await tailer.flush();
+            await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
+          },
+        });
+        const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+        // The wall-clock span lets a load's own log be matched against the cut-over (bench/move).
+        ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to }, 'move cut over');
+        await stopCatchUp(ctx.jobId, spec.key);
+        return summary;
+      } catch (err) {
+        lastError = err;
+        if (ctx.signal.aborted) throw err;
+        ctx.logger.warn({ attempt, err: (err as Error).message }, 'move cut-over attempt failed; writes released, retrying');
+      }
+    }
+    throw lastError;
+  } finally {
+    await positions?.end().catch(() => positions?.destroy());
+    agent.close?.();
   }
-  throw lastError;
 }
 
 export type RetireMode = 'drop' | 'rename';
