@@ -12,6 +12,7 @@ import type { QueryHandler } from '../manager-service';
 import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
 import { noSwitchUntil } from '../meta/noswitch';
 import { measuredClusterStatus, onlineCount, type InstanceStatus } from './cluster-status';
+import { InstanceMeasurements, type Measured } from './instance-measurements';
 
 export type { InstanceStatus } from './cluster-status';
 type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
@@ -20,17 +21,28 @@ export interface ClusterQueryDeps {
   agents: EngineAgents;
   /** The manager's clock (ms): an expired no-switch window is not shown. Default Date.now. */
   now?: () => number;
+  /**
+   * Shared by every cluster query of this manager: concurrent queries share one probe per
+   * instance, a probe younger than 1 s is reused, and few probes are open at once. Default:
+   * one per call.
+   */
+  measurements?: InstanceMeasurements;
 }
 
+type CompProbe = { status: InstanceStatus; restarts: number };
+
 export async function clusterSummary(state: MetaState, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
+  const measurements = deps.measurements ?? new InstanceMeasurements();
   const list_cluster = await Promise.all(
     Object.values(state.clusters).map(async (c) => {
       const nodes = Object.values(c.shards).flatMap((s) => Object.values(s.nodes));
       const comps = Object.values(c.comps);
-      const [nodeStatuses, compStatuses] = await Promise.all([
-        Promise.all(nodes.map(async (n) => storageNodeView(await probeNode(deps, n)).status)),
-        Promise.all(comps.map((comp) => compStatus(deps, comp))),
+      const [nodeProbes, compProbes] = await Promise.all([
+        Promise.all(nodes.map((n) => probeNode(deps, measurements, n))),
+        Promise.all(comps.map((comp) => probeComp(deps, measurements, comp))),
       ]);
+      const nodeStatuses = nodeProbes.map((m) => storageNodeView(m.value).status);
+      const compStatuses = compProbes.map((m) => m.value.status);
       return {
         cluster_id: c.id,
         cluster_name: c.name,
@@ -40,6 +52,9 @@ export async function clusterSummary(state: MetaState, deps: ClusterQueryDeps): 
         status: measuredClusterStatus(c.status, [...nodeStatuses, ...compStatuses]),
         nodes_online: onlineCount(nodeStatuses),
         comps_online: onlineCount(compStatuses),
+        // How old the oldest measurement behind this status is (ms): statuses are measured,
+        // and a probe finished less than a second ago is shared rather than repeated.
+        measured_age_ms: measurements.ageOf([...nodeProbes, ...compProbes]),
       };
     }),
   );
@@ -52,27 +67,27 @@ export function storageNodeView(probe: MariaDbProbeReplyLike | undefined): { sta
   return { status: probe.state, master: probe.state === 'online' && !probe.is_replica && !probe.read_only };
 }
 
-async function probeNode(deps: ClusterQueryDeps, node: StorageNodeRecord): Promise<MariaDbProbeReplyLike | undefined> {
-  try {
-    return await deps.agents.mariadb(node.hostaddr).probe(node.port);
-  } catch {
-    return undefined;
-  }
+function probeNode(deps: ClusterQueryDeps, measurements: InstanceMeasurements, node: StorageNodeRecord): Promise<Measured<MariaDbProbeReplyLike | undefined>> {
+  return measurements.measure('mariadb', node.hostaddr, node.port, async () => {
+    try {
+      return await deps.agents.mariadb(node.hostaddr).probe(node.port);
+    } catch {
+      return undefined;
+    }
+  });
 }
 
 /** A compute node's measured status, and how often its agent had to restart it. */
-async function probeComp(deps: ClusterQueryDeps, comp: CompRecord): Promise<{ status: InstanceStatus; restarts: number }> {
-  try {
-    const probe = await deps.agents.postgresProbe(comp.hostaddr).probe(comp.port);
-    if (!probe.installed) return { status: 'unknown', restarts: 0 };
-    return { status: probe.running && probe.accepting ? 'online' : 'offline', restarts: probe.supervisor_restarts ?? 0 };
-  } catch {
-    return { status: 'unknown', restarts: 0 };
-  }
-}
-
-async function compStatus(deps: ClusterQueryDeps, comp: CompRecord): Promise<InstanceStatus> {
-  return (await probeComp(deps, comp)).status;
+function probeComp(deps: ClusterQueryDeps, measurements: InstanceMeasurements, comp: CompRecord): Promise<Measured<CompProbe>> {
+  return measurements.measure('postgres', comp.hostaddr, comp.port, async (): Promise<CompProbe> => {
+    try {
+      const probe = await deps.agents.postgresProbe(comp.hostaddr).probe(comp.port);
+      if (!probe.installed) return { status: 'unknown', restarts: 0 };
+      return { status: probe.running && probe.accepting ? 'online' : 'offline', restarts: probe.supervisor_restarts ?? 0 };
+    } catch {
+      return { status: 'unknown', restarts: 0 };
+    }
+  });
 }
 
 export async function clusterDetail(state: MetaState, req: ValidRequest, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
@@ -80,6 +95,8 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
   const shards = Object.values(cluster.shards);
   const comps = Object.values(cluster.comps);
   const nowMs = (deps.now ?? Date.now)();
+  const measurements = deps.measurements ?? new InstanceMeasurements();
+  const measured: Measured<unknown>[] = [];
   const [list_shard, list_comp] = await Promise.all([
     Promise.all(
       shards.map(async (s) => ({
@@ -90,7 +107,9 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
         noswitch_until: windowEnd(noSwitchUntil(state, cluster.id, s.id, nowMs)),
         list_node: await Promise.all(
           Object.values(s.nodes).map(async (n) => {
-            const probe = await probeNode(deps, n);
+            const m = await probeNode(deps, measurements, n);
+            measured.push(m);
+            const probe = m.value;
             const view = storageNodeView(probe);
             return {
               node_id: n.id,
@@ -112,7 +131,9 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
     ),
     Promise.all(
       comps.map(async (c) => {
-        const { status, restarts } = await probeComp(deps, c);
+        const m = await probeComp(deps, measurements, c);
+        measured.push(m);
+        const { status, restarts } = m.value;
         return { comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status, restarts: String(restarts) };
       }),
     ),
@@ -126,6 +147,8 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
     comps: String(comps.length),
     list_shard,
     list_comp,
+    // How old the oldest measurement in this reply is (ms); see clusterSummary.
+    measured_age_ms: measurements.ageOf(measured),
   };
 }
 
@@ -154,6 +177,7 @@ export async function instanceVariable(state: MetaState, req: ValidRequest, deps
 }
 
 export function clusterQueries(deps: ClusterQueryDeps): [string, QueryHandler][] {
+  deps = { ...deps, measurements: deps.measurements ?? new InstanceMeasurements() };
   return [
     ['get_cluster_summary', (_req, state) => clusterSummary(state, deps)],
     ['get_cluster_detail', (req, state) => clusterDetail(state, req, deps)],

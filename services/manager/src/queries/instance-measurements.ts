@@ -1,0 +1,104 @@
+// The live measurements behind get_cluster_summary and get_cluster_detail, made cheap at
+// fleet scale (issue 20: 1,000 clusters are 11,000 instances, and one summary used to open
+// 11,000 agent calls at once, swamping the leader's event loop until its own read barrier
+// timed out). Every status is still measured from the agents, never read from metadata:
+// - single-flight: requests asking about the same instance while its probe is in flight
+//   share that probe, so concurrent summaries and details cost one probe per instance;
+// - a measurement younger than `reuseForMs` (default 1 s) is reused, and the reply says how
+//   old it is (measured_age_ms), so a burst of queries does not re-probe the fleet;
+// - at most `maxInFlight` probes are open at a time, so the event loop keeps serving Raft
+//   heartbeats, writes and other queries while a large summary is measured.
+
+/** One measurement of one instance and when it was taken (the clock of `now`, ms). */
+export interface Measured<T> {
+  value: T;
+  measuredAtMs: number;
+}
+
+export interface InstanceMeasurementOptions {
+  /** Most probes open at once across every query of this manager. Default 64. */
+  maxInFlight?: number;
+  /** A finished measurement at most this old is reused instead of probing again. Default 1,000 ms. */
+  reuseForMs?: number;
+  /** Monotonic clock (ms). Default performance.now. */
+  now?: () => number;
+}
+
+interface Entry {
+  promise: Promise<Measured<unknown>>;
+  /** Undefined while the probe is in flight. */
+  measuredAtMs?: number;
+}
+
+export class InstanceMeasurements {
+  private readonly maxInFlight: number;
+  private readonly reuseForMs: number;
+  private readonly now: () => number;
+  /** Keyed by kind, host and port (built here, never indexed with a raw client string). */
+  private readonly entries = new Map<string, Entry>();
+  private readonly waiting: (() => void)[] = [];
+  private inFlight = 0;
+  private lastSweepMs = 0;
+
+  constructor(opts: InstanceMeasurementOptions = {}) {
+    this.maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
+    this.reuseForMs = Math.max(0, opts.reuseForMs ?? 1_000);
+    this.now = opts.now ?? (() => performance.now());
+  }
+
+  /** Probes open right now (for tests and metrics). */
+  get probesInFlight(): number {
+    return this.inFlight;
+  }
+
+  /**
+   * The measurement of `kind` at host:port: the one in flight, a finished one younger than
+   * reuseForMs, or a new probe (`probe`, which must not throw: an unanswered probe is a
+   * measurement too, `unknown`, and is reused like any other).
+   */
+  measure<T>(kind: string, host: string, port: number, probe: () => Promise<T>): Promise<Measured<T>> {
+    const key = `${kind}\u0000${host}\u0000${port}`;
+    const nowMs = this.now();
+    this.sweep(nowMs);
+    const known = this.entries.get(key);
+    if (known && (known.measuredAtMs === undefined || nowMs - known.measuredAtMs <= this.reuseForMs)) {
+      return known.promise as Promise<Measured<T>>;
+    }
+    const entry: Entry = { promise: Promise.resolve(undefined as never) };
+    entry.promise = this.limited(probe).then((value) => {
+      entry.measuredAtMs = this.now();
+      return { value, measuredAtMs: entry.measuredAtMs };
+    });
+    this.entries.set(key, entry);
+    return entry.promise as Promise<Measured<T>>;
+  }
+
+  /** Age (ms) of the oldest of `measured`, as shown in a reply. */
+  ageOf(measured: readonly Measured<unknown>[]): string {
+    if (measured.length === 0) return '0';
+    const oldest = Math.min(...measured.map((m) => m.measuredAtMs));
+    return String(Math.max(0, Math.round(this.now() - oldest)));
+  }
+
+  private async limited<T>(probe: () => Promise<T>): Promise<T> {
+    // A freed slot is handed straight to the next waiter, so a new caller in between never overshoots.
+    if (this.inFlight >= this.maxInFlight) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.inFlight++;
+    try {
+      return await probe();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.inFlight--;
+    }
+  }
+
+  /** Forgets finished measurements too old to reuse (instances come and go), at most once per reuse window. */
+  private sweep(nowMs: number): void {
+    if (nowMs - this.lastSweepMs < Math.max(this.reuseForMs, 1_000)) return;
+    this.lastSweepMs = nowMs;
+    for (const [key, entry] of this.entries) {
+      if (entry.measuredAtMs !== undefined && nowMs - entry.measuredAtMs > this.reuseForMs) this.entries.delete(key);
+    }
+  }
+}
