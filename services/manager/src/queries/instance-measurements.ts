@@ -4,8 +4,10 @@
 // timed out). Every status is still measured from the agents, never read from metadata:
 // - single-flight: requests asking about the same instance while its probe is in flight
 //   share that probe, so concurrent summaries and details cost one probe per instance;
-// - a measurement younger than `reuseForMs` (default 1 s) is reused, and the reply says how
-//   old it is (measured_age_ms), so a burst of queries does not re-probe the fleet;
+// - a finished measurement younger than `reuseForMs` may be reused, and the reply says how
+//   old it is (measured_age_ms). The default is 0 (only probes in flight are shared): a
+//   detail read right after a job (a manual_switch) must show what the job did, and with a
+//   1 s reuse test/cluster/manual-switch.test.ts read the old master;
 // - at most `maxInFlight` probes are open at a time, so the event loop keeps serving Raft
 //   heartbeats, writes and other queries while a large summary is measured.
 
@@ -18,7 +20,7 @@ export interface Measured<T> {
 export interface InstanceMeasurementOptions {
   /** Most probes open at once across every query of this manager. Default 64. */
   maxInFlight?: number;
-  /** A finished measurement at most this old is reused instead of probing again. Default 1,000 ms. */
+  /** A finished measurement at most this old is reused instead of probing again. Default 0: only probes in flight are shared. */
   reuseForMs?: number;
   /** Monotonic clock (ms). Default performance.now. */
   now?: () => number;
@@ -42,7 +44,7 @@ export class InstanceMeasurements {
 
   constructor(opts: InstanceMeasurementOptions = {}) {
     this.maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
-    this.reuseForMs = Math.max(0, opts.reuseForMs ?? 1_000);
+    this.reuseForMs = Math.max(0, opts.reuseForMs ?? 0);
     this.now = opts.now ?? (() => performance.now());
   }
 
@@ -61,7 +63,7 @@ export class InstanceMeasurements {
     const nowMs = this.now();
     this.sweep(nowMs);
     const known = this.entries.get(key);
-    if (known && (known.measuredAtMs === undefined || nowMs - known.measuredAtMs <= this.reuseForMs)) {
+    if (known && (known.measuredAtMs === undefined || nowMs - known.measuredAtMs < this.reuseForMs)) {
       return known.promise as Promise<Measured<T>>;
     }
     const entry: Entry = { promise: Promise.resolve(undefined as never) };
