@@ -74,6 +74,23 @@ function ms(t0: number): number {
   return performance.now() - t0;
 }
 
+/** Drives a piecewise producer one piece per event-loop turn, as the member does, timing each piece. */
+async function timePieces<T>(it: Iterator<T, unknown>, onPiece?: (piece: T) => void): Promise<{ pieces: number; longest: number; total: number }> {
+  let longest = 0;
+  let pieces = 0;
+  const t0 = performance.now();
+  for (;;) {
+    const p0 = performance.now();
+    const step = it.next();
+    longest = Math.max(longest, ms(p0));
+    if (step.done) break;
+    pieces++;
+    onPiece?.(step.value);
+    await new Promise((r) => setImmediate(r));
+  }
+  return { pieces, longest, total: ms(t0) };
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { hosts: { type: 'string', default: '1000' }, clusters: { type: 'string', default: '1000' }, jobs: { type: 'string', default: '100000' } } });
   const [hostCount, clusterCount, jobCount] = [Number(values.hosts), Number(values.clusters), Number(values.jobs)];
@@ -87,40 +104,16 @@ async function main(): Promise<void> {
   t0 = performance.now();
   const image = snapshotMeta(state);
   const oneBlock = ms(t0);
-  let longest = 0;
-  let pieces = 0;
   let bytes = 0;
-  t0 = performance.now();
-  const chunks = snapshotMetaChunks(state);
-  for (;;) {
-    const p0 = performance.now();
-    const piece = chunks.next();
-    longest = Math.max(longest, ms(p0));
-    if (piece.done) break;
-    pieces++;
-    bytes += piece.value.byteLength;
-    await new Promise((r) => setImmediate(r));
-  }
-  const inPieces = ms(t0);
+  const snapshot = await timePieces(snapshotMetaChunks(state), (piece) => (bytes += piece.byteLength));
   if (bytes !== image.byteLength) throw new Error(`pieces hold ${bytes} bytes, the image ${image.byteLength}`);
   console.log(`snapshot image: ${(image.byteLength / 1024 / 1024).toFixed(1)} MB`);
-  console.log(`event-loop block of one snapshot: as one image ${oneBlock.toFixed(0)} ms; in ${pieces} pieces, longest piece ${longest.toFixed(1)} ms (${inPieces.toFixed(0)} ms from first to last piece)`);
+  console.log(`event-loop block of one snapshot: as one image ${oneBlock.toFixed(0)} ms; in ${snapshot.pieces} pieces, longest piece ${snapshot.longest.toFixed(1)} ms (${snapshot.total.toFixed(0)} ms from first to last piece)`);
   t0 = performance.now();
   JSON.parse(new TextDecoder().decode(image));
   console.log(`restore of the image as one JSON.parse (how it was): ${ms(t0).toFixed(0)} ms`);
-  longest = 0;
-  pieces = 0;
-  t0 = performance.now();
-  const steps = restoreMetaInPieces(image);
-  for (;;) {
-    const p0 = performance.now();
-    const step = steps.next();
-    longest = Math.max(longest, ms(p0));
-    if (step.done) break;
-    pieces++;
-    await new Promise((r) => setImmediate(r));
-  }
-  console.log(`restore in ${pieces} pieces (restoreMetaInPieces: restart / follower install): longest piece ${longest.toFixed(1)} ms (${ms(t0).toFixed(0)} ms first to last)`);
+  const restore = await timePieces(restoreMetaInPieces(image));
+  console.log(`restore in ${restore.pieces} pieces (restoreMetaInPieces: restart / follower install): longest piece ${restore.longest.toFixed(1)} ms (${restore.total.toFixed(0)} ms first to last)`);
 }
 
 // Imported by the group bench and a test for its loader: run only as a script.
