@@ -91,6 +91,28 @@ describe('hierarchy detection', () => {
   });
 });
 
+describe('removing a limit from a process that keeps forking (a postmaster starting backends)', () => {
+  it('deletes the cgroup every time though children are born inside it during the sweep', async () => {
+    const h = await detectCpuHierarchy();
+    const instance = { kind: 'pg' as const, hostaddr: '127.0.9.9', port: 9999 };
+    // A new child every 2 ms, each living 300 ms: some are always inside the cgroup.
+    const parent = spawn('sh', ['-c', 'while :; do sleep 0.3 & sleep 0.002; done'], { stdio: 'ignore' });
+    try {
+      const failures: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        await applyCpuLimit(h!, instance, { cores: 1, mode: 'share' }, [parent.pid!]);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        await removeCpuLimit(h!, instance).catch((err: Error) => failures.push(err.message));
+      }
+      expect(failures).toEqual([]);
+      await expect(stat(path.join(h!.root, 'kcm', 'pg-127.0.9.9-9999'))).rejects.toThrow(/ENOENT/);
+    } finally {
+      spawn('pkill', ['-KILL', '-P', String(parent.pid)]);
+      parent.kill('SIGKILL');
+    }
+  }, 60_000);
+});
+
 describe('processes of an instance', () => {
   it('finds the listening socket of a port in /proc/net/tcp text', () => {
     const text = [

