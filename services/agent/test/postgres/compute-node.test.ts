@@ -2,6 +2,8 @@
 // installed by two agents (hosts 127.0.2.1 and 127.0.2.2), a throwaway MariaDB as the
 // shard, mysql_fdw between them. The tests run in order and share the instances.
 
+import { withAdmin } from '../../src/capabilities/postgres/admin-session';
+import type { PostgresInstance } from '../../src/capabilities/postgres/layout';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -189,7 +191,7 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     expect(reply.servers_changed).toEqual(['postgres.shard_1 re-pointed to 127.0.2.3:56310']);
     expect(reply.changes).toEqual([]);
     const c = await login(1);
-    expect((await c.query(`SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'shard_1'`)).rows[0].srvoptions).toEqual(['host=127.0.2.3', 'port=56310']);
+    expect((await c.query(`SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'shard_1'`)).rows[0].srvoptions).toEqual(['host=127.0.2.3', 'port=56310', 'character_set=utf8mb4']);
     expect((await c.query('SELECT count(*)::int AS n FROM public.accounts')).rows[0].n).toBe(2);
     await c.end();
   });
@@ -252,6 +254,36 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     await m.query('DROP TABLE wallets');
     await m.end();
     await sync(0, 'sync-defaults-dropped');
+  });
+
+  it('text written through a compute node is the same characters on the shard, and the other way round, in utf8mb4 and latin1 columns', async () => {
+    const m = await maria.connect('postgres_$$_public');
+    await m.query('SET NAMES utf8mb4');
+    await m.query('CREATE TABLE texts (id INT PRIMARY KEY, wide VARCHAR(20) CHARACTER SET utf8mb4, narrow VARCHAR(20) CHARACTER SET latin1)');
+    // A server made before kcm named the session's character set: the next sync adds it.
+    const instance = { datadir: path.join(compDatadir, String(PG_PORTS[0])), port: PG_PORTS[0] } as PostgresInstance;
+    await withAdmin(instance, 'postgres', (admin) => admin.query('ALTER SERVER shard_1 OPTIONS (DROP character_set)'));
+    const c = await login(0);
+    const reply = await sync(0, 'sync-texts');
+    expect(reply.servers_changed).toEqual(['postgres.shard_1 session character set utf8mb4']);
+    expect(reply.changes.map((ch) => `${ch.action} ${ch.table}`)).toEqual(['imported texts']);
+    await c.query('INSERT INTO public.texts VALUES (1, $1, $2)', ['grüße 🙂 日本', 'grüße']);
+    await m.query('INSERT INTO texts VALUES (2, ?, ?)', ['Ünïcödé 🚀', 'façade']);
+    const [onShard] = await m.query('SELECT id, wide, narrow, CHAR_LENGTH(wide) AS chars, HEX(narrow) AS narrow_hex FROM texts ORDER BY id');
+    expect(onShard).toEqual([
+      { id: 1, wide: 'grüße 🙂 日本', narrow: 'grüße', chars: 10, narrow_hex: '6772FCDF65' },
+      { id: 2, wide: 'Ünïcödé 🚀', narrow: 'façade', chars: 9, narrow_hex: '6661E7616465' },
+    ]);
+    expect((await c.query('SELECT id, wide, narrow FROM public.texts ORDER BY id')).rows).toEqual([
+      { id: 1, wide: 'grüße 🙂 日本', narrow: 'grüße' },
+      { id: 2, wide: 'Ünïcödé 🚀', narrow: 'façade' },
+    ]);
+    // Compared on the shard: a pushed-down WHERE finds the row by its characters.
+    expect((await c.query(`SELECT id FROM public.texts WHERE narrow = 'grüße'`)).rows).toEqual([{ id: 1 }]);
+    await c.end();
+    await m.query('DROP TABLE texts');
+    await m.end();
+    await sync(0, 'sync-texts-dropped');
   });
 
   it('sets a variable with a reload and reads it back; refuses what PostgreSQL cannot parse', async () => {

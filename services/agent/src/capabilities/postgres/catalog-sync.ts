@@ -13,6 +13,15 @@ import { readShardTables, type RemoteColumn, type ShardView } from './shard-cata
 import { AgentFailure } from '@kcm/agent-api';
 
 const SHARD_ID = /^[A-Za-z0-9_]{1,50}$/;
+/**
+ * The character set of mysql_fdw's sessions with the shards. Left unset, mysql_fdw 2.8 asks
+ * the client library to detect it from the postgres process's locale, which is latin1 under
+ * the C locale: the UTF-8 bytes of 'grüße' were then stored as the latin1 characters
+ * 'grÃ¼ÃŸe' (a 4-byte emoji as 4 characters), which read back right through a compute node
+ * but wrong for anyone reading the shard, and compared, sorted and counted wrong there. The
+ * compute databases are UTF8, and utf8mb4 is the only MariaDB set that holds all of UTF-8.
+ */
+const SHARD_SESSION_CHARSET = 'utf8mb4';
 const HOST = /^[A-Za-z0-9.:-]{1,253}$/;
 /** kcm:<columns signature>[:<attributes signature>]; the second part is absent on tables made before defaults were carried. */
 const SIGNATURE_COMMENT = /^kcm:([0-9a-f]+)(?::([0-9a-f]+))?$/;
@@ -98,16 +107,17 @@ function serverStatements(state: DatabaseState, shards: ShardEndpoint[], compute
   const sql: string[] = [];
   for (const shard of shards) {
     const server = serverName(shard.shard_id);
-    const wanted = { host: shard.host, port: String(shard.port) };
+    const wanted = { host: shard.host, port: String(shard.port), character_set: SHARD_SESSION_CHARSET };
     const current = state.servers.get(server);
     if (!current) {
-      sql.push(`CREATE SERVER ${ident(server)} FOREIGN DATA WRAPPER mysql_fdw OPTIONS (host ${literal(wanted.host)}, port ${literal(wanted.port)})`);
+      sql.push(`CREATE SERVER ${ident(server)} FOREIGN DATA WRAPPER mysql_fdw OPTIONS (host ${literal(wanted.host)}, port ${literal(wanted.port)}, character_set ${literal(wanted.character_set)})`);
       serversChanged.push(`${database}.${server} created`);
     } else {
       const change = optionChanges(current, wanted);
       if (change) {
         sql.push(`ALTER SERVER ${ident(server)} OPTIONS (${change})`);
-        serversChanged.push(`${database}.${server} re-pointed to ${shard.host}:${shard.port}`);
+        const moved = current.get('host') !== wanted.host || current.get('port') !== wanted.port;
+        serversChanged.push(moved ? `${database}.${server} re-pointed to ${shard.host}:${shard.port}` : `${database}.${server} session character set ${wanted.character_set}`);
       }
     }
     // The superuser's mapping serves IMPORT FOREIGN SCHEMA; the compute account's serves the application.
