@@ -79,7 +79,7 @@ async function ackedJob(group: HollowGroup, members: string[], requestId = rando
 /** RSS, heap used of total, V8 old space and memory outside the heap (Buffers), from a member's /metrics. */
 function memoryOf(m: Map<string, number>): string {
   return `RSS ${mb(m.get('process_resident_memory_bytes'))}, heap used ${mb(m.get('nodejs_heap_size_used_bytes'))} of ${mb(m.get('nodejs_heap_size_total_bytes'))}` +
-    ` (old space ${mb(m.get('nodejs_heap_space_size_used_bytes{space="old"}'))}), external ${mb(m.get('nodejs_external_memory_bytes'))}`;
+    ` (old space ${mb(m.get('nodejs_heap_space_size_used_bytes{space="old"}'))}, large objects ${mb(m.get('nodejs_heap_space_size_used_bytes{space="large_object"}'))}), external ${mb(m.get('nodejs_external_memory_bytes'))}`;
 }
 
 /** The longest block the member traced during its last image, taken apart (meta/loop-blocks.ts). */
@@ -124,6 +124,16 @@ async function main(): Promise<void> {
     log(`first health-probe round over every host (leader elected -> all ${hosts} reachable): ${reachable ? secs(performance.now() - t0) : 'not within 10 minutes'}`);
     for (const member of MEMBERS) log(`  memory before the snapshots, ${member}${member === leader ? ' (leader)' : ''}: ${memoryOf(await metrics(member))}`);
 
+    // The leader's longest event-loop block with no snapshot and no writes (health probing only), against the
+    // followers' (no probing): prom-client's nodejs_eventloop_lag_max_seconds restarts at every scrape.
+    for (const member of MEMBERS) await metrics(member);
+    await sleep(10_000);
+    for (const member of MEMBERS) {
+      const m = await metrics(member);
+      log(`  longest event-loop block over 10 s with no snapshot and no writes, ${member}${member === leader ? ' (leader: health probing)' : ''}: ` +
+        `${((m.get('nodejs_eventloop_lag_max_seconds') ?? 0) * 1000).toFixed(0)} ms (p99 ${((m.get('nodejs_eventloop_lag_p99_seconds') ?? 0) * 1000).toFixed(0)} ms)`);
+    }
+
     // Snapshots: writes until the leader has produced two more images.
     const before = (await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
     const acks: number[] = [];
@@ -142,11 +152,14 @@ async function main(): Promise<void> {
     log(`writes meanwhile (set_machine, 8 at a time): ${acks.length} acknowledged, p50 ${p(acks, 0.5).toFixed(0)} ms, p99 ${p(acks, 0.99).toFixed(0)} ms, max ${acks[acks.length - 1].toFixed(0)} ms`);
     for (const member of MEMBERS) log(`  memory after the snapshots, ${member}${member === leader ? ' (leader)' : ''}: ${memoryOf(await metrics(member))}`);
 
-    // Queries.
-    const list = ((await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 })).attachment as { list_cluster: { cluster_id: string }[] }).list_cluster;
+    // Queries (--queries 0: none, e.g. to see memory and the later figures without the summaries' probes).
     const queries = Number(values.queries);
-    log(await timedQueries(leader, 'get_cluster_summary', Math.max(3, Math.floor(queries / 20)), () => ({})));
-    log(await timedQueries(leader, 'get_cluster_detail', queries, (i) => ({ cluster_id: list[(i * 7919) % list.length].cluster_id })));
+    let list = [{ cluster_id: '1' }];
+    if (queries > 0) {
+      list = ((await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 })).attachment as { list_cluster: { cluster_id: string }[] }).list_cluster;
+      log(await timedQueries(leader, 'get_cluster_summary', Math.max(3, Math.floor(queries / 20)), () => ({})));
+      log(await timedQueries(leader, 'get_cluster_detail', queries, (i) => ({ cluster_id: list[(i * 7919) % list.length].cluster_id })));
+    }
 
     // Health probing and memory.
     for (const member of MEMBERS) {
