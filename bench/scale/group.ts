@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     for (const member of MEMBERS) {
       const m = await metrics(member);
       log(`  longest event-loop block over 10 s with no snapshot and no writes, ${member}${member === leader ? ' (leader: health probing)' : ''}: ` +
-        `${((m.get('nodejs_eventloop_lag_max_seconds') ?? 0) * 1000).toFixed(0)} ms (p99 ${((m.get('nodejs_eventloop_lag_p99_seconds') ?? 0) * 1000).toFixed(0)} ms)`);
+        `${((m.get('nodejs_eventloop_lag_max_seconds') ?? 0) * 1000).toFixed(0)} ms`);
     }
 
     // Snapshots: writes until the leader has produced two more images.
