@@ -76,6 +76,19 @@ async function ackedJob(group: HollowGroup, members: string[], requestId = rando
   throw new Error(`no member acknowledged request ${requestId} within ${deadlineMs} ms`);
 }
 
+/** RSS, heap used of total, V8 old space and memory outside the heap (Buffers), from a member's /metrics. */
+function memoryOf(m: Map<string, number>): string {
+  return `RSS ${mb(m.get('process_resident_memory_bytes'))}, heap used ${mb(m.get('nodejs_heap_size_used_bytes'))} of ${mb(m.get('nodejs_heap_size_total_bytes'))}` +
+    ` (old space ${mb(m.get('nodejs_heap_space_size_used_bytes{space="old"}'))}, large objects ${mb(m.get('nodejs_heap_space_size_used_bytes{space="large_object"}'))}), external ${mb(m.get('nodejs_external_memory_bytes'))}`;
+}
+
+/** The longest block the member traced during its last image, taken apart (meta/loop-blocks.ts). */
+function tracedBlock(m: Map<string, number>, kind: 'snapshot' | 'restore'): string {
+  const ms = (name: string) => `${((m.get(`kcm_meta_image_${name}{kind="${kind}"}`) ?? 0) * 1000).toFixed(0)} ms`;
+  return `traced block ${ms('traced_block_seconds')} = pieces ${ms('traced_block_piece_seconds')} + GC ${ms('traced_block_gc_seconds')} (major ${ms('traced_block_major_gc_seconds')}) + other; ` +
+    `longest piece ${ms('piece_max_seconds')}, all pieces ${ms('piece_total_seconds')}; GC meanwhile: ${m.get(`kcm_meta_image_gc_major_count{kind="${kind}"}`) ?? 0} major, longest ${ms('gc_major_max_seconds')}, any longest ${ms('gc_max_seconds')}, total ${ms('gc_total_seconds')}`;
+}
+
 async function leaderOf(members: string[]): Promise<string> {
   return waitFor('a leader', async () => {
     for (const m of members) if ((await metrics(m).catch(() => undefined))?.get('kcm_raft_is_leader') === 1) return m;
@@ -109,6 +122,17 @@ async function main(): Promise<void> {
       return up === hosts ? up : undefined;
     }, 600_000, 1_000).catch(() => undefined);
     log(`first health-probe round over every host (leader elected -> all ${hosts} reachable): ${reachable ? secs(performance.now() - t0) : 'not within 10 minutes'}`);
+    for (const member of MEMBERS) log(`  memory before the snapshots, ${member}${member === leader ? ' (leader)' : ''}: ${memoryOf(await metrics(member))}`);
+
+    // The leader's longest event-loop block with no snapshot and no writes (health probing only), against the
+    // followers' (no probing): prom-client's nodejs_eventloop_lag_max_seconds restarts at every scrape.
+    for (const member of MEMBERS) await metrics(member);
+    await sleep(10_000);
+    for (const member of MEMBERS) {
+      const m = await metrics(member);
+      log(`  longest event-loop block over 10 s with no snapshot and no writes, ${member}${member === leader ? ' (leader: health probing)' : ''}: ` +
+        `${((m.get('nodejs_eventloop_lag_max_seconds') ?? 0) * 1000).toFixed(0)} ms`);
+    }
 
     // Snapshots: writes until the leader has produced two more images.
     const before = (await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
@@ -121,15 +145,21 @@ async function main(): Promise<void> {
     await sleep(2_000);
     const lm = await metrics(leader);
     acks.sort((a, b) => a - b);
-    log(`snapshot on the leader: ${mb(lm.get('kcm_meta_image_bytes{kind="snapshot"}'))} image, ${secs((lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)} first to last piece, ` +
+    log(`snapshot on the leader: ${mb(lm.get('kcm_meta_image_bytes{kind="snapshot"}'))} image, ${secs((lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)} first to last piece ` +
+      `(apply held ${secs((lm.get('kcm_meta_image_apply_held_seconds{kind="snapshot"}') ?? lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)}), ` +
       `longest event-loop block ${((lm.get('kcm_meta_image_loop_block_max_seconds{kind="snapshot"}') ?? 0) * 1000).toFixed(0)} ms (target 50 ms)`);
+    log(`  leader's ${tracedBlock(lm, 'snapshot')}`);
     log(`writes meanwhile (set_machine, 8 at a time): ${acks.length} acknowledged, p50 ${p(acks, 0.5).toFixed(0)} ms, p99 ${p(acks, 0.99).toFixed(0)} ms, max ${acks[acks.length - 1].toFixed(0)} ms`);
+    for (const member of MEMBERS) log(`  memory after the snapshots, ${member}${member === leader ? ' (leader)' : ''}: ${memoryOf(await metrics(member))}`);
 
-    // Queries.
-    const list = ((await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 })).attachment as { list_cluster: { cluster_id: string }[] }).list_cluster;
+    // Queries (--queries 0: none, e.g. to see memory and the later figures without the summaries' probes).
     const queries = Number(values.queries);
-    log(await timedQueries(leader, 'get_cluster_summary', Math.max(3, Math.floor(queries / 20)), () => ({})));
-    log(await timedQueries(leader, 'get_cluster_detail', queries, (i) => ({ cluster_id: list[(i * 7919) % list.length].cluster_id })));
+    let list = [{ cluster_id: '1' }];
+    if (queries > 0) {
+      list = ((await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 })).attachment as { list_cluster: { cluster_id: string }[] }).list_cluster;
+      log(await timedQueries(leader, 'get_cluster_summary', Math.max(3, Math.floor(queries / 20)), () => ({})));
+      log(await timedQueries(leader, 'get_cluster_detail', queries, (i) => ({ cluster_id: list[(i * 7919) % list.length].cluster_id })));
+    }
 
     // Health probing and memory.
     for (const member of MEMBERS) {
@@ -137,7 +167,7 @@ async function main(): Promise<void> {
       const reachable = group.hosts.filter((h) => m.get(`kcm_agent_reachable{hostaddr="${h}"}`) === 1).length;
       const rounds = m.get('kcm_health_probe_round_seconds_count');
       const probe = rounds === undefined ? 'probe-round metric absent (issue 20 item 4 adds kcm_health_probe_round_seconds)' : `${rounds} probe rounds, mean ${((m.get('kcm_health_probe_round_seconds_sum') ?? 0) / Math.max(1, rounds)).toFixed(2)} s`;
-      log(`${member}${member === leader ? ' (leader)' : ''}: RSS ${mb(m.get('process_resident_memory_bytes'))}, heap used ${mb(m.get('nodejs_heap_size_used_bytes'))} of ${mb(m.get('nodejs_heap_size_total_bytes'))}` +
+      log(`${member}${member === leader ? ' (leader)' : ''} after the queries: ${memoryOf(m)}` +
         (member === leader ? `; ${reachable}/${hosts} hosts reachable; ${probe}` : ''));
     }
 

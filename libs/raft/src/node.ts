@@ -466,7 +466,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     const conf = this.raw.status().conf; // as of the last applied entry
     this.lastSnapshotIndex = index;
     const reading = readSnapshotImage(this.sm, () => this.stopped);
-    if (!reading.copyOnWrite) this.holdApplies(reading.image);
+    // Until the last piece, or until the pieces left no longer read what apply changes.
+    if (!reading.copyOnWrite) this.holdApplies(reading.frozen ? Promise.race([reading.frozen, reading.image]) : reading.image);
     const imageRead = reading.image.catch(() => undefined).finally(() => {
       if (this.imageRead === imageRead) this.imageRead = undefined;
     });

@@ -10,14 +10,16 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 export interface ImageReading {
   /** Resolves with the whole image. */
   image: Promise<Uint8Array>;
-  /** False when apply must wait until `image` settles (the pieces are read from the live state). */
+  /** False when apply must wait until `image` settles (the pieces are read from the live state), or until `frozen`. */
   copyOnWrite: boolean;
+  /** Resolves when the pieces still to come no longer read the live state (StateMachine.snapshotChunks). */
+  frozen?: Promise<void>;
 }
 
 export function readSnapshotImage(sm: StateMachine, stopped: () => boolean): ImageReading {
   if (!sm.snapshotChunks) return { image: Promise.resolve(sm.snapshot()), copyOnWrite: true };
-  const { chunks, copyOnWrite } = sm.snapshotChunks();
-  return { image: collect(chunks, stopped), copyOnWrite };
+  const { chunks, copyOnWrite, frozen } = sm.snapshotChunks();
+  return { image: collect(chunks, stopped), copyOnWrite, frozen };
 }
 
 async function collect(chunks: Iterator<Uint8Array>, stopped: () => boolean): Promise<Uint8Array> {

@@ -50,8 +50,13 @@ export interface StateMachine {
    * holds back apply (only apply: the log is still written and acknowledged) until the
    * last piece, then applies what was committed meanwhile, in order. At most one reader
    * is open at a time.
+   *
+   * `frozen`, with `copyOnWrite: false`: resolves once the pieces still to come read
+   * nothing apply changes (the state machine took what apply may change first, and left
+   * for last what apply never changes again): the driver applies again from then on,
+   * instead of waiting for the last piece.
    */
-  snapshotChunks?(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean };
+  snapshotChunks?(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean; frozen?: Promise<void> };
 
   /** Replaces the whole state with an image made by `snapshot()`; afterwards `appliedIndex()` is `meta.index`. */
   restore(data: Uint8Array, meta: SnapshotMeta): void | Promise<void>;

@@ -65,6 +65,44 @@ class ChunkedMachine extends TestMachine {
   }
 }
 
+/**
+ * Copies its map in the first pieces, then says `frozen` and reads only the copy: the
+ * driver may apply again from then on. The second phase goes on (up to a bound) until an
+ * apply happened during it, so a driver that waits for the last piece shows none.
+ */
+class FreezingMachine extends TestMachine {
+  appliesBeforeFrozen = 0;
+  appliesAfterFrozen = 0;
+  phase: 'idle' | 'copying' | 'frozen' = 'idle';
+  lastImage: string[] = [];
+
+  override apply(entries: Parameters<TestMachine['apply']>[0]): unknown[] {
+    if (this.phase === 'copying') this.appliesBeforeFrozen++;
+    if (this.phase === 'frozen') this.appliesAfterFrozen++;
+    return super.apply(entries);
+  }
+  snapshotChunks(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean; frozen: Promise<void> } {
+    let onFrozen!: () => void;
+    const frozen = new Promise<void>((resolve) => (onFrozen = resolve));
+    const self = this;
+    function* chunks(): Generator<Uint8Array> {
+      self.phase = 'copying';
+      const copy: string[] = [];
+      for (const [k, v] of self.map) {
+        copy.push(`${k}=${v}`);
+        yield new Uint8Array(0);
+      }
+      self.phase = 'frozen';
+      onFrozen();
+      for (let i = 0; i < 5_000 && self.appliesAfterFrozen === 0; i++) yield new Uint8Array(0);
+      self.lastImage = copy;
+      yield new TextEncoder().encode(JSON.stringify(copy));
+      self.phase = 'idle';
+    }
+    return { chunks: chunks(), copyOnWrite: false, frozen };
+  }
+}
+
 describe('snapshots off the write path', () => {
   it('keeps committing and acknowledging proposals while a snapshot write is still on its way to disk', async () => {
     const net = new LoopbackNetwork();
@@ -102,6 +140,31 @@ describe('snapshots off the write path', () => {
     // The image is the state at the snapshot's index: none of the later puts are in it.
     const image = new Map(sm.lastImage.map((kv) => kv.split('=') as [string, string]));
     expect(image.size).toBe(59);
+    expect([...image.values()].some((v) => v.startsWith('new'))).toBe(false);
+    expect(leader.sm.map.get('k19')).toBe('new19');
+  });
+
+  it('applies again once the state machine says the pieces left no longer read the live state (frozen), before the last piece', async () => {
+    const net = new LoopbackNetwork();
+    const machines = new Map<string, FreezingMachine>();
+    const members = await Promise.all(
+      ids.map((id) => {
+        const sm = new FreezingMachine();
+        machines.set(id, sm);
+        return startMember(net, id, CountingStorage.create(ids), 30, sm);
+      }),
+    );
+    const leader = await leaderOf(members);
+    const sm = machines.get(leader.node.id)!;
+    for (let i = 0; i < 29; i++) await leader.node.propose(put(`k${i}`, String(i)));
+    // The 30th entry starts the snapshot; these land while it is read.
+    const during = Array.from({ length: 20 }, (_, i) => leader.node.propose(put(`k${i}`, `new${i}`)));
+    await Promise.all(during);
+    await until(() => leader.storage.snapshot().meta.index > 0);
+    expect(sm.appliesBeforeFrozen).toBe(0);
+    expect(sm.appliesAfterFrozen).toBeGreaterThan(0);
+    // Still the state at the snapshot's index.
+    const image = new Map(sm.lastImage.map((kv) => kv.split('=') as [string, string]));
     expect([...image.values()].some((v) => v.startsWith('new'))).toBe(false);
     expect(leader.sm.map.get('k19')).toBe('new19');
   });

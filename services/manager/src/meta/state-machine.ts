@@ -55,10 +55,23 @@ export class MetaStateMachine implements StateMachine {
   /**
    * The same image a piece per event-loop turn: at fleet scale (100,000 kept jobs) one
    * JSON.stringify of the whole state held the loop for longer than an election timeout.
-   * Read from the live state, so the driver holds apply (not the log) until the last piece.
+   * Read from the live state, so the driver holds apply (not the log) until `frozen`: the
+   * finished jobs, most of the image, are written after it (snapshotMetaChunks).
    */
-  snapshotChunks(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean } {
-    return { chunks: meteredChunks(snapshotMetaChunks(this.meta), 'snapshot', (work) => this.hooks.onImageWork?.(work)), copyOnWrite: false };
+  snapshotChunks(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean; frozen: Promise<void> } {
+    const started = performance.now();
+    let heldSeconds: number | undefined;
+    let resolveFrozen!: () => void;
+    const frozen = new Promise<void>((resolve) => (resolveFrozen = resolve));
+    const onFrozen = () => {
+      heldSeconds ??= (performance.now() - started) / 1000;
+      resolveFrozen();
+    };
+    const chunks = meteredChunks(snapshotMetaChunks(this.meta, onFrozen), 'snapshot', (work) => {
+      onFrozen(); // a reader that stops early: nothing holds apply any more
+      this.hooks.onImageWork?.({ ...work, applyHeldSeconds: heldSeconds });
+    });
+    return { chunks, copyOnWrite: false, frozen };
   }
 
   /**
