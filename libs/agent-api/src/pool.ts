@@ -23,6 +23,7 @@ import { MariaDbHaAgentClient } from './clients/mariadb-ha-client';
 import { PostgresAgentClient } from './clients/postgres-client';
 import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { PasswordAgentClient } from './clients/password-client';
+import { HostProbeAgentClient } from './clients/host-probe-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 
 /**
@@ -37,6 +38,7 @@ export type CgroupAgentApi = ClientApi<CgroupAgentClient>;
 export type MariaDbHaAgentApi = ClientApi<MariaDbHaAgentClient>;
 export type MariaDbRestoreAgentApi = ClientApi<MariaDbRestoreAgentClient>;
 export type PasswordAgentApi = ClientApi<PasswordAgentClient>;
+export type HostProbeAgentApi = ClientApi<HostProbeAgentClient>;
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
 export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
@@ -59,6 +61,8 @@ export interface Agents {
   mariadbRestore(hostaddr: string): MariaDbRestoreAgentApi;
   /** New passwords for a cluster's accounts on the host's instances (rotate_cluster_passwords). */
   passwords(hostaddr: string): PasswordAgentApi;
+  /** Every named instance of the host measured in one call (live cluster status); short deadline. */
+  hostProbe(hostaddr: string): HostProbeAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -73,6 +77,7 @@ interface ClientKinds {
   mariadbHa: MariaDbHaAgentClient;
   mariadbRestore: MariaDbRestoreAgentClient;
   passwords: PasswordAgentClient;
+  hostProbe: HostProbeAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -161,6 +166,10 @@ export class AgentPool implements Agents {
     return this.view('passwords', hostaddr);
   }
 
+  hostProbe(hostaddr: string): HostProbeAgentClient {
+    return this.view('hostProbe', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -181,6 +190,7 @@ export class AgentPool implements Agents {
       mariadbHa: () => new MariaDbHaAgentClient(address),
       mariadbRestore: () => new MariaDbRestoreAgentClient(address, { queryMs: this.probeDeadlineMs }),
       passwords: () => new PasswordAgentClient(address),
+      hostProbe: () => new HostProbeAgentClient(address, this.probeDeadlineMs),
     };
     return made[kind]();
   }
