@@ -30,6 +30,8 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '100' },
     'snapshot-entries': { type: 'string', default: '300' },
     keep: { type: 'boolean', default: false },
+    // Hollow agents without HostProbeAgent: the manager probes per instance (as before ProbeHost).
+    'older-agents': { type: 'boolean', default: false },
   },
 });
 const MEMBERS = ['127.0.1.181:18700', '127.0.1.182:18700', '127.0.1.183:18700'];
@@ -88,10 +90,10 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'kcm-bench-scale-'));
   const group = new HollowGroup({
     dir, members: MEMBERS, firstHost: '127.56.0.1', hosts, clusters, jobs, agentPort: 18790,
-    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) },
+    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) }, olderAgents: values['older-agents'],
   });
   try {
-    log(`bench:scale: ${hosts} hollow hosts, ${clusters} clusters (3x3+2), ${jobs} kept jobs; managers ${MEMBERS.join(' ')}`);
+    log(`bench:scale: ${hosts} hollow hosts${values['older-agents'] ? ' (older agents: no ProbeHost)' : ''}, ${clusters} clusters (3x3+2), ${jobs} kept jobs; managers ${MEMBERS.join(' ')}`);
     let t0 = performance.now();
     const imageBytes = group.writeSeedImage();
     log(`seed image (metadata backup, bench-only loader): ${mb(imageBytes)} in ${secs(performance.now() - t0)}`);
