@@ -27,6 +27,7 @@ export { dataFrameHeader, endFrame, FrameReader, MAX_PLANE_REQUEST_BYTES, planeA
 export { planeEnabled, planeStream, type PlaneCallOptions } from './plane/client';
 export { agentChannelOptions } from './channel-options';
 export { agentClient, callUnary } from './call';
+export { leaseChannel, renewChannel, sharedChannelCount } from './shared-channels';
 export {
   AgentCallError,
   AgentFailure,
