@@ -35,6 +35,34 @@ describe('ProbeHost on the agent', () => {
     expect(reply.postgres[1].error).toContain('port 1 must be an integer');
   });
 
+  it('measures at most `concurrency` instances at once, and answers within its budget: an instance not measured by then is an error entry', async () => {
+    let open = 0;
+    let maxOpen = 0;
+    const slowPorts = new Set([57003]);
+    const measure = async <R>(port: number, reply: R): Promise<R> => {
+      maxOpen = Math.max(maxOpen, ++open);
+      await new Promise((r) => setTimeout(r, slowPorts.has(port) ? 5_000 : 20));
+      open--;
+      return reply;
+    };
+    const probes = {
+      mariadb: (port: number) => measure(port, { port, state: 'online' } as never),
+      postgres: (port: number) => measure(port, { installed: true } as never),
+    };
+    const t0 = Date.now();
+    const reply = await probeHost(ctx, new InstanceRegistry(stateDir), { mariadb_ports: [57001, 57002, 57003, 57004, 57005], postgres_ports: [57010] }, { concurrency: 2, budgetMs: 400, probes });
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    expect(maxOpen).toBe(2);
+    expect(reply.mariadb.map((m) => m.error || m.probe)).toEqual([
+      { port: 57001, state: 'online' },
+      { port: 57002, state: 'online' },
+      'not measured within 400 ms',
+      { port: 57004, state: 'online' },
+      { port: 57005, state: 'online' },
+    ]);
+    expect(reply.postgres[0]).toEqual({ port: 57010, probe: { installed: true }, error: '' });
+  });
+
   it('answers an empty request with nothing', async () => {
     expect(await probeHost(ctx, new InstanceRegistry(path.join(stateDir, 'postgres')), { mariadb_ports: [], postgres_ports: [] })).toEqual({ mariadb: [], postgres: [] });
   });
