@@ -32,6 +32,8 @@ const { values } = parseArgs({
     keep: { type: 'boolean', default: false },
     // Hollow agents without HostProbeAgent: the manager probes per instance (as before ProbeHost).
     'older-agents': { type: 'boolean', default: false },
+    // Only the query and memory figures: no snapshot writes, restart or failover (shorter runs while comparing query paths).
+    'only-queries': { type: 'boolean', default: false },
   },
 });
 const MEMBERS = ['127.0.1.181:18700', '127.0.1.182:18700', '127.0.1.183:18700'];
@@ -113,6 +115,7 @@ async function main(): Promise<void> {
     log(`first health-probe round over every host (leader elected -> all ${hosts} reachable): ${reachable ? secs(performance.now() - t0) : 'not within 10 minutes'}`);
 
     // Snapshots: writes until the leader has produced two more images.
+    if (!values['only-queries']) {
     const before = (await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
     const acks: number[] = [];
     t0 = performance.now();
@@ -126,6 +129,7 @@ async function main(): Promise<void> {
     log(`snapshot on the leader: ${mb(lm.get('kcm_meta_image_bytes{kind="snapshot"}'))} image, ${secs((lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)} first to last piece, ` +
       `longest event-loop block ${((lm.get('kcm_meta_image_loop_block_max_seconds{kind="snapshot"}') ?? 0) * 1000).toFixed(0)} ms (target 50 ms)`);
     log(`writes meanwhile (set_machine, 8 at a time): ${acks.length} acknowledged, p50 ${p(acks, 0.5).toFixed(0)} ms, p99 ${p(acks, 0.99).toFixed(0)} ms, max ${acks[acks.length - 1].toFixed(0)} ms`);
+    }
 
     // Queries.
     t0 = performance.now();
@@ -148,6 +152,7 @@ async function main(): Promise<void> {
         (member === leader ? `; ${reachable}/${hosts} hosts reachable; ${probe}` : ''));
     }
 
+    if (values['only-queries']) return;
     // Restart to serving: a follower is killed, the group moves on, the follower comes back.
     const follower = followers()[0];
     await group.manager(follower).kill();

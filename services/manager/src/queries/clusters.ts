@@ -24,8 +24,8 @@ export interface ClusterQueryDeps {
   now?: () => number;
   /**
    * Shared by every cluster query of this manager: concurrent queries share one probe per
-   * instance, a probe younger than 1 s is reused, and few probes are open at once. Default:
-   * one per call.
+   * instance (one agent call per host), and few agent calls are open at once. Default: one
+   * per call.
    */
   measurements?: InstanceMeasurements;
   /** How one host's instances are measured (one call per host); shared like `measurements`. */
