@@ -34,6 +34,8 @@ const { values } = parseArgs({
     'older-agents': { type: 'boolean', default: false },
     // Only the query and memory figures: no snapshot writes, restart or failover (shorter runs while comparing query paths).
     'only-queries': { type: 'boolean', default: false },
+    // Then, after this many seconds without queries (past the agent pool's 60 s idle close), one more summary.
+    'idle-summary-s': { type: 'string', default: '0' },
   },
 });
 const MEMBERS = ['127.0.1.181:18700', '127.0.1.182:18700', '127.0.1.183:18700'];
@@ -141,6 +143,14 @@ async function main(): Promise<void> {
     const queries = Number(values.queries);
     log(await timedQueries(leader, 'get_cluster_summary', Math.max(3, Math.floor(queries / 20)), () => ({})));
     log(await timedQueries(leader, 'get_cluster_detail', queries, (i) => ({ cluster_id: list[(i * 7919) % list.length].cluster_id })));
+
+    const idleS = Number(values['idle-summary-s']);
+    if (idleS > 0) {
+      await sleep(idleS * 1000);
+      t0 = performance.now();
+      await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 });
+      log(`get_cluster_summary after ${idleS} s without queries: ${(performance.now() - t0).toFixed(0)} ms`);
+    }
 
     // Health probing and memory.
     for (const member of MEMBERS) {
