@@ -30,6 +30,12 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '100' },
     'snapshot-entries': { type: 'string', default: '300' },
     keep: { type: 'boolean', default: false },
+    // Hollow agents without HostProbeAgent: the manager probes per instance (as before ProbeHost).
+    'older-agents': { type: 'boolean', default: false },
+    // Only the query and memory figures: no snapshot writes, restart or failover (shorter runs while comparing query paths).
+    'only-queries': { type: 'boolean', default: false },
+    // Then, after this many seconds without queries (past the agent pool's 60 s idle close), one more summary.
+    'idle-summary-s': { type: 'string', default: '0' },
   },
 });
 const MEMBERS = ['127.0.1.181:18700', '127.0.1.182:18700', '127.0.1.183:18700'];
@@ -101,10 +107,10 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'kcm-bench-scale-'));
   const group = new HollowGroup({
     dir, members: MEMBERS, firstHost: '127.56.0.1', hosts, clusters, jobs, agentPort: 18790,
-    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) },
+    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) }, olderAgents: values['older-agents'],
   });
   try {
-    log(`bench:scale: ${hosts} hollow hosts, ${clusters} clusters (3x3+2), ${jobs} kept jobs; managers ${MEMBERS.join(' ')}`);
+    log(`bench:scale: ${hosts} hollow hosts${values['older-agents'] ? ' (older agents: no ProbeHost)' : ''}, ${clusters} clusters (3x3+2), ${jobs} kept jobs; managers ${MEMBERS.join(' ')}`);
     let t0 = performance.now();
     const imageBytes = group.writeSeedImage();
     log(`seed image (metadata backup, bench-only loader): ${mb(imageBytes)} in ${secs(performance.now() - t0)}`);
@@ -135,6 +141,7 @@ async function main(): Promise<void> {
     }
 
     // Snapshots: writes until the leader has produced two more images.
+    if (!values['only-queries']) {
     const before = (await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
     const acks: number[] = [];
     t0 = performance.now();
@@ -151,14 +158,29 @@ async function main(): Promise<void> {
     log(`  leader's ${tracedBlock(lm, 'snapshot')}`);
     log(`writes meanwhile (set_machine, 8 at a time): ${acks.length} acknowledged, p50 ${p(acks, 0.5).toFixed(0)} ms, p99 ${p(acks, 0.99).toFixed(0)} ms, max ${acks[acks.length - 1].toFixed(0)} ms`);
     for (const member of MEMBERS) log(`  memory after the snapshots, ${member}${member === leader ? ' (leader)' : ''}: ${memoryOf(await metrics(member))}`);
+    }
 
     // Queries (--queries 0: none, e.g. to see memory and the later figures without the summaries' probes).
     const queries = Number(values.queries);
     let list = [{ cluster_id: '1' }];
     if (queries > 0) {
-      list = ((await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 })).attachment as { list_cluster: { cluster_id: string }[] }).list_cluster;
+      t0 = performance.now();
+      const first = ((await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 })).attachment as { list_cluster: { cluster_id: string; status: string }[] }).list_cluster;
+      // The first summary opens the leader's connections for the probes (unless shared with the health monitor's).
+      const statuses = new Map<string, number>();
+      for (const c of first) statuses.set(c.status, (statuses.get(c.status) ?? 0) + 1);
+      log(`first get_cluster_summary: ${(performance.now() - t0).toFixed(0)} ms; statuses ${JSON.stringify(Object.fromEntries(statuses))}`);
+      list = first;
       log(await timedQueries(leader, 'get_cluster_summary', Math.max(3, Math.floor(queries / 20)), () => ({})));
       log(await timedQueries(leader, 'get_cluster_detail', queries, (i) => ({ cluster_id: list[(i * 7919) % list.length].cluster_id })));
+    }
+
+    const idleS = Number(values['idle-summary-s']);
+    if (idleS > 0) {
+      await sleep(idleS * 1000);
+      t0 = performance.now();
+      await emit(leader, 'get_cluster_summary', {}, { timeoutMs: 60_000 });
+      log(`get_cluster_summary after ${idleS} s without queries: ${(performance.now() - t0).toFixed(0)} ms`);
     }
 
     // Health probing and memory.
@@ -171,6 +193,7 @@ async function main(): Promise<void> {
         (member === leader ? `; ${reachable}/${hosts} hosts reachable; ${probe}` : ''));
     }
 
+    if (values['only-queries']) return;
     // Restart to serving: a follower is killed, the group moves on, the follower comes back.
     const follower = followers()[0];
     await group.manager(follower).kill();

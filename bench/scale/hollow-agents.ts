@@ -11,6 +11,12 @@
 //   tsx bench/scale/hollow-agents.ts --first 127.50.0.1 --count 1000 --port 58100 \
 //     --tls-ca ca.pem --tls-cert agent.pem --tls-key agent.key [--record commands.jsonl]
 //
+// Probes (MariaDbAgent.Probe, PostgresAgent.ProbePostgres, HostProbeAgent.ProbeHost) get a
+// FIXED HEALTHY REPLY for every port asked about (a running, writable MariaDB master; a
+// running PostgreSQL accepting queries), not recorded: whatever the commands recorded, no
+// hollow instance exists to measure. --older-agents serves no HostProbeAgent, as an agent
+// older than the manager (UNIMPLEMENTED): the manager then probes per instance.
+//
 // It prints one JSON line {"ready": true, "hosts": N} once every endpoint listens, then
 // serves until SIGTERM. SIGUSR2 toggles "silent" hosts listed in --silent-file (one per
 // line): a silent host's Health fails as an unreachable agent would (UNAVAILABLE); and
@@ -30,6 +36,10 @@ import {
   type HealthReply,
   type HostFactsReply,
   type HostFactsRequest,
+  type MariaDbProbeReply,
+  type ProbeHostReply,
+  type ProbeHostRequest,
+  type ProbePostgresReply,
 } from '@kcm/agent-api';
 
 /** The host addresses first, first+1, ... (count of them), counting through the last two octets. */
@@ -65,6 +75,8 @@ export interface HollowHostOptions {
   isSilent(hostaddr: string): boolean;
   /** A hung host's calls are never answered (optional: no host hangs). */
   isHung?(hostaddr: string): boolean;
+  /** Serve no HostProbeAgent (an agent older than the manager). */
+  olderAgent?: boolean;
 }
 
 /** One simulated host's agent endpoint: every agent service, with hollow handlers. */
@@ -72,6 +84,7 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
   const server = new grpc.Server({ interceptors: [callerGuard({ kind: 'agent', self: () => `${opts.hostaddr}:${opts.port}` })] });
   const startedAt = Date.now();
   for (const { name, definition } of agentServices()) {
+    if (opts.olderAgent && name === 'HostProbeAgent') continue;
     const handlers: grpc.UntypedServiceImplementation = {};
     for (const [method, def] of Object.entries(definition)) {
       if (def.requestStream || def.responseStream) {
@@ -84,6 +97,8 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
         if (opts.isSilent(opts.hostaddr)) return callback({ code: grpc.status.UNAVAILABLE, details: 'hollow agent: host is silent' });
         if (name === 'Agent' && method === 'Health') return callback(null, health(opts.hostaddr, startedAt));
         if (name === 'Agent' && method === 'HostFacts') return callback(null, hostFacts(call.request as HostFactsRequest));
+        const probe = probeReply(`${name}.${method}`, call.request);
+        if (probe) return callback(null, probe);
         opts.record(opts.hostaddr, `${name}.${method}`, call.request);
         callback(null, {}); // every field at its default: a command that "succeeded" without doing anything
       };
@@ -99,6 +114,27 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
 function health(hostaddr: string, startedAt: number): HealthReply {
   return { hostaddr, version: 'hollow', uptime_ms: Date.now() - startedAt, pid: process.pid };
 }
+
+/** The fixed healthy answer of a probe method, or undefined for any other method. */
+function probeReply(method: string, request: unknown): MariaDbProbeReply | ProbePostgresReply | ProbeHostReply | undefined {
+  if (method === 'MariaDbAgent.Probe') return mariadbHealthy((request as { port: number }).port);
+  if (method === 'PostgresAgent.ProbePostgres') return POSTGRES_HEALTHY;
+  if (method !== 'HostProbeAgent.ProbeHost') return undefined;
+  const req = request as ProbeHostRequest;
+  return {
+    mariadb: req.mariadb_ports.map((port) => ({ port, probe: mariadbHealthy(port), error: '' })),
+    postgres: req.postgres_ports.map((port) => ({ port, probe: POSTGRES_HEALTHY, error: '' })),
+  };
+}
+
+function mariadbHealthy(port: number): MariaDbProbeReply {
+  return {
+    port, state: 'online', pid: process.pid, reason: '', is_replica: false, io_running: false, sql_running: false, seconds_behind_master: -1, last_error: '',
+    gtid_current_pos: '', read_only: false, semi_sync_master: false, semi_sync_master_clients: 0, master_host: '', master_port: 0, supervisor_restarts: 0, desired_state: 'running',
+  };
+}
+
+const POSTGRES_HEALTHY: ProbePostgresReply = { installed: true, running: true, pid: process.pid, accepting: true, version: 'hollow', problem: '', supervisor_restarts: 0, desired_state: 'running' };
 
 /** A comfortable host: 16 cores, 64 GiB, 1 TiB free in every directory asked about, both engines "installed". */
 function hostFacts(req: HostFactsRequest): HostFactsReply {
@@ -123,6 +159,7 @@ async function main(): Promise<void> {
       record: { type: 'string' },
       'silent-file': { type: 'string' },
       'hung-file': { type: 'string' },
+      'older-agents': { type: 'boolean', default: false },
     },
   });
   if (!values['tls-ca'] || !values['tls-cert'] || !values['tls-key']) throw new Error('--tls-ca, --tls-cert and --tls-key are required (agents speak mutual TLS)');
@@ -146,6 +183,7 @@ async function main(): Promise<void> {
         port: Number(values.port),
         isSilent: (h) => silent.has(h),
         isHung: (h) => hung.has(h),
+        olderAgent: values['older-agents'],
         record: (h, method, request) => {
           if (record) appendFileSync(record, `${JSON.stringify({ hostaddr: h, method, request })}\n`);
         },

@@ -32,6 +32,8 @@ export interface HollowGroupOptions {
   agentPort: number;
   /** Extra manager config (snapshotEntries, healthIntervalMs, ...). */
   managerConfig?: Record<string, unknown>;
+  /** The hollow agents serve no HostProbeAgent (agents older than the manager). */
+  olderAgents?: boolean;
 }
 
 /**
@@ -70,7 +72,7 @@ export class HollowGroup {
     const fleet = spawn(
       process.execPath,
       ['--import', 'tsx', 'bench/scale/hollow-agents.ts', '--first', this.opts.firstHost, '--count', String(this.hosts.length), '--port', String(this.opts.agentPort),
-        '--tls-ca', tls.ca, '--tls-cert', tls.cert, '--tls-key', tls.key],
+        '--tls-ca', tls.ca, '--tls-cert', tls.cert, '--tls-key', tls.key, ...(this.opts.olderAgents ? ['--older-agents'] : [])],
       { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     this.fleet = fleet;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CgroupAgentClient } from '@kcm/agent-api';
+import { CgroupAgentClient, HostProbeAgentClient, MariaDbAgentClient, PostgresAgentClient } from '@kcm/agent-api';
 import { allocatePorts } from '../../services/manager/src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../services/manager/src/meta/snapshot';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
@@ -296,6 +296,29 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     expect(after.list_shard.flatMap((s) => s.list_node).every((n) => n.status === 'online')).toBe(true);
     expect(await summary()).toMatchObject({ status: 'online', nodes_online: '6/6' });
   }, 60_000);
+
+  it("one ProbeHost per host answers, for every instance, exactly what that instance's own probe answers (issue 20)", async () => {
+    // What the manager's summary and detail above were measured with: one call per host.
+    const unused = storagePorts(0).high; // no instance there: 'unknown', as Probe says
+    for (const host of HOSTS) {
+      const mariadbPorts = [...shards().flatMap((s) => Object.values(s.nodes)).filter((n) => n.hostaddr === host).map((n) => n.port), unused];
+      const postgresPorts = [...Object.values(cluster.comps).filter((c) => c.hostaddr === host).map((c) => c.port), unused];
+      const address = `${host}:${AGENT_PORT}`;
+      const [hostProbe, mariadb, postgres] = [new HostProbeAgentClient(address), new MariaDbAgentClient(address), new PostgresAgentClient(address)];
+      try {
+        const perHost = await hostProbe.probeHost({ mariadb_ports: mariadbPorts, postgres_ports: postgresPorts });
+        const perInstance = {
+          mariadb: await Promise.all(mariadbPorts.map(async (port) => ({ port, probe: await mariadb.probe(port), error: '' }))),
+          postgres: await Promise.all(postgresPorts.map(async (port) => ({ port, probe: await postgres.probe(port), error: '' }))),
+        };
+        expect(perHost).toEqual(perInstance);
+        expect(perHost.mariadb.map((m) => m.probe?.state)).toEqual([...mariadbPorts.slice(0, -1).map(() => 'online'), 'unknown']);
+        expect(perHost.postgres.map((p) => p.probe?.accepting)).toEqual([...postgresPorts.slice(0, -1).map(() => true), false]);
+      } finally {
+        for (const c of [hostProbe, mariadb, postgres]) c.close();
+      }
+    }
+  });
 
   it('delete_cluster reports each step, leaves no process or data dir, and the ports can be allocated again', async () => {
     const reply = await f.runJob('delete_cluster', { cluster_id: result.cluster_id }, 180_000);

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { AgentClient, MariaDbAgentClient } from '@kcm/agent-api';
+import { AgentClient, HostProbeAgentClient, MariaDbAgentClient } from '@kcm/agent-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hollowHosts } from '../../bench/scale/hollow-agents';
 import { testCertNamed, useTestTls } from '../helpers/pki';
@@ -68,6 +68,14 @@ describe('the hollow fleet (control-plane simulator, no engines)', () => {
     client.close();
     const recorded = readFileSync(recordFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(recorded).toContainEqual({ hostaddr: HOSTS[42], method: 'MariaDbAgent.Start', request: expect.objectContaining({ op_id: 'op-hollow-1', port: 6001 }) });
+  });
+
+  it('answers ProbeHost with a fixed healthy reply for every port asked about (no instance exists to measure)', async () => {
+    const client = new HostProbeAgentClient(`${HOSTS[9]}:${PORT}`);
+    const reply = await client.probeHost({ mariadb_ports: [6001, 6002], postgres_ports: [7001] });
+    client.close();
+    expect(reply.mariadb.map((m) => [m.port, m.probe?.state, m.error])).toEqual([[6001, 'online', ''], [6002, 'online', '']]);
+    expect(reply.postgres.map((p) => [p.port, p.probe?.running && p.probe.accepting])).toEqual([[7001, true]]);
   });
 
   it('a silenced host stops answering, as an unreachable agent would', async () => {

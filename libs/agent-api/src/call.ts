@@ -6,11 +6,15 @@ import { agentChannelOptions } from './channel-options';
 import { channelCredentials } from './credentials';
 import { agentCallFailure } from './errors';
 import { relayTicket, ticketMetadataFor } from './tls/ticket';
+import { leaseChannel } from './shared-channels';
 
 /** A gRPC client of one agent service at `address`, with kcm's credentials and channel options. */
 export function agentClient(service: grpc.ServiceClientConstructor, address: string): grpc.Client {
   // An agent relays the transfer ticket of the call it serves (tls/ticket.ts).
-  return new service(address, channelCredentials(), { ...agentChannelOptions, interceptors: [relayTicket] });
+  // One channel per agent shared by every client of it (shared-channels.ts). KCM_BENCH_CHANNEL_PER_CLIENT=1
+  // restores a channel per client, only so bench:scale can measure what sharing saves.
+  const sharing = process.env.KCM_BENCH_CHANNEL_PER_CLIENT === '1' ? {} : { channelFactoryOverride: leaseChannel };
+  return new service(address, channelCredentials(), { ...agentChannelOptions, interceptors: [relayTicket], ...sharing });
 }
 
 export function callUnary<Res>(client: grpc.Client, address: string, method: string, request: object, deadlineMs: number): Promise<Res> {

@@ -36,8 +36,11 @@ export function activeTls(): TlsMaterial | undefined {
  * (Node's hostname check: certificates carry the hosts' IP addresses and DNS names as SANs).
  */
 export function channelCredentials(): grpc.ChannelCredentials {
-  return active?.channel ?? grpc.credentials.createInsecure();
+  return active?.channel ?? insecureChannel;
 }
+
+// One object, as for TLS, so clients of one agent share a channel (shared-channels.ts).
+const insecureChannel = grpc.credentials.createInsecure();
 
 /** Servers require a client certificate signed by the CA; roles are checked per call (tls/guard.ts). */
 export function serverCredentials(): grpc.ServerCredentials {

@@ -15,6 +15,7 @@ export * from './contract/mariadb-logical';
 export * from './contract/mariadb-tables';
 export * from './contract/table-move';
 export * from './contract/passwords';
+export * from './contract/host-probe';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls } from './credentials';
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
@@ -26,6 +27,7 @@ export { dataFrameHeader, endFrame, FrameReader, MAX_PLANE_REQUEST_BYTES, planeA
 export { planeEnabled, planeStream, type PlaneCallOptions } from './plane/client';
 export { agentChannelOptions } from './channel-options';
 export { agentClient, callUnary } from './call';
+export { leaseChannel, renewChannel, sharedChannelCount } from './shared-channels';
 export {
   AgentCallError,
   AgentFailure,
@@ -51,6 +53,7 @@ export {
   type MariaDbHaAgentApi,
   type MariaDbRestoreAgentApi,
   type PasswordAgentApi,
+  type HostProbeAgentApi,
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';
@@ -58,6 +61,7 @@ export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb
 export { CatalogDumpAgentClient, StorageAgentClient, type StorageDeadlines } from './clients/storage-client';
 export { MariaDbRestoreAgentClient, type MariaDbRestoreDeadlines } from './clients/mariadb-restore-client';
 export { PasswordAgentClient, type RoleAccount } from './clients/password-client';
+export { HostProbeAgentClient, isUnimplemented } from './clients/host-probe-client';
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';
 export { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
 export { TableMoveAgentClient, type ForeignTableRef } from './clients/table-move-client';

@@ -23,7 +23,9 @@ import { MariaDbHaAgentClient } from './clients/mariadb-ha-client';
 import { PostgresAgentClient } from './clients/postgres-client';
 import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { PasswordAgentClient } from './clients/password-client';
+import { HostProbeAgentClient } from './clients/host-probe-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
+import { renewChannel } from './shared-channels';
 
 /**
  * The public face of a client class: what a caller uses and what a test's fake provides
@@ -37,6 +39,7 @@ export type CgroupAgentApi = ClientApi<CgroupAgentClient>;
 export type MariaDbHaAgentApi = ClientApi<MariaDbHaAgentClient>;
 export type MariaDbRestoreAgentApi = ClientApi<MariaDbRestoreAgentClient>;
 export type PasswordAgentApi = ClientApi<PasswordAgentClient>;
+export type HostProbeAgentApi = ClientApi<HostProbeAgentClient>;
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
 export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
@@ -59,6 +62,8 @@ export interface Agents {
   mariadbRestore(hostaddr: string): MariaDbRestoreAgentApi;
   /** New passwords for a cluster's accounts on the host's instances (rotate_cluster_passwords). */
   passwords(hostaddr: string): PasswordAgentApi;
+  /** Every named instance of the host measured in one call (live cluster status); short deadline. */
+  hostProbe(hostaddr: string): HostProbeAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -73,6 +78,7 @@ interface ClientKinds {
   mariadbHa: MariaDbHaAgentClient;
   mariadbRestore: MariaDbRestoreAgentClient;
   passwords: PasswordAgentClient;
+  hostProbe: HostProbeAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -161,6 +167,10 @@ export class AgentPool implements Agents {
     return this.view('passwords', hostaddr);
   }
 
+  hostProbe(hostaddr: string): HostProbeAgentClient {
+    return this.view('hostProbe', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -181,6 +191,7 @@ export class AgentPool implements Agents {
       mariadbHa: () => new MariaDbHaAgentClient(address),
       mariadbRestore: () => new MariaDbRestoreAgentClient(address, { queryMs: this.probeDeadlineMs }),
       passwords: () => new PasswordAgentClient(address),
+      hostProbe: () => new HostProbeAgentClient(address, this.probeDeadlineMs),
     };
     return made[kind]();
   }
@@ -192,7 +203,10 @@ export class AgentPool implements Agents {
     try {
       return await use(entry.client as ClientKinds[K]);
     } catch (err) {
-      if (isAgentUnreachable(err)) this.retire(key, entry);
+      if (isAgentUnreachable(err)) {
+        this.retire(key, entry);
+        renewChannel(this.agentAddress(hostaddr)); // the next client of this agent, of any kind, connects afresh
+      }
       throw err;
     } finally {
       entry.inFlight--;

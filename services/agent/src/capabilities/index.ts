@@ -10,6 +10,7 @@ import { mariadbLogicalModule } from './mariadb/logical';
 import { mariadbTablesModule } from './mariadb/table-info';
 import { tableMoveCapability } from './table-move/index';
 import { passwordsCapability } from './passwords/index';
+import { hostProbeCapability } from './host-probe/index';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
@@ -20,4 +21,5 @@ export const capabilityModules: CapabilityModule[] = [
   mariadbTablesModule,
   tableMoveCapability,
   passwordsCapability,
+  hostProbeCapability,
 ];

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentService, MariaDbAgentService, loadTlsMaterial, mintTicket, TICKET_KEY, TICKET_SIGNER_KEY, type TlsFiles, type TlsMaterial } from '@kcm/agent-api';
+import { AgentService, HostProbeAgentService, MariaDbAgentService, loadTlsMaterial, mintTicket, TICKET_KEY, TICKET_SIGNER_KEY, type TlsFiles, type TlsMaterial } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '../../src/server';
 import { testCert, useTestTls } from '../../../../test/helpers/pki';
@@ -95,5 +95,14 @@ describe('an agent over mutual TLS', () => {
     expect((await probe(md)).code).not.toBe(grpc.status.PERMISSION_DENIED);
     const command = await call(AgentService, 'Health', {}, credentialsOf(testCert('agent', [PEER])), md);
     expect(command.code).toBe(grpc.status.PERMISSION_DENIED);
+  });
+
+  it('serves ProbeHost (every instance of the host in one call) to a manager only, even against a ticket', async () => {
+    const request = { mariadb_ports: [1], postgres_ports: [] };
+    expect(await call(HostProbeAgentService, 'ProbeHost', request, credentialsOf(testCert('manager', ['127.0.1.1'])))).toEqual({ code: grpc.status.OK, details: '' });
+    const md = ticketMetadata({ holder: PEER, targets: [agent.address], exp: Date.now() + 60_000 });
+    const byAgent = await call(HostProbeAgentService, 'ProbeHost', request, credentialsOf(testCert('agent', [PEER])), md);
+    expect(byAgent.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect((await call(HostProbeAgentService, 'ProbeHost', request, credentialsOf(undefined))).code).not.toBe(grpc.status.OK);
   });
 });

@@ -13,6 +13,7 @@ import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
 import { noSwitchUntil } from '../meta/noswitch';
 import { measuredClusterStatus, onlineCount, type InstanceStatus } from './cluster-status';
 import { InstanceMeasurements, type Measured } from './instance-measurements';
+import { HostProbes, type CompProbe } from './host-probes';
 
 export type { InstanceStatus } from './cluster-status';
 type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
@@ -23,13 +24,13 @@ export interface ClusterQueryDeps {
   now?: () => number;
   /**
    * Shared by every cluster query of this manager: concurrent queries share one probe per
-   * instance, a probe younger than 1 s is reused, and few probes are open at once. Default:
-   * one per call.
+   * instance (one agent call per host), and few agent calls are open at once. Default: one
+   * per call.
    */
   measurements?: InstanceMeasurements;
+  /** How one host's instances are measured (one call per host); shared like `measurements`. */
+  hostProbes?: HostProbes;
 }
-
-type CompProbe = { status: InstanceStatus; restarts: number };
 
 export async function clusterSummary(state: MetaState, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
   const measurements = deps.measurements ?? new InstanceMeasurements();
@@ -68,27 +69,16 @@ export function storageNodeView(probe: MariaDbProbeReplyLike | undefined): { sta
 }
 
 function probeNode(deps: ClusterQueryDeps, measurements: InstanceMeasurements, node: StorageNodeRecord): Promise<Measured<MariaDbProbeReplyLike | undefined>> {
-  return measurements.measure('mariadb', node.hostaddr, node.port, async () => {
-    try {
-      return await deps.agents.mariadb(node.hostaddr).probe(node.port);
-    } catch {
-      return undefined;
-    }
-  });
+  return measurements.measureOnHost('mariadb', node.hostaddr, node.port, hostProbesOf(deps).measure);
 }
 
 /** A compute node's measured status, and how often its agent had to restart it. */
 function probeComp(deps: ClusterQueryDeps, measurements: InstanceMeasurements, comp: CompRecord): Promise<Measured<CompProbe>> {
-  return measurements.measure('postgres', comp.hostaddr, comp.port, async (): Promise<CompProbe> => {
-    try {
-      const probe = await deps.agents.postgresProbe(comp.hostaddr).probe(comp.port);
-      if (!probe.installed) return { status: 'unknown', restarts: 0 };
-      return { status: probe.running && probe.accepting ? 'online' : 'offline', restarts: probe.supervisor_restarts ?? 0 };
-    } catch {
-      return { status: 'unknown', restarts: 0 };
-    }
-  });
+  return measurements.measureOnHost('postgres', comp.hostaddr, comp.port, hostProbesOf(deps).measure);
 }
+
+/** One call per host (HostProbes); deps without one get their own, remembering older agents for this query only. */
+const hostProbesOf = (deps: ClusterQueryDeps): HostProbes => (deps.hostProbes ??= new HostProbes(deps.agents));
 
 export async function clusterDetail(state: MetaState, req: ValidRequest, deps: ClusterQueryDeps): Promise<Record<string, unknown>> {
   const cluster = clusterByReference(state, req.paras as { cluster_name?: string; cluster_id?: string });
@@ -177,7 +167,7 @@ export async function instanceVariable(state: MetaState, req: ValidRequest, deps
 }
 
 export function clusterQueries(deps: ClusterQueryDeps): [string, QueryHandler][] {
-  deps = { ...deps, measurements: deps.measurements ?? new InstanceMeasurements() };
+  deps = { ...deps, measurements: deps.measurements ?? new InstanceMeasurements(), hostProbes: deps.hostProbes ?? new HostProbes(deps.agents) };
   return [
     ['get_cluster_summary', (_req, state) => clusterSummary(state, deps)],
     ['get_cluster_detail', (req, state) => clusterDetail(state, req, deps)],

@@ -71,10 +71,11 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
       () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners, ...(deps.raftStatus ? managerGroup(deps.raftStatus()) : {}) }),
     ],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
-    ...clusterQueries({ agents: deps.agents, now: deps.now }),
+    // Built once, with the manager's clock (a no-switch window shown is judged at `now`), and
+    // get_cluster_detail lists the cluster's backup sets too.
+    ...clusterQueries({ agents: deps.agents, now: deps.now }).map(([name, handler]): [string, QueryHandler] => [name, name === 'get_cluster_detail' ? withBackupSets(handler) : handler]),
     // get_backup_storage comes with the backup family: until backup storage can be
     // registered there is no state to answer from, so it is UNSUPPORTED, not an empty list.
-    ...clusterQueries({ agents: deps.agents }).map(([name, handler]): [string, QueryHandler] => [name, name === 'get_cluster_detail' ? withBackupSets(handler) : handler]),
     ['get_backup_storage', (_req, state) => backupStorageList(state)],
     ['list_tokens', listTokens(deps.configTokens ?? [])],
     ['get_audit', getAudit],

@@ -12,6 +12,7 @@ import {
   type MariaDbHaStatusReply,
   type MariaDbRestoreAgentApi,
   type PasswordAgentApi,
+  type HostProbeAgentApi,
   type MariaDbInstanceReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
@@ -139,6 +140,17 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     close: () => {},
   });
 
+  // Every named instance of a host in one call, each answering as its own probe does.
+  const hostProbe = (host: string): HostProbeAgentApi => ({
+    address: agentAddress(host),
+    probeHost: (r) =>
+      record(host, 'hostProbe.probeHost', r, {
+        mariadb: r.mariadb_ports.map((port) => ({ port, probe: mysqlProbe(port), error: '' })),
+        postgres: r.postgres_ports.map((port) => ({ port, probe: pgProbe, error: '' })),
+      }),
+    close: () => {},
+  });
+
   // The host-level agent (health checks of the pool's users): answers unless the host is down.
   const hostAgent = (host: string): AgentApi => ({
     address: agentAddress(host),
@@ -156,6 +168,7 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     mariadbRestore,
     passwords,
     cgroup,
+    hostProbe,
     agentAddress,
     close: () => {},
   };

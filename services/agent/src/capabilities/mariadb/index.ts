@@ -10,7 +10,7 @@ import { installInstance } from './install';
 import { checkPort } from './instance-layout';
 import { layoutOf, removeInstance, startInstance, stopInstance } from './lifecycle';
 import { mariadbSupervision } from './supervision';
-import { probeInstance } from './probe';
+import { mariadbProbeReply } from '../host-probe/instance-probes';
 import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from '@kcm/agent-api';
 import { rebuildStandby } from './rebuild';
 import { registerRestoreService } from './restore-service';
@@ -74,7 +74,7 @@ export const mariadbModule: CapabilityModule = {
       StreamBackup: streamBackupHandler({ ...ctx, logger: log }),
       GetVariables: unary(log, 'MariaDb.GetVariables', (req: MariaDbVariablesRequest) => readVariables(ctx, req)),
       ListTables: unary(log, 'MariaDb.ListTables', (req: MariaDbListTablesRequest) => listClusterTables(ctx, req)),
-      Probe: unary(log, 'MariaDb.Probe', async (req: MariaDbProbeRequest) => ({ ...(await probeInstance(ctx, req.port)), ...(await desired.report(req.port)) })),
+      Probe: unary(log, 'MariaDb.Probe', (req: MariaDbProbeRequest) => mariadbProbeReply(ctx, req.port)),
     });
     registerMariaDbHa(server, ctx, { once, desired, serialised });
     registerRestoreService(server, ctx, log, { once, runningAfter: desired.runningAfter });

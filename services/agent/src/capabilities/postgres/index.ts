@@ -8,7 +8,7 @@ import type { AgentContext, CapabilityModule } from '../../capability';
 import { osUser, type RunAs } from '../../ops/exec';
 import { InstanceLocks, InstanceRegistry, POSTGRES_OS_USER } from './layout';
 import { installPostgres, removePostgres, startPostgres, stopPostgres, type PostgresHost } from './lifecycle';
-import { probePostgres } from './probe';
+import { postgresProbeReply } from '../host-probe/instance-probes';
 import { postgresSupervision } from './supervision';
 import { syncCatalog } from './catalog-sync';
 import { getVariables, setVariables } from './variables';
@@ -61,7 +61,7 @@ export const postgresCapability: CapabilityModule = {
       SetPostgresVariables: command('SetPostgresVariables', (req: SetPostgresVariablesRequest) =>
         setVariables(host, req.port, req.variables),
       ),
-      ProbePostgres: unary(ctx.logger, 'ProbePostgres', async (req: ProbePostgresRequest) => ({ ...(await probePostgres(host.registry, req.port)), ...(await desired.report(req.port)) })),
+      ProbePostgres: unary(ctx.logger, 'ProbePostgres', (req: ProbePostgresRequest) => postgresProbeReply(ctx, host.registry, req.port)),
       GetPostgresVariables: unary(ctx.logger, 'GetPostgresVariables', (req: GetPostgresVariablesRequest) => getVariables(host.registry, req.port, req.names)),
     });
   },
