@@ -105,10 +105,10 @@ export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: numb
   extractorDied.catch(() => {}); // only raced against while waiting for drain
   let bytes = 0;
   try {
-    for await (const data of stream.bytes) {
+    await stream.each((data) => {
       bytes += data.length;
-      if (!extract.stdin.write(data)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
-    }
+      if (!extract.stdin.write(data)) return Promise.race([once(extract.stdin, 'drain').then(() => {}), extractorDied]);
+    });
     extract.stdin.end();
     await extract.done;
   } catch (err) {
