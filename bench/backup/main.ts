@@ -239,6 +239,7 @@ async function main(): Promise<void> {
     lag.s = new ArchiveLagSampler(MEMBER, src.id, 500);
     lag.s.start();
     const baselineFrom = performance.now();
+    const agentCpuIdleFrom = await agentCpuSeconds(f);
     await sleep(baselineS * 1000);
 
     log('manual_backup_cluster of the source');
@@ -285,6 +286,10 @@ async function main(): Promise<void> {
       const used = (host: string) => (agentCpuAfter.get(host) ?? NaN) - (agentCpuBefore.get(host) ?? NaN);
       const perGb = (host: string) => used(host) / (backupBytes / 1e9);
       figures.push(`agent CPU during the job   source agent ${shardBackup.sourceHostaddr} ${fmt(used(shardBackup.sourceHostaddr), 2)} s (${fmt(perGb(shardBackup.sourceHostaddr), 2)} s/GB)   storage agent ${HOSTS[2]} ${fmt(used(HOSTS[2]), 2)} s (${fmt(perGb(HOSTS[2]), 2)} s/GB)   (user+system from /proc)`);
+      // What the agents spend anyway (probes, the archiver, the write load's traffic), per second of the baseline: part of the figures above.
+      const idleRate = (host: string) => ((agentCpuBefore.get(host) ?? NaN) - (agentCpuIdleFrom.get(host) ?? NaN)) / ((backupFrom - baselineFrom) / 1000);
+      const piped = f.processAgents.get(shardBackup.sourceHostaddr)?.logLines().some((l) => l.msg === 'streaming backup over the data plane' && l.piped === true);
+      figures.push(`  the same agents idle in the baseline: source ${fmt(idleRate(shardBackup.sourceHostaddr), 3)} s/s, storage ${fmt(idleRate(HOSTS[2]), 3)} s/s (x ${fmt(jobS)} s of job)   source piped mariabackup into zstd: ${piped ? 'yes' : 'no'}`);
     }
     figures.push(`write stall (compute-node inserts)   before backup ${stall(before)}   during backup ${stall(during)}`);
 

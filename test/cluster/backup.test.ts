@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageAgentClient } from '@kcm/agent-api';
 import { KcmError, type ManualBackupClusterResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact } from '../../services/manager/src/backup/storage';
+import { backupGtid } from '../../services/agent/src/capabilities/mariadb/rebuild';
 import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { emit } from '../manager/helpers/emit-client';
 import { AGENT_PORT, HOSTS, MEMBER, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
@@ -164,6 +165,13 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
       const read = (name: string) => readFile(path.join(dir, name), 'utf8').catch(() => '');
       const info = (await read('xtrabackup_binlog_info')) + (await read('xtrabackup_slave_info')) + (await read('mariadb_backup_binlog_info')) + (await read('mariadb_backup_slave_info'));
       expect(info).toContain(backup.list_shard[1].gtid_pos);
+      // The source (a standby) piped its stream into zstd, so the recorded position came from
+      // the info file of --extra-lsndir, not from the stream: it is exactly the one a restore
+      // or rebuild reads from the extracted files, and the standby's replicated position.
+      expect(backup.list_shard[1].source_master).toBe('false');
+      expect(await backupGtid(dir)).toBe(backup.list_shard[1].gtid_pos);
+      const slaveInfo = (await read('mariadb_backup_slave_info')) || (await read('xtrabackup_slave_info'));
+      expect(/gtid_slave_pos\s*=\s*'([^']*)'/.exec(slaveInfo)?.[1]).toBe(backup.list_shard[1].gtid_pos);
       await promisify(execFile)('mariabackup', ['--prepare', `--target-dir=${dir}`], { maxBuffer: 1 << 24 });
     } finally {
       await rm(dir, { recursive: true, force: true });

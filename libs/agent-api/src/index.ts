@@ -24,7 +24,7 @@ export { startTls, type TlsStartOptions } from './tls/startup';
 export { ensureCa, issueCert, type CaFiles, type CertRequest } from './tls/issue';
 export { DATA_PLANE_METHODS, TICKET_KEY, TICKET_SIGNER_KEY, mintTicket, ticketMetadataFor, ticketRefusal, type Ticket, type TicketPayload } from './tls/ticket';
 export { dataFrameHeader, endFrame, FrameReader, MAX_PLANE_REQUEST_BYTES, planeAddressOf, type PlaneBackupRequest, type PlaneBackupFacts, type PlaneGetRequest, type PlaneRequest, type PlaneTrailer } from './plane/frames';
-export { planeEnabled, planeStream, type PlaneCallOptions } from './plane/client';
+export { planeEnabled, planeReceive, planeStream, type PlaneCallOptions, type PlaneReception } from './plane/client';
 export { agentChannelOptions } from './channel-options';
 export { agentClient, callUnary } from './call';
 export { leaseChannel, renewChannel, sharedChannelCount } from './shared-channels';

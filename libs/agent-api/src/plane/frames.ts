@@ -25,7 +25,7 @@ export interface PlaneBackupRequest extends PlaneRequestBase {
   port: number;
   pv_limit_mb: number;
   /**
-   * 'zstd': the agent compresses the stream (`zstd -1`) before it crosses the socket, and its
+   * 'zstd': the agent compresses the stream (`zstd --fast=1`) before it crosses the socket, and its
    * end frame reports the uncompressed stream's size and position (PlaneTrailer.backup),
    * which the receiver can no longer read from the bytes. Absent: the mbstream as it is.
    */

@@ -140,7 +140,7 @@ export function processAlive(pid: number): boolean {
 // stdout/stdin stay streams instead of buffered strings. Same rules as exec().
 
 export interface PipedProcess {
-  /** The process's stdout when spawned with `output: 'pipe'`. */
+  /** The process's stdout when spawned with `output: 'pipe'` (absent otherwise). */
   stdout: Readable;
   /** The process's stdin when spawned with `input: 'pipe'`. */
   stdin: Writable;
@@ -152,7 +152,12 @@ export interface PipedProcess {
 
 export interface PipedOptions {
   input: 'pipe' | 'ignore';
-  output: 'pipe' | 'ignore';
+  /**
+   * A Writable here is the write end of another child's stdin pipe: this process writes
+   * into it directly (an OS pipe between the two, no byte through the agent), and the
+   * caller closes its own end once both are spawned so the reader sees EOF.
+   */
+  output: 'pipe' | 'ignore' | Writable;
   timeoutMs: number;
   signal?: AbortSignal;
   cwd?: string;

@@ -4,11 +4,14 @@
 // storage's Get rpc). Each handler sends bytes through the sink and returns on success; what
 // it throws becomes the end frame's status.
 
+import type { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { AgentFailure, agentStatusOf, type PlaneBackupFacts, type PlaneRequest } from '@kcm/agent-api';
 import type { AgentContext } from '../capability';
 import { spawnBackupOf } from '../capabilities/mariadb/backup-stream';
-import { checkCompression, sendCompressed } from '../capabilities/mariadb/backup-compression';
+import { checkCompression, sendCompressed, sendCompressedPiped } from '../capabilities/mariadb/backup-compression';
+import { checkPort } from '../capabilities/mariadb/instance-layout';
+import { layoutOf } from '../capabilities/mariadb/lifecycle';
 import { rateLimited } from '../capabilities/mariadb/rate-limit';
 import { checkKey, FsObjectStore } from '../capabilities/storage/object-store';
 
@@ -55,6 +58,23 @@ async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneS
     throw new AgentFailure('invalid_argument', (err as Error).message);
   }
   const started = Date.now();
+  if (compress === 'zstd' && limitMb === 0) {
+    // No limit to apply on the uncompressed bytes: mariabackup writes into zstd directly.
+    const { tmpDir } = await layoutOf(ctx, checkPort(port));
+    const start = async (into: Writable, infoDir: string) => {
+      const { backup } = await spawnBackupOf(ctx, port, sink.signal, { into, infoDir });
+      ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid, compress, piped: true }, 'streaming backup over the data plane');
+      return backup;
+    };
+    try {
+      const facts = await sendCompressedPiped(start, tmpDir, (data) => sink.send(data), sink.signal);
+      ctx.logger.info({ port, raw_bytes: facts.raw_bytes, ms: Date.now() - started }, 'compressed backup streamed over the data plane');
+      return facts;
+    } catch (err) {
+      if (sink.signal.aborted) throw new Error('the receiving agent closed the connection');
+      throw err;
+    }
+  }
   const { backup } = await spawnBackupOf(ctx, port, sink.signal);
   ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid, compress }, 'streaming backup over the data plane');
   if (compress === 'zstd') {

@@ -3,13 +3,14 @@
 // position the receiver can no longer read, and a failing source fails the transfer.
 
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endFrame, FrameReader } from '@kcm/agent-api';
-import { checkCompression, sendCompressed, zstdTool } from '../../src/capabilities/mariadb/backup-compression';
+import { checkCompression, sendCompressed, sendCompressedPiped, zstdTool } from '../../src/capabilities/mariadb/backup-compression';
+import { gtidOfBackupInfo, rawBytesOfZstdSummary } from '../../src/capabilities/mariadb/backup-info';
 import { spawnPiped } from '../../src/ops/exec';
 
 const run = promisify(execFile);
@@ -40,6 +41,53 @@ describe('a backup compressed at its source', () => {
     });
     expect(decompressed.equals(mbstream)).toBe(true);
     expect(facts).toEqual({ raw_bytes: mbstream.length, gtid_pos: '0-1-42' });
+  });
+
+  const unzstd = (stored: Buffer) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const child = execFile(zstdTool, ['-d', '-q', '-c'], { encoding: 'buffer', maxBuffer: 1 << 24 }, (err, out) => (err ? reject(err) : resolve(out)));
+      child.stdin!.end(stored);
+    });
+  // What mariabackup --extra-lsndir leaves beside the stream (10.11, taken on a standby).
+  const INFO = "tool_name = mariabackup\nbinlog_pos = filename 'mariadb-bin.000001', position '170264', GTID of the last change '0-1-547'\ninnodb_to_lsn = 44848\n";
+
+  it('piped: the source writes straight into zstd; the agent sends only zstd\'s bytes and reports the size zstd counted and the info file\'s position', async () => {
+    const sent: Buffer[] = [];
+    let infoDirSeen = '';
+    const facts = await sendCompressedPiped(
+      async (into, infoDir) => {
+        infoDirSeen = infoDir;
+        await writeFile(path.join(infoDir, 'xtrabackup_info'), INFO);
+        return spawnPiped('mbstream', ['-c', 'ibdata1', 'mariadb_backup_binlog_info'], { input: 'ignore', output: into, timeoutMs: 30_000, cwd: dir });
+      },
+      dir,
+      async (data) => void sent.push(data),
+      new AbortController().signal,
+    );
+    const stored = Buffer.concat(sent);
+    expect(stored.readUInt32LE(0)).toBe(0xfd2fb528);
+    expect((await unzstd(stored)).equals(mbstream)).toBe(true);
+    expect(facts).toEqual({ raw_bytes: mbstream.length, gtid_pos: '0-1-547' });
+    await expect(readFile(path.join(infoDirSeen, 'xtrabackup_info'))).rejects.toThrow(/ENOENT/); // removed after use
+  });
+
+  it('piped: a source that fails fails the transfer, and one without an info file reports why it has no position', async () => {
+    const failing = sendCompressedPiped(async (into) => spawnPiped('sh', ['-c', 'printf XBSTCK01; exit 3'], { input: 'ignore', output: into, timeoutMs: 30_000 }), dir, async () => {}, new AbortController().signal);
+    await expect(failing).rejects.toThrow(/exited with 3/);
+    const noInfo = await sendCompressedPiped(async (into) => spawnPiped('mbstream', ['-c', 'ibdata1'], { input: 'ignore', output: into, timeoutMs: 30_000, cwd: dir }), dir, async () => {}, new AbortController().signal);
+    expect(noInfo.gtid_pos).toBeUndefined();
+    expect(noInfo.problem).toMatch(/wrote no info file/);
+  });
+
+  it('reads the position of an info file and the sizes of zstd\'s summary', () => {
+    expect(gtidOfBackupInfo(INFO)).toBe('0-1-547');
+    expect(gtidOfBackupInfo("binlog_pos = filename 'mariadb-bin.000001', position '329', GTID of the last change ''\n")).toBe('');
+    expect(gtidOfBackupInfo("binlog_pos = filename 'b.1', position '9', GTID of the last change '0-1-5,1-2-9'\n")).toBe('0-1-5,1-2-9');
+    expect(gtidOfBackupInfo('tool_name = mariabackup\n')).toBeUndefined();
+    expect(gtidOfBackupInfo("binlog_pos = filename 'b.1', position '9', GTID of the last change 'junk'\n")).toBeUndefined();
+    expect(rawBytesOfZstdSummary('/*stdin*\\            : 41.67%   (120000000 B => 50003543 B, /*stdout*\\) \n')).toBe(120000000);
+    expect(rawBytesOfZstdSummary('/*stdin*\\            :  0.05%   (1048638 B =>    571 B, /*stdout*\\) \n')).toBe(1048638);
+    expect(rawBytesOfZstdSummary('/*stdin*\\ : 41.67%   (   114 MiB =>   47.7 MiB, /*stdout*\\)')).toBeUndefined();
   });
 
   it('fails when the source fails, after what it sent', async () => {

@@ -11,7 +11,7 @@ import * as tls from 'node:tls';
 import { randomBytes, createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentCallError, AgentUnreachableError, loadTlsMaterial, mintTicket, planeStream, type PlaneCallOptions, type TlsMaterial } from '@kcm/agent-api';
+import { AgentCallError, AgentUnreachableError, loadTlsMaterial, mintTicket, planeReceive, planeStream, type PlaneCallOptions, type TlsMaterial } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '../../src/server';
 import { FsObjectStore } from '../../src/capabilities/storage/object-store';
@@ -115,6 +115,35 @@ describe("an agent's data plane over mutual TLS", () => {
   it('serves another agent with a manager ticket naming both', async () => {
     const reply = await get({ material: peer, ticket: ticket({ holder: PEER, targets: [agent.address], exp: Date.now() + 60_000 }) });
     expect('bytes' in reply && reply.bytes.equals(object)).toBe(true);
+  });
+
+  it("hands the object to a receiver's callback from 'data' events, whole and in order, holding back while the callback's promise is pending; an altered object still ends with DATA_LOSS", async () => {
+    const pieces: Buffer[] = [];
+    let held = 0;
+    await planeReceive(agent.address, { op: 'get', root, key: KEY }, (data) => {
+      pieces.push(Buffer.from(data));
+      // Every 8th piece the receiver is "writing": nothing may arrive until it is done.
+      if (pieces.length % 8 !== 0) return undefined;
+      held++;
+      const count = pieces.length;
+      return new Promise<void>((resolve) => setTimeout(() => (expect(pieces.length).toBe(count), resolve()), 5));
+    }, { at, material: manager, ticket: undefined }).done;
+    expect(Buffer.concat(pieces).equals(object)).toBe(true);
+    expect(held).toBeGreaterThan(0);
+    const file = path.join(root, KEY);
+    const altered = Buffer.from(object);
+    altered[2_000_000] ^= 0x01;
+    writeFileSync(file, altered);
+    try {
+      const err = await planeReceive(agent.address, { op: 'get', root, key: KEY }, () => undefined, { at, material: manager, ticket: undefined }).done.catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AgentCallError);
+      expect((err as AgentCallError).code).toBe(grpc.status.DATA_LOSS);
+    } finally {
+      writeFileSync(file, object);
+    }
+    const stopped = planeReceive(agent.address, { op: 'get', root, key: KEY }, () => undefined, { at, material: manager, ticket: undefined });
+    stopped.stop();
+    await expect(stopped.done).rejects.toThrow();
   });
 
   it('ends the transfer of an object altered on disk with DATA_LOSS, and of a missing one with NOT_FOUND', async () => {

@@ -9,6 +9,7 @@
 // target discards what it extracted.
 
 import { once } from 'node:events';
+import type { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../capability';
 import { checkPort, mariadbTools } from './instance-layout';
@@ -32,11 +33,20 @@ export function streamBackupHandler(ctx: AgentContext): grpc.handleServerStreami
   };
 }
 
+/** Where a backup's stream goes other than to the agent, and where its info file goes as well. */
+export interface BackupOutput {
+  /** The write end of another process's stdin (backup-compression.ts): the stream bypasses the agent. */
+  into: Writable;
+  /** mariabackup's --extra-lsndir: its info file (with the backup's position) lands here too. */
+  infoDir: string;
+}
+
 /**
  * mariabackup --backup --stream=mbstream of the instance on `port`, its stdout piped to the
- * caller (StreamBackup here, the data plane's `backup` in plane/handlers.ts).
+ * caller (StreamBackup here, the data plane's `backup` in plane/handlers.ts), or into
+ * `output.into`.
  */
-export async function spawnBackupOf(ctx: AgentContext, port: number, signal: AbortSignal): Promise<{ backup: PipedProcess; port: number }> {
+export async function spawnBackupOf(ctx: AgentContext, port: number, signal: AbortSignal, output?: BackupOutput): Promise<{ backup: PipedProcess; port: number; tmpDir: string }> {
   const layout = await layoutOf(ctx, checkPort(port));
   if (!(await runningPid(layout))) throw new Error(`instance on port ${layout.port} is not running; cannot back it up`);
   const backup = spawnPiped(
@@ -49,10 +59,11 @@ export async function spawnBackupOf(ctx: AgentContext, port: number, signal: Abo
       '--user=root',
       `--socket=${layout.socket}`,
       '--slave-info',
+      ...(output ? [`--extra-lsndir=${output.infoDir}`] : []),
     ],
-    { input: 'ignore', output: 'pipe', timeoutMs: BACKUP_TIMEOUT_MS, signal, cwd: layout.instanceDir },
+    { input: 'ignore', output: output ? output.into : 'pipe', timeoutMs: BACKUP_TIMEOUT_MS, signal, cwd: layout.instanceDir },
   );
-  return { backup, port: layout.port };
+  return { backup, port: layout.port, tmpDir: layout.tmpDir };
 }
 
 async function sendBackup(ctx: AgentContext, call: grpc.ServerWritableStream<MariaDbStreamBackupRequest, MariaDbBackupChunk>): Promise<void> {
@@ -94,10 +105,10 @@ export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: numb
   extractorDied.catch(() => {}); // only raced against while waiting for drain
   let bytes = 0;
   try {
-    for await (const data of stream.bytes) {
+    await stream.each((data) => {
       bytes += data.length;
-      if (!extract.stdin.write(data)) await Promise.race([once(extract.stdin, 'drain'), extractorDied]);
-    }
+      if (!extract.stdin.write(data)) return Promise.race([once(extract.stdin, 'drain').then(() => {}), extractorDied]);
+    });
     extract.stdin.end();
     await extract.done;
   } catch (err) {

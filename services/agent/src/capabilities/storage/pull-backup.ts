@@ -12,7 +12,7 @@
 // StreamBackup rpc (`--insecure` agents have no plane).
 
 import type * as grpc from '@grpc/grpc-js';
-import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeStream, type PlaneBackupFacts, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
+import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeReceive, type PlaneBackupFacts, type PlaneReception, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
 import type { FsObjectStore } from './object-store';
@@ -24,9 +24,14 @@ const WRITE_BATCH_BYTES = 4 * 1024 * 1024;
 const AGENT_ADDRESS = /^[A-Za-z0-9.[\]:-]{1,255}:\d{1,5}$/;
 
 export interface BackupBytes {
-  bytes: AsyncIterable<Buffer>;
+  /**
+   * Hands every piece of the stream to `onData`, in order; a promise it returns holds the
+   * stream back until it settles. Resolves once the source ended its stream with OK.
+   * Called once.
+   */
+  each(onData: (data: Buffer) => void | Promise<void>): Promise<void>;
   stop(): void;
-  /** A compressed stream's facts from the source, once `bytes` ended. */
+  /** A compressed stream's facts from the source, once `each` resolved. */
   facts(): PlaneBackupFacts | undefined;
 }
 
@@ -38,24 +43,37 @@ export interface BackupBytes {
 export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number, compress: BackupCompression = ''): BackupBytes & { compressed: BackupCompression } {
   if (planeEnabled()) {
     let facts: PlaneBackupFacts | undefined;
+    let reception: PlaneReception | undefined;
+    let stopped = false;
     const request = { op: 'backup' as const, port: source.port, pv_limit_mb: pvLimitMb, ...(compress ? { compress } : {}) };
-    const stream = planeStream(source.agent_address, request, { onTrailer: (t) => (facts = t.backup) });
-    return { bytes: stream, stop: () => void stream.return(undefined).catch(() => {}), facts: () => facts, compressed: compress };
+    return {
+      each: (onData) => {
+        // 'data' events, not async iteration: a receiver spends less CPU per GB (planeReceive).
+        reception = planeReceive(source.agent_address, request, onData, { onTrailer: (t) => (facts = t.backup) });
+        if (stopped) reception.stop();
+        return reception.done;
+      },
+      stop: () => {
+        stopped = true;
+        reception?.stop();
+      },
+      facts: () => facts,
+      compressed: compress,
+    };
   }
   const client = agentClient(MariaDbAgentService, source.agent_address);
   const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
     port: source.port,
     pv_limit_mb: pvLimitMb,
   });
-  async function* bytes(): AsyncGenerator<Buffer> {
-    try {
-      for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) yield chunk.data;
-    } finally {
-      client.close();
-    }
-  }
   return {
-    bytes: bytes(),
+    each: async (onData) => {
+      try {
+        for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) await onData(chunk.data);
+      } finally {
+        client.close();
+      }
+    },
     stop: () => {
       call.cancel();
       client.close();
@@ -85,24 +103,29 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
   try {
     // Receiving and writing overlap: while one batch goes to disk, the next is received (a
     // write awaited per message left the network idle during each disk write, and the disk
-    // idle during each receive). At most one batch is in flight and one is being gathered;
+    // idle during each receive). At most one batch is being written, one waits for it and one
+    // is being gathered (the stream holds back meanwhile);
     // a batch goes out as one writev of the pieces received, never joined into a copy.
     let gathered: Buffer[] = [];
     let gatheredBytes = 0;
-    const flush = async () => {
-      await inFlight;
+    // Queues the gathered batch behind the write under way (one file position: writes never
+    // overlap) and resolves when that earlier write is done, which is how long the stream waits.
+    const flush = (): Promise<void> => {
       const batch = gathered;
       gathered = [];
       gatheredBytes = 0;
-      inFlight = writer.writeAll(batch);
+      const previous = inFlight;
+      inFlight = previous.then(() => writer.writeAll(batch));
       inFlight.catch(() => {}); // awaited before the next batch or at the end
+      return previous;
     };
-    for await (const data of stream.bytes) {
+    await stream.each((data) => {
       if (!compression) sniffer.push(data); // a compressed stream's position comes from its source
       gathered.push(data);
       gatheredBytes += data.length;
-      if (gatheredBytes >= WRITE_BATCH_BYTES) await flush();
-    }
+      // The stream waits only while a full batch waits for the previous write.
+      return gatheredBytes >= WRITE_BATCH_BYTES ? flush() : undefined;
+    });
     if (gatheredBytes > 0) await flush();
     await inFlight;
     const facts = compression ? stream.facts() : undefined;
