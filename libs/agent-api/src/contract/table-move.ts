@@ -27,6 +27,10 @@ export interface RepointForeignTableRequest {
 export interface RepointForeignTableReply {
   elapsed_ms: number;
   held_ms: number;
+  lock_wait_ms: number;
+  wait_ms: number;
+  ddl_ms: number;
+  commit_ms: number;
 }
 
 export interface ReleaseForeignTableRequest {

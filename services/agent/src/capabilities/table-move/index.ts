@@ -39,6 +39,9 @@ interface Hold {
   timer: NodeJS.Timeout;
   /** performance.now() when the lock was asked for: writers arriving since then queue behind it. */
   heldAt: number;
+  /** performance.now() when the lock was granted, and how long that took. */
+  grantedAt: number;
+  lockWaitMs: number;
   /** The definition read under the lock (settled; a failure is the re-point's to report). */
   shape: Promise<ForeignTableShape | undefined>;
 }
@@ -126,7 +129,8 @@ export const tableMoveCapability: CapabilityModule = {
           // PostgreSQL refuses LOCK TABLE on a foreign table; ENABLE TRIGGER ALL changes nothing
           // and takes SHARE ROW EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
           await client.query(`ALTER FOREIGN TABLE ${ident(req.schema)}.${ident(req.table)} ENABLE TRIGGER ALL`);
-          const lockWaitMs = performance.now() - asked;
+          const grantedAt = performance.now();
+          const lockWaitMs = grantedAt - asked;
           // Read again under the lock (no DDL can change it now), while the manager catches up.
           const shape = readShape(client, req.schema, req.table);
           shape.catch(() => {});
@@ -134,7 +138,7 @@ export const tableMoveCapability: CapabilityModule = {
             ctx.logger.warn({ hold_id: req.hold_id }, 'foreign table hold expired; rolled back, the table stays where it was');
             void end(req.hold_id, 'ROLLBACK').catch(() => {});
           }, req.hold_ms);
-          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: asked, shape });
+          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: asked, grantedAt, lockWaitMs, shape });
           return { server: before.server, lock_wait_ms: lockWaitMs };
         } catch (err) {
           await client.end().catch(() => {});
@@ -149,12 +153,17 @@ export const tableMoveCapability: CapabilityModule = {
         holds.delete(req.hold_id);
         clearTimeout(hold.timer);
         let committed = 0;
+        let ddlDone = 0;
         try {
           const shape = await hold.shape;
           if (!shape) throw new AgentFailure('not_found', `${hold.schema}.${hold.table} is no longer a foreign table`);
           const ddl = shape.server === req.server ? [] : foreignTableStatements(shape, req.server);
-          // One round trip: a failing statement skips the rest, COMMIT included.
-          await hold.client.query([...ddl, 'COMMIT'].join(';\n'));
+          // The DDL in one round trip (a failing statement skips the rest), the COMMIT in the
+          // next: a local socket's round trip is well under a millisecond, and the two are
+          // timed apart.
+          if (ddl.length > 0) await hold.client.query(ddl.join(';\n'));
+          ddlDone = performance.now();
+          await hold.client.query('COMMIT');
           committed = performance.now();
         } catch (err) {
           await hold.client.query('ROLLBACK').catch(() => {});
@@ -162,7 +171,14 @@ export const tableMoveCapability: CapabilityModule = {
         } finally {
           await hold.client.end().catch(() => {});
         }
-        return { elapsed_ms: committed - started, held_ms: committed - hold.heldAt };
+        return {
+          elapsed_ms: committed - started,
+          held_ms: committed - hold.heldAt,
+          lock_wait_ms: hold.lockWaitMs,
+          wait_ms: started - hold.grantedAt,
+          ddl_ms: ddlDone - started,
+          commit_ms: committed - ddlDone,
+        };
       }),
       ReleaseForeignTable: unary(ctx.logger, 'ReleaseForeignTable', async (req: ReleaseForeignTableRequest) => ({ released: await end(req.hold_id, 'ROLLBACK') })),
       ForeignTableServer: unary(ctx.logger, 'ForeignTableServer', async (req: ForeignTableServerRequest) => {

@@ -307,6 +307,8 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
     await tailer.waitFor(await sourceNow(), limits.catchUpMs, ctx.signal);
     let lastError: unknown;
     for (let attempt = 1; attempt <= limits.cutOverAttempts; attempt++) {
+      // The tail inside the hold: the first flush (keys already read), then the wait for the rest.
+      let tail = { flush_ms: 0, read_ms: 0, tail_rows: 0 };
       try {
         const out = await cutOver(agent, {
           holdId: `${ctx.jobId}-${spec.key}-${attempt}`,
@@ -316,13 +318,18 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
           holdMs: limits.cutOverCatchUpMs + 5_000,
           sourcePosition: sourceNow,
           caughtUp: async (at) => {
+            const before = tailer.rowsResynced;
+            const t0 = performance.now();
             await tailer.flush();
+            const t1 = performance.now();
             await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
+            tail = { flush_ms: Math.round((t1 - t0) * 10) / 10, read_ms: Math.round((performance.now() - t1) * 10) / 10, tail_rows: tailer.rowsResynced - before };
           },
         });
         const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
-        // The wall-clock span lets a load's own log be matched against the cut-over (bench/move).
-        ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to }, 'move cut over');
+        // The wall-clock span lets a load's own log be matched against the cut-over (bench/move);
+        // the parts say where the blocked window went.
+        ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to, ...out.parts, ...tail }, 'move cut over');
         await stopCatchUp(ctx.jobId, spec.key);
         return summary;
       } catch (err) {
