@@ -20,6 +20,7 @@ import { clusterOfStep } from '../cluster-lookup';
 import { KcmError } from '@kcm/protocol';
 import { gtidProgress } from '@kcm/agent-api';
 import type { BinlogPosition } from './binlog-rows';
+import { closeOnAbort } from './close-on-abort';
 import { copyRows, snapshotPosition } from './copy';
 import { agentForeignTables, cutOver, keptForeignTables, type ForeignTableAgent } from './cutover';
 import { loginAs, masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
@@ -230,15 +231,16 @@ async function tailerFor(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, from:
   src.on('error', () => {});
   dst.on('error', () => {});
   const tailer = new BinlogTailer({ binlogLogin: replicationLogin(ctx, spec.source), src, dst, from: spec.source, to: spec.target, shape: prepared.shape, start: from, logger: ctx.logger });
-  const close = async () => {
+  const entry = { tailer, close: async () => {} };
+  tailers.set(id, entry);
+  // Leadership lost: the next leader starts its own catch-up; this one must not write on.
+  entry.close = closeOnAbort(ctx.signal, async () => {
     tailers.delete(id);
     await tailer.stop();
     await Promise.all([src.end().catch(() => src.destroy()), dst.end().catch(() => dst.destroy())]);
-  };
-  tailers.set(id, { tailer, close });
-  // Leadership lost: the next leader starts its own catch-up; this one must not write on.
-  ctx.signal.addEventListener('abort', () => void close(), { once: true });
+  });
   await tailer.start();
+  if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('leadership lost');
   return tailer;
 }
 

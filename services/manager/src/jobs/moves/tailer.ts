@@ -87,6 +87,8 @@ export class BinlogTailer {
       this.o.start.file,
     ];
     await writeFile(output, '', { mode: 0o600 });
+    // Stopped while starting (the leadership term ended): nothing to spawn.
+    if (this.stopped) return;
     // mariadb-binlog --stop-never never ends by itself, and writing to a file it would not
     // notice a manager that was SIGKILLed: a small sh watchdog ends it when our end of its
     // stdin closes (stop(), or this process dying). Arguments go in as "$@", never spliced.
