@@ -149,7 +149,7 @@ export class BinlogTailer {
 
   /** The reader's pause between polls: until mariadb-binlog writes again, 10 ms (pollMs) at most. */
   private nap(): Promise<void> {
-    if (this.written) {
+    if (this.written || this.stopped) {
       this.written = false;
       return Promise.resolve();
     }
