@@ -28,7 +28,8 @@ export interface RepointTiming {
 
 /** The calls a cut-over makes on compute nodes' agents (a unit test fakes it). */
 export interface ForeignTableAgent {
-  hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number): Promise<{ server: string }>;
+  /** `prepareFor`: the server the re-point will name (the agent makes the replacement before it locks). */
+  hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number, prepareFor?: string): Promise<{ server: string }>;
   repoint(hostaddr: string, holdId: string, server: string): Promise<RepointTiming>;
   release(hostaddr: string, holdId: string): Promise<unknown>;
   server(hostaddr: string, ref: ForeignTableRef): Promise<{ server: string }>;
@@ -47,7 +48,7 @@ export function agentForeignTables(agentAddress: (hostaddr: string) => string): 
     }
   };
   return {
-    hold: (h, id, ref, ms) => use(h, (c) => c.hold(id, ref, ms)),
+    hold: (h, id, ref, ms, prepareFor) => use(h, (c) => c.hold(id, ref, ms, prepareFor)),
     repoint: (h, id, server) => use(h, (c) => c.repoint(id, server)),
     release: (h, id) => use(h, (c) => c.release(id)),
     server: (h, ref) => use(h, (c) => c.server(ref)),
@@ -71,7 +72,7 @@ export function keptForeignTables(agentAddress: (hostaddr: string) => string): F
     return c;
   };
   return {
-    hold: (h, id, ref, ms) => client(h).hold(id, ref, ms),
+    hold: (h, id, ref, ms, prepareFor) => client(h).hold(id, ref, ms, prepareFor),
     repoint: (h, id, server) => client(h).repoint(id, server),
     release: (h, id) => client(h).release(id),
     server: (h, ref) => client(h).server(ref),
@@ -137,7 +138,7 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
   try {
     await Promise.all(
       plan.comps.map(async (c) => {
-        const h = await agent.hold(c.hostaddr, holdId(c), ref(c), plan.holdMs);
+        const h = await agent.hold(c.hostaddr, holdId(c), ref(c), plan.holdMs, plan.targetServer);
         held.push(c);
         if (h.server === plan.targetServer) alreadyMoved++;
       }),
