@@ -228,6 +228,14 @@ export class BinlogTailer {
     }
   }
 
+  /** Reads and applies no more (what is being applied is finished first); stop() then ends the reader. */
+  async halt(): Promise<void> {
+    this.stopped = true;
+    this.endNap?.();
+    await this.reading?.catch(() => {});
+    await this.flushing?.catch(() => {});
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.endNap?.();

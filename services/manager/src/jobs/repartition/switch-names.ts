@@ -7,14 +7,20 @@
 // otherwise the hold is released (the name now lives in another database or cluster, and
 // catalog sync shows it there within a second) and held writers get "no such table", never
 // a lost write. The blocked window is measured from the first hold to the last release.
+// Inside it only the last catch-up, the renames and the re-point (a swap of names: the
+// agent prepared the replacement before its lock) remain: the agents' connections, the
+// position and rename sessions are opened and the catch-up is brought level before it, and
+// the catch-up is halted (not stopped, which waits for its reader to exit) before the renames.
 //
 // Idempotent: a re-run finds the renames done (the aside table exists) and only finishes
 // the re-point. A failure before the re-point undoes the renames, so the source keeps
 // serving under its name.
 
 import type { ForeignTableAgent } from '../moves/cutover';
-import { catchUpPhase, stopCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
-import { q, withShard, type ShardLogin } from '../moves/shard-sql';
+import type mysql from 'mysql2/promise';
+import type { BinlogPosition } from '../moves/binlog-rows';
+import { catchUpForHold, haltCatchUp, stopCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
+import { openShard, q, withShard, type ShardLogin } from '../moves/shard-sql';
 import type { StepContext } from '../workflow';
 
 export interface SwitchSummary {
@@ -29,12 +35,15 @@ export interface SwitchSummary {
 export interface SwitchPlan {
   spec: MoveSpec;
   prepared: PreparedMove;
+  /** Where the catch-up step left off: a catch-up started again in this member starts there. */
+  caughtAt: BinlogPosition;
   sourceLogin: ShardLogin;
   targetLogin: ShardLogin;
   /** The source cluster's compute nodes, which route the source table's name now. */
   comps: { hostaddr: string; port: number }[];
   /** Re-point the held foreign table at this server; '' = release it (the name moves away). */
   repointTo: string;
+  /** Kept connections to the agents (keptForeignTables): the hold's calls reuse the ones opened before it. Closed by switchNames. */
   agent: ForeignTableAgent;
   moveDeps: MoveDeps;
   holdMs: number;
@@ -53,20 +62,24 @@ async function tableExists(login: ShardLogin, db: string, table: string): Promis
 
 const sameInstance = (a: ShardLogin, b: ShardLogin) => a.host === b.host && a.port === b.port;
 
-/** Source aside, target to the source's name: one atomic RENAME when both are on one instance. */
-async function renameBoth(p: SwitchPlan, aside: string): Promise<void> {
+/**
+ * Source aside, target to the source's name: one atomic RENAME when both are on one
+ * instance, else the two at once (unswitchNames undoes either). On sessions opened before
+ * the hold.
+ */
+async function renameBoth(p: SwitchPlan, aside: string, sessions: { src: mysql.Connection; dst: mysql.Connection }): Promise<void> {
   const { source, target } = p.spec;
   const targetRenamed = target.table !== source.table || target.db !== source.db;
   if (sameInstance(p.sourceLogin, p.targetLogin)) {
     const pairs = [`${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`];
     if (target.table !== source.table) pairs.push(`${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`);
-    await withShard(p.sourceLogin, (c) => c.query(`RENAME TABLE ${pairs.join(', ')}`));
+    await sessions.src.query(`RENAME TABLE ${pairs.join(', ')}`);
     return;
   }
-  await withShard(p.sourceLogin, (c) => c.query(`RENAME TABLE ${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`));
-  if (targetRenamed && target.table !== source.table) {
-    await withShard(p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
-  }
+  await Promise.all([
+    sessions.src.query(`RENAME TABLE ${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`),
+    targetRenamed && target.table !== source.table ? sessions.dst.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`) : null,
+  ]);
 }
 
 /** Undoes renameBoth as far as it got (the target first, then the source back to its name). */
@@ -107,25 +120,55 @@ export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummar
   }
   const holdId = (c: { hostaddr: string; port: number }) => `${ctx.jobId}-${p.spec.key}-switch-${c.hostaddr}-${c.port}`;
   const held: typeof p.comps = [];
-  const started = performance.now();
+  // Everything a held writer would otherwise wait for is opened before the hold: the agents'
+  // connections (a ForeignTableServer call each), the catch-up's position session, and the
+  // sessions that rename; and the catch-up is brought level first.
+  await Promise.all(p.comps.map((c) => p.agent.server(c.hostaddr, ref(c))));
+  const caught = await catchUpForHold(ctx, p.spec, p.prepared, p.caughtAt, p.moveDeps);
+  const resyncedBefore = caught.tailer.rowsResynced;
+  const src = await openShard(p.sourceLogin);
+  const dst = sameInstance(p.sourceLogin, p.targetLogin) ? src : await openShard(p.targetLogin);
+  src.on('error', () => {});
+  dst.on('error', () => {});
   let renamed = false;
   try {
+    await caught.level();
+    const started = performance.now();
+    const marks: number[] = [];
+    const mark = () => marks.push(performance.now());
     await Promise.all(
       p.comps.map(async (c) => {
-        await p.agent.hold(c.hostaddr, holdId(c), ref(c), p.holdMs);
+        await p.agent.hold(c.hostaddr, holdId(c), ref(c), p.holdMs, p.repointTo || undefined);
         held.push(c);
       }),
     );
-    // Writes through the compute nodes wait now: bring the target level with the source and stop.
-    const caught = await catchUpPhase(ctx, p.spec, p.prepared, p.moveDeps);
-    await stopCatchUp(ctx.jobId, p.spec.key);
+    mark();
+    // Writes through the compute nodes wait now: bring the target level with the source and stop applying.
+    const tail = await caught.tail(await caught.sourceNow());
+    mark();
+    await haltCatchUp(ctx.jobId, p.spec.key);
+    mark();
     renamed = true;
-    await renameBoth(p, aside);
+    await renameBoth(p, aside, { src, dst });
+    mark();
     await Promise.all(held.map((c) => (p.repointTo ? p.agent.repoint(c.hostaddr, holdId(c), p.repointTo) : p.agent.release(c.hostaddr, holdId(c)))));
-    return summary(performance.now() - started, caught.rows_resynced);
+    mark();
+    const blocked = performance.now() - started;
+    const [holds, tailed, halted, renames, released] = marks.map((t) => Math.round(t * 10) / 10);
+    const r = (ms: number) => Math.round(ms * 10) / 10;
+    ctx.logger.info(
+      { table: `${source.db}.${source.table}`, blocked_ms: r(blocked), holds_ms: r(holds - started), tail_ms: r(tailed - holds), ...tail, halt_ms: r(halted - tailed), rename_ms: r(renames - halted), release_ms: r(released - renames) },
+      'repartition switched names',
+    );
+    return summary(blocked, caught.tailer.rowsResynced - resyncedBefore);
   } catch (err) {
     if (renamed) await unswitchNames(p.sourceLogin, p.targetLogin, p.spec, aside).catch((e: unknown) => ctx.logger.error({ err: e }, 'repartition: undoing the renames failed'));
     await Promise.allSettled(held.map((c) => p.agent.release(c.hostaddr, holdId(c))));
     throw err;
+  } finally {
+    await caught.close();
+    await stopCatchUp(ctx.jobId, p.spec.key);
+    await Promise.all([src.end().catch(() => src.destroy()), dst === src ? null : dst.end().catch(() => dst.destroy())]);
+    p.agent.close?.();
   }
 }
