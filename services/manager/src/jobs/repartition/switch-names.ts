@@ -16,6 +16,7 @@
 // the re-point. A failure before the re-point undoes the renames, so the source keeps
 // serving under its name.
 
+import type { ForeignTableRef } from '@kcm/agent-api';
 import type { ForeignTableAgent } from '../moves/cutover';
 import type mysql from 'mysql2/promise';
 import type { BinlogPosition } from '../moves/binlog-rows';
@@ -93,31 +94,46 @@ export async function unswitchNames(sourceLogin: ShardLogin, targetLogin: ShardL
 }
 
 export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummary> {
-  const { source, target } = p.spec;
-  const aside = asideName(source.table, ctx.jobId);
+  const aside = asideName(p.spec.source.table, ctx.jobId);
   const summary = (blocked: number, resynced: number): SwitchSummary => ({
-    table: `${target.db}.${source.table}`,
-    old_table: `${source.db}.${aside}`,
+    table: `${p.spec.target.db}.${p.spec.source.table}`,
+    old_table: `${p.spec.source.db}.${aside}`,
     blocked_ms: Math.round(blocked * 10) / 10,
     rows_resynced: resynced,
   });
-  const ref = (c: { port: number }) => ({ port: c.port, ...p.spec.foreign });
-  if (await tableExists(p.sourceLogin, source.db, aside)) {
-    // A re-run after the renames: finish what the first run may not have (target name, re-point).
-    await stopCatchUp(ctx.jobId, p.spec.key);
-    if (target.table !== source.table && (await tableExists(p.targetLogin, target.db, target.table))) {
-      await withShard(p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
+  try {
+    if (await tableExists(p.sourceLogin, p.spec.source.db, aside)) {
+      await finishSwitch(ctx, p);
+      return summary(0, 0);
     }
-    if (p.repointTo) {
-      for (const c of p.comps) {
-        const holdId = `${ctx.jobId}-${p.spec.key}-rerun-${c.hostaddr}-${c.port}`;
-        const h = await p.agent.hold(c.hostaddr, holdId, ref(c), p.holdMs);
-        if (h.server === p.repointTo) await p.agent.release(c.hostaddr, holdId);
-        else await p.agent.repoint(c.hostaddr, holdId, p.repointTo);
-      }
-    }
-    return summary(0, 0);
+    return await switchUnderHold(ctx, p, aside, summary);
+  } finally {
+    p.agent.close?.();
   }
+}
+
+const foreignRef = (p: SwitchPlan, c: { port: number }): ForeignTableRef => ({ port: c.port, ...p.spec.foreign });
+
+/** A re-run after the renames: finishes what the first run may not have (target name, re-point). */
+async function finishSwitch(ctx: Ctx, p: SwitchPlan): Promise<void> {
+  const { source, target } = p.spec;
+  await stopCatchUp(ctx.jobId, p.spec.key);
+  if (target.table !== source.table && (await tableExists(p.targetLogin, target.db, target.table))) {
+    await withShard(p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
+  }
+  if (!p.repointTo) return;
+  for (const c of p.comps) {
+    const holdId = `${ctx.jobId}-${p.spec.key}-rerun-${c.hostaddr}-${c.port}`;
+    const h = await p.agent.hold(c.hostaddr, holdId, foreignRef(p, c), p.holdMs, p.repointTo);
+    if (h.server === p.repointTo) await p.agent.release(c.hostaddr, holdId);
+    else await p.agent.repoint(c.hostaddr, holdId, p.repointTo);
+  }
+}
+
+/** The switch itself: writes held on the source's foreign table from the first hold to the last re-point or release. */
+async function switchUnderHold(ctx: Ctx, p: SwitchPlan, aside: string, summary: (blocked: number, resynced: number) => SwitchSummary): Promise<SwitchSummary> {
+  const { source } = p.spec;
+  const ref = (c: { port: number }) => foreignRef(p, c);
   const holdId = (c: { hostaddr: string; port: number }) => `${ctx.jobId}-${p.spec.key}-switch-${c.hostaddr}-${c.port}`;
   const held: typeof p.comps = [];
   // Everything a held writer would otherwise wait for is opened before the hold: the agents'
@@ -126,12 +142,14 @@ export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummar
   await Promise.all(p.comps.map((c) => p.agent.server(c.hostaddr, ref(c))));
   const caught = await catchUpForHold(ctx, p.spec, p.prepared, p.caughtAt, p.moveDeps);
   const resyncedBefore = caught.tailer.rowsResynced;
-  const src = await openShard(p.sourceLogin);
-  const dst = sameInstance(p.sourceLogin, p.targetLogin) ? src : await openShard(p.targetLogin);
-  src.on('error', () => {});
-  dst.on('error', () => {});
+  let src: mysql.Connection | null = null;
+  let dst: mysql.Connection | null = null;
   let renamed = false;
   try {
+    src = await openShard(p.sourceLogin);
+    src.on('error', () => {});
+    dst = sameInstance(p.sourceLogin, p.targetLogin) ? src : await openShard(p.targetLogin);
+    dst.on('error', () => {});
     await caught.level();
     const started = performance.now();
     const marks: number[] = [];
@@ -168,7 +186,6 @@ export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummar
   } finally {
     await caught.close();
     await stopCatchUp(ctx.jobId, p.spec.key);
-    await Promise.all([src.end().catch(() => src.destroy()), dst === src ? null : dst.end().catch(() => dst.destroy())]);
-    p.agent.close?.();
+    for (const c of new Set([src, dst])) await c?.end().catch(() => c.destroy());
   }
 }
