@@ -29,7 +29,7 @@ export interface RepointTiming {
 /** The calls a cut-over makes on compute nodes' agents (a unit test fakes it). */
 export interface ForeignTableAgent {
   /** `prepareFor`: the server the re-point will name (the agent makes the replacement before it locks). */
-  hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number, prepareFor?: string): Promise<{ server: string }>;
+  hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number, prepareFor?: string): Promise<{ server: string; lock_wait_ms?: number }>;
   repoint(hostaddr: string, holdId: string, server: string): Promise<RepointTiming>;
   release(hostaddr: string, holdId: string): Promise<unknown>;
   server(hostaddr: string, ref: ForeignTableRef): Promise<{ server: string }>;

@@ -6,7 +6,8 @@
 // table is re-pointed at the target's shard in the same commit that releases the writers;
 // otherwise the hold is released (the name now lives in another database or cluster, and
 // catalog sync shows it there within a second) and held writers get "no such table", never
-// a lost write. The blocked window is measured from the first hold to the last release.
+// a lost write. The blocked window is measured as the cut-over's: from a compute node's
+// lock asked for to its commit (see switchUnderHold).
 // Inside it only the last catch-up, the renames and the re-point (a swap of names: the
 // agent prepared the replacement before its lock) remain: the agents' connections, the
 // position and rename sessions are opened and the catch-up is brought level before it, and
@@ -154,10 +155,11 @@ async function switchUnderHold(ctx: Ctx, p: SwitchPlan, aside: string, summary: 
     const started = performance.now();
     const marks: number[] = [];
     const mark = () => marks.push(performance.now());
-    await Promise.all(
+    const lockWaits = await Promise.all(
       p.comps.map(async (c) => {
-        await p.agent.hold(c.hostaddr, holdId(c), ref(c), p.holdMs, p.repointTo || undefined);
+        const h = await p.agent.hold(c.hostaddr, holdId(c), ref(c), p.holdMs, p.repointTo || undefined);
         held.push(c);
+        return h.lock_wait_ms ?? 0;
       }),
     );
     mark();
@@ -169,13 +171,18 @@ async function switchUnderHold(ctx: Ctx, p: SwitchPlan, aside: string, summary: 
     renamed = true;
     await renameBoth(p, aside, { src, dst });
     mark();
-    await Promise.all(held.map((c) => (p.repointTo ? p.agent.repoint(c.hostaddr, holdId(c), p.repointTo) : p.agent.release(c.hostaddr, holdId(c)))));
+    const repointed = await Promise.all(held.map(async (c) => (p.repointTo ? (await p.agent.repoint(c.hostaddr, holdId(c), p.repointTo)).held_ms : (await p.agent.release(c.hostaddr, holdId(c)), null))));
     mark();
-    const blocked = performance.now() - started;
+    // As the cut-over's: from a compute node asking for its lock (writers queue behind it from
+    // then on, not before: the hold's preparation lets them through) to its commit, on the
+    // agent's clock; for a release, which does not time itself, the manager's span from the
+    // last hold answered to the last release answered, plus the longest lock wait.
+    const window = performance.now() - started;
+    const blocked = p.repointTo ? Math.max(0, ...repointed.map((ms) => ms ?? 0)) : marks[4] - marks[0] + Math.max(0, ...lockWaits);
     const [holds, tailed, halted, renames, released] = marks.map((t) => Math.round(t * 10) / 10);
     const r = (ms: number) => Math.round(ms * 10) / 10;
     ctx.logger.info(
-      { table: `${source.db}.${source.table}`, blocked_ms: r(blocked), holds_ms: r(holds - started), tail_ms: r(tailed - holds), ...tail, halt_ms: r(halted - tailed), rename_ms: r(renames - halted), release_ms: r(released - renames) },
+      { table: `${source.db}.${source.table}`, blocked_ms: r(blocked), first_hold_to_last_release_ms: r(window), holds_ms: r(holds - started), tail_ms: r(tailed - holds), ...tail, halt_ms: r(halted - tailed), rename_ms: r(renames - halted), release_ms: r(released - renames) },
       'repartition switched names',
     );
     return summary(blocked, caught.tailer.rowsResynced - resyncedBefore);
