@@ -44,6 +44,8 @@ const BASELINE_MS = Number(flags['baseline-ms']);
 const DB = 'postgres_$$_public';
 const RAW_DB = 'benchraw_$$_public';
 
+// The blocked window's parts as the "move cut over" log line gives them (cutover.ts CutOverParts, engine.ts tail).
+const PART_NAMES = ['holds_ms', 'position_ms', 'tail_ms', 'flush_ms', 'read_ms', 'tail_rows', 'repoint_ms', 'lock_wait_ms', 'wait_ms', 'ddl_ms', 'commit_ms', 'repoint_rpc_ms'];
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)];
 const summary = (values: number[]) => `p50 ${percentile(values, 50)} ms, p99 ${percentile(values, 99)} ms, max ${Math.max(...values)} ms (n=${values.length})`;
 
@@ -115,6 +117,7 @@ async function main() {
     const stalls: number[] = [];
     const spans: number[] = [];
     const copyRates: number[] = [];
+    const parts: string[] = [];
     let at = 0;
     for (let i = 0; i < MOVES; i++) {
       const [src, dst] = [shardIds[at], shardIds[1 - at]];
@@ -131,10 +134,11 @@ async function main() {
         .slice(logFrom)
         .flatMap((chunk) => chunk.split('\n'))
         .filter((l) => l.includes('"move cut over"'))
-        .map((l) => JSON.parse(l) as { span_from?: number; span_to?: number })[0];
+        .map((l) => JSON.parse(l) as { span_from?: number; span_to?: number } & Record<string, unknown>)[0];
       if (!cut?.span_from || !cut.span_to) throw new Error(`move ${i + 1}: no "move cut over" log line`);
       spans.push(cut.span_to - cut.span_from);
       stalls.push(Math.round(load.stallAcross(cut.span_from, cut.span_to)));
+      parts.push(Object.entries(cut).filter(([k]) => PART_NAMES.includes(k)).map(([k, v]) => `${k} ${String(v)}`).join(', '));
       copyRates.push((Number(t.rows_copied) / Number(t.copy_ms)) * 1000);
       console.log(`move ${i + 1} shard ${src} -> ${dst}: ${ended - started} ms, copied ${t.rows_copied} rows in ${t.copy_ms} ms (raw pipe just before: ${Math.round(rawRates[i])} rows/s), blocked ${t.blocked_ms} ms (cut-over ${t.cut_over_ms} ms), client stall across the cut-over ${stalls[stalls.length - 1]} ms, longest client gap in the whole move ${gaps[gaps.length - 1]} ms`);
       at = 1 - at;
@@ -157,6 +161,8 @@ async function main() {
     console.log(`write stall across each cut-over (clients, longest gap between acknowledged writes overlapping it): ${summary(stalls)}`);
     console.log(`  the same measure with no move running (load alone, ${BASELINE_MS} ms before the first move): ${summary(baseline)}`);
     console.log(`longest gap between acknowledged writes over each whole move, copy and verify included (clients): ${summary(gaps)}`);
+    console.log('where the time went in the cut-overs with the longest client stall (manager: holds, position, tail = flush + read, repoint; agent that held longest: lock wait, wait for the re-point, DDL, COMMIT, RPC):');
+    for (const i of stalls.map((_, i) => i).sort((a, b) => stalls[b] - stalls[a]).slice(0, 5)) console.log(`  move ${i + 1}: stall ${stalls[i]} ms, blocked ${blocked[i]} ms: ${parts[i]}`);
     console.log(`acknowledged writes lost: ${lost.length}${lost.length > 0 ? ` (${lost.slice(0, 5).join('; ')})` : ''}`);
     console.log(`copy throughput: move ${Math.round(move)} rows/s vs raw mariadb-dump | mariadb ${Math.round(raw)} rows/s (means of ${copyRates.length} copies and ${rawRates.length} pipes, each pipe right before its move, under the write load): ${(move / raw).toFixed(2)}x; per-move ratio p50 ${percentile(pairRatios, 50).toFixed(2)}x (min ${Math.min(...pairRatios).toFixed(2)}, max ${Math.max(...pairRatios).toFixed(2)})`);
   } finally {

@@ -152,7 +152,7 @@ describe('expand_cluster on real engines (2 shards x 3 nodes, 1 compute node)', 
     expect(await onShard(dst, `SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'mv_bad'`, [DB])).toEqual([]);
   }, 180_000);
 
-  it('the cut-over\'s hold and re-point fire no event trigger inside the blocked window (kcm_ddl\'s start PL/Python there)', async () => {
+  it('the cut-over\'s hold and re-point fire no event trigger inside the blocked window (kcm_ddl\'s start PL/Python there), and a replacement prepared before the lock never outlives its hold', async () => {
     const [src, dst] = shardIds();
     await seedTable(src, 'mv_quiet');
     // As the superuser (the agent's own unix-socket login): an event trigger that logs every
@@ -171,9 +171,19 @@ describe('expand_cluster on real engines (2 shards x 3 nodes, 1 compute node)', 
         BEGIN INSERT INTO public.mv_ddl_log SELECT tg_tag, object_identity FROM pg_event_trigger_dropped_objects(); END $$`);
       await admin.query(`CREATE EVENT TRIGGER mv_log_end ON ddl_command_end EXECUTE FUNCTION public.mv_log_end()`);
       await admin.query(`CREATE EVENT TRIGGER mv_log_drop ON sql_drop EXECUTE FUNCTION public.mv_log_drop()`);
-      const held = await agent.hold('quiet-1', ref, 10_000);
+      const leftovers = async () => (await admin.query(`SELECT relname FROM pg_class WHERE relname LIKE 'mv_quiet%kcm_move'`)).rows;
+      // A hold that prepared the replacement (as the cut-over's do) and was released leaves nothing of it.
+      const released = await agent.hold('quiet-0', ref, 10_000, `shard_${dst}`);
+      expect(released.prepared).toBe(true);
+      expect(await leftovers()).toEqual([]);
+      await agent.release('quiet-0');
+      expect(await leftovers()).toEqual([]);
+      expect(await foreignServer('mv_quiet')).toBe(`shard_${src}`);
+      const held = await agent.hold('quiet-1', ref, 10_000, `shard_${dst}`);
       expect(held.server).toBe(`shard_${src}`);
+      expect(held.prepared).toBe(true);
       const repointed = await agent.repoint('quiet-1', `shard_${dst}`);
+      expect(await leftovers()).toEqual([]);
       expect(repointed.held_ms).toBeGreaterThanOrEqual(held.lock_wait_ms);
       expect(await foreignServer('mv_quiet')).toBe(`shard_${dst}`);
       // (Only this table's objects: the agent's catalog sync may run meanwhile, triggers and all.)

@@ -23,6 +23,8 @@ describe('get_expand_table_list and repartition_tables (2 shards, real engines)'
   const checksum = async (c: mysql.Connection, table: string) => String((await sql(c, `CHECKSUM TABLE \`${DB}\`.\`${table}\``))[0].Checksum);
   const tablesNamed = async (c: mysql.Connection, like: string) =>
     (await sql(c, 'SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE ? ORDER BY 1', [DB, like])).map((r) => String(r.t));
+  /** Where the last switch's blocked window went (the manager's "repartition switched names" log line). */
+  const switchParts = () => s.f.logLines.flatMap((chunk) => chunk.split('\n')).filter((l) => l.includes('"repartition switched names"')).at(-1) ?? '';
   const repartition = (pairs: string, timeoutMs = 60_000) => {
     const id = s.cluster().id;
     return s.f.runJob('repartition_tables', { src_cluster_id: id, dst_cluster_id: id, repartition_tables: pairs }, timeoutMs);
@@ -131,7 +133,7 @@ describe('get_expand_table_list and repartition_tables (2 shards, real engines)'
     await waitUntil('an insert through the compute node is acknowledged', async () => pg.query('INSERT INTO public.rp_orders (id, qty, note) VALUES (200001, 2, $1)', ['after']).then(() => true, () => undefined), 20_000);
     expect(await sql(shard2, `SELECT qty, extra FROM \`${DB}\`.rp_orders WHERE id = 200001`)).toEqual([{ qty: 2, extra: 7 }]);
     await pg.end();
-    console.log(`repartition: ${result.list_table[0].rows_copied} rows copied, blocked ${result.blocked_ms_max} ms`);
+    console.log(`repartition: ${result.list_table[0].rows_copied} rows copied, blocked ${result.blocked_ms_max} ms; ${switchParts()}`);
   }, 120_000);
 
   it('repartition under a concurrent insert/update/delete writer through the compute node: verify agrees and every acknowledged write is in the new table', async () => {
@@ -155,7 +157,7 @@ describe('get_expand_table_list and repartition_tables (2 shards, real engines)'
       // The writer goes on against the new table under the old name.
       const at = load.writes;
       await waitUntil('writes are acknowledged after the switch', async () => (load.writes >= at + 20 ? true : undefined), 20_000);
-      console.log(`repartition under writes: ${writesDuringJob} writes acknowledged by the end of the job, result ${JSON.stringify(reply.attachment)}`);
+      console.log(`repartition under writes: ${writesDuringJob} writes acknowledged by the end of the job, result ${JSON.stringify(reply.attachment)}; ${switchParts()}`);
     } finally {
       await load.stop();
     }

@@ -18,8 +18,9 @@ export class TableMoveAgentClient {
     this.client = agentClient(TableMoveAgentService, address);
   }
 
-  hold(holdId: string, ref: ForeignTableRef, holdMs: number): Promise<HoldForeignTableReply> {
-    return callUnary(this.client, this.address, 'HoldForeignTable', { hold_id: holdId, ...ref, hold_ms: holdMs }, this.deadlineMs);
+  /** `prepareFor`: the server the re-point will name, so the agent makes the replacement before it locks. */
+  hold(holdId: string, ref: ForeignTableRef, holdMs: number, prepareFor = ''): Promise<HoldForeignTableReply> {
+    return callUnary(this.client, this.address, 'HoldForeignTable', { hold_id: holdId, ...ref, hold_ms: holdMs, server: prepareFor }, this.deadlineMs);
   }
 
   repoint(holdId: string, server: string): Promise<RepointForeignTableReply> {

@@ -12,11 +12,14 @@ export interface HoldForeignTableRequest {
   schema: string;
   table: string;
   hold_ms: number;
+  /** The re-point's server, to prepare the replacement before the lock ('' = none). */
+  server: string;
 }
 
 export interface HoldForeignTableReply {
   server: string;
   lock_wait_ms: number;
+  prepared: boolean;
 }
 
 export interface RepointForeignTableRequest {
@@ -27,6 +30,10 @@ export interface RepointForeignTableRequest {
 export interface RepointForeignTableReply {
   elapsed_ms: number;
   held_ms: number;
+  lock_wait_ms: number;
+  wait_ms: number;
+  ddl_ms: number;
+  commit_ms: number;
 }
 
 export interface ReleaseForeignTableRequest {

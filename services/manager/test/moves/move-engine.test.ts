@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { BinlogRowParser, atOrPast, parseValue } from '../../src/jobs/moves/binlog-rows';
@@ -332,4 +335,38 @@ describe('a table shape read through the move sessions', () => {
     const p = new BinlogRowParser('d_$$_s', 't', shape!.key.map((k) => k.ordinal), 'b.000001');
     expect(['### DELETE FROM `d_$$_s`.`t`', '### WHERE', '###   @1=7', '# Number of rows: 1'].flatMap((l) => p.feed(l))).toEqual([{ kind: 'key', key: ['7'] }]);
   });
+});
+
+describe('the catch-up reads mariadb-binlog\'s output as it is written', () => {
+  it('applies a transaction written after an idle spell without waiting for its next poll', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-tailer-test-'));
+    // A stand-in for mariadb-binlog: after 300 ms it appends one transaction of the moved table to its --result-file, then idles.
+    const fake = path.join(dir, 'fake-binlog.sh');
+    const txn = ['START TRANSACTION', '### INSERT INTO `d_$$_s`.`t`', '### SET', '###   @1=42', '#261125  4:06:08 server id 7  end_log_pos 90 CRC32 0x1 \tXid = 7', 'COMMIT/*!*/;', ''].join('\n');
+    await writeFile(fake, `#!/bin/sh\nfor a; do case "$a" in --result-file=*) out="\${a#--result-file=}";; esac; done\nsleep 0.3\nprintf '%s' '${txn.replace(/'/g, "'\\''")}' >> "$out"\nexec sleep 60\n`, { mode: 0o755 });
+    const deleted: unknown[] = [];
+    const conn = {
+      async query(q: string | { sql: string; values?: unknown[] }, values?: unknown[]) {
+        const sql = typeof q === 'string' ? q : q.sql;
+        if (sql.startsWith('DELETE')) deleted.push(...(values ?? []));
+        return [[]];
+      },
+    };
+    const logger = { warn() {}, info() {}, debug() {}, error() {} };
+    const tailer = new BinlogTailer({
+      binlogLogin: { host: 'h', port: 1, user: 'u', password: 'p' }, src: conn as never, dst: conn as never,
+      from: { db: 'd_$$_s', table: 't' }, to: { db: 'd_$$_s', table: 't' }, shape: { columns: ['id'], key: [{ name: 'id', ordinal: 1 }] },
+      start: { file: 'bin.000001', pos: 4 }, logger: logger as never, mariadbBinlog: fake,
+      // A poll so slow that only a wake-up on the write can apply it in time.
+      pollMs: 60_000,
+    });
+    try {
+      await tailer.start();
+      await tailer.waitFor({ file: 'bin.000001', pos: 90 }, 5_000);
+      expect(deleted).toEqual(['42']);
+    } finally {
+      await tailer.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
 });

@@ -3,7 +3,9 @@
 // same columns (types, NOT NULL, defaults, column options), table options, comment (catalog
 // sync's signature), owner and grants, the old one is dropped and the new one takes its
 // name, all inside the caller's transaction: a statement waiting on the old table's lock
-// looks the name up again once it gets the lock and finds the new table.
+// looks the name up again once it gets the lock and finds the new table. A hold makes the
+// replacement before it asks for its lock (same transaction, so nothing of it outlives a
+// rollback or a crash) and leaves only the swap for the blocked window.
 
 import { ident, literal } from '../postgres/admin-session';
 
@@ -30,10 +32,29 @@ function optionList(options: string[]): string {
     .join(', ');
 }
 
+const tempName = (shape: ForeignTableShape) => `${shape.table.slice(0, 40)}__kcm_move`;
+const qualified = (shape: ForeignTableShape, t: string) => `${ident(shape.schema)}.${ident(t)}`;
+
+/** The whole re-point: the replacement under its temporary name, then the swap. */
 export function foreignTableStatements(shape: ForeignTableShape, server: string): string[] {
+  return [...replacementStatements(shape, server), ...swapStatements(shape)];
+}
+
+/** The old table dropped and the replacement given its name: all a hold that prepared the replacement has left to do. */
+export function swapStatements(shape: ForeignTableShape): string[] {
+  return [`DROP FOREIGN TABLE ${qualified(shape, shape.table)}`, `ALTER FOREIGN TABLE ${qualified(shape, tempName(shape))} RENAME TO ${ident(shape.table)}`];
+}
+
+/** A prepared replacement that will not be used (the table changed, or another server was asked for). */
+export function dropReplacementStatement(shape: ForeignTableShape): string {
+  return `DROP FOREIGN TABLE IF EXISTS ${qualified(shape, tempName(shape))}`;
+}
+
+/** The replacement on `server`, under the temporary name: it takes no lock on the table it will replace. */
+export function replacementStatements(shape: ForeignTableShape, server: string): string[] {
   if (shape.partitionOf) throw new Error(`${shape.schema}.${shape.table} is a partition of ${shape.partitionOf}; moving a partition is not supported`);
-  const temp = `${shape.table.slice(0, 40)}__kcm_move`;
-  const q = (t: string) => `${ident(shape.schema)}.${ident(t)}`;
+  const temp = tempName(shape);
+  const q = (t: string) => qualified(shape, t);
   const columns = shape.columns.map((c) =>
     [ident(c.name), c.type, c.options.length > 0 ? `OPTIONS (${optionList(c.options)})` : '', c.notNull ? 'NOT NULL' : '', c.default !== null ? `DEFAULT ${c.default}` : '']
       .filter(Boolean)
@@ -46,6 +67,24 @@ export function foreignTableStatements(shape: ForeignTableShape, server: string)
   ];
   if (shape.comment !== null) sql.push(`COMMENT ON FOREIGN TABLE ${q(temp)} IS ${literal(shape.comment)}`);
   for (const g of shape.grants) sql.push(`GRANT ${g.privilege} ON ${q(temp)} TO ${g.grantee === 'PUBLIC' ? 'PUBLIC' : ident(g.grantee)}`);
-  sql.push(`DROP FOREIGN TABLE ${q(shape.table)}`, `ALTER FOREIGN TABLE ${q(temp)} RENAME TO ${ident(shape.table)}`);
   return sql;
+}
+
+/** A replacement a hold made before its lock: its server and the definition it copies. */
+export interface PreparedReplacement {
+  server: string;
+  from: ForeignTableShape;
+}
+
+const sameShape = (a: ForeignTableShape, b: ForeignTableShape) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * What a re-point to `server` runs under the lock, `shape` being the definition read there:
+ * only the swap when the prepared replacement is on that server and copies that definition;
+ * otherwise the unused replacement goes and the whole re-point is made under the lock.
+ */
+export function repointStatements(shape: ForeignTableShape, server: string, prepared: PreparedReplacement | null): string[] {
+  if (prepared && prepared.server === server && sameShape(prepared.from, shape)) return swapStatements(shape);
+  const unused = prepared ? [dropReplacementStatement(prepared.from)] : [];
+  return shape.server === server ? unused : [...unused, ...foreignTableStatements(shape, server)];
 }

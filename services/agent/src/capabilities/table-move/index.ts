@@ -4,10 +4,11 @@
 // if the manager never comes back: the source then keeps serving.
 //
 // Writes queue from the moment the hold asks for its lock until the commit, so everything
-// that can be done outside that window is: the session, the checks and the first read of
-// the table's definition come before the lock; the definition the re-point re-creates is
-// read under the lock while the manager waits for its catch-up; the re-point's statements
-// and the commit go in one round trip. The hold's DDL fires no event trigger: kcm_ddl's are
+// that can be done outside that window is: the session, the checks, the first read of the
+// table's definition and the replacement foreign table on the target's server (same
+// transaction, under a temporary name) come before the lock; the definition is read again
+// under the lock while the manager waits for its catch-up, and if it is unchanged the
+// re-point only swaps the names (else it makes the replacement again there). The hold's DDL fires no event trigger: kcm_ddl's are
 // PL/Python, and the first one in a session starts the interpreter and imports pymysql
 // (100-1,000 ms on a loaded host, measured in bench/move) inside the window, only to return
 // at once for kcm.sync = on.
@@ -27,7 +28,7 @@ import {
   type ReleaseForeignTableRequest,
   type RepointForeignTableRequest,
 } from '@kcm/agent-api';
-import { foreignTableStatements, type ForeignTableShape } from './foreign-table-ddl';
+import { replacementStatements, repointStatements, type ForeignTableShape, type PreparedReplacement } from './foreign-table-ddl';
 
 const HOLD_ID = /^[A-Za-z0-9_.:-]{1,120}$/;
 const MAX_HOLD_MS = 30_000;
@@ -39,8 +40,13 @@ interface Hold {
   timer: NodeJS.Timeout;
   /** performance.now() when the lock was asked for: writers arriving since then queue behind it. */
   heldAt: number;
+  /** performance.now() when the lock was granted, and how long that took. */
+  grantedAt: number;
+  lockWaitMs: number;
   /** The definition read under the lock (settled; a failure is the re-point's to report). */
   shape: Promise<ForeignTableShape | undefined>;
+  /** The replacement made before the lock: its server and the definition it copies. */
+  prepared: PreparedReplacement | null;
 }
 
 function checkNames(req: { database: string; schema: string; table: string }): void {
@@ -122,11 +128,19 @@ export const tableMoveCapability: CapabilityModule = {
           await client.query(`BEGIN; SET LOCAL kcm.sync = 'on'; SET LOCAL session_replication_role = 'replica'`);
           const before = await readShape(client, req.schema, req.table);
           if (!before) throw new AgentFailure('not_found', `${req.database}: ${req.schema}.${req.table} is not a foreign table`);
+          // The replacement, before the lock: it locks only itself, and being in the hold's
+          // transaction it vanishes with a rollback, an expired hold or a dead session.
+          let prepared: Hold['prepared'] = null;
+          if (req.server && isIdentifier(req.server) && req.server !== before.server && !before.partitionOf) {
+            await client.query(replacementStatements(before, req.server).join(';\n'));
+            prepared = { server: req.server, from: before };
+          }
           const asked = performance.now();
           // PostgreSQL refuses LOCK TABLE on a foreign table; ENABLE TRIGGER ALL changes nothing
           // and takes SHARE ROW EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
           await client.query(`ALTER FOREIGN TABLE ${ident(req.schema)}.${ident(req.table)} ENABLE TRIGGER ALL`);
-          const lockWaitMs = performance.now() - asked;
+          const grantedAt = performance.now();
+          const lockWaitMs = grantedAt - asked;
           // Read again under the lock (no DDL can change it now), while the manager catches up.
           const shape = readShape(client, req.schema, req.table);
           shape.catch(() => {});
@@ -134,8 +148,8 @@ export const tableMoveCapability: CapabilityModule = {
             ctx.logger.warn({ hold_id: req.hold_id }, 'foreign table hold expired; rolled back, the table stays where it was');
             void end(req.hold_id, 'ROLLBACK').catch(() => {});
           }, req.hold_ms);
-          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: asked, shape });
-          return { server: before.server, lock_wait_ms: lockWaitMs };
+          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: asked, grantedAt, lockWaitMs, shape, prepared });
+          return { server: before.server, lock_wait_ms: lockWaitMs, prepared: prepared !== null };
         } catch (err) {
           await client.end().catch(() => {});
           throw err;
@@ -149,12 +163,17 @@ export const tableMoveCapability: CapabilityModule = {
         holds.delete(req.hold_id);
         clearTimeout(hold.timer);
         let committed = 0;
+        let ddlDone = 0;
         try {
           const shape = await hold.shape;
           if (!shape) throw new AgentFailure('not_found', `${hold.schema}.${hold.table} is no longer a foreign table`);
-          const ddl = shape.server === req.server ? [] : foreignTableStatements(shape, req.server);
-          // One round trip: a failing statement skips the rest, COMMIT included.
-          await hold.client.query([...ddl, 'COMMIT'].join(';\n'));
+          const ddl = repointStatements(shape, req.server, hold.prepared);
+          // The DDL in one round trip (a failing statement skips the rest), the COMMIT in the
+          // next: a local socket's round trip is well under a millisecond, and the two are
+          // timed apart.
+          if (ddl.length > 0) await hold.client.query(ddl.join(';\n'));
+          ddlDone = performance.now();
+          await hold.client.query('COMMIT');
           committed = performance.now();
         } catch (err) {
           await hold.client.query('ROLLBACK').catch(() => {});
@@ -162,7 +181,14 @@ export const tableMoveCapability: CapabilityModule = {
         } finally {
           await hold.client.end().catch(() => {});
         }
-        return { elapsed_ms: committed - started, held_ms: committed - hold.heldAt };
+        return {
+          elapsed_ms: committed - started,
+          held_ms: committed - hold.heldAt,
+          lock_wait_ms: hold.lockWaitMs,
+          wait_ms: started - hold.grantedAt,
+          ddl_ms: ddlDone - started,
+          commit_ms: committed - ddlDone,
+        };
       }),
       ReleaseForeignTable: unary(ctx.logger, 'ReleaseForeignTable', async (req: ReleaseForeignTableRequest) => ({ released: await end(req.hold_id, 'ROLLBACK') })),
       ForeignTableServer: unary(ctx.logger, 'ForeignTableServer', async (req: ForeignTableServerRequest) => {

@@ -17,10 +17,20 @@ export interface CompAt {
   port: number;
 }
 
+/** An agent's account of its hold (RepointForeignTableReply); the parts are absent from fakes. */
+export interface RepointTiming {
+  held_ms: number;
+  lock_wait_ms?: number;
+  wait_ms?: number;
+  ddl_ms?: number;
+  commit_ms?: number;
+}
+
 /** The calls a cut-over makes on compute nodes' agents (a unit test fakes it). */
 export interface ForeignTableAgent {
-  hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number): Promise<{ server: string }>;
-  repoint(hostaddr: string, holdId: string, server: string): Promise<{ held_ms: number }>;
+  /** `prepareFor`: the server the re-point will name (the agent makes the replacement before it locks). */
+  hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number, prepareFor?: string): Promise<{ server: string; lock_wait_ms?: number }>;
+  repoint(hostaddr: string, holdId: string, server: string): Promise<RepointTiming>;
   release(hostaddr: string, holdId: string): Promise<unknown>;
   server(hostaddr: string, ref: ForeignTableRef): Promise<{ server: string }>;
   /** Closes the agent connections it opened. */
@@ -38,7 +48,7 @@ export function agentForeignTables(agentAddress: (hostaddr: string) => string): 
     }
   };
   return {
-    hold: (h, id, ref, ms) => use(h, (c) => c.hold(id, ref, ms)),
+    hold: (h, id, ref, ms, prepareFor) => use(h, (c) => c.hold(id, ref, ms, prepareFor)),
     repoint: (h, id, server) => use(h, (c) => c.repoint(id, server)),
     release: (h, id) => use(h, (c) => c.release(id)),
     server: (h, ref) => use(h, (c) => c.server(ref)),
@@ -62,7 +72,7 @@ export function keptForeignTables(agentAddress: (hostaddr: string) => string): F
     return c;
   };
   return {
-    hold: (h, id, ref, ms) => client(h).hold(id, ref, ms),
+    hold: (h, id, ref, ms, prepareFor) => client(h).hold(id, ref, ms, prepareFor),
     repoint: (h, id, server) => client(h).repoint(id, server),
     release: (h, id) => client(h).release(id),
     server: (h, ref) => client(h).server(ref),
@@ -93,6 +103,27 @@ export interface CutOverOutcome {
   /** The same span on the wall clock (ms since the epoch), for matching against clients' logs. */
   span: { from: number; to: number };
   alreadyMoved: number;
+  /** Where the time went (ms), for the "move cut over" log line: see CutOverParts. */
+  parts: CutOverParts;
+}
+
+/**
+ * The blocked window's parts. On the manager's clock: every hold answered, the source
+ * position read, the tail applied, every re-point answered. On the agent's clock, for the
+ * compute node that held longest: its lock wait, lock granted to re-point request, the
+ * re-point's DDL and its COMMIT; `repoint_rpc_ms` is what its re-point call took beyond
+ * the agent's own DDL and COMMIT (the RPC both ways).
+ */
+export interface CutOverParts {
+  holds_ms: number;
+  position_ms: number;
+  tail_ms: number;
+  repoint_ms: number;
+  lock_wait_ms: number;
+  wait_ms: number;
+  ddl_ms: number;
+  commit_ms: number;
+  repoint_rpc_ms: number;
 }
 
 export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Promise<CutOverOutcome> {
@@ -102,17 +133,42 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
   const held: CompAt[] = [];
   let alreadyMoved = 0;
   let blockedMs = 0;
+  const round = (ms: number) => Math.round(ms * 10) / 10;
+  let parts: CutOverParts;
   try {
     await Promise.all(
       plan.comps.map(async (c) => {
-        const h = await agent.hold(c.hostaddr, holdId(c), ref(c), plan.holdMs);
+        const h = await agent.hold(c.hostaddr, holdId(c), ref(c), plan.holdMs, plan.targetServer);
         held.push(c);
         if (h.server === plan.targetServer) alreadyMoved++;
       }),
     );
-    await plan.caughtUp(await plan.sourcePosition());
-    const repointed = await Promise.all(held.map((c) => agent.repoint(c.hostaddr, holdId(c), plan.targetServer)));
+    const allHeld = performance.now();
+    const at = await plan.sourcePosition();
+    const positioned = performance.now();
+    await plan.caughtUp(at);
+    const caughtUp = performance.now();
+    const repointed = await Promise.all(
+      held.map(async (c) => {
+        const sent = performance.now();
+        const r = await agent.repoint(c.hostaddr, holdId(c), plan.targetServer);
+        return { ...r, rpc: performance.now() - sent - (r.ddl_ms ?? 0) - (r.commit_ms ?? 0) };
+      }),
+    );
+    const done = performance.now();
     blockedMs = Math.max(0, ...repointed.map((r) => r.held_ms));
+    const worst = repointed.reduce((a, b) => (b.held_ms > a.held_ms ? b : a), repointed[0] ?? { held_ms: 0, rpc: 0 });
+    parts = {
+      holds_ms: round(allHeld - started),
+      position_ms: round(positioned - allHeld),
+      tail_ms: round(caughtUp - positioned),
+      repoint_ms: round(done - caughtUp),
+      lock_wait_ms: round(worst.lock_wait_ms ?? 0),
+      wait_ms: round(worst.wait_ms ?? 0),
+      ddl_ms: round(worst.ddl_ms ?? 0),
+      commit_ms: round(worst.commit_ms ?? 0),
+      repoint_rpc_ms: round(worst.rpc),
+    };
   } catch (err) {
     await Promise.allSettled(held.map((c) => agent.release(c.hostaddr, holdId(c))));
     if (err instanceof KcmError) throw err;
@@ -120,5 +176,5 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
   }
   const ended = performance.now();
   const wall = (t: number) => Math.round((performance.timeOrigin + t) * 10) / 10;
-  return { blockedMs, cutOverMs: ended - started, span: { from: wall(started), to: wall(ended) }, alreadyMoved };
+  return { blockedMs, cutOverMs: ended - started, span: { from: wall(started), to: wall(ended) }, alreadyMoved, parts };
 }

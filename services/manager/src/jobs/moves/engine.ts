@@ -14,12 +14,12 @@
 // below); a new leader starts it again from the last position a step recorded, which is
 // safe because the catch-up re-copies changed rows (resync.ts).
 
-import type mysql from 'mysql2/promise';
 import type { StepContext } from '../workflow';
 import { clusterOfStep } from '../cluster-lookup';
 import { KcmError } from '@kcm/protocol';
 import { gtidProgress } from '@kcm/agent-api';
 import type { BinlogPosition } from './binlog-rows';
+import { closeOnAbort } from './close-on-abort';
 import { copyRows, snapshotPosition } from './copy';
 import { agentForeignTables, cutOver, keptForeignTables, type ForeignTableAgent } from './cutover';
 import { loginAs, masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
@@ -230,16 +230,61 @@ async function tailerFor(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, from:
   src.on('error', () => {});
   dst.on('error', () => {});
   const tailer = new BinlogTailer({ binlogLogin: replicationLogin(ctx, spec.source), src, dst, from: spec.source, to: spec.target, shape: prepared.shape, start: from, logger: ctx.logger });
-  const close = async () => {
+  const entry = { tailer, close: async () => {} };
+  tailers.set(id, entry);
+  // Leadership lost: the next leader starts its own catch-up; this one must not write on.
+  entry.close = closeOnAbort(ctx.signal, async () => {
     tailers.delete(id);
     await tailer.stop();
     await Promise.all([src.end().catch(() => src.destroy()), dst.end().catch(() => dst.destroy())]);
-  };
-  tailers.set(id, { tailer, close });
-  // Leadership lost: the next leader starts its own catch-up; this one must not write on.
-  ctx.signal.addEventListener('abort', () => void close(), { once: true });
+  });
   await tailer.start();
+  if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('leadership lost');
   return tailer;
+}
+
+/** Makes the move's catch-up apply nothing more, at once; stopCatchUp ends it later (inside a hold, before renames). */
+export async function haltCatchUp(jobId: string, key: string): Promise<void> {
+  await tailers.get(`${jobId}/${key}`)?.tailer.halt();
+}
+
+/** The catch-up as a hold uses it (the cut-over, repartition's switch of names). */
+export interface HeldCatchUp {
+  tailer: BinlogTailer;
+  /** Outside the hold: wait until the source's position now is applied, so the hold waits only for the last writes. */
+  level(): Promise<void>;
+  /** Inside the hold: the source's position, read on a session opened before the hold. */
+  sourceNow(): Promise<BinlogPosition>;
+  /** Inside the hold: wait until `at` is applied (the keys read so far first); says how long each part took. */
+  tail(at: BinlogPosition): Promise<{ flush_ms: number; read_ms: number; tail_rows: number }>;
+  close(): Promise<void>;
+}
+
+export async function catchUpForHold(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, from: BinlogPosition, deps: MoveDeps = {}): Promise<HeldCatchUp> {
+  const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
+  const tailer = await tailerFor(ctx, spec, prepared, from);
+  // The source position is read while writes are held: on a session opened before, not a new one.
+  const login = replicationLogin(ctx, spec.source);
+  const positions = await openShard(login);
+  positions.on('error', () => {});
+  const sourceNow = () => masterPosition(positions).catch(() => withShard(login, masterPosition));
+  const ms = (from: number, to: number) => Math.round((to - from) * 10) / 10;
+  return {
+    tailer,
+    sourceNow,
+    level: async () => tailer.waitFor(await sourceNow(), limits.catchUpMs, ctx.signal),
+    tail: async (at) => {
+      const before = tailer.rowsResynced;
+      const t0 = performance.now();
+      await tailer.flush();
+      const t1 = performance.now();
+      await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
+      return { flush_ms: ms(t0, t1), read_ms: ms(t1, performance.now()), tail_rows: tailer.rowsResynced - before };
+    },
+    close: async () => {
+      await positions.end().catch(() => positions.destroy());
+    },
+  };
 }
 
 /** Stops the move's catch-up in this member (after the cut-over, or on rollback). */
@@ -285,8 +330,7 @@ export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMo
 export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<CutOverSummary> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
   const agent = deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h));
-  // The source position is read while writes are held: on a session opened before, not a new one.
-  let positions: mysql.Connection | null = null;
+  let held: HeldCatchUp | null = null;
   try {
     const target = clusterOfStep(ctx, spec.target.clusterId);
     const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
@@ -298,15 +342,14 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
       await stopCatchUp(ctx.jobId, spec.key);
       return { blocked_ms: 0, cut_over_ms: 0, at: tailer.applied, rows_resynced: tailer.rowsResynced };
     }
-    const login = replicationLogin(ctx, spec.source);
-    positions = await openShard(login);
-    positions.on('error', () => {});
-    const warm = positions;
-    const sourceNow = () => masterPosition(warm).catch(() => withShard(login, masterPosition));
+    const catchUp = await catchUpForHold(ctx, spec, prepared, caught.at, deps);
+    held = catchUp;
     // Level first, outside the hold, so the hold waits only for the last few writes.
-    await tailer.waitFor(await sourceNow(), limits.catchUpMs, ctx.signal);
+    await catchUp.level();
     let lastError: unknown;
     for (let attempt = 1; attempt <= limits.cutOverAttempts; attempt++) {
+      // The tail inside the hold: the first flush (keys already read), then the wait for the rest.
+      let tail = { flush_ms: 0, read_ms: 0, tail_rows: 0 };
       try {
         const out = await cutOver(agent, {
           holdId: `${ctx.jobId}-${spec.key}-${attempt}`,
@@ -314,15 +357,15 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
           foreign: spec.foreign,
           targetServer,
           holdMs: limits.cutOverCatchUpMs + 5_000,
-          sourcePosition: sourceNow,
+          sourcePosition: catchUp.sourceNow,
           caughtUp: async (at) => {
-            await tailer.flush();
-            await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
+            tail = await catchUp.tail(at);
           },
         });
         const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
-        // The wall-clock span lets a load's own log be matched against the cut-over (bench/move).
-        ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to }, 'move cut over');
+        // The wall-clock span lets a load's own log be matched against the cut-over (bench/move);
+        // the parts say where the blocked window went.
+        ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to, ...out.parts, ...tail }, 'move cut over');
         await stopCatchUp(ctx.jobId, spec.key);
         return summary;
       } catch (err) {
@@ -333,7 +376,7 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
     }
     throw lastError;
   } finally {
-    await positions?.end().catch(() => positions?.destroy());
+    await held?.close();
     agent.close?.();
   }
 }

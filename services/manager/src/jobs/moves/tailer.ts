@@ -14,6 +14,7 @@
 // events fully; only primary keys are read from its output.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { watch, type FSWatcher } from 'node:fs';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +39,8 @@ export interface TailerOptions {
   /** Keys re-copied in one batch at most. */
   batchKeys?: number;
   mariadbBinlog?: string;
+  /** The reader's fallback poll of mariadb-binlog's output, ms (default 10; a write wakes it at once). */
+  pollMs?: number;
 }
 
 export class BinlogTailer {
@@ -53,6 +56,9 @@ export class BinlogTailer {
   private stopped = false;
   private waiters: (() => void)[] = [];
   private reading: Promise<void> | null = null;
+  /** Set when mariadb-binlog wrote since the reader last looked; ends its nap early. */
+  private written = false;
+  private endNap: (() => void) | null = null;
   rowsResynced = 0;
 
   constructor(private readonly o: TailerOptions) {
@@ -87,6 +93,8 @@ export class BinlogTailer {
       this.o.start.file,
     ];
     await writeFile(output, '', { mode: 0o600 });
+    // Stopped while starting (the leadership term ended): nothing to spawn.
+    if (this.stopped) return;
     // mariadb-binlog --stop-never never ends by itself, and writing to a file it would not
     // notice a manager that was SIGKILLed: a small sh watchdog ends it when our end of its
     // stdin closes (stop(), or this process dying). Arguments go in as "$@", never spliced.
@@ -100,6 +108,16 @@ export class BinlogTailer {
     });
     child.on('error', (err) => this.fail(err));
     const file = await open(output, 'r');
+    // Woken by each write mariadb-binlog makes (inotify), the 10 ms poll only a fallback: a
+    // cut-over holding writes waits for the last events, and a 10 ms nap was up to 10 ms of
+    // its window.
+    let watcher: FSWatcher | null = null;
+    try {
+      watcher = watch(output, { persistent: false }, () => this.wakeReader());
+      watcher.on('error', () => {});
+    } catch {
+      watcher = null;
+    }
     // Reads what mariadb-binlog wrote since the last turn, then applies the keys, a batch at a time.
     const loop = async () => {
       let partial = '';
@@ -114,13 +132,37 @@ export class BinlogTailer {
             for (const line of lines) this.onLine(line);
           }
           await this.flush().catch((err) => this.fail(err as Error));
-          await new Promise((r) => setTimeout(r, 10));
+          await this.nap();
         }
       } finally {
+        watcher?.close();
         await file.close().catch(() => {});
       }
     };
     this.reading = loop();
+  }
+
+  private wakeReader(): void {
+    this.written = true;
+    this.endNap?.();
+  }
+
+  /** The reader's pause between polls: until mariadb-binlog writes again, 10 ms (pollMs) at most. */
+  private nap(): Promise<void> {
+    if (this.written || this.stopped) {
+      this.written = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        this.endNap = null;
+        this.written = false;
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(done, this.o.pollMs ?? 10);
+      this.endNap = done;
+    });
   }
 
   private onLine(line: string): void {
@@ -186,8 +228,17 @@ export class BinlogTailer {
     }
   }
 
+  /** Reads and applies no more (what is being applied is finished first); stop() then ends the reader. */
+  async halt(): Promise<void> {
+    this.stopped = true;
+    this.endNap?.();
+    await this.reading?.catch(() => {});
+    await this.flushing?.catch(() => {});
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    this.endNap?.();
     if (this.child && this.child.exitCode === null) {
       const exited = new Promise((r) => this.child!.once('exit', r));
       this.child.stdin?.end();

@@ -14,7 +14,7 @@
 import { type ParasOf, type RepartitionTablesResult } from '@kcm/protocol';
 import { changeableCluster } from '../cluster-lookup';
 import type { JobOf, StepContext } from '../workflow';
-import { agentForeignTables } from '../moves/cutover';
+import { keptForeignTables } from '../moves/cutover';
 import { copyPhase, prepareMove, stopCatchUp, verifyPhase, catchUpPhase, type CaughtUp, type CopySummary, type MoveDeps, type MoveSpec, type PreparedMove, type VerifySummary } from '../moves/engine';
 import { q, withShard } from '../moves/shard-sql';
 import { clusterStillThere } from '../cluster-lookup';
@@ -103,10 +103,11 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
             return switchNames(ctx, {
               spec: m,
               prepared: ctx.outputs['record the source positions'][i],
+              caughtAt: ctx.outputs['catch up from the binlog'][i].at,
               ...logins(ctx, m),
               comps: Object.values(src.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port })),
               repointTo: inPlace ? `shard_${m.target.shardId}` : '',
-              agent: deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h)),
+              agent: deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h)),
               moveDeps: deps,
               holdMs: deps.holdMs ?? 30_000,
             });

@@ -6,15 +6,23 @@
 // table is re-pointed at the target's shard in the same commit that releases the writers;
 // otherwise the hold is released (the name now lives in another database or cluster, and
 // catalog sync shows it there within a second) and held writers get "no such table", never
-// a lost write. The blocked window is measured from the first hold to the last release.
+// a lost write. The blocked window is measured as the cut-over's: from a compute node's
+// lock asked for to its commit (see switchUnderHold).
+// Inside it only the last catch-up, the renames and the re-point (a swap of names: the
+// agent prepared the replacement before its lock) remain: the agents' connections, the
+// position and rename sessions are opened and the catch-up is brought level before it, and
+// the catch-up is halted (not stopped, which waits for its reader to exit) before the renames.
 //
 // Idempotent: a re-run finds the renames done (the aside table exists) and only finishes
 // the re-point. A failure before the re-point undoes the renames, so the source keeps
 // serving under its name.
 
+import type { ForeignTableRef } from '@kcm/agent-api';
 import type { ForeignTableAgent } from '../moves/cutover';
-import { catchUpPhase, stopCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
-import { q, withShard, type ShardLogin } from '../moves/shard-sql';
+import type mysql from 'mysql2/promise';
+import type { BinlogPosition } from '../moves/binlog-rows';
+import { catchUpForHold, haltCatchUp, stopCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
+import { openShard, q, withShard, type ShardLogin } from '../moves/shard-sql';
 import type { StepContext } from '../workflow';
 
 export interface SwitchSummary {
@@ -29,12 +37,15 @@ export interface SwitchSummary {
 export interface SwitchPlan {
   spec: MoveSpec;
   prepared: PreparedMove;
+  /** Where the catch-up step left off: a catch-up started again in this member starts there. */
+  caughtAt: BinlogPosition;
   sourceLogin: ShardLogin;
   targetLogin: ShardLogin;
   /** The source cluster's compute nodes, which route the source table's name now. */
   comps: { hostaddr: string; port: number }[];
   /** Re-point the held foreign table at this server; '' = release it (the name moves away). */
   repointTo: string;
+  /** Kept connections to the agents (keptForeignTables): the hold's calls reuse the ones opened before it. Closed by switchNames. */
   agent: ForeignTableAgent;
   moveDeps: MoveDeps;
   holdMs: number;
@@ -53,20 +64,24 @@ async function tableExists(login: ShardLogin, db: string, table: string): Promis
 
 const sameInstance = (a: ShardLogin, b: ShardLogin) => a.host === b.host && a.port === b.port;
 
-/** Source aside, target to the source's name: one atomic RENAME when both are on one instance. */
-async function renameBoth(p: SwitchPlan, aside: string): Promise<void> {
+/**
+ * Source aside, target to the source's name: one atomic RENAME when both are on one
+ * instance, else the two at once (unswitchNames undoes either). On sessions opened before
+ * the hold.
+ */
+async function renameBoth(p: SwitchPlan, aside: string, sessions: { src: mysql.Connection; dst: mysql.Connection }): Promise<void> {
   const { source, target } = p.spec;
   const targetRenamed = target.table !== source.table || target.db !== source.db;
   if (sameInstance(p.sourceLogin, p.targetLogin)) {
     const pairs = [`${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`];
     if (target.table !== source.table) pairs.push(`${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`);
-    await withShard(p.sourceLogin, (c) => c.query(`RENAME TABLE ${pairs.join(', ')}`));
+    await sessions.src.query(`RENAME TABLE ${pairs.join(', ')}`);
     return;
   }
-  await withShard(p.sourceLogin, (c) => c.query(`RENAME TABLE ${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`));
-  if (targetRenamed && target.table !== source.table) {
-    await withShard(p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
-  }
+  await Promise.all([
+    sessions.src.query(`RENAME TABLE ${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`),
+    targetRenamed && target.table !== source.table ? sessions.dst.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`) : null,
+  ]);
 }
 
 /** Undoes renameBoth as far as it got (the target first, then the source back to its name). */
@@ -80,52 +95,104 @@ export async function unswitchNames(sourceLogin: ShardLogin, targetLogin: ShardL
 }
 
 export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummary> {
-  const { source, target } = p.spec;
-  const aside = asideName(source.table, ctx.jobId);
+  const aside = asideName(p.spec.source.table, ctx.jobId);
   const summary = (blocked: number, resynced: number): SwitchSummary => ({
-    table: `${target.db}.${source.table}`,
-    old_table: `${source.db}.${aside}`,
+    table: `${p.spec.target.db}.${p.spec.source.table}`,
+    old_table: `${p.spec.source.db}.${aside}`,
     blocked_ms: Math.round(blocked * 10) / 10,
     rows_resynced: resynced,
   });
-  const ref = (c: { port: number }) => ({ port: c.port, ...p.spec.foreign });
-  if (await tableExists(p.sourceLogin, source.db, aside)) {
-    // A re-run after the renames: finish what the first run may not have (target name, re-point).
-    await stopCatchUp(ctx.jobId, p.spec.key);
-    if (target.table !== source.table && (await tableExists(p.targetLogin, target.db, target.table))) {
-      await withShard(p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
+  try {
+    if (await tableExists(p.sourceLogin, p.spec.source.db, aside)) {
+      await finishSwitch(ctx, p);
+      return summary(0, 0);
     }
-    if (p.repointTo) {
-      for (const c of p.comps) {
-        const holdId = `${ctx.jobId}-${p.spec.key}-rerun-${c.hostaddr}-${c.port}`;
-        const h = await p.agent.hold(c.hostaddr, holdId, ref(c), p.holdMs);
-        if (h.server === p.repointTo) await p.agent.release(c.hostaddr, holdId);
-        else await p.agent.repoint(c.hostaddr, holdId, p.repointTo);
-      }
-    }
-    return summary(0, 0);
+    return await switchUnderHold(ctx, p, aside, summary);
+  } finally {
+    p.agent.close?.();
   }
+}
+
+const foreignRef = (p: SwitchPlan, c: { port: number }): ForeignTableRef => ({ port: c.port, ...p.spec.foreign });
+
+/** A re-run after the renames: finishes what the first run may not have (target name, re-point). */
+async function finishSwitch(ctx: Ctx, p: SwitchPlan): Promise<void> {
+  const { source, target } = p.spec;
+  await stopCatchUp(ctx.jobId, p.spec.key);
+  if (target.table !== source.table && (await tableExists(p.targetLogin, target.db, target.table))) {
+    await withShard(p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
+  }
+  if (!p.repointTo) return;
+  for (const c of p.comps) {
+    const holdId = `${ctx.jobId}-${p.spec.key}-rerun-${c.hostaddr}-${c.port}`;
+    const h = await p.agent.hold(c.hostaddr, holdId, foreignRef(p, c), p.holdMs, p.repointTo);
+    if (h.server === p.repointTo) await p.agent.release(c.hostaddr, holdId);
+    else await p.agent.repoint(c.hostaddr, holdId, p.repointTo);
+  }
+}
+
+/** The switch itself: writes held on the source's foreign table from the first hold to the last re-point or release. */
+async function switchUnderHold(ctx: Ctx, p: SwitchPlan, aside: string, summary: (blocked: number, resynced: number) => SwitchSummary): Promise<SwitchSummary> {
+  const { source } = p.spec;
+  const ref = (c: { port: number }) => foreignRef(p, c);
   const holdId = (c: { hostaddr: string; port: number }) => `${ctx.jobId}-${p.spec.key}-switch-${c.hostaddr}-${c.port}`;
   const held: typeof p.comps = [];
-  const started = performance.now();
+  // Everything a held writer would otherwise wait for is opened before the hold: the agents'
+  // connections (a ForeignTableServer call each), the catch-up's position session, and the
+  // sessions that rename; and the catch-up is brought level first.
+  await Promise.all(p.comps.map((c) => p.agent.server(c.hostaddr, ref(c))));
+  const caught = await catchUpForHold(ctx, p.spec, p.prepared, p.caughtAt, p.moveDeps);
+  const resyncedBefore = caught.tailer.rowsResynced;
+  let src: mysql.Connection | null = null;
+  let dst: mysql.Connection | null = null;
   let renamed = false;
   try {
-    await Promise.all(
+    src = await openShard(p.sourceLogin);
+    src.on('error', () => {});
+    dst = sameInstance(p.sourceLogin, p.targetLogin) ? src : await openShard(p.targetLogin);
+    dst.on('error', () => {});
+    await caught.level();
+    const started = performance.now();
+    const marks: number[] = [];
+    const mark = () => marks.push(performance.now());
+    const lockWaits = await Promise.all(
       p.comps.map(async (c) => {
-        await p.agent.hold(c.hostaddr, holdId(c), ref(c), p.holdMs);
+        const h = await p.agent.hold(c.hostaddr, holdId(c), ref(c), p.holdMs, p.repointTo || undefined);
         held.push(c);
+        return h.lock_wait_ms ?? 0;
       }),
     );
-    // Writes through the compute nodes wait now: bring the target level with the source and stop.
-    const caught = await catchUpPhase(ctx, p.spec, p.prepared, p.moveDeps);
-    await stopCatchUp(ctx.jobId, p.spec.key);
+    mark();
+    // Writes through the compute nodes wait now: bring the target level with the source and stop applying.
+    const tail = await caught.tail(await caught.sourceNow());
+    mark();
+    await haltCatchUp(ctx.jobId, p.spec.key);
+    mark();
     renamed = true;
-    await renameBoth(p, aside);
-    await Promise.all(held.map((c) => (p.repointTo ? p.agent.repoint(c.hostaddr, holdId(c), p.repointTo) : p.agent.release(c.hostaddr, holdId(c)))));
-    return summary(performance.now() - started, caught.rows_resynced);
+    await renameBoth(p, aside, { src, dst });
+    mark();
+    const repointed = await Promise.all(held.map(async (c) => (p.repointTo ? (await p.agent.repoint(c.hostaddr, holdId(c), p.repointTo)).held_ms : (await p.agent.release(c.hostaddr, holdId(c)), null))));
+    mark();
+    // As the cut-over's: from a compute node asking for its lock (writers queue behind it from
+    // then on, not before: the hold's preparation lets them through) to its commit, on the
+    // agent's clock; for a release, which does not time itself, the manager's span from the
+    // last hold answered to the last release answered, plus the longest lock wait.
+    const window = performance.now() - started;
+    const blocked = p.repointTo ? Math.max(0, ...repointed.map((ms) => ms ?? 0)) : marks[4] - marks[0] + Math.max(0, ...lockWaits);
+    const [holds, tailed, halted, renames, released] = marks.map((t) => Math.round(t * 10) / 10);
+    const r = (ms: number) => Math.round(ms * 10) / 10;
+    ctx.logger.info(
+      { table: `${source.db}.${source.table}`, blocked_ms: r(blocked), first_hold_to_last_release_ms: r(window), holds_ms: r(holds - started), tail_ms: r(tailed - holds), ...tail, halt_ms: r(halted - tailed), rename_ms: r(renames - halted), release_ms: r(released - renames) },
+      'repartition switched names',
+    );
+    return summary(blocked, caught.tailer.rowsResynced - resyncedBefore);
   } catch (err) {
     if (renamed) await unswitchNames(p.sourceLogin, p.targetLogin, p.spec, aside).catch((e: unknown) => ctx.logger.error({ err: e }, 'repartition: undoing the renames failed'));
     await Promise.allSettled(held.map((c) => p.agent.release(c.hostaddr, holdId(c))));
     throw err;
+  } finally {
+    await caught.close();
+    await stopCatchUp(ctx.jobId, p.spec.key);
+    for (const c of new Set([src, dst])) await c?.end().catch(() => c.destroy());
   }
 }
