@@ -217,3 +217,32 @@ describe('health probe rounds at fleet scale', () => {
     expect(text).toContain('kcm_health_probe_round_seconds_bucket{le="0.5"} 1');
   });
 });
+
+describe('a round over connected hosts, on the real event loop', () => {
+  it('starts its calls a slice per event-loop turn, not 1,000 in one turn that holds the loop', async () => {
+    vi.useRealTimers();
+    const { store, hosts } = await fleetOf(1000);
+    const fleet = new FakeFleet(0, 0);
+    // An event-loop turn counter: a setImmediate chain, one step per turn.
+    let turn = 0;
+    let counting = true;
+    const count = () => {
+      turn++;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    const startedInTurn = new Map<number, number>();
+    const withAgent: typeof fleet.withAgent = (hostaddr, use) => {
+      startedInTurn.set(turn, (startedInTurn.get(turn) ?? 0) + 1);
+      return fleet.withAgent(hostaddr, use);
+    };
+    const monitor = new HealthMonitor({ store, withAgent, logger: silentLogger(), intervalMs: 60_000, deadAfterMs: 600_000 });
+    await monitor.probeAll(); // the first round connects every host (32 handshakes at a time)
+    expect(hosts.every((h) => monitor.reachability(h)?.reachable)).toBe(true);
+    startedInTurn.clear();
+    await monitor.probeAll(); // every host connected: all are called at once
+    counting = false;
+    expect([...startedInTurn.values()].reduce((a, b) => a + b, 0)).toBe(1000);
+    expect(Math.max(...startedInTurn.values())).toBeLessThanOrEqual(50);
+  });
+});
