@@ -8,3 +8,4 @@ export type { Shutdown } from './shutdown';
 export { PipelinedStream, PipelineError } from './pipelined-stream';
 export type { BatchDuplex, PipelineOptions } from './pipelined-stream';
 export { OWNER_ONLY_UMASK, useOwnerOnlyUmask, makePrivateDirSync, makeDirWithMode } from './private-files';
+export { eachAtMost, startInSlices } from './concurrency';

@@ -6,6 +6,7 @@
 
 import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
+import { eachAtMost } from '@kcm/common';
 import { HostProbeAgentService, type HostMariaDbProbe, type HostPostgresProbe, type MariaDbProbeReply, type ProbeHostReply, type ProbeHostRequest, type ProbePostgresReply } from '@kcm/agent-api';
 import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
@@ -43,11 +44,7 @@ export async function probeHost(ctx: AgentContext, registry: InstanceRegistry, r
   const probes = opts.probes ?? { mariadb: (port: number) => mariadbProbeReply(ctx, port), postgres: (port: number) => postgresProbeReply(ctx, registry, port) };
   for (const entry of mariadb) tasks.push(() => settle(entry, () => probes.mariadb(entry.port)));
   for (const entry of postgres) tasks.push(() => settle(entry, () => probes.postgres(entry.port)));
-  let next = 0;
-  const worker = async () => {
-    while (next < tasks.length) await tasks[next++]();
-  };
-  const all = Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, worker));
+  const all = eachAtMost(concurrency, tasks, (task) => task());
   const budgetMs = opts.budgetMs ?? Infinity;
   if (budgetMs === Infinity) {
     await all;
