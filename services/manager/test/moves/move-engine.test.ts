@@ -224,25 +224,34 @@ describe('a copy run after a crash resumes after the last chunk the target holds
   });
 });
 
+/** mariadb-binlog's lines for one transaction inserting id 42 into d_$$_s.t, ending at position 90. */
+const INSERT_42_LINES = ['START TRANSACTION', '### INSERT INTO `d_$$_s`.`t`', '### SET', '###   @1=42', '#261125  4:06:08 server id 7  end_log_pos 90 CRC32 0x1 \tXid = 7', 'COMMIT/*!*/;'];
+
+/** A catch-up of d_$$_s.t onto itself whose connections record the keys of the DELETEs it sends. */
+function recordingTailer(options: { mariadbBinlog?: string; pollMs?: number } = {}) {
+  const deleted: unknown[] = [];
+  const conn = {
+    async query(q: string | { sql: string; values?: unknown[] }, values?: unknown[]) {
+      const sql = typeof q === 'string' ? q : q.sql;
+      if (sql.startsWith('DELETE')) deleted.push(...(values ?? []));
+      return [[]];
+    },
+  };
+  const logger = { warn() {}, info() {}, debug() {}, error() {} };
+  const tailer = new BinlogTailer({
+    binlogLogin: { host: 'h', port: 1, user: 'u', password: 'p' }, src: conn as never, dst: conn as never,
+    from: { db: 'd_$$_s', table: 't' }, to: { db: 'd_$$_s', table: 't' }, shape: { columns: ['id'], key: [{ name: 'id', ordinal: 1 }] },
+    start: { file: 'bin.000001', pos: 4 }, logger: logger as never, ...options,
+  });
+  return { tailer, deleted };
+}
+
 describe('the catch-up applies keys read after an idle turn', () => {
   it('a flush with nothing to apply does not stop later flushes from applying', async () => {
-    const deleted: unknown[] = [];
-    const conn = {
-      async query(q: string | { sql: string; values?: unknown[] }, values?: unknown[]) {
-        const sql = typeof q === 'string' ? q : q.sql;
-        if (sql.startsWith('DELETE')) deleted.push(...(values ?? []));
-        return [[]];
-      },
-    };
-    const logger = { warn() {}, info() {}, debug() {}, error() {} };
-    const tailer = new BinlogTailer({
-      binlogLogin: { host: 'h', port: 1, user: 'u', password: 'p' }, src: conn as never, dst: conn as never,
-      from: { db: 'd_$$_s', table: 't' }, to: { db: 'd_$$_s', table: 't' }, shape: { columns: ['id'], key: [{ name: 'id', ordinal: 1 }] },
-      start: { file: 'bin.000001', pos: 4 }, logger: logger as never,
-    });
+    const { tailer, deleted } = recordingTailer();
     await tailer.flush();
     const feed = (line: string) => (tailer as unknown as { onLine(l: string): void }).onLine(line);
-    for (const line of ['START TRANSACTION', '### INSERT INTO `d_$$_s`.`t`', '### SET', '###   @1=42', '#261125  4:06:08 server id 7  end_log_pos 90 CRC32 0x1 \tXid = 7', 'COMMIT/*!*/;']) feed(line);
+    for (const line of INSERT_42_LINES) feed(line);
     await tailer.flush();
     expect(deleted).toEqual(['42']);
     expect(tailer.applied).toEqual({ file: 'bin.000001', pos: 90 });
@@ -342,24 +351,10 @@ describe('the catch-up reads mariadb-binlog\'s output as it is written', () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-tailer-test-'));
     // A stand-in for mariadb-binlog: after 300 ms it appends one transaction of the moved table to its --result-file, then idles.
     const fake = path.join(dir, 'fake-binlog.sh');
-    const txn = ['START TRANSACTION', '### INSERT INTO `d_$$_s`.`t`', '### SET', '###   @1=42', '#261125  4:06:08 server id 7  end_log_pos 90 CRC32 0x1 \tXid = 7', 'COMMIT/*!*/;', ''].join('\n');
+    const txn = [...INSERT_42_LINES, ''].join('\n');
     await writeFile(fake, `#!/bin/sh\nfor a; do case "$a" in --result-file=*) out="\${a#--result-file=}";; esac; done\nsleep 0.3\nprintf '%s' '${txn.replace(/'/g, "'\\''")}' >> "$out"\nexec sleep 60\n`, { mode: 0o755 });
-    const deleted: unknown[] = [];
-    const conn = {
-      async query(q: string | { sql: string; values?: unknown[] }, values?: unknown[]) {
-        const sql = typeof q === 'string' ? q : q.sql;
-        if (sql.startsWith('DELETE')) deleted.push(...(values ?? []));
-        return [[]];
-      },
-    };
-    const logger = { warn() {}, info() {}, debug() {}, error() {} };
-    const tailer = new BinlogTailer({
-      binlogLogin: { host: 'h', port: 1, user: 'u', password: 'p' }, src: conn as never, dst: conn as never,
-      from: { db: 'd_$$_s', table: 't' }, to: { db: 'd_$$_s', table: 't' }, shape: { columns: ['id'], key: [{ name: 'id', ordinal: 1 }] },
-      start: { file: 'bin.000001', pos: 4 }, logger: logger as never, mariadbBinlog: fake,
-      // A poll so slow that only a wake-up on the write can apply it in time.
-      pollMs: 60_000,
-    });
+    // A poll so slow that only a wake-up on the write can apply it in time.
+    const { tailer, deleted } = recordingTailer({ mariadbBinlog: fake, pollMs: 60_000 });
     try {
       await tailer.start();
       await tailer.waitFor({ file: 'bin.000001', pos: 90 }, 5_000);
