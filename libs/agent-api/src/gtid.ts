@@ -15,6 +15,14 @@ export interface GtidEntry {
 
 const ENTRY = /^(\d+)-(\d+)-(\d+)$/;
 
+/** A non-empty position as MariaDB prints it: `domain-server-seq` per domain, comma separated, no spaces. */
+export const GTID_POS_TEXT = /^\d+-\d+-\d+(,\d+-\d+-\d+)*$/;
+
+/** True for a position as MariaDB prints it, or '' (the empty position). */
+export function isGtidPosText(text: string): boolean {
+  return text === '' || GTID_POS_TEXT.test(text);
+}
+
 /** Parses a position; throws on text that is not one ('' is the empty position). */
 export function parseGtidPos(text: string): Map<number, GtidEntry> {
   const byDomain = new Map<number, GtidEntry>();

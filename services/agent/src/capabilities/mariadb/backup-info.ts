@@ -14,11 +14,11 @@
 
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isGtidPosText } from '@kcm/agent-api';
 
 /** mariabackup's info file: 10.11 writes `xtrabackup_info`, later versions `mariadb_backup_info`. */
 export const BACKUP_INFO_FILES = ['mariadb_backup_info', 'xtrabackup_info'] as const;
 
-const GTID_LIST = /^\d+-\d+-\d+(,\d+-\d+-\d+)*$/;
 const BINLOG_POS = /^binlog_pos\s*=.*GTID of the last change '([^']*)'/m;
 
 /**
@@ -29,7 +29,7 @@ const BINLOG_POS = /^binlog_pos\s*=.*GTID of the last change '([^']*)'/m;
 export function gtidOfBackupInfo(info: string): string | undefined {
   const match = BINLOG_POS.exec(info);
   if (!match) return undefined;
-  if (match[1] === '' || GTID_LIST.test(match[1])) return match[1];
+  if (isGtidPosText(match[1])) return match[1];
   return undefined;
 }
 

@@ -5,7 +5,7 @@
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { processAlive } from '../../ops/exec';
 import type { AgentContext } from '../../capability';
-import { AgentFailure, type MariaDbFenceReply, type MariaDbFenceRequest, type MariaDbPromoteReply, type MariaDbPromoteRequest, type MariaDbRepointReply, type MariaDbRepointRequest, type MariaDbWaitForGtidReply, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
+import { AgentFailure, isGtidPosText, type MariaDbFenceReply, type MariaDbFenceRequest, type MariaDbPromoteReply, type MariaDbPromoteRequest, type MariaDbRepointReply, type MariaDbRepointRequest, type MariaDbWaitForGtidReply, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
 import { checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
 import { layoutOf, runningPid, startInstance, stopInstance } from './lifecycle';
 import { fencedMarker, readReplicationFacts } from './ha-status';
@@ -13,7 +13,6 @@ import { attachToMaster, checkMaster } from './replication';
 import { applySemiSync, persistRole } from './semi-sync';
 import { adminSession, withAdmin } from './sql';
 
-const GTID_LIST = /^(\d+-\d+-\d+(,\d+-\d+-\d+)*)?$/;
 const FENCE_CONNECT_TIMEOUT_MS = 1500;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -181,7 +180,7 @@ async function readOnlyNow(layout: InstanceLayout): Promise<Pick<MariaDbFenceRep
 
 export async function waitForGtid(ctx: AgentContext, req: MariaDbWaitForGtidRequest): Promise<MariaDbWaitForGtidReply> {
   const layout = await layoutOf(ctx, checkPort(req.port));
-  if (!GTID_LIST.test(req.gtid)) throw new AgentFailure('invalid_argument', `gtid ${JSON.stringify(req.gtid)} is not a GTID position`);
+  if (!isGtidPosText(req.gtid)) throw new AgentFailure('invalid_argument', `gtid ${JSON.stringify(req.gtid)} is not a GTID position`);
   if (!(req.timeout_ms >= 0)) throw new AgentFailure('invalid_argument', `timeout_ms ${req.timeout_ms} must be >= 0`);
   return withAdmin(layout, await loadAdminAccount(layout), [], async (s) => {
     const [r] = await s.rows<{ w: string | number }>('wait for gtid', 'SELECT MASTER_GTID_WAIT(?, ?) AS w', [req.gtid, req.timeout_ms / 1000]);

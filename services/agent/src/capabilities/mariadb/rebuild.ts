@@ -12,13 +12,12 @@ import { chooseBackupSource, type ProbedSource } from './choose-source';
 import { markInitialized, prepareInstanceFiles, unmarkInitialized } from './install';
 import { checkAccount, checkPort, checkSpec, chownTree, emptyDir, mariadbTools, moveContents, mysqlUser, type InstanceLayout } from './instance-layout';
 import { startInstance, stopInstance } from './lifecycle';
-import { AgentFailure, agentClient, callUnary, MariaDbAgentService, type MariaDbBackupSource, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from '@kcm/agent-api';
+import { AgentFailure, agentClient, callUnary, isGtidPosText, MariaDbAgentService, type MariaDbBackupSource, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from '@kcm/agent-api';
 import { attachToMaster, checkMaster } from './replication';
 import { applySemiSync, persistRole } from './semi-sync';
 import { withAdmin } from './sql';
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.-]{1,255}:\d{1,5}$/;
-const GTID_LIST = /^(\d+-\d+-\d+(,\d+-\d+-\d+)*)?$/;
 const PREPARE_TIMEOUT_MS = 6 * 3600_000;
 
 export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildRequest): Promise<MariaDbRebuildReply> {
@@ -104,7 +103,7 @@ export async function backupGtid(backupDir: string): Promise<string> {
     const slaveInfo = (await read('mariadb_backup_slave_info')) || (await read('xtrabackup_slave_info'));
     gtid = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(slaveInfo)?.[1] ?? '';
   }
-  if (!GTID_LIST.test(gtid)) throw new AgentFailure('instance_failed', `backup GTID position ${JSON.stringify(gtid)} is not a GTID list`);
+  if (!isGtidPosText(gtid)) throw new AgentFailure('instance_failed', `backup GTID position ${JSON.stringify(gtid)} is not a GTID list`);
   return gtid;
 }
 

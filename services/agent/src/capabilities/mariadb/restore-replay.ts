@@ -14,20 +14,19 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { AgentContext } from '../../capability';
 import { spawnPiped } from '../../ops/exec';
-import type { MariaDbDropClusterDatabasesReply, MariaDbReplayBinlogsReply, MariaDbReplayBinlogsRequest } from '@kcm/agent-api';
+import { isGtidPosText, type MariaDbDropClusterDatabasesReply, type MariaDbReplayBinlogsReply, type MariaDbReplayBinlogsRequest } from '@kcm/agent-api';
 import { summariseBinlog } from './binlog-files';
 import { checkPort, loadAdminAccount, mariadbTools, type InstanceLayout } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import { withAdmin } from './sql';
 import { checkStoredObject, readStoredObject } from './storage-objects';
 
-const GTID_LIST = /^(\d+-\d+-\d+(,\d+-\d+-\d+)*)?$/;
 const REPLAY_TIMEOUT_MS = 6 * 3600_000;
 export const MARIADB_BINLOG = '/usr/bin/mariadb-binlog';
 
 export async function replayBinlogs(ctx: AgentContext, req: MariaDbReplayBinlogsRequest): Promise<MariaDbReplayBinlogsReply> {
   const layout = await layoutOf(ctx, checkPort(req.port));
-  if (!GTID_LIST.test(req.start_gtid)) throw new Error(`start_gtid ${JSON.stringify(req.start_gtid)} is not a GTID list`);
+  if (!isGtidPosText(req.start_gtid)) throw new Error(`start_gtid ${JSON.stringify(req.start_gtid)} is not a GTID list`);
   if (!Number.isInteger(req.stop_time) || req.stop_time <= 0) throw new Error('stop_time must be Unix seconds');
   const binlogs = req.binlogs.map((b, i) => checkStoredObject(b, `binlogs[${i}]`));
   const admin = await loadAdminAccount(layout);

@@ -8,6 +8,8 @@
 // Only the payloads of the wanted paths are kept (a few bytes each); every other byte is
 // skipped as it arrives, so the sniffer costs no copy of the backup.
 
+import { GTID_POS_TEXT } from '@kcm/agent-api';
+
 const MAGIC = Buffer.from('XBSTCK01');
 const FIXED_HEADER = MAGIC.length + 1 + 1 + 4;
 const PAYLOAD_HEADER = 8 + 8 + 4;
@@ -92,8 +94,6 @@ export class MbstreamSniffer {
   }
 }
 
-const GTID_LIST = /^\d+-\d+-\d+(,\d+-\d+-\d+)*$/;
-
 /**
  * The GTID position the backup is consistent with: the binlog position mariabackup
  * recorded (`<file>\t<pos>\t<gtid>`), else the slave position a standby source wrote
@@ -105,9 +105,9 @@ export function gtidOfBackup(sniffer: MbstreamSniffer): string | undefined {
   const binlogInfo = sniffer.file('mariadb_backup_binlog_info') || sniffer.file('xtrabackup_binlog_info');
   const slaveInfo = sniffer.file('mariadb_backup_slave_info') || sniffer.file('xtrabackup_slave_info');
   const fromBinlog = binlogInfo.trim().split(/\s+/)[2] ?? '';
-  if (GTID_LIST.test(fromBinlog)) return fromBinlog;
+  if (GTID_POS_TEXT.test(fromBinlog)) return fromBinlog;
   const slaveMatch = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(slaveInfo);
-  if (slaveMatch && GTID_LIST.test(slaveMatch[1])) return slaveMatch[1];
+  if (slaveMatch && GTID_POS_TEXT.test(slaveMatch[1])) return slaveMatch[1];
   const emptyBinlog = binlogInfo.trim() !== '' && fromBinlog === '';
   const emptySlave = slaveMatch !== null && slaveMatch[1] === '';
   return emptyBinlog || emptySlave ? '' : undefined;
