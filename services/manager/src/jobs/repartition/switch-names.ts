@@ -71,7 +71,6 @@ const sameInstance = (a: ShardLogin, b: ShardLogin) => a.host === b.host && a.po
  */
 async function renameBoth(p: SwitchPlan, aside: string, sessions: { src: mysql.Connection; dst: mysql.Connection }): Promise<void> {
   const { source, target } = p.spec;
-  const targetRenamed = target.table !== source.table || target.db !== source.db;
   if (sameInstance(p.sourceLogin, p.targetLogin)) {
     const pairs = [`${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`];
     if (target.table !== source.table) pairs.push(`${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`);
@@ -80,7 +79,7 @@ async function renameBoth(p: SwitchPlan, aside: string, sessions: { src: mysql.C
   }
   await Promise.all([
     sessions.src.query(`RENAME TABLE ${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`),
-    targetRenamed && target.table !== source.table ? sessions.dst.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`) : null,
+    target.table !== source.table ? sessions.dst.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`) : null,
   ]);
 }
 
