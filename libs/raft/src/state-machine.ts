@@ -55,8 +55,12 @@ export interface StateMachine {
    * nothing apply changes (the state machine took what apply may change first, and left
    * for last what apply never changes again): the driver applies again from then on,
    * instead of waiting for the last piece.
+   *
+   * `done`: called once when the driver is finished with this image (stored, or given up),
+   * after the pieces are joined and written: a state machine that measures its snapshots
+   * measures them to here, not only to the last piece.
    */
-  snapshotChunks?(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean; frozen?: Promise<void> };
+  snapshotChunks?(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean; frozen?: Promise<void>; done?: () => void };
 
   /** Replaces the whole state with an image made by `snapshot()`; afterwards `appliedIndex()` is `meta.index`. */
   restore(data: Uint8Array, meta: SnapshotMeta): void | Promise<void>;

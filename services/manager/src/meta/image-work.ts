@@ -48,9 +48,8 @@ export function meterImageWork(kind: ImageWorkKind): { piece<T>(work: () => T): 
   };
 }
 
-/** The pieces of `chunks`, told to `done` (with their total size) when the last is taken or the reader stops early. */
-export function* meteredChunks(chunks: Iterator<Uint8Array>, kind: ImageWorkKind, done: (work: ImageWork) => void): Generator<Uint8Array> {
-  const meter = meterImageWork(kind);
+/** The pieces of `chunks`, each timed by `meter`; `taken` is told their total size when the last is taken or the reader stops early. */
+export function* meteredChunks(chunks: Iterator<Uint8Array>, meter: { piece<T>(work: () => T): T }, taken: (bytes: number) => void): Generator<Uint8Array> {
   let bytes = 0;
   try {
     const next = () => chunks.next();
@@ -59,7 +58,7 @@ export function* meteredChunks(chunks: Iterator<Uint8Array>, kind: ImageWorkKind
       yield piece.value;
     }
   } finally {
-    done(meter.end(bytes));
+    taken(bytes);
   }
 }
 
@@ -78,7 +77,7 @@ export function registerImageWorkMetrics(registry: Registry): (work: ImageWork) 
       },
     });
   gauge('kcm_meta_image_bytes', 'Size of the last snapshot image produced or restored', (w) => w.bytes);
-  gauge('kcm_meta_image_seconds', 'Time the last snapshot image took to produce or restore, first piece to last', (w) => w.seconds);
+  gauge('kcm_meta_image_seconds', 'Time the last snapshot image took to produce (first piece to stored) or restore', (w) => w.seconds);
   gauge('kcm_meta_image_loop_block_max_seconds', 'Longest event-loop block while the last snapshot image was produced or restored', (w) => w.longestBlockSeconds);
   gauge('kcm_meta_image_traced_block_seconds', 'Longest gap between turns of a 1 ms timer while the last image was produced or restored', (w) => w.block.seconds);
   gauge('kcm_meta_image_traced_block_piece_seconds', 'Of the traced longest block: time inside the image\'s own pieces', (w) => w.block.pieceSeconds);

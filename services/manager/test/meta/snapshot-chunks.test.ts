@@ -100,4 +100,18 @@ describe('the metadata snapshot in pieces', () => {
     expect(listed).toBe(0);
     expect(joined(pieces).equals(Buffer.from(image))).toBe(true);
   });
+
+  it('reports the snapshot\'s work (and its longest event-loop block) when the driver is done with the image, not at the last piece', async () => {
+    const reported: { bytes: number; seconds: number }[] = [];
+    const sm = new MetaStateMachine({ onImageWork: (work) => reported.push(work) });
+    const { chunks, done } = sm.snapshotChunks();
+    let bytes = 0;
+    for (let piece = chunks.next(); !piece.done; piece = chunks.next()) bytes += piece.value.byteLength;
+    expect(reported).toHaveLength(0); // the driver still joins and stores the pieces: that is the snapshot too
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    done();
+    expect(reported).toHaveLength(1);
+    expect(reported[0].bytes).toBe(bytes);
+    expect(reported[0].seconds).toBeGreaterThanOrEqual(0.015);
+  });
 });
