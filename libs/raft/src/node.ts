@@ -78,6 +78,9 @@ interface PendingProposal {
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** After a snapshot held apply: how long the backlog is applied in one event-loop turn before others get theirs. */
+export const APPLY_AFTER_HOLD_MS_PER_TURN = 8;
+
 const quietLogger: DriverLogger = { info() {}, warn() {}, error() {} };
 
 export class RaftNode extends EventEmitter<RaftNodeEvents> {
@@ -479,6 +482,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
       })
       .finally(() => {
         this.snapshotWrite = undefined;
+        reading.done?.();
       });
   }
 
@@ -489,7 +493,24 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
       .catch(() => undefined)
       .then(async () => {
         // Passes that run meanwhile still push here: the hold ends only once the list is empty.
-        while (entries.length > 0 && !this.stopped) await this.applyCommittedNow(entries.shift()!);
+        // A long hold leaves hundreds of entries on a busy leader, and settling each starts its
+        // proposer's next step: applied in one turn they held the loop for 60+ ms.
+        // An entry at a time (one pass's batch may itself be long), the arrays left as passed.
+        let turnStarted = performance.now();
+        let next = 0;
+        while (entries.length > 0 && !this.stopped) {
+          if (performance.now() - turnStarted >= APPLY_AFTER_HOLD_MS_PER_TURN) {
+            await nextTurn();
+            turnStarted = performance.now();
+            continue; // stopped meanwhile?
+          }
+          const one = entries[0][next++];
+          if (next === entries[0].length) {
+            entries.shift();
+            next = 0;
+          }
+          await this.applyCommittedNow([one]);
+        }
         this.applyHold = undefined;
         this.reads.release(this.applied);
       })

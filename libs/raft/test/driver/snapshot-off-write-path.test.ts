@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConfState } from '../../src/core/types';
 import { MemoryStorage } from '../../src/core/storage';
+import { APPLY_AFTER_HOLD_MS_PER_TURN } from '../../src/node';
 import { CountingStorage, LoopbackNetwork, TestMachine, ids, leaderOf, put, startMember, stopAll, until } from './harness';
 
 afterEach(stopAll);
@@ -62,6 +63,49 @@ class ChunkedMachine extends TestMachine {
       self.reading = false;
     }
     return { chunks: chunks(), copyOnWrite: false };
+  }
+}
+
+/**
+ * A ChunkedMachine whose apply costs `msPerEntry` of CPU once its first snapshot started (a
+ * busy leader's apply and the work each acknowledgement starts), noting the most apply time
+ * it spent within one event-loop turn.
+ */
+class SlowApplyMachine extends ChunkedMachine {
+  slow = false;
+  mostApplyMsInOneTurn = 0;
+  private applyMsThisTurn = 0;
+  private turnSeen = true;
+
+  constructor(pieces: number, private readonly msPerEntry: number) {
+    super(pieces);
+  }
+  override apply(entries: Parameters<TestMachine['apply']>[0]): unknown[] {
+    if (this.slow) {
+      if (this.turnSeen) {
+        this.turnSeen = false;
+        this.applyMsThisTurn = 0;
+        setImmediate(() => (this.turnSeen = true));
+      }
+      const until = performance.now() + this.msPerEntry * entries.length;
+      while (performance.now() < until); // CPU, as apply is
+      this.applyMsThisTurn += this.msPerEntry * entries.length;
+      this.mostApplyMsInOneTurn = Math.max(this.mostApplyMsInOneTurn, this.applyMsThisTurn);
+    }
+    return super.apply(entries);
+  }
+  /** Each piece costs 2 ms too, so the proposals below are committed while apply is held. */
+  override snapshotChunks(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean } {
+    this.slow = true;
+    const { chunks, copyOnWrite } = super.snapshotChunks();
+    function* slowly(): Generator<Uint8Array> {
+      for (let piece = chunks.next(); !piece.done; piece = chunks.next()) {
+        const until = performance.now() + 2;
+        while (performance.now() < until);
+        yield piece.value;
+      }
+    }
+    return { chunks: slowly(), copyOnWrite };
   }
 }
 
@@ -167,5 +211,27 @@ describe('snapshots off the write path', () => {
     const image = new Map(sm.lastImage.map((kv) => kv.split('=') as [string, string]));
     expect([...image.values()].some((v) => v.startsWith('new'))).toBe(false);
     expect(leader.sm.map.get('k19')).toBe('new19');
+  });
+
+  it('applies what was committed while apply was held a few milliseconds per turn, not all in one', async () => {
+    const net = new LoopbackNetwork();
+    const machines = new Map<string, SlowApplyMachine>();
+    const members = await Promise.all(
+      ids.map((id) => {
+        const sm = new SlowApplyMachine(30, 3);
+        machines.set(id, sm);
+        return startMember(net, id, CountingStorage.create(ids), 60, sm);
+      }),
+    );
+    const leader = await leaderOf(members);
+    for (let i = 0; i < 59; i++) await leader.node.propose(put(`k${i}`, String(i)));
+    // 20 entries committed during the hold: 60 ms of apply once it ends.
+    const during = Array.from({ length: 20 }, (_, i) => leader.node.propose(put(`k${i}`, `new${i}`), { timeoutMs: 5_000 }));
+    await Promise.all(during);
+    const sm = machines.get(leader.node.id)!;
+    expect(sm.appliesWhileReading).toBe(0);
+    expect(leader.sm.map.get('k19')).toBe('new19');
+    // The budget, plus the one entry that crosses it.
+    expect(sm.mostApplyMsInOneTurn).toBeLessThanOrEqual(APPLY_AFTER_HOLD_MS_PER_TURN + 3 + 1);
   });
 });
