@@ -45,6 +45,19 @@ describe('machines', () => {
     expect(apply(s, { kind: CommandKind.MachineStatusSet, at, hostaddr: '127.0.2.9', nodeStats: 'dead', reason: 'operator' })).toMatchObject({ ok: false, refusal: 'NOT_FOUND' });
   });
 
+  it('sets a host\'s status by its records\' keys, without listing every machine (at 1,000 hosts a scan per health verdict or set_machine)', () => {
+    const s = emptyMetaState();
+    for (let i = 1; i <= 200; i++) apply(s, machine(`127.0.3.${i}`, 'storage', 57000, 57100));
+    apply(s, machine('127.0.3.7', 'computer', 57101, 57200));
+    let listed = 0;
+    s.machines = new Proxy(s.machines, { ownKeys: (target) => (listed++, Reflect.ownKeys(target)) });
+    expect(apply(s, { kind: CommandKind.MachineStatusSet, at, hostaddr: '127.0.3.7', nodeStats: 'dead', reason: 'health' })).toEqual({ ok: true, value: { changed: 2 } });
+    expect(apply(s, { kind: CommandKind.MachineStatusSet, at, hostaddr: '127.0.3.250', nodeStats: 'dead', reason: 'health' })).toMatchObject({ ok: false, refusal: 'NOT_FOUND' });
+    expect(listed).toBe(0);
+    expect(s.machines['127.0.3.7/computer'].nodeStatsSetBy).toBe('health');
+    expect(s.machines['127.0.3.8/storage'].nodeStats).toBe('running');
+  });
+
   it('refuses to delete a machine that still has allocated ports', () => {
     const s = emptyMetaState();
     apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
