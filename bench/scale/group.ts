@@ -36,6 +36,9 @@ const { values } = parseArgs({
     'only-queries': { type: 'boolean', default: false },
     // Then, after this many seconds without queries (past the agent pool's 60 s idle close), one more summary.
     'idle-summary-s': { type: 'string', default: '0' },
+    // Stop every member with SIGTERM right after the snapshots (a clean exit writes the profiles of
+    // KCM_TEST_NODE_ARGS='--cpu-prof --cpu-prof-dir=..'; SIGKILL would lose them).
+    'stop-after-snapshots': { type: 'boolean', default: false },
   },
 });
 const MEMBERS = ['127.0.1.181:18700', '127.0.1.182:18700', '127.0.1.183:18700'];
@@ -152,12 +155,17 @@ async function main(): Promise<void> {
     await sleep(2_000);
     const lm = await metrics(leader);
     acks.sort((a, b) => a - b);
-    log(`snapshot on the leader: ${mb(lm.get('kcm_meta_image_bytes{kind="snapshot"}'))} image, ${secs((lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)} first to last piece ` +
+    log(`snapshot on the leader: ${mb(lm.get('kcm_meta_image_bytes{kind="snapshot"}'))} image, ${secs((lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)} first piece to stored ` +
       `(apply held ${secs((lm.get('kcm_meta_image_apply_held_seconds{kind="snapshot"}') ?? lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)}), ` +
       `longest event-loop block ${((lm.get('kcm_meta_image_loop_block_max_seconds{kind="snapshot"}') ?? 0) * 1000).toFixed(0)} ms (target 50 ms)`);
     log(`  leader's ${tracedBlock(lm, 'snapshot')}`);
     log(`writes meanwhile (set_machine, 8 at a time): ${acks.length} acknowledged, p50 ${p(acks, 0.5).toFixed(0)} ms, p99 ${p(acks, 0.99).toFixed(0)} ms, max ${acks[acks.length - 1].toFixed(0)} ms`);
     for (const member of MEMBERS) log(`  memory after the snapshots, ${member}${member === leader ? ' (leader)' : ''}: ${memoryOf(await metrics(member))}`);
+    if (values['stop-after-snapshots']) {
+      log(`stopping every member with SIGTERM (leader ${leader} is pid ${group.manager(leader).pid})`);
+      await Promise.all(MEMBERS.map((m) => group.manager(m).signal('SIGTERM')));
+      return;
+    }
     }
 
     // Queries (--queries 0: none, e.g. to see memory and the later figures without the summaries' probes).
