@@ -4,6 +4,7 @@ import { KcmError, parsePortRange, type EmptyResult, type ParasOf } from '@kcm/p
 import type { HostFactsReply } from '@kcm/agent-api';
 import { CommandKind } from '../meta/commands';
 import { machineKey, type HostFacts, type MetaState } from '../meta/state';
+import { machinesOfHost } from '../meta/machines';
 import { orThrow } from './errors';
 import type { JobOf } from './workflow';
 
@@ -30,7 +31,7 @@ function portRange(p: CreateParas): { low: number; high: number } {
 }
 
 function registeredHost(state: MetaState, hostaddr: string): boolean {
-  return Object.values(state.machines).some((m) => m.hostaddr === hostaddr);
+  return machinesOfHost(state, hostaddr).length > 0;
 }
 
 interface CreateOutputs {
