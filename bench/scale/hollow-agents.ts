@@ -11,9 +11,10 @@
 //   tsx bench/scale/hollow-agents.ts --first 127.50.0.1 --count 1000 --port 58100 \
 //     --tls-ca ca.pem --tls-cert agent.pem --tls-key agent.key [--record commands.jsonl]
 //
-// Probes (MariaDbAgent.Probe, PostgresAgent.ProbePostgres, HostProbeAgent.ProbeHost) get a
-// FIXED HEALTHY REPLY for every port asked about (a running, writable MariaDB master; a
-// running PostgreSQL accepting queries), not recorded: whatever the commands recorded, no
+// Probes (MariaDbAgent.Probe, PostgresAgent.ProbePostgres, HostProbeAgent.ProbeHost,
+// MariaDbHaAgent.ReplicationStatus) get a FIXED HEALTHY REPLY for every port asked about (a
+// running, writable MariaDB master that its standbys reach; a running PostgreSQL accepting
+// queries), not recorded: whatever the commands recorded, no
 // hollow instance exists to measure. --older-agents serves no HostProbeAgent, as an agent
 // older than the manager (UNIMPLEMENTED): the manager then probes per instance.
 //
@@ -36,6 +37,7 @@ import {
   type HealthReply,
   type HostFactsReply,
   type HostFactsRequest,
+  type MariaDbHaStatusReply,
   type MariaDbProbeReply,
   type ProbeHostReply,
   type ProbeHostRequest,
@@ -116,8 +118,9 @@ function health(hostaddr: string, startedAt: number): HealthReply {
 }
 
 /** The fixed healthy answer of a probe method, or undefined for any other method. */
-function probeReply(method: string, request: unknown): MariaDbProbeReply | ProbePostgresReply | ProbeHostReply | undefined {
+function probeReply(method: string, request: unknown): MariaDbProbeReply | ProbePostgresReply | ProbeHostReply | MariaDbHaStatusReply | undefined {
   if (method === 'MariaDbAgent.Probe') return mariadbHealthy((request as { port: number }).port);
+  if (method === 'MariaDbHaAgent.ReplicationStatus') return replicationHealthy((request as { port: number }).port);
   if (method === 'PostgresAgent.ProbePostgres') return POSTGRES_HEALTHY;
   if (method !== 'HostProbeAgent.ProbeHost') return undefined;
   const req = request as ProbeHostRequest;
@@ -131,6 +134,16 @@ function mariadbHealthy(port: number): MariaDbProbeReply {
   return {
     port, state: 'online', pid: process.pid, reason: '', is_replica: false, io_running: false, sql_running: false, seconds_behind_master: -1, last_error: '',
     gtid_current_pos: '', read_only: false, semi_sync_master: false, semi_sync_master_clients: 0, master_host: '', master_port: 0, supervisor_restarts: 0, desired_state: 'running',
+  };
+}
+
+/** The failure detector's view of a healthy instance: running, answering SQL, and (as a standby would say) its master reachable. */
+function replicationHealthy(port: number): MariaDbHaStatusReply {
+  return {
+    port, installed: true, running: true, answering: true, pid: process.pid, reason: '', read_only: false, gtid_current_pos: '', gtid_slave_pos: '', gtid_binlog_pos: '',
+    is_replica: false, io_running: true, sql_running: true, master_host: '', master_port: 0, last_io_error: '', last_sql_error: '', gtid_io_pos: '',
+    relay_applied: true, semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0, master_reachable: true,
+    supervisor_restarts: 0, desired_state: 'running', fenced: false,
   };
 }
 

@@ -15,18 +15,17 @@
 // the rounds meanwhile, and whether any host that kept answering was ever seen unreachable
 // or marked dead. Run it under the system-test lock (it listens on 127.52.x.x:58152).
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { AgentPool, loadTlsMaterial, useTls } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
 import { HealthMonitor } from '../../services/manager/src/health-monitor';
 import { CommandKind, type Command } from '../../services/manager/src/meta/commands';
 import { LocalStore } from '../../services/manager/test/helpers/local-store';
-import { testCert, testCertNamed } from '../../test/helpers/pki';
+import { testCert } from '../../test/helpers/pki';
+import { cpuSecondsOf, processCpuSeconds, startHollowFleet } from './fleet-process';
 import { hollowHosts } from './hollow-agents';
 
 const FIRST = '127.52.0.1';
@@ -37,29 +36,6 @@ interface Round {
   seconds: number;
   managerCpuS: number;
   fleetCpuS: number;
-}
-
-/** CPU seconds (user + system) a process has used so far. */
-function cpuSecondsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 1/100 s (getconf CLK_TCK)
-}
-
-function processCpuSeconds(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-}
-
-async function startFleet(hosts: string[], silentFile: string, hungFile: string): Promise<ChildProcess> {
-  const tls = testCertNamed('agent', 'bench-probe-agent', hosts);
-  const fleet = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'bench/scale/hollow-agents.ts', '--first', hosts[0], '--count', String(hosts.length), '--port', String(PORT),
-      '--tls-ca', tls.ca, '--tls-cert', tls.cert, '--tls-key', tls.key, '--silent-file', silentFile, '--hung-file', hungFile],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  for await (const line of createInterface({ input: fleet.stdout! })) if (line.includes('"ready":true')) break;
-  return fleet;
 }
 
 function registered(hostaddr: string, machineType: 'storage' | 'computer'): Command {
@@ -93,7 +69,7 @@ async function main(): Promise<void> {
 
   useTls(loadTlsMaterial(testCert('manager', ['127.0.0.1']), 'manager'));
   let t0 = Date.now();
-  const fleet = await startFleet(hosts, silentFile, hungFile);
+  const fleet = await startHollowFleet(hosts, PORT, { silentFile, hungFile });
   console.log(`hollow fleet: ${hostCount} endpoints listening after ${fmt((Date.now() - t0) / 1000)}`);
 
   const store = new LocalStore();

@@ -27,7 +27,7 @@ export { dataFrameHeader, endFrame, FrameReader, MAX_PLANE_REQUEST_BYTES, planeA
 export { planeEnabled, planeReceive, planeStream, type PlaneCallOptions, type PlaneReception } from './plane/client';
 export { agentChannelOptions } from './channel-options';
 export { agentClient, callUnary } from './call';
-export { leaseChannel, renewChannel, sharedChannelCount } from './shared-channels';
+export { channelConnecting, leaseChannel, renewChannel, sharedChannelCount } from './shared-channels';
 export {
   AgentCallError,
   AgentFailure,

@@ -25,7 +25,7 @@ import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { PasswordAgentClient } from './clients/password-client';
 import { HostProbeAgentClient } from './clients/host-probe-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
-import { renewChannel } from './shared-channels';
+import { channelConnecting, renewChannel } from './shared-channels';
 
 /**
  * The public face of a client class: what a caller uses and what a test's fake provides
@@ -203,7 +203,8 @@ export class AgentPool implements Agents {
     try {
       return await use(entry.client as ClientKinds[K]);
     } catch (err) {
-      if (isAgentUnreachable(err)) {
+      // A channel still connecting keeps its handshake (see channelConnecting).
+      if (isAgentUnreachable(err) && !channelConnecting(this.agentAddress(hostaddr))) {
         this.retire(key, entry);
         renewChannel(this.agentAddress(hostaddr)); // the next client of this agent, of any kind, connects afresh
       }

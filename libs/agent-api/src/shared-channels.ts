@@ -62,3 +62,18 @@ export function renewChannel(address: string): void {
 export function sharedChannelCount(): number {
   return shared.size;
 }
+
+/**
+ * A shared channel to `address` is still connecting (its TCP connect or TLS handshake is
+ * under way). A call that timed out on such a channel says the handshake is slow, not that
+ * the agent is gone: renewing the channel would start the handshake over, and under a
+ * leader's first rounds over 1,000 hosts (each handshake a few ms of CPU, deadlines of 1 s)
+ * every round then timed out on fresh handshakes again (bench:scale:failure).
+ */
+export function channelConnecting(address: string): boolean {
+  for (const [key, entry] of shared) {
+    if (key.slice(key.indexOf(' ') + 1) === address && entry.channel.getConnectivityState(false) === grpc.connectivityState.CONNECTING) return true;
+  }
+  return false;
+}
+

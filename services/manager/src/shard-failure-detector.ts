@@ -14,7 +14,7 @@
 // purpose). The same round submits shard_rejoin for fenced old masters whose agent answers
 // again.
 
-import type { Logger } from '@kcm/common';
+import { type Logger, ONE_SHOT_MYSQL_OPTIONS, startInSlices } from '@kcm/common';
 import mysql from 'mysql2/promise';
 import type { Agents, MariaDbHaStatusReply } from '@kcm/agent-api';
 import { CommandKind } from './meta/commands';
@@ -28,6 +28,14 @@ import type { SecretBox } from './secrets/secret-box';
 
 export const DEFAULT_FAILURE_DETECT_INTERVAL_MS = 500;
 export const DEFAULT_FAILURE_GRACE_MS = 1000;
+/**
+ * Masters whose probes start per event-loop turn (see startInSlices in @kcm/common): 3,000
+ * started in one turn held the leader's loop for seconds and made their own agent calls miss
+ * their deadline (bench:scale:failure).
+ */
+const CALLS_STARTED_PER_TURN = 50;
+/** How long the master's agent has to vouch for it before a SQL ping is made too (ms). */
+export const DEFAULT_SQL_PING_AFTER_MS = 200;
 /** A shard whose failover was just submitted is not submitted again for this long (a failed job is not retried in a tight loop). */
 const RESUBMIT_AFTER_MS = 15_000;
 
@@ -41,6 +49,8 @@ export interface FailureDetectorOptions {
   graceMs?: number;
   /** Deadline of each probe of a master (agent call and SQL ping) (ms). */
   probeTimeoutMs?: number;
+  /** A master's agent that has not answered after this long gets a SQL ping beside it (ms; default 200). */
+  sqlPingAfterMs?: number;
   /** True while automatic failover is suppressed for the shard (set_noswitch). */
   switchSuppressed?(state: MetaState, clusterId: string, shardId: string): boolean;
   now?: () => number;
@@ -75,6 +85,8 @@ export class ShardFailureDetector {
   private masterUp = new Map<string, ShardMasterHealth>();
   /** Failovers submitted since this member became leader (tests, logs). */
   failoversSubmitted = 0;
+  /** SQL pings made (each a new MariaDB connection): what a round costs beyond its agent calls (bench:scale:failure). */
+  sqlPings = 0;
 
   constructor(private readonly opts: FailureDetectorOptions) {
     this.loop = new PeriodicRounds(() => this.round(), opts.intervalMs ?? DEFAULT_FAILURE_DETECT_INTERVAL_MS);
@@ -109,7 +121,7 @@ export class ShardFailureDetector {
   private async round(): Promise<void> {
     const state = this.opts.store.state();
     const masters = new Set<string>();
-    const work: Promise<void>[] = [];
+    const work: Array<() => Promise<void>> = [];
     const previous = this.masterUp;
     this.masterUp = new Map();
     for (const cluster of Object.values(state.clusters)) {
@@ -126,15 +138,16 @@ export class ShardFailureDetector {
         if (!master) continue;
         masters.add(master.id);
         const fenced = Object.values(shard.nodes).filter((n) => n.fenced && n.id !== master.id);
-        if (fenced.length > 0) work.push(this.offerRejoin(cluster, shard, fenced));
+        if (fenced.length > 0) work.push(() => this.offerRejoin(cluster, shard, fenced));
         // Watched inside a no-switch window too (never failed over there): what the master
         // went through in the window (a maintenance restart) is the baseline after it.
-        work.push(this.watch(cluster, shard, master, this.opts.switchSuppressed?.(state, cluster.id, shard.id) ?? false));
+        const suppressed = this.opts.switchSuppressed?.(state, cluster.id, shard.id) ?? false;
+        work.push(() => this.watch(cluster, shard, master, suppressed));
       }
     }
     // A node that is no longer a master starts from a fresh baseline if it becomes one again.
     for (const id of [...this.restartsSeen.keys()]) if (!masters.has(id)) this.restartsSeen.delete(id);
-    await Promise.all(work);
+    await startInSlices(CALLS_STARTED_PER_TURN, work, (start) => start());
   }
 
   private async watch(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord, suppressed: boolean): Promise<void> {
@@ -177,12 +190,22 @@ export class ShardFailureDetector {
   /** The verdict on one master from its agent, a SQL ping and (when it cannot be reached) its standbys. */
   async judge(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord): Promise<MasterVerdict> {
     const timeoutMs = this.opts.probeTimeoutMs ?? 1000;
+    const agentAnswer = this.opts.agents.mariadbHa(master.hostaddr).replicationStatus(master.port, 0, timeoutMs).then(
+      (status) => ({ status, error: '' }),
+      (err: Error) => ({ status: undefined as MariaDbHaStatusReply | undefined, error: err.message }),
+    );
+    // The SQL ping (a new MariaDB connection: ~5 ms of the leader's CPU) only adds evidence
+    // when the agent cannot vouch for the master. An agent that answers in time saying it
+    // runs and answers SQL, or that it is not running, makes the ping moot; at 3,000 masters
+    // every 500 ms, pinging each alongside its agent call took more CPU than two cores have
+    // (bench:scale:failure). A late or failed agent answer starts the ping after
+    // `sqlPingAfterMs`, in parallel with the rest of the agent call's deadline.
+    const hedgeMs = Math.min(this.opts.sqlPingAfterMs ?? DEFAULT_SQL_PING_AFTER_MS, timeoutMs);
+    const early = await within(hedgeMs, agentAnswer);
+    const needsPing = !early || early.status === undefined || (early.status.installed && early.status.running && !early.status.answering);
     const [agentView, sqlOk] = await Promise.all([
-      this.opts.agents.mariadbHa(master.hostaddr).replicationStatus(master.port, 0, timeoutMs).then(
-        (status) => ({ status, error: '' }),
-        (err: Error) => ({ status: undefined as MariaDbHaStatusReply | undefined, error: err.message }),
-      ),
-      sqlPing(master, () => liveAccount(this.opts.secrets, cluster, 'storage'), timeoutMs),
+      agentAnswer,
+      needsPing ? this.sqlPing(cluster, master, timeoutMs) : false,
     ]);
     const status = agentView.status;
     if (status) {
@@ -212,6 +235,11 @@ export class ShardFailureDetector {
     const graceMs = this.opts.graceMs ?? DEFAULT_FAILURE_GRACE_MS;
     const evidence = `unreachable from the manager (agent: ${status ? status.reason : agentView.error}; SQL ping failed) and ${lost.detail}`;
     return { failed: this.now() - since >= graceMs, answers: false, evidence };
+  }
+
+  private sqlPing(cluster: ClusterRecord, master: StorageNodeRecord, timeoutMs: number): Promise<boolean> {
+    this.sqlPings++;
+    return sqlPing(master, () => liveAccount(this.opts.secrets, cluster, 'storage'), timeoutMs);
   }
 
   private async standbysLostIt(shard: ShardRecord, master: StorageNodeRecord, timeoutMs: number): Promise<{ agree: boolean; detail: string }> {
@@ -252,13 +280,24 @@ export class ShardFailureDetector {
   }
 }
 
+/** What `promise` resolves to if it settles within `ms`; undefined otherwise. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Connects with the cluster's storage account and runs SELECT 1 within timeoutMs. */
 async function sqlPing(node: StorageNodeRecord, storage: () => DbAccount, timeoutMs: number): Promise<boolean> {
   let conn: mysql.Connection | undefined;
   const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref());
   const attempt = (async () => {
     try {
-      conn = await mysql.createConnection({ host: node.hostaddr, port: node.port, ...storage(), connectTimeout: timeoutMs });
+      conn = await mysql.createConnection({ ...ONE_SHOT_MYSQL_OPTIONS, host: node.hostaddr, port: node.port, ...storage(), connectTimeout: timeoutMs });
       conn.on('error', () => {});
       await conn.query('SELECT 1');
       return true;

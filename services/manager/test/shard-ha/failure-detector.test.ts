@@ -25,6 +25,8 @@ function status(over: Partial<MariaDbHaStatusReply>): MariaDbHaStatusReply {
 interface World {
   master: MariaDbHaStatusReply | 'unreachable';
   standby: MariaDbHaStatusReply;
+  /** How long the master's agent takes to answer (ms). */
+  masterAgentMs?: number;
 }
 
 function setUp(world: World) {
@@ -37,6 +39,7 @@ function setUp(world: World) {
     mariadbHa: (host: string) => ({
       async replicationStatus() {
         if (host === MASTER[1]) {
+          if (world.masterAgentMs) await new Promise((r) => setTimeout(r, world.masterAgentMs));
           if (world.master === 'unreachable') throw new AgentUnreachableError(`${host}:58100`, new Error('deadline exceeded'));
           return world.master;
         }
@@ -51,10 +54,11 @@ function setUp(world: World) {
     logger: silentLogger(),
     graceMs: 1000,
     probeTimeoutMs: 300,
+    sqlPingAfterMs: 50,
     now: () => clock,
   });
   const failovers = () => proposed.filter((p) => p.kind === 4 && p.jobType === 'shard_failover') as Extract<Command, { kind: 4 }>[];
-  return { detector, failovers, advance: (ms: number) => void (clock += ms) };
+  return { detector, failovers, advance: (ms: number) => void (clock += ms), judge: () => detector.judge(c, c.shards[Object.keys(c.shards)[0]], c.shards[Object.keys(c.shards)[0]].nodes[MASTER[0]]) };
 }
 
 const replicating = status({ read_only: true, is_replica: true, io_running: true, sql_running: true, master_reachable: true });
@@ -96,5 +100,34 @@ describe('shard failure detector', () => {
     await detector.checkAll();
     expect(failovers()).toHaveLength(1);
     expect(failovers()[0].paras.reason).toMatch(/unreachable from the manager .* every standby lost it/);
+  });
+
+  describe('SQL pings (a new MariaDB connection each) only when the agent cannot vouch for the master', () => {
+    it('makes none for a master whose agent answers in time that it runs and answers SQL', async () => {
+      const { detector, judge } = setUp({ master: status({}), standby: replicating });
+      expect(await judge()).toMatchObject({ failed: false, answers: true, evidence: 'answers' });
+      expect(detector.sqlPings).toBe(0);
+    });
+
+    it('makes none when the agent says mariadbd is not running: that is the verdict', async () => {
+      const { detector, judge } = setUp({ master: status({ running: false, answering: false, reason: 'no mariadbd process' }), standby: replicating });
+      expect(await judge()).toMatchObject({ failed: true });
+      expect(detector.sqlPings).toBe(0);
+    });
+
+    it('pings a master whose agent says it runs but does not answer SQL', async () => {
+      const { detector, judge } = setUp({ master: status({ answering: false, reason: 'Too many connections' }), standby: replicating });
+      await judge();
+      expect(detector.sqlPings).toBe(1);
+    });
+
+    it('pings beside an agent that is late or unreachable, and still takes a late agent answer', async () => {
+      const late = setUp({ master: status({}), standby: replicating, masterAgentMs: 150 });
+      expect(await late.judge()).toMatchObject({ answers: true, evidence: 'answers' });
+      expect(late.detector.sqlPings).toBe(1);
+      const unreachable = setUp({ master: 'unreachable', standby: replicating });
+      await unreachable.judge();
+      expect(unreachable.detector.sqlPings).toBe(1);
+    });
   });
 });

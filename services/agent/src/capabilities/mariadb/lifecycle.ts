@@ -3,6 +3,7 @@
 // agent restart finds it again through the registry and the pid file.
 
 import { readFile, rm } from 'node:fs/promises';
+import { ONE_SHOT_MYSQL_OPTIONS } from '@kcm/common';
 import mysql from 'mysql2/promise';
 import type { AgentContext } from '../../capability';
 import { processAlive, spawnDetached } from '../../ops/exec';
@@ -36,7 +37,7 @@ export async function runningPid(layout: InstanceLayout): Promise<number> {
  */
 async function serverAnswers(layout: InstanceLayout): Promise<boolean> {
   try {
-    const conn = await mysql.createConnection({ socketPath: layout.socket, user: 'kcm_probe_no_such_user', connectTimeout: 2000 });
+    const conn = await mysql.createConnection({ ...ONE_SHOT_MYSQL_OPTIONS, socketPath: layout.socket, user: 'kcm_probe_no_such_user', connectTimeout: 2000 });
     await conn.end();
     return true;
   } catch (err) {

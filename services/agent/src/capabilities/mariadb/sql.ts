@@ -3,6 +3,7 @@
 // sent over that connection, never in argv. mysql2 errors carry the statement text (`sql`),
 // which may hold a password: every error leaving here is rebuilt without it.
 
+import { ONE_SHOT_MYSQL_OPTIONS } from '@kcm/common';
 import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
 import type { InstanceLayout } from './instance-layout';
 import type { MariaDbAccount } from '@kcm/agent-api';
@@ -47,6 +48,7 @@ export async function adminSession(layout: InstanceLayout, admin: MariaDbAccount
   let conn: Connection;
   try {
     conn = await mysql.createConnection({
+      ...ONE_SHOT_MYSQL_OPTIONS,
       socketPath: layout.socket,
       user: admin.user,
       password: admin.password,

@@ -4,6 +4,7 @@
 // signature of those so a changed default is applied in place.
 
 import { createHash } from 'node:crypto';
+import { ONE_SHOT_MYSQL_OPTIONS } from '@kcm/common';
 import mysql from 'mysql2/promise';
 import { mapMariadbDefault } from './column-defaults';
 import type { ShardEndpoint } from '@kcm/agent-api';
@@ -113,7 +114,7 @@ interface ColumnRow {
 export async function readShardTables(shard: ShardEndpoint, timeoutMs = 5_000): Promise<ShardView> {
   let conn: mysql.Connection | undefined;
   try {
-    conn = await mysql.createConnection({ host: shard.host, port: shard.port, user: shard.user, password: shard.password, connectTimeout: timeoutMs });
+    conn = await mysql.createConnection({ ...ONE_SHOT_MYSQL_OPTIONS, host: shard.host, port: shard.port, user: shard.user, password: shard.password, connectTimeout: timeoutMs });
     const [rows] = await conn.query({
       sql: `SELECT c.TABLE_SCHEMA AS db, c.TABLE_NAME AS tbl, c.COLUMN_NAME AS col, c.COLUMN_TYPE AS type,
                    c.IS_NULLABLE AS nullable, c.COLUMN_DEFAULT AS dflt, c.IS_GENERATED AS generated, t.TABLE_COMMENT AS tcomment

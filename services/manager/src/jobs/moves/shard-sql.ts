@@ -2,6 +2,7 @@
 // cluster's storage account, or its replication account for binlog positions), and what a
 // move needs to know of a table: its columns and primary key.
 
+import { ONE_SHOT_MYSQL_OPTIONS } from '@kcm/common';
 import mysql from 'mysql2/promise';
 import { KcmError } from '@kcm/protocol';
 import type { ClusterAccountRole, ClusterRecord } from '../../meta/state';
@@ -24,6 +25,7 @@ export function loginAs(secrets: SecretBox, cluster: ClusterRecord, node: { host
 /** Values come back as the text MariaDB gives (dates, decimals, big integers), so a copy writes back exactly what it read. */
 export function openShard(login: ShardLogin): Promise<mysql.Connection> {
   return mysql.createConnection({
+    ...ONE_SHOT_MYSQL_OPTIONS,
     host: login.host,
     port: login.port,
     user: login.user,

@@ -1,0 +1,33 @@
+// The hollow fleet (hollow-agents.ts) as a child process, for benches that measure the
+// manager's side apart from the fleet's: its CPU is read from /proc, this process's from
+// process.cpuUsage.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { testCertNamed } from '../../test/helpers/pki';
+
+/** CPU seconds (user + system) a process has used so far. */
+export function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 1/100 s (getconf CLK_TCK)
+}
+
+export function processCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/** Starts one hollow-agents process serving `hosts` on `port`; resolves once every endpoint listens. */
+export async function startHollowFleet(hosts: string[], port: number, files: { silentFile?: string; hungFile?: string } = {}): Promise<ChildProcess> {
+  const tls = testCertNamed('agent', 'bench-probe-agent', hosts);
+  const extra = [...(files.silentFile ? ['--silent-file', files.silentFile] : []), ...(files.hungFile ? ['--hung-file', files.hungFile] : [])];
+  const fleet = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bench/scale/hollow-agents.ts', '--first', hosts[0], '--count', String(hosts.length), '--port', String(port),
+      '--tls-ca', tls.ca, '--tls-cert', tls.cert, '--tls-key', tls.key, ...extra],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  for await (const line of createInterface({ input: fleet.stdout! })) if (line.includes('"ready":true')) break;
+  return fleet;
+}
