@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { testCertNamed } from '../../test/helpers/pki';
+import { testCertsPerHost } from '../../test/helpers/pki';
 
 /** CPU seconds (user + system) a process has used so far. */
 export function cpuSecondsOf(pid: number): number {
@@ -20,12 +20,12 @@ export function processCpuSeconds(): number {
 
 /** Starts one hollow-agents process serving `hosts` on `port`; resolves once every endpoint listens. */
 export async function startHollowFleet(hosts: string[], port: number, files: { silentFile?: string; hungFile?: string } = {}): Promise<ChildProcess> {
-  const tls = testCertNamed('agent', 'bench-probe-agent', hosts);
+  const tls = await testCertsPerHost('agent', hosts);
   const extra = [...(files.silentFile ? ['--silent-file', files.silentFile] : []), ...(files.hungFile ? ['--hung-file', files.hungFile] : [])];
   const fleet = spawn(
     process.execPath,
     ['--import', 'tsx', 'bench/scale/hollow-agents.ts', '--first', hosts[0], '--count', String(hosts.length), '--port', String(port),
-      '--tls-ca', tls.ca, '--tls-cert', tls.cert, '--tls-key', tls.key, ...extra],
+      '--tls-ca', tls.ca, '--tls-dir', tls.dir, ...extra],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   for await (const line of createInterface({ input: fleet.stdout! })) if (line.includes('"ready":true')) break;

@@ -9,7 +9,11 @@
 // only), with one agent certificate naming every simulated host.
 //
 //   tsx bench/scale/hollow-agents.ts --first 127.50.0.1 --count 1000 --port 58100 \
-//     --tls-ca ca.pem --tls-cert agent.pem --tls-key agent.key [--record commands.jsonl]
+//     --tls-ca ca.pem --tls-dir certs/ [--record commands.jsonl]
+//
+// --tls-dir holds a certificate per host, `<host>.pem`, naming only that host, as a real
+// agent's does, and their one key `hosts.key` (testCertsPerHost). --tls-cert/--tls-key
+// instead serve one certificate naming every host (a cost per handshake no real fleet has).
 //
 // Probes (MariaDbAgent.Probe, PostgresAgent.ProbePostgres, HostProbeAgent.ProbeHost,
 // MariaDbHaAgent.ReplicationStatus) get a FIXED HEALTHY REPLY for every port asked about (a
@@ -25,6 +29,7 @@
 // stopped or wedged agent: only the caller's deadline ends the call).
 
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import {
@@ -79,6 +84,8 @@ export interface HollowHostOptions {
   isHung?(hostaddr: string): boolean;
   /** Serve no HostProbeAgent (an agent older than the manager). */
   olderAgent?: boolean;
+  /** This host's own TLS server credentials (default: the process's, serverCredentials()). */
+  credentials?: grpc.ServerCredentials;
 }
 
 /** One simulated host's agent endpoint: every agent service, with hollow handlers. */
@@ -108,7 +115,7 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
     server.addService(definition, handlers);
   }
   await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${opts.hostaddr}:${opts.port}`, serverCredentials(), (err, port) => (err ? reject(err) : resolve(port))),
+    server.bindAsync(`${opts.hostaddr}:${opts.port}`, opts.credentials ?? serverCredentials(), (err, port) => (err ? reject(err) : resolve(port))),
   );
   return server;
 }
@@ -169,15 +176,22 @@ async function main(): Promise<void> {
       'tls-ca': { type: 'string' },
       'tls-cert': { type: 'string' },
       'tls-key': { type: 'string' },
+      'tls-dir': { type: 'string' },
       record: { type: 'string' },
       'silent-file': { type: 'string' },
       'hung-file': { type: 'string' },
       'older-agents': { type: 'boolean', default: false },
     },
   });
-  if (!values['tls-ca'] || !values['tls-cert'] || !values['tls-key']) throw new Error('--tls-ca, --tls-cert and --tls-key are required (agents speak mutual TLS)');
-  useTls(loadTlsMaterial({ ca: values['tls-ca'], cert: values['tls-cert'], key: values['tls-key'] }, 'agent'));
   const hosts = hollowHosts(values.first!, Number(values.count));
+  const dir = values['tls-dir'];
+  if (!values['tls-ca'] || (!dir && (!values['tls-cert'] || !values['tls-key']))) throw new Error('--tls-ca and --tls-dir (or --tls-cert and --tls-key) are required (agents speak mutual TLS)');
+  const certOf = (h: string) => (dir ? { ca: values['tls-ca']!, cert: path.join(dir, `${h}.pem`), key: path.join(dir, 'hosts.key') } : undefined);
+  useTls(loadTlsMaterial(certOf(hosts[0]) ?? { ca: values['tls-ca'], cert: values['tls-cert']!, key: values['tls-key']! }, 'agent'));
+  const caPem = readFileSync(values['tls-ca']);
+  const keyPem = dir ? readFileSync(path.join(dir, 'hosts.key')) : undefined;
+  const credentialsOf = (h: string) =>
+    keyPem ? grpc.ServerCredentials.createSsl(caPem, [{ private_key: keyPem, cert_chain: readFileSync(certOf(h)!.cert) }], true) : undefined;
   let silent = new Set<string>();
   process.on('SIGUSR2', () => {
     silent = new Set(values['silent-file'] ? readFileSync(values['silent-file'], 'utf8').split('\n').filter(Boolean) : []);
@@ -197,6 +211,7 @@ async function main(): Promise<void> {
         isSilent: (h) => silent.has(h),
         isHung: (h) => hung.has(h),
         olderAgent: values['older-agents'],
+        credentials: credentialsOf(hostaddr),
         record: (h, method, request) => {
           if (record) appendFileSync(record, `${JSON.stringify({ hostaddr: h, method, request })}\n`);
         },

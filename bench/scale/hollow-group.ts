@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline';
 import { metadataBackupImage } from '../../services/manager/src/backup/metadata-image';
 import { findLeader } from '../../test/manager/helpers/emit-client';
 import { MANAGER_MAIN, ManagedProcess, REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
-import { managerTls, testCertNamed, useTestTls } from '../../test/helpers/pki';
+import { managerTls, testCertsPerHost, useTestTls } from '../../test/helpers/pki';
 import { testSecretsKeyFile } from '../../test/helpers/secrets';
 import { testTokenConfig } from '../../test/helpers/tokens';
 import { hollowHosts } from './hollow-agents';
@@ -68,11 +68,11 @@ export class HollowGroup {
 
   /** Starts the simulator on every host; resolves once every endpoint listens. */
   async startFleet(): Promise<void> {
-    const tls = testCertNamed('agent', `hollow-group-${this.opts.firstHost}`, this.hosts);
+    const tls = await testCertsPerHost('agent', this.hosts);
     const fleet = spawn(
       process.execPath,
       ['--import', 'tsx', 'bench/scale/hollow-agents.ts', '--first', this.opts.firstHost, '--count', String(this.hosts.length), '--port', String(this.opts.agentPort),
-        '--tls-ca', tls.ca, '--tls-cert', tls.cert, '--tls-key', tls.key, ...(this.opts.olderAgents ? ['--older-agents'] : [])],
+        '--tls-ca', tls.ca, '--tls-dir', tls.dir, ...(this.opts.olderAgents ? ['--older-agents'] : [])],
       { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     this.fleet = fleet;

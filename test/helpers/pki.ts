@@ -3,10 +3,12 @@
 // The fixtures (ManagerProcess, AgentProcess, the cluster fixture) call it in one line, so
 // every system test runs with mutual TLS on.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureCa, issueCert, loadTlsMaterial, useTls, type CaFiles, type TlsFiles, type TlsMaterial, type TlsRole } from '@kcm/agent-api';
+import { eachAtMost } from '@kcm/common';
+import { ensureCa, issueCert, loadTlsMaterial, ROLE_URI_PREFIX, useTls, type CaFiles, type TlsFiles, type TlsMaterial, type TlsRole } from '@kcm/agent-api';
 
 let root: string | undefined;
 const cas = new Map<string, CaFiles>();
@@ -62,4 +64,38 @@ export function useTestTls(hosts: readonly string[], role: TlsRole = 'manager'):
 /** A certificate of `role` under a short file name, for hosts too many to name a file after (the hollow fleet's 1,000). */
 export function testCertNamed(role: TlsRole, name: string, hosts: readonly string[]): TlsFiles {
   return issueCert(testCa(), path.join(pkiRoot(), 'cluster', 'certs'), { name, role, hosts });
+}
+
+/**
+ * A certificate of `role` for each of `hosts`, each naming only its own host, as real agents'
+ * do: `<dir>/<host>.pem`, all with the one key `<dir>/hosts.key`. For the hollow fleet: one
+ * certificate naming all 1,000 simulated hosts made every TLS handshake parse a 1,000-name
+ * list (a few ms each) and kept a copy of it per connection in the manager's heap (24.6 MB),
+ * costs no real fleet has. One shared key and parallel signing keep 1,000 certificates to a
+ * few seconds.
+ */
+export async function testCertsPerHost(role: TlsRole, hosts: readonly string[]): Promise<{ ca: string; dir: string; key: string }> {
+  const ca = testCa();
+  const dir = path.join(pkiRoot(), 'cluster', `per-host-${role}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const key = path.join(dir, 'hosts.key');
+  const csr = path.join(dir, 'hosts.csr');
+  if (!existsSync(key)) {
+    await openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=kcm hollow ${role}/OU=${role}`]);
+  }
+  let serial = Date.now();
+  await eachAtMost(8, hosts.filter((h) => !existsSync(path.join(dir, `${h}.pem`))), async (host) => {
+    const ext = path.join(dir, `${host}.ext`);
+    writeFileSync(ext, ['basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment', 'extendedKeyUsage=serverAuth,clientAuth',
+      `subjectAltName=URI:${ROLE_URI_PREFIX}${role},IP:${host}`, ''].join('\n'));
+    await openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-set_serial', String(serial++), '-days', '30', '-extfile', ext, '-out', path.join(dir, `${host}.pem`)]);
+    rmSync(ext, { force: true });
+  });
+  return { ca: ca.cert, dir, key };
+}
+
+function openssl(args: string[]): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile(process.env.KCM_OPENSSL ?? 'openssl', args, (err, _out, stderr) => (err ? reject(new Error(`openssl ${args[0]}: ${stderr || err.message}`)) : resolve())),
+  );
 }
