@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { AgentFailure, agentStatusOf, type PlaneBackupFacts, type PlaneRequest } from '@kcm/agent-api';
 import type { AgentContext } from '../capability';
 import { spawnBackupOf } from '../capabilities/mariadb/backup-stream';
-import { checkCompression, sendCompressed, sendCompressedPiped } from '../capabilities/mariadb/backup-compression';
+import { checkCompression, sendCompressedPiped } from '../capabilities/mariadb/backup-compression';
 import { checkPort } from '../capabilities/mariadb/instance-layout';
 import { layoutOf } from '../capabilities/mariadb/lifecycle';
 import { rateLimited } from '../capabilities/mariadb/rate-limit';
@@ -58,16 +58,16 @@ async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneS
     throw new AgentFailure('invalid_argument', (err as Error).message);
   }
   const started = Date.now();
-  if (compress === 'zstd' && limitMb === 0) {
-    // No limit to apply on the uncompressed bytes: mariabackup writes into zstd directly.
+  if (compress === 'zstd') {
+    // mariabackup writes into zstd: directly without a limit, through the agent's relay at the limit with one.
     const { tmpDir } = await layoutOf(ctx, checkPort(port));
-    const start = async (into: Writable, infoDir: string) => {
+    const start = async (into: Writable | 'pipe', infoDir: string) => {
       const { backup } = await spawnBackupOf(ctx, port, sink.signal, { into, infoDir });
-      ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid, compress, piped: true }, 'streaming backup over the data plane');
+      ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid, compress, piped: into !== 'pipe' }, 'streaming backup over the data plane');
       return backup;
     };
     try {
-      const facts = await sendCompressedPiped(start, tmpDir, (data) => sink.send(data), sink.signal);
+      const facts = await sendCompressedPiped(start, tmpDir, (data) => sink.send(data), sink.signal, limitMb * MB);
       ctx.logger.info({ port, raw_bytes: facts.raw_bytes, ms: Date.now() - started }, 'compressed backup streamed over the data plane');
       return facts;
     } catch (err) {
@@ -77,17 +77,6 @@ async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneS
   }
   const { backup } = await spawnBackupOf(ctx, port, sink.signal);
   ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid, compress }, 'streaming backup over the data plane');
-  if (compress === 'zstd') {
-    try {
-      const facts = await sendCompressed(backup, limitMb * MB, (data) => sink.send(data), sink.signal);
-      ctx.logger.info({ port, raw_bytes: facts.raw_bytes, ms: Date.now() - started }, 'compressed backup streamed over the data plane');
-      return facts;
-    } catch (err) {
-      backup.kill();
-      if (sink.signal.aborted) throw new Error('the receiving agent closed the connection');
-      throw err;
-    }
-  }
   let bytes = 0;
   try {
     // Pipe reads go out as they come (64 KiB): joining them would cost a copy and gain nothing on a TLS socket.
