@@ -45,7 +45,7 @@ describe('a backup compressed at its source', () => {
         return spawnPiped('mbstream', ['-c', 'ibdata1', 'mariadb_backup_binlog_info'], { input: 'ignore', output: into, timeoutMs: 30_000, cwd: dir });
       },
       dir,
-      async (data) => void sent.push(data),
+      async (pieces) => void sent.push(...[pieces].flat()),
       new AbortController().signal,
     );
     const stored = Buffer.concat(sent);
@@ -53,6 +53,24 @@ describe('a backup compressed at its source', () => {
     expect((await unzstd(stored)).equals(mbstream)).toBe(true);
     expect(facts).toEqual({ raw_bytes: mbstream.length, gtid_pos: '0-1-547' });
     await expect(readFile(path.join(infoDirSeen, 'xtrabackup_info'))).rejects.toThrow(/ENOENT/); // removed after use
+  });
+
+  it('piped: zstd\'s pipe reads go out gathered into sends of at least 1 MiB, in order', async () => {
+    // Random bytes: zstd passes them through, ~6 MiB of output in pipe reads of <= 64 KiB.
+    const sends: Buffer[] = [];
+    await sendCompressedPiped(
+      async (into, infoDir) => {
+        await writeFile(path.join(infoDir, 'xtrabackup_info'), INFO);
+        return spawnPiped('head', ['-c', String(6 * 1024 * 1024), '/dev/urandom'], { input: 'ignore', output: into, timeoutMs: 30_000 });
+      },
+      dir,
+      async (pieces) => void sends.push(Buffer.concat([pieces].flat())),
+      new AbortController().signal,
+    );
+    expect(sends.length).toBeGreaterThan(1);
+    expect(sends.length).toBeLessThanOrEqual(7);
+    for (const sent of sends.slice(0, -1)) expect(sent.length).toBeGreaterThanOrEqual(1024 * 1024);
+    expect((await unzstd(Buffer.concat(sends))).length).toBe(6 * 1024 * 1024);
   });
 
   it('piped with a stream limit: the backup\'s own bytes go into zstd at most that fast, even when zstd shrinks them to nothing', async () => {
@@ -68,7 +86,7 @@ describe('a backup compressed at its source', () => {
         return spawnPiped('head', ['-c', String(rawBytes), '/dev/zero'], { input: 'ignore', output: into, timeoutMs: 30_000 });
       },
       dir,
-      async (data) => void sent.push(data),
+      async (pieces) => void sent.push(...[pieces].flat()),
       new AbortController().signal,
       limit,
     );

@@ -22,7 +22,7 @@ import type { Writable } from 'node:stream';
 import type { PlaneBackupFacts } from '@kcm/agent-api';
 import { spawnPiped, type PipedProcess } from '../../ops/exec';
 import { gtidOfBackupInfo, rawBytesOfZstdSummary, readBackupInfo } from './backup-info';
-import { relayAtMost } from './rate-limit';
+import { gathered, relayAtMost } from './rate-limit';
 
 /** The compressions a backup set may record; '' is the mbstream as mariabackup wrote it. */
 export const BACKUP_COMPRESSIONS = ['', 'zstd'] as const;
@@ -35,6 +35,8 @@ const TIMEOUT_MS = 6 * 3600_000;
 // on random bytes sooner; CPU is what the backup is short of on a shared host.
 // -T2: zstd reads, compresses and writes in parallel, so neither pipe waits on the other.
 const COMPRESS_ARGS = ['--fast=1', '-T2', '-c'];
+/** zstd's output is sent in groups of at least this many bytes (gathered()). */
+const SEND_BYTES = 1024 * 1024;
 
 /** `zstd -d`, for a restore: its stdout goes to mbstream as the process's stdin (an OS pipe, no copy through the agent). */
 export function spawnDecompressor(): PipedProcess {
@@ -55,13 +57,13 @@ export type PipedBackupSource = (into: Writable | 'pipe', infoDir: string) => Pr
 
 /**
  * The backup `start`s, its stdout into `zstd --fast=1` -> `send`, piece by piece as zstd
- * writes them: straight through an OS pipe when `bytesPerSecond` is 0 (the agent reads only
+ * writes them, gathered into groups of at least 1 MiB: straight through an OS pipe when `bytesPerSecond` is 0 (the agent reads only
  * zstd's output), else relayed at most that fast. `infoDirParent`
  * holds the per-backup directory for the tool's info file (removed at the end). Resolves,
  * once both processes exited 0, with the uncompressed size (zstd's summary) and position
  * (the info file); rejects (after killing both) on any failure.
  */
-export async function sendCompressedPiped(start: PipedBackupSource, infoDirParent: string, send: (data: Buffer) => Promise<void>, signal: AbortSignal, bytesPerSecond = 0): Promise<PlaneBackupFacts> {
+export async function sendCompressedPiped(start: PipedBackupSource, infoDirParent: string, send: (pieces: readonly Buffer[]) => Promise<void>, signal: AbortSignal, bytesPerSecond = 0): Promise<PlaneBackupFacts> {
   const infoDir = await mkdtemp(path.join(infoDirParent, 'kcm-backup-info-'));
   // -vv: the summary line gives sizes in bytes; --no-progress keeps stderr to that summary.
   const zstd = spawnPiped(zstdTool, [...COMPRESS_ARGS, '-vv', '--no-progress'], { input: 'pipe', output: 'pipe', timeoutMs: TIMEOUT_MS, signal });
@@ -78,7 +80,7 @@ export async function sendCompressedPiped(start: PipedBackupSource, infoDirParen
       feed = Promise.resolve();
     }
     const relay = (async () => {
-      for await (const out of zstd.stdout as AsyncIterable<Buffer>) await send(out);
+      for await (const pieces of gathered(zstd.stdout as AsyncIterable<Buffer>, SEND_BYTES)) await send(pieces);
     })();
     const all = [feed, relay, backup.done, zstd.done];
     for (const p of all) p.catch(() => {}); // the first failure is what Promise.all reports

@@ -45,6 +45,28 @@ export async function* coalesced(source: AsyncIterable<Buffer>, minBytes: number
 }
 
 /**
+ * Gathers pieces into groups of at least `minBytes` (the last may be smaller), without
+ * joining them: a sender writes a group as one data frame with one corked write (plane
+ * server's send). Gathering the 64 KiB pipe reads of a backup into 1 MiB frames cuts the
+ * sending agent's CPU by about a fifth (fewer TLS writes, drain waits and promise turns per
+ * byte; bench/backup/README.md).
+ */
+export async function* gathered(source: AsyncIterable<Buffer>, minBytes: number): AsyncGenerator<Buffer[]> {
+  let held: Buffer[] = [];
+  let size = 0;
+  for await (const piece of source) {
+    held.push(piece);
+    size += piece.length;
+    if (size >= minBytes) {
+      yield held;
+      held = [];
+      size = 0;
+    }
+  }
+  if (size > 0) yield held;
+}
+
+/**
  * Copies `from` into `into` at no more than `bytesPerSecond` (> 0), like `pv -L` between two
  * processes, and ends `into` after the last byte. It works on the pipe's own reads ('data'
  * events, at most 64 KiB each): no async iteration, no copy and no splitting per piece, since
