@@ -63,14 +63,24 @@ async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneS
   if (compress === 'zstd') {
     // mariabackup writes into zstd: directly without a limit, through the agent's relay at the limit with one.
     const { tmpDir } = await layoutOf(ctx, checkPort(port));
+    // When the backup tool exited, against the end of the transfer: which side of the pipe set the pace.
+    let backupMs: number | undefined;
     const start = async (into: Writable | 'pipe', infoDir: string) => {
       const { backup } = await spawnBackupOf(ctx, port, sink.signal, { into, infoDir });
+      backup.done.then(() => (backupMs = Date.now() - started), () => {});
       ctx.logger.info({ port, pv_limit_mb: limitMb, pid: backup.pid, compress, piped: into !== 'pipe' }, 'streaming backup over the data plane');
       return backup;
     };
     try {
-      const facts = await sendCompressedPiped(start, tmpDir, (data) => sink.send(data), sink.signal, limitMb * MB);
-      ctx.logger.info({ port, raw_bytes: facts.raw_bytes, ms: Date.now() - started }, 'compressed backup streamed over the data plane');
+      // Time spent waiting for the receiver to take frames: near 0 when the source sets the pace.
+      let sendWaitMs = 0;
+      const send = async (data: readonly Buffer[]) => {
+        const before = performance.now();
+        await sink.send(data);
+        sendWaitMs += performance.now() - before;
+      };
+      const facts = await sendCompressedPiped(start, tmpDir, send, sink.signal, limitMb * MB);
+      ctx.logger.info({ port, raw_bytes: facts.raw_bytes, ms: Date.now() - started, backup_tool_ms: backupMs, send_wait_ms: Math.round(sendWaitMs) }, 'compressed backup streamed over the data plane');
       return facts;
     } catch (err) {
       if (sink.signal.aborted) throw new Error('the receiving agent closed the connection');
