@@ -102,6 +102,14 @@ describe('backups in a 3-manager group on real engines', () => {
     // ...which was still streaming when the leader died.
     expect(Date.parse(String(stored[0].time))).toBeGreaterThan(killedAt);
     expect(readdirSync(partialDir).filter((n) => n.includes('.partial-'))).toEqual([]);
+    // The stream limit (backupPvLimitMb 1) held on the shard's own bytes, on the compressed
+    // stream's relayed path (backup-compression.ts): the copy took at least raw bytes / limit.
+    expect(stored[0].compression).toBe('zstd');
+    const mbPerS = Number(stored[0].raw_bytes) / 2 ** 20 / (Number(stored[0].ms) / 1000);
+    console.log(`backup copy: ${(Number(stored[0].raw_bytes) / 2 ** 20).toFixed(1)} MB in ${String(stored[0].ms)} ms = ${mbPerS.toFixed(2)} MB/s (limit 1)`);
+    expect(mbPerS).toBeLessThanOrEqual(1.1);
+    const started = HOSTS.flatMap((h) => group.agent(h).logLines()).filter((l) => l.msg === 'streaming backup over the data plane');
+    expect(started).toEqual([expect.objectContaining({ pv_limit_mb: 1, compress: 'zstd', piped: false })]);
     // And the set is recorded once, listed by get_cluster_detail.
     const detail = await emit(newLeader, 'get_cluster_detail', { cluster_id: clusterId });
     expect((detail.attachment as { list_backup: { backup_id: string }[] }).list_backup.map((b) => b.backup_id)).toEqual([ack.jobId]);

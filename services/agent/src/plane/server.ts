@@ -93,12 +93,16 @@ async function serve(socket: tls.TLSSocket, material: TlsMaterial, opts: PlaneOp
   socket.resume();
   const sink: PlaneSink = {
     signal: abort.signal,
-    async send(data: Buffer) {
-      if (data.length === 0) return;
+    async send(data: Buffer | readonly Buffer[]) {
+      const pieces = Buffer.isBuffer(data) ? [data] : data;
+      let length = 0;
+      for (const piece of pieces) length += piece.length;
+      if (length === 0) return;
       if (abort.signal.aborted) throw new Error('the receiver closed the connection');
       socket.cork();
-      socket.write(dataFrameHeader(data.length));
-      const flowing = socket.write(data);
+      socket.write(dataFrameHeader(length));
+      let flowing = true;
+      for (const piece of pieces) if (piece.length > 0) flowing = socket.write(piece);
       socket.uncork();
       if (!flowing) await drainOrClose(socket);
     },

@@ -5,14 +5,14 @@
 // agents that share the machine with the engines (bench/backup/README.md, "Compression").
 // The stored object is the zstd stream, and its sha256 covers exactly those stored bytes.
 //
-// Two ways to feed zstd, with the same result and the same end frame:
-// - piped (no rate limit): mariabackup writes straight into zstd's stdin, an OS pipe, so
-//   the agent never touches the uncompressed bytes (they were most of its CPU per GB). The
-//   position comes from the info file mariabackup also writes to an --extra-lsndir, the
-//   uncompressed size from zstd's own summary (backup-info.ts).
-// - through the agent (a rate limit, which is on the shard's own reads, so on the
-//   uncompressed bytes): the agent reads mariabackup's output at the allowed rate, counts
-//   it and reads its position files (MbstreamSniffer) on the way into zstd.
+// mariabackup's stdout goes into zstd: straight through an OS pipe when no stream limit is
+// set, so the agent never touches the uncompressed bytes (they were most of its CPU per GB);
+// with a limit (the manager's default, 100 MB/s) through a lean relay in the agent that
+// holds them to the limit. The limit is on the shard's own reads, so on the uncompressed
+// bytes: pacing zstd's output instead would let a compressible stretch (empty pages, zeros)
+// run at full speed, since zstd then writes almost nothing to hold back. The position comes
+// from the info file mariabackup also writes to an --extra-lsndir, the uncompressed size from
+// zstd's own summary (backup-info.ts); the relay never parses the stream.
 // Either way the source reports size and position in the transfer's end frame, since the
 // storage agent cannot read them from the compressed bytes.
 
@@ -22,8 +22,7 @@ import type { Writable } from 'node:stream';
 import type { PlaneBackupFacts } from '@kcm/agent-api';
 import { spawnPiped, type PipedProcess } from '../../ops/exec';
 import { gtidOfBackupInfo, rawBytesOfZstdSummary, readBackupInfo } from './backup-info';
-import { gtidOfBackup, MbstreamSniffer } from '../storage/mbstream-sniffer';
-import { rateLimited } from './rate-limit';
+import { gathered, relayAtMost } from './rate-limit';
 
 /** The compressions a backup set may record; '' is the mbstream as mariabackup wrote it. */
 export const BACKUP_COMPRESSIONS = ['', 'zstd'] as const;
@@ -36,6 +35,8 @@ const TIMEOUT_MS = 6 * 3600_000;
 // on random bytes sooner; CPU is what the backup is short of on a shared host.
 // -T2: zstd reads, compresses and writes in parallel, so neither pipe waits on the other.
 const COMPRESS_ARGS = ['--fast=1', '-T2', '-c'];
+/** zstd's output is sent in groups of at least this many bytes (gathered()). */
+const SEND_BYTES = 1024 * 1024;
 
 /** `zstd -d`, for a restore: its stdout goes to mbstream as the process's stdin (an OS pipe, no copy through the agent). */
 export function spawnDecompressor(): PipedProcess {
@@ -48,79 +49,42 @@ export function checkCompression(value: unknown, field: string): BackupCompressi
   throw new Error(`${field} ${JSON.stringify(value)} must be '' (none) or 'zstd'`);
 }
 
-/** Resolves once `stream` can take more, or has closed (its process died: the caller sees that through `done`). */
-function writable(stream: Writable): Promise<void> {
-  return new Promise((resolve) => {
-    const settle = () => {
-      stream.off('drain', settle);
-      stream.off('close', settle);
-      stream.off('error', settle);
-      resolve();
-    };
-    stream.once('drain', settle);
-    stream.once('close', settle);
-    stream.once('error', settle);
-  });
-}
-
 /**
- * mariabackup's stdout at most `bytesPerSecond` (0 = no limit: the limit is on the shard's
- * own reads, so on the uncompressed bytes) -> `zstd --fast=1` -> `send`, piece by piece as zstd
- * writes them. Resolves, once mariabackup and zstd both exited 0, with the uncompressed
- * stream's size and position; rejects (after killing zstd) on any failure.
+ * Starts the backup tool with its stdout into `into` (or, given 'pipe', to the agent) and its
+ * info file written to `infoDir` as well.
  */
-export async function sendCompressed(backup: PipedProcess, bytesPerSecond: number, send: (data: Buffer) => Promise<void>, signal: AbortSignal): Promise<PlaneBackupFacts> {
-  const zstd = spawnPiped(zstdTool, [...COMPRESS_ARGS, '-q'], { input: 'pipe', output: 'pipe', timeoutMs: TIMEOUT_MS, signal });
-  const sniffer = new MbstreamSniffer();
-  let rawBytes = 0;
-  const feed = (async () => {
-    for await (const piece of rateLimited(backup.stdout, bytesPerSecond)) {
-      sniffer.push(piece);
-      rawBytes += piece.length;
-      if (!zstd.stdin.write(piece)) await writable(zstd.stdin);
-    }
-    zstd.stdin.end();
-  })();
-  const relay = (async () => {
-    for await (const out of zstd.stdout as AsyncIterable<Buffer>) await send(out);
-  })();
-  const all = [feed, relay, backup.done, zstd.done];
-  for (const p of all) p.catch(() => {}); // the first failure is what Promise.all reports
-  try {
-    await Promise.all(all);
-  } catch (err) {
-    zstd.kill();
-    throw err;
-  }
-  const gtid = gtidOfBackup(sniffer);
-  return { raw_bytes: rawBytes, ...(gtid === undefined ? {} : { gtid_pos: gtid }), ...(sniffer.problem ? { problem: sniffer.problem } : {}) };
-}
-
-/** Starts the backup tool with its stdout into `into` and its info file written to `infoDir` as well. */
-export type PipedBackupSource = (into: Writable, infoDir: string) => Promise<PipedProcess>;
+export type PipedBackupSource = (into: Writable | 'pipe', infoDir: string) => Promise<PipedProcess>;
 
 /**
- * The backup `start`s, its stdout straight into `zstd --fast=1` through an OS pipe -> `send`,
- * piece by piece as zstd writes them; the agent reads only zstd's output. `infoDirParent`
+ * The backup `start`s, its stdout into `zstd --fast=1` -> `send`, piece by piece as zstd
+ * writes them, gathered into groups of at least 1 MiB: straight through an OS pipe when `bytesPerSecond` is 0 (the agent reads only
+ * zstd's output), else relayed at most that fast. `infoDirParent`
  * holds the per-backup directory for the tool's info file (removed at the end). Resolves,
  * once both processes exited 0, with the uncompressed size (zstd's summary) and position
  * (the info file); rejects (after killing both) on any failure.
  */
-export async function sendCompressedPiped(start: PipedBackupSource, infoDirParent: string, send: (data: Buffer) => Promise<void>, signal: AbortSignal): Promise<PlaneBackupFacts> {
+export async function sendCompressedPiped(start: PipedBackupSource, infoDirParent: string, send: (pieces: readonly Buffer[]) => Promise<void>, signal: AbortSignal, bytesPerSecond = 0): Promise<PlaneBackupFacts> {
   const infoDir = await mkdtemp(path.join(infoDirParent, 'kcm-backup-info-'));
   // -vv: the summary line gives sizes in bytes; --no-progress keeps stderr to that summary.
   const zstd = spawnPiped(zstdTool, [...COMPRESS_ARGS, '-vv', '--no-progress'], { input: 'pipe', output: 'pipe', timeoutMs: TIMEOUT_MS, signal });
   let backup: PipedProcess | undefined;
   try {
-    backup = await start(zstd.stdin, infoDir);
-    // Only the backup holds the pipe's write end now: zstd sees EOF when the backup exits.
-    zstd.stdin.destroy();
+    let feed: Promise<void>;
+    if (bytesPerSecond > 0) {
+      backup = await start('pipe', infoDir);
+      feed = relayAtMost(backup.stdout, zstd.stdin, bytesPerSecond);
+    } else {
+      backup = await start(zstd.stdin, infoDir);
+      // Only the backup holds the pipe's write end now: zstd sees EOF when the backup exits.
+      zstd.stdin.destroy();
+      feed = Promise.resolve();
+    }
     const relay = (async () => {
-      for await (const out of zstd.stdout as AsyncIterable<Buffer>) await send(out);
+      for await (const pieces of gathered(zstd.stdout as AsyncIterable<Buffer>, SEND_BYTES)) await send(pieces);
     })();
-    const all = [relay, backup.done, zstd.done];
+    const all = [feed, relay, backup.done, zstd.done];
     for (const p of all) p.catch(() => {}); // the first failure is what Promise.all reports
-    const [, , zstdLog] = await Promise.all(all);
+    const [, , , zstdLog] = await Promise.all(all);
     const rawBytes = rawBytesOfZstdSummary(zstdLog as string);
     if (rawBytes === undefined) throw new Error(`zstd reported no sizes (its stderr: ${JSON.stringify((zstdLog as string).slice(-300))})`);
     const info = await readBackupInfo(infoDir);

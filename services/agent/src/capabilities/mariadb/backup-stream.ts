@@ -35,8 +35,8 @@ export function streamBackupHandler(ctx: AgentContext): grpc.handleServerStreami
 
 /** Where a backup's stream goes other than to the agent, and where its info file goes as well. */
 export interface BackupOutput {
-  /** The write end of another process's stdin (backup-compression.ts): the stream bypasses the agent. */
-  into: Writable;
+  /** The write end of another process's stdin (backup-compression.ts): the stream bypasses the agent; 'pipe': to the agent. */
+  into: Writable | 'pipe';
   /** mariabackup's --extra-lsndir: its info file (with the backup's position) lands here too. */
   infoDir: string;
 }
