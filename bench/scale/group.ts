@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'kcm-bench-scale-'));
   const group = new HollowGroup({
     dir, members: MEMBERS, firstHost: '127.56.0.1', hosts, clusters, jobs, agentPort: 18790,
-    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) }, olderAgents: values['older-agents'],
+    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) }, olderAgents: values['older-agents'], certPerHost: true,
   });
   try {
     log(`bench:scale: ${hosts} hollow hosts${values['older-agents'] ? ' (older agents: no ProbeHost)' : ''}, ${clusters} clusters (3x3+2), ${jobs} kept jobs; managers ${MEMBERS.join(' ')}`);

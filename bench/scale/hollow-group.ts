@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline';
 import { metadataBackupImage } from '../../services/manager/src/backup/metadata-image';
 import { findLeader } from '../../test/manager/helpers/emit-client';
 import { MANAGER_MAIN, ManagedProcess, REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
-import { managerTls, testCertsPerHost, useTestTls } from '../../test/helpers/pki';
+import { managerTls, testCertNamed, testCertsPerHost, useTestTls } from '../../test/helpers/pki';
 import { testSecretsKeyFile } from '../../test/helpers/secrets';
 import { testTokenConfig } from '../../test/helpers/tokens';
 import { hollowHosts } from './hollow-agents';
@@ -34,6 +34,12 @@ export interface HollowGroupOptions {
   managerConfig?: Record<string, unknown>;
   /** The hollow agents serve no HostProbeAgent (agents older than the manager). */
   olderAgents?: boolean;
+  /**
+   * A certificate per simulated host, as real agents have (the benches). Without it, one
+   * certificate names every host: each manager handshake then parses the whole list, a cost
+   * no real fleet has, but signing 1,000 certificates takes ~40 s of openssl runs.
+   */
+  certPerHost?: boolean;
 }
 
 /**
@@ -68,11 +74,18 @@ export class HollowGroup {
 
   /** Starts the simulator on every host; resolves once every endpoint listens. */
   async startFleet(): Promise<void> {
-    const tls = await testCertsPerHost('agent', this.hosts);
+    let tlsArgs: string[];
+    if (this.opts.certPerHost) {
+      const perHost = await testCertsPerHost('agent', this.hosts);
+      tlsArgs = ['--tls-ca', perHost.ca, '--tls-dir', perHost.dir];
+    } else {
+      const shared = testCertNamed('agent', `hollow-group-${this.opts.firstHost}`, this.hosts);
+      tlsArgs = ['--tls-ca', shared.ca, '--tls-cert', shared.cert, '--tls-key', shared.key];
+    }
     const fleet = spawn(
       process.execPath,
       ['--import', 'tsx', 'bench/scale/hollow-agents.ts', '--first', this.opts.firstHost, '--count', String(this.hosts.length), '--port', String(this.opts.agentPort),
-        '--tls-ca', tls.ca, '--tls-dir', tls.dir, ...(this.opts.olderAgents ? ['--older-agents'] : [])],
+        ...tlsArgs, ...(this.opts.olderAgents ? ['--older-agents'] : [])],
       { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     this.fleet = fleet;
