@@ -30,18 +30,7 @@ export async function* rateLimited(source: AsyncIterable<Buffer>, bytesPerSecond
  * on both agents; at 1 MiB the copy is paced by the disks and the network instead.
  */
 export async function* coalesced(source: AsyncIterable<Buffer>, minBytes: number): AsyncGenerator<Buffer> {
-  let held: Buffer[] = [];
-  let size = 0;
-  for await (const piece of source) {
-    held.push(piece);
-    size += piece.length;
-    if (size >= minBytes) {
-      yield held.length === 1 ? held[0] : Buffer.concat(held, size);
-      held = [];
-      size = 0;
-    }
-  }
-  if (size > 0) yield Buffer.concat(held, size);
+  for await (const group of gathered(source, minBytes)) yield group.length === 1 ? group[0] : Buffer.concat(group);
 }
 
 /**
