@@ -139,7 +139,7 @@ async function main(): Promise<void> {
       `(bound: machineDeadAfterMs + interval = ${fmt(bound / 1000)}) -> ${took.every((t) => t <= bound / 1000) ? 'WITHIN' : 'OVER'}`);
   }
   const roundsMeanwhile = rounds.filter((r) => r.startedMs >= stoppedAt);
-  console.log(`rounds meanwhile (${roundsMeanwhile.length}): median ${fmt(median(roundsMeanwhile.map((r) => r.seconds)))}, max ${fmt(Math.max(...roundsMeanwhile.map((r) => r.seconds)))}`);
+  if (roundsMeanwhile.length > 0) console.log(`rounds meanwhile (${roundsMeanwhile.length}): median ${fmt(median(roundsMeanwhile.map((r) => r.seconds)))}, max ${fmt(Math.max(...roundsMeanwhile.map((r) => r.seconds)))}`);
   const wronglyDead = hosts.filter((h) => !stopped.has(h) && store.s.machines[`${h}/storage`]?.nodeStats === 'dead');
   console.log(`hosts that kept answering but were seen unreachable: ${falselyUnreachable.size}; marked dead: ${wronglyDead.length}`);
   console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
