@@ -3,12 +3,13 @@
 // process.cpuUsage.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { testCertsPerHost } from '../../test/helpers/pki';
 
-/** CPU seconds (user + system) a process has used so far. */
+/** CPU seconds (user + system) a process has used so far; NaN once it has exited (a round ending after the bench stopped the fleet). */
 export function cpuSecondsOf(pid: number): number {
+  if (!existsSync(`/proc/${pid}/stat`)) return Number.NaN;
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 1/100 s (getconf CLK_TCK)
 }
@@ -28,6 +29,9 @@ export async function startHollowFleet(hosts: string[], port: number, files: { s
       '--tls-ca', tls.ca, '--tls-dir', tls.dir, ...extra],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  for await (const line of createInterface({ input: fleet.stdout! })) if (line.includes('"ready":true')) break;
-  return fleet;
+  // A bench that dies (an exception, process.exit) takes its fleet along: an orphaned fleet
+  // keeps the addresses, and the next run's fleet fails to listen on them.
+  process.once('exit', () => fleet.kill('SIGKILL'));
+  for await (const line of createInterface({ input: fleet.stdout! })) if (line.includes('"ready":true')) return fleet;
+  throw new Error('the hollow fleet exited before it was ready (its error is above)');
 }
