@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { eachAtMost } from '@kcm/common';
-import { ensureCa, issueCert, loadTlsMaterial, ROLE_URI_PREFIX, useTls, type CaFiles, type TlsFiles, type TlsMaterial, type TlsRole } from '@kcm/agent-api';
+import { certExtensions, ensureCa, issueCert, loadTlsMaterial, useTls, type CaFiles, type TlsFiles, type TlsMaterial, type TlsRole } from '@kcm/agent-api';
 
 let root: string | undefined;
 const cas = new Map<string, CaFiles>();
@@ -86,8 +86,7 @@ export async function testCertsPerHost(role: TlsRole, hosts: readonly string[]):
   let serial = Date.now();
   await eachAtMost(8, hosts.filter((h) => !existsSync(path.join(dir, `${h}.pem`))), async (host) => {
     const ext = path.join(dir, `${host}.ext`);
-    writeFileSync(ext, ['basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment', 'extendedKeyUsage=serverAuth,clientAuth',
-      `subjectAltName=URI:${ROLE_URI_PREFIX}${role},IP:${host}`, ''].join('\n'));
+    writeFileSync(ext, certExtensions(role, [host]));
     await openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-set_serial', String(serial++), '-days', '30', '-extfile', ext, '-out', path.join(dir, `${host}.pem`)]);
     rmSync(ext, { force: true });
   });

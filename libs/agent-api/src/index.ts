@@ -21,7 +21,7 @@ export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls }
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
 export { callerGuard, type CallerPolicy } from './tls/guard';
 export { startTls, type TlsStartOptions } from './tls/startup';
-export { ensureCa, issueCert, type CaFiles, type CertRequest } from './tls/issue';
+export { certExtensions, ensureCa, issueCert, type CaFiles, type CertRequest } from './tls/issue';
 export { DATA_PLANE_METHODS, TICKET_KEY, TICKET_SIGNER_KEY, mintTicket, ticketMetadataFor, ticketRefusal, type Ticket, type TicketPayload } from './tls/ticket';
 export { dataFrameHeader, endFrame, FrameReader, MAX_PLANE_REQUEST_BYTES, planeAddressOf, type PlaneBackupRequest, type PlaneBackupFacts, type PlaneGetRequest, type PlaneRequest, type PlaneTrailer } from './plane/frames';
 export { planeEnabled, planeReceive, planeStream, type PlaneCallOptions, type PlaneReception } from './plane/client';

@@ -44,6 +44,18 @@ export interface CertRequest {
 
 const IP = /^(\d{1,3}(\.\d{1,3}){3}|[0-9A-Fa-f:]+)$/;
 
+/** The X.509 extensions of a role certificate (an openssl -extfile): its role as a URI, the hosts as IP or DNS names. */
+export function certExtensions(role: TlsRole, hosts: readonly string[]): string {
+  const sans = [`URI:${ROLE_URI_PREFIX}${role}`, ...hosts.map((h) => (IP.test(h) ? `IP:${h}` : `DNS:${h}`))];
+  return [
+    'basicConstraints=CA:FALSE',
+    'keyUsage=critical,digitalSignature,keyEncipherment',
+    'extendedKeyUsage=serverAuth,clientAuth',
+    `subjectAltName=${sans.join(',')}`,
+    '',
+  ].join('\n');
+}
+
 /** A certificate of `ca` for req, in `dir`; an existing one is kept when it still fits. */
 export function issueCert(ca: CaFiles, dir: string, req: CertRequest): TlsFiles {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -52,14 +64,7 @@ export function issueCert(ca: CaFiles, dir: string, req: CertRequest): TlsFiles 
   if (existsSync(cert) && existsSync(key) && fits(cert, ca, req)) return { ca: ca.cert, cert, key };
   const csr = path.join(dir, `${req.name}.csr`);
   const ext = path.join(dir, `${req.name}.ext`);
-  const sans = [`URI:${ROLE_URI_PREFIX}${req.role}`, ...req.hosts.map((h) => (IP.test(h) ? `IP:${h}` : `DNS:${h}`))];
-  writeFileSync(ext, [
-    'basicConstraints=CA:FALSE',
-    'keyUsage=critical,digitalSignature,keyEncipherment',
-    'extendedKeyUsage=serverAuth,clientAuth',
-    `subjectAltName=${sans.join(',')}`,
-    '',
-  ].join('\n'));
+  writeFileSync(ext, certExtensions(req.role, req.hosts));
   try {
     openssl(['req', '-new', ...EC, '-keyout', key, '-out', csr, '-subj', `/CN=${req.name.slice(0, 64)}/OU=${req.role}`]);
     chmodSync(key, 0o600);
