@@ -11,6 +11,9 @@ export async function eachAtMost<T>(limit: number, items: readonly T[], run: (it
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** Calls a leader's round (health probes, shard failure detection) starts per event-loop turn (startInSlices). */
+export const CALLS_STARTED_PER_TURN = 50;
+
 /**
  * Starts `run` for every item, `perTurn` of them in each event-loop turn, and resolves when all
  * have ended (rejects with the first failure, as Promise.all). Starting a gRPC call costs the

@@ -8,5 +8,5 @@ export type { Shutdown } from './shutdown';
 export { PipelinedStream, PipelineError } from './pipelined-stream';
 export type { BatchDuplex, PipelineOptions } from './pipelined-stream';
 export { OWNER_ONLY_UMASK, useOwnerOnlyUmask, makePrivateDirSync, makeDirWithMode } from './private-files';
-export { eachAtMost, startInSlices } from './concurrency';
+export { CALLS_STARTED_PER_TURN, eachAtMost, startInSlices } from './concurrency';
 export { ONE_SHOT_MYSQL_OPTIONS } from './mysql-connections';

@@ -21,12 +21,9 @@
 // by the host count / maxConnecting, and the verdicts it leads to still wait deadAfterMs.
 
 import type { WithAgent } from '@kcm/agent-api';
-import { eachAtMost, startInSlices, type Logger } from '@kcm/common';
+import { CALLS_STARTED_PER_TURN, eachAtMost, startInSlices, type Logger } from '@kcm/common';
 import { CommandKind } from './meta/commands';
 import type { MetaStore } from './meta/store';
-
-/** Probes of connected hosts started per event-loop turn (see startInSlices in @kcm/common). */
-const CALLS_STARTED_PER_TURN = 50;
 
 export interface HealthMonitorOptions {
   store: MetaStore;

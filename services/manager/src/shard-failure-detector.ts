@@ -14,7 +14,7 @@
 // purpose). The same round submits shard_rejoin for fenced old masters whose agent answers
 // again.
 
-import { type Logger, ONE_SHOT_MYSQL_OPTIONS, startInSlices } from '@kcm/common';
+import { CALLS_STARTED_PER_TURN, type Logger, ONE_SHOT_MYSQL_OPTIONS, startInSlices } from '@kcm/common';
 import mysql from 'mysql2/promise';
 import type { Agents, MariaDbHaStatusReply } from '@kcm/agent-api';
 import { CommandKind } from './meta/commands';
@@ -28,12 +28,6 @@ import type { SecretBox } from './secrets/secret-box';
 
 export const DEFAULT_FAILURE_DETECT_INTERVAL_MS = 500;
 export const DEFAULT_FAILURE_GRACE_MS = 1000;
-/**
- * Masters whose probes start per event-loop turn (see startInSlices in @kcm/common): 3,000
- * started in one turn held the leader's loop for seconds and made their own agent calls miss
- * their deadline (bench:scale:failure).
- */
-const CALLS_STARTED_PER_TURN = 50;
 /** How long the master's agent has to vouch for it before a SQL ping is made too (ms). */
 export const DEFAULT_SQL_PING_AFTER_MS = 200;
 /** A shard whose failover was just submitted is not submitted again for this long (a failed job is not retried in a tight loop). */
@@ -147,6 +141,8 @@ export class ShardFailureDetector {
     }
     // A node that is no longer a master starts from a fresh baseline if it becomes one again.
     for (const id of [...this.restartsSeen.keys()]) if (!masters.has(id)) this.restartsSeen.delete(id);
+    // 3,000 masters' probes started in one turn held the loop for seconds and made their own
+    // agent calls miss their deadline (bench:scale:failure).
     await startInSlices(CALLS_STARTED_PER_TURN, work, (start) => start());
   }
 
