@@ -22,6 +22,9 @@ function credentialId(credentials: grpc.ChannelCredentials): number {
   return id;
 }
 
+/** The agent address of a `<credentials id> <address>` key. */
+const addressOfKey = (key: string): string => key.slice(key.indexOf(' ') + 1);
+
 /** A grpc-js channelFactoryOverride: a lease on the shared channel to `address` with `credentials`. */
 export function leaseChannel(address: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions): grpc.Channel {
   const key = `${credentialId(credentials)} ${address}`;
@@ -55,7 +58,7 @@ export function leaseChannel(address: string, credentials: grpc.ChannelCredentia
  * old channel closes when its last lease ends.
  */
 export function renewChannel(address: string): void {
-  for (const key of [...shared.keys()]) if (key.slice(key.indexOf(' ') + 1) === address) shared.delete(key);
+  for (const key of [...shared.keys()]) if (addressOfKey(key) === address) shared.delete(key);
 }
 
 /** Open shared channels (tests, metrics). */
@@ -72,7 +75,7 @@ export function sharedChannelCount(): number {
  */
 export function channelConnecting(address: string): boolean {
   for (const [key, entry] of shared) {
-    if (key.slice(key.indexOf(' ') + 1) === address && entry.channel.getConnectivityState(false) === grpc.connectivityState.CONNECTING) return true;
+    if (addressOfKey(key) === address && entry.channel.getConnectivityState(false) === grpc.connectivityState.CONNECTING) return true;
   }
   return false;
 }

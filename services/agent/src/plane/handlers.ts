@@ -12,12 +12,10 @@ import { spawnBackupOf } from '../capabilities/mariadb/backup-stream';
 import { checkCompression, sendCompressedPiped } from '../capabilities/mariadb/backup-compression';
 import { checkPort } from '../capabilities/mariadb/instance-layout';
 import { layoutOf } from '../capabilities/mariadb/lifecycle';
-import { gathered, rateLimited } from '../capabilities/mariadb/rate-limit';
+import { GATHER_BYTES, gathered, rateLimited } from '../capabilities/mariadb/rate-limit';
 import { checkKey, FsObjectStore } from '../capabilities/storage/object-store';
 
 const MB = 1024 * 1024;
-/** Bytes of a backup stream gathered per frame. */
-const SEND_BYTES = 1024 * 1024;
 /** Bytes of a stored object read per frame. */
 const READ_BYTES = 1024 * 1024;
 
@@ -92,7 +90,7 @@ async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneS
   let bytes = 0;
   try {
     // Pipe reads (<= 64 KiB) go out gathered into 1 MiB frames: fewer TLS writes per byte (gathered()).
-    for await (const pieces of gathered(rateLimited(backup.stdout, limitMb * MB), SEND_BYTES)) {
+    for await (const pieces of gathered(rateLimited(backup.stdout, limitMb * MB), GATHER_BYTES)) {
       await sink.send(pieces);
       for (const piece of pieces) bytes += piece.length;
     }

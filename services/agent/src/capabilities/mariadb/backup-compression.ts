@@ -22,7 +22,7 @@ import type { Writable } from 'node:stream';
 import type { PlaneBackupFacts } from '@kcm/agent-api';
 import { spawnPiped, type PipedProcess } from '../../ops/exec';
 import { gtidOfBackupInfo, rawBytesOfZstdSummary, readBackupInfo } from './backup-info';
-import { gathered, relayAtMost } from './rate-limit';
+import { GATHER_BYTES, gathered, relayAtMost } from './rate-limit';
 
 /** The compressions a backup set may record; '' is the mbstream as mariabackup wrote it. */
 export const BACKUP_COMPRESSIONS = ['', 'zstd'] as const;
@@ -35,8 +35,6 @@ const TIMEOUT_MS = 6 * 3600_000;
 // on random bytes sooner; CPU is what the backup is short of on a shared host.
 // -T2: zstd reads, compresses and writes in parallel, so neither pipe waits on the other.
 const COMPRESS_ARGS = ['--fast=1', '-T2', '-c'];
-/** zstd's output is sent in groups of at least this many bytes (gathered()). */
-const SEND_BYTES = 1024 * 1024;
 
 /** `zstd -d`, for a restore: its stdout goes to mbstream as the process's stdin (an OS pipe, no copy through the agent). */
 export function spawnDecompressor(): PipedProcess {
@@ -80,7 +78,7 @@ export async function sendCompressedPiped(start: PipedBackupSource, infoDirParen
       feed = Promise.resolve();
     }
     const relay = (async () => {
-      for await (const pieces of gathered(zstd.stdout as AsyncIterable<Buffer>, SEND_BYTES)) await send(pieces);
+      for await (const pieces of gathered(zstd.stdout as AsyncIterable<Buffer>, GATHER_BYTES)) await send(pieces);
     })();
     const all = [feed, relay, backup.done, zstd.done];
     for (const p of all) p.catch(() => {}); // the first failure is what Promise.all reports

@@ -33,6 +33,9 @@ export async function* coalesced(source: AsyncIterable<Buffer>, minBytes: number
   for await (const group of gathered(source, minBytes)) yield group.length === 1 ? group[0] : Buffer.concat(group);
 }
 
+/** A backup stream's pipe reads are sent gathered into frames of at least this many bytes (gathered()). */
+export const GATHER_BYTES = 1024 * 1024;
+
 /**
  * Gathers pieces into groups of at least `minBytes` (the last may be smaller), without
  * joining them: a sender writes a group as one data frame with one corked write (plane
