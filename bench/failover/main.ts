@@ -79,6 +79,8 @@ const FAILOVER_SUBMIT_WITHIN_MS = 15_000;
 async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
   const kills: { at: number; failover: boolean }[] = [];
   const failures: string[] = [];
+  /** The failover job's own 'fence old master' step: a fence that waits out a killed master's crash recovery shows here. */
+  const fenceSteps: number[] = [];
   let restartedInPlace = 0;
   for (let round = 1; round <= rounds; round++) {
     await waitUntil(`round ${round}: the shard healthy before the kill`, () => shardHealthy(ha), 120_000, 250);
@@ -109,7 +111,10 @@ async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, ro
         const j = f.manager.store.state().jobs[submitted.id];
         return j && (j.status === 'done' || j.status === 'failed') ? j : undefined;
       }, 120_000, 100);
-      console.log(`kill ${round}: ${ipPort(victim)} -> ${ipPort(ha.master())}, first write after ${resumedAt - killedAt} ms, failover ${job.status}${job.status === 'failed' ? `: ${job.result?.errorInfo}` : ''}`);
+      const attachment = job.result?.attachment as { step_ms?: Record<string, number>; old_master?: { fenced?: string } } | undefined;
+      const fenceMs = attachment?.step_ms?.['fence old master'];
+      if (typeof fenceMs === 'number') fenceSteps.push(fenceMs);
+      console.log(`kill ${round}: ${ipPort(victim)} -> ${ipPort(ha.master())}, first write after ${resumedAt - killedAt} ms, fence ${fenceMs} ms (${attachment?.old_master?.fenced}), failover ${job.status}${job.status === 'failed' ? `: ${job.result?.errorInfo}` : ''}`);
       if (job.status !== 'done') failures.push(`kill ${round}: ${job.result?.errorInfo}`);
     } catch (err) {
       failures.push(`kill ${round}: ${(err as Error).message}`);
@@ -117,7 +122,7 @@ async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, ro
       if (!flags['keep-going']) break;
     }
   }
-  return { kills, failures, restartedInPlace };
+  return { kills, failures, restartedInPlace, fenceSteps };
 }
 
 async function switchRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
@@ -180,6 +185,7 @@ async function main(): Promise<void> {
     console.log(`master SIGKILL -> first successful write through the compute node (insert sent after the kill), all kills: ${summary([...byFailover, ...inPlace])}`);
     console.log(`  kills answered by a failover: ${summary(byFailover)}`);
     console.log(`  kills the detector missed (the agent restarted the master in place): ${summary(inPlace)}`);
+    console.log(`failover job's 'fence old master' step, ms: ${summary(killed.fenceSteps)}`);
     console.log(`manual_switch write_stall_ms (reported by the job): ${summary(switched.stalls)}`);
     console.log(`manual_switch longest run of failed inserts at the client: ${summary(switched.clientGaps)}`);
     console.log(`inserts acknowledged: ${load.acked.length}, acknowledged inserts lost: ${lost.length}${lost.length ? ` (ids ${lost.slice(0, 20).join(',')})` : ''}`);
