@@ -20,9 +20,9 @@ export function processCpuSeconds(): number {
 }
 
 /** Starts one hollow-agents process serving `hosts` on `port`; resolves once every endpoint listens. */
-export async function startHollowFleet(hosts: string[], port: number, files: { silentFile?: string; hungFile?: string } = {}): Promise<ChildProcess> {
+export async function startHollowFleet(hosts: string[], port: number, files: { silentFile?: string; hungFile?: string; olderAgents?: boolean } = {}): Promise<ChildProcess> {
   const tls = await testCertsPerHost('agent', hosts);
-  const extra = [...(files.silentFile ? ['--silent-file', files.silentFile] : []), ...(files.hungFile ? ['--hung-file', files.hungFile] : [])];
+  const extra = [...(files.silentFile ? ['--silent-file', files.silentFile] : []), ...(files.hungFile ? ['--hung-file', files.hungFile] : []), ...(files.olderAgents ? ['--older-agents'] : [])];
   const fleet = spawn(
     process.execPath,
     ['--import', 'tsx', 'bench/scale/hollow-agents.ts', '--first', hosts[0], '--count', String(hosts.length), '--port', String(port),

@@ -19,14 +19,16 @@
 // MariaDbHaAgent.ReplicationStatus) get a FIXED HEALTHY REPLY for every port asked about (a
 // running, writable MariaDB master that its standbys reach; a running PostgreSQL accepting
 // queries), not recorded: whatever the commands recorded, no
-// hollow instance exists to measure. --older-agents serves no HostProbeAgent, as an agent
-// older than the manager (UNIMPLEMENTED): the manager then probes per instance.
+// hollow instance exists to measure. Agent.Watch beats like a real agent's. --older-agents
+// serves no HostProbeAgent and no Agent.Watch, as an agent older than the manager
+// (UNIMPLEMENTED): the manager then probes per instance and polls Health.
 //
 // It prints one JSON line {"ready": true, "hosts": N} once every endpoint listens, then
 // serves until SIGTERM. SIGUSR2 toggles "silent" hosts listed in --silent-file (one per
-// line): a silent host's Health fails as an unreachable agent would (UNAVAILABLE); and
-// "hung" hosts listed in --hung-file: a hung host accepts calls and never answers them (a
-// stopped or wedged agent: only the caller's deadline ends the call).
+// line): a silent host's Health fails as an unreachable agent would (UNAVAILABLE), and its
+// Watch streams end so; and "hung" hosts listed in --hung-file: a hung host accepts calls and
+// never answers them, and its Watch streams stay open without a beat (a stopped or wedged
+// agent: only the caller's deadline, or its patience, ends the call).
 
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -37,6 +39,7 @@ import {
   callerGuard,
   loadAgentService,
   loadTlsMaterial,
+  serveHealthBeats,
   serverCredentials,
   useTls,
   type HealthReply,
@@ -96,6 +99,16 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
     if (opts.olderAgent && name === 'HostProbeAgent') continue;
     const handlers: grpc.UntypedServiceImplementation = {};
     for (const [method, def] of Object.entries(definition)) {
+      if (name === 'Agent' && method === 'Watch') {
+        if (opts.olderAgent) continue; // an agent older than Watch: the manager polls Health
+        handlers[method] = (call: Parameters<typeof serveHealthBeats>[0]) =>
+          serveHealthBeats(call, () => {
+            if (opts.isHung?.(opts.hostaddr)) return undefined; // open, and silent
+            if (opts.isSilent(opts.hostaddr)) throw Object.assign(new Error('hollow agent: host is silent'), { code: grpc.status.UNAVAILABLE });
+            return health(opts.hostaddr, startedAt);
+          });
+        continue;
+      }
       if (def.requestStream || def.responseStream) {
         handlers[method] = (call: grpc.ServerWritableStream<unknown, unknown>) =>
           call.destroy(Object.assign(new Error(`hollow agent: ${name}.${method} (a stream) is not simulated`), { code: grpc.status.UNIMPLEMENTED }));

@@ -1,4 +1,4 @@
-// npm run bench:scale:probe [-- --hosts 1000 --interval-ms 2000 --dead-after-ms 30000 --steady-rounds 10 --silence 10 --hang 10]
+// npm run bench:scale:probe [-- --hosts 1000 --interval-ms 2000 --dead-after-ms 30000 --steady-rounds 10 --silence 10 --hang 10 --older-agents]
 //
 // The leader's health monitor (services/manager/src/health-monitor.ts) with the manager's
 // real agent pool (AgentPool: gRPC over mutual TLS) against the HOLLOW fleet
@@ -8,7 +8,9 @@
 // /proc/<pid>/stat).
 //
 // Prints: the first round (every connection is new: a TCP connect and a TLS handshake per
-// host) and the steady rounds, each with this process's CPU and the fleet's; ticks that
+// host, and a Watch stream opened) and the steady rounds, each with this process's CPU and
+// the fleet's, CPU per second over them (beats are handled between rounds), this process's
+// GC pauses and longest event-loop delay meanwhile; ticks that
 // found a round still running; then the time from silencing `--silence` hosts (they answer
 // UNAVAILABLE at once) and hanging `--hang` others (they never answer: only the call's
 // deadline ends it) to their being marked dead, against machineDeadAfterMs + one interval,
@@ -18,6 +20,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { AgentPool, loadTlsMaterial, useTls } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
@@ -57,6 +60,8 @@ async function main(): Promise<void> {
       'steady-rounds': { type: 'string', default: '10' },
       silence: { type: 'string', default: '10' },
       hang: { type: 'string', default: '10' },
+      // Agents older than Agent.Watch: the monitor polls each host with a Health call per round.
+      'older-agents': { type: 'boolean', default: false },
     },
   });
   const [hostCount, intervalMs, deadAfterMs, steadyRounds, silenceCount, hangCount] =
@@ -69,7 +74,7 @@ async function main(): Promise<void> {
 
   useTls(loadTlsMaterial(testCert('manager', ['127.0.0.1']), 'manager'));
   let t0 = Date.now();
-  const fleet = await startHollowFleet(hosts, PORT, { silentFile, hungFile });
+  const fleet = await startHollowFleet(hosts, PORT, { silentFile, hungFile, olderAgents: values['older-agents'] });
   console.log(`hollow fleet: ${hostCount} endpoints listening after ${fmt((Date.now() - t0) / 1000)}`);
 
   const store = new LocalStore();
@@ -113,7 +118,24 @@ async function main(): Promise<void> {
     }
     return true;
   };
+  // The steady rounds' cost to the leader's event loop: its longest block and V8's pauses
+  // (the scavenges a round's allocation causes are what the snapshot-block target competes with).
+  await until(() => rounds.length >= 1, 600_000);
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  const gcPauses: { kind: number; ms: number }[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcPauses.push({ kind: ((e as { detail?: { kind?: number } }).detail?.kind) ?? 0, ms: e.duration });
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  loop.enable();
+  const steadyFrom = { ms: Date.now(), cpu: processCpuSeconds(), fleetCpu: cpuSecondsOf(fleet.pid!) };
   await until(() => rounds.length >= 1 + steadyRounds, 600_000);
+  const steadyWallS = (Date.now() - steadyFrom.ms) / 1000;
+  // Per second of the whole steady phase, not per round: watch beats are handled between rounds.
+  const managerCpuPerS = (processCpuSeconds() - steadyFrom.cpu) / steadyWallS;
+  const fleetCpuPerS = (cpuSecondsOf(fleet.pid!) - steadyFrom.fleetCpu) / steadyWallS;
+  loop.disable();
+  gcObserver.disconnect();
   const [first, ...steady] = rounds;
   console.log(`first round (a new TLS connection per host): ${fmt(first.seconds)}; CPU: manager ${fmt(first.managerCpuS)}, fleet ${fmt(first.fleetCpuS)}`);
   const steadyS = steady.map((r) => r.seconds);
@@ -121,6 +143,11 @@ async function main(): Promise<void> {
     `CPU per round: manager median ${fmt(median(steady.map((r) => r.managerCpuS)))}, fleet median ${fmt(median(steady.map((r) => r.fleetCpuS)))}`);
   console.log(`rounds: ${steady.map((r) => r.seconds.toFixed(2)).join(' ')}`);
   console.log(`ticks that found a round still running (skipped): ${skippedTicks}`);
+  const minor = gcPauses.filter((g) => g.kind === 1).map((g) => g.ms);
+  const major = gcPauses.filter((g) => g.kind !== 1).map((g) => g.ms);
+  const ms = (xs: number[]) => (xs.length ? `${xs.length}, max ${Math.max(...xs).toFixed(1)} ms, total ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms` : '0');
+  console.log(`CPU over the steady rounds (${steadyWallS.toFixed(1)} s), per second: manager ${managerCpuPerS.toFixed(3)} s/s, fleet ${fleetCpuPerS.toFixed(3)} s/s`);
+  console.log(`during the steady rounds: longest event-loop delay ${(loop.max / 1e6).toFixed(1)} ms; GC pauses: scavenges ${ms(minor)}; other ${ms(major)}`);
 
   writeFileSync(silentFile, `${[...silenced].join('\n')}\n`);
   writeFileSync(hungFile, `${[...hung].join('\n')}\n`);

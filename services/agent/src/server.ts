@@ -4,7 +4,7 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { makePrivateDirSync, type Logger } from '@kcm/common';
-import { AgentService, callerGuard, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
+import { AgentService, callerGuard, serveHealthBeats, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
 import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
 import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
@@ -56,15 +56,12 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   });
   const ctx: AgentContext = { hostaddr: opts.hostaddr, logger: opts.logger, engines, stateDir, ops: new OpLedger(path.join(stateDir, 'ops')), supervisor };
   let address = `${opts.hostaddr}:${opts.port}`;
+  const health = (): HealthReply => ({ hostaddr: opts.hostaddr, version: AGENT_VERSION, uptime_ms: Date.now() - startedAt, pid: process.pid });
   // Managers only, except agents' data-plane calls with a transfer ticket (tls/guard.ts).
   const server = new grpc.Server({ interceptors: [callerGuard({ kind: 'agent', self: () => address })] });
   server.addService(AgentService.service, {
-    Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => ({
-      hostaddr: opts.hostaddr,
-      version: AGENT_VERSION,
-      uptime_ms: Date.now() - startedAt,
-      pid: process.pid,
-    })),
+    Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => health()),
+    Watch: (call: Parameters<typeof serveHealthBeats>[0]) => serveHealthBeats(call, health),
     HostFacts: unary(opts.logger, 'HostFacts', (req: HostFactsRequest) => hostFacts(req.dirs, engines)),
     PrepareDirs: unary(opts.logger, 'PrepareDirs', async (req: PrepareDirsRequest) => {
       const reply = await prepareDirs(req.dirs);

@@ -29,6 +29,33 @@ describe('agent over gRPC', () => {
     expect(health.pid).toBe(process.pid);
   });
 
+  it('beats on a Watch stream at once and then every interval, until the caller stops listening', async () => {
+    const beats: number[] = [];
+    const stop = new AbortController();
+    const watching = client.watch(150, (reply) => {
+      expect(reply.pid).toBe(process.pid);
+      beats.push(Date.now());
+      if (beats.length === 4) stop.abort();
+    }, stop.signal);
+    await watching; // resolves: ended by the caller, not a failure
+    expect(beats).toHaveLength(4);
+    // Three intervals of 150 ms after the first beat (a late first beat may shorten one gap).
+    expect(beats[3] - beats[0]).toBeGreaterThanOrEqual(300);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(beats).toHaveLength(4); // nothing after the stop
+  });
+
+  it('a Watch that asks for a beat interval below 100 ms gets 100 ms (a caller cannot make the agent spin)', async () => {
+    const beats: number[] = [];
+    const stop = new AbortController();
+    const watching = client.watch(1, () => beats.push(Date.now()), stop.signal);
+    await new Promise((r) => setTimeout(r, 450));
+    stop.abort();
+    await watching;
+    expect(beats.length).toBeGreaterThanOrEqual(2);
+    expect(beats.length).toBeLessThanOrEqual(6); // at 1 ms it would be hundreds
+  });
+
   it('reports host facts measured on this machine', async () => {
     const facts = await client.hostFacts([tmp, path.join(tmp, 'not/yet/created')]);
     expect(facts.cores).toBe(os.availableParallelism());
@@ -54,6 +81,7 @@ describe('agent over gRPC', () => {
   it('an agent that is not there is a clear AgentUnreachableError', async () => {
     const nobody = new AgentClient('127.0.0.1:1', 1000);
     await expect(nobody.health()).rejects.toBeInstanceOf(AgentUnreachableError);
+    await expect(nobody.watch(1000, () => {}, new AbortController().signal)).rejects.toBeInstanceOf(AgentUnreachableError);
     nobody.close();
   });
 

@@ -3,9 +3,12 @@
 // where it matters here: a call to a host with no open connection first pays a TLS
 // handshake, handshakes share one CPU (each waits for those queued before it), a call
 // fails at the pool's 5 s deadline, and a failed call closes the connection.
+// Every case runs against both agent generations: agents that serve Agent.Watch (one stream
+// per host, a beat per interval) and agents older than it (UNIMPLEMENTED: polled with Health).
 
+import * as grpc from '@grpc/grpc-js';
 import { silentLogger } from '@kcm/common';
-import type { AgentApi, WithAgent } from '@kcm/agent-api';
+import { AgentCallError, type AgentApi, type HealthReply, type WithAgent } from '@kcm/agent-api';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HealthMonitor, type HealthMonitorOptions } from '../src/health-monitor';
@@ -16,6 +19,8 @@ import { LocalStore } from './helpers/local-store';
 const POOL_DEADLINE_MS = 5000;
 
 type Behaviour = 'answers' | 'silent' | 'hung' | 'slow';
+/** Agents that serve Agent.Watch, or agents older than it. */
+type Generation = 'watch' | 'older';
 
 class FakeFleet {
   readonly behaviour = new Map<string, Behaviour>();
@@ -28,7 +33,9 @@ class FakeFleet {
   readonly callsInFlight = new Map<string, number>();
   maxCallsToOneHost = 0;
 
-  constructor(private readonly handshakeCpuMs: number, private readonly callCpuMs = 0.2) {}
+  watchesOpened = 0;
+
+  constructor(private readonly handshakeCpuMs: number, private readonly callCpuMs = 0.2, private readonly generation: Generation = 'watch') {}
 
   /** Resolves after `ms` of the one shared CPU, behind the work queued before it. */
   private cpu(ms: number): Promise<void> {
@@ -43,16 +50,58 @@ class FakeFleet {
     this.maxCallsToOneHost = Math.max(this.maxCallsToOneHost, n);
     const opening = !this.connected.has(hostaddr);
     if (opening) this.maxInFlightOpening = Math.max(this.maxInFlightOpening, ++this.opening);
+    // A connection being opened counts until it is open (a watch lasts long after that).
+    let stillOpening = opening;
+    const opened = () => {
+      if (stillOpening) this.opening--;
+      stillOpening = false;
+    };
     try {
-      return await use({ health: () => this.health(hostaddr, opening) } as unknown as AgentApi);
+      const agent = {
+        address: hostaddr,
+        health: () => this.health(hostaddr, opening),
+        watch: (intervalMs: number, onBeat: (r: HealthReply) => void, signal: AbortSignal) => this.watch(hostaddr, opening, opened, intervalMs, onBeat, signal),
+      };
+      return await use(agent as unknown as AgentApi);
     } catch (err) {
       this.connected.delete(hostaddr); // the pool retires a client whose agent did not answer
       throw err;
     } finally {
-      if (opening) this.opening--;
+      opened();
       this.callsInFlight.set(hostaddr, this.callsInFlight.get(hostaddr)! - 1);
     }
   };
+
+  /** Agent.Watch: beats once connected and then every interval; a silent host breaks the stream, a hung one keeps it open without a beat. */
+  private async watch(hostaddr: string, opening: boolean, opened: () => void, intervalMs: number, onBeat: (r: HealthReply) => void, signal: AbortSignal): Promise<void> {
+    if (this.generation === 'older') throw new AgentCallError(hostaddr, grpc.status.UNIMPLEMENTED, 'unknown method Watch');
+    this.watchesOpened++;
+    const behaviour = () => this.behaviour.get(hostaddr) ?? 'answers';
+    if (behaviour() === 'slow') await new Promise((r) => setTimeout(r, 1800));
+    if (opening) {
+      this.handshakes++;
+      await this.cpu(this.handshakeCpuMs);
+    }
+    await this.cpu(this.callCpuMs);
+    if (behaviour() === 'silent') throw new Error(`${hostaddr}: UNAVAILABLE`);
+    this.connected.add(hostaddr);
+    opened();
+    return new Promise<void>((resolve, reject) => {
+      const beat = () => {
+        if (behaviour() === 'silent') return finish(new Error(`${hostaddr}: UNAVAILABLE`));
+        if (behaviour() !== 'hung') onBeat({ hostaddr } as HealthReply);
+      };
+      const timer = setInterval(beat, intervalMs);
+      const finish = (err?: Error) => {
+        clearInterval(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      if (signal.aborted) return finish();
+      signal.addEventListener('abort', () => finish(), { once: true });
+      beat();
+    });
+  }
 
   private health(hostaddr: string, opening: boolean): Promise<never> {
     const deadline = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${hostaddr}: DEADLINE_EXCEEDED`)), POOL_DEADLINE_MS));
@@ -112,12 +161,15 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('health probe rounds at fleet scale', () => {
+describe.each([
+  ['agents that serve Watch', 'watch'],
+  ['agents older than Watch (polled with Health)', 'older'],
+] as const)('health probe rounds at fleet scale, %s', (_name, generation) => {
   it('a new leader behind costly TLS handshakes never reports an answering host unreachable or dead', async () => {
     // 200 hosts and 30 ms of CPU per handshake (1,000 hosts at 6 ms, as measured, in fewer
     // fake timers): all at once, the last ones finish 6 s later, past the 5 s call deadline.
     const { store, hosts } = await fleetOf(200);
-    const fleet = new FakeFleet(30);
+    const fleet = new FakeFleet(30, 0.2, generation);
     const { monitor, rounds } = monitorOf(store, fleet, { intervalMs: 2000, deadAfterMs: 30_000 });
     const everUnreachable = new Set<string>();
     monitor.start();
@@ -138,7 +190,7 @@ describe('health probe rounds at fleet scale', () => {
   it('with a hung agent among the hosts, a silenced host is marked dead within deadAfterMs plus one interval', async () => {
     const { store, hosts } = await fleetOf(20);
     const [hung, silenced] = hosts;
-    const fleet = new FakeFleet(1);
+    const fleet = new FakeFleet(1, 0.2, generation);
     fleet.behaviour.set(hung, 'hung'); // accepts the call, never answers: only the pool's 5 s deadline ends it
     const intervalMs = 1000;
     const deadAfterMs = 7000;
@@ -161,7 +213,7 @@ describe('health probe rounds at fleet scale', () => {
     const late: number[] = [];
     for (let deadAfterMs = 6000; deadAfterMs <= 12_000; deadAfterMs += 250) {
       const { store, hosts } = await fleetOf(3);
-      const fleet = new FakeFleet(1);
+      const fleet = new FakeFleet(1, 0.2, generation);
       const { monitor } = monitorOf(store, fleet, { intervalMs: 2000, deadAfterMs });
       monitor.start();
       await vi.advanceTimersByTimeAsync(4010);
@@ -176,7 +228,7 @@ describe('health probe rounds at fleet scale', () => {
 
   it('rounds never overlap, and a hung agent is never called again while its last call is out', async () => {
     const { store, hosts } = await fleetOf(50);
-    const fleet = new FakeFleet(1);
+    const fleet = new FakeFleet(1, 0.2, generation);
     for (const h of hosts.slice(0, 5)) fleet.behaviour.set(h, 'hung');
     const { monitor, rounds, overlapping } = monitorOf(store, fleet, { intervalMs: 1000, deadAfterMs: 60_000 });
     monitor.start();
@@ -191,7 +243,7 @@ describe('health probe rounds at fleet scale', () => {
 
   it('an answer that comes after the probe deadline is still an answer: the host never reads unreachable, and the round does not wait for it', async () => {
     const { store, hosts } = await fleetOf(10);
-    const fleet = new FakeFleet(1);
+    const fleet = new FakeFleet(1, 0.2, generation);
     fleet.behaviour.set(hosts[0], 'slow');
     const { monitor, rounds } = monitorOf(store, fleet, { intervalMs: 2000, deadAfterMs: 30_000 });
     const readings = new Set<boolean | undefined>();
@@ -219,10 +271,10 @@ describe('health probe rounds at fleet scale', () => {
 });
 
 describe('a round over connected hosts, on the real event loop', () => {
-  it('starts its calls a slice per event-loop turn, not 1,000 in one turn that holds the loop', async () => {
+  it('with agents older than Watch, starts its calls a slice per event-loop turn, not 1,000 in one turn that holds the loop', async () => {
     vi.useRealTimers();
     const { store, hosts } = await fleetOf(1000);
-    const fleet = new FakeFleet(0, 0);
+    const fleet = new FakeFleet(0, 0, 'older');
     // An event-loop turn counter: a setImmediate chain, one step per turn.
     let turn = 0;
     let counting = true;
@@ -244,5 +296,28 @@ describe('a round over connected hosts, on the real event loop', () => {
     counting = false;
     expect([...startedInTurn.values()].reduce((a, b) => a + b, 0)).toBe(1000);
     expect(Math.max(...startedInTurn.values())).toBeLessThanOrEqual(50);
+  });
+
+  it('with agents that serve Watch, a round over connected hosts calls none of them: it reads the beats of their open streams', async () => {
+    vi.useRealTimers();
+    const { store, hosts } = await fleetOf(1000);
+    const fleet = new FakeFleet(0, 0, 'watch');
+    let calls = 0;
+    const withAgent: typeof fleet.withAgent = (hostaddr, use) => {
+      calls++;
+      return fleet.withAgent(hostaddr, use);
+    };
+    const monitor = new HealthMonitor({ store, withAgent, logger: silentLogger(), intervalMs: 60_000, deadAfterMs: 600_000 });
+    await monitor.probeAll(); // the first round opens a watch per host
+    expect(hosts.every((h) => monitor.reachability(h)?.reachable)).toBe(true);
+    expect(calls).toBe(1000);
+    expect(monitor.watching).toBe(1000);
+    await monitor.probeAll();
+    await monitor.probeAll();
+    expect(calls).toBe(1000);
+    expect(fleet.watchesOpened).toBe(1000);
+    expect(hosts.every((h) => monitor.reachability(h)?.reachable)).toBe(true);
+    monitor.stop(); // a former leader holds no streams
+    expect(monitor.watching).toBe(0);
   });
 });

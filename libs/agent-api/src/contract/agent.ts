@@ -12,6 +12,10 @@ export interface HealthReply {
   pid: number;
 }
 
+export interface WatchRequest {
+  interval_ms: number;
+}
+
 export interface HostFactsRequest {
   dirs: string[];
 }

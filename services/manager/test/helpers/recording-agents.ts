@@ -155,6 +155,23 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
   const hostAgent = (host: string): AgentApi => ({
     address: agentAddress(host),
     health: async () => ({ hostaddr: host, version: 'test', uptime_ms: 1, pid: 1 }),
+    // Beats at once and every interval while the host is up; a host taken down ends it as a broken link would.
+    watch: (intervalMs, onBeat, signal) =>
+      new Promise<void>((resolve, reject) => {
+        const beat = () => {
+          if (signal.aborted) return finish();
+          if (down.has(host)) return finish(new AgentUnreachableError(agentAddress(host), new Error('connection reset')));
+          onBeat({ hostaddr: host, version: 'test', uptime_ms: 1, pid: 1 });
+        };
+        const timer = setInterval(beat, intervalMs);
+        const finish = (err?: Error) => {
+          clearInterval(timer);
+          if (err) reject(err);
+          else resolve();
+        };
+        signal.addEventListener('abort', () => finish(), { once: true });
+        beat();
+      }),
     hostFacts: async () => ({ cores: 16, memory_mb: 65536, disks: [], mariadb_installed: true, postgres_installed: true }),
     prepareDirs: async () => ({ problems: [] }),
     close: () => {},
