@@ -28,3 +28,28 @@ export function callUnary<Res>(client: grpc.Client, address: string, method: str
     });
   });
 }
+
+/**
+ * A server stream the caller listens to for as long as it wants (Agent.Watch,
+ * MariaDbHaAgent.WatchStatus): `onMessage` for each message. Resolves when `signal` ended it;
+ * rejects with the call's failure otherwise (AgentUnreachableError for a broken link,
+ * AgentCallError UNIMPLEMENTED from an agent older than the method). No deadline.
+ */
+export function listenToStream<Res>(client: grpc.Client, address: string, method: string, request: object, onMessage: (message: Res) => void, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return resolve();
+    const open = (client as unknown as Record<string, (req: object, md: grpc.Metadata) => grpc.ClientReadableStream<Res>>)[method].bind(client);
+    const call = open(request, new grpc.Metadata());
+    const cancel = () => call.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+    call.on('data', onMessage);
+    const settle = (err?: grpc.ServiceError) => {
+      signal.removeEventListener('abort', cancel);
+      if (signal.aborted || !err) resolve();
+      else reject(agentCallFailure(address, err));
+    };
+    call.on('error', settle);
+    // A stream the agent ended without an error (it does not, but a proxy might) is over too.
+    call.on('end', () => settle());
+  });
+}

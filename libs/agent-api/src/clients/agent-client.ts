@@ -1,10 +1,9 @@
 // The manager's side of the agent contract: typed promises over the gRPC client,
 // each with a deadline, so an unreachable agent becomes a clear error, not a hang.
 
-import * as grpc from '@grpc/grpc-js';
-import { agentClient, callUnary } from '../call';
+import type * as grpc from '@grpc/grpc-js';
+import { agentClient, callUnary, listenToStream } from '../call';
 import { AgentService, type HealthReply, type HostFactsReply, type PrepareDirsReply, type WatchRequest } from '../contract/agent';
-import { agentCallFailure } from '../errors';
 
 export class AgentClient {
   private readonly client: grpc.Client;
@@ -24,22 +23,8 @@ export class AgentClient {
    * agent older than Watch). No deadline: it lasts as long as the caller listens.
    */
   watch(intervalMs: number, onBeat: (reply: HealthReply) => void, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (signal.aborted) return resolve();
-      const request: WatchRequest = { interval_ms: intervalMs };
-      const call = (this.client as unknown as { Watch(req: WatchRequest, md: grpc.Metadata): grpc.ClientReadableStream<HealthReply> }).Watch(request, new grpc.Metadata());
-      const cancel = () => call.cancel();
-      signal.addEventListener('abort', cancel, { once: true });
-      call.on('data', onBeat);
-      const settle = (err?: grpc.ServiceError) => {
-        signal.removeEventListener('abort', cancel);
-        if (signal.aborted || !err) resolve();
-        else reject(agentCallFailure(this.address, err));
-      };
-      call.on('error', settle);
-      // A stream the agent ended without an error (it does not, but a proxy might) is over too.
-      call.on('end', () => settle());
-    });
+    const request: WatchRequest = { interval_ms: intervalMs };
+    return listenToStream(this.client, this.address, 'Watch', request, onBeat, signal);
   }
 
   hostFacts(dirs: string[]): Promise<HostFactsReply> {
