@@ -19,9 +19,10 @@
 // MariaDbHaAgent.ReplicationStatus) get a FIXED HEALTHY REPLY for every port asked about (a
 // running, writable MariaDB master that its standbys reach; a running PostgreSQL accepting
 // queries), not recorded: whatever the commands recorded, no
-// hollow instance exists to measure. Agent.Watch beats like a real agent's. --older-agents
-// serves no HostProbeAgent and no Agent.Watch, as an agent older than the manager
-// (UNIMPLEMENTED): the manager then probes per instance and polls Health.
+// hollow instance exists to measure. Agent.Watch and MariaDbHaAgent.WatchStatus beat like a
+// real agent's (WatchStatus: every port healthy). --older-agents serves no HostProbeAgent and
+// neither watch, as an agent older than the manager (UNIMPLEMENTED): the manager then probes
+// per instance, polls Health and asks each master's status per round.
 //
 // It prints one JSON line {"ready": true, "hosts": N} once every endpoint listens, then
 // serves until SIGTERM. SIGUSR2 toggles "silent" hosts listed in --silent-file (one per
@@ -39,7 +40,7 @@ import {
   callerGuard,
   loadAgentService,
   loadTlsMaterial,
-  serveHealthBeats,
+  serveBeats,
   serverCredentials,
   useTls,
   type HealthReply,
@@ -99,13 +100,14 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
     if (opts.olderAgent && name === 'HostProbeAgent') continue;
     const handlers: grpc.UntypedServiceImplementation = {};
     for (const [method, def] of Object.entries(definition)) {
-      if (name === 'Agent' && method === 'Watch') {
-        if (opts.olderAgent) continue; // an agent older than Watch: the manager polls Health
-        handlers[method] = (call: Parameters<typeof serveHealthBeats>[0]) =>
-          serveHealthBeats(call, () => {
+      const watched = watchedBeat(`${name}.${method}`, opts.hostaddr, startedAt);
+      if (watched) {
+        if (opts.olderAgent) continue; // an agent older than the watch streams: the manager calls instead
+        handlers[method] = (call: grpc.ServerWritableStream<{ interval_ms?: number }, unknown>) =>
+          serveBeats(call, () => {
             if (opts.isHung?.(opts.hostaddr)) return undefined; // open, and silent
             if (opts.isSilent(opts.hostaddr)) throw Object.assign(new Error('hollow agent: host is silent'), { code: grpc.status.UNAVAILABLE });
-            return health(opts.hostaddr, startedAt);
+            return watched(call.request);
           });
         continue;
       }
@@ -131,6 +133,13 @@ export async function startHollowHost(opts: HollowHostOptions): Promise<grpc.Ser
     server.bindAsync(`${opts.hostaddr}:${opts.port}`, opts.credentials ?? serverCredentials(), (err, port) => (err ? reject(err) : resolve(port))),
   );
   return server;
+}
+
+/** The beat of a watch stream this simulator serves (Agent.Watch, MariaDbHaAgent.WatchStatus), or undefined for any other method. */
+function watchedBeat(method: string, hostaddr: string, startedAt: number): ((request: unknown) => unknown) | undefined {
+  if (method === 'Agent.Watch') return () => health(hostaddr, startedAt);
+  if (method === 'MariaDbHaAgent.WatchStatus') return (request) => ({ statuses: (request as { ports: number[] }).ports.map(replicationHealthy) });
+  return undefined;
 }
 
 function health(hostaddr: string, startedAt: number): HealthReply {

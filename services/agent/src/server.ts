@@ -4,7 +4,7 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { makePrivateDirSync, type Logger } from '@kcm/common';
-import { AgentService, callerGuard, serveHealthBeats, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
+import { AgentService, callerGuard, serveBeats, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
 import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
 import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
@@ -61,7 +61,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const server = new grpc.Server({ interceptors: [callerGuard({ kind: 'agent', self: () => address })] });
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => health()),
-    Watch: (call: Parameters<typeof serveHealthBeats>[0]) => serveHealthBeats(call, health),
+    Watch: (call: Parameters<typeof serveBeats>[0]) => serveBeats(call, health),
     HostFacts: unary(opts.logger, 'HostFacts', (req: HostFactsRequest) => hostFacts(req.dirs, engines)),
     PrepareDirs: unary(opts.logger, 'PrepareDirs', async (req: PrepareDirsRequest) => {
       const reply = await prepareDirs(req.dirs);

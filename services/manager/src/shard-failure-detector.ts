@@ -17,6 +17,7 @@
 import { CALLS_STARTED_PER_TURN, type Logger, ONE_SHOT_MYSQL_OPTIONS, startInSlices } from '@kcm/common';
 import mysql from 'mysql2/promise';
 import type { Agents, MariaDbHaStatusReply } from '@kcm/agent-api';
+import { MasterStatusWatches } from './master-status-watches';
 import { CommandKind } from './meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from './meta/state';
 import type { MetaStore } from './meta/store';
@@ -81,9 +82,18 @@ export class ShardFailureDetector {
   failoversSubmitted = 0;
   /** SQL pings made (each a new MariaDB connection): what a round costs beyond its agent calls (bench:scale:failure). */
   sqlPings = 0;
+  /** Masters judged from a fresh WatchStatus beat, without a call of their own (bench:scale:failure, tests). */
+  judgedFromBeats = 0;
+  /** Each host's masters measured by its agent every interval (master-status-watches.ts). */
+  readonly watches: MasterStatusWatches;
+  /** A beat older than this is not evidence: two intervals and a margin for the agent's own measuring. */
+  private readonly beatFreshMs: number;
 
   constructor(private readonly opts: FailureDetectorOptions) {
-    this.loop = new PeriodicRounds(() => this.round(), opts.intervalMs ?? DEFAULT_FAILURE_DETECT_INTERVAL_MS);
+    const intervalMs = opts.intervalMs ?? DEFAULT_FAILURE_DETECT_INTERVAL_MS;
+    this.loop = new PeriodicRounds(() => this.round(), intervalMs);
+    this.watches = new MasterStatusWatches({ agents: opts.agents, intervalMs, logger: opts.logger, now: opts.now });
+    this.beatFreshMs = 2 * intervalMs + 250;
   }
 
   start(): void {
@@ -95,6 +105,7 @@ export class ShardFailureDetector {
 
   async stop(): Promise<void> {
     await this.loop.stop();
+    this.watches.stop();
     this.masterUp.clear(); // a member that is not leader measures nothing
   }
 
@@ -115,6 +126,7 @@ export class ShardFailureDetector {
   private async round(): Promise<void> {
     const state = this.opts.store.state();
     const masters = new Set<string>();
+    const masterPortsByHost = new Map<string, number[]>();
     const work: Array<() => Promise<void>> = [];
     const previous = this.masterUp;
     this.masterUp = new Map();
@@ -131,6 +143,9 @@ export class ShardFailureDetector {
         const master = shard.nodes[shard.masterNodeId];
         if (!master) continue;
         masters.add(master.id);
+        const ports = masterPortsByHost.get(master.hostaddr);
+        if (ports) ports.push(master.port);
+        else masterPortsByHost.set(master.hostaddr, [master.port]);
         const fenced = Object.values(shard.nodes).filter((n) => n.fenced && n.id !== master.id);
         if (fenced.length > 0) work.push(() => this.offerRejoin(cluster, shard, fenced));
         // Watched inside a no-switch window too (never failed over there): what the master
@@ -141,6 +156,8 @@ export class ShardFailureDetector {
     }
     // A node that is no longer a master starts from a fresh baseline if it becomes one again.
     for (const id of [...this.restartsSeen.keys()]) if (!masters.has(id)) this.restartsSeen.delete(id);
+    // Streams for the masters judged now (new ones measure from the next round on).
+    await this.watches.want(masterPortsByHost);
     // 3,000 masters' probes started in one turn held the loop for seconds and made their own
     // agent calls miss their deadline (bench:scale:failure).
     await startInSlices(CALLS_STARTED_PER_TURN, work, (start) => start());
@@ -186,10 +203,15 @@ export class ShardFailureDetector {
   /** The verdict on one master from its agent, a SQL ping and (when it cannot be reached) its standbys. */
   async judge(cluster: ClusterRecord, shard: ShardRecord, master: StorageNodeRecord): Promise<MasterVerdict> {
     const timeoutMs = this.opts.probeTimeoutMs ?? 1000;
-    const agentAnswer = this.opts.agents.mariadbHa(master.hostaddr).replicationStatus(master.port, 0, timeoutMs).then(
-      (status) => ({ status, error: '' }),
-      (err: Error) => ({ status: undefined as MariaDbHaStatusReply | undefined, error: err.message }),
-    );
+    // The agent's word from its latest beat, when fresh, is what a call would have answered.
+    const beat = this.watches.fresh(master.hostaddr, master.port, this.beatFreshMs);
+    if (beat) this.judgedFromBeats++;
+    const agentAnswer = beat
+      ? Promise.resolve({ status: beat as MariaDbHaStatusReply | undefined, error: '' })
+      : this.opts.agents.mariadbHa(master.hostaddr).replicationStatus(master.port, 0, timeoutMs).then(
+          (status) => ({ status, error: '' }),
+          (err: Error) => ({ status: undefined as MariaDbHaStatusReply | undefined, error: err.message }),
+        );
     // The SQL ping (a new MariaDB connection: ~5 ms of the leader's CPU) only adds evidence
     // when the agent cannot vouch for the master. An agent that answers in time saying it
     // runs and answers SQL, or that it is not running, makes the ping moot; at 3,000 masters

@@ -3,11 +3,13 @@
 // unreachable (AgentUnreachableError) so the caller can fence by metadata instead.
 
 import type * as grpc from '@grpc/grpc-js';
-import { agentClient, callUnary } from '../call';
+import { agentClient, callUnary, listenToStream } from '../call';
 import {
   MariaDbHaAgentService,
   type MariaDbFenceReply,
   type MariaDbHaStatusReply,
+  type MariaDbHaWatchBeat,
+  type MariaDbHaWatchRequest,
   type MariaDbPromoteReply,
   type MariaDbPromoteRequest,
   type MariaDbRepointReply,
@@ -36,6 +38,15 @@ export class MariaDbHaAgentClient {
   /** Measured now; `checkMasterMs` > 0 also has a standby's agent try a TCP connection to its master. */
   replicationStatus(port: number, checkMasterMs = 0, deadlineMs = this.deadlines.statusMs): Promise<MariaDbHaStatusReply> {
     return this.call('ReplicationStatus', { port, check_master_ms: checkMasterMs }, deadlineMs);
+  }
+
+  /**
+   * ReplicationStatus of `ports` at once and every intervalMs, as a stream (WatchStatus):
+   * `onBeat` for each beat. Settles as AgentClient.watch does (UNIMPLEMENTED from an agent older than it).
+   */
+  watchStatus(ports: number[], intervalMs: number, onBeat: (beat: MariaDbHaWatchBeat) => void, signal: AbortSignal): Promise<void> {
+    const request: MariaDbHaWatchRequest = { ports, interval_ms: intervalMs };
+    return listenToStream(this.client, this.address, 'WatchStatus', request, onBeat, signal);
   }
 
   promote(req: MariaDbPromoteRequest): Promise<MariaDbPromoteReply> {

@@ -13,6 +13,15 @@ export interface MariaDbHaStatusRequest {
   check_master_ms: number;
 }
 
+export interface MariaDbHaWatchRequest {
+  ports: number[];
+  interval_ms: number;
+}
+
+export interface MariaDbHaWatchBeat {
+  statuses: MariaDbHaStatusReply[];
+}
+
 export interface MariaDbHaStatusReply {
   port: number;
   installed: boolean;

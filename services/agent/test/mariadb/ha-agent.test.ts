@@ -6,7 +6,7 @@
 
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gtidCovers, gtidsBeyond, MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
+import { gtidCovers, gtidsBeyond, MariaDbHaAgentClient, type MariaDbHaStatusReply, type MariaDbHaWatchBeat } from '@kcm/agent-api';
 import { processAlive } from '../../src/ops/exec';
 import { HOSTS, secrets, startShardFixture, type ShardFixture } from './shard-fixture';
 
@@ -81,11 +81,36 @@ describe('MariaDbHaAgent: fence, promote, re-point (real mariadbd)', () => {
     expect((await ha[0].replicationStatus(57199)).installed).toBe(false);
   });
 
+  it('WatchStatus beats the measurements ReplicationStatus answers, for every port asked, until the caller stops', async () => {
+    const beats: MariaDbHaWatchBeat[] = [];
+    const stop = new AbortController();
+    await ha[OLD_MASTER.agent].watchStatus([OLD_MASTER.port, 57199], 200, (b) => {
+      beats.push(b);
+      if (beats.length === 3) stop.abort();
+    }, stop.signal);
+    expect(beats).toHaveLength(3);
+    for (const b of beats) {
+      expect(b.statuses.map((x) => x.port)).toEqual([OLD_MASTER.port, 57199]);
+      expect(b.statuses[0]).toMatchObject({ installed: true, running: true, answering: true, read_only: false, is_replica: false, desired_state: 'running' });
+      expect(b.statuses[1].installed).toBe(false);
+    }
+  });
+
   it('a SIGKILLed master is seen gone; fenced, it stays stopped and is never restarted by its agent', async () => {
     const before = await status(OLD_MASTER);
+    const watching = new AbortController();
+    let seenGoneOnBeat = false;
+    const watch = ha[OLD_MASTER.agent].watchStatus([OLD_MASTER.port], 100, (b) => {
+      if (!b.statuses[0].running) seenGoneOnBeat = true;
+    }, watching.signal);
     process.kill(before.pid, 'SIGKILL');
     while (processAlive(before.pid)) await sleep(20);
     expect(await status(OLD_MASTER)).toMatchObject({ running: false, answering: false });
+    // The beats say so too (the shard failure detector reads them).
+    for (let waited = 0; !seenGoneOnBeat && waited < 3000; waited += 50) await sleep(50);
+    watching.abort();
+    await watch;
+    expect(seenGoneOnBeat).toBe(true);
     const fenced = await ha[OLD_MASTER.agent].fence('fence-1', OLD_MASTER.port, true);
     expect(fenced.stopped).toBe(true);
     expect(await ha[OLD_MASTER.agent].fence('fence-2', OLD_MASTER.port, true)).toMatchObject({ was_running: false, stopped: true });

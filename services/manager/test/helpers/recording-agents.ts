@@ -3,6 +3,7 @@
 // of the agent contract (a new method, a new reply field) fails to compile here too.
 
 import {
+  AgentCallError,
   AgentUnreachableError,
   type AgentApi,
   type Agents,
@@ -115,6 +116,10 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
   const mariadbHa = (host: string): MariaDbHaAgentApi => ({
     address: agentAddress(host),
     replicationStatus: (port) => record(host, 'ha.status', { port }, haStatus(port)),
+    // As an agent older than WatchStatus (UNIMPLEMENTED): the detector asks per master, and the calls are recorded.
+    watchStatus: async () => {
+      throw new AgentCallError(agentAddress(host), 12 /* UNIMPLEMENTED */, 'recording agents serve no WatchStatus');
+    },
     promote: (r) => record(host, 'ha.promote', r, { gtid_current_pos: '', semi_sync_master: true, read_only: false, already_master: false, relay_applied: true }),
     repointStandby: (r) => record(host, 'ha.repoint', r, { gtid_slave_pos: '', io_running: true, sql_running: true }),
     fence: (op, port, stop) => record(host, 'ha.fence', { op, port, stop }, { was_running: true, made_read_only: true, stopped: stop, gtid_binlog_pos: '' }),

@@ -5,7 +5,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../capability';
 import { unary } from '../../grpc-unary';
-import { MariaDbHaAgentService, type MariaDbFenceRequest, type MariaDbHaStatusRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
+import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
 import { fence, promote, repointStandby, waitForGtid } from './ha';
 import { replicationStatus } from './ha-status';
 import type { mariadbSupervision } from './supervision';
@@ -20,11 +20,17 @@ export interface HaServiceDeps {
 export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: HaServiceDeps): void {
   const log = ctx.logger.child({ capability: 'mariadb-ha' });
   const { once, desired, serialised } = deps;
+  const statusOf = async (port: number, checkMasterMs: number): Promise<MariaDbHaStatusReply> => ({
+    ...(await replicationStatus(ctx, port, checkMasterMs)),
+    ...(await desired.report(port)),
+  });
   server.addService(MariaDbHaAgentService.service, {
-    ReplicationStatus: unary(log, 'MariaDbHa.ReplicationStatus', async (req: MariaDbHaStatusRequest) => ({
-      ...(await replicationStatus(ctx, req.port, Math.min(Math.max(req.check_master_ms, 0), 10_000))),
-      ...(await desired.report(req.port)),
-    })),
+    ReplicationStatus: unary(log, 'MariaDbHa.ReplicationStatus', (req: MariaDbHaStatusRequest) => statusOf(req.port, Math.min(Math.max(req.check_master_ms, 0), 10_000))),
+    WatchStatus: (call: grpc.ServerWritableStream<MariaDbHaWatchRequest, MariaDbHaWatchBeat>) => {
+      // At most a host's worth of instances, each a real port: a caller cannot make the agent measure without bound.
+      const ports = [...new Set(call.request.ports)].filter((p) => Number.isInteger(p) && p > 0 && p < 65_536).slice(0, 256);
+      serveBeats(call, async () => ({ statuses: await Promise.all(ports.map((port) => statusOf(port, 0))) }));
+    },
     Promote: unary(log, 'MariaDbHa.Promote', (req: MariaDbPromoteRequest) => once('ha-promote', req.op_id, req.port, () => promote(ctx, req))),
     RepointStandby: unary(log, 'MariaDbHa.RepointStandby', (req: MariaDbRepointRequest) =>
       once('ha-repoint', req.op_id, req.port, () => desired.runningAfter(req.port, () => repointStandby(ctx, req))),
