@@ -1,21 +1,23 @@
-// npm run bench:scale:failure [-- --hosts 1000 --clusters 1000 --rounds 20]
+// npm run bench:scale:failure [-- --hosts 1000 --clusters 1000 --rounds 20 --older-agents]
 //
 // The leader's shard failure detector (services/manager/src/shard-failure-detector.ts) at
 // fleet scale: every shard master of `clusters` clusters (3 shards each: 3,000 masters at
 // 1,000 clusters) judged every failureDetectIntervalMs (500 ms by default), with the
 // manager's real agent pool (AgentPool: gRPC over mutual TLS) against the HOLLOW fleet
 // (hollow-agents.ts, a simulator for the control plane only: no engine runs; every master
-// answers ReplicationStatus as healthy). The detector runs in this process against the
+// answers ReplicationStatus and beats WatchStatus as healthy; with --older-agents it serves no
+// WatchStatus, and the detector calls each master's agent every round). The detector runs in this process against the
 // state a manager would hold (loadFleetStateDirectly, every cluster ready); the fleet is one
 // child process, so the two sides' CPU is measured apart.
 //
 // Prints, for the steady rounds: round time against the interval, this process's CPU per
-// round, the fleet's, SQL pings per round (a new MariaDB connection each: the healthy case
-// should need none), and the longest event-loop block while rounds ran. Run it under the
+// round and per second over them all (beats arrive between rounds), the fleet's, masters
+// judged from beats, SQL pings per round (a new MariaDB connection each: the healthy case
+// should need none), GC pauses, and the longest event-loop block while rounds ran. Run it under the
 // system-test lock (it listens on 127.54.x.x:58154).
 
 import os from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { AgentPool, loadTlsMaterial, useTls } from '@kcm/agent-api';
 import { silentLogger } from '@kcm/common';
@@ -41,6 +43,7 @@ async function main(): Promise<void> {
       clusters: { type: 'string', default: '1000' },
       rounds: { type: 'string', default: '20' },
       'ping-after-ms': { type: 'string' },
+      'older-agents': { type: 'boolean', default: false },
     },
   });
   const [hostCount, clusterCount, roundCount] = [values.hosts, values.clusters, values.rounds].map(Number);
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
   const masters = Object.values(state.clusters).reduce((n, c) => n + Object.keys(c.shards).length, 0);
 
   useTls(loadTlsMaterial(testCert('manager', ['127.0.0.1']), 'manager'));
-  const fleet = await startHollowFleet(hosts, PORT);
+  const fleet = await startHollowFleet(hosts, PORT, { olderAgents: values['older-agents'] });
   const pool = new AgentPool(PORT);
   const proposed: Command[] = [];
   const detector = new ShardFailureDetector({
@@ -65,26 +68,46 @@ async function main(): Promise<void> {
   });
   console.log(`${hostCount} hollow hosts, ${clusterCount} ready clusters: ${masters} shard masters judged every ${intervalMs} ms`);
 
-  const rounds: { seconds: number; cpuS: number; fleetCpuS: number; pings: number }[] = [];
+  const rounds: { seconds: number; cpuS: number; fleetCpuS: number; pings: number; fromBeats: number }[] = [];
   const blocks = monitorEventLoopDelay({ resolution: 10 });
+  const gcPauses: { minor: boolean; ms: number }[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcPauses.push({ minor: (e as { detail?: { kind?: number } }).detail?.kind === 1, ms: e.duration });
+  });
   let overran = 0;
-  for (let i = 0; i <= roundCount; i++) {
-    if (i === 1) blocks.enable(); // the first round opens every connection: measured apart
-    const [t0, cpu0, fleet0, pings0] = [performance.now(), processCpuSeconds(), cpuSecondsOf(fleet.pid!), detector.sqlPings];
+  let steadyFrom = { ms: 0, cpu: 0, fleetCpu: 0 };
+  // Two rounds before the steady ones: the first opens every connection (and the streams), the second takes the first beats.
+  const warmRounds = 2;
+  for (let i = 0; i < warmRounds + roundCount; i++) {
+    if (i === warmRounds) {
+      blocks.enable();
+      gcObserver.observe({ entryTypes: ['gc'] });
+      steadyFrom = { ms: performance.now(), cpu: processCpuSeconds(), fleetCpu: cpuSecondsOf(fleet.pid!) };
+    }
+    const [t0, cpu0, fleet0, pings0, beats0] = [performance.now(), processCpuSeconds(), cpuSecondsOf(fleet.pid!), detector.sqlPings, detector.judgedFromBeats];
     await detector.checkAll();
     const seconds = (performance.now() - t0) / 1000;
-    rounds.push({ seconds, cpuS: processCpuSeconds() - cpu0, fleetCpuS: cpuSecondsOf(fleet.pid!) - fleet0, pings: detector.sqlPings - pings0 });
-    if (seconds * 1000 > intervalMs) overran++;
-    else await sleep(intervalMs - seconds * 1000); // the next tick, as PeriodicRounds would start it
+    rounds.push({ seconds, cpuS: processCpuSeconds() - cpu0, fleetCpuS: cpuSecondsOf(fleet.pid!) - fleet0, pings: detector.sqlPings - pings0, fromBeats: detector.judgedFromBeats - beats0 });
+    if (i >= warmRounds && seconds * 1000 > intervalMs) overran++;
+    if (seconds * 1000 < intervalMs) await sleep(intervalMs - seconds * 1000); // the next tick, as PeriodicRounds would start it
   }
+  const steadyS = (performance.now() - steadyFrom.ms) / 1000;
+  const [managerCpuPerS, fleetCpuPerS] = [(processCpuSeconds() - steadyFrom.cpu) / steadyS, (cpuSecondsOf(fleet.pid!) - steadyFrom.fleetCpu) / steadyS];
   blocks.disable();
-  const [first, ...steady] = rounds;
-  console.log(`first round (new TLS connections): ${fmt(first.seconds)}, CPU ${fmt(first.cpuS)}, SQL pings ${first.pings}`);
+  gcObserver.disconnect();
+  await detector.stop();
+  const [first] = rounds;
+  const steady = rounds.slice(warmRounds);
+  console.log(`first round (new TLS connections, streams opened): ${fmt(first.seconds)}, CPU ${fmt(first.cpuS)}, SQL pings ${first.pings}`);
   console.log(`steady rounds (${steady.length}): median ${fmt(median(steady.map((r) => r.seconds)))}, max ${fmt(Math.max(...steady.map((r) => r.seconds)))} ` +
     `(interval ${fmt(intervalMs / 1000)}; ${overran} overran it)`);
   console.log(`CPU per steady round: manager median ${fmt(median(steady.map((r) => r.cpuS)))} (${((100 * median(steady.map((r) => r.cpuS))) / (intervalMs / 1000)).toFixed(0)}% of a core at one round per interval), ` +
     `fleet median ${fmt(median(steady.map((r) => r.fleetCpuS)))}`);
+  console.log(`CPU over the steady rounds (${steadyS.toFixed(1)} s), per second: manager ${managerCpuPerS.toFixed(3)} s/s, fleet ${fleetCpuPerS.toFixed(3)} s/s`);
+  console.log(`masters judged from a WatchStatus beat per steady round: median ${median(steady.map((r) => r.fromBeats))} (of ${masters}); the others by a call`);
   console.log(`SQL pings per steady round: median ${median(steady.map((r) => r.pings))} (of ${masters} masters)`);
+  const pauses = (xs: number[]) => (xs.length ? `${xs.length}, max ${Math.max(...xs).toFixed(1)} ms, total ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms` : '0');
+  console.log(`GC pauses during steady rounds: scavenges ${pauses(gcPauses.filter((g) => g.minor).map((g) => g.ms))}; other ${pauses(gcPauses.filter((g) => !g.minor).map((g) => g.ms))}`);
   console.log(`longest event-loop block during steady rounds: ${(blocks.max / 1e6).toFixed(0)} ms (p99 ${(blocks.percentile(99) / 1e6).toFixed(0)} ms)`);
   console.log(`failovers submitted: ${proposed.length} (every master is healthy: expected 0)`);
   console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
