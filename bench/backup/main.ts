@@ -315,6 +315,10 @@ async function main(): Promise<void> {
       if (streamed) figures.push(`  source agent's stream: ${String(streamed.ms)} ms in all, the backup tool exited at ${String(streamed.backup_tool_ms)} ms, waited ${String(streamed.send_wait_ms)} ms for the receiver`);
       figures.push(`  the same agents idle in the baseline: source ${fmt(idleRate(shardBackup.sourceHostaddr), 3)} s/s, storage ${fmt(idleRate(HOSTS[2]), 3)} s/s (x ${fmt(jobS)} s of job)   source piped mariabackup into zstd: ${piped ? 'yes' : 'no'}`);
     }
+    // The job's wall time beyond the stream: its steps as the manager logged them.
+    const steps = f.logLines.map((l) => { try { return JSON.parse(l) as { msg?: string; jobId?: string; step?: string; durationMs?: number }; } catch { return {}; } })
+      .filter((l) => l.msg === 'step done' && l.jobId === set.id && l.durationMs !== undefined);
+    if (steps.length) figures.push(`  job steps (manager log): ${steps.map((l) => `${l.step} ${l.durationMs} ms`).join(', ')}; job ${fmt(jobS * 1000, 0)} ms, stream ${shardBackup.transferMs} ms`);
     figures.push(`write stall (compute-node inserts)   before backup ${stall(before)}   during backup ${stall(during)}`);
 
     // Writes after the backup, then the restore point T, then writes after T.
