@@ -288,6 +288,9 @@ async function main(): Promise<void> {
       raw = why(err);
     }
 
+    log('raw mariabackup | zstd | file of the same node');
+    const rawZstd = await rawMariabackupToFile(node, path.join(f.tmp, 'raw-backup.mbstream.zst'), true).catch((err: unknown) => why(err));
+
     figures.push(`backup set: ${fmt(backupBytes / MB)} MB mbstream of shard ${shardBackup.shardId}, stored ${shardBackup.compression ?? 'uncompressed'} as ${fmt(storedBytes / MB)} MB (ratio ${fmt(storedBytes / backupBytes, 2)})`);
     figures.push(`  taken from ${shardBackup.sourceWasMaster ? 'the master' : 'a standby'} ${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}, stream limit ${pvLimitMb === 0 ? 'none' : `${pvLimitMb} MB/s`}`);
     if (typeof raw === 'string') {
@@ -302,6 +305,11 @@ async function main(): Promise<void> {
     else {
       const beforeMbS = rawBefore.bytes / MB / (rawBefore.ms / 1000);
       figures.push(`  raw copy before the job ${fmt(beforeMbS)} MB/s (${fmt(rawBefore.bytes / MB)} MB in ${fmt(rawBefore.ms / 1000)} s, ${sameNode ? 'the same node' : `another node, ${firstStandby.hostaddr}:${firstStandby.port}`})   job / that ${fmt(managedJobMbS / beforeMbS, 2)}x   stream / that ${fmt(managedStreamMbS / beforeMbS, 2)}x`);
+    }
+    if (typeof rawZstd === 'string') figures.push(`  raw mariabackup|zstd|file: not measured: ${rawZstd}`);
+    else {
+      const zMbS = rawZstd.bytes / MB / (rawZstd.ms / 1000);
+      figures.push(`  raw mariabackup|zstd|file (the pipeline without the agents, after the job) ${fmt(zMbS)} MB/s (${fmt(rawZstd.bytes / MB)} MB in ${fmt(rawZstd.ms / 1000)} s)   job / that ${fmt(managedJobMbS / zMbS, 2)}x   stream / that ${fmt(managedStreamMbS / zMbS, 2)}x`);
     }
     if (cpuProfDir) figures.push(`  cpu profiles in ${cpuProfDir}; the job on the monotonic clock: ${backupWindowFromUs}-${backupWindowToUs} us (npx tsx bench/backup/profile-summary.ts <file.cpuprofile> ${backupWindowFromUs} ${backupWindowToUs}); agent pids ${(await Promise.all([...f.processAgents].map(async ([host, a]) => `${host}=${await a.listeningPid()}`))).join(' ')}`);
     if (agentCpuBefore.size > 0) {
