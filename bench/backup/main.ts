@@ -20,7 +20,9 @@
 //   backup bytes over (a) the stream's own transfer time the storage agent reports and
 //   (b) the whole job, submit to done. Against it, on the same node the job chose, right
 //   after it: the agent's mariabackup command line with its stdout written to a file and
-//   fsynced (raw-backup.ts). Target: managed >= 0.9x raw.
+//   fsynced (raw-backup.ts). Target: managed >= 0.9x raw. The raw copy also runs before the
+//   job (on the standby listed first, to show any order effect), and after it once more
+//   through zstd (the managed pipeline without the agents, to show the agents' share).
 // - Write stall: the latencies of the compute-node inserts sent during the backup job
 //   against those of the `--baseline-s` seconds before it (p50, p99, max).
 // - Archive lag: kcm_binlog_archive_lag_seconds of the source cluster, scraped from the
