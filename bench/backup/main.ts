@@ -1,4 +1,4 @@
-// npm run bench:backup -- [--size-mb N] [--nodes N] [--pv-limit-mb N] [--baseline-s N] [--pause-ms N] [--in-process-agents] [--keep]
+// npm run bench:backup -- [--size-mb N] [--nodes N] [--pv-limit-mb N] [--baseline-s N] [--pause-ms N] [--in-process-agents] [--cpu-prof DIR] [--keep]
 //
 // Backup and restore on real engines, every figure from one run (run it under
 // `flock /tmp/kcm-system.lock`: it uses the system tests' fixed loopback addresses and ports).
@@ -20,7 +20,9 @@
 //   backup bytes over (a) the stream's own transfer time the storage agent reports and
 //   (b) the whole job, submit to done. Against it, on the same node the job chose, right
 //   after it: the agent's mariabackup command line with its stdout written to a file and
-//   fsynced (raw-backup.ts). Target: managed >= 0.9x raw.
+//   fsynced (raw-backup.ts). Target: managed >= 0.9x raw. The raw copy also runs before the
+//   job (on the standby listed first, to show any order effect), and after it once more
+//   through zstd (the managed pipeline without the agents, to show the agents' share).
 // - Write stall: the latencies of the compute-node inserts sent during the backup job
 //   against those of the `--baseline-s` seconds before it (p50, p99, max).
 // - Archive lag: kcm_binlog_archive_lag_seconds of the source cluster, scraped from the
@@ -54,6 +56,7 @@ const { values: flags } = parseArgs({
     'pause-ms': { type: 'string', default: '5' },
     'in-process-agents': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 const sizeMb = Number(flags['size-mb']);
@@ -64,6 +67,11 @@ for (const [name, v] of [['size-mb', sizeMb], ['baseline-s', baselineS], ['pause
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a number >= 0`);
 }
 if (flags.keep) process.env.KCM_TEST_KEEP_DIR = '1';
+// Each process agent writes a V8 CPU profile into DIR when it exits on SIGTERM (below);
+// the backup's window on the monotonic clock is printed, so profile-summary.ts can cut it out.
+const cpuProfDir = flags['cpu-prof'] ? path.resolve(flags['cpu-prof']) : undefined;
+if (cpuProfDir) process.env.KCM_TEST_NODE_ARGS = `${process.env.KCM_TEST_NODE_ARGS ?? ''} --cpu-prof --cpu-prof-dir=${cpuProfDir}`.trim();
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const AGENT_PORT = 58185;
 const MEMBER = '127.0.1.78:58178';
@@ -242,11 +250,20 @@ async function main(): Promise<void> {
     const agentCpuIdleFrom = await agentCpuSeconds(f);
     await sleep(baselineS * 1000);
 
+    // The raw copy both before and after the job (of the standby the job picks first, see
+    // choose-source.ts): the first read of a node's files may pay for what the second finds cached.
+    const nowShard = onlyShard(state().clusters[src.id]);
+    const firstStandby = Object.values(nowShard.nodes).find((n) => n.id !== nowShard.masterNodeId)!;
+    log(`raw mariabackup of ${firstStandby.hostaddr}:${firstStandby.port} to a file, before the job`);
+    const rawBefore = await rawMariabackupToFile(firstStandby, path.join(f.tmp, 'raw-backup.mbstream')).catch((err: unknown) => why(err));
+
     log('manual_backup_cluster of the source');
+    const backupWindowFromUs = monotonicUs();
     const agentCpuBefore = await agentCpuSeconds(f);
     const backupFrom = performance.now();
     await job(f, 'manual_backup_cluster', { cluster_id: src.id }, 1_800_000);
     const backupTo = performance.now();
+    const backupWindowToUs = monotonicUs();
     const agentCpuAfter = await agentCpuSeconds(f);
     const set = Object.values(state().backupSets).find((s) => s.clusterId === src.id)!;
     const shardBackup = set.shards[0];
@@ -264,7 +281,7 @@ async function main(): Promise<void> {
     const during = writer.w.between(backupFrom, backupTo);
     const stall = (xs: number[]) => `n=${xs.length} p50=${fmt(quantile(xs, 0.5), 2)} ms p99=${fmt(quantile(xs, 0.99), 2)} ms max=${fmt(Math.max(...xs), 2)} ms`;
 
-    log(`raw mariabackup of the same node (${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}) to a file`);
+    log(`raw mariabackup of the same node (${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}) to a file, after the job`);
     const node = Object.values(onlyShard(state().clusters[src.id]).nodes).find((n) => n.hostaddr === shardBackup.sourceHostaddr && n.port === shardBackup.sourcePort)!;
     let raw: { bytes: number; ms: number } | string;
     try {
@@ -272,6 +289,9 @@ async function main(): Promise<void> {
     } catch (err) {
       raw = why(err);
     }
+
+    log('raw mariabackup | zstd | file of the same node');
+    const rawZstd = await rawMariabackupToFile(node, path.join(f.tmp, 'raw-backup.mbstream.zst'), true).catch((err: unknown) => why(err));
 
     figures.push(`backup set: ${fmt(backupBytes / MB)} MB mbstream of shard ${shardBackup.shardId}, stored ${shardBackup.compression ?? 'uncompressed'} as ${fmt(storedBytes / MB)} MB (ratio ${fmt(storedBytes / backupBytes, 2)})`);
     figures.push(`  taken from ${shardBackup.sourceWasMaster ? 'the master' : 'a standby'} ${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}, stream limit ${pvLimitMb === 0 ? 'none' : `${pvLimitMb} MB/s`}`);
@@ -282,6 +302,18 @@ async function main(): Promise<void> {
       figures.push(`backup throughput        manual_backup_cluster job ${fmt(managedJobMbS)} MB/s (${fmt(jobS)} s)   its stream ${fmt(managedStreamMbS)} MB/s (${fmt(streamS)} s)   raw mariabackup|file ${fmt(rawMbS)} MB/s (${fmt(raw.bytes / MB)} MB in ${fmt(raw.ms / 1000)} s)`);
       figures.push(`  managed / raw          job ${fmt(managedJobMbS / rawMbS, 2)}x   stream ${fmt(managedStreamMbS / rawMbS, 2)}x   (target >= 0.9x)`);
     }
+    const sameNode = firstStandby.hostaddr === shardBackup.sourceHostaddr && firstStandby.port === shardBackup.sourcePort;
+    if (typeof rawBefore === 'string') figures.push(`  raw copy before the job: not measured: ${rawBefore}`);
+    else {
+      const beforeMbS = rawBefore.bytes / MB / (rawBefore.ms / 1000);
+      figures.push(`  raw copy before the job ${fmt(beforeMbS)} MB/s (${fmt(rawBefore.bytes / MB)} MB in ${fmt(rawBefore.ms / 1000)} s, ${sameNode ? 'the same node' : `another node, ${firstStandby.hostaddr}:${firstStandby.port}`})   job / that ${fmt(managedJobMbS / beforeMbS, 2)}x   stream / that ${fmt(managedStreamMbS / beforeMbS, 2)}x`);
+    }
+    if (typeof rawZstd === 'string') figures.push(`  raw mariabackup|zstd|file: not measured: ${rawZstd}`);
+    else {
+      const zMbS = rawZstd.bytes / MB / (rawZstd.ms / 1000);
+      figures.push(`  raw mariabackup|zstd|file (the pipeline without the agents, after the job) ${fmt(zMbS)} MB/s (${fmt(rawZstd.bytes / MB)} MB in ${fmt(rawZstd.ms / 1000)} s)   job / that ${fmt(managedJobMbS / zMbS, 2)}x   stream / that ${fmt(managedStreamMbS / zMbS, 2)}x`);
+    }
+    if (cpuProfDir) figures.push(`  cpu profiles in ${cpuProfDir}; the job on the monotonic clock: ${backupWindowFromUs}-${backupWindowToUs} us (npx tsx bench/backup/profile-summary.ts <file.cpuprofile> ${backupWindowFromUs} ${backupWindowToUs}); agent pids ${(await Promise.all([...f.processAgents].map(async ([host, a]) => `${host}=${await a.listeningPid()}`))).join(' ')}`);
     if (agentCpuBefore.size > 0) {
       const used = (host: string) => (agentCpuAfter.get(host) ?? NaN) - (agentCpuBefore.get(host) ?? NaN);
       const perGb = (host: string) => used(host) / (backupBytes / 1e9);
@@ -289,8 +321,14 @@ async function main(): Promise<void> {
       // What the agents spend anyway (probes, the archiver, the write load's traffic), per second of the baseline: part of the figures above.
       const idleRate = (host: string) => ((agentCpuBefore.get(host) ?? NaN) - (agentCpuIdleFrom.get(host) ?? NaN)) / ((backupFrom - baselineFrom) / 1000);
       const piped = f.processAgents.get(shardBackup.sourceHostaddr)?.logLines().some((l) => l.msg === 'streaming backup over the data plane' && l.piped === true);
+      const streamed = f.processAgents.get(shardBackup.sourceHostaddr)?.logLines().find((l) => l.msg === 'compressed backup streamed over the data plane');
+      if (streamed) figures.push(`  source agent's stream: ${String(streamed.ms)} ms in all, the backup tool exited at ${String(streamed.backup_tool_ms)} ms, waited ${String(streamed.send_wait_ms)} ms for the receiver`);
       figures.push(`  the same agents idle in the baseline: source ${fmt(idleRate(shardBackup.sourceHostaddr), 3)} s/s, storage ${fmt(idleRate(HOSTS[2]), 3)} s/s (x ${fmt(jobS)} s of job)   source piped mariabackup into zstd: ${piped ? 'yes' : 'no'}`);
     }
+    // The job's wall time beyond the stream: its steps as the manager logged them.
+    const steps = f.logLines.map((l) => { try { return JSON.parse(l) as { msg?: string; jobId?: string; step?: string; durationMs?: number }; } catch { return {}; } })
+      .filter((l) => l.msg === 'step done' && l.jobId === set.id && l.durationMs !== undefined);
+    if (steps.length) figures.push(`  job steps (manager log): ${steps.map((l) => `${l.step} ${l.durationMs} ms`).join(', ')}; job ${fmt(jobS * 1000, 0)} ms, stream ${shardBackup.transferMs} ms`);
     figures.push(`write stall (compute-node inserts)   before backup ${stall(before)}   during backup ${stall(during)}`);
 
     // Writes after the backup, then the restore point T, then writes after T.
@@ -338,6 +376,8 @@ async function main(): Promise<void> {
     lag.s?.stop();
     await writer.w?.stop().catch(() => {});
     log('stopping agents, manager and engines');
+    // SIGTERM first when profiling: an agent writes its profile only on a clean exit.
+    if (cpuProfDir) await Promise.all([...f.processAgents.values()].map((a) => Promise.race([a.signal('SIGTERM'), sleep(15_000)])));
     await f.close();
   }
   process.stdout.write(`\nbench:backup  size-mb=${sizeMb} nodes=${flags.nodes} pv-limit-mb=${pvLimitMb} baseline-s=${baselineS} pause-ms=${pauseMs}\n${figures.join('\n')}\n`);

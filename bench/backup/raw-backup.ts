@@ -6,6 +6,8 @@
 import { spawn } from 'node:child_process';
 import { open, rm, stat } from 'node:fs/promises';
 import { instanceLayout, mariadbTools } from '../../services/agent/src/capabilities/mariadb/instance-layout';
+import { zstdTool } from '../../services/agent/src/capabilities/mariadb/backup-compression';
+import { rawBytesOfZstdSummary } from '../../services/agent/src/capabilities/mariadb/backup-info';
 
 export interface NodeDirs {
   port: number;
@@ -19,16 +21,27 @@ export interface RawBackup {
   ms: number;
 }
 
-export async function rawMariabackupToFile(node: NodeDirs, file: string): Promise<RawBackup> {
+/**
+ * The raw copy; with `throughZstd`, mariabackup's stdout goes into `zstd --fast=1 -T2` (the
+ * agent's arguments, backup-compression.ts) and zstd's into the file: the managed pipeline's
+ * processes without the agents, to tell the agents' share of the gap from the pipe and zstd's.
+ * `bytes` is always mariabackup's (zstd's input).
+ */
+export async function rawMariabackupToFile(node: NodeDirs, file: string, throughZstd = false): Promise<RawBackup> {
   const layout = instanceLayout({ port: node.port, datadir: node.datadir, logdir: node.logdir, wal_log_dir: node.walLogDir });
   const out = await open(file, 'w');
   const started = performance.now();
   try {
+    const zstd = throughZstd ? spawn(zstdTool, ['--fast=1', '-T2', '-c', '-vv', '--no-progress'], { stdio: ['pipe', out.fd, 'pipe'] }) : undefined;
+    let zstdLog = '';
+    zstd?.stderr!.on('data', (d: Buffer) => (zstdLog += d.toString()));
+    const zstdExit = zstd ? new Promise<number | null>((resolve) => zstd.on('close', resolve)) : Promise.resolve(0);
     const child = spawn(
       mariadbTools.backup,
       [`--defaults-file=${layout.myCnf}`, '--backup', '--stream=mbstream', `--target-dir=${layout.tmpDir}`, '--user=root', `--socket=${layout.socket}`, '--slave-info'],
-      { stdio: ['ignore', out.fd, 'pipe'], cwd: layout.instanceDir },
+      { stdio: ['ignore', zstd ? zstd.stdin! : out.fd, 'pipe'], cwd: layout.instanceDir },
     );
+    zstd?.stdin!.destroy();
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => {
       stderr = (stderr + d.toString()).slice(-2000);
@@ -38,9 +51,10 @@ export async function rawMariabackupToFile(node: NodeDirs, file: string): Promis
       child.on('close', resolve);
     });
     if (code !== 0) throw new Error(`mariabackup exited ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    if ((await zstdExit) !== 0) throw new Error(`zstd failed: ${zstdLog.slice(-300)}`);
     await out.sync();
     const ms = performance.now() - started;
-    return { bytes: (await stat(file)).size, ms };
+    return { bytes: zstd ? rawBytesOfZstdSummary(zstdLog) ?? NaN : (await stat(file)).size, ms };
   } finally {
     await out.close();
     await rm(file, { force: true });
