@@ -3,7 +3,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConfState } from '../../src/core/types';
-import { MemoryStorage } from '../../src/core/storage';
+import { MemoryStorage, type ImagePieces } from '../../src/core/storage';
 import { APPLY_AFTER_HOLD_MS_PER_TURN } from '../../src/node';
 import { CountingStorage, LoopbackNetwork, TestMachine, ids, leaderOf, put, startMember, stopAll, until } from './harness';
 
@@ -17,10 +17,10 @@ class SlowSnapshotStorage extends CountingStorage {
   static override create(voters: string[]): SlowSnapshotStorage {
     return new SlowSnapshotStorage(MemoryStorage.bootstrap(voters));
   }
-  override async createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
+  override async createSnapshot(index: number, conf: ConfState, image: ImagePieces): Promise<void> {
     this.snapshotsStarted++;
     await new Promise<void>((resolve) => this.releaseAll.push(resolve));
-    await this.mem.createSnapshot(index, conf, data);
+    await this.mem.createSnapshot(index, conf, image);
   }
   release(): void {
     for (const r of this.releaseAll.splice(0)) r();
