@@ -6,8 +6,10 @@
 // 8-byte big-endian index so key order is index order. Values use the compact binary
 // codec in codec/entry-codec.ts.
 //
-// Reads are synchronous: the un-compacted log, hard state and snapshot are loaded into
-// an in-memory mirror (a MemoryStorage) at open, and every LogReader call is served from it.
+// Reads are synchronous: the un-compacted log, hard state and snapshot metadata are loaded
+// into an in-memory mirror (a MemoryStorage) at open, and every LogReader call is served
+// from it. The snapshot's image stays in its file: snapshot().data is a StoredImage, read
+// in pieces (the snapshot stream) or whole (a restore) only when needed.
 //
 // When the mirror changes: AFTER the LevelDB write resolved, never before. The core keeps
 // the entries of a Ready in its own unstable log until advance(), and the driver calls

@@ -48,8 +48,9 @@ export interface Storage extends LogReader {
    * Records a snapshot the local state machine took at `index` (<= applied) and
    * discards log entries up to `index`, keeping entries after it. The image may come as
    * its pieces, as the state machine produces them: a storage that keeps images in files
-   * writes each as it arrives and never holds the whole image (LevelStorage). When this
-   * rejects before taking the last piece, the caller closes the pieces.
+   * writes each as it arrives and never holds the whole image (LevelStorage). Take them
+   * promptly: the driver may hold apply until the last is taken. When this rejects before
+   * taking the last piece, the caller closes the pieces.
    */
   createSnapshot(index: number, conf: ConfState, image: ImagePieces): Promise<void>;
   close(): Promise<void>;
