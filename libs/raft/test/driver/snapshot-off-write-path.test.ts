@@ -27,6 +27,18 @@ class SlowSnapshotStorage extends CountingStorage {
   }
 }
 
+/** A storage that refuses every snapshot before taking a single piece (as when a leader's snapshot overtook it). */
+class RefusingSnapshotStorage extends CountingStorage {
+  refused = 0;
+  static override create(voters: string[]): RefusingSnapshotStorage {
+    return new RefusingSnapshotStorage(MemoryStorage.bootstrap(voters));
+  }
+  override async createSnapshot(): Promise<void> {
+    this.refused++;
+    throw new Error('refused before the first piece');
+  }
+}
+
 /**
  * Reads its image in `pieces` pieces from the live map (not copy-on-write), counting the
  * event-loop turns that ran between them and what apply did meanwhile.
@@ -211,6 +223,16 @@ describe('snapshots off the write path', () => {
     const image = new Map(sm.lastImage.map((kv) => kv.split('=') as [string, string]));
     expect([...image.values()].some((v) => v.startsWith('new'))).toBe(false);
     expect(leader.sm.map.get('k19')).toBe('new19');
+  });
+
+  it('applies again when storage refuses a snapshot before taking its first piece (apply is not left held)', async () => {
+    const net = new LoopbackNetwork();
+    const members = await Promise.all(ids.map((id) => startMember(net, id, RefusingSnapshotStorage.create(ids), 10, new ChunkedMachine(5))));
+    const leader = await leaderOf(members);
+    for (let i = 0; i < 10; i++) await leader.node.propose(put(`k${i}`, String(i)));
+    await until(() => (leader.storage as RefusingSnapshotStorage).refused > 0);
+    await expect(leader.node.propose(put('after', 'refusal'), { timeoutMs: 2_000 })).resolves.toBeDefined();
+    expect(leader.sm.map.get('after')).toBe('refusal');
   });
 
   it('applies what was committed while apply was held a few milliseconds per turn, not all in one', async () => {

@@ -52,6 +52,30 @@ describe('snapshot streaming', () => {
     expect(a.transport.stats().snapshotTransfers.map((t) => t.startOffsets)).toEqual([[0]]);
   });
 
+  it('sends a stored image whose reference predates the kept SHA-256, hashing it from the file in slices first', async () => {
+    const [a, b] = await startGroup(['a', 'b']);
+    running.push(a.transport, b.transport);
+    const bytes = new Uint8Array(randomBytes(5 * 1024 * 1024 + 5));
+    const stored: StoredImage = {
+      byteLength: bytes.byteLength,
+      open: async () => ({ read: async (offset, length) => bytes.slice(offset, offset + length), close: async () => undefined }),
+    };
+    a.transport.send([{ ...snapMessage('a', 'b', new Uint8Array(0)), snapshot: { ...snapMessage('a', 'b', new Uint8Array(0)).snapshot!, data: stored } }]);
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: true }]);
+    expect(sha256(imageInMemory(b.received[0].snapshot!.data))).toBe(sha256(bytes));
+  });
+
+  it('reports a stored image that can no longer be opened (replaced meanwhile) as a failed transfer, so the core sends a fresh one', async () => {
+    const [a, b] = await startGroup(['a', 'b']);
+    running.push(a.transport, b.transport);
+    const gone: StoredImage = { byteLength: 10, open: async () => Promise.reject(new Error('ENOENT: no such file')) };
+    a.transport.send([{ ...snapMessage('a', 'b', new Uint8Array(0)), snapshot: { ...snapMessage('a', 'b', new Uint8Array(0)).snapshot!, data: gone } }]);
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: false }]);
+    expect(b.received).toHaveLength(0);
+  });
+
   it('sends a stored image (a snapshot file) a chunk at a time, never reading it whole, with the SHA-256 kept beside it', async () => {
     const [a, b] = await startGroup(['a', 'b']);
     running.push(a.transport, b.transport);
