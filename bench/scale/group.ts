@@ -39,6 +39,9 @@ const { values } = parseArgs({
     // Stop every member with SIGTERM right after the snapshots (a clean exit writes the profiles of
     // KCM_TEST_NODE_ARGS='--cpu-prof --cpu-prof-dir=..'; SIGKILL would lose them).
     'stop-after-snapshots': { type: 'boolean', default: false },
+    // The leader's health-probe interval (manager default when absent). A long one (60000) shows the
+    // snapshot's own blocks without the probe rounds' garbage collections beside them.
+    'health-interval-ms': { type: 'string' },
   },
 });
 const MEMBERS = ['127.0.1.181:18700', '127.0.1.182:18700', '127.0.1.183:18700'];
@@ -110,7 +113,10 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'kcm-bench-scale-'));
   const group = new HollowGroup({
     dir, members: MEMBERS, firstHost: '127.56.0.1', hosts, clusters, jobs, agentPort: 18790,
-    managerConfig: { snapshotEntries: Number(values['snapshot-entries']) }, olderAgents: values['older-agents'], certPerHost: true,
+    managerConfig: {
+      snapshotEntries: Number(values['snapshot-entries']),
+      ...(values['health-interval-ms'] !== undefined ? { healthIntervalMs: Number(values['health-interval-ms']) } : {}),
+    }, olderAgents: values['older-agents'], certPerHost: true,
   });
   try {
     log(`bench:scale: ${hosts} hollow hosts${values['older-agents'] ? ' (older agents: no ProbeHost)' : ''}, ${clusters} clusters (3x3+2), ${jobs} kept jobs; managers ${MEMBERS.join(' ')}`);
@@ -147,8 +153,19 @@ async function main(): Promise<void> {
     if (!values['only-queries']) {
     const before = (await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
     const acks: number[] = [];
+    // The member's gauges describe its last image only: read them after each one, so no snapshot's block goes unreported.
+    const eachSnapshot: string[] = [];
+    let seen = before;
     t0 = performance.now();
-    while (((await metrics(leader)).get('kcm_meta_images_total{kind="snapshot"}') ?? 0) < before + 2) {
+    for (;;) {
+      const m = await metrics(leader);
+      const taken = m.get('kcm_meta_images_total{kind="snapshot"}') ?? 0;
+      if (taken > seen) {
+        eachSnapshot.push(`${((m.get('kcm_meta_image_loop_block_max_seconds{kind="snapshot"}') ?? 0) * 1000).toFixed(0)} ms` +
+          `${taken > seen + 1 ? ` (and ${taken - seen - 1} not seen)` : ''} [${tracedBlock(m, 'snapshot')}]`);
+        seen = taken;
+      }
+      if (taken >= before + 2) break;
       acks.push(...(await Promise.all(Array.from({ length: 8 }, () => ackedJob(group, [leader])))));
       if (performance.now() - t0 > 600_000) throw new Error('no snapshot within 10 minutes of writes');
     }
@@ -159,6 +176,7 @@ async function main(): Promise<void> {
       `(apply held ${secs((lm.get('kcm_meta_image_apply_held_seconds{kind="snapshot"}') ?? lm.get('kcm_meta_image_seconds{kind="snapshot"}') ?? 0) * 1000)}), ` +
       `longest event-loop block ${((lm.get('kcm_meta_image_loop_block_max_seconds{kind="snapshot"}') ?? 0) * 1000).toFixed(0)} ms (target 50 ms)`);
     log(`  leader's ${tracedBlock(lm, 'snapshot')}`);
+    eachSnapshot.forEach((line, i) => log(`  snapshot ${i + 1} of ${eachSnapshot.length}: longest event-loop block ${line}`));
     log(`writes meanwhile (set_machine, 8 at a time): ${acks.length} acknowledged, p50 ${p(acks, 0.5).toFixed(0)} ms, p99 ${p(acks, 0.99).toFixed(0)} ms, max ${acks[acks.length - 1].toFixed(0)} ms`);
     for (const member of MEMBERS) log(`  memory after the snapshots, ${member}${member === leader ? ' (leader)' : ''}: ${memoryOf(await metrics(member))}`);
     if (values['stop-after-snapshots']) {

@@ -16,9 +16,13 @@ export type {
   Ready,
   Role,
   Snapshot,
+  SnapshotImage,
   SnapshotMeta,
   SoftState,
+  StoredImage,
+  StoredImageReader,
 } from './core/types';
+export { imageInMemory, isStoredImage } from './core/types';
 export {
   CompactedError,
   NotLeaderError,
@@ -36,10 +40,11 @@ export { RawNode } from './core/raw-node';
 export type { RaftStatus } from './core/status';
 export { encodeConfChange, decodeConfChange } from './core/confchange';
 export { MemoryStorage } from './core/storage';
-export type { InitialState, LogReader, PersistUpdate, Storage } from './core/storage';
+export type { ImagePieces, InitialState, LogReader, PersistUpdate, Storage } from './core/storage';
 
 // Adapters and the driver
 export { LevelStorage } from './level-storage';
+export { readImage } from './snapshot-files';
 export type { LevelStorageOptions, WriteStats } from './level-storage';
 export type { Transport } from './transport';
 export { GrpcTransport } from './grpc-transport';

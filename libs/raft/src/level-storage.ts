@@ -6,8 +6,10 @@
 // 8-byte big-endian index so key order is index order. Values use the compact binary
 // codec in codec/entry-codec.ts.
 //
-// Reads are synchronous: the un-compacted log, hard state and snapshot are loaded into
-// an in-memory mirror (a MemoryStorage) at open, and every LogReader call is served from it.
+// Reads are synchronous: the un-compacted log, hard state and snapshot metadata are loaded
+// into an in-memory mirror (a MemoryStorage) at open, and every LogReader call is served
+// from it. The snapshot's image stays in its file: snapshot().data is a StoredImage, read
+// in pieces (the snapshot stream) or whole (a restore) only when needed.
 //
 // When the mirror changes: AFTER the LevelDB write resolved, never before. The core keeps
 // the entries of a Ready in its own unstable log until advance(), and the driver calls
@@ -28,8 +30,8 @@
 import { Level } from 'level';
 import { SnapshotOutOfDateError, StoppedError, UnavailableError } from './core/errors';
 import { MemoryStorage } from './core/storage';
-import type { InitialState, PersistUpdate, Storage } from './core/storage';
-import type { ConfState, Entry, Snapshot } from './core/types';
+import type { ImagePieces, InitialState, PersistUpdate, Storage } from './core/storage';
+import { isStoredImage, type ConfState, type Entry, type Snapshot, type SnapshotImage } from './core/types';
 import {
   decodeEntryValue,
   decodeHardState,
@@ -47,7 +49,7 @@ import {
   snapshotFileKey,
   snapshotMetaKey,
 } from './level-keys';
-import { decodeSnapshotFileRef, encodeSnapshotFileRef, SnapshotFiles } from './snapshot-files';
+import { decodeSnapshotFileRef, encodeSnapshotFileRef, readImagePieces, SnapshotFiles } from './snapshot-files';
 import type { SnapshotFileRef, SnapshotWriteStep } from './snapshot-files';
 
 export interface LevelStorageOptions {
@@ -97,7 +99,8 @@ export class LevelStorage implements Storage {
       // The reference is the commit point: whatever else is in the directory was never
       // committed (a crash mid-write) or is superseded (a crash before the old file went).
       await files.removeAllBut(fileRef?.name);
-      const image = fileRef ? await files.read(fileRef) : dataValue ? plainView(dataValue) : new Uint8Array();
+      // Not read: the mirror holds the file's image, read in pieces when a follower needs it.
+      const image = fileRef ? await files.checkedImage(fileRef) : dataValue ? plainView(dataValue) : new Uint8Array();
       const entries = await loadLog(db, stored?.index ?? 0);
       const brandNew = !stored && !hsValue && entries.length === 0;
       const initialConf = (brandNew && opts.bootstrap) || { voters: [], learners: [] };
@@ -159,13 +162,15 @@ export class LevelStorage implements Storage {
         if (file) await this.files.remove(file.name);
         throw err;
       }
-      this.mirror.persistNow(update);
+      // The mirror holds the file's image, not the received bytes: they are garbage once applied.
+      this.mirror.persistNow(file && update.snapshot ? { ...update, snapshot: { meta: update.snapshot.meta, data: this.files.image(file) } } : update);
       if (file) await this.replaceSnapshotFile(file.name);
     });
   }
 
   /**
-   * Writes the image to its file (outside the write queue: log writes go on meanwhile),
+   * Writes the image to its file as its pieces come (outside the write queue: log writes go
+   * on meanwhile; no more than a write's worth of pieces is held, never the whole image),
    * records a reference to it (one small synced batch, queued), deletes the previous
    * image, then range-deletes the entries up to `index`. The reference batch is the commit
    * point: from then on the log starts at index + 1 and open() never reads below it, so
@@ -180,10 +185,10 @@ export class LevelStorage implements Storage {
    * The range deletion is not synced: losing it in an OS crash only means the compaction
    * did not happen, as the log still holds the entries.
    */
-  async createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
+  async createSnapshot(index: number, conf: ConfState, image: ImagePieces): Promise<void> {
     if (this.closed) throw new StoppedError();
     this.checkSnapshotIndex(index);
-    const file = await this.writeImageFor(index, data);
+    const file = await this.files.write(index, image);
     try {
       await this.enqueue(async () => {
         // Checked again: a snapshot from the leader may have overtaken this one meanwhile.
@@ -197,7 +202,7 @@ export class LevelStorage implements Storage {
           ],
           true,
         );
-        this.mirror.createSnapshotNow(index, conf, data);
+        this.mirror.createSnapshotNow(index, conf, this.files.image(file));
         const compaction = this.clearEntries(snapIndex + 1, index)
           .catch(() => undefined) // leftovers below the snapshot are never read; open() removes them
           .finally(() => this.compactions.delete(compaction));
@@ -237,8 +242,8 @@ export class LevelStorage implements Storage {
     return snapIndex;
   }
 
-  private writeImageFor(index: number, data: Uint8Array): Promise<SnapshotFileRef> {
-    return this.files.write(index, data);
+  private writeImageFor(index: number, data: SnapshotImage): Promise<SnapshotFileRef> {
+    return this.files.write(index, isStoredImage(data) ? readImagePieces(data) : data);
   }
 
   /** After the reference to `name` was written: the previous image is no longer needed. */

@@ -16,6 +16,7 @@ import { NotLeaderError, ProposalDroppedError, StoppedError, TimeoutError } from
 import type { Storage } from './core/storage';
 import type { ConfChange, Entry, HardState, Message, NodeId, RaftConfig, Ready, Role, Snapshot } from './core/types';
 import { ReadRounds } from './read-rounds';
+import { readImage } from './snapshot-files';
 import { readSnapshotImage } from './snapshot-image';
 import type { StateMachine } from './state-machine';
 import type { Transport } from './transport';
@@ -147,7 +148,8 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
 
   private async init(): Promise<void> {
     const snap = this.storage.snapshot();
-    if (snap.meta.index > this.sm.appliedIndex()) await this.sm.restore(snap.data, snap.meta);
+    // A stored image is read from its file for the restore only, not kept in memory.
+    if (snap.meta.index > this.sm.appliedIndex()) await this.sm.restore(await readImage(snap.data), snap.meta);
     // Apply does not wait for the commit index to be written (a commit-only change is
     // written with the next entries, see handleReady), so a durable state machine may
     // come back ahead of the stored commit. Those entries were
@@ -447,7 +449,7 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     // A leader's snapshot replaces the state: first let our own reading of it finish.
     if (this.imageRead) await this.imageRead;
     if (this.applyHold) await this.applyHold.released;
-    await this.sm.restore(snap.data, snap.meta);
+    await this.sm.restore(await readImage(snap.data), snap.meta);
     this.applied = snap.meta.index;
     this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, snap.meta.index);
     // The snapshot hides which term each covered entry had: our outcome is unknown.
@@ -470,17 +472,19 @@ export class RaftNode extends EventEmitter<RaftNodeEvents> {
     this.lastSnapshotIndex = index;
     const reading = readSnapshotImage(this.sm, () => this.stopped);
     // Until the last piece, or until the pieces left no longer read what apply changes.
-    if (!reading.copyOnWrite) this.holdApplies(reading.frozen ? Promise.race([reading.frozen, reading.image]) : reading.image);
-    const imageRead = reading.image.catch(() => undefined).finally(() => {
+    if (!reading.copyOnWrite) this.holdApplies(reading.frozen ? Promise.race([reading.frozen, reading.taken]) : reading.taken);
+    const imageRead = reading.taken.finally(() => {
       if (this.imageRead === imageRead) this.imageRead = undefined;
     });
     this.imageRead = imageRead;
-    this.snapshotWrite = reading.image
-      .then((data) => this.storage.createSnapshot(index, conf, data))
+    // Storage takes the pieces as they come (LevelStorage appends each to the snapshot's file).
+    this.snapshotWrite = this.storage
+      .createSnapshot(index, conf, reading.pieces)
       .catch((err) => {
         if (!(err instanceof StoppedError)) this.log.warn({ err, index }, 'raft: snapshot not recorded');
       })
       .finally(() => {
+        reading.cancel(); // storage gave up before the last piece (e.g. a leader's snapshot overtook this one): apply must not stay held
         this.snapshotWrite = undefined;
         reading.done?.();
       });

@@ -57,8 +57,12 @@ export interface StateMachine {
    * instead of waiting for the last piece.
    *
    * `done`: called once when the driver is finished with this image (stored, or given up),
-   * after the pieces are joined and written: a state machine that measures its snapshots
-   * measures them to here, not only to the last piece.
+   * after the pieces are written: a state machine that measures its snapshots measures them
+   * to here, not only to the last piece.
+   *
+   * The pieces go to Storage.createSnapshot as they come, never joined (LevelStorage appends
+   * each to the snapshot's file): a piece may be kept by storage until it is written, so a
+   * state machine must not reuse a piece's memory after handing it out.
    */
   snapshotChunks?(): { chunks: Iterator<Uint8Array>; copyOnWrite: boolean; frozen?: Promise<void>; done?: () => void };
 

@@ -11,7 +11,7 @@
 // copy of the received batch: the caller may keep them for as long as it likes, and
 // gRPC's receive buffers are never pinned by a long-lived log entry.
 
-import type { ConfState, Entry, EntryType, Message, MessageType, Snapshot } from '../core/types';
+import { imageInMemory, type ConfState, type Entry, type EntryType, type Message, type MessageType, type Snapshot } from '../core/types';
 import type { ProtoMessage } from '../grpc/raft-proto';
 import { WIRE_LEN, WIRE_VARINT, WireDecodeError, WireReader, WireWriter, lenFieldSize, tagOf, varintSize } from './protobuf-wire';
 
@@ -189,7 +189,8 @@ class MessageWriter extends WireWriter {
     this.nestedHeader(T.metaConf);
     for (const v of s.meta.conf.voters) this.str(T.voter, v);
     for (const l of s.meta.conf.learners) this.str(T.learner, l);
-    if (s.data.byteLength > 0) this.bytesField(T.snapData, s.data);
+    // A stored image is streamed (SendSnapshot), never encoded inline: imageInMemory throws for one.
+    if (s.data.byteLength > 0) this.bytesField(T.snapData, imageInMemory(s.data));
   }
 }
 
@@ -320,7 +321,7 @@ export function toProtoMessage(m: Message): ProtoMessage {
   if (m.rejectHint !== undefined) p.rejectHint = m.rejectHint;
   if (m.snapshot !== undefined) {
     const { meta, data } = m.snapshot;
-    p.snapshot = { meta: { index: meta.index, term: meta.term, conf: { voters: meta.conf.voters, learners: meta.conf.learners } }, data };
+    p.snapshot = { meta: { index: meta.index, term: meta.term, conf: { voters: meta.conf.voters, learners: meta.conf.learners } }, data: imageInMemory(data) };
   }
   if (m.context !== undefined) p.context = m.context;
   return p;

@@ -6,7 +6,7 @@
 // copy (LevelDB) is what survives a crash.
 
 import { CompactedError, SnapshotOutOfDateError, UnavailableError } from './errors';
-import type { ConfState, Entry, HardState, Snapshot } from './types';
+import type { ConfState, Entry, HardState, Snapshot, SnapshotImage } from './types';
 
 export interface InitialState {
   hardState: HardState;
@@ -46,10 +46,32 @@ export interface Storage extends LogReader {
   persist(update: PersistUpdate, sync: boolean): Promise<void>;
   /**
    * Records a snapshot the local state machine took at `index` (<= applied) and
-   * discards log entries up to `index`, keeping entries after it.
+   * discards log entries up to `index`, keeping entries after it. The image may come as
+   * its pieces, as the state machine produces them: a storage that keeps images in files
+   * writes each as it arrives and never holds the whole image (LevelStorage). Take them
+   * promptly: the driver may hold apply until the last is taken. When this rejects before
+   * taking the last piece, the caller closes the pieces.
    */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void>;
+  createSnapshot(index: number, conf: ConfState, image: ImagePieces): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A snapshot image whole, or its pieces in order. */
+export type ImagePieces = Uint8Array | AsyncIterable<Uint8Array>;
+
+/** The image whole: its pieces joined (for storages that keep images in memory). */
+export async function joinPieces(image: ImagePieces): Promise<Uint8Array> {
+  if (image instanceof Uint8Array) return image;
+  const pieces: Uint8Array[] = [];
+  for await (const piece of image) pieces.push(piece);
+  if (pieces.length === 1) return pieces[0];
+  const whole = new Uint8Array(pieces.reduce((sum, p) => sum + p.byteLength, 0));
+  let at = 0;
+  for (const piece of pieces) {
+    whole.set(piece, at);
+    at += piece.byteLength;
+  }
+  return whole;
 }
 
 export const emptyHardState = (): HardState => ({ term: 0, vote: null, commit: 0 });
@@ -137,18 +159,23 @@ export class MemoryStorage implements Storage {
     }
   }
 
-  async createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    this.createSnapshotNow(index, conf, data);
+  async createSnapshot(index: number, conf: ConfState, image: ImagePieces): Promise<void> {
+    this.checkSnapshotIndex(index); // before taking the pieces, as a storage that writes them as they come does
+    this.createSnapshotNow(index, conf, await joinPieces(image));
   }
 
-  createSnapshotNow(index: number, conf: ConfState, data: Uint8Array): void {
+  createSnapshotNow(index: number, conf: ConfState, data: SnapshotImage): void {
+    this.checkSnapshotIndex(index);
     const offset = this.ents[0].index;
-    if (index <= this.snap.meta.index) throw new SnapshotOutOfDateError(index, this.snap.meta.index);
-    if (index > this.lastIndex()) throw new UnavailableError(index, this.lastIndex());
     const term = this.ents[index - offset].term;
     this.snap = { meta: { index, term, conf: cloneConf(conf) }, data };
     this.ents = this.ents.slice(index - offset);
     this.ents[0] = { index, term, type: 'normal', data: new Uint8Array() };
+  }
+
+  private checkSnapshotIndex(index: number): void {
+    if (index <= this.snap.meta.index) throw new SnapshotOutOfDateError(index, this.snap.meta.index);
+    if (index > this.lastIndex()) throw new UnavailableError(index, this.lastIndex());
   }
 
   async close(): Promise<void> {}

@@ -51,8 +51,44 @@ export interface SnapshotMeta {
 
 export interface Snapshot {
   meta: SnapshotMeta;
-  /** The state machine image, opaque to Raft. */
-  data: Uint8Array;
+  /** The state machine image, opaque to Raft: in memory, or in its storage's file (read it in pieces). */
+  data: SnapshotImage;
+}
+
+/**
+ * A snapshot image its storage keeps in a file (LevelStorage) rather than in memory: at
+ * fleet scale it is tens of megabytes, and holding it for the node's life (to send it to a
+ * follower some day) kept that much external memory in the process, which is what set off
+ * V8's major collections during a snapshot. Read it in pieces (sent to a follower) or whole
+ * (restored into the state machine) only when needed.
+ */
+export interface StoredImage {
+  readonly byteLength: number;
+  /** SHA-256 of the image, when the storage computed it as it wrote the file (the snapshot stream sends it). */
+  readonly sha256?: Uint8Array;
+  /**
+   * Opens the image for reading. The reader keeps its bytes readable until closed, even if
+   * a newer snapshot replaces this one meanwhile; it throws if the image was already replaced.
+   */
+  open(): Promise<StoredImageReader>;
+}
+
+export interface StoredImageReader {
+  /** Exactly `length` bytes from `offset` (throws when the image is shorter). */
+  read(offset: number, length: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+export type SnapshotImage = Uint8Array | StoredImage;
+
+export function isStoredImage(image: SnapshotImage): image is StoredImage {
+  return !(image instanceof Uint8Array);
+}
+
+/** The image's bytes when they are in memory (MemoryStorage, the simulator, a received snapshot); throws for a stored one. */
+export function imageInMemory(image: SnapshotImage): Uint8Array {
+  if (isStoredImage(image)) throw new Error('this snapshot image is in a file: read it with readImage()');
+  return image;
 }
 
 export type MessageType =

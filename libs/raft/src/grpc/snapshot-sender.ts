@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
-import type { Message, NodeId } from '../core/types';
+import { isStoredImage, type Message, type NodeId, type SnapshotImage, type StoredImageReader } from '../core/types';
 import { toProtoMessage } from '../codec/message-codec';
 import { Backoff, cancellableDelay } from './backoff';
 import { awaitChannelReady } from './channel-ready';
@@ -87,22 +87,43 @@ export class PeerSnapshotSender {
 
   private async transfer(m: Message): Promise<SnapshotTransferRecord> {
     const snapshot = m.snapshot;
-    const data = snapshot?.data ?? new Uint8Array(0);
     const record: SnapshotTransferRecord = {
       peer: this.peer, index: snapshot?.meta.index ?? 0, term: snapshot?.meta.term ?? 0,
-      bytes: data.byteLength, startOffsets: [], ok: false,
+      bytes: snapshot?.data.byteLength ?? 0, startOffsets: [], ok: false,
     };
     if (!snapshot) return { ...record, error: 'Snap message without a snapshot' };
+    let source: ImageSource;
+    try {
+      source = await openSource(snapshot.data);
+    } catch (err) {
+      // A stored image replaced by a newer snapshot meanwhile: the core sends the newer one next.
+      return { ...record, error: `snapshot image unreadable: ${(err as Error).message}` };
+    }
+    try {
+      return await this.transferFrom(m, source, record);
+    } finally {
+      await source.close();
+    }
+  }
+
+  private async transferFrom(m: Message, source: ImageSource, record: SnapshotTransferRecord): Promise<SnapshotTransferRecord> {
+    const snapshot = m.snapshot!;
+    let sha256: Uint8Array;
+    try {
+      sha256 = await source.sha256();
+    } catch (err) {
+      return { ...record, error: `snapshot image unreadable: ${(err as Error).message}` };
+    }
     const header: SnapshotChunk = {
       header: {
         message: toProtoMessage({ ...m, snapshot: { meta: snapshot.meta, data: new Uint8Array(0) } }),
-        totalSize: data.byteLength,
-        sha256: await sha256InSlices(data),
+        totalSize: source.byteLength,
+        sha256,
       },
     };
     const backoff = this.options.backoff;
     for (let attempt = 1; !this.abort.signal.aborted; attempt++) {
-      const result = await this.attempt(header, data, record);
+      const result = await this.attempt(header, source, record);
       if (result.kind === 'done') {
         backoff.reset();
         return { ...record, ok: true };
@@ -116,7 +137,7 @@ export class PeerSnapshotSender {
     return record;
   }
 
-  private async attempt(header: SnapshotChunk, data: Uint8Array, record: SnapshotTransferRecord): Promise<AttemptResult> {
+  private async attempt(header: SnapshotChunk, source: ImageSource, record: SnapshotTransferRecord): Promise<AttemptResult> {
     if (!(await awaitChannelReady(this.client, this.options.connectTimeoutMs))) {
       return { kind: 'broken', error: 'connection failed' };
     }
@@ -127,11 +148,18 @@ export class PeerSnapshotSender {
       const resumeFrom = await call.nextAck();
       if (resumeFrom.error) return { kind: 'rejected', error: resumeFrom.error };
       let offset = resumeFrom.offset ?? 0;
-      if (offset > data.byteLength) return { kind: 'rejected', error: `receiver claims offset ${offset} of ${data.byteLength}` };
+      const total = source.byteLength;
+      if (offset > total) return { kind: 'rejected', error: `receiver claims offset ${offset} of ${total}` };
       record.startOffsets.push(offset);
-      while (offset < data.byteLength) {
-        const end = Math.min(offset + this.options.chunkBytes, data.byteLength);
-        if (!call.write({ offset, data: data.subarray(offset, end) })) await call.drained();
+      while (offset < total) {
+        const end = Math.min(offset + this.options.chunkBytes, total);
+        let chunk: Uint8Array;
+        try {
+          chunk = await source.read(offset, end - offset);
+        } catch (err) {
+          return { kind: 'rejected', error: `snapshot image unreadable: ${(err as Error).message}` };
+        }
+        if (!call.write({ offset, data: chunk })) await call.drained();
         offset = end;
       }
       for (;;) {
@@ -149,12 +177,43 @@ export class PeerSnapshotSender {
 
 const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 
+/**
+ * The image being sent, read a chunk at a time. A stored image (LevelStorage's file) is
+ * opened once per transfer, so a newer snapshot deleting the file meanwhile does not break
+ * it, and is never read whole: the leader holds a chunk, not tens of megabytes, per send.
+ */
+interface ImageSource {
+  readonly byteLength: number;
+  sha256(): Promise<Uint8Array>;
+  read(offset: number, length: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+async function openSource(image: SnapshotImage): Promise<ImageSource> {
+  if (!isStoredImage(image)) {
+    return {
+      byteLength: image.byteLength,
+      sha256: () => sha256InSlices(image.byteLength, async (offset, length) => image.subarray(offset, offset + length)),
+      read: async (offset, length) => image.subarray(offset, offset + length),
+      close: async () => undefined,
+    };
+  }
+  const reader: StoredImageReader = await image.open();
+  return {
+    byteLength: image.byteLength,
+    // Kept with the file when the storage wrote it; images from before that are hashed from the file.
+    sha256: async () => image.sha256 ?? sha256InSlices(image.byteLength, (offset, length) => reader.read(offset, length)),
+    read: (offset, length) => reader.read(offset, length),
+    close: () => reader.close(),
+  };
+}
+
 /** SHA-256 of a possibly huge image, yielding to the event loop between slices (ticks and heartbeats go on). */
-async function sha256InSlices(data: Uint8Array): Promise<Buffer> {
+async function sha256InSlices(byteLength: number, read: (offset: number, length: number) => Promise<Uint8Array>): Promise<Buffer> {
   const hash = createHash('sha256');
-  for (let offset = 0; offset < data.byteLength; offset += HASH_SLICE_BYTES) {
-    hash.update(data.subarray(offset, offset + HASH_SLICE_BYTES));
-    if (offset + HASH_SLICE_BYTES < data.byteLength) await new Promise((r) => setImmediate(r));
+  for (let offset = 0; offset < byteLength; offset += HASH_SLICE_BYTES) {
+    hash.update(await read(offset, Math.min(HASH_SLICE_BYTES, byteLength - offset)));
+    if (offset + HASH_SLICE_BYTES < byteLength) await new Promise((r) => setImmediate(r));
   }
   return hash.digest();
 }

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { ProposalOverloadedError } from '../../src/core/errors';
-import type { Message } from '../../src/core/types';
+import { imageInMemory, type Message } from '../../src/core/types';
 import { Network, bytes } from './harness';
 
 const ABC = ['a', 'b', 'c'];
@@ -135,7 +135,7 @@ describe('snapshots', () => {
     expect(snaps).toBe(1);
     const c = net.node('c');
     expect(c.storage.snapshot().meta.index).toBe(a.storage.snapshot().meta.index);
-    expect(new TextDecoder().decode(c.storage.snapshot().data)).toBe('image@' + a.storage.snapshot().meta.index);
+    expect(new TextDecoder().decode(imageInMemory(c.storage.snapshot().data))).toBe('image@' + a.storage.snapshot().meta.index);
     expect(net.raw('c').status().conf.voters).toEqual(ABC);
     net.propose('a', 'after');
     net.stabilize();

@@ -2,7 +2,7 @@
 // last-writer-wins state machine, and helpers to start a group and wait for things.
 
 import { MemoryStorage } from '../../src/core/storage';
-import type { PersistUpdate, Storage } from '../../src/core/storage';
+import type { ImagePieces, PersistUpdate, Storage } from '../../src/core/storage';
 import type { ConfState, Entry, Message, NodeId, SnapshotMeta } from '../../src/core/types';
 import { RaftNode } from '../../src/node';
 import type { DriverTransport } from '../../src/node';
@@ -72,8 +72,8 @@ export class CountingStorage implements Storage {
     if (sync) this.syncedInFlight--;
     this.mem.persistNow(update);
   }
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.mem.createSnapshot(index, conf, data);
+  createSnapshot(index: number, conf: ConfState, image: ImagePieces): Promise<void> {
+    return this.mem.createSnapshot(index, conf, image);
   }
   async close(): Promise<void> {}
   /** Simulates a crash that lost the last commit-index write (it is not synced). */

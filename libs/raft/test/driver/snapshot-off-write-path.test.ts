@@ -3,7 +3,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConfState } from '../../src/core/types';
-import { MemoryStorage } from '../../src/core/storage';
+import { MemoryStorage, type ImagePieces } from '../../src/core/storage';
 import { APPLY_AFTER_HOLD_MS_PER_TURN } from '../../src/node';
 import { CountingStorage, LoopbackNetwork, TestMachine, ids, leaderOf, put, startMember, stopAll, until } from './harness';
 
@@ -17,13 +17,25 @@ class SlowSnapshotStorage extends CountingStorage {
   static override create(voters: string[]): SlowSnapshotStorage {
     return new SlowSnapshotStorage(MemoryStorage.bootstrap(voters));
   }
-  override async createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
+  override async createSnapshot(index: number, conf: ConfState, image: ImagePieces): Promise<void> {
     this.snapshotsStarted++;
     await new Promise<void>((resolve) => this.releaseAll.push(resolve));
-    await this.mem.createSnapshot(index, conf, data);
+    await this.mem.createSnapshot(index, conf, image);
   }
   release(): void {
     for (const r of this.releaseAll.splice(0)) r();
+  }
+}
+
+/** A storage that refuses every snapshot before taking a single piece (as when a leader's snapshot overtook it). */
+class RefusingSnapshotStorage extends CountingStorage {
+  refused = 0;
+  static override create(voters: string[]): RefusingSnapshotStorage {
+    return new RefusingSnapshotStorage(MemoryStorage.bootstrap(voters));
+  }
+  override async createSnapshot(): Promise<void> {
+    this.refused++;
+    throw new Error('refused before the first piece');
   }
 }
 
@@ -211,6 +223,16 @@ describe('snapshots off the write path', () => {
     const image = new Map(sm.lastImage.map((kv) => kv.split('=') as [string, string]));
     expect([...image.values()].some((v) => v.startsWith('new'))).toBe(false);
     expect(leader.sm.map.get('k19')).toBe('new19');
+  });
+
+  it('applies again when storage refuses a snapshot before taking its first piece (apply is not left held)', async () => {
+    const net = new LoopbackNetwork();
+    const members = await Promise.all(ids.map((id) => startMember(net, id, RefusingSnapshotStorage.create(ids), 10, new ChunkedMachine(5))));
+    const leader = await leaderOf(members);
+    for (let i = 0; i < 10; i++) await leader.node.propose(put(`k${i}`, String(i)));
+    await until(() => (leader.storage as RefusingSnapshotStorage).refused > 0);
+    await expect(leader.node.propose(put('after', 'refusal'), { timeoutMs: 2_000 })).resolves.toBeDefined();
+    expect(leader.sm.map.get('after')).toBe('refusal');
   });
 
   it('applies what was committed while apply was held a few milliseconds per turn, not all in one', async () => {

@@ -2,7 +2,7 @@
 // crash storage, state machine, and the invariant checker on hand-made logs.
 
 import { describe, expect, it } from 'vitest';
-import type { Entry, Message } from '../../src/core/types';
+import { imageInMemory, type Entry, type Message } from '../../src/core/types';
 import { CrashStorage } from './crash-storage';
 import { SafetyChecker } from './invariants';
 import { KvMachine, encodeCommand } from './kv-machine';
@@ -140,7 +140,7 @@ describe('CrashStorage', () => {
     expect(s.firstIndex()).toBe(3);
     expect(s.term(2)).toBe(1);
     expect(s.entries(3, 4)[0].term).toBe(2);
-    expect(new TextDecoder().decode(s.snapshot().data)).toBe('image');
+    expect(new TextDecoder().decode(imageInMemory(s.snapshot().data))).toBe('image');
   });
 });
 

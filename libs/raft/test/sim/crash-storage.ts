@@ -13,7 +13,7 @@
 // which shadows storage, until advance(), and advance() comes after the write is durable.
 
 import { cloneConf, MemoryStorage, type InitialState, type LogReader, type PersistUpdate } from '../../src/core/storage';
-import type { ConfState, Entry, Snapshot } from '../../src/core/types';
+import { imageInMemory, type ConfState, type Entry, type Snapshot } from '../../src/core/types';
 import { cloneEntry } from './network';
 
 export class CrashStorage implements LogReader {
@@ -132,7 +132,7 @@ function cloneUpdate(u: PersistUpdate): PersistUpdate {
   if (u.entries) c.entries = u.entries.map(cloneEntry);
   if (u.snapshot) {
     const meta = u.snapshot.meta;
-    c.snapshot = { meta: { ...meta, conf: cloneConf(meta.conf) }, data: u.snapshot.data.slice() };
+    c.snapshot = { meta: { ...meta, conf: cloneConf(meta.conf) }, data: imageInMemory(u.snapshot.data).slice() };
   }
   return c;
 }

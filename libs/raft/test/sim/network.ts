@@ -3,7 +3,7 @@
 // partition blocks its link at delivery time. Links are directed, so a one-way
 // (asymmetric) partition is just blocking one direction.
 
-import type { Entry, Message, NodeId } from '../../src/core/types';
+import { imageInMemory, type Entry, type Message, type NodeId } from '../../src/core/types';
 import type { Prng } from './prng';
 import type { Trace } from './trace';
 
@@ -131,7 +131,7 @@ export function cloneMessage(m: Message): Message {
     const meta = m.snapshot.meta;
     c.snapshot = {
       meta: { index: meta.index, term: meta.term, conf: { voters: [...meta.conf.voters], learners: [...meta.conf.learners] } },
-      data: m.snapshot.data.slice(),
+      data: imageInMemory(m.snapshot.data).slice(),
     };
   }
   return c;

@@ -15,7 +15,7 @@
 
 import { planReady as productionPlan, type ReadyPlan } from '../../src/core/driver-order';
 import type { LogReader, PersistUpdate } from '../../src/core/storage';
-import type { ConfState, Entry, HardState, Message, NodeId, RaftConfig, ReadState, Ready, Role } from '../../src/core/types';
+import { imageInMemory, type ConfState, type Entry, type HardState, type Message, type NodeId, type RaftConfig, type ReadState, type Ready, type Role } from '../../src/core/types';
 import { CrashStorage } from './crash-storage';
 import { KvMachine, type AppliedCommand } from './kv-machine';
 import type { Prng } from './prng';
@@ -214,7 +214,7 @@ export class SimNode {
 
   private start(): void {
     const snap = this.storage.snapshot();
-    this.machine = KvMachine.restore(snap.data, snap.meta.index);
+    this.machine = KvMachine.restore(imageInMemory(snap.data), snap.meta.index);
     this.crashAtNextSync = null;
     this.pass = null;
     this.unwrittenHardState = undefined;
@@ -293,7 +293,7 @@ export class SimNode {
     }
     this.pass = null;
     for (const m of plan.sendAfterWrite) this.observer.send(this.id, m);
-    if (rd.snapshot) this.machine = KvMachine.restore(rd.snapshot.data, rd.snapshot.meta.index);
+    if (rd.snapshot) this.machine = KvMachine.restore(imageInMemory(rd.snapshot.data), rd.snapshot.meta.index);
     if (!plan.applyDuringWrite) this.applyEntries(rd.committedEntries);
     for (const rs of rd.readStates) this.observer.readState(this.id, rs);
     this.raft!.advance(rd);

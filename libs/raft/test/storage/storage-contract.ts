@@ -7,6 +7,7 @@ import { CompactedError, SnapshotOutOfDateError, UnavailableError } from '../../
 import { entryBytes } from '../../src/core/storage';
 import type { Storage } from '../../src/core/storage';
 import type { ConfState, Entry, Snapshot } from '../../src/core/types';
+import { readImage } from '../../src/snapshot-files';
 
 export interface StorageUnderTest {
   storage: Storage;
@@ -53,11 +54,11 @@ export function runStorageContract(name: string, factory: StorageFactory): void 
     }
 
     /** Runs `check` now and, for a durable store, again after a close and reopen. */
-    async function checkAndAfterReopen(s: StorageUnderTest, check: (storage: Storage) => void): Promise<void> {
-      check(s.storage);
+    async function checkAndAfterReopen(s: StorageUnderTest, check: (storage: Storage) => void | Promise<void>): Promise<void> {
+      await check(s.storage);
       if (!factory.supportsReopen) return;
       await s.reopen();
-      check(s.storage);
+      await check(s.storage);
     }
 
     const logOf = (storage: Storage) => storage.entries(storage.firstIndex(), storage.lastIndex() + 1).map(plain);
@@ -177,12 +178,12 @@ export function runStorageContract(name: string, factory: StorageFactory): void 
       await s.storage.persist({ entries: [...run(1, 4, 1), ...run(5, 10, 2)] }, true);
       const newConf: ConfState = { voters: ['a', 'b', 'c', 'd'], learners: [] };
       await s.storage.createSnapshot(5, newConf, bytes(7, 7, 7));
-      await checkAndAfterReopen(s, (storage) => {
+      await checkAndAfterReopen(s, async (storage) => {
         expect(storage.firstIndex()).toBe(6);
         expect(storage.lastIndex()).toBe(10);
         expect(storage.term(5)).toBe(2);
         expect(storage.snapshot().meta).toEqual({ index: 5, term: 2, conf: newConf });
-        expect(Array.from(storage.snapshot().data)).toEqual([7, 7, 7]);
+        expect(Array.from(await readImage(storage.snapshot().data))).toEqual([7, 7, 7]);
         expect(storage.initialState().confState).toEqual(newConf);
         expect(logOf(storage)).toEqual(run(6, 10, 2).map(plain));
       });
@@ -205,13 +206,13 @@ export function runStorageContract(name: string, factory: StorageFactory): void 
       const snapConf: ConfState = { voters: ['a', 'b'], learners: ['e'] };
       const snap: Snapshot = { meta: { index: 4, term: 3, conf: snapConf }, data: bytes(4, 4) };
       await s.storage.persist({ snapshot: snap, hardState: { term: 3, vote: null, commit: 4 } }, true);
-      await checkAndAfterReopen(s, (storage) => {
+      await checkAndAfterReopen(s, async (storage) => {
         expect(storage.firstIndex()).toBe(5);
         expect(storage.lastIndex()).toBe(4);
         expect(storage.term(4)).toBe(3);
         expect(() => storage.term(5)).toThrow(UnavailableError);
         expect(storage.snapshot().meta).toEqual(snap.meta);
-        expect(Array.from(storage.snapshot().data)).toEqual([4, 4]);
+        expect(Array.from(await readImage(storage.snapshot().data))).toEqual([4, 4]);
         expect(storage.initialState()).toEqual({ hardState: { term: 3, vote: null, commit: 4 }, confState: snapConf });
       });
       const older: Snapshot = { meta: { index: 4, term: 3, conf: snapConf }, data: bytes() };
@@ -236,14 +237,14 @@ export function runStorageContract(name: string, factory: StorageFactory): void 
       await s.storage.persist({ entries: run(1, 7, 1) }, true);
       await s.storage.createSnapshot(5, conf, bytes());
       await s.storage.persist({ entries: run(3, 9, 1) }, true);
-      await checkAndAfterReopen(s, (storage) => {
+      await checkAndAfterReopen(s, async (storage) => {
         expect(storage.firstIndex()).toBe(6);
         expect(storage.lastIndex()).toBe(9);
         expect(logOf(storage)).toEqual(run(6, 9, 1).map(plain));
       });
       // Entries wholly inside the snapshot are already committed in it: nothing changes.
       await s.storage.persist({ entries: run(2, 4, 1) }, true);
-      await checkAndAfterReopen(s, (storage) => {
+      await checkAndAfterReopen(s, async (storage) => {
         expect(storage.firstIndex()).toBe(6);
         expect(storage.lastIndex()).toBe(9);
       });

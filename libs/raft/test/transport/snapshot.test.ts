@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Message } from '../../src/core/types';
+import { imageInMemory, type Message, type StoredImage } from '../../src/core/types';
 import { toProtoMessage } from '../../src/codec/message-codec';
 import { GrpcTransport } from '../../src/grpc-transport';
 import { raftClientConstructor, type SnapshotAck } from '../../src/grpc/raft-proto';
@@ -48,8 +48,62 @@ describe('snapshot streaming', () => {
       ...snapMessage('a', 'b', image), snapshot: { ...snapMessage('a', 'b', image).snapshot, data: undefined },
     });
     expect(got.snapshot?.data.byteLength).toBe(image.byteLength);
-    expect(sha256(got.snapshot!.data)).toBe(sha256(image));
+    expect(sha256(imageInMemory(got.snapshot!.data))).toBe(sha256(image));
     expect(a.transport.stats().snapshotTransfers.map((t) => t.startOffsets)).toEqual([[0]]);
+  });
+
+  it('sends a stored image whose reference predates the kept SHA-256, hashing it from the file in slices first', async () => {
+    const [a, b] = await startGroup(['a', 'b']);
+    running.push(a.transport, b.transport);
+    const bytes = new Uint8Array(randomBytes(5 * 1024 * 1024 + 5));
+    const stored: StoredImage = {
+      byteLength: bytes.byteLength,
+      open: async () => ({ read: async (offset, length) => bytes.slice(offset, offset + length), close: async () => undefined }),
+    };
+    a.transport.send([{ ...snapMessage('a', 'b', new Uint8Array(0)), snapshot: { ...snapMessage('a', 'b', new Uint8Array(0)).snapshot!, data: stored } }]);
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: true }]);
+    expect(sha256(imageInMemory(b.received[0].snapshot!.data))).toBe(sha256(bytes));
+  });
+
+  it('reports a stored image that can no longer be opened (replaced meanwhile) as a failed transfer, so the core sends a fresh one', async () => {
+    const [a, b] = await startGroup(['a', 'b']);
+    running.push(a.transport, b.transport);
+    const gone: StoredImage = { byteLength: 10, open: async () => Promise.reject(new Error('ENOENT: no such file')) };
+    a.transport.send([{ ...snapMessage('a', 'b', new Uint8Array(0)), snapshot: { ...snapMessage('a', 'b', new Uint8Array(0)).snapshot!, data: gone } }]);
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: false }]);
+    expect(b.received).toHaveLength(0);
+  });
+
+  it('sends a stored image (a snapshot file) a chunk at a time, never reading it whole, with the SHA-256 kept beside it', async () => {
+    const [a, b] = await startGroup(['a', 'b']);
+    running.push(a.transport, b.transport);
+    const bytes = new Uint8Array(randomBytes(3 * 1024 * 1024 + 77));
+    const reads: number[] = [];
+    let closed = 0;
+    const stored: StoredImage = {
+      byteLength: bytes.byteLength,
+      sha256: createHash('sha256').update(bytes).digest(),
+      open: async () => ({
+        read: async (offset, length) => {
+          reads.push(length);
+          return bytes.slice(offset, offset + length);
+        },
+        close: async () => {
+          closed++;
+        },
+      }),
+    };
+    a.transport.send([{ ...snapMessage('a', 'b', new Uint8Array(0)), snapshot: { ...snapMessage('a', 'b', new Uint8Array(0)).snapshot!, data: stored } }]);
+
+    await waitFor('the snapshot status', () => a.snapshotStatus.length === 1);
+    expect(a.snapshotStatus).toEqual([{ peer: 'b', ok: true }]);
+    expect(sha256(imageInMemory(b.received[0].snapshot!.data))).toBe(sha256(bytes));
+    // Only chunk-sized reads (the default 256 KiB), no hashing pass: the SHA-256 came with the image.
+    expect(Math.max(...reads)).toBeLessThanOrEqual(256 * 1024);
+    expect(reads.reduce((sum, n) => sum + n, 0)).toBe(bytes.byteLength);
+    expect(closed).toBe(1);
   });
 
   it('resumes an interrupted snapshot from the offset the receiver acknowledged, not from zero', async () => {
@@ -82,7 +136,7 @@ describe('snapshot streaming', () => {
     expect(resumedFrom).toBeGreaterThan(0);
     expect(resumedFrom).toBeLessThan(image.byteLength);
     expect(b.received).toHaveLength(1);
-    expect(sha256(b.received[0].snapshot!.data)).toBe(sha256(image));
+    expect(sha256(imageInMemory(b.received[0].snapshot!.data))).toBe(sha256(image));
   });
 
   it('reports a transfer cut short by the peer leaving the address book as failed', async () => {

@@ -12,7 +12,7 @@
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { LevelStorage } from '@kcm/raft';
+import { LevelStorage, readImage } from '@kcm/raft';
 import { CommandKind, decodeCommand, type Command } from '../meta/commands';
 import { restoreMeta } from '../meta/snapshot';
 import { linkOf, recordHash, type AuditRecord, type AuditTip } from './chain';
@@ -39,7 +39,7 @@ export async function verifyAuditTrail(dataDir: string): Promise<AuditVerifyRepo
   try {
     const problems: string[] = [];
     const snapshot = storage.snapshot();
-    const state = restoreMeta(snapshot.data);
+    const state = restoreMeta(await readImage(snapshot.data));
     // The snapshot's own records: each must match its hash and follow the one before it.
     const kept = state.audit.records;
     kept.forEach((r, i) => {
