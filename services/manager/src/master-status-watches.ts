@@ -7,7 +7,9 @@
 // detector asks the agent directly, as it always did, so a silent stream never hides a
 // failure: it only stops saving calls.
 //
-// A host's stream is reopened when its set of masters changes and the round after it fails.
+// A beat that shows a master down or restarted starts a round at once (onNews): the failover
+// does not wait for the next tick. A host's stream is reopened when its set of masters
+// changes and the round after it fails.
 // An agent older than WatchStatus (UNIMPLEMENTED) is asked per master, and offered a watch
 // again after WATCH_RETRY_AFTER_MS (it may have been upgraded).
 
@@ -30,6 +32,11 @@ export interface MasterStatusWatchesOptions {
   intervalMs: number;
   logger: Logger;
   now?: () => number;
+  /**
+   * Told when a beat brings news a round should judge now rather than at its next tick: an
+   * installed master not running, or restarted by its agent's supervisor since the last beat.
+   */
+  onNews?: () => void;
 }
 
 export class MasterStatusWatches {
@@ -85,8 +92,14 @@ export class MasterStatusWatches {
     this.hosts.set(hostaddr, w);
     this.opened++;
     const onBeat = (beat: MariaDbHaWatchBeat) => {
+      const before = w.statuses;
       w.statuses = new Map(beat.statuses.map((s) => [s.port, s]));
       w.beatAtMs = this.now();
+      const news = beat.statuses.some((s) => {
+        const was = before.get(s.port);
+        return (s.installed && !s.running && was?.running !== false) || (was !== undefined && s.supervisor_restarts > was.supervisor_restarts);
+      });
+      if (news) this.opts.onNews?.();
     };
     Promise.resolve()
       .then(() => this.opts.agents.mariadbHa(hostaddr).watchStatus(ports, this.opts.intervalMs, onBeat, w.stop.signal))

@@ -92,7 +92,11 @@ export class ShardFailureDetector {
   constructor(private readonly opts: FailureDetectorOptions) {
     const intervalMs = opts.intervalMs ?? DEFAULT_FAILURE_DETECT_INTERVAL_MS;
     this.loop = new PeriodicRounds(() => this.round(), intervalMs);
-    this.watches = new MasterStatusWatches({ agents: opts.agents, intervalMs, logger: opts.logger, now: opts.now });
+    // A beat showing a master down is judged at once, not at the next tick (the loop joins a round under way).
+    const judgeNow = () => {
+      if (this.loop.started) void this.loop.run();
+    };
+    this.watches = new MasterStatusWatches({ agents: opts.agents, intervalMs, logger: opts.logger, now: opts.now, onNews: judgeNow });
     this.beatFreshMs = 2 * intervalMs + 250;
   }
 

@@ -98,6 +98,19 @@ describe('shard failure detector reading WatchStatus beats', () => {
     expect(w.statusCalls).toHaveLength(1);
   });
 
+  it('a running detector judges a beat that shows its master down at once, not at its next tick', async () => {
+    const w = setUp();
+    w.detector.start(); // a first round at once opens the stream; the next tick is 500 ms away
+    await w.detector.checkAll();
+    w.beat(status({}));
+    w.beat(status({ running: false, answering: false, reason: 'no mariadbd process' }));
+    for (let i = 0; i < 20 && w.failovers().length === 0; i++) await new Promise((r) => setImmediate(r));
+    const failoversFromTheBeat = w.failovers().length;
+    await w.detector.stop();
+    expect(failoversFromTheBeat).toBe(1);
+    expect(w.statusCalls).toHaveLength(1); // the first round's only: the verdict came from the beat
+  });
+
   it('fails over on a beat that shows the agent restarted a master that died between two beats', async () => {
     const w = setUp();
     w.setMaster(status({ supervisor_restarts: 2 })); // restarted twice before this leader looked
