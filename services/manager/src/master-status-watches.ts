@@ -9,7 +9,7 @@
 //
 // A beat that shows a master down or restarted starts a round at once (onNews): the failover
 // does not wait for the next tick. A host's stream is reopened when its set of masters
-// changes and the round after it fails.
+// changes, the round after it fails, and when it has been quiet too long.
 // An agent older than WatchStatus (UNIMPLEMENTED) is asked per master, and offered a watch
 // again after WATCH_RETRY_AFTER_MS (it may have been upgraded).
 
@@ -20,6 +20,7 @@ import { WATCH_RETRY_AFTER_MS } from './health-monitor';
 interface HostWatch {
   /** The ports it measures, sorted and joined: a different set means a new stream. */
   portsKey: string;
+  openedMs: number;
   stop: AbortController;
   /** The last beat's status of each port, and when that beat came. */
   statuses: Map<number, MariaDbHaStatusReply>;
@@ -30,6 +31,11 @@ export interface MasterStatusWatchesOptions {
   agents: Pick<Agents, 'mariadbHa'>;
   /** How often each agent measures its masters (the detector's interval). */
   intervalMs: number;
+  /**
+   * A stream without a beat for longer than this is replaced by a new one (a wedged agent, or
+   * a link that went dark: a stream has no deadline, and nothing else would end it).
+   */
+  quietAfterMs: number;
   logger: Logger;
   now?: () => number;
   /**
@@ -61,7 +67,7 @@ export class MasterStatusWatches {
     for (const [hostaddr, ports] of portsByHost) {
       const portsKey = [...ports].sort((a, b) => a - b).join(',');
       const open = this.hosts.get(hostaddr);
-      if (open?.portsKey === portsKey) continue;
+      if (open?.portsKey === portsKey && this.now() - (open.beatAtMs ?? open.openedMs) <= this.opts.quietAfterMs) continue;
       if (open) this.close(hostaddr, open);
       const olderSince = this.olderSince.get(hostaddr);
       if (olderSince !== undefined && this.now() - olderSince < WATCH_RETRY_AFTER_MS) continue;
@@ -88,7 +94,7 @@ export class MasterStatusWatches {
   }
 
   private open(hostaddr: string, ports: number[]): void {
-    const w: HostWatch = { portsKey: [...ports].sort((a, b) => a - b).join(','), stop: new AbortController(), statuses: new Map(), beatAtMs: null };
+    const w: HostWatch = { portsKey: [...ports].sort((a, b) => a - b).join(','), openedMs: this.now(), stop: new AbortController(), statuses: new Map(), beatAtMs: null };
     this.hosts.set(hostaddr, w);
     this.opened++;
     const onBeat = (beat: MariaDbHaWatchBeat) => {

@@ -96,8 +96,8 @@ export class ShardFailureDetector {
     const judgeNow = () => {
       if (this.loop.started) void this.loop.run();
     };
-    this.watches = new MasterStatusWatches({ agents: opts.agents, intervalMs, logger: opts.logger, now: opts.now, onNews: judgeNow });
     this.beatFreshMs = 2 * intervalMs + 250;
+    this.watches = new MasterStatusWatches({ agents: opts.agents, intervalMs, quietAfterMs: this.beatFreshMs, logger: opts.logger, now: opts.now, onNews: judgeNow });
   }
 
   start(): void {

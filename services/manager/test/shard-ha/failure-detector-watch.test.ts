@@ -134,6 +134,20 @@ describe('shard failure detector reading WatchStatus beats', () => {
     expect(w.failovers()).toHaveLength(1);
   });
 
+  it('replaces a stream gone quiet with a new one (a stream has no deadline: a dark link would keep it forever)', async () => {
+    const w = setUp();
+    await w.detector.checkAll();
+    w.beat(status({}));
+    w.advance(2 * INTERVAL_MS + 200); // still fresh
+    await w.detector.checkAll();
+    expect(w.streams.filter((s) => !s.signal.aborted)).toHaveLength(1);
+    expect(w.detector.watches.opened).toBe(1);
+    w.advance(100); // quiet past two intervals + 250 ms
+    await w.detector.checkAll();
+    expect(w.streams.map((s) => s.signal.aborted)).toEqual([true, false]);
+    expect(w.detector.watches.opened).toBe(2);
+  });
+
   it('asks each master of an agent older than WatchStatus every round, and offers it a stream again only after WATCH_RETRY_AFTER_MS', async () => {
     const w = setUp({ olderAgents: true });
     await w.detector.checkAll();
