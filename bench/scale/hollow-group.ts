@@ -93,6 +93,11 @@ export class HollowGroup {
     throw new Error('the hollow fleet exited before it was ready');
   }
 
+  /** The member's log file (pino JSON lines). */
+  logFile(member: string): string {
+    return path.join(this.opts.dir, `manager-${this.opts.members.indexOf(member) + 1}`, 'manager.log');
+  }
+
   /** The member's process; `seed` adds --restore-meta (only for its very first start). */
   private process(member: string, seed: boolean): ManagedProcess {
     const i = this.opts.members.indexOf(member);
@@ -109,7 +114,7 @@ export class HollowGroup {
       this.configs.set(member, config);
     }
     const args = [MANAGER_MAIN, '--config', config, ...(seed ? ['--restore-meta', this.imageFile] : [])];
-    return new ManagedProcess(`manager ${member}`, args, path.join(dir, 'manager.log'));
+    return new ManagedProcess(`manager ${member}`, args, this.logFile(member));
   }
 
   /** First start of every member, each seeded from the image; resolves with the leader. */
