@@ -180,7 +180,7 @@ describe.each([
     monitor.stop();
     expect(everUnreachable.size).toBe(0);
     expect(hosts.filter((h) => deadNow(store, h))).toEqual([]);
-    expect(fleet.maxInFlightOpening).toBeLessThanOrEqual(32);
+    expect(fleet.maxInFlightOpening).toBeLessThanOrEqual(8);
     expect(fleet.handshakes).toBe(200); // one per host, never again: no connection was dropped
     // The first round pays 200 handshakes one CPU after another; later rounds reuse the connections.
     expect(rounds[0]).toBeGreaterThan(5.9);
