@@ -323,6 +323,8 @@ async function main(): Promise<void> {
       const piped = f.processAgents.get(shardBackup.sourceHostaddr)?.logLines().some((l) => l.msg === 'streaming backup over the data plane' && l.piped === true);
       const streamed = f.processAgents.get(shardBackup.sourceHostaddr)?.logLines().find((l) => l.msg === 'compressed backup streamed over the data plane');
       if (streamed) figures.push(`  source agent's stream: ${String(streamed.ms)} ms in all, the backup tool exited at ${String(streamed.backup_tool_ms)} ms, waited ${String(streamed.send_wait_ms)} ms for the receiver`);
+      const stored = f.processAgents.get(HOSTS[2])?.logLines().find((l) => l.msg === 'backup stored');
+      if (stored) figures.push(`  storage agent's transfer: ${String(stored.ms)} ms in all, first byte at ${String(stored.first_byte_ms)} ms, last byte at ${String(stored.last_byte_ms)} ms, fsync and manifest from ${String(stored.commit_start_ms)} ms`);
       figures.push(`  the same agents idle in the baseline: source ${fmt(idleRate(shardBackup.sourceHostaddr), 3)} s/s, storage ${fmt(idleRate(HOSTS[2]), 3)} s/s (x ${fmt(jobS)} s of job)   source piped mariabackup into zstd: ${piped ? 'yes' : 'no'}`);
     }
     // The job's wall time beyond the stream: its steps as the manager logged them.

@@ -100,6 +100,7 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
   const stream = backupBytesOf(source, req.pv_limit_mb, asked);
   const compression = stream.compressed;
   let inFlight: Promise<void> = Promise.resolve();
+  let firstByteMs: number | undefined;
   try {
     // Receiving and writing overlap: while one batch goes to disk, the next is received (a
     // write awaited per message left the network idle during each disk write, and the disk
@@ -120,12 +121,14 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
       return previous;
     };
     await stream.each((data) => {
+      firstByteMs ??= Date.now() - started;
       if (!compression) sniffer.push(data); // a compressed stream's position comes from its source
       gathered.push(data);
       gatheredBytes += data.length;
       // The stream waits only while a full batch waits for the previous write.
       return gatheredBytes >= WRITE_BATCH_BYTES ? flush() : undefined;
     });
+    const lastByteMs = Date.now() - started;
     if (gatheredBytes > 0) await flush();
     await inFlight;
     const facts = compression ? stream.facts() : undefined;
@@ -137,9 +140,12 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
     }
     const rawBytes = compression ? facts!.raw_bytes : writer.bytes;
     const meta = { ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream', ...(compression ? { compression, raw_bytes: String(rawBytes) } : {}) };
+    const commitStartMs = Date.now() - started;
     const object = await writer.commit(meta);
     const transferMs = Date.now() - started;
-    logger.info({ key: object.key, bytes: object.bytes, raw_bytes: rawBytes, compression, gtid, ms: transferMs, source: meta.source, plane: planeEnabled() }, 'backup stored');
+    // Where the transfer's time went: connecting and the source's start, the bytes, the last writes, fsync and manifest.
+    const phases = { first_byte_ms: firstByteMs, last_byte_ms: lastByteMs, commit_start_ms: commitStartMs };
+    logger.info({ key: object.key, bytes: object.bytes, raw_bytes: rawBytes, compression, gtid, ms: transferMs, ...phases, source: meta.source, plane: planeEnabled() }, 'backup stored');
     return { object, gtid_pos: gtid, transfer_ms: transferMs, raw_bytes: rawBytes, compression };
   } catch (err) {
     stream.stop();
