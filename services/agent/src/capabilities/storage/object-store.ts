@@ -58,11 +58,24 @@ function checkMeta(meta: Record<string, string> | undefined): Record<string, str
   return out;
 }
 
+/**
+ * Written bytes after which the writer starts a datasync in the background (flushAsWritten).
+ * Without it the kernel leaves a whole backup in dirty pages (background writeback starts at
+ * 10% of RAM), and commit's fsync then writes it all while the job waits: 1.75 s of a 16 s
+ * transfer for a 1 GB object in bench:backup, 0.4 of 6 s for 200 MB.
+ */
+const FLUSH_EVERY_BYTES = 32 * 1024 * 1024;
+
 /** An object being written: bytes go to a temporary file and are hashed as they pass. */
 export class ObjectWriter {
   private readonly hash = createHash('sha256');
   private written = 0;
   private finished = false;
+  private unflushed = 0;
+  /** The background datasync under way, if any (never more than one). */
+  private flushing: Promise<void> | undefined;
+  /** What a background datasync failed with: commit must fail too (a later fsync may not report it again). */
+  private flushFailure: unknown;
 
   private constructor(
     private readonly store: FsObjectStore,
@@ -90,6 +103,22 @@ export class ObjectWriter {
       at += bytesWritten;
     }
     this.written += data.length;
+    this.flushAsWritten(data.length);
+  }
+
+  /** Every FLUSH_EVERY_BYTES, starts a datasync that runs beside the next writes, so the disk writes while the stream is received. */
+  private flushAsWritten(bytes: number): void {
+    this.unflushed += bytes;
+    if (this.unflushed < FLUSH_EVERY_BYTES || this.flushing) return;
+    this.unflushed = 0;
+    this.flushing = this.file.datasync().then(
+      () => undefined,
+      (err: unknown) => {
+        this.flushFailure ??= err;
+      },
+    ).finally(() => {
+      this.flushing = undefined;
+    });
   }
 
   /** Writes the pieces in order with one writev (no joining copy), hashing them as they pass. */
@@ -116,12 +145,16 @@ export class ObjectWriter {
       }
     }
     this.written += total;
+    this.flushAsWritten(total);
   }
 
   /** fsync, rename into place, then the manifest: from here on the object exists. */
   async commit(meta: Record<string, string> = {}): Promise<StorageObjectInfo> {
-    this.finished = true;
+    await this.flushing;
+    if (this.flushFailure !== undefined) throw this.flushFailure;
     await this.file.sync();
+    // Only now: a failed sync leaves the writer to abort(), which removes the temporary file.
+    this.finished = true;
     await this.file.close();
     const finalPath = this.store.dataPath(this.key);
     await rename(this.tmpPath, finalPath);
@@ -134,6 +167,7 @@ export class ObjectWriter {
   async abort(): Promise<void> {
     if (this.finished) return;
     this.finished = true;
+    await this.flushing;
     await this.file.close().catch(() => {});
     await rm(this.tmpPath, { force: true });
   }
