@@ -1,4 +1,4 @@
-// npm run bench:backup -- [--size-mb N] [--nodes N] [--pv-limit-mb N] [--baseline-s N] [--pause-ms N] [--in-process-agents] [--cpu-prof DIR] [--keep]
+// npm run bench:backup -- [--size-mb N] [--source-apart] [--nodes N] [--pv-limit-mb N] [--baseline-s N] [--pause-ms N] [--in-process-agents] [--cpu-prof DIR] [--keep]
 //
 // Backup and restore on real engines, every figure from one run (run it under
 // `flock /tmp/kcm-system.lock`: it uses the system tests' fixed loopback addresses and ports).
@@ -55,6 +55,8 @@ const { values: flags } = parseArgs({
     'baseline-s': { type: 'string', default: '10' },
     'pause-ms': { type: 'string', default: '5' },
     'in-process-agents': { type: 'boolean', default: false },
+    // No node of the source shard on the storage's host: the copy always crosses the data plane.
+    'source-apart': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
   },
@@ -212,7 +214,7 @@ async function main(): Promise<void> {
     await job(f, 'create_backup_storage', { name: 'bench', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(f.tmp, 'backups') }, 30_000);
     log(`creating the source and destination clusters (1 shard x ${flags.nodes} nodes, 1 compute node each)`);
     const [a, b] = await Promise.all([
-      job(f, 'create_cluster', { ...CLUSTER_PARAS, nick_name: 'bench-source', computer_iplists: [HOSTS[0]] }, 300_000),
+      job(f, 'create_cluster', { ...CLUSTER_PARAS, nick_name: 'bench-source', computer_iplists: [HOSTS[0]], ...(flags['source-apart'] ? { storage_iplists: [HOSTS[0], HOSTS[1]] } : {}) }, 300_000),
       job(f, 'create_cluster', { ...CLUSTER_PARAS, nick_name: 'bench-restored', computer_iplists: [HOSTS[1]] }, 300_000),
     ]);
     const state = () => f.manager.store.state();

@@ -178,6 +178,47 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
     }
   }, 120_000);
 
+  it('a standby on the storage host is copied by the storage agent itself, one on another host over its data plane: both sets are whole and carry their position', async () => {
+    const standbys = Object.values(cluster.shards).flatMap((s) => Object.values(s.nodes).filter((n) => n.id !== s.masterNodeId));
+    const local = standbys.find((n) => n.hostaddr === HOSTS[0]);
+    const remote = standbys.find((n) => n.hostaddr !== HOSTS[0]);
+    expect(local && remote, 'a standby on the storage host and one elsewhere').toBeTruthy();
+    const client = new StorageAgentClient(`${HOSTS[0]}:${AGENT_PORT}`);
+    try {
+      for (const [name, node] of [['local', local!], ['plane', remote!]] as const) {
+        const key = `path-check/standby-${node.hostaddr}-${node.port}.mbstream`;
+        const reply = await client.pullBackup({
+          op_id: `path-check-${name}`, root, key, pv_limit_mb: 0, meta: {}, compression: 'zstd',
+          source: { agent_address: `${node.hostaddr}:${AGENT_PORT}`, hostaddr: node.hostaddr, port: node.port, is_master: false },
+        });
+        expect(reply.compression).toBe('zstd');
+        const stored = await readFile(path.join(root, key));
+        expect(stored.length).toBe(reply.object.bytes);
+        expect(createHash('sha256').update(stored).digest('hex')).toBe(reply.object.sha256);
+        const logged = f.logLines.map((l) => JSON.parse(l) as { msg?: string; key?: string; path?: string }).find((l) => l.msg === 'backup stored' && l.key === key);
+        expect(logged?.path, `${name}: the storage agent's log names how the bytes came`).toBe(name);
+        const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-path-check-'));
+        try {
+          const mbstream = await new Promise<Buffer>((resolve, reject) => {
+            const child = execFile('zstd', ['-d', '-q', '-c'], { encoding: 'buffer', maxBuffer: 1 << 30 }, (err, out) => (err ? reject(err) : resolve(out)));
+            child.stdin!.end(stored);
+          });
+          expect(mbstream.length).toBe(reply.raw_bytes);
+          await new Promise<void>((resolve, reject) => {
+            const child = execFile('mbstream', ['-x', '-C', dir], (err) => (err ? reject(err) : resolve()));
+            child.stdin!.end(mbstream);
+          });
+          expect(await backupGtid(dir)).toBe(reply.gtid_pos);
+          await promisify(execFile)('mariabackup', ['--prepare', `--target-dir=${dir}`], { maxBuffer: 1 << 24 });
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      }
+    } finally {
+      client.close();
+    }
+  }, 180_000);
+
   it('a backup set whose file was altered is refused by the verify a restore runs first, naming the file', async () => {
     const record = f.manager.store.state().backupStorages.local;
     const storage = openBackupStorage(record);

@@ -48,7 +48,7 @@ function stringField(request: object, name: string): string {
   return value;
 }
 
-async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<PlaneBackupFacts | void> {
+export async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<PlaneBackupFacts | void> {
   const port = intField(request, 'port', 1, 65535);
   const limitMb = intField(request, 'pv_limit_mb', 0, 1_000_000);
   let compress;

@@ -10,6 +10,7 @@ import {
   BackupStorageAgentService,
   CatalogDumpAgentService,
   type PgSchemaDumpRequest,
+  type PlaneBackupRequest,
   type StorageChunk,
   type StorageDeleteRequest,
   type StorageListRequest,
@@ -23,6 +24,7 @@ import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
 import { checkKey, checkPrefix, FsObjectStore, type ObjectWriter } from './object-store';
 import { pullBackup } from './pull-backup';
+import { sendBackup, type PlaneSink } from '../../plane/handlers';
 import { dumpPgSchema } from './catalog-dump';
 
 function putHandler(ctx: AgentContext): grpc.handleClientStreamingCall<StoragePutMessage, StorageObjectInfo> {
@@ -96,10 +98,12 @@ export const storageCapability: CapabilityModule = {
   register(server: grpc.Server, ctx: AgentContext): void {
     const log = ctx.logger.child({ capability: 'storage' });
     const logged = { ...ctx, logger: log };
+    // A source instance on this host is backed up by this agent itself (pull-backup.ts localBackupBytes).
+    const localBackup = { hostaddr: ctx.hostaddr, run: (request: PlaneBackupRequest, sink: PlaneSink) => sendBackup(ctx, request, sink) };
     server.addService(BackupStorageAgentService.service, {
       Open: unary(log, 'Storage.Open', async (req: StorageOpenRequest) => new FsObjectStore(req.root).open()),
       PullBackup: unary(log, 'Storage.PullBackup', async (req: StoragePullBackupRequest) =>
-        ctx.ops.run(`storage.pull.${requireOpId(req.op_id)}`, async () => pullBackup(new FsObjectStore(req.root), { ...req, key: checkKey(req.key) }, log)),
+        ctx.ops.run(`storage.pull.${requireOpId(req.op_id)}`, async () => pullBackup(new FsObjectStore(req.root), { ...req, key: checkKey(req.key) }, log, localBackup)),
       ),
       Put: putHandler(logged),
       Get: getHandler(logged),

@@ -12,11 +12,12 @@
 // StreamBackup rpc (`--insecure` agents have no plane).
 
 import type * as grpc from '@grpc/grpc-js';
-import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeReceive, type PlaneBackupFacts, type PlaneReception, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
+import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeReceive, type PlaneBackupFacts, type PlaneBackupRequest, type PlaneReception, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
 import type { FsObjectStore } from './object-store';
 import { checkCompression, type BackupCompression } from '../mariadb/backup-compression';
+import type { PlaneSink } from '../../plane/handlers';
 
 /** Bytes gathered before one write of the object's file. */
 const WRITE_BATCH_BYTES = 4 * 1024 * 1024;
@@ -83,7 +84,49 @@ export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number, co
   };
 }
 
-export async function pullBackup(store: FsObjectStore, req: StoragePullBackupRequest, logger: Logger): Promise<StoragePullBackupReply> {
+/**
+ * Runs the data plane's backup handler for `request` in this agent, its frames handed to the
+ * sink (plane/handlers.ts sendBackup); resolves with what its end frame would carry.
+ */
+export type LocalBackupRun = (request: PlaneBackupRequest, sink: PlaneSink) => Promise<PlaneBackupFacts | void>;
+
+/**
+ * The backup of an instance on this agent's own host, taken by this agent: the same source
+ * side as the data plane's (mariabackup into zstd, the same facts at the end), its frames
+ * handed straight to the writer. Sending them through this agent's own TLS listener would
+ * encrypt, copy through loopback TCP and decrypt every byte in the one process, for nothing:
+ * the bytes never leave the host.
+ */
+function localBackupBytes(run: LocalBackupRun, request: PlaneBackupRequest): BackupBytes & { compressed: BackupCompression } {
+  const stopping = new AbortController();
+  let facts: PlaneBackupFacts | undefined;
+  return {
+    each: async (onData) => {
+      const sink: PlaneSink = {
+        signal: stopping.signal,
+        async send(data) {
+          if (stopping.signal.aborted) throw new Error('the backup was stopped');
+          for (const piece of Buffer.isBuffer(data) ? [data] : data) {
+            if (piece.length === 0) continue;
+            const held = onData(piece);
+            if (held) await held;
+          }
+        },
+      };
+      const result = await run(request, sink);
+      if (result) facts = result;
+    },
+    stop: () => stopping.abort(),
+    facts: () => facts,
+    compressed: request.compress ?? '',
+  };
+}
+
+/**
+ * PullBackup. `local` takes the backup in this agent when the source instance is on its host
+ * (localBackupBytes); any other source is pulled over its agent's data plane (or gRPC).
+ */
+export async function pullBackup(store: FsObjectStore, req: StoragePullBackupRequest, logger: Logger, local?: { hostaddr: string; run: LocalBackupRun }): Promise<StoragePullBackupReply> {
   const source = req.source;
   if (!source || !AGENT_ADDRESS.test(source.agent_address)) throw new AgentFailure('invalid_argument', `source.agent_address ${JSON.stringify(source?.agent_address)} must be host:port`);
   if (!Number.isInteger(source.port) || source.port < 1 || source.port > 65535) throw new AgentFailure('invalid_argument', `source.port ${source.port} is not a TCP port`);
@@ -97,7 +140,10 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
   const writer = await store.writer(req.key);
   const sniffer = new MbstreamSniffer();
   const started = Date.now();
-  const stream = backupBytesOf(source, req.pv_limit_mb, asked);
+  const onThisHost = local !== undefined && source.hostaddr === local.hostaddr;
+  const stream = onThisHost
+    ? localBackupBytes(local.run, { v: 1, op: 'backup', port: source.port, pv_limit_mb: req.pv_limit_mb, ...(asked ? { compress: asked } : {}) })
+    : backupBytesOf(source, req.pv_limit_mb, asked);
   const compression = stream.compressed;
   let inFlight: Promise<void> = Promise.resolve();
   let firstByteMs: number | undefined;
@@ -145,7 +191,8 @@ export async function pullBackup(store: FsObjectStore, req: StoragePullBackupReq
     const transferMs = Date.now() - started;
     // Where the transfer's time went: connecting and the source's start, the bytes, the last writes, fsync and manifest.
     const phases = { first_byte_ms: firstByteMs, last_byte_ms: lastByteMs, commit_start_ms: commitStartMs };
-    logger.info({ key: object.key, bytes: object.bytes, raw_bytes: rawBytes, compression, gtid, ms: transferMs, ...phases, source: meta.source, plane: planeEnabled() }, 'backup stored');
+    const path = onThisHost ? 'local' : planeEnabled() ? 'plane' : 'grpc';
+    logger.info({ key: object.key, bytes: object.bytes, raw_bytes: rawBytes, compression, gtid, ms: transferMs, ...phases, source: meta.source, path }, 'backup stored');
     return { object, gtid_pos: gtid, transfer_ms: transferMs, raw_bytes: rawBytes, compression };
   } catch (err) {
     stream.stop();
