@@ -97,7 +97,7 @@ function memoryOf(m: Map<string, number>): string {
 /** The longest block the member traced during its last image, taken apart (meta/loop-blocks.ts). */
 function tracedBlock(m: Map<string, number>, kind: 'snapshot' | 'restore'): string {
   const ms = (name: string) => `${((m.get(`kcm_meta_image_${name}{kind="${kind}"}`) ?? 0) * 1000).toFixed(0)} ms`;
-  return `traced block ${ms('traced_block_seconds')} = pieces ${ms('traced_block_piece_seconds')} + GC ${ms('traced_block_gc_seconds')} (major ${ms('traced_block_major_gc_seconds')}) + other; ` +
+  return `traced block ${ms('traced_block_seconds')} = pieces ${ms('traced_block_piece_seconds')} + GC ${ms('traced_block_gc_seconds')} (major ${ms('traced_block_major_gc_seconds')}) + other; process CPU over it ${ms('traced_block_cpu_seconds')}; ` +
     `longest piece ${ms('piece_max_seconds')}, all pieces ${ms('piece_total_seconds')}; GC meanwhile: ${m.get(`kcm_meta_image_gc_major_count{kind="${kind}"}`) ?? 0} major, longest ${ms('gc_major_max_seconds')}, any longest ${ms('gc_max_seconds')}, total ${ms('gc_total_seconds')}`;
 }
 

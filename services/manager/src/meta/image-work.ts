@@ -83,6 +83,7 @@ export function registerImageWorkMetrics(registry: Registry): (work: ImageWork) 
   gauge('kcm_meta_image_traced_block_piece_seconds', 'Of the traced longest block: time inside the image\'s own pieces', (w) => w.block.pieceSeconds);
   gauge('kcm_meta_image_traced_block_gc_seconds', 'Of the traced longest block: V8 garbage collection pauses', (w) => w.block.gcSeconds);
   gauge('kcm_meta_image_traced_block_major_gc_seconds', 'Of the traced longest block: major (mark-compact) collections', (w) => w.block.majorGcSeconds);
+  gauge('kcm_meta_image_traced_block_cpu_seconds', 'CPU this process used over the traced longest block (all threads): far below the block, the OS was running something else', (w) => w.block.cpuSeconds);
   gauge('kcm_meta_image_piece_max_seconds', 'Longest single piece of the last image\'s own work', (w) => w.longestPieceSeconds);
   gauge('kcm_meta_image_piece_total_seconds', 'All the pieces of the last image\'s own work together', (w) => w.pieceSeconds);
   gauge('kcm_meta_image_apply_held_seconds', 'How long the last snapshot held apply (its first phase: what apply may change)', (w) => w.applyHeldSeconds ?? w.seconds);

@@ -16,6 +16,12 @@ export interface LoopBlock {
   gcSeconds: number;
   /** Of it: major (mark-compact) collections only. */
   majorGcSeconds: number;
+  /**
+   * CPU this process used over the block (user + system, all its threads). Far below
+   * `seconds`, the main thread was not running for the rest: the OS ran other processes
+   * (a shared host), which no work of this member explains.
+   */
+  cpuSeconds: number;
 }
 
 export interface GcFigures {
@@ -36,6 +42,12 @@ interface Span {
 const overlap = (spans: readonly Span[], start: number, end: number, keep: (s: Span) => boolean = () => true): number =>
   spans.reduce((sum, s) => (keep(s) ? sum + Math.max(0, Math.min(end, s.end) - Math.max(start, s.start)) : sum), 0);
 
+/** This process's user + system CPU so far, µs (getrusage: about a microsecond, fine for a 1 ms timer). */
+const cpuMicros = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
 /** How long a past span is kept for attribution: far longer than any block worth explaining. */
 const KEEP_SPANS_MS = 30_000;
 
@@ -43,8 +55,9 @@ export class LoopBlockTracer {
   private readonly pieces: Span[] = [];
   private readonly gcs: Span[] = [];
   private readonly gc: GcFigures = { count: 0, majorCount: 0, longestSeconds: 0, longestMajorSeconds: 0, totalSeconds: 0 };
-  private longest: LoopBlock = { seconds: 0, pieceSeconds: 0, gcSeconds: 0, majorGcSeconds: 0 };
+  private longest: LoopBlock = { seconds: 0, pieceSeconds: 0, gcSeconds: 0, majorGcSeconds: 0, cpuSeconds: 0 };
   private lastTurn = performance.now();
+  private lastCpuMicros = cpuMicros();
   private timer: NodeJS.Timeout | undefined;
   private readonly observer: PerformanceObserver;
 
@@ -91,14 +104,16 @@ export class LoopBlockTracer {
 
   private turn(): void {
     const now = performance.now();
+    const cpu = cpuMicros();
     const gap = now - this.lastTurn;
     if (gap / 1000 > this.longest.seconds) {
       // GC entries of this very block arrive after it: attributed once more at end() and at the next long gap.
-      this.longest = { seconds: gap / 1000, pieceSeconds: 0, gcSeconds: 0, majorGcSeconds: 0 };
+      this.longest = { seconds: gap / 1000, pieceSeconds: 0, gcSeconds: 0, majorGcSeconds: 0, cpuSeconds: (cpu - this.lastCpuMicros) / 1e6 };
       this.lastTurnBefore = this.lastTurn;
       this.attribute(this.lastTurn, now);
     }
     this.lastTurn = now;
+    this.lastCpuMicros = cpu;
     this.prune(now);
   }
 

@@ -20,6 +20,19 @@ describe('LoopBlockTracer', () => {
     expect(block.seconds).toBeGreaterThanOrEqual(0.06);
     expect(block.pieceSeconds).toBeGreaterThanOrEqual(0.06);
     expect(longestPieceSeconds).toBeGreaterThanOrEqual(0.06);
+    expect(block.cpuSeconds).toBeGreaterThan(0.02); // it ran (less than 60 ms when the host is busy)
+  });
+
+  it('tells a block the process spent off the CPU from one it spent running', async () => {
+    const tracer = new LoopBlockTracer();
+    await turn();
+    // The thread holds the loop without running, as when the OS runs other processes instead.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 80);
+    await turn();
+    const { block } = tracer.end();
+    expect(block.seconds).toBeGreaterThanOrEqual(0.08);
+    expect(block.pieceSeconds).toBe(0);
+    expect(block.cpuSeconds).toBeLessThan(0.03);
   });
 
   it('attributes nothing to the pieces when other work held the loop', async () => {
