@@ -113,7 +113,14 @@ function localBackupBytes(run: LocalBackupRun, request: PlaneBackupRequest): Bac
           }
         },
       };
-      const result = await run(request, sink);
+      let result: PlaneBackupFacts | void;
+      try {
+        result = await run(request, sink);
+      } catch (err) {
+        // What the source side refused or failed with is reported as over the plane: a failed
+        // backup of that instance (pullBackup names it), not this agent's own failure.
+        throw new Error(err instanceof Error ? err.message : String(err), { cause: err });
+      }
       if (result) facts = result;
     },
     stop: () => stopping.abort(),
