@@ -9,7 +9,8 @@
 //
 // The bytes come over the source agent's data plane (a mutual TLS socket, authorised by
 // the ticket of the manager's PullBackup call) when this agent has TLS, else over the
-// StreamBackup rpc (`--insecure` agents have no plane).
+// StreamBackup rpc (`--insecure` agents have no plane); a source on this agent's own host is
+// backed up by this agent itself, with no socket (localBackupBytes).
 
 import type * as grpc from '@grpc/grpc-js';
 import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeReceive, type PlaneBackupFacts, type PlaneBackupRequest, type PlaneReception, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
