@@ -116,6 +116,11 @@ describe('backup storage agent (stype fs)', () => {
     await expect(pulled).rejects.toThrow(/backup of 127\.0\.0\.1:57999 into cluster-9\/set-1\/shard_1\.mbstream failed: .*57999/);
     expect(await client.list(root, 'cluster-9/')).toEqual([]);
     expect(await readdir(path.join(root, 'cluster-9/set-1'))).toEqual([]);
+    // The same failure from a source on another host (pulled from its agent, not taken locally) reads the same.
+    const elsewhere = { ...source, hostaddr: '127.0.0.2' };
+    const pulledElsewhere = client.pullBackup({ op_id: 'pull-2', root, key: 'cluster-9/set-1/shard_1.mbstream', source: elsewhere, pv_limit_mb: 0, meta: {} });
+    await expect(pulledElsewhere).rejects.toThrow(/backup of 127\.0\.0\.2:57999 into cluster-9\/set-1\/shard_1\.mbstream failed: .*57999/);
+    expect(await readdir(path.join(root, 'cluster-9/set-1'))).toEqual([]);
     await expect(client.pullBackup({ op_id: '', root, key: 'k', source, pv_limit_mb: 0, meta: {} })).rejects.toThrow(/op_id is required/);
   });
 
