@@ -23,6 +23,19 @@ import { AGENT_PORT, HOSTS, MEMBER, startClusterFixture, type ClusterFixture, wa
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
+/** A stored zstd set's bytes decompressed (returned) and extracted with mbstream into `dir`. */
+async function decompressAndExtract(stored: Buffer, dir: string): Promise<Buffer> {
+  const mbstream = await new Promise<Buffer>((resolve, reject) => {
+    const child = execFile('zstd', ['-d', '-q', '-c'], { encoding: 'buffer', maxBuffer: 1 << 30 }, (err, out) => (err ? reject(err) : resolve(out)));
+    child.stdin!.end(stored);
+  });
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile('mbstream', ['-x', '-C', dir], (err) => (err ? reject(err) : resolve()));
+    child.stdin!.end(mbstream);
+  });
+  return mbstream;
+}
+
 const CREATE_PARAS = {
   nick_name: 'backed-up', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
   cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
@@ -152,15 +165,8 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
       expect(shard.compression).toBe('zstd');
       expect(shard.rawBytes).toBeGreaterThan(shard.bytes);
       const file = path.join(root, backup.list_shard[1].location.replace(/^local:/, ''));
-      const mbstream = await new Promise<Buffer>((resolve, reject) => {
-        const child = execFile('zstd', ['-d', '-q', '-c'], { encoding: 'buffer', maxBuffer: 1 << 30 }, (err, out) => (err ? reject(err) : resolve(out)));
-        void readFile(file).then((b) => child.stdin!.end(b));
-      });
+      const mbstream = await decompressAndExtract(await readFile(file), dir);
       expect(mbstream.length).toBe(shard.rawBytes);
-      await new Promise<void>((resolve, reject) => {
-        const child = execFile('mbstream', ['-x', '-C', dir], (err) => (err ? reject(err) : resolve()));
-        child.stdin!.end(mbstream);
-      });
       // The position files mariabackup wrote into the stream: binlog position, and a standby's slave position.
       const read = (name: string) => readFile(path.join(dir, name), 'utf8').catch(() => '');
       const info = (await read('xtrabackup_binlog_info')) + (await read('xtrabackup_slave_info')) + (await read('mariadb_backup_binlog_info')) + (await read('mariadb_backup_slave_info'));
@@ -199,15 +205,8 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
         expect(logged?.path, `${name}: the storage agent's log names how the bytes came`).toBe(name);
         const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-path-check-'));
         try {
-          const mbstream = await new Promise<Buffer>((resolve, reject) => {
-            const child = execFile('zstd', ['-d', '-q', '-c'], { encoding: 'buffer', maxBuffer: 1 << 30 }, (err, out) => (err ? reject(err) : resolve(out)));
-            child.stdin!.end(stored);
-          });
+          const mbstream = await decompressAndExtract(stored, dir);
           expect(mbstream.length).toBe(reply.raw_bytes);
-          await new Promise<void>((resolve, reject) => {
-            const child = execFile('mbstream', ['-x', '-C', dir], (err) => (err ? reject(err) : resolve()));
-            child.stdin!.end(mbstream);
-          });
           expect(await backupGtid(dir)).toBe(reply.gtid_pos);
           await promisify(execFile)('mariabackup', ['--prepare', `--target-dir=${dir}`], { maxBuffer: 1 << 24 });
         } finally {

@@ -35,7 +35,7 @@ export interface StoragePullBackupRequest {
   /** MB/s; 0 = unlimited. */
   pv_limit_mb: number;
   meta: { [name: string]: string };
-  /** 'zstd': the source compresses the stream (over the data plane only); '' or absent: none. */
+  /** 'zstd': the source compresses the stream (over the data plane, or a source on the storage agent's own host); '' or absent: none. */
   compression?: string;
 }
 

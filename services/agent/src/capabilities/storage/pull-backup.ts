@@ -2,7 +2,7 @@
 // --stream=mbstream at most pv_limit_mb MB/s, the same source side a rebuild uses) straight
 // into a storage object. No staging copy: each chunk is hashed, sniffed for the backup's
 // position files and written to the object's temporary file as it arrives. Asked for
-// `compression` 'zstd' (data plane only), the source compresses and sniffs, and its end
+// `compression` 'zstd' (over the data plane, or taken locally), the source compresses, and its end
 // frame brings the position and the uncompressed size (mariadb/backup-compression.ts). The
 // object is committed only when the source ended its stream with OK (mariabackup exited 0)
 // and the GTID position was found; anything else leaves no object.
