@@ -3,9 +3,11 @@
 import { parseArgs } from 'node:util';
 import { createLogger, createShutdown, useOwnerOnlyUmask } from '@kcm/common';
 import { startTls } from '@kcm/agent-api';
+import { tuneHeapForTransfers } from './heap-tuning';
 import { startAgent } from './server';
 
 useOwnerOnlyUmask();
+tuneHeapForTransfers();
 
 const { values } = parseArgs({
   options: {
