@@ -207,7 +207,11 @@ describe('MariaDB storage instances through the agent API (real mariadbd)', () =
     const mbPerS = reply.bytes / 2 ** 20 / (reply.transfer_ms / 1000);
     console.log(`rebuild copy: ${(reply.bytes / 2 ** 20).toFixed(1)} MB in ${reply.transfer_ms} ms = ${mbPerS.toFixed(2)} MB/s (limit ${PV_LIMIT_MB})`);
     expect(mbPerS).toBeLessThanOrEqual(PV_LIMIT_MB * 1.1);
-    expect(f.logLines.join('')).toContain('backup streamed over the data plane');
+    expect(f.logLines.join('')).toContain('compressed backup streamed over the data plane');
+    // The copy crossed the plane compressed, and the limit held on the uncompressed bytes (above).
+    const received = f.logLines.map((l) => JSON.parse(l) as { msg?: string; port?: number; bytes?: number; wire_bytes?: number; compression?: string }).find((l) => l.msg === 'copy received' && l.port === STANDBY_B.port);
+    expect(received).toMatchObject({ compression: 'zstd', bytes: reply.bytes });
+    expect(received!.wire_bytes).toBeLessThan(reply.bytes);
     expect(await rowCount(STANDBY_B)).toBe(215);
     const probe = await f.clients[STANDBY_B.agent].probe(STANDBY_B.port);
     expect(probe).toMatchObject({ state: 'online', io_running: true, sql_running: true, last_error: '', read_only: true, semi_sync_master: false });

@@ -36,9 +36,12 @@ const TIMEOUT_MS = 6 * 3600_000;
 // -T2: zstd reads, compresses and writes in parallel, so neither pipe waits on the other.
 const COMPRESS_ARGS = ['--fast=1', '-T2', '-c'];
 
-/** `zstd -d`, for a restore: its stdout goes to mbstream as the process's stdin (an OS pipe, no copy through the agent). */
-export function spawnDecompressor(): PipedProcess {
-  return spawnPiped(zstdTool, ['-d', '-q', '-c'], { input: 'pipe', output: 'pipe', timeoutMs: TIMEOUT_MS });
+/**
+ * `zstd -d`, for a restore or a rebuild: its stdout to the agent, or given `into` (the write
+ * end of another child's stdin, e.g. mbstream's) straight into that process through an OS pipe.
+ */
+export function spawnDecompressor(into: Writable | 'pipe' = 'pipe'): PipedProcess {
+  return spawnPiped(zstdTool, ['-d', '-q', '-c'], { input: 'pipe', output: into, timeoutMs: TIMEOUT_MS });
 }
 
 export function checkCompression(value: unknown, field: string): BackupCompression {

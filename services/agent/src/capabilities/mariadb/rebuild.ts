@@ -39,7 +39,7 @@ export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildReque
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { mode: 0o700 });
   const copy = await receiveBackup(source, req.pv_limit_mb, staging);
-  ctx.logger.info({ port: spec.port, bytes: copy.bytes, ms: copy.transferMs }, 'copy received');
+  ctx.logger.info({ port: spec.port, bytes: copy.bytes, wire_bytes: copy.wireBytes, compression: copy.compression, ms: copy.transferMs }, 'copy received');
   await exec(mariadbTools.backup, ['--prepare', `--target-dir=${staging}`], { timeoutMs: PREPARE_TIMEOUT_MS, cwd: layout.instanceDir });
   const gtid = await backupGtid(staging);
   ctx.logger.info({ port: spec.port, gtid }, 'copy prepared');
