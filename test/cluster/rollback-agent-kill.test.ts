@@ -1,5 +1,5 @@
-// Issue 12, defect 2, on real engines: the agent of one host is SIGKILLed about 1 s into
-// create_cluster's "install compute nodes". The job must fail saying what its rollback
+// Issue 12, defect 2, on real engines: the agent of one host is SIGKILLed in the middle of
+// create_cluster's "install compute nodes" (frozen as the install starts, killed 1 s later). The job must fail saying what its rollback
 // left on that host; once the agent is restarted, the leader finishes the rollback, and
 // nothing of the cluster is left: no process, no directory, no cgroup, no port. And a
 // delete_cluster of such a half-made cluster removes it all too.
@@ -42,18 +42,32 @@ describe('an agent SIGKILLed in the middle of create_cluster leaves nothing behi
     await f?.close();
   }, 120_000);
 
-  /** create_cluster with host 3's agent SIGKILLed ~1 s into "install compute nodes"; its final status. */
+  /**
+   * create_cluster with host 3's agent frozen once its compute node's install is under way,
+   * then SIGKILLed 1 s later; the job's final status. Frozen at once rather than killed after
+   * a fixed delay: on a quick run the job's last steps took under a second, so a delayed kill
+   * could land after the job was done.
+   */
   async function createAndKillAgent() {
+    const agent = f.processAgents.get(KILLED)!;
     const ack = await emit(MEMBER, 'create_cluster', CREATE_PARAS);
     const jobId = ack.job_id;
-    // Steps 1-3 (placement, storage nodes, replication) committed: the compute node is being installed.
-    for (const deadline = Date.now() + 120_000; Object.keys(state().jobs[jobId].stepOutputs).length < 3; await sleep(50)) {
+    const endedEarly = () => {
       const result = state().jobs[jobId].result;
-      if (result) throw new Error(`create_cluster ended before installing compute nodes: ${result.errorInfo}`);
-      if (Date.now() > deadline) throw new Error('create_cluster did not reach "install compute nodes" in 120 s');
+      if (result) throw new Error(`create_cluster ended before its compute node was installed: ${result.errorInfo}`);
+    };
+    // Steps 1-3 (placement, storage nodes, replication) committed, and the compute node's
+    // directory exists on host 3: its install is under way.
+    const compDir = f.dirs(2).comp_datadir;
+    for (const deadline = Date.now() + 120_000; ; await sleep(20)) {
+      endedEarly();
+      if (Object.keys(state().jobs[jobId].stepOutputs).length >= 3 && (await readdir(compDir).catch(() => [])).length > 0) break;
+      if (Date.now() > deadline) throw new Error('create_cluster did not start installing the compute node in 120 s');
     }
+    await agent.signal('SIGSTOP');
+    endedEarly();
     await sleep(1000);
-    await f.processAgents.get(KILLED)!.kill();
+    await agent.kill();
     const reply = await waitForJobEnd([MEMBER], jobId, 120_000);
     return { jobId, reply };
   }

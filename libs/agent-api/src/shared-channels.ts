@@ -25,29 +25,61 @@ function credentialId(credentials: grpc.ChannelCredentials): number {
 /** The agent address of a `<credentials id> <address>` key. */
 const addressOfKey = (key: string): string => key.slice(key.indexOf(' ') + 1);
 
-/** A grpc-js channelFactoryOverride: a lease on the shared channel to `address` with `credentials`. */
-export function leaseChannel(address: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions): grpc.Channel {
-  const key = `${credentialId(credentials)} ${address}`;
+/** Its last connect failed: grpc waits out its reconnect backoff, and fails every call at once meanwhile. */
+function backingOff(entry: Shared): boolean {
+  return entry.channel.getConnectivityState(false) === grpc.connectivityState.TRANSIENT_FAILURE;
+}
+
+/** The shared channel for `key`, or a new one when there is none or it is backing off. */
+function usableChannel(key: string, address: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions): Shared {
   let entry = shared.get(key);
-  if (!entry) {
+  if (!entry || backingOff(entry)) {
     entry = { channel: new grpc.Channel(address, credentials, options), leases: 0 };
     shared.set(key, entry);
   }
-  const leased = entry;
-  leased.leases++;
+  return entry;
+}
+
+function endLease(key: string, entry: Shared): void {
+  if (--entry.leases > 0) return;
+  if (shared.get(key) === entry) shared.delete(key);
+  entry.channel.close();
+}
+
+/**
+ * A grpc-js channelFactoryOverride: a lease on the shared channel to `address` with `credentials`.
+ *
+ * A lease never starts a call on a channel that is backing off after a failed connect: it
+ * moves to a fresh shared channel, which connects at once. grpc's backoff runs from 1 s to
+ * minutes, and every call on such a channel fails at once meanwhile, so after an agent
+ * restart the first call through each client kept alive meanwhile (a job's MariaDB or
+ * PostgreSQL client of that host) failed as unreachable although the agent answered
+ * (rollback-agent-kill.test.ts's delete_cluster). The old channel closes with its last lease.
+ */
+export function leaseChannel(address: string, credentials: grpc.ChannelCredentials, options: grpc.ChannelOptions): grpc.Channel {
+  const key = `${credentialId(credentials)} ${address}`;
+  let entry = usableChannel(key, address, credentials, options);
+  entry.leases++;
   let released = false;
   const release = () => {
     if (released) return;
     released = true;
-    if (--leased.leases > 0) return;
-    if (shared.get(key) === leased) shared.delete(key);
-    leased.channel.close();
+    endLease(key, entry);
   };
-  return new Proxy(leased.channel, {
-    get(target, prop) {
+  const moveOffIfBackingOff = () => {
+    if (released || !backingOff(entry)) return;
+    const fresh = usableChannel(key, address, credentials, options);
+    fresh.leases++;
+    endLease(key, entry);
+    entry = fresh;
+  };
+  return new Proxy(entry.channel, {
+    get(_target, prop) {
       if (prop === 'close') return release;
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
+      if (prop === 'createCall') moveOffIfBackingOff();
+      const channel = entry.channel;
+      const value = Reflect.get(channel, prop, channel) as unknown;
+      return typeof value === 'function' ? value.bind(channel) : value;
     },
   });
 }
