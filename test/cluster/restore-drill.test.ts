@@ -1,10 +1,11 @@
 // The restore drill, on real engines: a cluster of 2 shards receives rows carrying their
 // insert time through a compute node; a full backup (manual_backup_cluster), more writes,
-// and cluster_restore into a new cluster at a time T between two known writes. On the
-// destination each table's row count and checksum equal the source's as of T (rows written
-// before T present, rows written after T absent), on its masters and standbys, and its
-// compute node serves the rows. Before that, the same restore from a backup set whose file
-// was altered is refused before anything is written.
+// a switch of one shard's master to a standby, more writes, and cluster_restore into a new
+// cluster at a time T between two known writes. On the destination each table's row count
+// and checksum equal the source's as of T (rows written before T present, rows written
+// after T absent), on its masters and standbys, and its compute node serves the rows.
+// Before that, the same restore from a backup set whose file was altered is refused before
+// anything is written.
 
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -131,8 +132,19 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     backupKeys = set.shards.map((s) => s.key);
   }, 200_000);
 
-  it('writes after the backup, a time T, and writes after T', async () => {
-    await insertThroughComp(21, 31); // after the backup, before T: replayed from the archived binlogs
+  it('writes after the backup, a switch of the first shard\'s master, more writes, a time T, and writes after T', async () => {
+    // Rows 21-30 come after the backup and before T, so the restore replays them from the
+    // archived binlogs: 21-25 written on the first shard's old master, 26-30 on the standby
+    // that took over from it. The archive has to follow the master to bring both back.
+    await insertThroughComp(21, 26);
+    const shard = Object.values(src.shards).sort((a, b) => Number(a.id) - Number(b.id))[0];
+    const oldMaster = masterOf(src, 0);
+    const standby = nodesOf(src, 0).find((n) => n.host !== oldMaster.host || n.port !== oldMaster.port)!;
+    const switched = await runJob('manual_switch', { cluster_id: src.id, shard_id: shard.id, master_hostaddr: `${oldMaster.host}_${oldMaster.port}`, assign_hostaddr: `${standby.host}_${standby.port}` }, 60_000);
+    expect(switched.status, switched.error_info).toBe('done');
+    src = cluster(src.id);
+    expect(masterOf(src, 0)).toEqual(standby);
+    await insertThroughComp(26, 31);
     restoreTime = Math.floor(Date.now() / 1000) + 1;
     await sleep(restoreTime * 1000 + 1100 - Date.now());
     await insertThroughComp(31, 41); // after T: must not come back

@@ -1,6 +1,6 @@
 // A recorded rollback survives a leader change (issue 12, defect 2): a 3-manager group and
 // three agents, each its own OS process, on real engines. Host 3's agent is SIGKILLed
-// during create_cluster's compute-node install; the job fails leaving a recorded rollback;
+// during create_cluster's compute-node install (frozen as it starts, then killed); the job fails leaving a recorded rollback;
 // then the leader is SIGKILLed too. Once host 3's agent is back, the new leader finishes
 // the rollback: the cluster is gone and nothing of it is left on the hosts.
 
@@ -46,11 +46,16 @@ describe('a recorded rollback is finished by the next leader', () => {
       cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
       storage_iplists: [...HOSTS], computer_iplists: [KILLED], install_proxysql: '0',
     });
+    // The compute node's install is under way once its step runs and its directory exists
+    // on host 3; the agent is frozen there, so the kill cannot land after a quick install.
+    const compDir = dirs(2).comp_datadir;
     await waitFor('install compute nodes', async () => {
       const status = await jobStatus(leader, ack.job_id);
       if (status.status === 'failed' || status.status === 'done') throw new Error(`create_cluster ended before installing compute nodes: ${status.status} ${status.error_info}`);
-      return (status.attachment as { progress?: { step_name?: string } } | null)?.progress?.step_name === 'install compute nodes';
-    }, 120_000, 100);
+      const step = (status.attachment as { progress?: { step_name?: string } } | null)?.progress?.step_name;
+      return step === 'install compute nodes' && (await readdir(compDir).catch(() => [])).length > 0;
+    }, 120_000, 20);
+    await group.agent(KILLED).signal('SIGSTOP');
     await sleep(1000);
     await group.agent(KILLED).kill();
     const reply = await waitForJobEnd(MEMBERS, ack.job_id, 120_000);
