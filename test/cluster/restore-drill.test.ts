@@ -3,7 +3,8 @@
 // a switch of one shard's master to a standby, more writes, and cluster_restore into a new
 // cluster at a time T between two known writes. On the destination each table's row count
 // and checksum equal the source's as of T (rows written before T present, rows written
-// after T absent), on its masters and standbys, and its compute node serves the rows.
+// after T absent), on its masters and standbys, and its compute node serves the rows and
+// the views and functions made on the source's compute node.
 // Before that, the same restore from a backup set whose file was altered is refused before
 // anything is written.
 
@@ -122,6 +123,11 @@ describe('restore drill: cluster_restore to a point in time between two known wr
       return rows[0].n === 2 ? true : undefined;
     }), 20_000);
     await insertThroughComp(1, 21);
+    // The compute catalog: objects only the compute node holds, which the restore puts back.
+    await onComp(compOf(src), async (c) => {
+      await c.query('CREATE VIEW public.recent_orders AS SELECT id, v FROM public.orders WHERE id > 10');
+      await c.query(`CREATE FUNCTION public.twice(i integer) RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT i * 2'`);
+    });
   }, 360_000);
 
   it('a full backup of the source ends done, with every shard in the backup set', async () => {
@@ -188,6 +194,8 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     console.log(`cluster_restore (2 shards x 3 nodes) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
     expect(reply.status, reply.error_info).toBe('done');
     expect(reply.attachment).toMatchObject({ src_cluster_id: src.id, dst_cluster_id: dst.id, restore_time: String(restoreTime) });
+    const catalog = (reply.attachment as { list_catalog: { comp_id: string; database: string; objects: string[] }[] }).list_catalog;
+    expect(catalog.find((c) => c.database === 'postgres')).toMatchObject({ comp_id: Object.values(dst.comps)[0].id, objects: ['FUNCTION public twice(integer)', 'VIEW public recent_orders'] });
     for (const [table, shard] of TABLES) {
       const expected = await summary(src, masterOf(src, shard), table, restoreTime * 1000);
       expect(expected.n).toBe(30); // ids 1-30: before T; 31-40 came after
@@ -210,5 +218,8 @@ describe('restore drill: cluster_restore to a point in time between two known wr
       }), 20_000);
       expect(rows).toEqual({ n: 30, max: 30 });
     }
+    // The compute catalog came back too, owned by the destination's compute account, over the restored rows.
+    const restored = await onComp(compOf(dst), async (c) => (await c.query(`SELECT (SELECT count(*)::int FROM public.recent_orders) AS recent, public.twice(21) AS twice, (SELECT viewowner FROM pg_views WHERE viewname = 'recent_orders') AS owner`)).rows[0]);
+    expect(restored).toEqual({ recent: 20, twice: 42, owner: computer.user });
   }, 60_000);
 });

@@ -48,6 +48,7 @@ export type {
   ComputerStepResult,
   ClusterRestoreResult,
   RestoredShardResult,
+  RestoredCatalogResult,
   ExpandClusterResult,
   RepartitionTablesResult,
 } from './results';

@@ -132,7 +132,17 @@ export type RestoredShardResult = {
   binlogs: string;
 };
 
-/** cluster_restore: which backup set it started from and how far each shard was brought. */
+/** cluster_restore: the compute-only objects (views, functions, types, sequences) put back on one compute node's database. */
+export type RestoredCatalogResult = {
+  comp_id: string;
+  database: string;
+  /** As `<kind> <schema> <name>`, e.g. `VIEW public recent_orders`. */
+  objects: string[];
+  /** Why nothing was restored here, when nothing was. */
+  note?: string;
+};
+
+/** cluster_restore: which backup set it started from, how far each shard was brought, and the compute catalog put back. */
 export type ClusterRestoreResult = {
   src_cluster_id: string;
   dst_cluster_id: string;
@@ -140,6 +150,7 @@ export type ClusterRestoreResult = {
   restore_time: string;
   backup_id: string;
   list_shard: RestoredShardResult[];
+  list_catalog: RestoredCatalogResult[];
 };
 
 /** raft_mission: what its task did (add_peer: learner, voter; remove_peer: removed; transfer_leader: leader). */

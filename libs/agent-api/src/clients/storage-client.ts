@@ -10,6 +10,8 @@ import {
   BackupStorageAgentService,
   CatalogDumpAgentService,
   type PgSchemaDumpReply,
+  type PgSchemaRestoreReply,
+  type PgSchemaRestoreRequest,
   type StorageChunk,
   type StorageObjectInfo,
   type StorageOpenReply,
@@ -108,7 +110,7 @@ export class StorageAgentClient {
   }
 }
 
-/** The CatalogDumpAgent of a compute host: its instances' schema, dumped where they run. */
+/** The CatalogDumpAgent of a compute host: its instances' schema, dumped where they run, and put back into them by a restore. */
 export class CatalogDumpAgentClient {
   private readonly client: grpc.Client;
 
@@ -118,6 +120,10 @@ export class CatalogDumpAgentClient {
 
   dumpPgSchema(port: number): Promise<PgSchemaDumpReply> {
     return callUnary(this.client, this.address, 'DumpPgSchema', { port }, this.deadlineMs);
+  }
+
+  restorePgSchema(req: PgSchemaRestoreRequest): Promise<PgSchemaRestoreReply> {
+    return callUnary(this.client, this.address, 'RestorePgSchema', req, this.deadlineMs);
   }
 
   close(): void {

@@ -109,10 +109,29 @@ export interface PgSchemaDumpRequest {
 
 export interface PgSchemaDump {
   database: string;
-  /** Plain SQL from pg_dump --schema-only. */
-  sql: Buffer;
+  /** pg_dump --schema-only's output in `format`. */
+  dump: Buffer;
+  /** 'custom' (what pg_restore reads); '' from agents before it: plain SQL. */
+  format: string;
 }
 
 export interface PgSchemaDumpReply {
   dumps: PgSchemaDump[];
+}
+
+export interface PgSchemaRestoreRequest {
+  op_id: string;
+  port: number;
+  database: string;
+  /** A custom-format dump, as DumpPgSchema returned it. */
+  dump: Buffer;
+  /** The role that will own what is restored (the cluster's compute account). */
+  role: string;
+}
+
+export interface PgSchemaRestoreReply {
+  /** The objects restored, as `<kind> <schema> <name>`. */
+  objects: string[];
+  /** The instance has no such database: nothing was restored. */
+  database_missing: boolean;
 }

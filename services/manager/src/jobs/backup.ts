@@ -171,9 +171,11 @@ async function dumpCatalog(ctx: StepContext<BackupParas, BackupOutputs>, deps: B
     return withStorage(ctx, deps, async (storage) => {
       const records: CatalogBackupRecord[] = [];
       for (const dump of reply.dumps) {
-        const key = `${backupSetPrefix(cluster.id, ctx.jobId)}catalog/${dump.database}.sql`;
-        const object = await storage.put(key, dump.sql, { database: dump.database, comp_id: comp.id, format: 'pg_dump-schema-only' });
-        records.push({ database: dump.database, compId: comp.id, key: object.key, bytes: object.bytes, sha256: object.sha256 });
+        // A custom-format dump is what a restore puts back (pg_restore); plain SQL, from an agent before it, is kept only.
+        const custom = dump.format === 'custom';
+        const key = `${backupSetPrefix(cluster.id, ctx.jobId)}catalog/${dump.database}.${custom ? 'pgdump' : 'sql'}`;
+        const object = await storage.put(key, dump.dump, { database: dump.database, comp_id: comp.id, format: custom ? 'pg_dump-custom-schema-only' : 'pg_dump-schema-only' });
+        records.push({ database: dump.database, compId: comp.id, key: object.key, bytes: object.bytes, sha256: object.sha256, ...(custom ? { format: 'custom' as const } : {}) });
       }
       return records;
     });

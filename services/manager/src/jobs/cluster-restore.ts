@@ -6,20 +6,23 @@
 // onto the destination shard's master, its standbys are rebuilt from that master (the
 // rebuild_node path), and the source master's archived binlogs are replayed on it up to
 // restore_time; the standbys replicate the replay. Then the destination's compute nodes
-// are synced, so they serve the restored tables.
+// are synced, so they serve the restored tables, and the compute catalog of the backup set
+// is put back on each of them: the objects only compute nodes hold (views, functions,
+// types, sequences), owned by the destination's compute account.
 //
-// Nothing is written before every object the restore reads (each shard's backup and every
-// binlog file to replay) has been verified against its sha256 on the storage, and before
+// Nothing is written before every object the restore reads (each shard's backup, every
+// binlog file to replay and the catalog dumps) has been verified against its sha256 on the storage, and before
 // the destination has been found empty. A restore that fails after it started writing
 // drops the destination's cluster databases (its standbys follow through replication), so
 // nothing half-restored is left serving and the destination is empty again for another try.
 
-import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredShardResult } from '@kcm/protocol';
+import { CatalogDumpAgentClient } from '@kcm/agent-api';
+import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredCatalogResult, type RestoredShardResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact } from '../backup/storage';
 import { newestFullBackupBefore } from '../meta/backup';
 import { archiveCoversUntil, binlogsToReplay, shardArchive } from '../meta/binlog-archive';
 import { own } from '../meta/dict';
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterRecord, MetaState, ShardBackupRecord, ShardRecord } from '../meta/state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, CatalogBackupRecord, ClusterRecord, CompRecord, MetaState, ShardBackupRecord, ShardRecord } from '../meta/state';
 import { readyCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
 import { errorNameOf } from './errors';
 import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
@@ -99,6 +102,7 @@ interface Outputs {
   'rebuild the standbys from the restored masters': null;
   'replay archived binlogs up to restore_time': Record<string, { gtid: string; files: number }>;
   'sync the compute nodes and apply cpu limits': null;
+  'restore the compute catalog': RestoredCatalogResult[];
 }
 
 /** The plan the job committed to in its first step (the same backup set on every resume). */
@@ -125,6 +129,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
           want(plan.set.storageName, s.src.key);
           for (const b of s.binlogs) want(b.storageName, b.key);
         }
+        for (const c of plan.set.catalog) want(plan.set.storageName, c.key);
         for (const [name, keys] of byStorage) {
           const storage = openBackupStorage(storageOf(ctx.state(), name));
           try {
@@ -224,6 +229,28 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
         return null;
       },
     },
+    {
+      name: 'restore the compute catalog',
+      async run(ctx) {
+        const plan = committedPlan(ctx, p);
+        const dst = clusterOfStep(ctx, p.dst_cluster_id);
+        const dumps = await readCatalogDumps(ctx.state(), plan.set);
+        const role = liveAccount(ctx.secrets, dst, 'computer').user;
+        const restored: RestoredCatalogResult[] = [];
+        await forEachInstance(Object.values(dst.comps), (c) => c.name, async (comp) => {
+          for (const { record, dump } of dumps) {
+            if (!dump) {
+              restored.push({ comp_id: comp.id, database: record.database, objects: [], note: 'a plain-SQL dump (a backup from before custom-format dumps): kept, not restored' });
+              continue;
+            }
+            const reply = await restoreCatalogOn(ctx.agents.agentAddress(comp.hostaddr), comp, { op_id: opId(ctx.jobId, 'catalog-restore', `comp-${comp.id}-${record.database}`), port: comp.port, database: record.database, dump, role });
+            restored.push({ comp_id: comp.id, database: record.database, objects: reply.objects, ...(reply.database_missing ? { note: 'no such database on this compute node (no shard holds it)' } : {}) });
+            ctx.logger.info({ comp: comp.name, database: record.database, objects: reply.objects, database_missing: reply.database_missing }, 'compute catalog restored');
+          }
+        });
+        return restored.sort((a, b) => Number(a.comp_id) - Number(b.comp_id) || a.database.localeCompare(b.database));
+      },
+    },
   ],
   result(outputs, p): ClusterRestoreResult {
     const restored = outputs['restore each shard master from the full backup'];
@@ -241,6 +268,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
       restore_time: String(outputs['verify the backup set and the empty destination'].stopTime),
       backup_id: outputs['verify the backup set and the empty destination'].backupId,
       list_shard: list,
+      list_catalog: outputs['restore the compute catalog'] ?? [],
     };
   },
   /**
@@ -265,3 +293,35 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
     if (left.length) return `the partly restored data could not be dropped from ${left.join('; ')}`;
   },
 };
+
+/** The set's catalog dumps, read back whole (a few KiB each; the storage checks each sha256 as it reads); plain-SQL ones as null. */
+async function readCatalogDumps(state: MetaState, set: BackupSetRecord): Promise<{ record: CatalogBackupRecord; dump: Buffer | null }[]> {
+  if (set.catalog.length === 0) return [];
+  const storage = openBackupStorage(storageOf(state, set.storageName));
+  try {
+    const dumps = [];
+    for (const record of set.catalog) {
+      if (record.format !== 'custom') {
+        dumps.push({ record, dump: null });
+        continue;
+      }
+      const pieces: Buffer[] = [];
+      for await (const piece of storage.get(record.key)) pieces.push(piece);
+      dumps.push({ record, dump: Buffer.concat(pieces) });
+    }
+    return dumps;
+  } finally {
+    storage.close();
+  }
+}
+
+async function restoreCatalogOn(address: string, comp: CompRecord, req: Parameters<CatalogDumpAgentClient['restorePgSchema']>[0]) {
+  const client = new CatalogDumpAgentClient(address);
+  try {
+    return await client.restorePgSchema(req);
+  } catch (err) {
+    throw new Error(`restoring the catalog of database ${req.database} on ${comp.name} at ${comp.hostaddr}:${comp.port} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  } finally {
+    client.close();
+  }
+}

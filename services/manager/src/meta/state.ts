@@ -342,6 +342,8 @@ export interface ShardBackupRecord extends BackupObjectRecord {
 export interface CatalogBackupRecord extends BackupObjectRecord {
   database: string;
   compId: string;
+  /** 'custom': pg_dump's custom format, which a restore puts back; absent: plain SQL (sets from before it), kept only. */
+  format?: 'custom';
 }
 
 /**

@@ -79,7 +79,7 @@ async function backupHarness(probes: (host: string, port: number, isMaster: bool
     appliedIndex: () => 1234,
     dumpCatalog: async (address, port) => {
       dumps.push(`${address}/${port}`);
-      return { dumps: [{ database: 'shop', sql: Buffer.from('CREATE SCHEMA s;') }] };
+      return { dumps: [{ database: 'shop', dump: Buffer.from('PGDMP custom archive'), format: 'custom' }] };
     },
     ...overrides,
   };
@@ -160,7 +160,8 @@ describe('manual_backup_cluster', () => {
     }
     expect(b.dumps).toHaveLength(1);
     const attachment = done.attachment as Record<string, any>;
-    expect(attachment).toMatchObject({ backup_id: done.jobId, cluster_id: b.cluster.id, storage: 'local', list_catalog: [{ database: 'shop', location: `local:cluster_${b.cluster.id}/backup_${done.jobId}/catalog/shop.sql` }] });
+    expect(attachment).toMatchObject({ backup_id: done.jobId, cluster_id: b.cluster.id, storage: 'local', list_catalog: [{ database: 'shop', location: `local:cluster_${b.cluster.id}/backup_${done.jobId}/catalog/shop.pgdump` }] });
+    expect(b.h.store.s.backupSets[done.jobId].catalog).toMatchObject([{ database: 'shop', format: 'custom' }]);
     expect(attachment.list_shard).toHaveLength(2);
     expect(attachment.list_shard[0]).toMatchObject({ shard_id: shards[0].id, gtid_pos: '0-1-42', bytes: '5000', source_master: 'false', location: `local:cluster_${b.cluster.id}/backup_${done.jobId}/shard_${shards[0].id}.mbstream` });
     expect(attachment.backup_time).toMatch(/^\d{10}$/);
@@ -209,7 +210,8 @@ describe('manual_backup_cluster', () => {
       dumpCatalog: async (address) => {
         await until(() => b.storages.pulls.length === 2, 4000);
         dumped.push(address);
-        return { dumps: [{ database: 'shop', sql: Buffer.from('CREATE SCHEMA s;') }] };
+        // An agent from before custom-format dumps: plain SQL, kept as .sql.
+        return { dumps: [{ database: 'shop', dump: Buffer.from('CREATE SCHEMA s;'), format: '' }] };
       },
     });
     b.storages.hooks.duringPull = () => until(() => dumped.length === 1, 4000);
@@ -219,7 +221,7 @@ describe('manual_backup_cluster', () => {
     expect(b.storages.pulls.map((p) => p.compression)).toEqual(['zstd', 'zstd']);
     const set = b.h.store.s.backupSets[done.jobId];
     expect(set.shards.map((s) => [s.compression, s.bytes, s.rawBytes])).toEqual([['zstd', 5000, 8000], ['zstd', 5000, 8000]]);
-    expect(set.catalog.map((c) => c.database)).toEqual(['shop']);
+    expect(set.catalog.map((c) => [c.database, c.key.endsWith('/catalog/shop.sql'), c.format])).toEqual([['shop', true, undefined]]);
     await b.runner.stop();
   });
 });

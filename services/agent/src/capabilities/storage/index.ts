@@ -10,6 +10,7 @@ import {
   BackupStorageAgentService,
   CatalogDumpAgentService,
   type PgSchemaDumpRequest,
+  type PgSchemaRestoreRequest,
   type PlaneBackupRequest,
   type StorageChunk,
   type StorageDeleteRequest,
@@ -26,6 +27,7 @@ import { checkKey, checkPrefix, FsObjectStore, type ObjectWriter } from './objec
 import { pullBackup } from './pull-backup';
 import { sendBackup, type PlaneSink } from '../../plane/handlers';
 import { dumpPgSchema } from './catalog-dump';
+import { restorePgSchema } from './catalog-restore';
 
 function putHandler(ctx: AgentContext): grpc.handleClientStreamingCall<StoragePutMessage, StorageObjectInfo> {
   return (call, callback) => {
@@ -119,6 +121,9 @@ export const storageCapability: CapabilityModule = {
     });
     server.addService(CatalogDumpAgentService.service, {
       DumpPgSchema: unary(log, 'CatalogDump.DumpPgSchema', (req: PgSchemaDumpRequest) => dumpPgSchema(ctx, req.port)),
+      RestorePgSchema: unary(log, 'CatalogDump.RestorePgSchema', (req: PgSchemaRestoreRequest) =>
+        ctx.ops.run(`catalog.restore.${requireOpId(req.op_id)}`, async () => restorePgSchema(ctx, req)),
+      ),
     });
   },
 };
