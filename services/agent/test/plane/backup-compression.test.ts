@@ -94,7 +94,10 @@ describe('a backup compressed at its source', () => {
     expect(facts).toEqual({ raw_bytes: rawBytes, gtid_pos: '0-1-547' });
     expect((await unzstd(Buffer.concat(sent))).equals(Buffer.alloc(rawBytes))).toBe(true);
     // The first pipe read (<= 64 KiB) goes out at once; everything after it waits its turn.
-    expect(seconds).toBeGreaterThanOrEqual((rawBytes - 64 * 1024) / limit - 0.05);
+    // Slack for the last wait: a timer measures from the event loop's cached clock, which on
+    // a loaded machine (the whole unit suite on 2 cores) lags by tens of ms, so it fires that
+    // much early (one full run: 1.900 s against 1.969). Unthrottled, the 4 MiB take ~0.02 s.
+    expect(seconds).toBeGreaterThanOrEqual((rawBytes - 64 * 1024) / limit - 0.15);
   });
 
   it('piped: a source that fails fails the transfer, and one without an info file reports why it has no position', async () => {
