@@ -11,12 +11,12 @@
 // types, sequences), owned by the destination's compute account.
 //
 // Nothing is written before every object the restore reads (each shard's backup, every
-// binlog file to replay and the catalog dumps) has been verified against its sha256 on the storage, and before
-// the destination has been found empty. A restore that fails after it started writing
+// binlog file to replay, the catalog dumps) has been verified against its sha256 on the
+// storage, and before the destination has been found empty. A restore that fails after it started writing
 // drops the destination's cluster databases (its standbys follow through replication), so
 // nothing half-restored is left serving and the destination is empty again for another try.
 
-import { CatalogDumpAgentClient } from '@kcm/agent-api';
+import { CatalogDumpAgentClient, type PgSchemaRestoreReply, type PgSchemaRestoreRequest } from '@kcm/agent-api';
 import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredCatalogResult, type RestoredShardResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact } from '../backup/storage';
 import { newestFullBackupBefore } from '../meta/backup';
@@ -315,7 +315,7 @@ async function readCatalogDumps(state: MetaState, set: BackupSetRecord): Promise
   }
 }
 
-async function restoreCatalogOn(address: string, comp: CompRecord, req: Parameters<CatalogDumpAgentClient['restorePgSchema']>[0]) {
+async function restoreCatalogOn(address: string, comp: CompRecord, req: PgSchemaRestoreRequest): Promise<PgSchemaRestoreReply> {
   const client = new CatalogDumpAgentClient(address);
   try {
     return await client.restorePgSchema(req);
