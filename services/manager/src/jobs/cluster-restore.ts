@@ -12,9 +12,10 @@
 //
 // Nothing is written before every object the restore reads (each shard's backup, every
 // binlog file to replay, the catalog dumps) has been verified against its sha256 on the
-// storage, and before the destination has been found empty. A restore that fails after it started writing
-// drops the destination's cluster databases (its standbys follow through replication), so
-// nothing half-restored is left serving and the destination is empty again for another try.
+// storage, and before the destination has been found empty. A restore that fails after it
+// started writing drops the destination's cluster databases (its standbys follow through
+// replication), so nothing half-restored is left serving and the destination is empty
+// again for another try.
 
 import { CatalogDumpAgentClient, type PgSchemaRestoreReply, type PgSchemaRestoreRequest } from '@kcm/agent-api';
 import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredCatalogResult, type RestoredShardResult } from '@kcm/protocol';
