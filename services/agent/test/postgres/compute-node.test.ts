@@ -185,6 +185,48 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     }
   });
 
+  it('views over a table the sync re-imports are made again over the new table; one that read a column now gone is reported with its definition', async () => {
+    const m = await maria.connect('postgres_$$_public');
+    await m.query('CREATE TABLE ledger (id INT PRIMARY KEY, amount INT NOT NULL, memo VARCHAR(40))');
+    await m.query(`INSERT INTO ledger VALUES (1, 10, 'a'), (2, 20, 'b')`);
+    for (const i of [0, 1]) await sync(i, `sync-ledger-${i}`);
+    const c = await login(1);
+    try {
+      await c.query('CREATE VIEW public.big_ledger AS SELECT id, amount FROM public.ledger WHERE amount > 15');
+      await c.query('CREATE VIEW public.big_ids AS SELECT id FROM public.big_ledger');
+      await c.query('CREATE VIEW public.memos AS SELECT id, memo FROM public.ledger');
+      await c.query(`COMMENT ON VIEW public.big_ledger IS 'the big ones'`);
+
+      // A column added on the shard: ledger is re-imported, and every view over it is back.
+      await m.query('ALTER TABLE ledger ADD COLUMN at BIGINT');
+      const added = await sync(1, 'sync-ledger-added');
+      expect(added.changes.map((ch) => `${ch.action} ${ch.table}`)).toEqual(['reimported ledger']);
+      expect((await c.query('SELECT id FROM public.big_ids')).rows).toEqual([{ id: 2 }]);
+      expect((await c.query('SELECT id, memo FROM public.memos ORDER BY id')).rows).toEqual([{ id: 1, memo: 'a' }, { id: 2, memo: 'b' }]);
+      const views = await c.query(`SELECT viewname, viewowner, obj_description(format('public.%I', viewname)::regclass, 'pg_class') AS comment FROM pg_views WHERE schemaname = 'public' ORDER BY 1`);
+      expect(views.rows).toEqual([
+        { viewname: 'big_ids', viewowner: USER, comment: null },
+        { viewname: 'big_ledger', viewowner: USER, comment: 'the big ones' },
+        { viewname: 'memos', viewowner: USER, comment: null },
+      ]);
+
+      // A column one view reads dropped on the shard: ledger is re-imported all the same; that
+      // view cannot be made again and is reported with its definition, the others are back.
+      await m.query('ALTER TABLE ledger DROP COLUMN memo');
+      const dropped = await sync(1, 'sync-ledger-dropped');
+      expect(dropped.changes.map((ch) => `${ch.action} ${ch.table}`).sort()).toEqual(['reimported ledger', 'skipped memos']);
+      expect(dropped.changes.find((ch) => ch.table === 'memos')!.reason).toMatch(/^view not made again over the re-imported table: column .*memo.* does not exist; it was: +SELECT/);
+      expect((await c.query('SELECT id FROM public.big_ids')).rows).toEqual([{ id: 2 }]);
+      expect((await c.query(`SELECT count(*)::int AS n FROM pg_views WHERE viewname = 'memos'`)).rows[0].n).toBe(0);
+    } finally {
+      await c.query('DROP VIEW IF EXISTS public.big_ids, public.big_ledger, public.memos');
+      await c.end();
+      await m.query('DROP TABLE ledger');
+      await m.end();
+      for (const i of [0, 1]) await sync(i, `sync-ledger-gone-${i}`);
+    }
+  });
+
   it('a shard whose master moved is re-pointed with ALTER SERVER and keeps serving', async () => {
     shard = { ...shard, host: '127.0.2.3' };
     const reply = await sync(1, 'sync-repoint');

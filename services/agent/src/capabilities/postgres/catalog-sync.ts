@@ -10,6 +10,7 @@ import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
 import type { CatalogChange, ShardEndpoint, SyncCatalogReply, SyncCatalogRequest } from '@kcm/agent-api';
 import { readShardTables, type RemoteColumn, type ShardView } from './shard-catalog';
+import { recreateViews, viewsDependingOn } from './dependent-views';
 import { AgentFailure } from '@kcm/agent-api';
 
 const SHARD_ID = /^[A-Za-z0-9_]{1,50}$/;
@@ -241,11 +242,14 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
     await lockPlannedTables(db, plan, local);
     if (plan.drops.length > 0 || plan.alters.length > 0) await stillCurrent();
     for (const stmt of setup) await db.query(stmt);
+    // Views reading a table dropped or re-imported here would refuse the DROP: they go with
+    // it and are made again below, once the tables are back (dependent-views.ts).
+    const views = await viewsDependingOn(db, plan.drops);
     for (const ft of plan.drops) {
       const name = `${ident(ft.schema)}.${ident(ft.table)}`;
       // A partition is named by its parent's insert-routing rule (kcm_ddl): that rule goes with it.
       const partition = await db.query(`SELECT 1 FROM pg_class WHERE oid = to_regclass($1) AND relispartition`, [name]);
-      await db.query(`DROP FOREIGN TABLE IF EXISTS ${name}${(partition.rowCount ?? 0) > 0 ? ' CASCADE' : ''}`);
+      await db.query(`DROP FOREIGN TABLE IF EXISTS ${name}${(partition.rowCount ?? 0) > 0 || views.length > 0 ? ' CASCADE' : ''}`);
     }
     for (const stmt of teardown) await db.query(stmt);
     for (const batch of plan.imports) {
@@ -276,6 +280,7 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
       }
     }
     for (const fix of plan.alters) skipped.push(...(await applyColumnAttributes(db, fix.schema, fix.shardId, fix)));
+    skipped.push(...(await recreateViews(db, views)));
     if (hasDdlHooks && plan.drops.length > 0) await db.query('SELECT kcm_ddl.drop_empty_parents()');
     await db.query('COMMIT');
   } catch (err) {
