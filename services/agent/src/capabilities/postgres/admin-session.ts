@@ -34,3 +34,20 @@ export function literal(text: string): string {
   if (text.includes('\0')) throw new Error('a literal must not contain NUL');
   return `'${text.replaceAll("'", "''")}'`;
 }
+
+/**
+ * Runs statements inside a savepoint of the transaction under way: their error, after
+ * rolling back to the savepoint (the transaction goes on), or undefined when all succeeded.
+ */
+export async function trySavepoint(db: AdminClient, statements: string | readonly string[]): Promise<Error | undefined> {
+  await db.query('SAVEPOINT kcm_try');
+  try {
+    for (const sql of typeof statements === 'string' ? [statements] : statements) await db.query(sql);
+    await db.query('RELEASE SAVEPOINT kcm_try');
+    return undefined;
+  } catch (err) {
+    await db.query('ROLLBACK TO SAVEPOINT kcm_try');
+    await db.query('RELEASE SAVEPOINT kcm_try');
+    return err as Error;
+  }
+}

@@ -3,7 +3,7 @@
 // manager calls it periodically and after DDL, so an unchanged catalog costs only reads:
 // one information_schema query per shard, one catalog read per compute database.
 
-import { withAdmin, ident, literal, type AdminClient } from './admin-session';
+import { withAdmin, ident, literal, trySavepoint, type AdminClient } from './admin-session';
 import { planDatabase, planSchemas, remoteDatabases, remoteSchemas, SCHEMA_MARK, serverName, SERVER_PREFIX, type SchemaPlan, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
 import { ADMIN_ROLE, isIdentifier, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
@@ -159,19 +159,6 @@ function columnClauses(c: RemoteColumn, withDefault = true): string {
   return `${notNull}, ${dflt}`;
 }
 
-/** Runs one statement inside a savepoint; its error, or undefined when it succeeded. */
-async function trySavepoint(db: AdminClient, sql: string): Promise<Error | undefined> {
-  await db.query('SAVEPOINT kcm_column');
-  try {
-    await db.query(sql);
-    await db.query('RELEASE SAVEPOINT kcm_column');
-    return undefined;
-  } catch (err) {
-    await db.query('ROLLBACK TO SAVEPOINT kcm_column');
-    await db.query('RELEASE SAVEPOINT kcm_column');
-    return err as Error;
-  }
-}
 
 /**
  * Gives every column of a foreign table its NOT NULL and default, in one statement. When

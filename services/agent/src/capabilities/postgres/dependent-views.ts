@@ -7,7 +7,7 @@
 // made again, and the sync says so with its definition.
 
 import type { CatalogChange } from '@kcm/agent-api';
-import { ident, literal, type AdminClient } from './admin-session';
+import { ident, literal, trySavepoint, type AdminClient } from './admin-session';
 
 export interface SavedView {
   schema: string;
@@ -48,13 +48,13 @@ export async function recreateViews(db: AdminClient, views: readonly SavedView[]
   const refused: CatalogChange[] = [];
   for (const v of views) {
     const name = `${ident(v.schema)}.${ident(v.name)}`;
+    const kind = v.materialized ? 'MATERIALIZED VIEW' : 'VIEW';
     const definition = v.definition.trim().replace(/;$/, '');
-    const statements = [
-      `CREATE ${v.materialized ? 'MATERIALIZED VIEW' : 'VIEW'} ${name} AS ${definition}`,
-      `ALTER ${v.materialized ? 'MATERIALIZED VIEW' : 'VIEW'} ${name} OWNER TO ${ident(v.owner)}`,
-      ...(v.comment === null ? [] : [`COMMENT ON ${v.materialized ? 'MATERIALIZED VIEW' : 'VIEW'} ${name} IS ${literal(v.comment)}`]),
-    ];
-    const err = await inSavepoint(db, statements);
+    const err = await trySavepoint(db, [
+      `CREATE ${kind} ${name} AS ${definition}`,
+      `ALTER ${kind} ${name} OWNER TO ${ident(v.owner)}`,
+      ...(v.comment === null ? [] : [`COMMENT ON ${kind} ${name} IS ${literal(v.comment)}`]),
+    ]);
     if (err) {
       refused.push({
         database: '', schema: v.schema, table: v.name, action: 'skipped', shard_id: '',
@@ -63,17 +63,4 @@ export async function recreateViews(db: AdminClient, views: readonly SavedView[]
     }
   }
   return refused;
-}
-
-async function inSavepoint(db: AdminClient, statements: readonly string[]): Promise<Error | undefined> {
-  await db.query('SAVEPOINT kcm_view');
-  try {
-    for (const sql of statements) await db.query(sql);
-    await db.query('RELEASE SAVEPOINT kcm_view');
-    return undefined;
-  } catch (err) {
-    await db.query('ROLLBACK TO SAVEPOINT kcm_view');
-    await db.query('RELEASE SAVEPOINT kcm_view');
-    return err as Error;
-  }
 }

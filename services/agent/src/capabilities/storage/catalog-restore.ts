@@ -6,22 +6,18 @@
 // an object of the same name is replaced (a resumed restore runs this again); and all of a
 // database's objects go in one transaction, so a failure leaves none of them.
 
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentFailure, type PgSchemaRestoreReply, type PgSchemaRestoreRequest } from '@kcm/agent-api';
 import type { AgentContext } from '../../capability';
 import { exec } from '../../ops/exec';
 import { withAdmin } from '../postgres/admin-session';
-import { ADMIN_ROLE, InstanceRegistry, isIdentifier, socketDir, validatePort } from '../postgres/layout';
+import { isIdentifier } from '../postgres/layout';
 import { computeOnlyEntries } from './catalog-entries';
-
-const RESTORE_TIMEOUT_MS = 10 * 60_000;
+import { adminConnection, CATALOG_TOOL_TIMEOUT_MS, computeInstance, pgTool, withScratchDir } from './catalog-tools';
 
 export async function restorePgSchema(ctx: AgentContext, req: PgSchemaRestoreRequest): Promise<PgSchemaRestoreReply> {
-  const registry = new InstanceRegistry(path.join(ctx.stateDir, 'postgres'));
-  const instance = await registry.find(validatePort(req.port));
-  if (!instance) throw new AgentFailure('not_found', `no compute instance on port ${req.port} on this host`);
+  const instance = await computeInstance(ctx, req.port);
   // Both go into a tool's argv: plain identifiers only, as kcm makes them.
   if (!isIdentifier(req.database)) throw new AgentFailure('invalid_argument', `database ${JSON.stringify(req.database)} is not a plain identifier`);
   if (!isIdentifier(req.role)) throw new AgentFailure('invalid_argument', `role ${JSON.stringify(req.role)} is not a plain identifier`);
@@ -29,12 +25,11 @@ export async function restorePgSchema(ctx: AgentContext, req: PgSchemaRestoreReq
   const exists = await withAdmin(instance, 'postgres', async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [req.database])).rowCount === 1);
   if (!exists) return { objects: [], database_missing: true };
 
-  const pgRestore = path.join(path.dirname(ctx.engines.postgres), 'pg_restore');
-  const dir = await mkdtemp(path.join(tmpdir(), 'kcm-catalog-restore-'));
-  try {
+  const pgRestore = pgTool(ctx, 'pg_restore');
+  return withScratchDir('kcm-catalog-restore-', async (dir) => {
     const dumpFile = path.join(dir, 'catalog.pgdump');
     await writeFile(dumpFile, req.dump, { mode: 0o600 });
-    const listing = await exec(pgRestore, ['--list', dumpFile], { timeoutMs: RESTORE_TIMEOUT_MS }).catch((err: Error) => {
+    const listing = await exec(pgRestore, ['--list', dumpFile], { timeoutMs: CATALOG_TOOL_TIMEOUT_MS }).catch((err: Error) => {
       throw new AgentFailure('invalid_argument', `the dump of database ${req.database} is not a pg_dump custom-format archive: ${err.message}`, { cause: err });
     });
     const selection = computeOnlyEntries(listing.stdout);
@@ -43,12 +38,9 @@ export async function restorePgSchema(ctx: AgentContext, req: PgSchemaRestoreReq
     await writeFile(listFile, selection.useList, { mode: 0o600 });
     await exec(pgRestore, [
       `--use-list=${listFile}`, '--schema-only', '--no-owner', '--no-acl', `--role=${req.role}`, '--clean', '--if-exists',
-      '--single-transaction', '--exit-on-error', '--no-password',
-      `--host=${socketDir(instance)}`, `--port=${instance.port}`, `--username=${ADMIN_ROLE}`, `--dbname=${req.database}`, dumpFile,
-    ], { timeoutMs: RESTORE_TIMEOUT_MS });
+      '--single-transaction', '--exit-on-error', ...adminConnection(instance, req.database), dumpFile,
+    ], { timeoutMs: CATALOG_TOOL_TIMEOUT_MS });
     ctx.logger.info({ port: req.port, database: req.database, role: req.role, objects: selection.objects }, 'compute catalog restored');
     return { objects: selection.objects, database_missing: false };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
