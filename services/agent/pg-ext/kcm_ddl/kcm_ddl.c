@@ -61,6 +61,8 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include "shard_transactions.h"
+
 PG_MODULE_MAGIC;
 
 void _PG_init(void);
@@ -576,6 +578,7 @@ static void
 count_rows_of_every_action(QueryDesc *queryDesc, int eflags)
 {
 	refuse_partition_key_update(queryDesc->plannedstmt);
+	shard_transactions_join(queryDesc, eflags);
 	if (previous_start)
 		previous_start(queryDesc, eflags);
 	else
@@ -645,4 +648,5 @@ _PG_init(void)
 	ExecutorRun_hook = count_routed_rows;
 	RegisterXactCallback(forget_routed_rows, NULL);
 	RegisterSubXactCallback(forget_routed_rows_sub, NULL);
+	shard_transactions_init();
 }

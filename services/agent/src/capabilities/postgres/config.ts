@@ -46,6 +46,9 @@ export function kcmConf(instance: PostgresInstance, ddlHooks = false): string {
     log_min_error_statement: 'panic',
     log_statement: 'none',
     logging_collector: 'off',
+    // A client that goes away mid-statement is noticed within a second, so the statement
+    // stops and its shard transactions roll back then, not when the statement would end.
+    client_connection_check_interval: '1s',
   };
   if (ddlHooks) lines.shared_preload_libraries = 'kcm_ddl';
   return `# Written by kcm; rewritten on every install.\n${Object.entries(lines).map(([k, v]) => `${k} = ${quoteValue(v)}`).join('\n')}\n`;

@@ -1,0 +1,12 @@
+/* shard_transactions.c: a compute node's transaction is a transaction on every shard it touches. */
+#ifndef KCM_SHARD_TRANSACTIONS_H
+#define KCM_SHARD_TRANSACTIONS_H
+
+#include "executor/execdesc.h"
+
+/* Before a statement runs: the shard connections it will use join the transaction. */
+extern void shard_transactions_join(QueryDesc *queryDesc, int eflags);
+/* From _PG_init: the setting and the transaction callbacks. */
+extern void shard_transactions_init(void);
+
+#endif

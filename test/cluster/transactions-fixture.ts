@@ -1,0 +1,77 @@
+// What the transaction tests share: tables pinned to a shard, account balances read on the
+// shard masters themselves, a transfer through a compute node, and a compute-node session
+// with one of kcm_ddl's test-only fault points set (superuser-only, so it is set over the
+// node's socket as its superuser before the session becomes the compute account).
+
+import path from 'node:path';
+import pg from 'pg';
+import type { CompRecord } from '../../services/manager/src/meta/state';
+import type { SqlCluster } from './sql-fixture';
+
+/** Runs a CREATE TABLE with kcm.shard naming the shard it must go to. */
+export async function pinTable(c: pg.Client, shardId: string, createTable: string): Promise<void> {
+  await c.query(`SET kcm.shard = '${shardId}'`);
+  try {
+    await c.query(createTable);
+  } finally {
+    await c.query('RESET kcm.shard');
+  }
+}
+
+/** Every account's money, read on the shard masters: `a<id>` from acct_a (shard 1), `b<id>` from acct_b (shard 2). */
+export async function balances(s: SqlCluster): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const [i, table] of [[0, 'acct_a'], [1, 'acct_b']] as const) {
+    const m = await s.mysqlAs(s.masters()[i]);
+    try {
+      const [rows] = (await m.query(`SELECT id, money FROM \`postgres_$$_public\`.${table} ORDER BY id`)) as unknown as [{ id: number; money: string }[]];
+      for (const r of rows) out.set(`${table.slice(-1)}${r.id}`, Number(r.money));
+    } finally {
+      await m.end();
+    }
+  }
+  return out;
+}
+
+export async function moneyOnShards(s: SqlCluster): Promise<number> {
+  return [...(await balances(s)).values()].reduce((a, b) => a + b, 0);
+}
+
+/** Moves amount from acct_a(from) on shard 1 to acct_b(to) on shard 2 in one transaction; rolls back and rethrows on error. */
+export async function transfer(c: pg.Client, from: number, to: number, amount: number): Promise<void> {
+  await c.query('BEGIN');
+  try {
+    await c.query('update acct_a set money = money - $1 where id = $2', [amount, from]);
+    await c.query('update acct_b set money = money + $1 where id = $2', [amount, to]);
+    await c.query('COMMIT');
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+/** True when nobody holds the row's lock on the shard master (a locking read that does not wait). */
+export async function rowLockIsFree(s: SqlCluster, shardIndex: number, table: string, id: number): Promise<boolean> {
+  const m = await s.mysqlAs(s.masters()[shardIndex]);
+  try {
+    await m.query('START TRANSACTION');
+    await m.query(`SELECT id FROM \`postgres_$$_public\`.${table} WHERE id = ? FOR UPDATE NOWAIT`, [id]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await m.query('ROLLBACK').catch(() => {});
+    await m.end();
+  }
+}
+
+/** A session on the compute node with kcm.transaction_fault set, acting as the compute account. */
+export async function compSessionWithFault(comp: CompRecord, computeUser: string, fault: string): Promise<pg.Client> {
+  // The superuser logs in only over the node's socket, as the agent's OS user (root here).
+  const c = new pg.Client({ host: path.join(comp.compDatadir, String(comp.port)), port: comp.port, user: 'postgres', database: 'postgres' });
+  c.on('error', () => {});
+  await c.connect();
+  await c.query(`SET kcm.transaction_fault = '${fault}'`);
+  await c.query(`SET ROLE ${pg.escapeIdentifier(computeUser)}`);
+  return c;
+}
