@@ -465,6 +465,8 @@ hide_tableoid_from_mysql_fdw(PlannerInfo *root, Oid relid, bool inhparent, RelOp
 	/* rel->fdwroutine is the planner's own copy (GetFdwRoutineForRelation(..., true)). */
 	if (rel->fdwroutine == NULL || rel->fdwroutine->GetForeignPlan == plan_without_tableoid || !is_mysql_fdw(relid))
 		return;
+	/* mysql_fdw is loaded by now: its connections are watched from the first statement on. */
+	shard_transactions_bind();
 	mysql_get_foreign_plan = rel->fdwroutine->GetForeignPlan;
 	rel->fdwroutine->GetForeignPlan = plan_without_tableoid;
 }

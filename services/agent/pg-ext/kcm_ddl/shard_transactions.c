@@ -42,7 +42,6 @@
  */
 #include "postgres.h"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -61,37 +60,12 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "shard_link.h"
 #include "shard_transactions.h"
 
 #define KCM_XA_FORMAT_ID 7037805
 #define MAX_PARTICIPANTS 64
 #define SERVER_PREFIX "shard_"
-
-/* mysql_fdw's client library, reached through its own function pointers (it dlopens it). */
-typedef struct st_mysql MYSQL;
-typedef MYSQL *(*get_connection_fn) (ForeignServer *server, UserMapping *user, void *opt);
-typedef void *(*get_options_fn) (Oid relid, bool is_foreigntable);
-typedef void (*release_connection_fn) (MYSQL *conn);
-typedef int (*query_fn) (MYSQL *conn, const char *sql);
-typedef unsigned int (*errno_fn) (MYSQL *conn);
-typedef const char *(*error_fn) (MYSQL *conn);
-typedef void (*close_fn) (MYSQL *conn);
-
-static struct
-{
-	bool		bound;
-	get_connection_fn get_connection;
-	get_options_fn get_options;
-	release_connection_fn release_connection;
-	query_fn	query;
-	errno_fn	error_number;
-	error_fn	error_text;
-	close_fn	original_close;
-}			fdw;
-
-/* CR_SERVER_GONE_ERROR, CR_SERVER_LOST: the connection is no use any more. */
-#define CR_SERVER_GONE_ERROR 2006
-#define CR_SERVER_LOST 2013
 
 typedef struct Participant
 {
@@ -129,15 +103,6 @@ static ExecutorEnd_hook_type previous_end = NULL;
 static char gtrid[65];
 static bool outcome_unknown = false;
 
-/* Connections whose session isolation level this backend set. */
-typedef struct KnownConnection
-{
-	MYSQL	   *conn;
-	int			isolation;
-} KnownConnection;
-static KnownConnection known[MAX_PARTICIPANTS];
-static int	n_known = 0;
-
 enum transaction_fault
 {
 	FAULT_NONE,
@@ -156,45 +121,9 @@ static const struct config_enum_entry fault_options[] = {
 };
 static int	transaction_fault = FAULT_NONE;
 
-static void close_tracked(MYSQL *conn);
-
-/* mysql_fdw loaded (its _PG_init dlopens the client library) and its close routed through close_tracked. */
+/* A connection closed (by mysql_fdw, or by detach): a shard transaction on it is gone. */
 static void
-bind_mysql_fdw(void)
-{
-	void	   *handle = NULL;
-	close_fn   *close_slot;
-
-	if (fdw.bound)
-		return;
-	fdw.get_connection = (get_connection_fn) load_external_function("mysql_fdw", "mysql_get_connection", true, &handle);
-	fdw.get_options = (get_options_fn) dlsym(handle, "mysql_get_options");
-	fdw.release_connection = (release_connection_fn) dlsym(handle, "mysql_release_connection");
-	fdw.query = *(query_fn *) dlsym(handle, "_mysql_query");
-	fdw.error_number = *(errno_fn *) dlsym(handle, "_mysql_errno");
-	fdw.error_text = *(error_fn *) dlsym(handle, "_mysql_error");
-	close_slot = (close_fn *) dlsym(handle, "_mysql_close");
-	if (fdw.get_options == NULL || fdw.release_connection == NULL || fdw.query == NULL ||
-		fdw.error_number == NULL || fdw.error_text == NULL || close_slot == NULL || *close_slot == NULL)
-		ereport(ERROR,
-				(errmsg("kcm: this mysql_fdw does not export what shard transactions need"),
-				 errdetail("mysql_get_options, mysql_release_connection and the _mysql_* client pointers of mysql_fdw 2.8")));
-	fdw.original_close = *close_slot;
-	*close_slot = close_tracked;
-	fdw.bound = true;
-}
-
-static void
-forget_known(MYSQL *conn)
-{
-	for (int i = 0; i < n_known; i++)
-		if (known[i].conn == conn)
-			known[i] = known[--n_known];
-}
-
-/* Every connection mysql_fdw (or this module) closes: a shard transaction on it is gone. */
-static void
-close_tracked(MYSQL *conn)
+on_connection_closed(MYSQL *conn)
 {
 	for (int i = 0; i < n_participants; i++)
 	{
@@ -209,8 +138,6 @@ close_tracked(MYSQL *conn)
 			snprintf(p->lost_why, sizeof(p->lost_why), "its connection to %s%s was closed (the shard was unreachable or its master changed)", SERVER_PREFIX, p->shard_id);
 		}
 	}
-	forget_known(conn);
-	fdw.original_close(conn);
 }
 
 /* Closes the connection: the shard rolls back its unprepared work; a prepared branch stays for the resolver. */
@@ -218,7 +145,7 @@ static void
 detach(Participant *p)
 {
 	if (p->conn != NULL)
-		fdw.release_connection(p->conn);
+		shard_link_release(p->conn);
 	p->conn = NULL;
 }
 
@@ -226,20 +153,14 @@ detach(Participant *p)
 static bool
 try_run(Participant *p, const char *sql, char *why, size_t why_len)
 {
-	unsigned int code;
+	bool		gone;
 
 	if (p->conn == NULL)
 	{
 		snprintf(why, why_len, "%s", p->lost ? p->lost_why : "no connection");
 		return false;
 	}
-	if (fdw.query(p->conn, sql) == 0)
-		return true;
-	code = fdw.error_number(p->conn);
-	snprintf(why, why_len, "%s (MariaDB error %u)", fdw.error_text(p->conn), code);
-	if (code == CR_SERVER_GONE_ERROR || code == CR_SERVER_LOST)
-		detach(p);
-	return false;
+	return shard_link_query(p->conn, sql, why, why_len, &gone);
 }
 
 static void
@@ -306,26 +227,11 @@ isolation_sql(int level)
 	}
 }
 
-/* PostgreSQL's isolation level on the shard session; set once per connection and level. */
+/* PostgreSQL's isolation level on the shard session (sent only when the session has another). */
 static void
 match_isolation(Participant *p)
 {
-	int			level = XactIsoLevel == XACT_READ_UNCOMMITTED ? XACT_READ_COMMITTED : XactIsoLevel;
-	KnownConnection *k = NULL;
-
-	for (int i = 0; i < n_known; i++)
-		if (known[i].conn == p->conn)
-			k = &known[i];
-	if (k != NULL && k->isolation == level)
-		return;
-	run(p, isolation_sql(level));
-	if (k == NULL && n_known < MAX_PARTICIPANTS)
-	{
-		k = &known[n_known++];
-		k->conn = p->conn;
-	}
-	if (k != NULL)
-		k->isolation = level;
+	run(p, isolation_sql(XactIsoLevel == XACT_READ_UNCOMMITTED ? XACT_READ_COMMITTED : XactIsoLevel));
 }
 
 static void
@@ -411,7 +317,7 @@ join(Oid relid, Oid userid)
 
 	if (!is_mysql_fdw_server(server))
 		return -1;
-	bind_mysql_fdw();
+	shard_transactions_bind();
 	mapping = GetUserMapping(userid, server->serverid);
 	p = find_participant(server->serverid, mapping->userid);
 	if (p != NULL && p->lost)
@@ -419,7 +325,7 @@ join(Oid relid, Oid userid)
 				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
 				 errmsg("kcm: this transaction's part on %s is gone: %s", server->servername, p->lost_why),
 				 errhint("ROLLBACK and run the transaction again.")));
-	conn = fdw.get_connection(server, mapping, fdw.get_options(relid, true));
+	conn = shard_link_connection(relid, server, mapping);
 	if (p == NULL)
 	{
 		if (n_participants == MAX_PARTICIPANTS)
@@ -457,6 +363,19 @@ mark_writers(uint64 shards)
 			participants[i].wrote = true;
 }
 
+static bool watching_connections = false;
+
+static bool
+names_foreign_table(PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->rtable)
+		if (lfirst_node(RangeTblEntry, lc)->rtekind == RTE_RELATION && lfirst_node(RangeTblEntry, lc)->relkind == RELKIND_FOREIGN_TABLE)
+			return true;
+	return false;
+}
+
 static bool
 any_shard_transaction(void)
 {
@@ -487,7 +406,12 @@ shard_transactions_join(QueryDesc *queryDesc, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 	if (!IsTransactionBlock() && !any_shard_transaction() && (!writes || single_row_insert(stmt)))
+	{
+		/* No transaction needed; an INSERT plans no scan, so mysql_fdw's connections are watched from here. */
+		if (writes && !watching_connections && names_foreign_table(stmt))
+			shard_transactions_bind();
 		return;
+	}
 	foreach(lc, stmt->rtable)
 	{
 		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
@@ -767,6 +691,13 @@ on_subtransaction_event(SubXactEvent event, SubTransactionId mySubid, SubTransac
 		}
 		p->depth = level - 1;
 	}
+}
+
+void
+shard_transactions_bind(void)
+{
+	shard_link_bind(on_connection_closed);
+	watching_connections = true;
 }
 
 void

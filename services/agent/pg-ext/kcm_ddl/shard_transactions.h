@@ -6,6 +6,8 @@
 
 /* Before a statement runs: the shard connections it will use join the transaction. */
 extern void shard_transactions_join(QueryDesc *queryDesc, int eflags);
+/* Once mysql_fdw is loaded (its first table planned): every connection it closes is reported here. */
+extern void shard_transactions_bind(void);
 /* From _PG_init: the setting and the transaction callbacks. */
 extern void shard_transactions_init(void);
 

@@ -1,0 +1,29 @@
+/*
+ * shard_link.c: kcm_ddl's hold on mysql_fdw 2.8's shard connections (one per foreign server
+ * and user mapping, cached per backend): the same connections mysql_fdw's scans and writes
+ * use, so a transaction opened on one covers them.
+ */
+#ifndef KCM_SHARD_LINK_H
+#define KCM_SHARD_LINK_H
+
+#include "foreign/foreign.h"
+
+typedef struct st_mysql MYSQL;
+
+/* Called with every connection about to be closed, by mysql_fdw or by shard_link_release. */
+typedef void (*shard_link_close_callback) (MYSQL *conn);
+
+/* Finds mysql_fdw's functions (loading it if need be) and routes its close and SET sql_mode through here. Idempotent. */
+extern void shard_link_bind(shard_link_close_callback on_close);
+/* mysql_fdw's connection for a foreign table of server as mapping (made if there is none, or if its server changed). */
+extern MYSQL *shard_link_connection(Oid relid, ForeignServer *server, UserMapping *mapping);
+/*
+ * Runs a statement that returns no rows; false with the shard's error in why; *gone when
+ * the connection is lost (and then closed). A session setting the connection already has
+ * (`SET SESSION TRANSACTION ISOLATION LEVEL ...`, `SET sql_mode = ...`) is not sent again.
+ */
+extern bool shard_link_query(MYSQL *conn, const char *sql, char *why, size_t why_len, bool *gone);
+/* Closes the connection through mysql_fdw, which makes a new one at its next use. */
+extern void shard_link_release(MYSQL *conn);
+
+#endif
