@@ -9,6 +9,7 @@ export * from './contract/postgres';
 export * from './contract/cgroup';
 export * from './contract/mariadb-ha';
 export * from './gtid';
+export * from './xa';
 export * from './contract/storage';
 export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';

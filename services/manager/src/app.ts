@@ -16,6 +16,7 @@ import { BinlogArchiver } from './binlog-archiver';
 import { CatalogSync } from './catalog-sync';
 import { LogicalBackupScheduler } from './backup/logical-scheduler';
 import { openLogicalStorage } from './backup/logical-storage';
+import { InDoubtResolver } from './in-doubt-resolver';
 import { InstanceReconciler } from './instance-reconciler';
 import { CommitPacer } from './jobs/commit-pacer';
 import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
@@ -87,7 +88,7 @@ export interface BuildOptions {
   leaderServices?: readonly LeaderServiceName[];
 }
 
-export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher', 'shard failure detector', 'binlog archiver', 'logical backups'] as const;
+export const LEADER_SERVICES = ['job runner', 'health monitor', 'catalog sync', 'instance reconciler', 'rollback finisher', 'shard failure detector', 'in-doubt resolver', 'binlog archiver', 'logical backups'] as const;
 export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
@@ -164,7 +165,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   peers.learnConf(raft.status().conf);
 
   let monitor: HealthMonitor | undefined;
-  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), shardMasters: () => failureDetector.masterHealth(), now });
+  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), shardMasters: () => failureDetector.masterHealth(), inDoubtXa: () => inDoubtResolver.inDoubt(), now });
   const store = new RaftMetaStore(raft, sm);
   const observedStore = {
     state: () => store.state(),
@@ -216,6 +217,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const failureDetector = new ShardFailureDetector({ store: observedStore, agents: engineAgents, secrets, logger: logger.child({ component: 'failure-detector' }), intervalMs: config.failureDetectIntervalMs, graceMs: config.failureGraceMs, now,
     // set_noswitch: no automatic failover of a shard while its window is open.
     switchSuppressed: (state, clusterId, shardId) => noSwitchUntil(state, clusterId, shardId, now()) !== null });
+  const inDoubtResolver = new InDoubtResolver({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'in-doubt-resolver' }), now,
+    intervalMs: config.xaResolveIntervalMs, inDoubtAfterMs: config.xaInDoubtAfterMs, onResolved: (outcome, branches) => metrics.observeXaResolved(outcome, branches) });
   const rollbacks = new RollbackFinisher({ store: observedStore, agents: engineAgents, withAgent, logger: logger.child({ component: 'rollback' }), intervalMs: config.rollbackRetryIntervalMs, now, caughtUp: () => store.linearizableRead() });
   logicalBackups = new LogicalBackupScheduler({
     store: observedStore,
@@ -238,6 +241,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
     { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
     { name: 'shard failure detector', start: () => failureDetector.start(), stop: () => failureDetector.stop() },
+    { name: 'in-doubt resolver', start: () => inDoubtResolver.start(), stop: () => inDoubtResolver.stop() },
     { name: 'binlog archiver', start: () => binlogArchiver.start(), stop: () => binlogArchiver.stop() },
     { name: 'logical backups', start: () => activeLogicalBackups.start(), stop: () => activeLogicalBackups.stop() },
   ];

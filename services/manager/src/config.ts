@@ -57,6 +57,15 @@ export const managerConfigSchema = z.object({
    */
   failureDetectIntervalMs: z.number().int().positive().default(500),
   failureGraceMs: z.number().int().min(0).default(1000),
+  /**
+   * Two-phase commit through compute nodes (in-doubt-resolver.ts): how often the leader lists
+   * the XA branches prepared on every shard master, and how long a branch must stay prepared
+   * before it is in doubt and ended by its coordinator shard's decision (no decision: abort).
+   * A compute node commits its branches within milliseconds of preparing them; the timeout
+   * bounds how long a crashed one's branches hold their row locks.
+   */
+  xaResolveIntervalMs: z.number().int().positive().default(1_000),
+  xaInDoubtAfterMs: z.number().int().positive().default(3_000),
   tickMs: z.number().int().positive().default(100),
   electionTick: z.number().int().min(2).default(10),
   snapshotEntries: z.number().int().min(0).default(10_000),

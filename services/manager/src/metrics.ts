@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { RaftNode } from '@kcm/raft';
 import type { HealthMonitor } from './health-monitor';
 import { archiveCoversUntil } from './meta/binlog-archive';
+import type { InDoubtSummary, XaResolution } from './in-doubt-resolver';
 import type { ShardMasterHealth } from './shard-failure-detector';
 import type { JobRecord, JobResultRecord, MetaState } from './meta/state';
 
@@ -16,6 +17,8 @@ export interface ManagerMetrics {
   observeBinlogArchiveLag(seconds: number): void;
   /** The wall time of one health-probe round over every registered host (the leader's health monitor). */
   observeHealthProbeRound(seconds: number): void;
+  /** In-doubt XA branches the leader's resolver ended, by outcome. */
+  observeXaResolved(outcome: XaResolution, branches: number): void;
 }
 
 export function createManagerMetrics(
@@ -26,6 +29,8 @@ export function createManagerMetrics(
     health: () => HealthMonitor | undefined;
     /** The shard masters as the leader's failure detector last measured them (empty on followers). */
     shardMasters?: () => ShardMasterHealth[];
+    /** In-doubt XA branches per cluster after the leader's resolver's latest round (empty on followers). */
+    inDoubtXa?: () => InDoubtSummary[];
     now?: () => number;
   },
 ): ManagerMetrics {
@@ -153,7 +158,39 @@ export function createManagerMetrics(
     registers: [registry],
   });
 
+  // Two-phase commit through compute nodes (in-doubt-resolver.ts): a branch prepared longer
+  // than the resolver's timeout is in doubt; ages count from when this leader first saw it.
+  new Gauge({
+    name: 'kcm_xa_in_doubt_branches',
+    help: 'XA branches prepared on shard masters past the in-doubt timeout and not yet ended by the resolver, by cluster (leader only)',
+    labelNames: ['cluster_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of sources.inDoubtXa?.() ?? []) this.set({ cluster_id: c.clusterId }, c.branches);
+    },
+  });
+  new Gauge({
+    name: 'kcm_xa_in_doubt_oldest_seconds',
+    help: 'Age of the cluster\'s oldest in-doubt XA branch since the leader first saw it prepared, 0 when none (leader only)',
+    labelNames: ['cluster_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of sources.inDoubtXa?.() ?? []) this.set({ cluster_id: c.clusterId }, c.oldestSeconds);
+    },
+  });
+  const xaResolved = new Counter({
+    name: 'kcm_xa_in_doubt_resolved_total',
+    help: 'In-doubt XA branches the leader\'s resolver committed or rolled back, by outcome (commit, abort)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+
   return {
+    observeXaResolved(outcome, branches) {
+      xaResolved.inc({ outcome }, branches);
+    },
     observeHealthProbeRound(seconds) {
       healthProbeRound.observe(seconds);
     },

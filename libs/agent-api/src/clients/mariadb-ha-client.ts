@@ -1,6 +1,7 @@
 // The manager's side of the MariaDbHaAgent service. Deadlines are short on purpose: a
 // failover has seconds, and an agent that does not answer within them is treated as
-// unreachable (AgentUnreachableError) so the caller can fence by metadata instead.
+// unreachable (AgentUnreachableError) so the caller can fence by metadata instead. The XA
+// calls serve the leader's in-doubt resolver, which retries what fails in its next round.
 
 import type * as grpc from '@grpc/grpc-js';
 import { agentClient, callUnary, listenToStream } from '../call';
@@ -15,6 +16,12 @@ import {
   type MariaDbRepointReply,
   type MariaDbRepointRequest,
   type MariaDbWaitForGtidReply,
+  type MariaDbDecideXaReply,
+  type MariaDbFinishXaReply,
+  type MariaDbFinishXaRequest,
+  type MariaDbListXaReply,
+  type MariaDbPruneXaReply,
+  type MariaDbPruneXaRequest,
 } from '../contract/mariadb-ha';
 
 export interface MariaDbHaDeadlines {
@@ -22,9 +29,14 @@ export interface MariaDbHaDeadlines {
   statusMs: number;
   /** Promote, re-point, fence (a fence may wait for a clean shutdown). */
   commandMs: number;
+  /**
+   * DecideXa, FinishXa, PruneXaDecisions: a write on a shard master, which may wait for a row
+   * lock (DecideXa gives up after 2 s) and for a semi-sync standby's ack (up to 5 s).
+   */
+  xaMs: number;
 }
 
-const DEFAULT_DEADLINES: MariaDbHaDeadlines = { statusMs: 2_000, commandMs: 90_000 };
+const DEFAULT_DEADLINES: MariaDbHaDeadlines = { statusMs: 2_000, commandMs: 90_000, xaMs: 15_000 };
 
 export class MariaDbHaAgentClient {
   private readonly client: grpc.Client;
@@ -64,6 +76,26 @@ export class MariaDbHaAgentClient {
 
   waitForGtid(port: number, gtid: string, timeoutMs: number): Promise<MariaDbWaitForGtidReply> {
     return this.call('WaitForGtid', { port, gtid, timeout_ms: timeoutMs }, timeoutMs + this.deadlines.statusMs);
+  }
+
+  /** The kcm XA branches prepared on the instance (ListPreparedXa). */
+  listPreparedXa(port: number): Promise<MariaDbListXaReply> {
+    return this.call('ListPreparedXa', { port }, this.deadlines.statusMs);
+  }
+
+  /** The transaction's decision on its coordinator shard's master; `abort` written when none was. */
+  decideXa(port: number, gtrid: string): Promise<MariaDbDecideXaReply> {
+    return this.call('DecideXa', { port, gtrid }, this.deadlines.xaMs);
+  }
+
+  /** XA COMMIT (commit) or XA ROLLBACK of one branch; one already ended is success. */
+  finishXa(req: MariaDbFinishXaRequest): Promise<MariaDbFinishXaReply> {
+    return this.call('FinishXa', req, this.deadlines.xaMs);
+  }
+
+  /** Deletes decision rows older than `older_than_seconds` but those of `keep_gtrids`. */
+  pruneXaDecisions(req: MariaDbPruneXaRequest): Promise<MariaDbPruneXaReply> {
+    return this.call('PruneXaDecisions', req, this.deadlines.xaMs);
   }
 
   close(): void {

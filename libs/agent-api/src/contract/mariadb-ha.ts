@@ -1,7 +1,8 @@
 // Loads proto/agent-mariadb-ha.proto at run time and states the TypeScript shapes of its
 // messages as proto-loader decodes them (keepCase, longs as numbers, defaults filled).
 // The MariaDbHaAgent service: replication status, promote, re-point, fence, wait for a
-// GTID, what failover and manual_switch are made of.
+// GTID, what failover and manual_switch are made of; and the XA branches compute nodes
+// leave prepared, what the in-doubt resolver reads and ends.
 
 import { loadAgentService } from '../load-proto';
 
@@ -114,4 +115,60 @@ export interface MariaDbWaitForGtidReply {
   reached: boolean;
   gtid_slave_pos: string;
   gtid_current_pos: string;
+}
+
+export interface MariaDbListXaRequest {
+  port: number;
+}
+
+export interface MariaDbXaBranch {
+  /** ASCII `kcm:<coordinator shard id>:<unique part>`. */
+  gtrid: string;
+  /** ASCII `<participant shard id>.<ordinal>`. */
+  bqual: string;
+}
+
+export interface MariaDbListXaReply {
+  branches: MariaDbXaBranch[];
+  /** formatID 7037805 branches not in kcm's ASCII form: left alone, counted. */
+  unreadable: number;
+}
+
+export interface MariaDbDecideXaRequest {
+  port: number;
+  gtrid: string;
+}
+
+/** `pending`: the coordinator's own decision is being written (a row lock wait): ask again. */
+export type XaOutcome = 'commit' | 'abort' | 'pending';
+
+export interface MariaDbDecideXaReply {
+  outcome: XaOutcome;
+  /** This call wrote the decision (always an abort). */
+  decided_now: boolean;
+}
+
+export interface MariaDbFinishXaRequest {
+  port: number;
+  gtrid: string;
+  bqual: string;
+  /** XA COMMIT; otherwise XA ROLLBACK. */
+  commit: boolean;
+}
+
+export interface MariaDbFinishXaReply {
+  /** This call committed or rolled the branch back (false: already ended, or held). */
+  ended: boolean;
+  /** Still prepared but held by a live client session, which alone can end it. */
+  held: boolean;
+}
+
+export interface MariaDbPruneXaRequest {
+  port: number;
+  older_than_seconds: number;
+  keep_gtrids: string[];
+}
+
+export interface MariaDbPruneXaReply {
+  deleted: number;
 }

@@ -124,6 +124,11 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     repointStandby: (r) => record(host, 'ha.repoint', r, { gtid_slave_pos: '', io_running: true, sql_running: true }),
     fence: (op, port, stop) => record(host, 'ha.fence', { op, port, stop }, { was_running: true, made_read_only: true, stopped: stop, gtid_binlog_pos: '' }),
     waitForGtid: (port, gtid, timeoutMs) => record(host, 'ha.waitForGtid', { port, gtid, timeoutMs }, { reached: true, gtid_slave_pos: gtid, gtid_current_pos: gtid }),
+    // No compute node prepares anything here: no branch is ever in doubt.
+    listPreparedXa: (port) => record(host, 'ha.listPreparedXa', { port }, { branches: [], unreadable: 0 }),
+    decideXa: (port, gtrid) => record(host, 'ha.decideXa', { port, gtrid }, { outcome: 'abort' as const, decided_now: true }),
+    finishXa: (r) => record(host, 'ha.finishXa', r, { ended: true, held: false }),
+    pruneXaDecisions: (r) => record(host, 'ha.pruneXaDecisions', r, { deleted: 0 }),
     close: () => {},
   });
 

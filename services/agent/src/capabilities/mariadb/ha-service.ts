@@ -1,13 +1,15 @@
 // Registers the MariaDbHaAgent service beside MariaDbAgent, sharing its per-port
 // serialiser (a fence and a supervisor restart of one instance never interleave) and its
-// desired states (a fenced instance stays stopped; a re-pointed one is kept running).
+// desired states (a fenced instance stays stopped; a re-pointed one is kept running). The
+// XA calls (xa.ts) are SQL on a running instance only: not serialised, no op ledger.
 
 import type * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../capability';
 import { unary } from '../../grpc-unary';
-import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
+import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest, type MariaDbListXaRequest, type MariaDbDecideXaRequest, type MariaDbFinishXaRequest, type MariaDbPruneXaRequest } from '@kcm/agent-api';
 import { fence, promote, repointStandby, waitForGtid } from './ha';
 import { replicationStatus } from './ha-status';
+import { decideXa, finishXa, listPreparedXa, pruneXaDecisions } from './xa';
 import type { mariadbSupervision } from './supervision';
 
 export interface HaServiceDeps {
@@ -38,5 +40,9 @@ export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: 
     // Not through `once`: a fence must not queue behind a restart of the same instance (see fence()).
     Fence: unary(log, 'MariaDbHa.Fence', (req: MariaDbFenceRequest) => ctx.ops.run(`mariadb.ha-fence.${req.op_id}`, () => fence(ctx, req, desired.stopped, serialised))),
     WaitForGtid: unary(log, 'MariaDbHa.WaitForGtid', (req: MariaDbWaitForGtidRequest) => waitForGtid(ctx, req)),
+    ListPreparedXa: unary(log, 'MariaDbHa.ListPreparedXa', (req: MariaDbListXaRequest) => listPreparedXa(ctx, req)),
+    DecideXa: unary(log, 'MariaDbHa.DecideXa', (req: MariaDbDecideXaRequest) => decideXa(ctx, req)),
+    FinishXa: unary(log, 'MariaDbHa.FinishXa', (req: MariaDbFinishXaRequest) => finishXa(ctx, req)),
+    PruneXaDecisions: unary(log, 'MariaDbHa.PruneXaDecisions', (req: MariaDbPruneXaRequest) => pruneXaDecisions(ctx, req)),
   });
 }

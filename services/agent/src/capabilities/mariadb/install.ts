@@ -1,5 +1,6 @@
-// Install a MariaDB storage instance: directories, my.cnf, mariadb-install-db, start, and
-// the three accounts (admin for the agent, replication, the cluster's storage account).
+// Install a MariaDB storage instance: directories, my.cnf, mariadb-install-db, start, the
+// three accounts (admin for the agent, replication, the cluster's storage account) and the
+// two-phase commit decision table (xa.ts).
 // Idempotent by state as well as by op_id: each step finds its work done and moves on, so
 // a re-run after a crash mid-install completes it instead of failing.
 
@@ -25,6 +26,7 @@ import { runningPid, startInstance } from './lifecycle';
 import { renderMyCnf, renderRoleCnf } from './my-cnf';
 import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from '@kcm/agent-api';
 import { account, scrub, sqlString, withAdmin } from './sql';
+import { XA_DECISIONS_DDL, xaDecisionsGrant } from './xa';
 
 /** Every `D_$$_S` database (PostgreSQL database D, schema S): `_` is a LIKE wildcard, so it is escaped. */
 export const CLUSTER_DATABASES_PATTERN = '%\\_$$\\_%';
@@ -124,6 +126,11 @@ export async function installInstance(ctx: AgentContext, req: MariaDbInstallRequ
     for (const pattern of patterns) {
       await s.run('grant storage privileges', `GRANT ${STORAGE_PRIVILEGES} ON \`${pattern}\`.* TO ${account(storage.user, '%')}`);
     }
+    // The decision table, local like the accounts (every instance makes its own; the rows
+    // written into it later are replicated as any other). kcm_sys is no `D_$$_S` database:
+    // catalog sync, table listings and logical dumps never see it.
+    for (const ddl of XA_DECISIONS_DDL) await s.run('create the XA decision table', ddl);
+    await s.run('grant XA decisions', xaDecisionsGrant(storage.user));
   });
   ctx.logger.info({ port: spec.port, server_id: spec.server_id, admin: admin.user, replication: replication.user, storage: storage.user }, 'mariadb instance installed');
   return movedAside.length === 0 ? started : { ...started, detail: `directories this install did not create were moved aside to ${movedAside.join(', ')}` };

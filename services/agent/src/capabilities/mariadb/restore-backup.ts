@@ -17,6 +17,7 @@ import { checkAccount, checkSpec, chownTree, emptyDir, mariadbTools, mysqlUser, 
 import { startInstance, stopInstance } from './lifecycle';
 import { backupGtid } from './rebuild';
 import { account, scrub, sqlString, withAdmin } from './sql';
+import { XA_DECISIONS_DDL, xaDecisionsGrant } from './xa';
 import { checkStoredObject, readStoredObject } from './storage-objects';
 import { checkCompression, spawnDecompressor } from './backup-compression';
 
@@ -122,6 +123,9 @@ async function setAccounts(layout: InstanceLayout, accounts: { admin: MariaDbAcc
     `GRANT REPLICATION SLAVE, BINLOG MONITOR, SLAVE MONITOR ON *.* TO ${account(accounts.replication.user, '%')};`,
     ...user(accounts.storage, '%'),
     `GRANT ${STORAGE_PRIVILEGES} ON \`${CLUSTER_DATABASES_PATTERN}\`.* TO ${account(accounts.storage.user, '%')};`,
+    // A copy of an instance installed before two-phase commit has no decision table yet.
+    ...XA_DECISIONS_DDL.map((ddl) => `${ddl};`),
+    `${xaDecisionsGrant(accounts.storage.user)};`,
     '',
   ].join('\n');
   try {

@@ -4,7 +4,7 @@
 // which may hold a password: every error leaving here is rebuilt without it.
 
 import { ONE_SHOT_MYSQL_OPTIONS } from '@kcm/common';
-import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
+import mysql, { type Connection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import type { InstanceLayout } from './instance-layout';
 import type { MariaDbAccount } from '@kcm/agent-api';
 
@@ -36,6 +36,8 @@ export interface AdminSession {
   /** Runs one statement; `what` names it in errors instead of the statement text. */
   run(what: string, sql: string, values?: unknown[]): Promise<void>;
   rows<T = Record<string, unknown>>(what: string, sql: string, values?: unknown[]): Promise<T[]>;
+  /** Runs one data-changing statement and returns how many rows it changed (affectedRows). */
+  change(what: string, sql: string, values?: unknown[]): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -75,6 +77,7 @@ export async function adminSession(layout: InstanceLayout, admin: MariaDbAccount
       await query(what, sql, values);
     },
     rows: async <T>(what: string, sql: string, values?: unknown[]) => (await query(what, sql, values)) as RowDataPacket[] as T[],
+    change: async (what, sql, values) => ((await query(what, sql, values)) as ResultSetHeader).affectedRows,
     close: async () => {
       await conn.end().catch(() => conn.destroy());
     },
