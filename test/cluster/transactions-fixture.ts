@@ -65,6 +65,15 @@ export async function rowLockIsFree(s: SqlCluster, shardIndex: number, table: st
   }
 }
 
+/**
+ * Holds the advisory lock the pause_* fault points wait on (kcm_ddl's shard_transactions.c):
+ * a commit with such a fault set stops there until `open()` is called.
+ */
+export async function holdCommitGate(c: pg.Client): Promise<{ open: () => Promise<void> }> {
+  await c.query('SELECT pg_advisory_lock(7037805)');
+  return { open: async () => void (await c.query('SELECT pg_advisory_unlock(7037805)')) };
+}
+
 /** A session on the compute node with kcm.transaction_fault set, acting as the compute account. */
 export async function compSessionWithFault(comp: CompRecord, computeUser: string, fault: string): Promise<pg.Client> {
   // The superuser logs in only over the node's socket, as the agent's OS user (root here).
@@ -74,4 +83,15 @@ export async function compSessionWithFault(comp: CompRecord, computeUser: string
   await c.query(`SET kcm.transaction_fault = '${fault}'`);
   await c.query(`SET ROLE ${pg.escapeIdentifier(computeUser)}`);
   return c;
+}
+
+/** The kcm XA branches (formatID 7037805) prepared on shard i's master, as gtrid+bqual. */
+export async function preparedKcmBranches(s: SqlCluster, shardIndex: number): Promise<string[]> {
+  const m = await s.mysqlAs(s.masters()[shardIndex]);
+  try {
+    const [rows] = (await m.query('XA RECOVER')) as unknown as [{ formatID: number; data: string | Buffer }[]];
+    return rows.filter((r) => Number(r.formatID) === 7037805).map((r) => String(r.data));
+  } finally {
+    await m.end();
+  }
 }

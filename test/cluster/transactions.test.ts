@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from './cluster-fixture';
 import { startSqlCluster, type SqlCluster } from './sql-fixture';
-import { compSessionWithFault, balances, moneyOnShards, pinTable, rowLockIsFree, transfer } from './transactions-fixture';
+import { compSessionWithFault, holdCommitGate, balances, moneyOnShards, pinTable, rowLockIsFree, transfer } from './transactions-fixture';
 
 const ACCOUNTS = 4;
 const START = 1000;
@@ -222,13 +222,15 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
     const reader = await s.pgAs({ host: comp.hostaddr, port: comp.port });
     const before = await balances(s);
     try {
+      const gate = await holdCommitGate(reader);
       const committing = transfer(writer, 1, 1, 10);
-      // Shard 1 (the coordinator) has committed with the decision; shard 2's branch waits prepared.
+      // Shard 1 (the coordinator) commits with the decision; shard 2's branch waits prepared at the gate.
       const seen = await waitUntil('acct_a committed while acct_b is not yet', async () => {
         const { rows } = await reader.query('select (select money from acct_a where id = 1) as a, (select money from acct_b where id = 1) as b');
         return Number(rows[0].a) === before.get('a1')! - 10 ? rows[0] : undefined;
       }, 15_000, 50);
       expect(Number(seen.b)).toBe(before.get('b1'));
+      await gate.open();
       await committing;
       const after = await balances(s);
       expect(after.get('a1')).toBe(before.get('a1')! - 10);

@@ -56,6 +56,7 @@
 #include "nodes/plannodes.h"
 #include "parser/parsetree.h"
 #include "postmaster/postmaster.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -487,13 +488,11 @@ fault_point(int at)
 		return;
 	if (at == FAULT_PAUSE_AFTER_PREPARE || at == FAULT_PAUSE_AFTER_DECISION)
 	{
-		elog(LOG, "kcm: fault point %s reached for %s: pausing 15 s",
-			 at == FAULT_PAUSE_AFTER_PREPARE ? "pause_after_prepare" : "pause_after_decision", gtrid);
-		for (int i = 0; i < 150; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			pg_usleep(100 * 1000L);
-		}
+		/* A gate: a test holds this advisory lock in another session to stop the commit here. */
+		elog(LOG, "kcm: fault point %s reached for %s: waiting while advisory lock %d is held",
+			 at == FAULT_PAUSE_AFTER_PREPARE ? "pause_after_prepare" : "pause_after_decision", gtrid, KCM_XA_FORMAT_ID);
+		DirectFunctionCall1(pg_advisory_lock_int8, Int64GetDatum(KCM_XA_FORMAT_ID));
+		DirectFunctionCall1(pg_advisory_unlock_int8, Int64GetDatum(KCM_XA_FORMAT_ID));
 		return;
 	}
 	/* The whole compute node goes, as a SIGKILL of its postmaster would take it. */
@@ -705,7 +704,7 @@ shard_transactions_init(void)
 {
 	DefineCustomEnumVariable("kcm.transaction_fault",
 							 "Test-only fault point in a compute node's two-phase commit.",
-							 "crash_after_prepare / crash_after_decision kill the compute node; pause_after_prepare / pause_after_decision wait 15 s. Only superusers may set it.",
+							 "crash_after_prepare / crash_after_decision kill the compute node; pause_after_prepare / pause_after_decision wait while another session holds advisory lock 7037805. Only superusers may set it.",
 							 &transaction_fault, FAULT_NONE, fault_options, PGC_SUSET, 0, NULL, NULL, NULL);
 	previous_end = ExecutorEnd_hook;
 	ExecutorEnd_hook = end_statement;

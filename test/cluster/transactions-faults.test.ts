@@ -1,0 +1,125 @@
+// Two-phase commit through compute nodes under faults, on real engines (DESIGN.md section
+// 12, README "In-doubt XA branches"): a cross-shard transfer is stopped by kcm_ddl's
+// test-only fault points (kcm.transaction_fault) between its prepare and its commit, with
+// the compute node killed and, in some cases, a shard master SIGKILLed as well. Every case
+// checks that its fault landed (the branch was left prepared on the shard), then that the
+// leader's in-doubt resolver ended it by the coordinator's decision within 30 s: the money
+// moved whole or not at all, and no kcm branch stays prepared.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import { waitUntil } from './cluster-fixture';
+import { mariadbdPid } from './ha-fixture';
+import { startSqlCluster, type SqlCluster } from './sql-fixture';
+import { balances, compSessionWithFault, holdCommitGate, pinTable, preparedKcmBranches, transfer } from './transactions-fixture';
+
+const RESOLVED_WITHIN_MS = 30_000;
+
+describe('two-phase commit through compute nodes under faults (2 shards, 2 compute nodes)', () => {
+  let s: SqlCluster;
+
+  beforeAll(async () => {
+    // A branch is in doubt after 10 s, not 3: the last case holds a commit at its gate
+    // through a failover, and the resolver must not decide for a coordinator still alive.
+    s = await startSqlCluster({ managerConfig: { xaInDoubtAfterMs: 10_000 } });
+    const ids = Object.keys(s.cluster().shards);
+    const c = await s.pgAs(s.comps()[0]);
+    try {
+      await pinTable(c, ids[0], 'create table acct_a(id int primary key, money bigint not null)');
+      await pinTable(c, ids[1], 'create table acct_b(id int primary key, money bigint not null)');
+      for (const t of ['acct_a', 'acct_b']) await c.query(`insert into ${t} select g, 1000 from generate_series(1, 4) g`);
+    } finally {
+      await c.end();
+    }
+  }, 300_000);
+
+  afterAll(async () => {
+    await s?.close();
+  }, 120_000);
+
+  const firstComp = () => s.cluster().comps[Object.keys(s.cluster().comps)[0]];
+  const masterOf = (cluster: ClusterRecord, i: number) => {
+    const shard = Object.values(cluster.shards)[i];
+    return shard.nodes[shard.masterNodeId];
+  };
+  /** The compute node answers again (its agent restarts a killed postmaster). */
+  const compBack = () => waitUntil('the compute node accepting logins again', async () => {
+    const at = { host: firstComp().hostaddr, port: firstComp().port };
+    const c = await s.pgAs(at).catch(() => undefined);
+    if (!c) return undefined;
+    await c.end();
+    return true;
+  }, 60_000);
+  const noBranchLeft = () => waitUntil('no kcm XA branch prepared on any shard master', async () => {
+    const left = await Promise.all([0, 1].map((i) => preparedKcmBranches(s, i).catch(() => ['(master not answering)'])));
+    return left.flat().length === 0 ? true : undefined;
+  }, RESOLVED_WITHIN_MS);
+
+  it('a compute node killed after its branch is prepared, before the decision: the resolver rolls the branch back and no money moves', async () => {
+    const before = await balances(s);
+    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'crash_after_prepare');
+    await expect(transfer(writer, 1, 1, 10)).rejects.toThrow();
+    await writer.end().catch(() => {});
+    // The fault landed where its name says: acct_b's part waits prepared on shard 2.
+    expect(await preparedKcmBranches(s, 1)).toHaveLength(1);
+    await noBranchLeft();
+    expect(await balances(s)).toEqual(before);
+    await compBack();
+  }, 120_000);
+
+  it('a compute node killed after the decision: the resolver commits the prepared branch and the transfer is whole', async () => {
+    const before = await balances(s);
+    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'crash_after_decision');
+    await expect(transfer(writer, 2, 2, 10)).rejects.toThrow();
+    await writer.end().catch(() => {});
+    expect(await preparedKcmBranches(s, 1)).toHaveLength(1);
+    await noBranchLeft();
+    const after = await balances(s);
+    expect(after.get('a2')).toBe(before.get('a2')! - 10);
+    expect(after.get('b2')).toBe(before.get('b2')! + 10);
+    await compBack();
+  }, 120_000);
+
+  it('the coordinator shard\'s master SIGKILLed with the compute node after the decision: the decision survives the failover and the branch is committed by it', async () => {
+    const before = await balances(s);
+    const oldMaster = masterOf(s.cluster(), 0);
+    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'crash_after_decision');
+    await expect(transfer(writer, 3, 3, 10)).rejects.toThrow();
+    await writer.end().catch(() => {});
+    process.kill(await mariadbdPid(oldMaster), 'SIGKILL');
+    expect(await preparedKcmBranches(s, 1)).toHaveLength(1);
+    await waitUntil('shard 1 failed over', async () => (masterOf(s.cluster(), 0).id !== oldMaster.id ? true : undefined), RESOLVED_WITHIN_MS);
+    await noBranchLeft();
+    const after = await balances(s);
+    expect(after.get('a3')).toBe(before.get('a3')! - 10);
+    expect(after.get('b3')).toBe(before.get('b3')! + 10);
+    await compBack();
+  }, 180_000);
+
+  it('a branch shard\'s master SIGKILLed while its branch is prepared: the promoted standby holds the branch and it is committed by the decision', async () => {
+    const before = await balances(s);
+    const oldMaster = masterOf(s.cluster(), 1);
+    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'pause_after_prepare');
+    const gateKeeper = await s.pgAs({ host: firstComp().hostaddr, port: firstComp().port });
+    try {
+      const gate = await holdCommitGate(gateKeeper);
+      const committing = transfer(writer, 4, 4, 10);
+      await waitUntil('acct_b\'s branch prepared on shard 2', async () => ((await preparedKcmBranches(s, 1)).length === 1 ? true : undefined), 10_000, 50);
+      process.kill(await mariadbdPid(oldMaster), 'SIGKILL');
+      await waitUntil('shard 2 failed over', async () => (masterOf(s.cluster(), 1).id !== oldMaster.id ? true : undefined), RESOLVED_WITHIN_MS);
+      // The promoted standby holds the branch, prepared, as the old master did.
+      expect(await preparedKcmBranches(s, 1)).toHaveLength(1);
+      await gate.open();
+      // The compute node commits the coordinator with the decision; the branch's master is gone,
+      // so its second phase is the resolver's.
+      await committing;
+    } finally {
+      await writer.end();
+      await gateKeeper.end();
+    }
+    await noBranchLeft();
+    const after = await balances(s);
+    expect(after.get('a4')).toBe(before.get('a4')! - 10);
+    expect(after.get('b4')).toBe(before.get('b4')! + 10);
+  }, 180_000);
+});
