@@ -10,7 +10,8 @@
 //  2. point selects: `--selects` primary-key SELECTs each way;
 //  3. where the time goes: the shard's statement counters (Com_*) per compute-node
 //     statement, and EXPLAIN ANALYZE of one point select on the compute node;
-//  4. what a multi-statement transaction does today (mysql_fdw autocommits each statement).
+//  4. what a multi-statement transaction leaves on the shard after ROLLBACK (nothing, since
+//     kcm_ddl's shard transactions; bench:txn measures transactions).
 //
 // Run it under the system lock (it uses the fixed test addresses):
 //   flock /tmp/kcm-system.lock npm run bench:sql
