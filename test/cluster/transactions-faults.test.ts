@@ -96,6 +96,29 @@ describe('two-phase commit through compute nodes under faults (2 shards, 2 compu
     await compBack();
   }, 180_000);
 
+  it('a compute node that hangs after prepare with its shard sessions open: the resolver ends the session holding the branch, rolls the branch back, and the resumed commit fails cleanly', async () => {
+    const before = await balances(s);
+    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'pause_after_prepare');
+    const gateKeeper = await s.pgAs({ host: firstComp().hostaddr, port: firstComp().port });
+    try {
+      const gate = await holdCommitGate(gateKeeper);
+      const committing = transfer(writer, 1, 2, 10).then(() => 'committed', (err: Error) => err.message);
+      await waitUntil('acct_b\'s branch prepared on shard 2', async () => ((await preparedKcmBranches(s, 1)).length === 1 ? true : undefined), 10_000, 50);
+      // The compute node is stuck at the gate, its sessions to both shards open: only its own
+      // session may end the branch, so the resolver must end that session first.
+      await noBranchLeft();
+      expect(await balances(s)).toEqual(before);
+      await gate.open();
+      // The resolver decided abort first, so the coordinator's decision is refused on its key.
+      expect(await committing).toMatch(/Duplicate entry|failed/);
+    } finally {
+      await writer.end().catch(() => {});
+      await gateKeeper.end();
+    }
+    expect(await balances(s)).toEqual(before);
+    expect(s.f.logLines.some((l) => l.includes('killed the shard session holding an in-doubt XA branch'))).toBe(true);
+  }, 120_000);
+
   it('a branch shard\'s master SIGKILLed while its branch is prepared: the promoted standby holds the branch and it is committed by the decision', async () => {
     const before = await balances(s);
     const oldMaster = masterOf(s.cluster(), 1);

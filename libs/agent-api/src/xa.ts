@@ -4,13 +4,15 @@
 //
 //   formatID 7037805 (0x6b636d, ASCII "kcm")
 //   gtrid    `kcm:<coordinator shard id>:<unique part>`, printable ASCII, at most 64 bytes
-//   bqual    `<participant shard id>.<ordinal>`, at most 64 bytes
+//   bqual    `<participant shard id>.<ordinal>.<shard session id>`, at most 64 bytes (the
+//            session id, CONNECTION_ID() of the compute node's shard session, is absent from
+//            branches of compute nodes before it was added)
 
 export const KCM_XA_FORMAT_ID = 7037805;
 
 /** Printable ASCII without spaces: what a compute node puts in a unique part. */
 const GTRID = /^kcm:(\d{1,20}):[\x21-\x7e]+$/;
-const BQUAL = /^(\d{1,20})\.(\d{1,10})$/;
+const BQUAL = /^(\d{1,20})\.(\d{1,10})(?:\.(\d{1,20}))?$/;
 /** MariaDB's limit for each of gtrid and bqual (XIDDATASIZE / 2). */
 const XID_PART_MAX_BYTES = 64;
 
@@ -30,6 +32,11 @@ export function coordinatorShardOf(gtrid: string): string | undefined {
 /** The participant shard id a kcm bqual names; undefined for text that is not one. */
 export function participantShardOf(bqual: string): string | undefined {
   return isKcmBqual(bqual) ? BQUAL.exec(bqual)![1] : undefined;
+}
+
+/** The shard session (CONNECTION_ID()) that prepared the branch, as a decimal string; undefined when the bqual does not carry it. */
+export function preparingSessionOf(bqual: string): string | undefined {
+  return isKcmBqual(bqual) ? BQUAL.exec(bqual)![3] : undefined;
 }
 
 /**

@@ -2,7 +2,7 @@
 // branch only with formatID 7037805 and kcm's ASCII form; anything else never reaches SQL.
 
 import { describe, expect, it } from 'vitest';
-import { coordinatorShardOf, isKcmBqual, isKcmGtrid, kcmXidSql, parseKcmXidSql, participantShardOf } from '@kcm/agent-api';
+import { coordinatorShardOf, isKcmBqual, isKcmGtrid, kcmXidSql, parseKcmXidSql, participantShardOf, preparingSessionOf } from '@kcm/agent-api';
 
 const hex = (s: string) => Buffer.from(s, 'latin1').toString('hex');
 
@@ -30,7 +30,11 @@ describe('kcm XIDs', () => {
       expect(isKcmGtrid(bad), bad).toBe(false);
       expect(() => kcmXidSql(bad, '1.1')).toThrow();
     }
-    for (const bad of ['1', '1.', '.1', '1.1.1', "1.1'"]) expect(isKcmBqual(bad), bad).toBe(false);
+    for (const bad of ['1', '1.', '.1', '1.1.', '1.1.1.1', '1.1.x', "1.1'"]) expect(isKcmBqual(bad), bad).toBe(false);
+    // The third part is the shard session that prepared the branch (compute nodes since it was added).
+    expect(isKcmBqual('1.1.4711')).toBe(true);
+    expect(preparingSessionOf('1.1.4711')).toBe('4711');
+    expect(preparingSessionOf('1.1')).toBeUndefined();
     expect(isKcmGtrid(`kcm:1:${'a'.repeat(58)}`)).toBe(true); // 64 bytes
   });
 });

@@ -32,6 +32,7 @@ typedef int (*query_fn) (MYSQL *conn, const char *sql);
 typedef unsigned int (*errno_fn) (MYSQL *conn);
 typedef const char *(*error_fn) (MYSQL *conn);
 typedef void (*close_fn) (MYSQL *conn);
+typedef unsigned long (*thread_id_fn) (MYSQL *conn);
 
 /* CR_SERVER_GONE_ERROR, CR_SERVER_LOST: the connection is no use any more. */
 #define CR_SERVER_GONE_ERROR 2006
@@ -47,6 +48,7 @@ static struct
 	errno_fn	error_number;
 	error_fn	error_text;
 	close_fn	close;
+	thread_id_fn thread_id;
 	shard_link_close_callback on_close;
 }			fdw;
 
@@ -126,6 +128,7 @@ void
 shard_link_bind(shard_link_close_callback on_close)
 {
 	void	   *handle = NULL;
+	void	  **client_library;
 	close_fn   *close_slot;
 	query_fn   *query_slot;
 
@@ -138,13 +141,16 @@ shard_link_bind(shard_link_close_callback on_close)
 	fdw.release_connection = (release_connection_fn) dlsym(handle, "mysql_release_connection");
 	fdw.error_number = *(errno_fn *) dlsym(handle, "_mysql_errno");
 	fdw.error_text = *(error_fn *) dlsym(handle, "_mysql_error");
+	/* mysql_thread_id is not among mysql_fdw's pointers: from the client library it loaded. */
+	client_library = (void **) dlsym(handle, "mysql_dll_handle");
+	fdw.thread_id = client_library != NULL && *client_library != NULL ? (thread_id_fn) dlsym(*client_library, "mysql_thread_id") : NULL;
 	query_slot = (query_fn *) dlsym(handle, "_mysql_query");
 	close_slot = (close_fn *) dlsym(handle, "_mysql_close");
-	if (fdw.get_options == NULL || fdw.release_connection == NULL || fdw.error_number == NULL || fdw.error_text == NULL ||
+	if (fdw.get_options == NULL || fdw.release_connection == NULL || fdw.error_number == NULL || fdw.error_text == NULL || fdw.thread_id == NULL ||
 		query_slot == NULL || *query_slot == NULL || close_slot == NULL || *close_slot == NULL)
 		ereport(ERROR,
 				(errmsg("kcm: this mysql_fdw does not export what kcm's shard transactions need"),
-				 errdetail("mysql_get_options, mysql_release_connection and the _mysql_* client pointers of mysql_fdw 2.8")));
+				 errdetail("mysql_get_options, mysql_release_connection, mysql_dll_handle and the _mysql_* client pointers of mysql_fdw 2.8")));
 	fdw.query = *query_slot;
 	*query_slot = query_remembering_settings;
 	fdw.close = *close_slot;
@@ -174,6 +180,12 @@ shard_link_query(MYSQL *conn, const char *sql, char *why, size_t why_len, bool *
 		shard_link_release(conn);
 	}
 	return false;
+}
+
+unsigned long
+shard_link_session_id(MYSQL *conn)
+{
+	return fdw.thread_id(conn);
 }
 
 void

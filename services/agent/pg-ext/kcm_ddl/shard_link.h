@@ -23,6 +23,8 @@ extern MYSQL *shard_link_connection(Oid relid, ForeignServer *server, UserMappin
  * (`SET SESSION TRANSACTION ISOLATION LEVEL ...`, `SET sql_mode = ...`) is not sent again.
  */
 extern bool shard_link_query(MYSQL *conn, const char *sql, char *why, size_t why_len, bool *gone);
+/* The shard's id for this connection's session (CONNECTION_ID()), with no round trip. */
+extern unsigned long shard_link_session_id(MYSQL *conn);
 /* Closes the connection through mysql_fdw, which makes a new one at its next use. */
 extern void shard_link_release(MYSQL *conn);
 

@@ -36,7 +36,9 @@
  *   transaction that loses its connection fails the PostgreSQL transaction.
  *
  * XIDs: formatID 7037805 ("kcm"); gtrid "kcm:<coordinator shard id>:<random>.<time>";
- * bqual "<shard id>.<participant ordinal>". The resolver reads the coordinator from gtrid.
+ * bqual "<shard id>.<participant ordinal>.<shard session id>". The resolver reads the
+ * coordinator from gtrid; the session id lets it end a branch whose compute node hangs with
+ * its shard session open (MariaDB lets only that session end it until it disconnects).
  *
  * Test-only fault points behind the superuser-only setting kcm.transaction_fault.
  */
@@ -274,7 +276,8 @@ begin_on_shard(Participant *p)
 	{
 		if (gtrid[0] == '\0')
 			make_gtrid(participants[0].shard_id);
-		snprintf(p->bqual, sizeof(p->bqual), "%s.%d", p->shard_id, n_participants - 1);
+		/* The session id lets kcm end a branch whose compute node hangs with the session open. */
+		snprintf(p->bqual, sizeof(p->bqual), "%s.%d.%lu", p->shard_id, n_participants - 1, shard_link_session_id(p->conn));
 		p->xa = true;
 		run_xa(p, "START", "");
 	}

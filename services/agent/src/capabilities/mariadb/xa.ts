@@ -11,10 +11,15 @@
 //  - while the preparing session is still connected, XA RECOVER lists the branch, but XA
 //    COMMIT / XA ROLLBACK from another session answer XAER_NOTA (1397) as for an unknown
 //    xid: only that session ends it, until it disconnects (FinishXa reports it `held`).
+//  - a branch held that way by a compute node that hangs (frozen, cut off with its TCP
+//    session still open) would keep its row locks until the session times out (wait_timeout,
+//    8 h): FinishXa kills the preparing session, which the bqual names, and the branch is
+//    detached and ended the next round. Only branches the resolver found in doubt and decided
+//    reach FinishXa, and the decision row settles the race with a compute node that resumes.
 //  - read_only does not stop the admin account (ALL PRIVILEGES includes READ ONLY ADMIN):
 //    whatever writes here checks read_only itself, inside the writing statement where it can.
 
-import { AgentFailure, isKcmBqual, isKcmGtrid, kcmXidSql, parseKcmXidSql, type MariaDbDecideXaReply, type MariaDbDecideXaRequest, type MariaDbFinishXaReply, type MariaDbFinishXaRequest, type MariaDbListXaReply, type MariaDbListXaRequest, type MariaDbPruneXaReply, type MariaDbPruneXaRequest, type MariaDbXaBranch } from '@kcm/agent-api';
+import { AgentFailure, isKcmBqual, isKcmGtrid, kcmXidSql, parseKcmXidSql, preparingSessionOf, type MariaDbDecideXaReply, type MariaDbDecideXaRequest, type MariaDbFinishXaReply, type MariaDbFinishXaRequest, type MariaDbListXaReply, type MariaDbListXaRequest, type MariaDbPruneXaReply, type MariaDbPruneXaRequest, type MariaDbXaBranch } from '@kcm/agent-api';
 import type { AgentContext } from '../../capability';
 import { checkPort, loadAdminAccount } from './instance-layout';
 import { layoutOf } from './lifecycle';
@@ -122,7 +127,7 @@ export async function decideXa(ctx: AgentContext, req: MariaDbDecideXaRequest): 
  */
 export async function finishXa(ctx: AgentContext, req: MariaDbFinishXaRequest): Promise<MariaDbFinishXaReply> {
   const gtrid = checkGtrid(req.gtrid);
-  if (!isKcmBqual(req.bqual)) throw new AgentFailure('invalid_argument', `bqual ${JSON.stringify(req.bqual)} is not a kcm bqual (<shard id>.<ordinal>)`);
+  if (!isKcmBqual(req.bqual)) throw new AgentFailure('invalid_argument', `bqual ${JSON.stringify(req.bqual)} is not a kcm bqual (<shard id>.<ordinal>[.<session id>])`);
   const xid = kcmXidSql(gtrid, req.bqual);
   return onInstance(ctx, req.port, async (s) => {
     await requireWritable(s, 'finish XA');
@@ -133,8 +138,27 @@ export async function finishXa(ctx: AgentContext, req: MariaDbFinishXaRequest): 
       if (errnoOf(err) !== ER_XAER_NOTA) throw err;
     }
     const { branches } = await kcmBranches(s);
-    return { ended: false, held: branches.some((b) => b.gtrid === gtrid && b.bqual === req.bqual) };
+    const held = branches.some((b) => b.gtrid === gtrid && b.bqual === req.bqual);
+    if (held) await endPreparingSession(ctx, s, req.bqual);
+    return { ended: false, held };
   });
+}
+
+/**
+ * Kills the session that prepared a branch and still holds it, so that the next round can end
+ * the branch. Only a client session is killed: never the agent's own admin account's, a
+ * replication thread or a system thread.
+ */
+async function endPreparingSession(ctx: AgentContext, s: AdminSession, bqual: string): Promise<void> {
+  const session = preparingSessionOf(bqual);
+  if (session === undefined) return;
+  const [row] = await s.rows<{ user: string; command: string }>('find the preparing session', 'SELECT USER AS user, COMMAND AS command FROM information_schema.PROCESSLIST WHERE ID = ?', [session]);
+  const [me] = await s.rows<{ user: string }>('who am I', 'SELECT SUBSTRING_INDEX(CURRENT_USER(), \'@\', 1) AS user');
+  if (!row || row.user === me.user || row.user === 'system user' || /^(Binlog Dump|Slave_|Daemon)/.test(row.command)) return;
+  await s.run('kill the session holding an in-doubt XA branch', `KILL CONNECTION ${Number(session)}`).catch((err) => {
+    ctx.logger.warn({ err: (err as Error).message, session }, 'could not kill the session holding an in-doubt XA branch');
+  });
+  ctx.logger.warn({ session, user: row.user, bqual }, 'killed the shard session holding an in-doubt XA branch (its compute node hangs); the branch is ended next round');
 }
 
 /**
