@@ -26,6 +26,9 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
       await pinTable(c, shardIds[0], 'create table acct_a(id int primary key, money bigint not null)');
       await pinTable(c, shardIds[1], 'create table acct_b(id int primary key, money bigint not null)');
       for (const t of ['acct_a', 'acct_b']) await c.query(`insert into ${t} select g, ${START} from generate_series(1, ${ACCOUNTS}) g`);
+      // A table on shard 1 that the move test moves to shard 2.
+      await pinTable(c, shardIds[0], 'create table mv(id int primary key, v int not null)');
+      await c.query('insert into mv select g, g from generate_series(1, 100) g');
       // A range-partitioned table whose low partition is on shard 1 and high one on shard 2;
       // the low one was made first, so kcm's routing rule fills it first.
       await c.query('create table rp(id int not null, v int not null) partition by range (id)');
@@ -38,8 +41,8 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
       await waitUntil(`the test tables on ${at.host}:${at.port}`, async () => {
         const c = await s.pgAs(at);
         try {
-          const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname IN ('counter', 'acct_a', 'acct_b', 'rp_lo', 'rp_hi')`);
-          return rows[0].n === 5 ? true : undefined;
+          const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname IN ('counter', 'acct_a', 'acct_b', 'rp_lo', 'rp_hi', 'mv')`);
+          return rows[0].n === 6 ? true : undefined;
         } finally {
           await c.end();
         }
@@ -215,6 +218,41 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
       await c.end();
     }
   }, 60_000);
+
+  it('an open transaction that wrote a table being moved holds the cut-over until it commits: its writes move with the table, on both its shards', async () => {
+    const [c1] = s.comps();
+    const writer = await s.pgAs(c1);
+    const watcher = await s.pgAs(c1);
+    const before = await balances(s);
+    try {
+      await writer.query('BEGIN');
+      await writer.query('update mv set v = v + 1000 where id = 1');
+      await writer.query('update acct_b set money = money + 1 where id = 1');
+      const moving = s.f.runJob('expand_cluster', { cluster_id: s.cluster().id, src_shard_id: shardIds[0], dst_shard_id: shardIds[1], table_list: ['postgres.public.mv'], drop_old_table: '0' }, 120_000);
+      // The cut-over's hold on this compute node queues behind the open transaction's lock on mv.
+      await waitUntil('the cut-over waiting for the open transaction', async () => {
+        const { rows } = await watcher.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'mv'::regclass AND NOT granted`);
+        return rows[0].n > 0 ? true : undefined;
+      }, 60_000, 50);
+      await writer.query('update mv set v = v + 1000 where id = 2');
+      await writer.query('COMMIT');
+      const reply = await moving;
+      expect(reply.error_info ?? '').toBe('');
+      expect(reply.status).toBe('done');
+    } finally {
+      await writer.end();
+      await watcher.end();
+    }
+    expect(await s.shardTables('mv')).toEqual([[], ['postgres_$$_public.mv']]);
+    const m = await s.mysqlAs(s.masters()[1]);
+    try {
+      const [rows] = (await m.query('SELECT id, v FROM `postgres_$$_public`.mv WHERE id IN (1, 2, 3) ORDER BY id')) as unknown as [{ id: number; v: number }[]];
+      expect(rows.map((r) => [r.id, r.v])).toEqual([[1, 1001], [2, 1002], [3, 3]]);
+    } finally {
+      await m.end();
+    }
+    expect((await balances(s)).get('b1')).toBe(before.get('b1')! + 1);
+  }, 180_000);
 
   it('isolation is per shard: a reader between a cross-shard commit\'s decision and its second shard sees the first shard\'s part only', async () => {
     const comp = s.cluster().comps[Object.keys(s.cluster().comps)[0]];
