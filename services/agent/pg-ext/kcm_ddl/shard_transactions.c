@@ -29,7 +29,7 @@
  *   coordinator's late INSERT fails on the key instead of committing.
  * - Abort: ROLLBACK / XA ROLLBACK on every shard; a connection that cannot be rolled back
  *   is closed, which rolls back its unprepared work on the shard. If the coordinator's
- *   COMMIT was sent but not answered the outcome is unknown: prepared branches are left
+ *   COMMIT was sent the outcome is unknown here (or already commit): prepared branches are left
  *   (detached) for the resolver, and the client is told so.
  * - mysql_fdw closes a connection when the shard is unreachable or its foreign server
  *   changed (a failover re-points it): its close is routed through here, and a shard
@@ -104,7 +104,8 @@ static PendingWrite pending[MAX_PARTICIPANTS];
 static int	n_pending = 0;
 static ExecutorEnd_hook_type previous_end = NULL;
 static char gtrid[65];
-static bool outcome_unknown = false;
+/* The coordinator's COMMIT was sent: from then on a prepared branch is never rolled back here, only left to the decision. */
+static bool decision_sent = false;
 
 enum transaction_fault
 {
@@ -481,7 +482,7 @@ forget_transaction(void)
 	n_participants = 0;
 	n_pending = 0;
 	gtrid[0] = '\0';
-	outcome_unknown = false;
+	decision_sent = false;
 }
 
 static void
@@ -577,16 +578,14 @@ commit_shards(void)
 	{
 		char		why[512];
 
+		decision_sent = true;
 		if (!try_run(coordinator, "COMMIT", why, sizeof(why)))
-		{
-			outcome_unknown = true;
 			ereport(ERROR,
 					(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
 					 errmsg("kcm: the outcome of this transaction is unknown: its commit on %s%s was not answered: %s",
 							SERVER_PREFIX, coordinator->shard_id, why),
 					 errdetail("Transaction %s is committed on every shard or on none; kcm decides which from %s%s within seconds.",
 							   gtrid, SERVER_PREFIX, coordinator->shard_id)));
-		}
 	}
 	coordinator->depth = 0;
 	fault_point(FAULT_CRASH_AFTER_DECISION);
@@ -618,9 +617,9 @@ abort_shards(void)
 
 		if (p->conn == NULL || (p->depth == 0 && !p->prepared))
 			continue;
-		if (outcome_unknown && p->prepared)
+		if (decision_sent && p->prepared)
 		{
-			/* Its fate is the coordinator's decision: the resolver finishes it. */
+			/* Its fate is the coordinator's decision (unknown here, or commit): the resolver finishes it. */
 			detach(p);
 			continue;
 		}
