@@ -26,7 +26,7 @@ import type mysql from 'mysql2/promise';
 import type pg from 'pg';
 import { waitUntil } from '../../test/cluster/cluster-fixture';
 import { startSqlCluster, type SqlCluster } from '../../test/cluster/sql-fixture';
-import { moneyOnShards, pinTable } from '../../test/cluster/transactions-fixture';
+import { inTransaction, moneyOnShards, pinTable, transfer } from '../../test/cluster/transactions-fixture';
 
 const { values: flags } = parseArgs({
   options: { seconds: { type: 'string', default: '15' }, clients: { type: 'string', default: '4' }, accounts: { type: 'string', default: '1000' } },
@@ -87,16 +87,8 @@ function line(name: string, f: Figures): string {
     `(${f.done} done, ${f.failed} failed; shard statements per txn ${f.questions.map((q) => q.toFixed(1)).join(' + ')})`;
 }
 
-async function transferViaCompute(c: pg.Client): Promise<void> {
-  await c.query('BEGIN');
-  try {
-    await c.query('update acct_a set money = money - 50 where id = $1', [pick()]);
-    await c.query('update acct_b set money = money + 50 where id = $1', [pick()]);
-    await c.query('COMMIT');
-  } catch (err) {
-    await c.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
+function transferViaCompute(c: pg.Client): Promise<void> {
+  return transfer(c, pick(), pick(), 50);
 }
 
 async function transferAsXa(a: mysql.Connection, b: mysql.Connection): Promise<void> {
@@ -125,17 +117,12 @@ async function transferAsXa(a: mysql.Connection, b: mysql.Connection): Promise<v
   }
 }
 
-async function singleShardViaCompute(c: pg.Client): Promise<void> {
+function singleShardViaCompute(c: pg.Client): Promise<void> {
   const [x, y] = [pick(), pick()].sort((p, q) => p - q);
-  await c.query('BEGIN');
-  try {
+  return inTransaction(c, async () => {
     await c.query('update acct_a set money = money - 1 where id = $1', [x]);
     await c.query('update acct_a set money = money + 1 where id = $1', [y]);
-    await c.query('COMMIT');
-  } catch (err) {
-    await c.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
+  });
 }
 
 async function singleShardDirect(a: mysql.Connection): Promise<void> {

@@ -37,17 +37,24 @@ export async function moneyOnShards(s: SqlCluster): Promise<number> {
   return [...(await balances(s)).values()].reduce((a, b) => a + b, 0);
 }
 
-/** Moves amount from acct_a(from) on shard 1 to acct_b(to) on shard 2 in one transaction; rolls back and rethrows on error. */
-export async function transfer(c: pg.Client, from: number, to: number, amount: number): Promise<void> {
+/** Runs work inside BEGIN ... COMMIT on a compute node; rolls back and rethrows on error. */
+export async function inTransaction(c: pg.Client, work: () => Promise<unknown>): Promise<void> {
   await c.query('BEGIN');
   try {
-    await c.query('update acct_a set money = money - $1 where id = $2', [amount, from]);
-    await c.query('update acct_b set money = money + $1 where id = $2', [amount, to]);
+    await work();
     await c.query('COMMIT');
   } catch (err) {
     await c.query('ROLLBACK').catch(() => {});
     throw err;
   }
+}
+
+/** Moves amount from acct_a(from) on shard 1 to acct_b(to) on shard 2 in one transaction; rolls back and rethrows on error. */
+export async function transfer(c: pg.Client, from: number, to: number, amount: number): Promise<void> {
+  await inTransaction(c, async () => {
+    await c.query('update acct_a set money = money - $1 where id = $2', [amount, from]);
+    await c.query('update acct_b set money = money + $1 where id = $2', [amount, to]);
+  });
 }
 
 /** True when nobody holds the row's lock on the shard master (a locking read that does not wait). */
