@@ -1,6 +1,7 @@
 // A 2-shard x 3-node, 2-compute-node cluster on real engines for the tests of SQL through
 // compute nodes, with helpers to reach every compute node (pg, psql) and shard master
-// (storage account) and to ask each what it holds.
+// (storage account) and to ask each what it holds. createSqlCluster makes another cluster
+// on the same fixture (a restore's destination).
 
 import { spawnSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
@@ -39,7 +40,15 @@ const CREATE_PARAS = {
 export async function startSqlCluster(options: ClusterFixtureOptions = {}): Promise<SqlCluster> {
   const f = await startClusterFixture(options);
   await registerMachines(f);
-  const reply = await f.runJob('create_cluster', CREATE_PARAS, 300_000);
+  return createSqlCluster(f);
+}
+
+/**
+ * One more cluster on a running fixture (machines registered), made with the fixture's
+ * create_cluster paras over `paras`; its `close` closes the whole fixture.
+ */
+export async function createSqlCluster(f: ClusterFixture, paras: Partial<typeof CREATE_PARAS> = {}): Promise<SqlCluster> {
+  const reply = await f.runJob('create_cluster', { ...CREATE_PARAS, ...paras }, 300_000);
   if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
   const result = reply.attachment as unknown as { cluster_id: string; computer_user: string; computer_pwd: string };
   const cluster = () => f.manager.store.state().clusters[result.cluster_id];
@@ -93,7 +102,7 @@ export async function startSqlCluster(options: ClusterFixtureOptions = {}): Prom
       const c = await pgAs(at);
       try {
         const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_foreign_server WHERE srvname LIKE 'shard\\_%'`);
-        return rows[0].n === 2 ? true : undefined;
+        return rows[0].n === Object.keys(cluster().shards).length ? true : undefined;
       } finally {
         await c.end();
       }

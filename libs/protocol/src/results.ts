@@ -130,6 +130,12 @@ export type RestoredShardResult = {
   restored_gtid: string;
   /** Archived binlog files replayed. */
   binlogs: string;
+  /**
+   * XA branches of multi-shard transactions the replay left prepared on this shard (open at
+   * restore_time), committed because their decision was recorded by then, or rolled back.
+   */
+  xa_committed: string;
+  xa_rolled_back: string;
 };
 
 /** cluster_restore: the compute-only objects (views, functions, types, sequences) put back on one compute node's database. */

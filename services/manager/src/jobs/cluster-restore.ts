@@ -5,7 +5,9 @@
 // backup of the source finished at or before restore_time is read back from backup storage
 // onto the destination shard's master, its standbys are rebuilt from that master (the
 // rebuild_node path), and the source master's archived binlogs are replayed on it up to
-// restore_time; the standbys replicate the replay. Then the destination's compute nodes
+// restore_time; the standbys replicate the replay. The multi-shard transactions the replay
+// left prepared (open at restore_time) are then committed or rolled back by whether their
+// decision was recorded by then (cluster-restore-xa.ts). Then the destination's compute nodes
 // are synced, so they serve the restored tables, and the compute catalog of the backup set
 // is put back on each of them: the objects only compute nodes hold (views, functions,
 // types, sequences), owned by the destination's compute account.
@@ -28,6 +30,7 @@ import { readyCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
 import { errorNameOf } from './errors';
 import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
 import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from './nodes';
+import { endTransactionsOpenAtRestoreTime, type EndedBranches } from './cluster-restore-xa';
 import type { JobOf, StepContext } from './workflow';
 import { liveAccount } from '../secrets/live-accounts';
 
@@ -102,6 +105,8 @@ interface Outputs {
   'restore each shard master from the full backup': Record<string, { srcShardId: string; gtid: string }>;
   'rebuild the standbys from the restored masters': null;
   'replay archived binlogs up to restore_time': Record<string, { gtid: string; files: number }>;
+  /** By destination shard id: the XA branches left prepared at restore_time, ended. */
+  'end the multi-shard transactions open at restore_time': Record<string, EndedBranches>;
   'sync the compute nodes and apply cpu limits': null;
   'restore the compute catalog': RestoredCatalogResult[];
 }
@@ -220,6 +225,14 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
       },
     },
     {
+      // After every shard's replay: a branch's decision is on another shard.
+      name: 'end the multi-shard transactions open at restore_time',
+      async run(ctx) {
+        const plan = committedPlan(ctx, p);
+        return endTransactionsOpenAtRestoreTime(ctx.agents, ctx.logger, plan.shards.map(({ src, dst }) => ({ srcShardId: src.shardId, dst })), ctx.signal);
+      },
+    },
+    {
       name: 'sync the compute nodes and apply cpu limits',
       async run(ctx) {
         const dst = clusterOfStep(ctx, p.dst_cluster_id);
@@ -256,12 +269,15 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
   result(outputs, p): ClusterRestoreResult {
     const restored = outputs['restore each shard master from the full backup'];
     const replayed = outputs['replay archived binlogs up to restore_time'];
+    const ended = outputs['end the multi-shard transactions open at restore_time'];
     const list: RestoredShardResult[] = Object.keys(restored).sort((a, b) => Number(a) - Number(b)).map((dstShardId) => ({
       src_shard_id: restored[dstShardId].srcShardId,
       dst_shard_id: dstShardId,
       backup_gtid: restored[dstShardId].gtid,
       restored_gtid: own(replayed, dstShardId)?.gtid ?? '',
       binlogs: String(own(replayed, dstShardId)?.files ?? 0),
+      xa_committed: String(own(ended, dstShardId)?.committed ?? 0),
+      xa_rolled_back: String(own(ended, dstShardId)?.rolledBack ?? 0),
     }));
     return {
       src_cluster_id: p.src_cluster_id,
