@@ -119,6 +119,35 @@ describe('two-phase commit through compute nodes under faults (2 shards, 2 compu
     expect(s.f.logLines.some((l) => l.includes('killed the shard session holding an in-doubt XA branch'))).toBe(true);
   }, 120_000);
 
+  it('a manual switch of the branch shard while its branch waits prepared: the new master holds the branch and it is committed by the decision', async () => {
+    const before = await balances(s);
+    const shard = Object.values(s.cluster().shards)[1];
+    const oldMaster = shard.nodes[shard.masterNodeId];
+    const assign = Object.values(shard.nodes).find((n) => n.id !== oldMaster.id)!;
+    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'pause_after_prepare');
+    const gateKeeper = await s.pgAs({ host: firstComp().hostaddr, port: firstComp().port });
+    try {
+      const gate = await holdCommitGate(gateKeeper);
+      const committing = transfer(writer, 2, 1, 10);
+      await waitUntil('acct_b\'s branch prepared on shard 2', async () => ((await preparedKcmBranches(s, 1)).length === 1 ? true : undefined), 10_000, 50);
+      const reply = await s.f.runJob('manual_switch', { cluster_id: s.cluster().id, shard_id: shard.id, master_hostaddr: `${oldMaster.hostaddr}_${oldMaster.port}`, assign_hostaddr: `${assign.hostaddr}_${assign.port}` }, 60_000);
+      expect(reply.error_info ?? '').toBe('');
+      expect(masterOf(s.cluster(), 1).id).toBe(assign.id);
+      expect(await preparedKcmBranches(s, 1)).toHaveLength(1);
+      await gate.open();
+      // The coordinator commits with the decision; the branch's old master is read-only now,
+      // so its second phase is the resolver's, on the new master.
+      await committing;
+    } finally {
+      await writer.end();
+      await gateKeeper.end();
+    }
+    await noBranchLeft();
+    const after = await balances(s);
+    expect(after.get('a2')).toBe(before.get('a2')! - 10);
+    expect(after.get('b1')).toBe(before.get('b1')! + 10);
+  }, 180_000);
+
   it('a branch shard\'s master SIGKILLed while its branch is prepared: the promoted standby holds the branch and it is committed by the decision', async () => {
     const before = await balances(s);
     const oldMaster = masterOf(s.cluster(), 1);
