@@ -16,6 +16,16 @@ describe('choosing the standby to promote', () => {
     expect(chooseCandidate(surveys)).toMatchObject({ node_id: '3', gtid: '0-1-13' });
   });
 
+  it('counts only what a standby applied when its SQL thread has stopped: it cannot apply what it received', () => {
+    const stopped = { ...status('0-1-100', '0-1-7777', true), is_replica: true, sql_running: false, last_sql_error: 'Error 1397 XAER_NOTA' } as MariaDbHaStatusReply;
+    const healthy = { ...status('0-1-7000', '0-1-7000', false), is_replica: true, sql_running: true, last_sql_error: '' } as MariaDbHaStatusReply;
+    const surveys: StandbySurvey[] = [
+      { node: node('2'), status: stopped, problem: '' },
+      { node: node('3'), status: healthy, problem: '' },
+    ];
+    expect(chooseCandidate(surveys)).toMatchObject({ node_id: '3', gtid: '0-1-7000' });
+  });
+
   it('prefers a semi-sync acker among equals, and never a fenced old master or one that does not answer', () => {
     const surveys: StandbySurvey[] = [
       { node: node('2'), status: status('0-1-12', '', false), problem: '' },

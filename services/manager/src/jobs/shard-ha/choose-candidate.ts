@@ -1,6 +1,7 @@
 // Choosing the standby to promote: among the standbys whose agent answers and whose
 // mariadbd answers SQL, the one that will be furthest once its relay log is applied
-// (its received position, Gtid_IO_Pos, or its applied one if further), preferring one
+// (its received position, Gtid_IO_Pos, or its applied one if further; only the applied one
+// when its SQL thread has stopped), preferring one
 // that was acknowledging semi-sync transactions (it has every acknowledged commit).
 
 import type { Agents, MariaDbHaStatusReply } from '@kcm/agent-api';
@@ -39,11 +40,17 @@ export async function surveyStandbys(agents: Agents, standbys: StorageNodeRecord
   );
 }
 
-/** The position a standby reaches once everything it received is applied. */
+/**
+ * The position a standby reaches once everything it received is applied. A standby whose
+ * SQL thread has stopped (an apply error) will apply nothing more: only what it applied
+ * counts, or it would outrank a standby that holds the transactions it only received, and
+ * be promoted without them (the bank soak lost thousands of committed transfers that way).
+ */
 export function reachablePosition(status: MariaDbHaStatusReply): string {
   const applied = status.gtid_slave_pos || status.gtid_current_pos;
   const received = status.gtid_io_pos;
   if (!received) return applied;
+  if (status.is_replica && (!status.sql_running || status.last_sql_error)) return applied;
   try {
     return gtidCovers(applied, received) ? applied : received;
   } catch {

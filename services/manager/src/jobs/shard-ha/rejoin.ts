@@ -4,7 +4,8 @@
 // successor was promoted at, which no client ever saw acknowledged through the new master.
 // Without any it rejoins as a standby of the current master (MASTER_USE_GTID=slave_pos);
 // with some it is rebuilt from a copy of the shard (the rebuild_node path) and the result
-// names what was discarded. Then its fence is lifted.
+// names what was discarded. One holding prepared XA branches after its restart is rebuilt
+// too (see below). Then its fence is lifted.
 
 import { gtidsBeyond, isAgentUnreachable, type Agents } from '@kcm/agent-api';
 import { CommandKind } from '../../meta/commands';
@@ -58,8 +59,13 @@ export async function rejoinFencedNode(
   // '' is a position (nothing written yet), not an unknown one; only a fence without a successor (no promotion recorded) skips the check.
   const successor = node.fenced?.successorGtid;
   const errant = successor !== undefined ? gtidsBeyond(status.gtid_binlog_pos, successor) : [];
+  // XA branches its crash recovery left prepared: the successor holds the shard's copy of
+  // each (XA PREPARE replicates), and its resolver ends them there. A local one would hold
+  // row locks the replication stream needs, and MariaDB 10.11's recovery can leave one that
+  // its own binlog says is committed; either stalls or stops the rejoined standby. Rebuilt.
+  const prepared = (await ha.listPreparedXa(node.port)).branches;
   let outcome = 'rejoined as standby';
-  if (errant.length === 0) {
+  if (errant.length === 0 && prepared.length === 0) {
     try {
       await ha.repointStandby({
         op_id: opId(ids.jobId, 'rejoin', `node-${node.id}-to-${master.id}`),
@@ -77,7 +83,7 @@ export async function rejoinFencedNode(
     }
   } else {
     await rebuild(services.agents, services.secrets, ids.jobId, cluster, shard, node);
-    outcome = 'rebuilt from a copy';
+    outcome = errant.length > 0 ? 'rebuilt from a copy' : `rebuilt from a copy (it held ${prepared.length} prepared XA branch(es) after its restart)`;
   }
   orThrow(await services.propose({ kind: CommandKind.NodeFenceSet, at: services.now(), clusterId: ids.clusterId, shardId: shard.id, nodeId: node.id, fenced: false, jobId: ids.jobId, reason: outcome }));
   return { ...base, outcome, discarded_gtids: errant, gtid_binlog_pos: status.gtid_binlog_pos };
