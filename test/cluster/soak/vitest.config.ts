@@ -1,4 +1,4 @@
-// Soaks of test/cluster/soak (npm run soak:rotate, soak:move): real engines, minutes each, never part
+// Soaks of test/cluster/soak (npm run soak:rotate, soak:move, soak:bank): real engines, minutes each, never part
 // of the default suite (the root config excludes every soak/ folder).
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
