@@ -39,7 +39,7 @@ fi
 # PostgreSQL whenever its sources are newer than the installed library.
 kcm_ddl_dir=services/agent/pg-ext/kcm_ddl
 kcm_ddl_lib="$(/usr/lib/postgresql/15/bin/pg_config --pkglibdir)/kcm_ddl.so"
-if [ ! -f "$kcm_ddl_lib" ] || [ -n "$(find "$kcm_ddl_dir" -newer "$kcm_ddl_lib" -type f \( -name '*.c' -o -name '*.sql' -o -name '*.py' -o -name '*.control' -o -name Makefile \))" ]; then
+if [ ! -f "$kcm_ddl_lib" ] || [ -n "$(find "$kcm_ddl_dir" -newer "$kcm_ddl_lib" -type f \( -name '*.c' -o -name '*.h' -o -name '*.sql' -o -name '*.py' -o -name '*.control' -o -name Makefile \))" ]; then
   echo "setup: building and installing the kcm_ddl PostgreSQL extension"
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
