@@ -167,6 +167,32 @@ try_run(Participant *p, const char *sql, char *why, size_t why_len)
 	return shard_link_query(p->conn, sql, why, why_len, &gone);
 }
 
+/*
+ * A one-phase commit: a COMMIT whose connection is lost before the answer may have
+ * committed on the shard or not, and the client is told so (SQLSTATE 40003), as for the
+ * coordinator's commit of a two-phase one; any other failure is an error as usual.
+ */
+static void
+commit_one_phase(Participant *p, const char *sql)
+{
+	char		why[512];
+	bool		gone = false;
+
+	if (p->conn != NULL && shard_link_query(p->conn, sql, why, sizeof(why), &gone))
+		return;
+	if (p->conn == NULL && !gone)
+		snprintf(why, sizeof(why), "%s", p->lost ? p->lost_why : "no connection");
+	if (gone)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+				 errmsg("kcm: the outcome of this transaction is unknown: its commit on %s%s was not answered: %s",
+						SERVER_PREFIX, p->shard_id, why),
+				 errdetail("It wrote on that shard only; the shard committed all of it or none.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_UNABLE_TO_CREATE_EXECUTION),
+			 errmsg("kcm: \"%s\" on %s%s failed: %s", sql, SERVER_PREFIX, p->shard_id, why)));
+}
+
 static void
 run(Participant *p, const char *sql)
 {
@@ -553,11 +579,19 @@ commit_shards(void)
 	{
 		if (only_writer != NULL && only_writer->xa)
 		{
+			/* The coordinator only read: it ends first, so the writer's commit is the last word. */
+			run(coordinator, "COMMIT");
+			coordinator->depth = 0;
 			run_xa(only_writer, "END", "");
-			run_xa(only_writer, "COMMIT", " ONE PHASE");
+			snprintf(sql, sizeof(sql), "XA COMMIT %s ONE PHASE", xid_of(only_writer));
+			commit_one_phase(only_writer, sql);
 			only_writer->depth = 0;
+			return;
 		}
-		run(coordinator, "COMMIT");
+		if (only_writer != NULL)
+			commit_one_phase(coordinator, "COMMIT");
+		else
+			run(coordinator, "COMMIT");
 		coordinator->depth = 0;
 		return;
 	}
