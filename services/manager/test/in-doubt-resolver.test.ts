@@ -236,6 +236,17 @@ describe('in-doubt resolver', () => {
     expect(t.resolver.inDoubt()).toEqual([]);
   });
 
+  it('a cluster a cluster_restore is writing into is not looked at: the restore ends what its replay left prepared', async () => {
+    const t = setUp();
+    t.prepare('kcm:99:from-the-source', 2);
+    t.state.jobs['5'] = { id: '5', jobType: 'cluster_restore', sentJobType: 'cluster_restore', paras: { src_cluster_id: '6', dst_cluster_id: '7' }, status: 'ongoing' } as unknown as (typeof t.state.jobs)[string];
+    await t.resolver.resolveAll();
+    expect(t.calls).toEqual([]);
+    t.state.jobs['5'].status = 'done';
+    await t.resolver.resolveAll();
+    expect(t.callsLike('list')).toHaveLength(3);
+  });
+
   it('runs rounds while leading and none after leadership stops; a follower reports nothing in doubt', async () => {
     const t = setUp();
     const resolver = new InDoubtResolver({ store: { state: () => t.state }, agents: { mariadbHa: (h: string) => ({ listPreparedXa: async () => (t.calls.push(`list ${h}`), { branches: [{ gtrid: 'kcm:99:j', bqual: '72.1' }], unreadable: 0 }) }) } as unknown as Agents, logger: silentLogger(), intervalMs: 10, inDoubtAfterMs: 1 });
