@@ -15,7 +15,7 @@ import { KcmError } from '@kcm/protocol';
 import type { JobDefinition, JobStep } from '../workflow';
 import { chooseCandidate, surveyStandbys, type CandidateChoice } from './choose-candidate';
 import { fenceNode, type FenceOutcome } from './fence';
-import { commitNewMaster, promoteNode, repointStandbys, type PromoteOutcome, type RepointOutcome } from './promote';
+import { commitNewMaster, preparedXaOn, promoteNode, repointStandbys, type PromoteOutcome, type RepointOutcome } from './promote';
 import { rejoinFencedNode, type RejoinOutcome } from './rejoin';
 import { repointComputes, type ComputeRepointOutcome } from './repoint-computes';
 import { nodeOf, shardView, timed } from './shard-view';
@@ -81,7 +81,10 @@ const steps: Step[] = [
     run: (ctx) =>
       timed(async () => {
         const { cluster, shard } = shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
-        return promoteNode(ctx.agents, ctx.jobId, cluster, nodeOf(shard, ctx.outputs['choose candidate'].node_id));
+        const candidate = nodeOf(shard, ctx.outputs['choose candidate'].node_id);
+        const promoted = await promoteNode(ctx.agents, ctx.jobId, cluster, candidate);
+        // Read before any compute node writes to it: every branch it holds came from the old master.
+        return { ...promoted, prepared_xa: await preparedXaOn(ctx.agents, candidate) };
       }),
   },
   {
@@ -115,15 +118,15 @@ const steps: Step[] = [
   },
   {
     name: 'rejoin old master',
-    run: (ctx) => timed(() => rejoinStep(ctx.state, ctx, ctx.jobId, ctx.paras.cluster_id, ctx.paras.shard_id, ctx.paras.failed_node_id)),
+    run: (ctx) => timed(() => rejoinStep(ctx.state, ctx, ctx.jobId, ctx.paras.cluster_id, ctx.paras.shard_id, ctx.paras.failed_node_id, ctx.outputs['promote candidate'].prepared_xa)),
   },
 ];
 
-function rejoinStep(state: () => import('../../meta/state').MetaState, services: Parameters<typeof rejoinFencedNode>[0], jobId: string, clusterId: string, shardId: string, nodeId: string): Promise<RejoinOutcome> {
+function rejoinStep(state: () => import('../../meta/state').MetaState, services: Parameters<typeof rejoinFencedNode>[0], jobId: string, clusterId: string, shardId: string, nodeId: string, preparedOnSuccessor?: string[]): Promise<RejoinOutcome> {
   const { cluster, shard } = shardView(state(), clusterId, shardId);
   const node = nodeOf(shard, nodeId);
   if (!node.fenced) return Promise.resolve({ node_id: node.id, hostaddr: node.hostaddr, port: node.port, outcome: 'not fenced: nothing to do', discarded_gtids: [], gtid_binlog_pos: '' });
-  return rejoinFencedNode(services, { jobId, clusterId }, cluster, shard, node);
+  return rejoinFencedNode(services, { jobId, clusterId }, cluster, shard, node, preparedOnSuccessor);
 }
 
 export interface ShardFailoverResult {

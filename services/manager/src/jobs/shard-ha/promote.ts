@@ -22,6 +22,12 @@ export interface PromoteOutcome {
   gtid_current_pos: string;
   relay_applied: boolean;
   already_master: boolean;
+  /**
+   * The kcm XA branches (`gtrid bqual`) it held prepared once promoted by a failover: each
+   * came from the old master, which must hold it too to rejoin (rejoin.ts). Absent when it
+   * could not be read, and after a manual switch (a demoted master did not crash).
+   */
+  prepared_xa?: string[];
 }
 
 export async function promoteNode(agents: Agents, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<PromoteOutcome> {
@@ -32,6 +38,14 @@ export async function promoteNode(agents: Agents, jobId: string, cluster: Cluste
     wait_relay_ms: PROMOTE_RELAY_WAIT_MS,
   });
   return { node_id: node.id, hostaddr: node.hostaddr, port: node.port, gtid_current_pos: reply.gtid_current_pos, relay_applied: reply.relay_applied, already_master: reply.already_master };
+}
+
+/** The kcm XA branches a node holds prepared, as `gtrid bqual`; undefined when its agent cannot tell. */
+export function preparedXaOn(agents: Agents, node: StorageNodeRecord): Promise<string[] | undefined> {
+  return agents.mariadbHa(node.hostaddr).listPreparedXa(node.port).then(
+    (r) => r.branches.map((b) => `${b.gtrid} ${b.bqual}`),
+    () => undefined,
+  );
 }
 
 /** The shard's master in the metadata moves to `next`; the old master is recorded fenced in the same apply. */

@@ -36,6 +36,8 @@ export async function rejoinFencedNode(
   cluster: ClusterRecord,
   shard: ShardRecord,
   node: StorageNodeRecord,
+  /** The XA branches its successor held prepared when promoted (`gtrid bqual`), when the failover read them. */
+  preparedOnSuccessor?: string[],
 ): Promise<RejoinOutcome> {
   const base = { node_id: node.id, hostaddr: node.hostaddr, port: node.port };
   const master = shard.nodes[shard.masterNodeId];
@@ -64,8 +66,13 @@ export async function rejoinFencedNode(
   // row locks the replication stream needs, and MariaDB 10.11's recovery can leave one that
   // its own binlog says is committed; either stalls or stops the rejoined standby. Rebuilt.
   const prepared = (await ha.listPreparedXa(node.port)).branches;
+  // And the other way round: a branch its successor received from it prepared but that its
+  // recovery dropped (its binlog prepared it) would stop its replication at the branch's XA
+  // COMMIT or ROLLBACK, and an XA COMMIT there means rows it lacks. Rebuilt as well.
+  const held = new Set(prepared.map((b) => `${b.gtrid} ${b.bqual}`));
+  const lost = (preparedOnSuccessor ?? []).filter((x) => !held.has(x));
   let outcome = 'rejoined as standby';
-  if (errant.length === 0 && prepared.length === 0) {
+  if (errant.length === 0 && prepared.length === 0 && lost.length === 0) {
     try {
       await ha.repointStandby({
         op_id: opId(ids.jobId, 'rejoin', `node-${node.id}-to-${master.id}`),
@@ -83,7 +90,10 @@ export async function rejoinFencedNode(
     }
   } else {
     await rebuild(services.agents, services.secrets, ids.jobId, cluster, shard, node);
-    outcome = errant.length > 0 ? 'rebuilt from a copy' : `rebuilt from a copy (it held ${prepared.length} prepared XA branch(es) after its restart)`;
+    outcome =
+      errant.length > 0 ? 'rebuilt from a copy'
+      : prepared.length > 0 ? `rebuilt from a copy (it held ${prepared.length} prepared XA branch(es) after its restart)`
+      : `rebuilt from a copy (its restart lost ${lost.length} XA branch(es) its successor holds prepared)`;
   }
   orThrow(await services.propose({ kind: CommandKind.NodeFenceSet, at: services.now(), clusterId: ids.clusterId, shardId: shard.id, nodeId: node.id, fenced: false, jobId: ids.jobId, reason: outcome }));
   return { ...base, outcome, discarded_gtids: errant, gtid_binlog_pos: status.gtid_binlog_pos };
