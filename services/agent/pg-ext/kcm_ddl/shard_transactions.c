@@ -153,55 +153,67 @@ detach(Participant *p)
 	p->conn = NULL;
 }
 
-/* Runs sql; on failure returns false with the shard's error in why (a lost connection is closed). */
+/*
+ * Runs sql; on failure returns false with the shard's error in why, and *gone when the
+ * connection was lost (it is closed then; a participant without one was lost before).
+ */
 static bool
-try_run(Participant *p, const char *sql, char *why, size_t why_len)
+try_run(Participant *p, const char *sql, char *why, size_t why_len, bool *gone)
 {
-	bool		gone;
-
+	*gone = false;
 	if (p->conn == NULL)
 	{
 		snprintf(why, why_len, "%s", p->lost ? p->lost_why : "no connection");
 		return false;
 	}
-	return shard_link_query(p->conn, sql, why, why_len, &gone);
+	return shard_link_query(p->conn, sql, why, why_len, gone);
+}
+
+static void
+raise_failed(Participant *p, const char *sql, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_UNABLE_TO_CREATE_EXECUTION),
+			 errmsg("kcm: \"%s\" on %s%s failed: %s", sql, SERVER_PREFIX, p->shard_id, why)));
+}
+
+/* A COMMIT sent and not answered: the client is told its transaction may or may not have committed (SQLSTATE 40003). */
+static void
+raise_outcome_unknown(Participant *p, const char *why, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+			 errmsg("kcm: the outcome of this transaction is unknown: its commit on %s%s was not answered: %s",
+					SERVER_PREFIX, p->shard_id, why),
+			 errdetail_internal("%s", detail)));
 }
 
 /*
  * A one-phase commit: a COMMIT whose connection is lost before the answer may have
- * committed on the shard or not, and the client is told so (SQLSTATE 40003), as for the
- * coordinator's commit of a two-phase one; any other failure is an error as usual.
+ * committed on the shard or not, and the client is told so, as for the coordinator's commit
+ * of a two-phase one; any other failure is an error as usual.
  */
 static void
 commit_one_phase(Participant *p, const char *sql)
 {
 	char		why[512];
-	bool		gone = false;
+	bool		gone;
 
-	if (p->conn != NULL && shard_link_query(p->conn, sql, why, sizeof(why), &gone))
+	if (try_run(p, sql, why, sizeof(why), &gone))
 		return;
-	if (p->conn == NULL && !gone)
-		snprintf(why, sizeof(why), "%s", p->lost ? p->lost_why : "no connection");
 	if (gone)
-		ereport(ERROR,
-				(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
-				 errmsg("kcm: the outcome of this transaction is unknown: its commit on %s%s was not answered: %s",
-						SERVER_PREFIX, p->shard_id, why),
-				 errdetail("It wrote on that shard only; the shard committed all of it or none.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_FDW_UNABLE_TO_CREATE_EXECUTION),
-			 errmsg("kcm: \"%s\" on %s%s failed: %s", sql, SERVER_PREFIX, p->shard_id, why)));
+		raise_outcome_unknown(p, why, "It wrote on that shard only; the shard committed all of it or none.");
+	raise_failed(p, sql, why);
 }
 
 static void
 run(Participant *p, const char *sql)
 {
 	char		why[512];
+	bool		gone;
 
-	if (!try_run(p, sql, why, sizeof(why)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_UNABLE_TO_CREATE_EXECUTION),
-				 errmsg("kcm: \"%s\" on %s%s failed: %s", sql, SERVER_PREFIX, p->shard_id, why)));
+	if (!try_run(p, sql, why, sizeof(why), &gone))
+		raise_failed(p, sql, why);
 }
 
 /* Best effort, for abort paths, which must not raise: false when it did not happen. */
@@ -209,8 +221,9 @@ static bool
 run_quietly(Participant *p, const char *sql)
 {
 	char		why[512];
+	bool		gone;
 
-	if (try_run(p, sql, why, sizeof(why)))
+	if (try_run(p, sql, why, sizeof(why), &gone))
 		return true;
 	elog(LOG, "kcm: \"%s\" on %s%s failed: %s", sql, SERVER_PREFIX, p->shard_id, why);
 	return false;
@@ -611,15 +624,13 @@ commit_shards(void)
 	run(coordinator, sql);
 	{
 		char		why[512];
+		bool		gone;
 
 		decision_sent = true;
-		if (!try_run(coordinator, "COMMIT", why, sizeof(why)))
-			ereport(ERROR,
-					(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
-					 errmsg("kcm: the outcome of this transaction is unknown: its commit on %s%s was not answered: %s",
-							SERVER_PREFIX, coordinator->shard_id, why),
-					 errdetail("Transaction %s is committed on every shard or on none; kcm decides which from %s%s within seconds.",
-							   gtrid, SERVER_PREFIX, coordinator->shard_id)));
+		if (!try_run(coordinator, "COMMIT", why, sizeof(why), &gone))
+			raise_outcome_unknown(coordinator, why,
+								  psprintf("Transaction %s is committed on every shard or on none; kcm decides which from %s%s within seconds.",
+										   gtrid, SERVER_PREFIX, coordinator->shard_id));
 	}
 	coordinator->depth = 0;
 	fault_point(FAULT_CRASH_AFTER_DECISION);
