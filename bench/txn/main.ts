@@ -26,7 +26,7 @@ import type mysql from 'mysql2/promise';
 import type pg from 'pg';
 import { waitUntil } from '../../test/cluster/cluster-fixture';
 import { startSqlCluster, type SqlCluster } from '../../test/cluster/sql-fixture';
-import { inTransaction, moneyOnShards, pinTable, transfer } from '../../test/cluster/transactions-fixture';
+import { createAccounts, inTransaction, moneyOnShards, transfer } from '../../test/cluster/transactions-fixture';
 
 const { values: flags } = parseArgs({
   options: { seconds: { type: 'string', default: '15' }, clients: { type: 'string', default: '4' }, accounts: { type: 'string', default: '1000' } },
@@ -145,9 +145,7 @@ async function main(): Promise<void> {
     s = await startSqlCluster();
     const ids = Object.keys(s.cluster().shards);
     const setup = await s.pgAs(s.comps()[0]);
-    await pinTable(setup, ids[0], 'create table acct_a(id int primary key, money bigint not null)');
-    await pinTable(setup, ids[1], 'create table acct_b(id int primary key, money bigint not null)');
-    for (const t of ['acct_a', 'acct_b']) await setup.query(`insert into ${t} select g, ${START} from generate_series(1, ${ACCOUNTS}) g`);
+    await createAccounts(setup, ids, ACCOUNTS, START);
     await setup.end();
     const sql = s;
     // The catalog sync shows the tables on compute node 2 within a round.

@@ -20,7 +20,7 @@ import { sleep } from '../manager/helpers/processes';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { registerMachines } from './machines';
 import { createSqlCluster, type Endpoint, type SqlCluster } from './sql-fixture';
-import { compSessionWithFault, holdCommitGate, pinTable, preparedKcmBranches } from './transactions-fixture';
+import { compSessionWithFault, createAccounts, holdCommitGate, pinTable, preparedKcmBranches, rowsOnMaster } from './transactions-fixture';
 
 const AGENT_PORT = 58164;
 const MEMBER = '127.0.1.64:58165';
@@ -77,11 +77,9 @@ describe('cluster_restore to a time T in the middle of cross-shard transfers (re
     const ids = Object.keys(src.cluster().shards).sort((a, b) => Number(a) - Number(b));
     const c = await src.pgAs(src.comps()[0]);
     try {
-      await pinTable(c, ids[0], 'create table acct_a(id int primary key, money bigint not null)');
+      await createAccounts(c, ids, ACCOUNTS + 2, START);
       await pinTable(c, ids[0], 'create table ledger_a(id bigint primary key)');
-      await pinTable(c, ids[1], 'create table acct_b(id int primary key, money bigint not null)');
       await pinTable(c, ids[1], 'create table ledger_b(id bigint primary key)');
-      for (const t of ['acct_a', 'acct_b']) await c.query(`insert into ${t} select g, ${START} from generate_series(1, ${ACCOUNTS + 2}) g`);
     } finally {
       await c.end();
     }
@@ -104,17 +102,9 @@ describe('cluster_restore to a time T in the middle of cross-shard transfers (re
       }
     }));
   }
-  const onMaster = async <T>(s: SqlCluster, i: number, sql: string): Promise<T[]> => {
-    const m = await s.mysqlAs(s.masters()[i]);
-    try {
-      return ((await m.query(sql)) as unknown as [T[]])[0];
-    } finally {
-      await m.end();
-    }
-  };
-  const ledger = async (s: SqlCluster, i: number, table: string) => (await onMaster<{ id: number | string }>(s, i, `SELECT id FROM ${DB}.${table} ORDER BY id`)).map((r) => Number(r.id));
-  const moneyOf = async (s: SqlCluster, i: number, table: string) => new Map((await onMaster<{ id: number; money: number | string }>(s, i, `SELECT id, money FROM ${DB}.${table}`)).map((r) => [Number(r.id), Number(r.money)]));
-  const decisionRows = async (s: SqlCluster) => Number((await onMaster<{ n: number }>(s, 0, 'SELECT COUNT(*) AS n FROM kcm_sys.xa_decisions'))[0].n);
+  const ledger = async (s: SqlCluster, i: number, table: string) => (await rowsOnMaster<{ id: number | string }>(s, i, `SELECT id FROM ${DB}.${table} ORDER BY id`)).map((r) => Number(r.id));
+  const moneyOf = async (s: SqlCluster, i: number, table: string) => new Map((await rowsOnMaster<{ id: number; money: number | string }>(s, i, `SELECT id, money FROM ${DB}.${table}`)).map((r) => [Number(r.id), Number(r.money)]));
+  const decisionRows = async (s: SqlCluster) => Number((await rowsOnMaster<{ n: number }>(s, 0, 'SELECT COUNT(*) AS n FROM kcm_sys.xa_decisions'))[0].n);
 
   it('a full backup of the source ends done', async () => {
     const reply = await f.runJob('manual_backup_cluster', { cluster_id: src.cluster().id }, 180_000);
@@ -237,7 +227,7 @@ describe('cluster_restore to a time T in the middle of cross-shard transfers (re
     expect([...moneyA.values(), ...moneyB.values()].reduce((x, y) => x + y, 0)).toBe(2 * (ACCOUNTS + 2) * START);
     // The decisions as of T are on the destination's coordinator: the replayed commit of the
     // second held transfer, and the abort the restore recorded for the first.
-    const rows = await onMaster<{ outcome: string }>(dst, 0, 'SELECT outcome FROM kcm_sys.xa_decisions');
+    const rows = await rowsOnMaster<{ outcome: string }>(dst, 0, 'SELECT outcome FROM kcm_sys.xa_decisions');
     expect(rows.filter((r) => r.outcome === 'abort').length).toBeGreaterThanOrEqual(1);
     console.log(`restored: ${present.size} transfers of ${transfers.length} (${transfers.filter((t) => t.committedMs !== undefined && t.committedMs < T).length} acknowledged before T)`);
   }, 60_000);

@@ -11,7 +11,7 @@ import type { ClusterRecord } from '../../services/manager/src/meta/state';
 import { waitUntil } from './cluster-fixture';
 import { mariadbdPid } from './ha-fixture';
 import { startSqlCluster, type SqlCluster } from './sql-fixture';
-import { balances, compSessionWithFault, holdCommitGate, pinTable, preparedKcmBranches, transfer } from './transactions-fixture';
+import { balances, compSessionWithFault, createAccounts, holdCommitGate, preparedKcmBranches, transfer } from './transactions-fixture';
 
 const RESOLVED_WITHIN_MS = 30_000;
 
@@ -25,9 +25,7 @@ describe('two-phase commit through compute nodes under faults (2 shards, 2 compu
     const ids = Object.keys(s.cluster().shards);
     const c = await s.pgAs(s.comps()[0]);
     try {
-      await pinTable(c, ids[0], 'create table acct_a(id int primary key, money bigint not null)');
-      await pinTable(c, ids[1], 'create table acct_b(id int primary key, money bigint not null)');
-      for (const t of ['acct_a', 'acct_b']) await c.query(`insert into ${t} select g, 1000 from generate_series(1, 4) g`);
+      await createAccounts(c, ids, 4, 1000);
     } finally {
       await c.end();
     }
@@ -50,6 +48,25 @@ describe('two-phase commit through compute nodes under faults (2 shards, 2 compu
     await c.end();
     return true;
   }, 60_000);
+  /**
+   * A transfer through the first compute node held at its pause_after_prepare gate (acct_b's
+   * branch prepared on shard 2) while `meanwhile` runs; its outcome once the gate opens.
+   */
+  const transferHeldAfterPrepare = async (from: number, to: number, meanwhile: () => Promise<void>): Promise<string> => {
+    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'pause_after_prepare');
+    const gateKeeper = await s.pgAs({ host: firstComp().hostaddr, port: firstComp().port });
+    try {
+      const gate = await holdCommitGate(gateKeeper);
+      const committing = transfer(writer, from, to, 10).then(() => 'committed', (err: Error) => err.message);
+      await waitUntil('acct_b\'s branch prepared on shard 2', async () => ((await preparedKcmBranches(s, 1)).length === 1 ? true : undefined), 10_000, 50);
+      await meanwhile();
+      await gate.open();
+      return await committing;
+    } finally {
+      await writer.end().catch(() => {});
+      await gateKeeper.end();
+    }
+  };
   const noBranchLeft = () => waitUntil('no kcm XA branch prepared on any shard master', async () => {
     const left = await Promise.all([0, 1].map((i) => preparedKcmBranches(s, i).catch(() => ['(master not answering)'])));
     return left.flat().length === 0 ? true : undefined;
@@ -98,23 +115,14 @@ describe('two-phase commit through compute nodes under faults (2 shards, 2 compu
 
   it('a compute node that hangs after prepare with its shard sessions open: the resolver ends the session holding the branch, rolls the branch back, and the resumed commit fails cleanly', async () => {
     const before = await balances(s);
-    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'pause_after_prepare');
-    const gateKeeper = await s.pgAs({ host: firstComp().hostaddr, port: firstComp().port });
-    try {
-      const gate = await holdCommitGate(gateKeeper);
-      const committing = transfer(writer, 1, 2, 10).then(() => 'committed', (err: Error) => err.message);
-      await waitUntil('acct_b\'s branch prepared on shard 2', async () => ((await preparedKcmBranches(s, 1)).length === 1 ? true : undefined), 10_000, 50);
-      // The compute node is stuck at the gate, its sessions to both shards open: only its own
-      // session may end the branch, so the resolver must end that session first.
+    // The compute node is stuck at the gate, its sessions to both shards open: only its own
+    // session may end the branch, so the resolver must end that session first.
+    const outcome = await transferHeldAfterPrepare(1, 2, async () => {
       await noBranchLeft();
       expect(await balances(s)).toEqual(before);
-      await gate.open();
-      // The resolver decided abort first, so the coordinator's decision is refused on its key.
-      expect(await committing).toMatch(/Duplicate entry|failed/);
-    } finally {
-      await writer.end().catch(() => {});
-      await gateKeeper.end();
-    }
+    });
+    // The resolver decided abort first, so the coordinator's decision is refused on its key.
+    expect(outcome).toMatch(/Duplicate entry|failed/);
     expect(await balances(s)).toEqual(before);
     expect(s.f.logLines.some((l) => l.includes('killed the shard session holding an in-doubt XA branch'))).toBe(true);
   }, 120_000);
@@ -124,24 +132,15 @@ describe('two-phase commit through compute nodes under faults (2 shards, 2 compu
     const shard = Object.values(s.cluster().shards)[1];
     const oldMaster = shard.nodes[shard.masterNodeId];
     const assign = Object.values(shard.nodes).find((n) => n.id !== oldMaster.id)!;
-    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'pause_after_prepare');
-    const gateKeeper = await s.pgAs({ host: firstComp().hostaddr, port: firstComp().port });
-    try {
-      const gate = await holdCommitGate(gateKeeper);
-      const committing = transfer(writer, 2, 1, 10);
-      await waitUntil('acct_b\'s branch prepared on shard 2', async () => ((await preparedKcmBranches(s, 1)).length === 1 ? true : undefined), 10_000, 50);
+    const outcome = await transferHeldAfterPrepare(2, 1, async () => {
       const reply = await s.f.runJob('manual_switch', { cluster_id: s.cluster().id, shard_id: shard.id, master_hostaddr: `${oldMaster.hostaddr}_${oldMaster.port}`, assign_hostaddr: `${assign.hostaddr}_${assign.port}` }, 60_000);
       expect(reply.error_info ?? '').toBe('');
       expect(masterOf(s.cluster(), 1).id).toBe(assign.id);
       expect(await preparedKcmBranches(s, 1)).toHaveLength(1);
-      await gate.open();
-      // The coordinator commits with the decision; the branch's old master is read-only now,
-      // so its second phase is the resolver's, on the new master.
-      await committing;
-    } finally {
-      await writer.end();
-      await gateKeeper.end();
-    }
+    });
+    // The coordinator commits with the decision; the branch's old master is read-only now,
+    // so its second phase is the resolver's, on the new master.
+    expect(outcome).toBe('committed');
     await noBranchLeft();
     const after = await balances(s);
     expect(after.get('a2')).toBe(before.get('a2')! - 10);
@@ -151,24 +150,15 @@ describe('two-phase commit through compute nodes under faults (2 shards, 2 compu
   it('a branch shard\'s master SIGKILLed while its branch is prepared: the promoted standby holds the branch and it is committed by the decision', async () => {
     const before = await balances(s);
     const oldMaster = masterOf(s.cluster(), 1);
-    const writer = await compSessionWithFault(firstComp(), s.computeUser, 'pause_after_prepare');
-    const gateKeeper = await s.pgAs({ host: firstComp().hostaddr, port: firstComp().port });
-    try {
-      const gate = await holdCommitGate(gateKeeper);
-      const committing = transfer(writer, 4, 4, 10);
-      await waitUntil('acct_b\'s branch prepared on shard 2', async () => ((await preparedKcmBranches(s, 1)).length === 1 ? true : undefined), 10_000, 50);
+    const outcome = await transferHeldAfterPrepare(4, 4, async () => {
       process.kill(await mariadbdPid(oldMaster), 'SIGKILL');
       await waitUntil('shard 2 failed over', async () => (masterOf(s.cluster(), 1).id !== oldMaster.id ? true : undefined), RESOLVED_WITHIN_MS);
       // The promoted standby holds the branch, prepared, as the old master did.
       expect(await preparedKcmBranches(s, 1)).toHaveLength(1);
-      await gate.open();
-      // The compute node commits the coordinator with the decision; the branch's master is gone,
-      // so its second phase is the resolver's.
-      await committing;
-    } finally {
-      await writer.end();
-      await gateKeeper.end();
-    }
+    });
+    // The compute node commits the coordinator with the decision; the branch's master is gone,
+    // so its second phase is the resolver's.
+    expect(outcome).toBe('committed');
     await noBranchLeft();
     const after = await balances(s);
     expect(after.get('a4')).toBe(before.get('a4')! - 10);

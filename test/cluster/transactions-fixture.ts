@@ -18,17 +18,29 @@ export async function pinTable(c: pg.Client, shardId: string, createTable: strin
   }
 }
 
+/** The rows of one statement run on shard i's master with the storage account. */
+export async function rowsOnMaster<T>(s: SqlCluster, shardIndex: number, sql: string): Promise<T[]> {
+  const m = await s.mysqlAs(s.masters()[shardIndex]);
+  try {
+    return ((await m.query(sql)) as unknown as [T[]])[0];
+  } finally {
+    await m.end();
+  }
+}
+
+/** acct_a on the first shard and acct_b on the second, accounts 1..perShard holding money each. */
+export async function createAccounts(c: pg.Client, shardIds: string[], perShard: number, money: number): Promise<void> {
+  await pinTable(c, shardIds[0], 'create table acct_a(id int primary key, money bigint not null)');
+  await pinTable(c, shardIds[1], 'create table acct_b(id int primary key, money bigint not null)');
+  for (const t of ['acct_a', 'acct_b']) await c.query(`insert into ${t} select g, ${money} from generate_series(1, ${perShard}) g`);
+}
+
 /** Every account's money, read on the shard masters: `a<id>` from acct_a (shard 1), `b<id>` from acct_b (shard 2). */
 export async function balances(s: SqlCluster): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const [i, table] of [[0, 'acct_a'], [1, 'acct_b']] as const) {
-    const m = await s.mysqlAs(s.masters()[i]);
-    try {
-      const [rows] = (await m.query(`SELECT id, money FROM \`postgres_$$_public\`.${table} ORDER BY id`)) as unknown as [{ id: number; money: string }[]];
-      for (const r of rows) out.set(`${table.slice(-1)}${r.id}`, Number(r.money));
-    } finally {
-      await m.end();
-    }
+    const rows = await rowsOnMaster<{ id: number; money: string }>(s, i, `SELECT id, money FROM \`postgres_$$_public\`.${table} ORDER BY id`);
+    for (const r of rows) out.set(`${table.slice(-1)}${r.id}`, Number(r.money));
   }
   return out;
 }
@@ -94,11 +106,6 @@ export async function compSessionWithFault(comp: CompRecord, computeUser: string
 
 /** The kcm XA branches (formatID 7037805) prepared on shard i's master, as gtrid+bqual. */
 export async function preparedKcmBranches(s: SqlCluster, shardIndex: number): Promise<string[]> {
-  const m = await s.mysqlAs(s.masters()[shardIndex]);
-  try {
-    const [rows] = (await m.query('XA RECOVER')) as unknown as [{ formatID: number; data: string | Buffer }[]];
-    return rows.filter((r) => Number(r.formatID) === 7037805).map((r) => String(r.data));
-  } finally {
-    await m.end();
-  }
+  const rows = await rowsOnMaster<{ formatID: number; data: string | Buffer }>(s, shardIndex, 'XA RECOVER');
+  return rows.filter((r) => Number(r.formatID) === 7037805).map((r) => String(r.data));
 }

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from './cluster-fixture';
 import { startSqlCluster, type SqlCluster } from './sql-fixture';
-import { compSessionWithFault, holdCommitGate, balances, moneyOnShards, pinTable, rowLockIsFree, transfer } from './transactions-fixture';
+import { balances, compSessionWithFault, createAccounts, holdCommitGate, moneyOnShards, pinTable, rowLockIsFree, rowsOnMaster, transfer } from './transactions-fixture';
 
 const ACCOUNTS = 4;
 const START = 1000;
@@ -23,9 +23,7 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
       await pinTable(c, shardIds[0], 'create table counter(id int primary key, v int not null)');
       await c.query('insert into counter values (1, 0)');
       // One account table per shard: every transfer between them is a cross-shard transaction.
-      await pinTable(c, shardIds[0], 'create table acct_a(id int primary key, money bigint not null)');
-      await pinTable(c, shardIds[1], 'create table acct_b(id int primary key, money bigint not null)');
-      for (const t of ['acct_a', 'acct_b']) await c.query(`insert into ${t} select g, ${START} from generate_series(1, ${ACCOUNTS}) g`);
+      await createAccounts(c, shardIds, ACCOUNTS, START);
       // A table on shard 1 that the move test moves to shard 2.
       await pinTable(c, shardIds[0], 'create table mv(id int primary key, v int not null)');
       await c.query('insert into mv select g, g from generate_series(1, 100) g');
@@ -55,15 +53,7 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
   }, 120_000);
 
   const sessions = async (n: number) => Promise.all(Array.from({ length: n }, (_, i) => s.pgAs(s.comps()[i % 2])));
-  const counterOnShard = async () => {
-    const m = await s.mysqlAs(s.masters()[0]);
-    try {
-      const [[row]] = (await m.query('SELECT v FROM `postgres_$$_public`.counter WHERE id = 1')) as unknown as [{ v: number }[]];
-      return Number(row.v);
-    } finally {
-      await m.end();
-    }
-  };
+  const counterOnShard = async () => Number((await rowsOnMaster<{ v: number }>(s, 0, 'SELECT v FROM `postgres_$$_public`.counter WHERE id = 1'))[0].v);
 
   it('4 sessions over 2 compute nodes each running `v = v + 1` 500 times lose no update, in autocommit and in explicit transactions', async () => {
     const clients = await sessions(4);
@@ -190,15 +180,7 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
 
   it('an INSERT ... SELECT into a partitioned parent that fails half-way, after writing on both shards, leaves nothing, in autocommit and in a transaction', async () => {
     const c = await s.pgAs(s.comps()[0]);
-    const insertedOn = async (i: number) => {
-      const m = await s.mysqlAs(s.masters()[i]);
-      try {
-        const [[row]] = (await m.query("SHOW GLOBAL STATUS LIKE 'Handler_write'")) as unknown as [{ Value: string }[]];
-        return Number(row.Value);
-      } finally {
-        await m.end();
-      }
-    };
+    const insertedOn = async (i: number) => Number((await rowsOnMaster<{ Value: string }>(s, i, "SHOW GLOBAL STATUS LIKE 'Handler_write'"))[0].Value);
     try {
       await c.query('insert into rp values (999, -1)');
       for (const inTransaction of [false, true]) {
@@ -244,13 +226,8 @@ describe('transactions through compute nodes (2 shards, 2 compute nodes)', () =>
       await watcher.end();
     }
     expect(await s.shardTables('mv')).toEqual([[], ['postgres_$$_public.mv']]);
-    const m = await s.mysqlAs(s.masters()[1]);
-    try {
-      const [rows] = (await m.query('SELECT id, v FROM `postgres_$$_public`.mv WHERE id IN (1, 2, 3) ORDER BY id')) as unknown as [{ id: number; v: number }[]];
-      expect(rows.map((r) => [r.id, r.v])).toEqual([[1, 1001], [2, 1002], [3, 3]]);
-    } finally {
-      await m.end();
-    }
+    const moved = await rowsOnMaster<{ id: number; v: number }>(s, 1, 'SELECT id, v FROM `postgres_$$_public`.mv WHERE id IN (1, 2, 3) ORDER BY id');
+    expect(moved.map((r) => [r.id, r.v])).toEqual([[1, 1001], [2, 1002], [3, 3]]);
     expect((await balances(s)).get('b1')).toBe(before.get('b1')! + 1);
   }, 180_000);
 
