@@ -111,8 +111,7 @@ export class InDoubtResolver {
 
   private async round(): Promise<void> {
     const state = this.opts.store.state();
-    const restoring = clustersBeingRestored(state);
-    const clusters = Object.values(state.clusters).filter((c) => c.status === 'ready' && !restoring.has(c.id));
+    const clusters = Object.values(state.clusters).filter((c) => c.status === 'ready' && !beingRestored(state, c.id));
     const summaries: InDoubtSummary[] = [];
     await startInSlices(CALLS_STARTED_PER_TURN, clusters, async (cluster) => {
       try {
@@ -250,15 +249,11 @@ export class InDoubtResolver {
 }
 
 /**
- * Destinations of an unfinished cluster_restore: the restore's replay leaves branches
- * prepared whose gtrids name the source's coordinator shards, and its own step ends them by
- * the restored decisions (jobs/cluster-restore-xa.ts); the resolver would only call them
- * orphans meanwhile.
+ * A destination of a queued or running cluster_restore (its jobs run in the cluster's run
+ * queue): the restore's replay leaves branches prepared whose gtrids name the source's
+ * coordinator shards, and its own step ends them by the restored decisions
+ * (jobs/cluster-restore-xa.ts); the resolver would only call them orphans meanwhile.
  */
-function clustersBeingRestored(state: MetaState): Set<string> {
-  const out = new Set<string>();
-  for (const job of Object.values(state.jobs)) {
-    if (job.jobType === 'cluster_restore' && (job.status === 'started' || job.status === 'ongoing')) out.add(String(job.paras.dst_cluster_id ?? ''));
-  }
-  return out;
+function beingRestored(state: MetaState, clusterId: string): boolean {
+  return (state.runQueues[`cluster:${clusterId}`] ?? []).some((jobId) => state.jobs[jobId]?.jobType === 'cluster_restore');
 }

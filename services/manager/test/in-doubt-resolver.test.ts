@@ -240,9 +240,11 @@ describe('in-doubt resolver', () => {
     const t = setUp();
     t.prepare('kcm:99:from-the-source', 2);
     t.state.jobs['5'] = { id: '5', jobType: 'cluster_restore', sentJobType: 'cluster_restore', paras: { src_cluster_id: '6', dst_cluster_id: '7' }, status: 'ongoing' } as unknown as (typeof t.state.jobs)[string];
+    t.state.runQueues['cluster:7'] = ['5'];
     await t.resolver.resolveAll();
     expect(t.calls).toEqual([]);
     t.state.jobs['5'].status = 'done';
+    t.state.runQueues['cluster:7'] = [];
     await t.resolver.resolveAll();
     expect(t.callsLike('list')).toHaveLength(3);
   });
