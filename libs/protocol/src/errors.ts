@@ -23,6 +23,7 @@ export const ERROR_CATALOG = [
   { code: 1006, name: 'CONFLICT', httpStatus: 200, meaning: 'The request contradicts current state: already exists, still in use, wrong state for this job, or an idempotency key reused with a different body.' },
   { code: 1007, name: 'NO_RESOURCES', httpStatus: 200, meaning: 'Not enough running machines, free ports, memory, cores or disk to place what was asked.' },
   { code: 1008, name: 'UNSUPPORTED', httpStatus: 200, meaning: 'A valid request that this kcm does not implement (e.g. ha_mode mgr, install_proxysql 1).' },
+  { code: 1009, name: 'HEADERS_TOO_LARGE', httpStatus: 431, meaning: 'The HTTP request headers exceed the server\'s header size limit; the request was not read.' },
   { code: 2000, name: 'AGENT_UNREACHABLE', httpStatus: 200, meaning: 'The agent of a machine did not answer at <hostaddr>:<agent_port>.' },
   { code: 2001, name: 'INSTANCE_FAILED', httpStatus: 200, meaning: 'A database instance or tool (mariadbd, postgres, mariabackup, ...) failed; the message carries its error.' },
   { code: 2002, name: 'TIMEOUT', httpStatus: 200, meaning: 'A step did not finish within its time limit.' },

@@ -1,6 +1,7 @@
 // Every reply carries the envelope, including the ones fastify would otherwise write itself:
 // body too large, unreadable body, unknown route, malformed URL, malformed HTTP.
 
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { KcmError, errorReply } from '@kcm/protocol';
@@ -49,9 +50,13 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
     socket.destroy();
     return;
   }
-  const tooBig = err.code === 'HPE_HEADER_OVERFLOW';
-  const body = JSON.stringify(errorReply(KcmError.of('BAD_JSON', tooBig ? 'request headers are too large' : 'malformed HTTP request')));
-  const status = tooBig ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  const kcmError =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? KcmError.of('HEADERS_TOO_LARGE', 'request headers are too large')
+      : KcmError.of('BAD_JSON', 'malformed HTTP request');
+  const body = JSON.stringify(errorReply(kcmError));
+  // The status line comes from the catalog, so error_code and HTTP status cannot disagree.
+  const status = `${kcmError.httpStatus} ${STATUS_CODES[kcmError.httpStatus] ?? ''}`;
   socket.end(
     `HTTP/1.1 ${status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

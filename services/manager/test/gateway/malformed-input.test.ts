@@ -3,6 +3,7 @@
 import { createConnection } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { errorEntryByCode } from '@kcm/protocol';
 import { jsonNestingDepth } from '../../src/gateway/json-body';
 import { MACHINE_PARAS, emit, envelope, testGateway } from './helpers';
 
@@ -217,6 +218,31 @@ describe('non-Emit routes and raw HTTP get the envelope', () => {
       expectEnvelope(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)), BAD_JSON);
       const followUp = await fetch(`http://127.0.0.1:${port}/HttpService/Emit`, { method: 'POST', body: JSON.stringify(envelope('get_meta_mode')) });
       expect(((await followUp.json()) as { status: string }).status).toBe('done');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('headers too large on a real socket get 431 with an error_code the catalog maps to 431', async () => {
+    const { app } = testGateway();
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const { port } = app.server.address() as AddressInfo;
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = createConnection({ host: '127.0.0.1', port }, () =>
+          socket.write(`POST /HttpService/Emit HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(64 * 1024)}\r\nContent-Length: 2\r\n\r\n{}`),
+        );
+        let data = '';
+        socket.on('data', (chunk) => (data += chunk));
+        socket.on('end', () => resolve(data));
+        socket.on('error', reject);
+      });
+      expect(raw).toMatch(/^HTTP\/1\.1 431 /);
+      const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+      const entry = errorEntryByCode(Number(body.error_code));
+      expect(entry?.httpStatus, `error_code ${String(body.error_code)} is catalogued as ${entry?.name} (${entry?.httpStatus})`).toBe(431);
+      expectEnvelope(body, String(entry?.code));
+      expect(String(body.error_info)).toMatch(/headers are too large/);
     } finally {
       await app.close();
     }
