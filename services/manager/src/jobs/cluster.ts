@@ -143,18 +143,20 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'plan placement',
       async run(ctx) {
         if (!clusterCreatedByJob(ctx.state(), ctx.jobId)) {
-          const plan = planCluster(p, ctx.state());
-          orThrow(
-            await ctx.propose({
-              kind: CommandKind.ClusterCreated,
-              at: ctx.now(),
-              jobId: ctx.jobId,
-              nickName: p.nick_name,
-              options: optionsOf(p),
-              accounts: generateClusterAccounts(ctx.secrets),
-              placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
-            }),
-          );
+          await ctx.placeInTurn(async () => {
+            const plan = planCluster(p, ctx.state());
+            orThrow(
+              await ctx.propose({
+                kind: CommandKind.ClusterCreated,
+                at: ctx.now(),
+                jobId: ctx.jobId,
+                nickName: p.nick_name,
+                options: optionsOf(p),
+                accounts: generateClusterAccounts(ctx.secrets),
+                placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
+              }),
+            );
+          });
         }
         const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId)!;
         return { clusterId: cluster.id, clusterName: cluster.name, unspreadShards: unspreadShards(cluster) };

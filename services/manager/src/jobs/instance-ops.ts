@@ -9,7 +9,7 @@ import type { Agents, ShardEndpoint } from '@kcm/agent-api';
 import { instancesPlacedByJob, type PlacedInstances } from '../meta/clusters';
 import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
-import type { Clock, MetaStore } from '../meta/store';
+import type { StepContext } from './workflow';
 import { orThrow } from './errors';
 import { liveAccount } from '../secrets/live-accounts';
 import type { SecretBox } from '../secrets/secret-box';
@@ -169,13 +169,21 @@ export async function syncCompCatalogs(agents: EngineAgents, secrets: SecretBox,
 /**
  * The placement step of a job that grows a cluster: commits InstancesPlaced once. A re-run
  * (after a crash between the commit and the step's own) finds what the job placed, by the
- * records' placedByJob tag, instead of planning again.
+ * records' placedByJob tag, instead of planning again. `plan` runs in the job's placement
+ * turn (StepContext.placeInTurn), so it sees every placement committed before it.
  */
-export async function placeOnce(store: MetaStore & { now: Clock }, cluster: ClusterRecord, jobId: string, plan: () => InstancePlacement): Promise<PlacedInstances> {
+export async function placeOnce(
+  ctx: Pick<StepContext, 'propose' | 'now' | 'placeInTurn'>,
+  cluster: ClusterRecord,
+  jobId: string,
+  plan: () => InstancePlacement,
+): Promise<PlacedInstances> {
   const earlier = instancesPlacedByJob(cluster, jobId);
   if (earlier.shardIds.length + earlier.nodeIds.length + earlier.compIds.length > 0) return earlier;
-  const outcome = await store.propose({ kind: CommandKind.InstancesPlaced, at: store.now(), clusterId: cluster.id, jobId, placement: plan() });
-  return orThrow(outcome) as PlacedInstances;
+  return ctx.placeInTurn(async () => {
+    const outcome = await ctx.propose({ kind: CommandKind.InstancesPlaced, at: ctx.now(), clusterId: cluster.id, jobId, placement: plan() });
+    return orThrow(outcome) as PlacedInstances;
+  });
 }
 
 /** Where an instance that is being taken out of a cluster ran; kept in the job's step output. */

@@ -11,6 +11,7 @@ import type { ApplyOutcome } from '../meta/outcome';
 import type { JobRecord, JobResultRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
 import { stepFailureOf } from './errors';
+import { PlacementTurns } from './placement-turns';
 import type { JobRegistry } from './registry';
 import type { StepContext, StepServices } from './workflow';
 
@@ -50,6 +51,8 @@ export class JobRunner {
   /** The leadership term (its abort signal) for which the state has caught up. */
   private caughtUpFor: AbortSignal | null = null;
   private scanScheduled = false;
+  /** Steps that place instances take turns (StepContext.placeInTurn). */
+  private readonly placements = new PlacementTurns();
 
   private readonly logger: Logger;
 
@@ -180,6 +183,7 @@ export class JobRunner {
       outputs,
       state: () => this.store.state(),
       signal,
+      placeInTurn: (place) => this.placements.take(place),
       progress: async (unitsDone, unitsTotal) => {
         await this.commit({ kind: CommandKind.JobProgress, at: this.services.now(), jobId, step, unitsDone, unitsTotal }, signal);
       },

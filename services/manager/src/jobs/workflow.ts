@@ -43,6 +43,12 @@ export interface StepContext<P = unknown, O extends object = {}> extends StepSer
   progress(unitsDone: number, unitsTotal: number): Promise<void>;
   /** Aborted when this member loses leadership: stop promptly, the next leader resumes. */
   signal: AbortSignal;
+  /**
+   * Runs `place` (plan new instances on ctx.state(), then commit the plan) in its turn: no
+   * other job's placement is between its plan and its commit meanwhile, so every plan sees
+   * the placements before it (placement-turns.ts). Every step that places instances uses it.
+   */
+  placeInTurn<T>(place: () => Promise<T>): Promise<T>;
 }
 
 /** One step of a job whose outputs are `O`: named by a key of `O`, returning that key's type. */

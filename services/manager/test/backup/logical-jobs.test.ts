@@ -39,6 +39,7 @@ async function run<R>(def: JobDefinition<any, any, R>, p: unknown): Promise<R> {
       outputs,
       state: () => store.state(),
       progress: async () => {},
+      placeInTurn: (place) => place(),
       signal: new AbortController().signal,
     } as StepContext<any, any>;
     outputs[step.name] = await step.run(ctx);
