@@ -27,6 +27,7 @@ import { PeerDirectory, raftAddressOf, splitMember } from './members';
 import { CommandKind } from './meta/commands';
 import { MetaStateMachine } from './meta/state-machine';
 import { registerImageWorkMetrics } from './meta/image-work';
+import { registerApplyStopMetric } from './meta/apply-stop';
 import type { Clock } from './meta/store';
 import { createManagerMetrics } from './metrics';
 import { noSwitchUntil } from './meta/noswitch';
@@ -163,6 +164,14 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     logger: logger.child({ component: 'raft' }),
   });
   peers.learnConf(raft.status().conf);
+  registerApplyStopMetric(promRegistry, () => sm.applyStop);
+  // The driver has stopped this member (it logged why): say it once more in the manager's own
+  // words when the cause is a command kind this kcm does not know (meta/apply-stop.ts).
+  raft.on('fatal', (err) => {
+    const stop = sm.applyStop;
+    if (stop) logger.fatal({ index: stop.index, term: stop.term, kind: stop.kind }, stop.message);
+    else logger.fatal({ err }, 'the Raft member stopped; this manager no longer takes part in the group until restarted');
+  });
 
   let monitor: HealthMonitor | undefined;
   const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), shardMasters: () => failureDetector.masterHealth(), inDoubtXa: () => inDoubtResolver.inDoubt(), now });
@@ -290,6 +299,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   else if (config.tokens.length === 0) logger.warn('no tokens in the config: only tokens in the replicated state (create_token) can authenticate');
   const auth = config.insecure ? ({ insecure: true } as const) : { lookup: tokenDirectory(config.tokens, () => sm.state) };
   const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth, member: config.member, registry: promRegistry,
+    unhealthy: () => (sm.applyStop ? { status: 'apply stopped', reason: sm.applyStop.message } : undefined),
     rateLimit: { ratePerSecond: config.emitRatePerSecond, burst: config.emitRateBurst } });
 
   const { host, port } = splitMember(config.member);

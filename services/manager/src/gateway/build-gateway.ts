@@ -33,6 +33,8 @@ export interface GatewayOptions {
   registry?: Registry;
   /** Emit requests per second per caller (rate-limit.ts). Absent: no limit. */
   rateLimit?: RateLimitOptions;
+  /** Why this member cannot serve (e.g. it stopped applying the metadata log): /healthz answers 503 with it. Absent or undefined: healthy. */
+  unhealthy?: () => { status: string; reason: string } | undefined;
 }
 
 export function buildGateway(options: GatewayOptions): FastifyInstance {
@@ -127,7 +129,10 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   app.get('/metrics', async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', async (_request, reply) => {
+    const unhealthy = options.unhealthy?.();
+    return unhealthy ? reply.code(503).send(unhealthy) : { status: 'ok' };
+  });
   // The web console: static files, no token needed to load them; its data comes from Emit like any client's.
   registerConsole(app);
 

@@ -8,17 +8,24 @@ import { applyLogicalBackupRunClaimed, applyLogicalBackupRunFinished, applyLogic
 import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { applyNoSwitchSet } from './noswitch';
 import { applyPasswordRotationApplied, applyPasswordRotationFinished, applyPasswordRotationStarted } from './password-rotation';
-import { refused, type ApplyOutcome } from './outcome';
+import type { ApplyOutcome } from './outcome';
+import { UnknownCommandKindError } from './apply-stop';
 import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollbackOf, dropPendingRollbacksOf } from './rollbacks';
 import type { MetaState } from './state';
 import { applyNodeFenceSet, applyShardMasterChanged } from './shard-ha';
 import { applyTokenCreated, applyTokenDeleted } from './tokens';
 import { applyBackupSetRecorded, applyBackupStorageCreated, applyBackupStorageDeleted } from './backup';
 
+/** Every kind applyCommand knows; CommandBatch only as a whole entry, never inside one. */
+const COMMAND_KINDS: ReadonlySet<unknown> = new Set<unknown>(Object.values(CommandKind).filter((kind) => kind !== CommandKind.CommandBatch));
+
 /**
  * Applies what one log entry carries: a command, or a CommandBatch whose commands apply in
  * order exactly as consecutive entries would (their outcomes in the same order). `onApplied`
  * hears of each command after it took effect.
+ *
+ * Throws UnknownCommandKindError, before any of the entry's commands takes effect, when one
+ * of them is a kind this kcm does not know (apply-stop.ts): the member must stop there.
  */
 export function applyLogged(
   state: MetaState,
@@ -30,7 +37,10 @@ export function applyLogged(
     onApplied?.(cmd, outcome);
     return outcome;
   };
-  // A batch inside a batch is never proposed; applyCommand refuses it as an unknown kind.
+  // A batch inside a batch is never proposed by this kcm: it is an unknown kind.
+  const commands: readonly { kind: unknown }[] = logged.kind === CommandKind.CommandBatch ? logged.commands : [logged];
+  const unknown = commands.find((cmd) => !COMMAND_KINDS.has(cmd.kind));
+  if (unknown) throw new UnknownCommandKindError(unknown.kind);
   return logged.kind === CommandKind.CommandBatch ? logged.commands.map(applyOne) : applyOne(logged);
 }
 
@@ -109,10 +119,10 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
     case CommandKind.PasswordRotationFinished:
       return applyPasswordRotationFinished(state, cmd);
     default: {
-      // A command from a newer kcm, or a retired kind (9-11): refuse it identically
-      // everywhere rather than guess.
-      const unknown: { kind: number } = cmd;
-      return refused('INVALID_PARAS', `unknown command kind ${unknown.kind}`);
+      // A command from a newer kcm, or a retired kind (9-11): never guess, never skip it
+      // (apply-stop.ts). The compiler checks that every kind has its case above.
+      const unknown: { kind: unknown } = cmd satisfies never;
+      throw new UnknownCommandKindError(unknown.kind);
     }
   }
 }

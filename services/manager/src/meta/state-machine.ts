@@ -8,6 +8,7 @@
 import type { Entry, SnapshotMeta, StateMachine } from '@kcm/raft';
 import { decodeCommand, type Command } from './commands';
 import { applyLogged } from './fsm';
+import { UnknownCommandKindError, type ApplyStop } from './apply-stop';
 import type { ApplyOutcome } from './outcome';
 import { meterImageWork, meteredChunks, type ImageWork } from './image-work';
 import { runInTurns } from './json-in-pieces';
@@ -26,6 +27,7 @@ export interface MetaStateMachineHooks {
 export class MetaStateMachine implements StateMachine {
   private meta: MetaState = emptyMetaState();
   private applied = 0;
+  private stop: ApplyStop | undefined;
 
   constructor(private readonly hooks: MetaStateMachineHooks = {}) {}
 
@@ -33,14 +35,31 @@ export class MetaStateMachine implements StateMachine {
     return this.meta;
   }
 
+  /** Set once apply met an entry holding a command kind this kcm does not know (apply-stop.ts); nothing at or after it is applied. */
+  get applyStop(): ApplyStop | undefined {
+    return this.stop;
+  }
+
+  /**
+   * Throws, with the entry's index, at an entry holding a command kind this kcm does not know:
+   * the entries before it in the batch stay applied, that entry and every later one never are.
+   */
   apply(entries: Entry[]): unknown[] {
+    if (this.stop) throw new UnknownCommandKindError(this.stop.kind, this.stop.index);
     const results: unknown[] = [];
     for (const entry of entries) {
       let result: unknown = undefined;
       if (entry.type === 'conf') this.hooks.onConfEntry?.(entry);
       if (entry.type === 'normal' && entry.data.byteLength > 0) {
         // A batch entry's result is the array of its commands' outcomes (RaftMetaStore hands them out).
-        result = applyLogged(this.meta, decodeCommand(entry.data), this.hooks.onApplied);
+        try {
+          result = applyLogged(this.meta, decodeCommand(entry.data), this.hooks.onApplied);
+        } catch (err) {
+          if (!(err instanceof UnknownCommandKindError)) throw err;
+          const stopped = new UnknownCommandKindError(err.kind, entry.index);
+          this.stop = { index: entry.index, term: entry.term, kind: err.kind, message: stopped.message };
+          throw stopped;
+        }
       }
       this.applied = entry.index;
       results.push(result);

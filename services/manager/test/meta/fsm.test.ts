@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CommandKind, decodeCommand, encodeCommand, encodeCommands, type Command, type JobSubmitted, type MachineRegistered } from '../../src/meta/commands';
 import { requestDigest } from '../../src/meta/request-digest';
 import { applyCommand, applyLogged } from '../../src/meta/fsm';
+import { UnknownCommandKindError } from '../../src/meta/apply-stop';
 import { rebuildFinishedJobs, runnableJobs } from '../../src/meta/jobs';
 import { allocatePorts, releasePorts } from '../../src/meta/ports';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
@@ -92,13 +93,13 @@ describe('retired command kinds', () => {
     [9, { hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'job:1' }],
     [10, { hostaddr: '127.0.2.1', ports: [57000] }],
     [11, { hostaddr: '127.0.2.1', facts: { cores: 4, memoryMb: 2048, freeDiskBytes: {}, mariadbInstalled: true, postgresInstalled: true } }],
-  ])('an old log entry of kind %i is refused as unknown and changes nothing', (kind, fields) => {
+  ])('an old log entry of kind %i stops apply as an unknown kind and changes nothing', (kind, fields) => {
     const s = emptyMetaState();
     apply(s, machine('127.0.2.1', 'storage', 57000, 57100));
     expect(allocatePorts(s, { hostaddr: '127.0.2.1', machineType: 'storage', count: 1, owner: 'job:0' }).ok).toBe(true);
     const before = JSON.stringify(s);
     const retired = { kind, at, ...fields } as unknown as Command;
-    expect(apply(s, retired)).toEqual({ ok: false, refusal: 'INVALID_PARAS', message: `unknown command kind ${kind}` });
+    expect(() => apply(s, retired)).toThrow(new UnknownCommandKindError(kind));
     expect(JSON.stringify(s)).toBe(before);
   });
 
@@ -287,11 +288,11 @@ describe('command batches (several commands in one log entry)', () => {
     expect(outcomes).toMatchObject([{ ok: true }, { ok: true, value: { jobId: '1', duplicate: false } }, { ok: true, value: { jobId: '1', duplicate: true } }, { ok: false, refusal: 'CONFLICT' }, { ok: true, value: { jobId: '2' } }]);
   });
 
-  it('a batch nested in a batch is refused as an unknown kind, on every member alike', () => {
+  it('a batch nested in a batch stops apply as an unknown kind, on every member alike', () => {
     const inner = { kind: CommandKind.CommandBatch, at, commands: [submission(null)] } as unknown as Command;
     const nested = decodeCommand(encodeCommand({ kind: CommandKind.CommandBatch, at, commands: [inner] }));
     const s = emptyMetaState();
-    expect(applyLogged(s, nested)).toEqual([{ ok: false, refusal: 'INVALID_PARAS', message: 'unknown command kind 17' }]);
+    expect(() => applyLogged(s, nested)).toThrow(new UnknownCommandKindError(CommandKind.CommandBatch));
     expect(s.jobs).toEqual({});
   });
 });
