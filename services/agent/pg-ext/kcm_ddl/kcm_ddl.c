@@ -33,10 +33,20 @@
  * 8. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
  *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
  *    carry them out on the table's shard, instead of running here.
+ * 9. A compute node never makes a user table of its own. What carries CREATE TABLE to a
+ *    shard is the extension's event trigger, which lives in each database; where it is
+ *    missing or disabled (the extension dropped), DDL that would reach a shard is refused
+ *    here instead of leaving PostgreSQL to make a plain local table whose rows reach no
+ *    shard (issue 35, defect 9: the catalog sync had dropped schema public, and with it
+ *    mysql_fdw and kcm_ddl, after delete_shards).
  */
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_event_trigger.h"
+#include "commands/extension.h"
+#include "commands/trigger.h"
+#include "utils/syscache.h"
 #include "catalog/pg_inherits.h"
 #include "commands/dbcommands.h"
 #include "storage/procarray.h"
@@ -133,6 +143,36 @@ static bool
 in_catalog_sync(void)
 {
 	return catalog_sync;
+}
+
+/* True when this database has the event trigger `name` (sql/40-triggers.sql), enabled. */
+static bool
+event_trigger_enabled(const char *name)
+{
+	HeapTuple	tuple = SearchSysCache1(EVENTTRIGGERNAME, CStringGetDatum(name));
+	bool		enabled;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	enabled = ((Form_pg_event_trigger) GETSTRUCT(tuple))->evtenabled != TRIGGER_DISABLED;
+	ReleaseSysCache(tuple);
+	return enabled;
+}
+
+/* Refuses `tag` when the event trigger that carries it to the shards is not here to (item 9). */
+static void
+require_ddl_reaches_shards(const char *tag)
+{
+	const char *trigger = strncmp(tag, "DROP", 4) == 0 ? "kcm_ddl_sql_drop" : "kcm_ddl_command_end";
+
+	if (creating_extension || event_trigger_enabled(trigger))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("kcm: %s is not carried to a shard in database %s: kcm_ddl's event trigger %s is missing or disabled here; nothing was changed",
+					tag, get_database_name(MyDatabaseId), trigger),
+			 errdetail("A compute node keeps no table of its own: rows written to it would reach no shard."),
+			 errhint("A superuser puts it back with CREATE EXTENSION kcm_ddl CASCADE (or ALTER EVENT TRIGGER %s ENABLE) in this database.", trigger)));
 }
 
 /* The command tag when this statement reaches a shard, NULL when it stays on this node. */
@@ -359,7 +399,10 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		const char *tag = reaches_shard(parsetree);
 
 		if (tag != NULL)
+		{
+			require_ddl_reaches_shards(tag);
 			PreventInTransactionBlock(true, tag);
+		}
 		if (IsA(parsetree, IndexStmt) && OidIsValid(RangeVarGetRelid(((IndexStmt *) parsetree)->relation, NoLock, true)) &&
 			get_rel_relkind(RangeVarGetRelid(((IndexStmt *) parsetree)->relation, NoLock, true)) == RELKIND_FOREIGN_TABLE)
 		{
@@ -377,6 +420,10 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 					 errmsg("kcm: CREATE TABLE AS and SELECT INTO are not carried to a shard; nothing was created"),
 					 errhint("CREATE TABLE the table, then INSERT INTO it ... SELECT.")));
 	}
+	/* A CREATE TABLE run by a function or DO block is a user table too. */
+	if (context != PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync() && IsA(parsetree, CreateStmt) &&
+		((CreateStmt *) parsetree)->relation->relpersistence != RELPERSISTENCE_TEMP)
+		require_ddl_reaches_shards("CREATE TABLE");
 	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync() && IsA(parsetree, CreatedbStmt))
 	{
 		const char *name = ((CreatedbStmt *) parsetree)->dbname;

@@ -153,4 +153,10 @@ describe('column NOT NULL and defaults on the foreign tables', () => {
     // An unreachable shard may still hold 'gone': nothing is dropped.
     expect(planSchemas(new Set(['sales']), local, false).drops).toEqual([]);
   });
+
+  it('a marked schema an extension lives in is never dropped: public, home of mysql_fdw, stays when no shard has postgres_$$_public any more (issue 35, defect 9)', () => {
+    // delete_shards of the one shard that had postgres_$$_public: the shards name no schema of the database.
+    const local = new Map<string, string | null>([['public', SCHEMA_MARK], ['gone', SCHEMA_MARK], ['kcm_ddl', null]]);
+    expect(planSchemas(new Set(), local, true, new Set(['public', 'kcm_ddl']))).toEqual({ creates: [], drops: ['gone'], marks: [] });
+  });
 });

@@ -165,10 +165,18 @@ export interface SchemaPlan {
 /**
  * Schemas follow the shards' D_$$_S databases: a missing one is made; a marked one no shard
  * has any more is dropped, but only when every shard answered (an unreachable one may hold it).
+ *
+ * A schema an extension lives in (`withExtensions`) is never dropped. The drop is CASCADE,
+ * and mysql_fdw lives in schema public (kcm_ddl requires it): dropping public because no
+ * shard had postgres_$$_public any more (delete_shards of the one shard that had it) took
+ * both extensions and every shard server with it, so every later sync failed at CREATE
+ * EXTENSION ("no schema has been selected to create in") and DDL on the node was no longer
+ * carried to the shards (issue 35, defect 9). Such a schema stays, marked, and empty of
+ * foreign tables once the shards have none for it.
  */
-export function planSchemas(wanted: Set<string>, local: Map<string, string | null>, everyShardReachable: boolean): SchemaPlan {
+export function planSchemas(wanted: Set<string>, local: Map<string, string | null>, everyShardReachable: boolean, withExtensions: ReadonlySet<string> = new Set()): SchemaPlan {
   const creates = [...wanted].filter((s) => !local.has(s)).sort();
   const marks = [...wanted].filter((s) => local.has(s) && local.get(s) !== SCHEMA_MARK && (local.get(s) === null || local.get(s) === 'standard public schema')).sort();
-  const drops = everyShardReachable ? [...local].filter(([s, mark]) => mark === SCHEMA_MARK && !wanted.has(s)).map(([s]) => s).sort() : [];
+  const drops = everyShardReachable ? [...local].filter(([s, mark]) => mark === SCHEMA_MARK && !wanted.has(s) && !withExtensions.has(s)).map(([s]) => s).sort() : [];
   return { creates, drops, marks };
 }

@@ -277,12 +277,13 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
   return { skipped, notImported };
 }
 
-/** Schemas of this database other than PostgreSQL's own, with their comments. */
-async function localSchemas(db: AdminClient): Promise<Map<string, string | null>> {
-  const rows = await db.query<{ name: string; mark: string | null }>(
-    `SELECT nspname AS name, obj_description(oid, 'pg_namespace') AS mark FROM pg_namespace WHERE nspname !~ '^pg_' AND nspname <> 'information_schema'`,
+/** Schemas of this database other than PostgreSQL's own, with their comments, and those an extension lives in. */
+async function localSchemas(db: AdminClient): Promise<{ marks: Map<string, string | null>; withExtensions: Set<string> }> {
+  const rows = await db.query<{ name: string; mark: string | null; extensions: boolean }>(
+    `SELECT n.nspname AS name, obj_description(n.oid, 'pg_namespace') AS mark, EXISTS (SELECT 1 FROM pg_extension e WHERE e.extnamespace = n.oid) AS extensions
+       FROM pg_namespace n WHERE n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'`,
   );
-  return new Map(rows.rows.map((r) => [r.name, r.mark]));
+  return { marks: new Map(rows.rows.map((r) => [r.name, r.mark])), withExtensions: new Set(rows.rows.filter((r) => r.extensions).map((r) => r.name)) };
 }
 
 /**
@@ -322,7 +323,8 @@ async function applySchemaPlan(db: AdminClient, database: string, plan: SchemaPl
 
 async function syncDatabase(instance: PostgresInstance, database: string, shards: ShardEndpoint[], views: ShardView[], serversChanged: string[]) {
   return withAdmin(instance, database, async (db) => {
-    const schemaPlan = planSchemas(remoteSchemas(database, views), await localSchemas(db), views.every((v) => v.reachable));
+    const here = await localSchemas(db);
+    const schemaPlan = planSchemas(remoteSchemas(database, views), here.marks, views.every((v) => v.reachable), here.withExtensions);
     const schemaChanges = await applySchemaPlan(db, database, schemaPlan, instance.user, shards);
     const schemas = [...new Set(views.flatMap((v) => v.tables.filter((t) => t.database === database).map((t) => t.schema)))];
     const state = await readDatabaseState(db, schemas);
