@@ -7,7 +7,7 @@ import { dueRun, LogicalBackupScheduler, MAX_ATTEMPTS } from '../../src/backup/l
 import { CommandKind } from '../../src/meta/commands';
 import type { LogicalBackupSchedule } from '../../src/meta/logical-backups';
 import { cluster } from '../helpers/cluster-state';
-import { LocalStore } from '../helpers/local-store';
+import { LocalStore, until } from '../helpers/local-store';
 import { fakeLogicalAgents, type FakeLogicalAgents } from './logical-fakes';
 
 const at = (day: number, h: number, m = 0, s = 0) => new Date(2026, 10, day, h, m, s).getTime();
@@ -103,7 +103,7 @@ describe('the logical backup scheduler', () => {
     f.hold = new Promise((r) => (release = r));
     const old = scheduler('m1');
     const round = old.runDue();
-    await new Promise((r) => setTimeout(r, 10));
+    await until(() => f.dumps.length === 1); // the dump has started (and waits at f.hold)
     expect(sched().lastRun).toMatchObject({ runId: '1', finishedAt: null, claimedBy: 'm1' });
     await old.stop(); // leadership revoked: the dump is cancelled, nothing is finished
     release();
