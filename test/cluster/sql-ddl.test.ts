@@ -124,7 +124,7 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await c.query('create table placed(id int primary key)');
     expect(await s.shardTables('placed')).toEqual([['postgres_$$_public.placed'], []]);
     await c.query(`SET kcm.shard = 'nope'`);
-    await expect(c.query('create table lost(id int)')).rejects.toThrow(/kcm\.shard = nope names no shard of this cluster/);
+    await expect(c.query('create table lost(id int primary key)')).rejects.toThrow(/kcm\.shard = nope names no shard of this cluster/);
     await c.query('RESET kcm.shard');
     await c.query('drop table pinned, placed');
     await c.end();
@@ -198,6 +198,31 @@ describe('DDL through compute nodes (2 shards, 2 compute nodes)', () => {
     await c.query('drop table clash');
     await c.end();
     await nothingAnywhere('clash');
+  }, 60_000);
+
+  it('a table whose first column is not its key on its own is refused at CREATE TABLE (mysql_fdw writes rows through the first column only); one with a UNIQUE NOT NULL first column is written, updated and deleted', async () => {
+    const c = await s.pgAs(s.comps()[0]);
+    try {
+      // Issue 35, defect 6: accepted before, then every INSERT failed ("first column of remote table must be unique").
+      await expect(c.query('create table no_key(id int, v text)')).rejects.toThrow(/kcm: public\.no_key has no primary key on its first column \(id\); rows of a shard table are written through its first column, which must be its primary key \(or UNIQUE NOT NULL\) on its own; nothing was created/);
+      // A key elsewhere, a key that only starts with the first column (one DELETE would remove
+      // every row sharing its value), a nullable UNIQUE one (rows with NULL there could not be
+      // updated or deleted): refused too.
+      await expect(c.query('create table key_second(v text, id int primary key)')).rejects.toThrow(/key_second has no primary key on its first column \(v\)/);
+      await expect(c.query('create table key_pair(a int, b int, primary key (a, b))')).rejects.toThrow(/key_pair has no primary key on its first column \(a\)/);
+      await expect(c.query('create table key_nullable(id int unique, v int)')).rejects.toThrow(/key_nullable has no primary key on its first column/);
+      const refused = await c.query('create table no_key(id int, v text)').catch((err: { code?: string; hint?: string }) => err);
+      expect(refused).toMatchObject({ code: '42P16', hint: 'Make the first column the primary key: CREATE TABLE no_key (id bigint PRIMARY KEY, ...)' });
+      await c.query('create table key_unique(id int not null unique, v int)');
+      await c.query('insert into key_unique values (1, 10), (2, 20)');
+      await c.query('update key_unique set v = 11 where id = 1');
+      await c.query('delete from key_unique where id = 2');
+      expect((await c.query('SELECT id, v FROM key_unique ORDER BY id')).rows).toEqual([{ id: 1, v: 11 }]);
+      await c.query('drop table key_unique');
+    } finally {
+      await c.end();
+    }
+    for (const t of ['no_key', 'key_second', 'key_pair', 'key_nullable', 'key_unique']) await nothingAnywhere(t);
   }, 60_000);
 
   it('ALTER TABLE ADD, RENAME and DROP COLUMN and RENAME TO reach the shard and the other compute node', async () => {

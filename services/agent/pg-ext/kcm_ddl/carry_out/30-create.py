@@ -61,6 +61,25 @@ def create_tables():
     finally:
         close_all(conns)
 
+def require_row_identity(rel, cols, keys, qualified):
+    # mysql_fdw 2.8 writes a shard table only when its first column is a key (it asks the
+    # shard at every INSERT, UPDATE and DELETE: "first column of remote table must be
+    # unique"), and an UPDATE or DELETE reaches the shard as `WHERE <first column> = ?`. So
+    # the first column alone must be the PRIMARY KEY, or UNIQUE and NOT NULL: a key that only
+    # starts with it would let one DELETE remove every row sharing the value, a nullable one
+    # would leave rows whose first column is NULL out of every UPDATE and DELETE.
+    first = cols[0]['name'] if cols else None
+    alone = 'PRIMARY KEY (%s)' % mq(first) if first is not None else None
+    if alone in keys:
+        return
+    if cols and cols[0]['notnull'] and any(k.startswith('UNIQUE KEY ') and k.endswith(' (%s)' % mq(first)) for k in keys):
+        return
+    hint = 'Make the first column the primary key: CREATE TABLE %s (id bigint PRIMARY KEY, ...)' % rel['name']
+    if rel['bound']:
+        hint = 'Give the partition one on its first column: CREATE TABLE %s PARTITION OF %s (PRIMARY KEY (%s)) FOR VALUES ...' % (rel['name'], rel['parent'], first)
+    fail('kcm: %s has no primary key on its first column%s; rows of a shard table are written through its first column, which must be its primary key (or UNIQUE NOT NULL) on its own; nothing was created'
+         % (qualified, '' if first is None else ' (%s)' % first), '42P16', hint=hint)
+
 def create_one(conns, rel, owner):
     qualified = '%s.%s' % (rel['schema'], rel['name'])
     rdb = remote_db(rel['schema'])
@@ -78,6 +97,7 @@ def create_one(conns, rel, owner):
             fail('kcm: partition %s has no primary key, and the partition key of %s is not NOT NULL columns; nothing was changed' % (qualified, rel['parent']),
                  hint='Declare one in the partition: CREATE TABLE ... PARTITION OF ... (PRIMARY KEY (<first column>)) FOR VALUES ...')
         keys.insert(0, 'PRIMARY KEY (%s)' % ', '.join(mq(c) for c in pk[0]['cols']))
+    require_row_identity(rel, cols, keys, qualified)
     defs += keys
     if rel['parent'] and not rel['bound']:
         fail('kcm: %s inherits from %s; kcm carries partitions (PARTITION OF), not inheritance; nothing was created' % (qualified, rel['parent']))
