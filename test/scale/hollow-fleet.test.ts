@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { AgentClient, HostProbeAgentClient, MariaDbAgentClient } from '@kcm/agent-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hollowHosts } from '../../bench/scale/hollow-agents';
+import { waitFor } from '../manager/helpers/processes';
 import { testCertNamed, useTestTls } from '../helpers/pki';
 
 const HOSTS = hollowHosts('127.50.0.1', 200);
@@ -78,12 +79,21 @@ describe('the hollow fleet (control-plane simulator, no engines)', () => {
     expect(reply.postgres.map((p) => [p.port, p.probe?.running && p.probe.accepting])).toEqual([[7001, true]]);
   });
 
-  it('a silenced host stops answering, as an unreachable agent would', async () => {
-    writeFileSync(silentFile, `${HOSTS[3]}\n`);
-    fleet.kill('SIGUSR2');
-    await new Promise((r) => setTimeout(r, 200));
-    const client = new AgentClient(`${HOSTS[3]}:${PORT}`, 2_000);
-    await expect(client.health()).rejects.toThrow();
-    client.close();
+  it('a silenced host stops answering, as an unreachable agent would; its neighbours go on answering', async () => {
+    const silenced = new AgentClient(`${HOSTS[3]}:${PORT}`, 2_000);
+    const neighbour = new AgentClient(`${HOSTS[4]}:${PORT}`, 2_000);
+    try {
+      await silenced.health(); // answers before it is silenced
+      writeFileSync(silentFile, `${HOSTS[3]}\n`);
+      fleet.kill('SIGUSR2');
+      // The fleet reads the list when the signal arrives: wait for the host's first refusal.
+      const refusal = await waitFor('the silenced host to stop answering', () => silenced.health().then(() => undefined, (err: Error) => err), 10_000, 50);
+      expect(refusal.message).toMatch(/UNAVAILABLE|unreachable/i);
+      await expect(silenced.health()).rejects.toThrow();
+      expect((await neighbour.health()).hostaddr).toBe(HOSTS[4]);
+    } finally {
+      silenced.close();
+      neighbour.close();
+    }
   });
 });
