@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit, emitRaw, findLeader, jobStatus, waitForJobEnd } from './helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';
-import { sleep, waitFor } from './helpers/processes';
+import { waitFor } from './helpers/processes';
 
 const MEMBERS = ['127.0.1.121:18410', '127.0.1.122:18410', '127.0.1.123:18410'];
 const AGENT_HOST = '127.0.2.121';
@@ -25,7 +25,8 @@ describe('a submission in flight to a leader that is cut off', () => {
   let group: LocalGroup;
 
   beforeAll(async () => {
-    group = new LocalGroup({ name: 'forward-failover', members: MEMBERS, agentHosts: [AGENT_HOST], agentPort: AGENT_PORT, memberConfig: { [VIA]: { electionTick: 30 } } });
+    // debug: each member logs the forwarded submissions it answers (the old leader's late answer is awaited below).
+    group = new LocalGroup({ name: 'forward-failover', members: MEMBERS, agentHosts: [AGENT_HOST], agentPort: AGENT_PORT, managerConfig: { logLevel: 'debug' }, memberConfig: { [VIA]: { electionTick: 30 } } });
     await group.start();
     await group.waitForLeader();
   }, 90_000);
@@ -62,10 +63,17 @@ describe('a submission in flight to a leader that is cut off', () => {
     const final = await waitForJobEnd([via, other], reply.job_id, 30_000);
     expect(final.status, final.error_info).toBe('done');
 
-    // The old leader wakes with the forwarded request still in its socket: it may try it, and must not make a second job.
+    // The old leader wakes with the forwarded request still in its socket: it answers it
+    // (refused, or the job the request_id already has), and must not make a second job.
     await group.manager(oldLeader).signal('SIGCONT');
     await waitFor('the old leader to learn the outcome', async () => (await jobStatus(oldLeader, reply.job_id, 3_000)).status === 'done', 20_000, 250);
-    await sleep(1_000);
+    const lateAnswer = await waitFor(
+      'the old leader to answer the submission that waited in its socket',
+      () => group.manager(oldLeader).logLines().find((l) => l.msg === 'forwarded submission answered' && l.job_type === 'create_machine'),
+      20_000,
+      100,
+    );
+    expect(lateAnswer.job_id === '' || lateAnswer.job_id === reply.job_id, `the late answer names job ${String(lateAnswer.job_id)}`).toBe(true);
     for (const m of MEMBERS) {
       const next = await emitRaw(m, 'get_status', {}, { jobId: String(Number(reply.job_id) + 1) });
       expect(next.error_info, `${m} knows a second job`).toContain('does not exist');

@@ -114,6 +114,13 @@ export interface ManagerSpec {
   emitRatePerSecond?: number;
   emitRateBurst?: number;
   maxJobsPerCluster?: number;
+  /** 'debug' logs what tests may wait for as evidence (a forwarded submission answered, a Raft peer unreachable). */
+  logLevel?: 'debug' | 'info';
+  /** Leader loops that act on instances (the fuzz slows them to once an hour: no engine runs there). */
+  reconcileIntervalMs?: number;
+  failureDetectIntervalMs?: number;
+  binlogArchiveIntervalMs?: number;
+  rollbackRetryIntervalMs?: number;
 }
 
 export class ManagerProcess extends ManagedProcess {
