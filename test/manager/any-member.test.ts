@@ -84,6 +84,21 @@ describe('any member serves the gateway', () => {
     expect(ids[0]).toMatch(/^[0-9]+$/);
   });
 
+  it('one create_token request_id sent to every member is one job, and every reply carries the same token (issue 35, item 7)', async () => {
+    const once = requestEnvelope('create_token', { name: 'any-member-robot', role: 'viewer' }, { requestId: 'any-member-token' });
+    const replies: ReplyEnvelope[] = [];
+    for (const member of [...followers, leader, ...followers]) replies.push((await post(member, once)).body);
+    for (const reply of replies) expect(reply, reply.error_info).toMatchObject({ status: 'accept', error_code: '0' });
+    expect(new Set(replies.map((r) => r.job_id)).size).toBe(1);
+    const tokens = new Set(replies.map((r) => (r.attachment as { token?: string } | null)?.token));
+    expect(tokens.size).toBe(1);
+    const [token] = tokens;
+    expect(token).toMatch(/^kcm_/);
+    // The one token recorded is that one: it authenticates, with its role, at every member.
+    await waitFor('the token to be recorded', async () => (await post(leader, requestEnvelope('get_meta_mode'), { authorization: `Bearer ${token}` })).status === 200, 20_000);
+    for (const member of MEMBERS) expect((await post(member, requestEnvelope('get_meta_mode'), { authorization: `Bearer ${token}` })).status).toBe(200);
+  });
+
   it('refuses a request without a token with 401, and a token without the role with 403, at every member, with the envelope', async () => {
     const machine = requestEnvelope('create_machine', createMachineParas(unservedHost(), baseDir()));
     const cluster = requestEnvelope('create_cluster', loadFixture('create_cluster').paras);

@@ -8,7 +8,7 @@ import { createLogger, makePrivateDirSync, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
 import { AgentPool, MariaDbLogicalAgentClient, callerGuard, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
-import { buildGateway } from './gateway';
+import { buildGateway, requestBoundTokens } from './gateway';
 import { tokenDirectory } from './auth/token-directory';
 import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './health-monitor';
@@ -300,6 +300,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const auth = config.insecure ? ({ insecure: true } as const) : { lookup: tokenDirectory(config.tokens, () => sm.state) };
   const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth, member: config.member, registry: promRegistry,
     unhealthy: () => (sm.applyStop ? { status: 'apply stopped', reason: sm.applyStop.message } : undefined),
+    mintToken: requestBoundTokens(secrets),
     rateLimit: { ratePerSecond: config.emitRatePerSecond, burst: config.emitRateBurst } });
 
   const { host, port } = splitMember(config.member);

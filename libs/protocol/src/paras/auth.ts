@@ -21,8 +21,9 @@ export const createTokenParas = z.object({
   role: enumString(ROLES),
   /**
    * The token's SHA-256. Left out, the member that receives the request makes a token,
-   * puts its digest here and answers with the token (once); given, the caller made the
-   * token itself and kcm never sees it.
+   * puts its digest here and answers with the token (in that acknowledgement, and again to
+   * a retry by the same sender with the same request_id); given, the caller made the token
+   * itself and kcm never sees it.
    */
   token_sha256: formatted(parseSha256, '64 lowercase hex digits').optional(),
 });

@@ -15,6 +15,7 @@ import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-re
 import { RateLimiter, type RateLimitOptions } from './rate-limit';
 import { drainThen, oversizeToDrain } from './oversize-body';
 import { registerConsole } from './console';
+import type { TokenMinter } from './token-issue';
 
 export const EMIT_PATH = '/HttpService/Emit';
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -35,6 +36,8 @@ export interface GatewayOptions {
   rateLimit?: RateLimitOptions;
   /** Why this member cannot serve (e.g. it stopped applying the metadata log): /healthz answers 503 with it. Absent or undefined: healthy. */
   unhealthy?: () => { status: string; reason: string } | undefined;
+  /** Makes the token a create_token without token_sha256 answers with (token-issue.ts). Default: random. */
+  mintToken?: TokenMinter;
 }
 
 export function buildGateway(options: GatewayOptions): FastifyInstance {
@@ -120,6 +123,7 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
       const answer = await answerEmit(request.body, options.service, String(request.id), (err) =>
         request.log.error({ err, request_id: request.id, job_type: echoFields(request.body).sentJobType.slice(0, 64) }, 'job service failed'),
         { requestId: String(request.id), identity: requestIdentity(request), clientAddress: request.ip, receivedBy: options.member },
+        options.mintToken,
       );
       recordEmit(request, answer.record);
       return reply.code(answer.httpStatus).send(answer.reply);

@@ -19,7 +19,7 @@ import {
   type ReplyEnvelope,
 } from '@kcm/protocol';
 import type { JobService, SubmitContext } from './job-service';
-import { issueTokenIfAsked } from './token-issue';
+import { issueTokenIfAsked, randomTokens, type TokenMinter } from './token-issue';
 import type { EmitRecord } from './request-log';
 
 export interface EmitAnswer {
@@ -92,6 +92,7 @@ export async function answerEmit(
   requestId: string,
   onInternal: (err: unknown) => void,
   context: SubmitContext = {},
+  mintToken: TokenMinter = randomTokens,
 ): Promise<EmitAnswer> {
   // No body at all (no Content-Type, no length) never reaches the JSON parser.
   if (body === undefined) return errorAnswer(KcmError.of('BAD_JSON', 'body is empty; send a JSON request envelope'), '', '');
@@ -110,10 +111,11 @@ export async function answerEmit(
       return errorAnswer(asKcmError(err, requestId), echo.sentJobType, echo.jobId);
     }
   };
-  const issued = issueTokenIfAsked(body, echo.sentJobType);
+  const issued = issueTokenIfAsked(body, echo.sentJobType, context.identity.name, mintToken);
   const submitted = issued?.body ?? body;
   const answer = await answerValid(submitted, echo, service, context, answered);
-  // create_token: the token goes back once, in the acknowledgement (token-issue.ts).
+  // create_token: the token goes back in the acknowledgement only, and to a retry by its
+  // submitter with the same request_id (token-issue.ts).
   if (issued?.token !== undefined && answer.reply.status === 'accept') {
     const paras = (issued.body as { paras: { name?: unknown; role?: unknown } }).paras;
     answer.reply.attachment = { name: paras.name, role: paras.role, token: issued.token, note: 'shown once: kcm keeps only its SHA-256' };

@@ -6,3 +6,5 @@ export { authenticate, tokenDigest, INSECURE_IDENTITY } from './auth';
 export type { EmitAuth, TokenLookup } from './auth';
 export { MAX_JSON_NESTING } from './json-body';
 export { CONSOLE_PATH } from './console';
+export { requestBoundTokens, randomTokens } from './token-issue';
+export type { TokenMinter, TokenRequest } from './token-issue';

@@ -9,7 +9,7 @@
 // A manager in `insecure` mode without a key stores `kcm-plain:v1:<password>` instead, and
 // says so in its log; with a key, insecure mode still seals.
 
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 
 export const SEALED_PREFIX = 'kcm-sealed:v1:';
@@ -19,6 +19,9 @@ const TAG_BYTES = 16;
 export const SECRETS_KEY_BYTES = 32;
 
 export class SecretBox {
+  /** Per-purpose keys for derive(), made from the key on first use. */
+  private readonly derivingKeys = new Map<string, Buffer>();
+
   private constructor(private readonly key: Buffer | null) {}
 
   /** A box that seals with `key` (32 bytes). */
@@ -42,6 +45,23 @@ export class SecretBox {
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
     return SEALED_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+  }
+
+  /**
+   * 32 bytes only a holder of the key can compute from `message`, the same on every member
+   * (they share the key); undefined without a key. `purpose` separates uses: each has its own
+   * key, made from the secrets key by HKDF, so no derived value helps with another purpose or
+   * with the sealing key. For secrets that must come out the same again, e.g. the token a
+   * retried create_token answers with (gateway/token-issue.ts), without being stored anywhere.
+   */
+  derive(purpose: string, message: string): Buffer | undefined {
+    if (!this.key) return undefined;
+    let key = this.derivingKeys.get(purpose);
+    if (!key) {
+      key = Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `kcm derive v1: ${purpose}`, 32));
+      this.derivingKeys.set(purpose, key);
+    }
+    return createHmac('sha256', key).update(message, 'utf8').digest();
   }
 
   /** The secret inside `sealed`; throws (without quoting it) when it is not one or the key does not open it. */

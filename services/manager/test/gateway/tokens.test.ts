@@ -53,3 +53,47 @@ describe('create_token, list_tokens, delete_token', () => {
     expect((await kcm.emit(envelope('create_token', { name: 'x', role: 'admin' }), authHeader('viewer'))).status).toBe(403);
   });
 });
+
+describe('create_token retried with its request_id', () => {
+  const tokenOf = (reply: { attachment: unknown }) => (reply.attachment as { token?: string } | null)?.token;
+
+  it('answers the same job and the same token to its submitter, and records one token', async () => {
+    const body = envelope('create_token', { name: 'retried', role: 'viewer' }, { request_id: 'create-token-retry-1' });
+    const first = await kcm.emit(body);
+    expect(first.reply.status, first.reply.error_info).toBe('accept');
+    const token = tokenOf(first.reply);
+    expect(token).toMatch(/^kcm_[A-Za-z0-9_-]{43}$/);
+    // The client lost the reply and sends the same body again: before the job ran, and after.
+    const retry = await kcm.emit(body);
+    expect(retry.reply, retry.reply.error_info).toMatchObject({ status: 'accept', error_code: '0', job_id: first.reply.job_id });
+    expect(tokenOf(retry.reply)).toBe(token);
+    const done = await runJob(body);
+    expect(done.status).toBe('done');
+    expect(done.job_id).toBe(first.reply.job_id);
+    expect(tokenOf(done.ack as { attachment: unknown })).toBe(token);
+
+    const state = kcm.manager.store.state();
+    expect(Object.keys(state.tokens).filter((name) => name === 'retried')).toEqual(['retried']);
+    expect(JSON.stringify(state)).not.toContain(String(token));
+    expect((await kcm.emit(envelope('get_cluster_summary'), { authorization: `Bearer ${token}` })).status).toBe(200);
+  });
+
+  it('another admin sending the same request_id and body gets CONFLICT, not the token', async () => {
+    const second = await runJob(envelope('create_token', { name: 'second-admin', role: 'admin' }));
+    const secondAdmin = { authorization: `Bearer ${tokenOf(second.ack as { attachment: unknown })}` };
+    const body = envelope('create_token', { name: 'mine', role: 'viewer' }, { request_id: 'create-token-retry-2' });
+    const first = await kcm.emit(body);
+    expect(first.reply.status).toBe('accept');
+    const other = await kcm.emit(body, secondAdmin);
+    expect(other.reply).toMatchObject({ status: 'failed', error_code: '1006', attachment: null });
+    expect(JSON.stringify(other.reply)).not.toContain(String(tokenOf(first.reply)));
+  });
+
+  it('the same request_id with another body is still CONFLICT', async () => {
+    const first = await kcm.emit(envelope('create_token', { name: 'one-body', role: 'viewer' }, { request_id: 'create-token-retry-3' }));
+    expect(first.reply.status).toBe('accept');
+    const other = await kcm.emit(envelope('create_token', { name: 'one-body', role: 'operator' }, { request_id: 'create-token-retry-3' }));
+    expect(other.reply).toMatchObject({ status: 'failed', error_code: '1006', attachment: null });
+    expect(other.reply.error_info).toMatch(/request_id: create-token-retry-3 was already used/);
+  });
+});
