@@ -27,6 +27,7 @@ export { DATA_PLANE_METHODS, TICKET_KEY, TICKET_SIGNER_KEY, mintTicket, ticketMe
 export { dataFrameHeader, endFrame, FrameReader, MAX_PLANE_REQUEST_BYTES, planeAddressOf, type PlaneBackupRequest, type PlaneBackupFacts, type PlaneGetRequest, type PlaneRequest, type PlaneTrailer } from './plane/frames';
 export { planeEnabled, planeReceive, planeStream, type PlaneCallOptions, type PlaneReception } from './plane/client';
 export { agentChannelOptions } from './channel-options';
+export { diskFullMessage, formatBytes, INSTALL_MIN_FREE_BYTES, storageWalDirNeed } from './disk-space';
 export { agentClient, callUnary } from './call';
 export { channelConnecting, leaseChannel, renewChannel, sharedChannelCount } from './shared-channels';
 export {

@@ -43,6 +43,12 @@ export const managerConfigSchema = z.object({
   insecure: z.boolean().default(false),
   machineDeadAfterMs: z.number().int().positive().default(30_000),
   healthIntervalMs: z.number().int().positive().default(2_000),
+  /**
+   * How often the leader asks each host's agent for its facts (free disk of each registered
+   * directory, memory, cores; leader/host-facts-refresher.ts). A change big enough to matter is
+   * recorded and placement uses it from then on.
+   */
+  hostFactsIntervalMs: z.number().int().positive().default(30_000),
   /** How often the leader checks that every instance of a live cluster runs (instance-reconciler.ts). */
   reconcileIntervalMs: z.number().int().positive().default(5_000),
   /** How often the leader archives shard masters' closed binlogs (binlog-archiver.ts): the RPO of a point-in-time restore. */
@@ -57,6 +63,8 @@ export const managerConfigSchema = z.object({
    */
   failureDetectIntervalMs: z.number().int().positive().default(500),
   failureGraceMs: z.number().int().min(0).default(1000),
+  /** The leader's lease on each shard master (ms): a master cut off from the managers and a standby for this long is fenced by its own agent (leader/master-leases.ts). */
+  masterLeaseMs: z.number().int().min(500).max(60_000).default(3000),
   /**
    * Two-phase commit through compute nodes (in-doubt-resolver.ts): how often the leader lists
    * the XA branches prepared on every shard master, and how long a branch must stay prepared

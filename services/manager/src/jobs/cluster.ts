@@ -25,7 +25,7 @@ import {
   opId,
 } from './instance-ops';
 import { previewPorts, removalPlan } from './dry-run';
-import { candidatesFor, carryLoad, checkStorageSpace, computeDemand, placeComps, placementReport, placeShards, storageDemand, type ShardPlacement } from './placement';
+import { candidatesFor, carryLoad, computeDemand, placeComps, placementReport, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackJob, wholeClusterPlan } from './rollback';
 import type { JobOf, StepContext } from './workflow';
 
@@ -43,7 +43,6 @@ export function planCluster(p: CreateParas, state: MetaState): ClusterPlan {
   const options = optionsOf(p);
   const storage = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists', storageDemand(options));
   const shards = placeShards(storage, p.shards, p.nodes, 'storage_iplists');
-  checkStorageSpace(state, shards.flatMap((s) => s.hosts), p.max_storage_size);
   const computer = candidatesFor(state, 'computer', p.computer_iplists, 'computer_iplists', computeDemand(options));
   carryLoad(storage, computer);
   return { shards, comps: placeComps(computer, p.comps, 'computer_iplists') };

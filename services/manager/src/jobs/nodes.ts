@@ -18,7 +18,7 @@ import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '.
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { applyCpuLimit, instanceSpec, opId, placeOnce, type EngineAgents } from './instance-ops';
 import { errorNameOf } from './errors';
-import { candidatesFor, checkStorageSpace, placeNodesInShard, storageDemand } from './placement';
+import { candidatesFor, placeNodesInShard, storageDemand } from './placement';
 import { rollBackGrowJob } from './rollback';
 import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
 import type { JobOf } from './workflow';
@@ -92,7 +92,6 @@ export function planNewNodes(p: AddParas, state: MetaState): { shardId: string; 
     const taken = Object.values(shard.nodes).map((n) => n.hostaddr);
     return placeNodesInShard(pool, taken, p.nodes, 'storage_iplists').hosts.map((hostaddr) => ({ shardId: shard.id, hostaddr }));
   });
-  checkStorageSpace(state, placed.map((n) => n.hostaddr), cluster.options.maxStorageSizeGb, 'storage_iplists');
   return placed;
 }
 

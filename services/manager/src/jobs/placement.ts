@@ -22,10 +22,17 @@
 //   hard cap, counted as a reservation: the quota cores of a machine's instances together
 //   stay within its total_cpu_cores. (update_instance_cgroup changes are not recorded in
 //   the metadata, so an instance counts with its cluster's cpu_cores and cpu_limit_node.)
-// Like the disk check, this is a placement check on the committed state, not a quota.
+// - disk: a storage node takes max_storage_size of the free space measured on its machine's
+//   datadir, a compute node what an install needs on comp_datadir (INSTALL_MIN_FREE_BYTES).
+//   The measured facts, kept current by the leader's host-facts refresher, are the budget
+//   here: free space is what the host has, whatever the registration said. A machine whose
+//   free space is unknown is not limited by it.
+// This is a placement check on the committed state, not a quota.
 
+import { formatBytes, INSTALL_MIN_FREE_BYTES } from '@kcm/agent-api';
 import { KcmError } from '@kcm/protocol';
 import { freePortCount } from '../meta/clusters';
+import { own } from '../meta/dict';
 import { machineKey, type ClusterOptions, type ClusterRecord, type MachineRecord, type MachineType, type MetaState } from '../meta/state';
 
 export interface Candidate {
@@ -53,14 +60,36 @@ export interface InstanceDemand {
   memoryMb: number;
   cpuCores: number;
   cpuLimitNode: ClusterOptions['cpuLimitNode'];
+  /**
+   * Bytes of measured free space it takes in its data directory (a storage node's datadir,
+   * a compute node's comp_datadir); absent or 0: none.
+   */
+  diskBytes?: number;
 }
 
-export function storageDemand(options: Pick<ClusterOptions, 'innodbSizeMb' | 'cpuCores' | 'cpuLimitNode'>): InstanceDemand {
-  return { memoryMb: options.innodbSizeMb, cpuCores: options.cpuCores, cpuLimitNode: options.cpuLimitNode };
+const GB = 2 ** 30;
+
+export function storageDemand(options: Pick<ClusterOptions, 'innodbSizeMb' | 'cpuCores' | 'cpuLimitNode' | 'maxStorageSizeGb'>): InstanceDemand {
+  return { memoryMb: options.innodbSizeMb, cpuCores: options.cpuCores, cpuLimitNode: options.cpuLimitNode, diskBytes: Math.max(options.maxStorageSizeGb * GB, INSTALL_MIN_FREE_BYTES.storageDatadir) };
 }
 
 export function computeDemand(options: Pick<ClusterOptions, 'cpuCores' | 'cpuLimitNode'>): InstanceDemand {
-  return { memoryMb: 0, cpuCores: options.cpuCores, cpuLimitNode: options.cpuLimitNode };
+  return { memoryMb: 0, cpuCores: options.cpuCores, cpuLimitNode: options.cpuLimitNode, diskBytes: INSTALL_MIN_FREE_BYTES.computeDatadir };
+}
+
+/**
+ * How many instances of `diskBytes` fit in the free space last measured on the machine's data
+ * directory, and its wording; undefined when nothing was measured there.
+ */
+function diskRoom(machine: MachineRecord, diskBytes: number): { room: number; short: string } | undefined {
+  const storage = machine.machineType === 'storage';
+  const dir = storage ? machine.datadir : machine.compDatadir;
+  // The directory name came from a client: read as an own key only.
+  const free = own(machine.facts?.freeDiskBytes, dir);
+  if (free === undefined || diskBytes <= 0) return undefined;
+  const when = machine.facts?.measuredAt === undefined ? 'at registration' : `at ${new Date(machine.facts.measuredAt).toISOString()}`;
+  const per = storage ? `${formatBytes(diskBytes)} per storage node (max_storage_size)` : `${formatBytes(diskBytes)} per compute node`;
+  return { room: Math.floor(free / diskBytes), short: `disk: ${per}, its ${storage ? 'datadir' : 'comp_datadir'} ${dir} had ${formatBytes(free)} free when measured ${when}` };
 }
 
 /** Memory and quota cores the instances already on a machine take (its type's instances only). */
@@ -94,6 +123,8 @@ function resourceRoom(state: MetaState, machine: MachineRecord, demand: Instance
     const free = Math.max(0, machine.totalCpuCores - use.quotaCores);
     limits.push({ room: Math.floor(free / demand.cpuCores), short: `cores: a quota of ${demand.cpuCores} per ${what}, ${free} of its ${machine.totalCpuCores} cores (total_cpu_cores) not under a quota yet` });
   }
+  const disk = diskRoom(machine, demand.diskBytes ?? 0);
+  if (disk) limits.push(disk);
   return limits.sort((a, b) => a.room - b.room)[0] ?? { room: Number.POSITIVE_INFINITY, short: '' };
 }
 
@@ -290,30 +321,4 @@ export function placementReport(cluster: ClusterRecord, state: MetaState): strin
   if (unmet.length > 0) return `not met: ${unmet.join('; ')}`;
   const replicas = racksAvailable >= Math.max(0, ...shards.map((s) => Object.keys(s.nodes).length)) ? 'distinct racks' : `distinct machines (${racksAvailable} rack(s) registered: too few to spread replicas over racks)`;
   return `every shard's master on its own machine; every shard's replicas on ${replicas}`;
-}
-
-const GB = 2 ** 30;
-
-/**
- * max_storage_size (GB per storage node) against the free space each machine's agent
- * reported for its datadir (a placement check, not a quota: the spec's GB limit is not
- * enforced on disk). A machine
- * whose free space is unknown is not refused.
- */
-export function checkStorageSpace(state: MetaState, hosts: string[], maxStorageSizeGb: number, field = 'max_storage_size'): void {
-  const perHost = new Map<string, number>();
-  for (const h of hosts) perHost.set(h, (perHost.get(h) ?? 0) + 1);
-  for (const [hostaddr, nodes] of perHost) {
-    const machine = state.machines[`${hostaddr}/storage`];
-    const free = machine?.facts?.freeDiskBytes[machine.datadir];
-    if (free === undefined) continue;
-    const needed = nodes * maxStorageSizeGb * GB;
-    if (free < needed) {
-      throw KcmError.of(
-        'NO_RESOURCES',
-        `paras.${field}: ${nodes} storage node(s) of ${maxStorageSizeGb} GB need ${nodes * maxStorageSizeGb} GB on ${hostaddr}, but its datadir ${machine.datadir} had ${(free / GB).toFixed(1)} GB free when last measured`,
-        { field: `paras.${field}` },
-      );
-    }
-  }
 }

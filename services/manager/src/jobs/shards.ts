@@ -15,7 +15,7 @@ import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { orThrow } from './errors';
 import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs, type EngineAgents } from './instance-ops';
-import { candidatesFor, checkStorageSpace, placeShards, storageDemand, type ShardPlacement } from './placement';
+import { candidatesFor, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackGrowJob } from './rollback';
 import type { JobOf, StepContext } from './workflow';
 import { previewPorts } from './dry-run';
@@ -27,9 +27,7 @@ type DeleteParas = ParasOf<'delete_shards'>;
 export function planNewShards(p: AddParas, state: MetaState): ShardPlacement[] {
   const cluster = readyCluster(state, p.cluster_id);
   const pool = candidatesFor(state, 'storage', p.storage_iplists, 'storage_iplists', storageDemand(cluster.options));
-  const shards = placeShards(pool, p.shards, p.nodes, 'storage_iplists');
-  checkStorageSpace(state, shards.flatMap((s) => s.hosts), cluster.options.maxStorageSizeGb, 'storage_iplists');
-  return shards;
+  return placeShards(pool, p.shards, p.nodes, 'storage_iplists');
 }
 
 /** The shard delete_shards may remove: part of a ready cluster, and not its last one. */

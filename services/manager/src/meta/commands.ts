@@ -5,7 +5,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backups';
 import type { AuditRecord } from '../audit/chain';
@@ -54,6 +54,8 @@ export const CommandKind = {
   PasswordRotationStarted: 33,
   PasswordRotationApplied: 34,
   PasswordRotationFinished: 35,
+  // Host facts measured by the leader's host-facts refresher (meta/machines.ts).
+  MachineFactsMeasured: 36,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 
@@ -75,6 +77,17 @@ export interface MachineStatusSet extends Base<typeof CommandKind.MachineStatusS
   nodeStats: NodeStats;
   /** Who moved it: an operator's set_machine or the leader's health monitor. */
   reason: 'operator' | 'health';
+}
+
+/**
+ * What a host's agent measured, when it differs enough from what is recorded (see the
+ * host-facts refresher): recorded on every machine record of the host, each keeping the
+ * free space of the directories its own registration names. The measuring leader's clock
+ * is `at`, kept as the facts' measuredAt. Refused (NOT_FOUND) for a host no longer registered.
+ */
+export interface MachineFactsMeasured extends Base<typeof CommandKind.MachineFactsMeasured> {
+  hostaddr: string;
+  facts: Omit<HostFacts, 'measuredAt'>;
 }
 
 export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
@@ -357,6 +370,7 @@ export type Command =
   | MachineRegistered
   | MachineRemoved
   | MachineStatusSet
+  | MachineFactsMeasured
   | JobSubmitted
   | JobStarted
   | JobStepDone

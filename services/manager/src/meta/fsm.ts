@@ -5,7 +5,7 @@ import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyI
 import { CommandKind, type Command, type LoggedCommand } from './commands';
 import { applyJobCancelRequested, applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
 import { applyLogicalBackupRunClaimed, applyLogicalBackupRunFinished, applyLogicalBackupScheduled } from './logical-backups';
-import { applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
+import { applyMachineFactsMeasured, applyMachineRegistered, applyMachineRemoved, applyMachineStatusSet } from './machines';
 import { applyNoSwitchSet } from './noswitch';
 import { applyPasswordRotationApplied, applyPasswordRotationFinished, applyPasswordRotationStarted } from './password-rotation';
 import type { ApplyOutcome } from './outcome';
@@ -118,6 +118,8 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyPasswordRotationApplied(state, cmd);
     case CommandKind.PasswordRotationFinished:
       return applyPasswordRotationFinished(state, cmd);
+    case CommandKind.MachineFactsMeasured:
+      return applyMachineFactsMeasured(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): never guess, never skip it
       // (apply-stop.ts). The compiler checks that every kind has its case above.

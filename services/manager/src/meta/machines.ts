@@ -1,6 +1,6 @@
 // Apply functions of the machines domain.
 
-import type { MachineRegistered, MachineRemoved, MachineStatusSet } from './commands';
+import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
 import { machineKey, type HostFacts, type MachineRecord, type MachineType, type MetaState } from './state';
@@ -47,6 +47,40 @@ export function applyMachineStatusSet(state: MetaState, cmd: MachineStatusSet): 
     m.nodeStatsSetBy = cmd.reason;
   }
   return accepted({ changed });
+}
+
+/**
+ * Newly measured facts of a host on each of its machine records. Each record keeps the free
+ * space of its own directories (registrationDirs); a directory the measurement lacks keeps
+ * what was recorded for it.
+ */
+export function applyMachineFactsMeasured(state: MetaState, cmd: MachineFactsMeasured): ApplyOutcome<{ machines: number }> {
+  const records = machinesOfHost(state, cmd.hostaddr);
+  if (records.length === 0) return refused('NOT_FOUND', `machine ${cmd.hostaddr} is not registered`);
+  // Directory names came from clients (create_machine's paras): read through a Map, never by indexing.
+  const measured = new Map(Object.entries(cmd.facts.freeDiskBytes));
+  for (const m of records) {
+    const before = new Map(Object.entries(m.facts?.freeDiskBytes ?? {}));
+    const freeDiskBytes = dict<number>();
+    for (const dir of registrationDirs(m)) {
+      const free = measured.get(dir) ?? before.get(dir);
+      if (free !== undefined) freeDiskBytes[dir] = free;
+    }
+    m.facts = {
+      cores: cmd.facts.cores,
+      memoryMb: cmd.facts.memoryMb,
+      freeDiskBytes,
+      mariadbInstalled: cmd.facts.mariadbInstalled,
+      postgresInstalled: cmd.facts.postgresInstalled,
+      measuredAt: cmd.at,
+    };
+  }
+  return accepted({ machines: records.length });
+}
+
+/** The directories a registration names (create_machine's datadir, logdir, wal_log_dir, comp_datadir), each once. */
+export function registrationDirs(m: Pick<MachineRecord, 'datadir' | 'logdir' | 'walLogDir' | 'compDatadir'>): string[] {
+  return [...new Set([m.datadir, m.logdir, m.walLogDir, m.compDatadir])];
 }
 
 /**

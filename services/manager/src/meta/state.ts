@@ -10,7 +10,10 @@ import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBacku
 export type MachineType = 'storage' | 'computer';
 export type NodeStats = 'running' | 'dead';
 
-/** What the host's agent reported when the machine was registered or last checked. */
+/**
+ * What the host's agent reported when the machine was registered, or measured since when it
+ * changed enough to matter (the leader's host-facts refresher): placement reads these.
+ */
 export interface HostFacts {
   cores: number;
   memoryMb: number;
@@ -18,6 +21,11 @@ export interface HostFacts {
   freeDiskBytes: Dict<number>;
   mariadbInstalled: boolean;
   postgresInstalled: boolean;
+  /**
+   * When the leader measured them (its clock, ms), for facts kept current by the host-facts
+   * refresher (MachineFactsMeasured); absent for the facts create_machine recorded.
+   */
+  measuredAt?: number;
 }
 
 /** What a registration states about a machine (create_machine's paras, parsed, plus measured facts). */
@@ -164,6 +172,8 @@ export interface ShardRecord {
   name: string;
   /** The node that is (or is to become) the shard's master. */
   masterNodeId: string;
+  /** When masterNodeId last changed (a failover or switch committed it; ms since the epoch); absent before any change. */
+  masterSince?: number;
   nodes: Dict<StorageNodeRecord>;
   /** The add_shards job that placed it (absent for a create_cluster's own shards). */
   placedByJob?: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KcmError, parseRequest } from '@kcm/protocol';
 import { planCluster } from '../../src/jobs/cluster';
-import { candidatesFor, checkStorageSpace, placeComps, placementReport, placeShards, type Candidate, type InstanceDemand } from '../../src/jobs/placement';
+import { candidatesFor, placeComps, placementReport, placeShards, type Candidate, type InstanceDemand } from '../../src/jobs/placement';
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { emptyMetaState, type MachineType, type MetaState } from '../../src/meta/state';
@@ -153,15 +153,54 @@ describe('placement of new instances', () => {
     expect(plan.shards.every((shard) => shard.spread)).toBe(true);
   });
 
-  it('max_storage_size is checked against the free space the agent measured on each datadir', () => {
-    const s = emptyMetaState();
-    register(s, '10.0.0.1', 'storage', 5000, 5009);
-    register(s, '10.0.0.2', 'storage', 5000, 5009);
-    s.machines['10.0.0.1/storage'].facts = { cores: 2, memoryMb: 1024, freeDiskBytes: { '/d': 25 * 2 ** 30 }, mariadbInstalled: true, postgresInstalled: true };
-    expect(() => checkStorageSpace(s, ['10.0.0.1', '10.0.0.1', '10.0.0.2'], 10)).not.toThrow();
-    const err = thrown(() => checkStorageSpace(s, ['10.0.0.1', '10.0.0.1', '10.0.0.1'], 10));
-    expect(err).toMatchObject({ errorName: 'NO_RESOURCES' });
-    expect(err.message).toBe('paras.max_storage_size: 3 storage node(s) of 10 GB need 30 GB on 10.0.0.1, but its datadir /d had 25.0 GB free when last measured');
+  describe('disk: the free space last measured on each data directory (issue 35)', () => {
+    const GB = 2 ** 30;
+    const MB = 2 ** 20;
+    const measured = (s: MetaState, hostaddr: string, freeDiskBytes: Record<string, number>, at: number) =>
+      applyCommand(s, { kind: CommandKind.MachineFactsMeasured, at, hostaddr, facts: { cores: 8, memoryMb: 8192, freeDiskBytes, mariadbInstalled: true, postgresInstalled: true } });
+    const threeHosts = () => {
+      const s = emptyMetaState();
+      for (const h of ['10.0.0.1', '10.0.0.2', '10.0.0.3']) {
+        register(s, h, 'storage', 5000, 5009);
+        register(s, h, 'computer', 6000, 6009);
+        s.machines[`${h}/storage`].facts = { cores: 8, memoryMb: 8192, freeDiskBytes: { '/d': 300 * MB, '/c': 300 * MB }, mariadbInstalled: true, postgresInstalled: true };
+      }
+      return s;
+    };
+
+    it('a datadir grown after registration takes storage nodes; one filled since takes none, and the refusal names it', () => {
+      const s = threeHosts();
+      const refused = thrown(() => planCluster(createParas(), s));
+      expect(refused.errorName).toBe('NO_RESOURCES');
+      expect(refused.message).toContain('10.0.0.1 takes 0 more (disk: 1.0 GB per storage node (max_storage_size), its datadir /d had 300 MB free when measured at registration)');
+      for (const h of ['10.0.0.1', '10.0.0.2', '10.0.0.3']) expect(measured(s, h, { '/d': 1.1 * GB, '/c': 1.1 * GB }, Date.UTC(2026, 0, 1)).ok).toBe(true);
+      expect(planCluster(createParas(), s).shards[0].hosts.sort()).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.3']);
+      measured(s, '10.0.0.2', { '/d': 20 * MB }, Date.UTC(2026, 0, 1, 0, 5));
+      const full = thrown(() => planCluster(createParas(), s));
+      expect(full.message).toContain('10.0.0.2 takes 0 more (disk: 1.0 GB per storage node (max_storage_size), its datadir /d had 20 MB free when measured at 2026-01-01T00:05:00.000Z)');
+      // The measurement kept what it did not measure: comp_datadir of 10.0.0.2 is still 1.1 GB.
+      expect(s.machines['10.0.0.2/computer'].facts?.freeDiskBytes['/c']).toBe(1.1 * GB);
+    });
+
+    it('places on the machines whose disks have room rather than on the least loaded one', () => {
+      const s = threeHosts();
+      register(s, '10.0.0.4', 'storage', 5000, 5009);
+      for (const [h, free] of [['10.0.0.1', 10 * GB], ['10.0.0.2', 10 * GB], ['10.0.0.3', 500 * MB], ['10.0.0.4', 10 * GB]] as const) measured(s, h, { '/d': free, '/c': GB }, 1);
+      expect(planCluster(createParas(), s).shards[0].hosts.sort()).toEqual(['10.0.0.1', '10.0.0.2', '10.0.0.4']);
+      // Two nodes of 4 GB fit on a 10 GB datadir, not three.
+      const [candidate] = candidatesFor(s, 'storage', ['10.0.0.1'], 'storage_iplists', { ...SMALL, diskBytes: 4 * GB });
+      expect(candidate.room).toBe(2);
+    });
+
+    it('a compute node needs room for its install on comp_datadir', () => {
+      const s = threeHosts();
+      for (const h of ['10.0.0.1', '10.0.0.2', '10.0.0.3']) measured(s, h, { '/d': 10 * GB, '/c': h === '10.0.0.3' ? 10 * GB : 50 * MB }, 1);
+      expect(planCluster(createParas({ comps: '2' }), s).comps).toEqual(['10.0.0.3', '10.0.0.3']);
+    });
+
+    it('facts measured for a host no longer registered are refused', () => {
+      expect(measured(emptyMetaState(), '10.0.0.9', { '/d': GB }, 1)).toMatchObject({ ok: false, refusal: 'NOT_FOUND' });
+    });
   });
 
   describe('memory and cores (NO_RESOURCES names the machine and what is short)', () => {
