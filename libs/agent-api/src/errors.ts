@@ -24,7 +24,7 @@ export class AgentCallError extends Error {
 }
 
 /** What kind of failure an agent command met; each kind travels as one gRPC status code. */
-export type AgentFailureKind = 'invalid_argument' | 'not_found' | 'failed_precondition' | 'instance_failed' | 'unavailable';
+export type AgentFailureKind = 'invalid_argument' | 'not_found' | 'failed_precondition' | 'instance_failed' | 'unavailable' | 'no_space';
 
 const STATUS_OF_KIND: Record<AgentFailureKind, grpc.status> = {
   invalid_argument: grpc.status.INVALID_ARGUMENT,
@@ -32,6 +32,8 @@ const STATUS_OF_KIND: Record<AgentFailureKind, grpc.status> = {
   failed_precondition: grpc.status.FAILED_PRECONDITION,
   instance_failed: grpc.status.ABORTED,
   unavailable: grpc.status.UNAVAILABLE,
+  // A full disk (disk-space.ts): the manager reports it as NO_RESOURCES.
+  no_space: grpc.status.RESOURCE_EXHAUSTED,
 };
 
 /** A failure the agent classified where it happened. */

@@ -1,9 +1,9 @@
 // Host facts: what the manager needs to place instances on this machine.
 
-import { access, statfs } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import type { HostFactsReply } from '@kcm/agent-api';
+import { freeBytes } from '../ops/disk-space';
 
 /** Where Debian's packages put the engines; overridable for other layouts. */
 export interface EnginePaths {
@@ -22,21 +22,6 @@ async function exists(file: string): Promise<boolean> {
     return true;
   } catch {
     return false;
-  }
-}
-
-/** Free bytes of the filesystem holding dir; a dir not created yet is measured at its nearest existing parent. */
-export async function freeBytes(dir: string): Promise<number> {
-  let probe = path.resolve(dir);
-  for (;;) {
-    try {
-      const st = await statfs(probe);
-      return st.bavail * st.bsize;
-    } catch (err) {
-      const parent = path.dirname(probe);
-      if (parent === probe) throw err;
-      probe = parent;
-    }
   }
 }
 

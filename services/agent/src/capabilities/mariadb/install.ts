@@ -23,6 +23,7 @@ import {
   type InstanceLayout,
 } from './instance-layout';
 import { runningPid, startInstance } from './lifecycle';
+import { withStorageNodeSpace } from './disk-needs';
 import { renderMyCnf, renderRoleCnf } from './my-cnf';
 import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from '@kcm/agent-api';
 import { account, scrub, sqlString, withAdmin } from './sql';
@@ -108,7 +109,20 @@ export async function installInstance(ctx: AgentContext, req: MariaDbInstallRequ
   const patterns = req.storage_db_patterns.length ? req.storage_db_patterns : [CLUSTER_DATABASES_PATTERN];
   for (const p of patterns) if (!DB_PATTERN.test(p)) throw new Error(`storage_db_pattern ${JSON.stringify(p)} must match ${DB_PATTERN}`);
   const secrets = [admin.password, replication.password, storage.password];
+  // A re-run of an install that got as far as an initialised data dir is not refused for
+  // space: it writes nothing big any more.
+  const initialized = await exists(path.join(instanceLayout(spec).instanceDir, INITIALIZED_MARKER));
+  return withStorageNodeSpace(ctx, spec, { precheck: !initialized }, () => installChecked(ctx, req, spec, { admin, replication, storage }, patterns, secrets));
+}
 
+async function installChecked(
+  ctx: AgentContext,
+  req: MariaDbInstallRequest,
+  spec: MariaDbInstanceSpec,
+  { admin, replication, storage }: { admin: MariaDbAccount; replication: MariaDbAccount; storage: MariaDbAccount },
+  patterns: string[],
+  secrets: string[],
+): Promise<MariaDbInstanceReply> {
   const movedAside = await setAsideForeignInstance(ctx, instanceLayout(spec), req.op_id);
   const layout = await prepareInstanceFiles(ctx, spec, admin, req.op_id);
   await initializeDataDir(ctx, layout);

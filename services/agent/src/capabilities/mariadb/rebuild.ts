@@ -12,7 +12,8 @@ import { chooseBackupSource, type ProbedSource } from './choose-source';
 import { markInitialized, prepareInstanceFiles, unmarkInitialized } from './install';
 import { checkAccount, checkPort, checkSpec, chownTree, emptyDir, mariadbTools, moveContents, mysqlUser, type InstanceLayout } from './instance-layout';
 import { startInstance, stopInstance } from './lifecycle';
-import { AgentFailure, agentClient, callUnary, isGtidPosText, MariaDbAgentService, type MariaDbBackupSource, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from '@kcm/agent-api';
+import { AgentFailure, agentClient, callUnary, isGtidPosText, MariaDbAgentService, type MariaDbAccount, type MariaDbBackupSource, type MariaDbInstanceSpec, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from '@kcm/agent-api';
+import { withStorageNodeSpace } from './disk-needs';
 import { attachToMaster, checkMaster } from './replication';
 import { applySemiSync, persistRole } from './semi-sync';
 import { withAdmin } from './sql';
@@ -33,6 +34,19 @@ export async function rebuildStandby(ctx: AgentContext, req: MariaDbRebuildReque
   const source = chooseBackupSource(probed, { allowReplicaDelayS: req.allow_replica_delay_s, allowPullFromMaster: req.allow_pull_from_master });
   ctx.logger.info({ port: spec.port, source: `${source.hostaddr}:${source.port}`, pv_limit_mb: req.pv_limit_mb }, 'rebuilding standby');
 
+  // The copy goes into the instance's directories: refused up front on a full disk, and a
+  // failure the disk causes names it.
+  return withStorageNodeSpace(ctx, spec, { precheck: true }, () => rebuildFrom(ctx, req, spec, admin, master, source));
+}
+
+async function rebuildFrom(
+  ctx: AgentContext,
+  req: MariaDbRebuildRequest,
+  spec: MariaDbInstanceSpec,
+  admin: MariaDbAccount,
+  master: ReturnType<typeof checkMaster>,
+  source: MariaDbBackupSource,
+): Promise<MariaDbRebuildReply> {
   const layout = await prepareInstanceFiles(ctx, spec, admin);
   await stopInstance(ctx, layout);
   const staging = path.join(layout.instanceDir, 'restore');

@@ -11,7 +11,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentContext } from '../../capability';
 import { exec, ExecError, spawnPiped } from '../../ops/exec';
-import type { MariaDbAccount, MariaDbRestoreFullBackupReply, MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
+import type { MariaDbAccount, MariaDbInstanceSpec, MariaDbRestoreFullBackupReply, MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
 import { CLUSTER_DATABASES_PATTERN, markInitialized, prepareInstanceFiles, STORAGE_PRIVILEGES, unmarkInitialized } from './install';
 import { checkAccount, checkSpec, chownTree, emptyDir, mariadbTools, mysqlUser, type InstanceLayout } from './instance-layout';
 import { startInstance, stopInstance } from './lifecycle';
@@ -19,6 +19,7 @@ import { backupGtid } from './rebuild';
 import { account, scrub, sqlString, withAdmin } from './sql';
 import { XA_DECISIONS_DDL, xaDecisionsGrant } from './xa';
 import { checkStoredObject, readStoredObject } from './storage-objects';
+import { withStorageNodeSpace } from './disk-needs';
 import { checkCompression, spawnDecompressor } from './backup-compression';
 
 const RESTORE_TIMEOUT_MS = 6 * 3600_000;
@@ -30,6 +31,17 @@ export async function restoreFullBackup(ctx: AgentContext, req: MariaDbRestoreFu
   const accounts = { admin: checkAccount('admin', req.admin), replication: checkAccount('replication', req.replication), storage: checkAccount('storage', req.storage) };
   if (req.objects.length === 0) throw new Error('objects must name at least one stored object');
   const objects = req.objects.map((o, i) => checkStoredObject(o, `objects[${i}]`));
+  // The backup is unpacked into the instance's directories: refused up front on a full
+  // disk, and a failure the disk causes names it.
+  return withStorageNodeSpace(ctx, spec, { precheck: true }, () => restoreInto(ctx, spec, accounts, objects));
+}
+
+async function restoreInto(
+  ctx: AgentContext,
+  spec: MariaDbInstanceSpec,
+  accounts: { admin: MariaDbAccount; replication: MariaDbAccount; storage: MariaDbAccount },
+  objects: ReturnType<typeof checkStoredObject>[],
+): Promise<MariaDbRestoreFullBackupReply> {
   const layout = await prepareInstanceFiles(ctx, spec, accounts.admin);
 
   const staging = path.join(layout.instanceDir, 'restore');

@@ -13,7 +13,8 @@ import { ident, literal, withAdmin } from './admin-session';
 import { scramSha256Verifier } from './scram';
 import { ddlHooksAvailable, ensureDdlHooks } from './ddl-hooks';
 import type { InstallPostgresRequest, PostgresInstanceReply } from '@kcm/agent-api';
-import { AgentFailure } from '@kcm/agent-api';
+import { AgentFailure, INSTALL_MIN_FREE_BYTES } from '@kcm/agent-api';
+import { namingFullDisk, requireFreeSpace } from '../../ops/disk-space';
 
 export interface PostgresHost {
   hostaddr: string;
@@ -109,7 +110,18 @@ export async function installPostgres(host: PostgresHost, req: InstallPostgresRe
   const datadir = instanceDatadir(req.comp_datadir, port);
   const known = await host.registry.find(port);
   if (known && known.datadir !== datadir) throw new AgentFailure('failed_precondition', `port ${port} already belongs to the instance in ${known.datadir}`);
+  // initdb writes ~40 MB and its first WAL: refused up front on a full disk (unless a re-run
+  // finds it done), and a failure the disk causes names it.
+  const needs = [{ what: 'comp_datadir', dir: req.comp_datadir, bytes: INSTALL_MIN_FREE_BYTES.computeDatadir }];
+  if (!(await exists(path.join(datadir, 'PG_VERSION')))) await requireFreeSpace(host.hostaddr, needs);
+  return namingFullDisk(host.hostaddr, needs, () => installChecked(host, req, { port, user, variables, datadir, known }));
+}
 
+async function installChecked(
+  host: PostgresHost,
+  req: InstallPostgresRequest,
+  { port, user, variables, datadir, known }: { port: number; user: string; variables: PostgresInstance['variables']; datadir: string; known: PostgresInstance | undefined },
+): Promise<PostgresInstanceReply> {
   await makeDirWithMode(req.comp_datadir, 0o711);
   await assertTraversable(host, req.comp_datadir);
   const details: string[] = [];

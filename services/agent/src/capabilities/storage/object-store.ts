@@ -10,6 +10,7 @@ import { createReadStream, type Stats } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentFailure, type StorageObjectInfo, type StorageVerifyReply } from '@kcm/agent-api';
+import { fullDiskOr } from '../../ops/disk-space';
 
 const MANIFEST_SUFFIX = '.manifest.json';
 const PARTIAL_MARK = '.partial-';
@@ -96,6 +97,10 @@ export class ObjectWriter {
   }
 
   async write(data: Uint8Array): Promise<void> {
+    await this.store.namingFullDisk(() => this.writeBytes(data));
+  }
+
+  private async writeBytes(data: Uint8Array): Promise<void> {
     this.hash.update(data);
     let at = 0;
     while (at < data.length) {
@@ -123,6 +128,10 @@ export class ObjectWriter {
 
   /** Writes the pieces in order with one writev (no joining copy), hashing them as they pass. */
   async writeAll(pieces: readonly Uint8Array[]): Promise<void> {
+    await this.store.namingFullDisk(() => this.writeAllPieces(pieces));
+  }
+
+  private async writeAllPieces(pieces: readonly Uint8Array[]): Promise<void> {
     let total = 0;
     for (const piece of pieces) {
       this.hash.update(piece);
@@ -150,6 +159,10 @@ export class ObjectWriter {
 
   /** fsync, rename into place, then the manifest: from here on the object exists. */
   async commit(meta: Record<string, string> = {}): Promise<StorageObjectInfo> {
+    return this.store.namingFullDisk(() => this.commitWritten(meta));
+  }
+
+  private async commitWritten(meta: Record<string, string>): Promise<StorageObjectInfo> {
     await this.flushing;
     if (this.flushFailure !== undefined) throw this.flushFailure;
     await this.file.sync();
@@ -186,6 +199,15 @@ export class FsObjectStore {
 
   manifestPath(key: string): string {
     return `${this.dataPath(key)}${MANIFEST_SUFFIX}`;
+  }
+
+  /** Runs writes into the storage; a full disk is reported naming the storage root (ops/disk-space.ts). */
+  async namingFullDisk<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      throw await fullDiskOr(err, 'backup storage root', this.root);
+    }
   }
 
   async open(): Promise<{ root: string; free_bytes: number }> {
