@@ -12,7 +12,7 @@ import { forwardServiceDefinition } from '../../services/manager/src/forward/for
 import { testCert } from '../helpers/pki';
 import { emit, emitRaw, metrics, requestEnvelope, submitJob } from './helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';
-import { sleep } from './helpers/processes';
+import { sleep, waitFor } from './helpers/processes';
 
 const MEMBERS = ['127.0.1.161:18460', '127.0.1.162:18460', '127.0.1.163:18460'];
 const JOINER = '127.0.1.164:18460';
@@ -68,6 +68,8 @@ describe('manager peers over mutual TLS', () => {
       joiners: [JOINER],
       agentHosts: [],
       agentPort: 18495,
+      // debug: the leader logs each failed attempt to reach a peer (the joiner's are awaited below).
+      managerConfig: { logLevel: 'debug' },
       // The joiner's certificate is valid, but of another CA: its peers must not trust it.
       memberConfig: { [JOINER]: { tls: testCert('manager', ['127.0.1.164'], 'other') } },
     });
@@ -115,8 +117,16 @@ describe('manager peers over mutual TLS', () => {
 
   it('never lets a member with another CA’s certificate catch up, though raft_mission adds it', async () => {
     await group.startManager(JOINER);
+    const addedAt = Date.now();
     await submitJob(MEMBERS, 'raft_mission', { task_type: 'add_peer', peer: JOINER }, { requestId: `tls-join-${process.pid}` });
-    await sleep(6000);
+    // The leader had its chances: it tried to reach the joiner again and again, and each attempt failed.
+    const { leader } = await raftView();
+    const failedAttempts = await waitFor('the leader to fail to reach the joiner 3 times', () => {
+      const lines = group.manager(leader).logLines().filter((l) => l.msg === 'raft peer unreachable' && l.peer === JOINER && Date.parse(String(l.time)) >= addedAt);
+      return lines.length >= 3 ? lines : undefined;
+    }, 30_000, 200);
+    // The joiner listens (its gateway answered above): the leader's connections fail at the TLS handshake.
+    expect(new Set(failedAttempts.map((l) => l.reason))).toEqual(new Set(['connection failed']));
     const joiner = await metrics(JOINER);
     expect(joiner.get('kcm_raft_applied_index') ?? 0).toBe(0);
     expect(joiner.get('kcm_raft_is_leader')).toBe(0);
