@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '@kcm/agent';
+import { AgentPool, type Agents } from '@kcm/agent-api';
 import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
 import { buildManager, type Manager } from '../../services/manager/src/app';
 import { parseManagerConfig } from '../../services/manager/src/config';
@@ -38,6 +39,16 @@ export interface ClusterFixtureOptions {
   processAgentHosts?: readonly string[];
   /** More manager config (e.g. manualSwitchMaxBehindTrx), over the fixture's own. */
   managerConfig?: Record<string, unknown>;
+  /** Record every engine-agent call the manager makes in `agentCalls` (evidence that a leader loop had its rounds). */
+  recordAgentCalls?: boolean;
+}
+
+/** One call the manager made to a host's agent: `api` is the Agents accessor (mariadbHa, postgres...). */
+export interface AgentCall {
+  host: string;
+  api: string;
+  method: string;
+  at: number;
 }
 
 export interface ClusterFixture {
@@ -51,6 +62,8 @@ export interface ClusterFixture {
   /** The agents running as their own OS process, by host. */
   processAgents: Map<string, AgentProcess>;
   logLines: string[];
+  /** The manager's agent calls, oldest first (empty unless `recordAgentCalls`). */
+  agentCalls: AgentCall[];
   /** Directories of host i's machine registration. */
   dirs(i: number): { datadir: string; logdir: string; wal_log_dir: string; comp_datadir: string };
   /** Submits an async job and waits for its end; returns the final get_status reply. */
@@ -73,6 +86,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
   });
   const agents: RunningAgent[] = [];
   const processAgents = new Map<string, AgentProcess>();
+  const agentCalls: AgentCall[] = [];
   let manager: Manager | undefined;
   const close = async () => {
     await manager?.stop().catch(() => {});
@@ -95,7 +109,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
       agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
     }
     const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10, tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...options.managerConfig });
-    manager = await buildManager(config, { logger: logger.child({ member }) });
+    manager = await buildManager(config, { logger: logger.child({ member }), agents: options.recordAgentCalls ? recordingCalls(new AgentPool(agentPort), agentCalls) : undefined });
     await manager.listen();
     const deadline = Date.now() + 20_000;
     while (!manager.leadership.isLeader) {
@@ -120,6 +134,7 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
     agents,
     processAgents,
     logLines,
+    agentCalls,
     dirs,
     async runJob(jobType, paras, timeoutMs = 60_000) {
       const ack = await emit(member, jobType, paras);
@@ -127,6 +142,31 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
     },
     close,
   };
+}
+
+/** The pool as the manager uses it, noting each call of a host's client (Agents.mariadbHa(host).replicationStatus...) in `calls`. */
+function recordingCalls(pool: AgentPool, calls: AgentCall[]): Agents {
+  const perHost = new Set(['mariadb', 'postgres', 'postgresProbe', 'cgroup', 'mariadbHa', 'mariadbRestore', 'passwords', 'hostProbe']);
+  return new Proxy(pool, {
+    get(target, api, receiver) {
+      const value = Reflect.get(target, api, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (typeof api !== 'string' || !perHost.has(api)) return value.bind(target);
+      return (host: string) => {
+        const client = value.call(target, host) as object;
+        return new Proxy(client, {
+          get(c, method) {
+            const m = Reflect.get(c, method) as unknown;
+            if (typeof m !== 'function') return m;
+            return (...args: unknown[]) => {
+              calls.push({ host, api, method: String(method), at: Date.now() });
+              return m.apply(c, args);
+            };
+          },
+        });
+      };
+    },
+  });
 }
 
 async function commOf(pid: string): Promise<string> {
