@@ -6,7 +6,7 @@
 
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -34,6 +34,25 @@ async function decompressAndExtract(stored: Buffer, dir: string): Promise<Buffer
     child.stdin!.end(mbstream);
   });
   return mbstream;
+}
+
+/**
+ * Every file under a backup storage's directory, in each form a reader could get it in: as
+ * stored, zstd-decompressed (shard streams), and a pg_dump archive rendered as SQL (catalog).
+ */
+async function storedObjects(root: string): Promise<{ key: string; forms: [string, Buffer][] }[]> {
+  const files = (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+  const objects: { key: string; forms: [string, Buffer][] }[] = [];
+  for (const file of files) {
+    const stored = await readFile(file);
+    const forms: [string, Buffer][] = [['as stored', stored]];
+    if (stored.subarray(0, 4).equals(Buffer.from([0x28, 0xb5, 0x2f, 0xfd]))) {
+      forms.push(['zstd-decompressed', await promisify(execFile)('zstd', ['-d', '-q', '-c', file], { encoding: 'buffer', maxBuffer: 1 << 30 }).then((r) => r.stdout)]);
+    }
+    if (stored.subarray(0, 5).toString('latin1') === 'PGDMP') forms.push(['rendered by pg_restore', execFileSync('/usr/bin/pg_restore', ['--file=-', file])]);
+    objects.push({ key: path.relative(root, file), forms });
+  }
+  return objects;
 }
 
 const CREATE_PARAS = {
@@ -157,6 +176,28 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
     const detail = await emit(MEMBER, 'get_cluster_detail', { cluster_name: cluster.name });
     expect((detail.attachment as { list_backup: ManualBackupClusterResult[] }).list_backup.map((b) => b.backup_id)).toEqual([backup.backup_id]);
   }, 300_000);
+
+  it('no stored object of the backup set holds a cluster password in clear: the catalog dump keeps user mappings without their options (issue 35, item 4)', async () => {
+    const accounts = openTestAccounts(cluster.accounts);
+    const passwords = new Map(Object.entries(accounts).map(([role, account]) => [role, account.password]));
+    const objects = await storedObjects(root);
+    const setPrefix = backup.list_shard[0].location.replace(/^local:/, '').split('/').slice(0, 2).join('/');
+    expect(objects.filter((o) => o.key.startsWith(`${setPrefix}/`)).map((o) => o.key).sort()).toEqual(
+      expect.arrayContaining([...backup.list_shard, ...backup.list_catalog].map((o) => o.location.replace(/^local:/, ''))),
+    );
+    const found: string[] = [];
+    for (const object of objects) {
+      for (const [form, bytes] of object.forms) {
+        for (const [role, password] of passwords) if (bytes.includes(Buffer.from(password, 'utf8'))) found.push(`${object.key} (${form}) holds the ${role} password`);
+      }
+    }
+    expect(found).toEqual([]);
+    // The restore needs no credential from the dump: the user mappings are there, bare.
+    const catalog = backup.list_catalog.find((c) => c.database === 'postgres')!;
+    const sql = execFileSync('/usr/bin/pg_restore', ['--file=-', path.join(root, catalog.location.replace(/^local:/, ''))], { encoding: 'utf8' });
+    expect(sql).toMatch(/CREATE USER MAPPING FOR \S+ SERVER \S+;/);
+    expect(sql).not.toMatch(/USER MAPPING[^;]*OPTIONS/);
+  }, 120_000);
 
   it('a stored shard backup is an mbstream compressed at its source with zstd: it decompresses, extracts and carries the GTID the result names', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-extract-'));
