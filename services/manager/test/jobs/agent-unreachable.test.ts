@@ -3,19 +3,30 @@
 // the real runner against real gRPC clients of the one pool (@kcm/agent-api), aimed at a
 // loopback port where nothing listens, so the real call helper and error mapping run. The
 // cluster they work on is built first with recording fake agents (grow-harness.ts).
+// The later families (password rotation, manual switch, backup) run on loopback hosts, so
+// that the error names the host whose agent did not answer, and each test checks that
+// nothing was left half-done; one agent dies in the middle of a call instead.
 
 import net from 'node:net';
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorEntry } from '@kcm/protocol';
 import {
   AgentClient,
   AgentPool,
   CgroupAgentClient,
+  HostProbeAgentClient,
   MariaDbAgentClient,
+  MariaDbHaAgentClient,
+  MariaDbRestoreAgentClient,
+  PasswordAgentClient,
   PostgresAgentClient,
+  loadAgentService,
+  serverCredentials,
   type AgentPoolOptions,
   type Agents,
 } from '@kcm/agent-api';
+import { CommandKind } from '../../src/meta/commands';
 import { createParas, request, startHarness } from './grow-harness';
 
 const AGENT_UNREACHABLE = errorEntry('AGENT_UNREACHABLE').code;
@@ -35,26 +46,33 @@ beforeAll(async () => {
 });
 
 /** The pool, with every host's agent at the dead loopback port (the harness's hosts are 10.0.0.x). */
-function deadAgentPool(): AgentPool {
-  const address = `127.0.0.1:${deadPort}`;
+function deadAgentPool(address = `127.0.0.1:${deadPort}`): AgentPool {
   const makeClient = ((kind: string) => {
     if (kind === 'agent') return new AgentClient(address, 2000);
     if (kind === 'mariadb') return new MariaDbAgentClient(address, { queryMs: 2000 });
     if (kind === 'postgres') return new PostgresAgentClient(address);
     if (kind === 'postgresProbe') return new PostgresAgentClient(address, 2000);
+    if (kind === 'mariadbHa') return new MariaDbHaAgentClient(address);
+    if (kind === 'mariadbRestore') return new MariaDbRestoreAgentClient(address, { queryMs: 2000 });
+    if (kind === 'passwords') return new PasswordAgentClient(address);
+    if (kind === 'hostProbe') return new HostProbeAgentClient(address, 2000);
     return new CgroupAgentClient(address);
   }) as NonNullable<AgentPoolOptions['makeClient']>;
   return new AgentPool(deadPort, { makeClient });
 }
 
-/** Stops every agent the jobs of `h` talk to: from now on they reach the dead port. */
-function stopAgents(h: { agents: Agents }): AgentPool {
-  const pool = deadAgentPool();
+/** Stops every agent the jobs of `h` talk to: from now on they reach the dead port (or `address`). */
+function stopAgents(h: { agents: Agents }, address?: string): AgentPool {
+  const pool = deadAgentPool(address);
   Object.assign(h.agents, {
     mariadb: (host: string) => pool.mariadb(host),
     postgres: (host: string) => pool.postgres(host),
     postgresProbe: (host: string) => pool.postgresProbe(host),
     cgroup: (host: string) => pool.cgroup(host),
+    mariadbHa: (host: string) => pool.mariadbHa(host),
+    mariadbRestore: (host: string) => pool.mariadbRestore(host),
+    passwords: (host: string) => pool.passwords(host),
+    hostProbe: (host: string) => pool.hostProbe(host),
   });
   return pool;
 }
@@ -136,3 +154,136 @@ describe('an agent stopped during a job fails it with AGENT_UNREACHABLE, in ever
     expectUnreachable(status);
   });
 });
+
+/**
+ * Loopback hosts where nothing listens on the agent port: a call fails at once, and its
+ * error names the host (the agent address is `<host>:<port>`), as it does in production.
+ */
+const LOOPBACK_HOSTS = ['127.0.9.1', '127.0.9.2', '127.0.9.3', '127.0.9.4'];
+const onLoopback = { storage_iplists: LOOPBACK_HOSTS.slice(0, 3) };
+
+/** Stops every agent of the loopback hosts: the pool's real clients, aimed at the dead port. */
+function stopLoopbackAgents(h: { agents: Agents }): AgentPool {
+  const pool = new AgentPool(deadPort, { deadlineMs: 2000, probeDeadlineMs: 2000 });
+  Object.assign(h.agents, {
+    mariadb: (host: string) => pool.mariadb(host),
+    postgres: (host: string) => pool.postgres(host),
+    postgresProbe: (host: string) => pool.postgresProbe(host),
+    cgroup: (host: string) => pool.cgroup(host),
+    mariadbHa: (host: string) => pool.mariadbHa(host),
+    mariadbRestore: (host: string) => pool.mariadbRestore(host),
+    passwords: (host: string) => pool.passwords(host),
+    hostProbe: (host: string) => pool.hostProbe(host),
+    agentAddress: (host: string) => pool.agentAddress(host),
+  });
+  return pool;
+}
+
+/** Failed with AGENT_UNREACHABLE, and the error names the agent of one of `hosts`. */
+function expectUnreachableNaming(status: { status: string; errorCode: number; errorInfo: string }, hosts: readonly string[]) {
+  expectUnreachable(status);
+  expect(hosts.map((h) => `agent at ${h}:${deadPort} is unreachable`).some((m) => status.errorInfo.includes(m)), status.errorInfo).toBe(true);
+}
+
+describe('an agent stopped during a job of a later wave fails it cleanly: AGENT_UNREACHABLE naming the host, nothing half-done or lost', () => {
+  const pools: AgentPool[] = [];
+  afterAll(() => pools.forEach((p) => p.close()));
+
+  it('rotate_cluster_passwords: the new passwords stay recorded as an unfinished rotation, and the next run finishes it with them', async () => {
+    const h = await startHarness({ hosts: LOOPBACK_HOSTS });
+    const cluster = await h.readyCluster(onLoopback);
+    const live = { ...h.agents };
+    pools.push(stopLoopbackAgents(h));
+    const status = await h.run('rotate_cluster_passwords', { cluster_id: cluster.id });
+    expectUnreachableNaming(status, LOOPBACK_HOSTS);
+    const after = h.store.s.clusters[cluster.id];
+    expect(after.accounts).toEqual(cluster.accounts); // kcm goes on using the passwords every node has
+    const recorded = after.passwordRotation!;
+    expect(recorded).toMatchObject({ jobId: status.jobId, applied: [] });
+    expect(status.errorInfo).toContain(`submit rotate_cluster_passwords for cluster ${cluster.id} again`);
+    // The agents are back: the next rotation finishes the recorded one, with the same passwords.
+    Object.assign(h.agents, live);
+    const again = await h.run('rotate_cluster_passwords', { cluster_id: cluster.id });
+    expect(again.status, again.errorInfo).toBe('done');
+    const finished = h.store.s.clusters[cluster.id];
+    expect(finished.passwordRotation).toBeUndefined();
+    for (const role of Object.keys(recorded.accounts) as (keyof typeof recorded.accounts)[]) expect(finished.accounts[role]).toEqual(recorded.accounts[role]);
+  });
+
+  it('manual_switch: fails at its measurement, before any write is held; the master stays master, nothing fenced', async () => {
+    const h = await startHarness({ hosts: LOOPBACK_HOSTS });
+    const cluster = await h.readyCluster(onLoopback);
+    const shard = cluster.shards['1'];
+    const master = shard.nodes[shard.masterNodeId];
+    const standby = Object.values(shard.nodes).find((n) => n.id !== master.id)!;
+    pools.push(stopLoopbackAgents(h));
+    const status = await h.run('manual_switch', {
+      cluster_id: cluster.id, shard_id: '1', master_hostaddr: `${master.hostaddr}_${master.port}`, assign_hostaddr: `${standby.hostaddr}_${standby.port}`,
+    });
+    expectUnreachableNaming(status, [master.hostaddr, standby.hostaddr]);
+    const after = h.store.s.clusters[cluster.id].shards['1'];
+    expect(after.masterNodeId).toBe(master.id);
+    expect(Object.values(after.nodes).filter((n) => n.fenced)).toEqual([]);
+  });
+
+  /** manual_backup_cluster with every agent stopped, the storage's own included (registered directly: create_backup_storage opens it). */
+  async function backupWithAgentsStopped() {
+    const h = await startHarness({ hosts: LOOPBACK_HOSTS });
+    const cluster = await h.readyCluster(onLoopback);
+    await h.store.propose({ kind: CommandKind.BackupStorageCreated, at: 0, name: 'local', stype: 'fs', hostaddr: LOOPBACK_HOSTS[3], port: deadPort, path: '/backups' });
+    pools.push(stopLoopbackAgents(h));
+    return { h, cluster, status: await h.run('manual_backup_cluster', { cluster_id: cluster.id }) };
+  }
+
+  it('manual_backup_cluster: fails naming every node whose agent did not answer; no backup set is recorded', async () => {
+    const { h, cluster, status } = await backupWithAgentsStopped();
+    expect(status.status).toBe('failed');
+    for (const shard of Object.values(cluster.shards)) {
+      for (const n of Object.values(shard.nodes)) expect(status.errorInfo).toContain(`${n.hostaddr}:${n.port}: its agent did not answer`);
+    }
+    expect(h.store.s.backupSets).toEqual({});
+  });
+
+  // Known defect (reported, not fixed here: jobs/backup.ts chooseShardBackupSource): a shard
+  // none of whose agents answers fails the backup with INSTANCE_FAILED (2001), not
+  // AGENT_UNREACHABLE like every other family. This fails until that is mended.
+  it.fails('manual_backup_cluster: answers AGENT_UNREACHABLE, as the other families do', async () => {
+    const { status } = await backupWithAgentsStopped();
+    expectUnreachable(status);
+  });
+
+  it('an agent that dies in the middle of a call: rotate_cluster_passwords fails naming it, the rotation stays recorded', async () => {
+    const h = await startHarness({ hosts: LOOPBACK_HOSTS });
+    const cluster = await h.readyCluster(onLoopback);
+    const pool = stopLoopbackAgents(h);
+    pools.push(pool);
+    // The first host's agent takes the call and dies before it answers: its connection is dropped mid-call.
+    const dying = await dyingAgent(LOOPBACK_HOSTS[0], deadPort, 'agent-passwords.proto', 'PasswordAgent');
+    const status = await h.run('rotate_cluster_passwords', { cluster_id: cluster.id });
+    expect(dying.callsTaken()).toBeGreaterThan(0);
+    expectUnreachableNaming(status, [LOOPBACK_HOSTS[0]]);
+    expect(h.store.s.clusters[cluster.id].accounts).toEqual(cluster.accounts);
+    expect(h.store.s.clusters[cluster.id].passwordRotation).toMatchObject({ jobId: status.jobId, applied: [] });
+  });
+});
+
+/**
+ * A gRPC server for one agent service at host:port whose every call is taken and never
+ * answered: the server is shut down at once, dropping the connection in the middle of the
+ * call, as an agent SIGKILLed while it works on a command.
+ */
+async function dyingAgent(host: string, port: number, protoFile: string, serviceName: string): Promise<{ callsTaken(): number }> {
+  const server = new grpc.Server();
+  let taken = 0;
+  const service = loadAgentService(protoFile, serviceName).service;
+  const handlers: grpc.UntypedServiceImplementation = {};
+  for (const method of Object.keys(service)) {
+    handlers[method] = () => {
+      taken++;
+      server.forceShutdown();
+    };
+  }
+  server.addService(service, handlers);
+  await new Promise<void>((resolve, reject) => server.bindAsync(`${host}:${port}`, serverCredentials(), (err) => (err ? reject(err) : resolve())));
+  return { callsTaken: () => taken };
+}
