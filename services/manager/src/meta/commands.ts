@@ -21,8 +21,8 @@ export const CommandKind = {
   JobFinished: 8,
   // 9, 10 and 11 are retired: PortsAllocated, PortsReleased and MachineFactsRecorded were
   // never proposed (ports are taken and returned inside ClusterCreated, InstancesPlaced and
-  // InstancesRemoved; facts come with MachineRegistered). An entry with one of them is
-  // refused as an unknown kind. Never reuse these numbers.
+  // InstancesRemoved; facts come with MachineRegistered). An entry with one of them stops
+  // apply as an unknown kind (meta/apply-stop.ts). Never reuse these numbers.
   ClusterCreated: 12,
   InstancesPlaced: 13,
   InstancesRemoved: 14,
