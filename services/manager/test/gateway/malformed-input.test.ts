@@ -17,6 +17,20 @@ function expectEnvelope(body: Record<string, unknown>, errorCode: string): void 
   expect(String(body.error_info)).not.toBe('');
 }
 
+/** Writes `request` as raw bytes on a new connection and returns all the server wrote back before it closed. */
+function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write(request));
+    let data = '';
+    socket.on('data', (chunk) => (data += chunk));
+    socket.on('end', () => resolve(data));
+    socket.on('error', reject);
+  });
+}
+
+/** The JSON body of a raw HTTP response. */
+const bodyOf = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+
 async function stillServes(app: ReturnType<typeof testGateway>['app']): Promise<void> {
   const { status, body } = await emit(app, envelope('get_meta_mode'));
   expect(status).toBe(200);
@@ -207,15 +221,9 @@ describe('non-Emit routes and raw HTTP get the envelope', () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
     try {
       const { port } = app.server.address() as AddressInfo;
-      const raw = await new Promise<string>((resolve, reject) => {
-        const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write('POST /HttpService/Emit HTTP/1.1\r\nContent-Length: zz\r\n\r\n{}'));
-        let data = '';
-        socket.on('data', (chunk) => (data += chunk));
-        socket.on('end', () => resolve(data));
-        socket.on('error', reject);
-      });
+      const raw = await rawExchange(port, 'POST /HttpService/Emit HTTP/1.1\r\nContent-Length: zz\r\n\r\n{}');
       expect(raw).toMatch(/^HTTP\/1\.1 400/);
-      expectEnvelope(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)), BAD_JSON);
+      expectEnvelope(bodyOf(raw), BAD_JSON);
       const followUp = await fetch(`http://127.0.0.1:${port}/HttpService/Emit`, { method: 'POST', body: JSON.stringify(envelope('get_meta_mode')) });
       expect(((await followUp.json()) as { status: string }).status).toBe('done');
     } finally {
@@ -228,17 +236,9 @@ describe('non-Emit routes and raw HTTP get the envelope', () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
     try {
       const { port } = app.server.address() as AddressInfo;
-      const raw = await new Promise<string>((resolve, reject) => {
-        const socket = createConnection({ host: '127.0.0.1', port }, () =>
-          socket.write(`POST /HttpService/Emit HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(64 * 1024)}\r\nContent-Length: 2\r\n\r\n{}`),
-        );
-        let data = '';
-        socket.on('data', (chunk) => (data += chunk));
-        socket.on('end', () => resolve(data));
-        socket.on('error', reject);
-      });
+      const raw = await rawExchange(port, `POST /HttpService/Emit HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(64 * 1024)}\r\nContent-Length: 2\r\n\r\n{}`);
       expect(raw).toMatch(/^HTTP\/1\.1 431 /);
-      const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+      const body = bodyOf(raw);
       const entry = errorEntryByCode(Number(body.error_code));
       expect(entry?.httpStatus, `error_code ${String(body.error_code)} is catalogued as ${entry?.name} (${entry?.httpStatus})`).toBe(431);
       expectEnvelope(body, String(entry?.code));
