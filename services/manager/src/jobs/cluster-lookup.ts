@@ -77,13 +77,17 @@ export function clusterStillThere(state: MetaState, clusterId: string): ClusterR
 
 /**
  * Runs `work` on every item at once and waits for all of them (none is left running behind
- * a failure, so a rollback never races an install). Fails with every item's reason.
+ * a failure, so a rollback never races an install). Fails with every item's reason, as
+ * AGENT_UNREACHABLE or NO_RESOURCES (a full disk) when every failure was that, else INSTANCE_FAILED.
  */
 export async function forEachInstance<T>(items: T[], describe: (item: T) => string, work: (item: T) => Promise<unknown>): Promise<void> {
   const settled = await Promise.allSettled(items.map((item) => work(item)));
   const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ item: items[i], err: s.reason as unknown }] : []));
   if (failures.length === 0) return;
   const message = failures.map((f) => `${describe(f.item)}: ${f.err instanceof Error ? f.err.message : String(f.err)}`).join('; ');
-  const unreachable = failures.every((f) => errorNameOf(f.err) === 'AGENT_UNREACHABLE');
-  throw KcmError.of(unreachable ? 'AGENT_UNREACHABLE' : 'INSTANCE_FAILED', message, { cause: failures[0].err });
+  // An outage or a full disk on every failed item is what the job met; anything else, or a mix, is an instance failure.
+  const names = new Set(failures.map((f) => errorNameOf(f.err)));
+  const [only] = names;
+  const errorName = names.size === 1 && (only === 'AGENT_UNREACHABLE' || only === 'NO_RESOURCES') ? only : 'INSTANCE_FAILED';
+  throw KcmError.of(errorName, message, { cause: failures[0].err });
 }

@@ -25,11 +25,12 @@ const CONCURRENT_CALLS = 8;
 const MiB = 2 ** 20;
 /**
  * A directory's free space is recorded again when it moved by at least this share of what
- * is recorded, and at least MIN_DISK_CHANGE_BYTES: near-full disks are followed closely,
- * large ones coarsely (a 5% error on a 10 TB disk is not what places or refuses a node).
+ * is recorded, and at least MIN_DISK_CHANGE_BYTES: near-full disks are followed closely
+ * (a round that measured a disk half-way through filling, at 71 MB, must still record the
+ * 20 MB it ends at), large ones coarsely (a 5% error on 10 TB places or refuses no node).
  */
 export const DISK_CHANGE_SHARE = 0.05;
-export const MIN_DISK_CHANGE_BYTES = 64 * MiB;
+export const MIN_DISK_CHANGE_BYTES = 16 * MiB;
 /** Memory is recorded again when it moved by this share (a resized VM, not page-cache noise). */
 export const MEMORY_CHANGE_SHARE = 0.05;
 

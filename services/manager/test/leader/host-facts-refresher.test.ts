@@ -51,13 +51,15 @@ describe('host facts kept current by the leader', () => {
     // The computer record keeps only its own directories.
     expect(Object.keys(store.s.machines['10.0.0.1/computer'].facts!.freeDiskBytes).sort()).toEqual(['/c', '/l', '/w']);
 
-    disk.free = 1.1 * GB - 10 * MB; // noise: nothing committed
+    disk.free = 1.1 * GB - 50 * MB; // under 5%: nothing committed
     await refresher.refreshAll();
     expect(refresher.recorded).toBe(1);
 
-    disk.free = 20 * MB;
+    disk.free = 71 * MB; // measured while filling
     await refresher.refreshAll();
-    expect(refresher.recorded).toBe(2);
+    disk.free = 20 * MB; // where it ends: 51 MB less is recorded too
+    await refresher.refreshAll();
+    expect(refresher.recorded).toBe(3);
     expect(store.s.machines['10.0.0.1/storage'].facts?.freeDiskBytes['/d']).toBe(20 * MB);
   });
 
@@ -75,11 +77,13 @@ describe('host facts kept current by the leader', () => {
     expect(asked).toEqual([]);
   });
 
-  it('factsChange: disk by max(64 MB, 5%) of what is recorded, memory by 5%, any change of cores or engines', () => {
+  it('factsChange: disk by max(16 MB, 5%) of what is recorded, memory by 5%, any change of cores or engines', () => {
     const facts = (free: number, change: Partial<HostFacts> = {}): HostFacts => ({ cores: 4, memoryMb: 8192, freeDiskBytes: { '/d': free }, mariadbInstalled: true, postgresInstalled: true, ...change });
     expect(factsChange(null, facts(GB), ['/d'])).toBe('no facts recorded');
-    expect(factsChange(facts(GB), facts(GB + MIN_DISK_CHANGE_BYTES - 1), ['/d'])).toBeNull();
-    expect(factsChange(facts(GB), facts(GB + MIN_DISK_CHANGE_BYTES), ['/d'])).toBe(`/d: ${GB} -> ${GB + MIN_DISK_CHANGE_BYTES} bytes free`);
+    expect(factsChange(facts(100 * MB), facts(100 * MB - MIN_DISK_CHANGE_BYTES + 1), ['/d'])).toBeNull();
+    expect(factsChange(facts(100 * MB), facts(100 * MB - MIN_DISK_CHANGE_BYTES), ['/d'])).toBe(`/d: ${100 * MB} -> ${100 * MB - MIN_DISK_CHANGE_BYTES} bytes free`);
+    expect(factsChange(facts(GB), facts(GB + 50 * MB), ['/d'])).toBeNull();
+    expect(factsChange(facts(GB), facts(GB + 52 * MB), ['/d'])).not.toBeNull();
     expect(factsChange(facts(100 * GB), facts(96 * GB), ['/d'])).toBeNull();
     expect(factsChange(facts(100 * GB), facts(94 * GB), ['/d'])).not.toBeNull();
     expect(factsChange(facts(GB), facts(GB, { cores: 8 }), ['/d'])).toBe('cores 4 -> 8');
