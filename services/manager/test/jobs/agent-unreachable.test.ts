@@ -46,7 +46,8 @@ beforeAll(async () => {
 });
 
 /** The pool, with every host's agent at the dead loopback port (the harness's hosts are 10.0.0.x). */
-function deadAgentPool(address = `127.0.0.1:${deadPort}`): AgentPool {
+function deadAgentPool(): AgentPool {
+  const address = `127.0.0.1:${deadPort}`;
   const makeClient = ((kind: string) => {
     if (kind === 'agent') return new AgentClient(address, 2000);
     if (kind === 'mariadb') return new MariaDbAgentClient(address, { queryMs: 2000 });
@@ -61,9 +62,8 @@ function deadAgentPool(address = `127.0.0.1:${deadPort}`): AgentPool {
   return new AgentPool(deadPort, { makeClient });
 }
 
-/** Stops every agent the jobs of `h` talk to: from now on they reach the dead port (or `address`). */
-function stopAgents(h: { agents: Agents }, address?: string): AgentPool {
-  const pool = deadAgentPool(address);
+/** Stops every agent the jobs of `h` talk to: from now on they reach `pool`'s agents (default: the dead port). */
+function stopAgents(h: { agents: Agents }, pool: AgentPool = deadAgentPool()): AgentPool {
   Object.assign(h.agents, {
     mariadb: (host: string) => pool.mariadb(host),
     postgres: (host: string) => pool.postgres(host),
@@ -73,6 +73,7 @@ function stopAgents(h: { agents: Agents }, address?: string): AgentPool {
     mariadbRestore: (host: string) => pool.mariadbRestore(host),
     passwords: (host: string) => pool.passwords(host),
     hostProbe: (host: string) => pool.hostProbe(host),
+    agentAddress: (host: string) => pool.agentAddress(host),
   });
   return pool;
 }
@@ -163,21 +164,7 @@ const LOOPBACK_HOSTS = ['127.0.9.1', '127.0.9.2', '127.0.9.3', '127.0.9.4'];
 const onLoopback = { storage_iplists: LOOPBACK_HOSTS.slice(0, 3) };
 
 /** Stops every agent of the loopback hosts: the pool's real clients, aimed at the dead port. */
-function stopLoopbackAgents(h: { agents: Agents }): AgentPool {
-  const pool = new AgentPool(deadPort, { deadlineMs: 2000, probeDeadlineMs: 2000 });
-  Object.assign(h.agents, {
-    mariadb: (host: string) => pool.mariadb(host),
-    postgres: (host: string) => pool.postgres(host),
-    postgresProbe: (host: string) => pool.postgresProbe(host),
-    cgroup: (host: string) => pool.cgroup(host),
-    mariadbHa: (host: string) => pool.mariadbHa(host),
-    mariadbRestore: (host: string) => pool.mariadbRestore(host),
-    passwords: (host: string) => pool.passwords(host),
-    hostProbe: (host: string) => pool.hostProbe(host),
-    agentAddress: (host: string) => pool.agentAddress(host),
-  });
-  return pool;
-}
+const stopLoopbackAgents = (h: { agents: Agents }) => stopAgents(h, new AgentPool(deadPort, { deadlineMs: 2000, probeDeadlineMs: 2000 }));
 
 /** Failed with AGENT_UNREACHABLE, and the error names the agent of one of `hosts`. */
 function expectUnreachableNaming(status: { status: string; errorCode: number; errorInfo: string }, hosts: readonly string[]) {
