@@ -172,7 +172,7 @@ function replicationHealthy(port: number): MariaDbHaStatusReply {
     port, installed: true, running: true, answering: true, pid: process.pid, reason: '', read_only: false, gtid_current_pos: '', gtid_slave_pos: '', gtid_binlog_pos: '',
     is_replica: false, io_running: true, sql_running: true, master_host: '', master_port: 0, last_io_error: '', last_sql_error: '', gtid_io_pos: '',
     relay_applied: true, semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0, master_reachable: true,
-    supervisor_restarts: 0, desired_state: 'running', fenced: false,
+    supervisor_restarts: 0, desired_state: 'running', fenced: false, supervisor_restarted_at_ms: 0,
   };
 }
 

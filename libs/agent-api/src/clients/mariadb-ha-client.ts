@@ -22,6 +22,9 @@ import {
   type MariaDbListXaReply,
   type MariaDbPruneXaReply,
   type MariaDbPruneXaRequest,
+  type MariaDbCutConnectionsReply,
+  type MariaDbLeaseRenewal,
+  type MariaDbLeaseReply,
 } from '../contract/mariadb-ha';
 
 export interface MariaDbHaDeadlines {
@@ -72,6 +75,16 @@ export class MariaDbHaAgentClient {
   /** Read-only now and on every later start; with `stop`, also stopped and kept stopped. */
   fence(opId: string, port: number, stop: boolean, deadlineMs = this.deadlines.commandMs): Promise<MariaDbFenceReply> {
     return this.call('Fence', { op_id: opId, port, stop }, deadlineMs);
+  }
+
+  /** Renews the leader's lease on this host's masters (RenewMasterLeases); a short deadline: a late renewal is no renewal. */
+  renewMasterLeases(renewal: MariaDbLeaseRenewal, deadlineMs = this.deadlines.statusMs): Promise<MariaDbLeaseReply> {
+    return this.call('RenewMasterLeases', renewal, deadlineMs);
+  }
+
+  /** Closes this host's TCP connections to host:port (a fenced old master). */
+  cutConnectionsTo(host: string, port: number): Promise<MariaDbCutConnectionsReply> {
+    return this.call('CutConnectionsTo', { host, port }, this.deadlines.statusMs);
   }
 
   waitForGtid(port: number, gtid: string, timeoutMs: number): Promise<MariaDbWaitForGtidReply> {

@@ -55,6 +55,8 @@ export interface MariaDbHaStatusReply {
   desired_state: string;
   /** Fenced (Fence) and given no role since. */
   fenced: boolean;
+  /** When the supervisor last restarted it after it died (ms since the epoch; 0: never). */
+  supervisor_restarted_at_ms: number;
 }
 
 export interface MariaDbHaAccount {
@@ -171,4 +173,30 @@ export interface MariaDbPruneXaRequest {
 
 export interface MariaDbPruneXaReply {
   deleted: number;
+}
+
+export interface MariaDbLeasedMaster {
+  port: number;
+  /** host:port of each standby of its shard. */
+  standbys: string[];
+}
+
+export interface MariaDbLeaseRenewal {
+  lease_ms: number;
+  masters: MariaDbLeasedMaster[];
+  /** When the leader sent it (ms since the epoch): an agent ignores one older than lease_ms. */
+  sent_at_ms: number;
+}
+
+export interface MariaDbLeaseReply {
+  fenced_ports: number[];
+}
+
+export interface MariaDbCutConnectionsRequest {
+  host: string;
+  port: number;
+}
+
+export interface MariaDbCutConnectionsReply {
+  closed: number;
 }

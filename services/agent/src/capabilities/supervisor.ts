@@ -90,9 +90,10 @@ export class InstanceSupervisor {
   }
 
   /** Restarts the supervisor made of this instance (0 when it never had to). */
-  async restarts(kind: SupervisedKind, port: number): Promise<{ restarts: number; desired: string }> {
+  async restarts(kind: SupervisedKind, port: number): Promise<{ restarts: number; desired: string; lastRestartAtMs: number }> {
     const record = await this.opts.desired.get(kind, port).catch(() => undefined);
-    return { restarts: record?.restarts ?? 0, desired: record?.desired ?? '' };
+    const at = record?.lastRestartAt ? Date.parse(record.lastRestartAt) : 0;
+    return { restarts: record?.restarts ?? 0, desired: record?.desired ?? '', lastRestartAtMs: Number.isFinite(at) ? at : 0 };
   }
 
   /** One pass over every instance wanted running; a pass still under way makes this a no-op. */

@@ -111,7 +111,7 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     port, installed: true, running: true, answering: true, pid: 100, reason: '', read_only: false, gtid_current_pos: '', gtid_slave_pos: '', gtid_binlog_pos: '',
     is_replica: false, io_running: false, sql_running: false, master_host: '', master_port: 0, last_io_error: '', last_sql_error: '', gtid_io_pos: '',
     relay_applied: true, semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0, master_reachable: false,
-    supervisor_restarts: 0, desired_state: 'running', fenced: false,
+    supervisor_restarts: 0, desired_state: 'running', fenced: false, supervisor_restarted_at_ms: 0,
   });
   const mariadbHa = (host: string): MariaDbHaAgentApi => ({
     address: agentAddress(host),
@@ -129,6 +129,8 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     decideXa: (port, gtrid) => record(host, 'ha.decideXa', { port, gtrid }, { outcome: 'abort' as const, decided_now: true }),
     finishXa: (r) => record(host, 'ha.finishXa', r, { ended: true, held: false }),
     pruneXaDecisions: (r) => record(host, 'ha.pruneXaDecisions', r, { deleted: 0 }),
+    renewMasterLeases: (r) => record(host, 'ha.renewMasterLeases', r, { fenced_ports: [] }),
+    cutConnectionsTo: (h, port) => record(host, 'ha.cutConnectionsTo', { host: h, port }, { closed: 0 }),
     close: () => {},
   });
 

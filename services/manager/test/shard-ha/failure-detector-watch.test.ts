@@ -20,7 +20,7 @@ function status(over: Partial<MariaDbHaStatusReply>): MariaDbHaStatusReply {
     port: MASTER[2], installed: true, running: true, answering: true, pid: 1, reason: '', read_only: false, gtid_current_pos: '', gtid_slave_pos: '', gtid_binlog_pos: '',
     is_replica: false, io_running: false, sql_running: false, master_host: '', master_port: 0, last_io_error: '', last_sql_error: '', gtid_io_pos: '',
     relay_applied: true, semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0, master_reachable: false,
-    supervisor_restarts: 0, desired_state: 'running', fenced: false, ...over,
+    supervisor_restarts: 0, desired_state: 'running', fenced: false, supervisor_restarted_at_ms: 0, ...over,
   };
 }
 

@@ -6,9 +6,12 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../capability';
 import { unary } from '../../grpc-unary';
-import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest, type MariaDbListXaRequest, type MariaDbDecideXaRequest, type MariaDbFinishXaRequest, type MariaDbPruneXaRequest } from '@kcm/agent-api';
-import { fence, promote, repointStandby, waitForGtid } from './ha';
+import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest, type MariaDbListXaRequest, type MariaDbDecideXaRequest, type MariaDbFinishXaRequest, type MariaDbPruneXaRequest, type MariaDbLeaseRenewal, type MariaDbCutConnectionsRequest } from '@kcm/agent-api';
+import { fence, killFenced, promote, repointStandby, waitForGtid } from './ha';
 import { replicationStatus } from './ha-status';
+import { layoutOf } from './lifecycle';
+import { MasterLeases, type InstanceRole } from './master-lease';
+import { cutConnectionsTo } from './cut-connections';
 import { decideXa, finishXa, listPreparedXa, pruneXaDecisions } from './xa';
 import type { mariadbSupervision } from './supervision';
 
@@ -26,6 +29,18 @@ export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: 
     ...(await replicationStatus(ctx, port, checkMasterMs)),
     ...(await desired.report(port)),
   });
+  const roleOf = async (port: number): Promise<InstanceRole> => {
+    const s = await replicationStatus(ctx, port, 0);
+    return !s.running ? 'down' : !s.answering ? 'unknown' : s.read_only ? 'read-only' : 'writable';
+  };
+  const leases = new MasterLeases({
+    stateDir: ctx.stateDir,
+    logger: log,
+    hostaddr: ctx.hostaddr,
+    roleOf,
+    fence: async (port, why) => void (await killFenced(await layoutOf(ctx, port), desired.stopped, serialised, why)),
+  });
+  void leases.start().catch((err) => log.error({ err }, 'master leases did not start'));
   server.addService(MariaDbHaAgentService.service, {
     ReplicationStatus: unary(log, 'MariaDbHa.ReplicationStatus', (req: MariaDbHaStatusRequest) => statusOf(req.port, Math.min(Math.max(req.check_master_ms, 0), 10_000))),
     WatchStatus: (call: grpc.ServerWritableStream<MariaDbHaWatchRequest, MariaDbHaWatchBeat>) => {
@@ -44,5 +59,7 @@ export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: 
     DecideXa: unary(log, 'MariaDbHa.DecideXa', (req: MariaDbDecideXaRequest) => decideXa(ctx, req)),
     FinishXa: unary(log, 'MariaDbHa.FinishXa', (req: MariaDbFinishXaRequest) => finishXa(ctx, req)),
     PruneXaDecisions: unary(log, 'MariaDbHa.PruneXaDecisions', (req: MariaDbPruneXaRequest) => pruneXaDecisions(ctx, req)),
+    RenewMasterLeases: unary(log, 'MariaDbHa.RenewMasterLeases', (req: MariaDbLeaseRenewal) => leases.renew(req)),
+    CutConnectionsTo: unary(log, 'MariaDbHa.CutConnectionsTo', (req: MariaDbCutConnectionsRequest) => cutConnectionsTo(log, req)),
   });
 }

@@ -30,7 +30,7 @@ function blank(port: number, reason: string): MariaDbHaStatusReply {
     is_replica: false, io_running: false, sql_running: false, master_host: '', master_port: 0,
     last_io_error: '', last_sql_error: '', gtid_io_pos: '', relay_applied: false,
     semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0,
-    master_reachable: false, supervisor_restarts: 0, desired_state: '', fenced: false,
+    master_reachable: false, supervisor_restarts: 0, desired_state: '', fenced: false, supervisor_restarted_at_ms: 0,
   };
 }
 
@@ -77,17 +77,23 @@ export async function readReplicationFacts(s: AdminSession): Promise<Partial<Mar
   };
 }
 
-/** A TCP connection to host:port within timeoutMs: the master's port is open from here. */
-export function tcpReachable(host: string, port: number, timeoutMs: number): Promise<boolean> {
+/**
+ * Whether a MariaDB server answers at host:port within timeoutMs: a TCP connection (from
+ * localAddress, when given) on which the server's greeting arrives. A connection alone is
+ * not enough: the kernel accepts one for a stopped (SIGSTOP) or hung mariadbd, which
+ * acknowledges nothing.
+ */
+export function tcpReachable(host: string, port: number, timeoutMs: number, localAddress?: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
+    const socket = net.connect({ host, port, localAddress });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
     };
     socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
+    socket.once('data', () => done(true));
     socket.once('error', () => done(false));
+    socket.once('end', () => done(false));
   });
 }
 

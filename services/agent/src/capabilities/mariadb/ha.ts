@@ -7,7 +7,7 @@ import { processAlive } from '../../ops/exec';
 import type { AgentContext } from '../../capability';
 import { AgentFailure, isGtidPosText, type MariaDbFenceReply, type MariaDbFenceRequest, type MariaDbPromoteReply, type MariaDbPromoteRequest, type MariaDbRepointReply, type MariaDbRepointRequest, type MariaDbWaitForGtidReply, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
 import { checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
-import { layoutOf, runningPid, startInstance, stopInstance } from './lifecycle';
+import { layoutOf, runningPid, startInstance } from './lifecycle';
 import { fencedMarker, readReplicationFacts } from './ha-status';
 import { attachToMaster, checkMaster } from './replication';
 import { applySemiSync, persistRole } from './semi-sync';
@@ -91,20 +91,22 @@ export async function repointStandby(ctx: AgentContext, req: MariaDbRepointReque
 }
 
 /**
- * How long a fenced master gets to shut down cleanly before it is killed. It is already
- * read-only and being replaced, and the failover waits for this stop: speed wins (InnoDB
- * and the binlog are crash-safe; the rejoin checks for errant GTIDs either way).
- */
-const FENCE_STOP_GRACE_MS = 1000;
-
-/**
  * Read-only on every later start first (kcm-role.cnf, the fenced marker), so nothing that
- * happens after this line can bring it back writable; then read_only live, then stopped.
- * `keepStopped` records the stop with the supervisor before stopping (it must not restart
- * it). Runs outside the port's serialiser at first: a supervisor restart under way (crash
- * recovery of a killed master) must not delay the fence; every mariadbd of this instance,
- * one still starting included, is signalled; `serialised` then runs a last stop after
- * whatever held the port, so a start that began before the fence cannot survive it.
+ * happens after this line can bring it back writable. Then:
+ *
+ * - with `stop` (a failover's fence, the lease's fence, a rejoin's first look): killed at
+ *   once with SIGKILL, every mariadbd of this instance, one still starting included. Not
+ *   made read-only first and never shut down cleanly: both end the commits that wait for a
+ *   standby's acknowledgement (SET GLOBAL read_only waits for them, turning semi-sync off
+ *   and a clean shutdown acknowledge them to their clients), so a write no standby has
+ *   would be acknowledged by a master that is being replaced. Killed, such a commit is
+ *   never acknowledged; the rejoin finds it errant. InnoDB and the binlog are crash-safe.
+ *   `keepStopped` records the stop with the supervisor first (it must not restart it);
+ *   `serialised` then kills again after whatever held the port, so a start that began
+ *   before the fence cannot survive it.
+ * - without `stop` (a manual switch holding writes): read_only now, and the semi-sync
+ *   master side off (its standbys are attached and the switch waits until the chosen one
+ *   has everything the old master logged).
  */
 export async function fence(
   ctx: AgentContext,
@@ -113,24 +115,38 @@ export async function fence(
   serialised: <T>(port: number, work: () => Promise<T>) => Promise<T>,
 ): Promise<MariaDbFenceReply> {
   const layout = await layoutOf(ctx, checkPort(req.port));
-  await writeFile(fencedMarker(layout), `fenced at ${new Date().toISOString()}\n`);
+  const reply = req.stop ? await killFenced(layout, keepStopped, serialised) : await readOnlyFenced(layout);
+  ctx.logger.warn({ port: layout.port, ...reply }, 'mariadb instance fenced');
+  return reply;
+}
+
+/** Marks the instance fenced: read-only and no semi-sync master side on every later start. */
+async function markFenced(layout: InstanceLayout, why: string): Promise<void> {
+  await writeFile(fencedMarker(layout), `fenced at ${new Date().toISOString()}: ${why}\n`);
   await persistRole(layout, 'standby', 0);
-  if (req.stop) await keepStopped(layout.port);
+}
+
+async function readOnlyFenced(layout: InstanceLayout): Promise<MariaDbFenceReply> {
+  await markFenced(layout, 'read-only');
   const pids = await instancePids(layout);
   const reply: MariaDbFenceReply = { was_running: pids.length > 0, made_read_only: false, stopped: false, gtid_binlog_pos: '' };
   if (pids.length > 0) Object.assign(reply, await readOnlyNow(layout));
-  if (req.stop) {
-    // One that does not answer is starting (crash recovery after a kill) and ignores SIGTERM
-    // until it is up: it serves no one, so it is not waited for (InnoDB and the binlog are crash-safe).
-    await terminate(pids, reply.made_read_only ? FENCE_STOP_GRACE_MS : 0);
-    await serialised(layout.port, async () => {
-      await terminate(await instancePids(layout), FENCE_STOP_GRACE_MS);
-      await stopInstance(ctx, layout, FENCE_STOP_GRACE_MS);
-    });
-    reply.stopped = true;
-  }
-  ctx.logger.warn({ port: layout.port, ...reply }, 'mariadb instance fenced');
   return reply;
+}
+
+/** Fenced, kept stopped and killed (see fence()). Also the lease's fence (master-lease.ts). */
+export async function killFenced(
+  layout: InstanceLayout,
+  keepStopped: (port: number) => Promise<void>,
+  serialised: <T>(port: number, work: () => Promise<T>) => Promise<T>,
+  why = 'stopped',
+): Promise<MariaDbFenceReply> {
+  await markFenced(layout, why);
+  await keepStopped(layout.port);
+  const pids = await instancePids(layout);
+  await kill(pids);
+  await serialised(layout.port, async () => kill(await instancePids(layout)));
+  return { was_running: pids.length > 0, made_read_only: false, stopped: true, gtid_binlog_pos: '' };
 }
 
 /** Every live mariadbd started with this instance's my.cnf (also one whose pid file is not written yet). */
@@ -146,19 +162,15 @@ async function instancePids(layout: InstanceLayout): Promise<number[]> {
   return pids;
 }
 
-/** SIGTERM, then SIGKILL what is still alive after graceMs. */
-async function terminate(pids: number[], graceMs: number): Promise<void> {
-  const signal = (pid: number, sig: NodeJS.Signals) => {
+/** SIGKILL, and wait until every one is gone (its ports and files are free then). */
+async function kill(pids: number[]): Promise<void> {
+  for (const pid of pids) {
     try {
-      process.kill(pid, sig);
+      process.kill(pid, 'SIGKILL');
     } catch {
       // gone already
     }
-  };
-  for (const pid of pids) signal(pid, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (pids.some(processAlive) && Date.now() < deadline) await sleep(50);
-  for (const pid of pids.filter(processAlive)) signal(pid, 'SIGKILL');
+  }
   while (pids.some(processAlive)) await sleep(20);
 }
 
@@ -166,8 +178,11 @@ async function readOnlyNow(layout: InstanceLayout): Promise<Pick<MariaDbFenceRep
   try {
     const s = await adminSession(layout, await loadAdminAccount(layout), [], FENCE_CONNECT_TIMEOUT_MS);
     try {
-      await s.run('refuse writes', 'SET GLOBAL read_only = ON');
+      // Semi-sync off first: SET GLOBAL read_only waits for the commits in progress, and
+      // with no semi-sync timeout a commit whose ack is slow would hold it. The switch that
+      // holds writes this way waits for its standby to reach the position read below.
       await s.run('no semi-sync master side', 'SET GLOBAL rpl_semi_sync_master_enabled = OFF');
+      await s.run('refuse writes', 'SET GLOBAL read_only = ON');
       const [pos] = await s.rows<{ bl: string }>('read binlog position', 'SELECT @@gtid_binlog_pos AS bl');
       return { made_read_only: true, gtid_binlog_pos: pos.bl };
     } finally {

@@ -34,13 +34,16 @@ const NORMAL = {
 };
 
 /**
- * How long the master waits for a standby's ack before it falls back to async (ms). With no
- * standby left one commit waits this long, then commits stop waiting until a standby has
- * caught up (README "Semi-sync and fullsync_level"). Kept within a failover's target (5 s):
- * losing the last standby must not stall writes longer than losing the master would.
- * MariaDB's default (10 s) did.
+ * How long the master waits for a standby's ack before it falls back to asynchronous
+ * replication (ms): 2^32-1, about 49 days, i.e. it never does. A fallback is what lost
+ * acknowledged writes after a partition (issue 35): a master cut off from its standbys
+ * waited 5 s, then committed alone and acknowledged writes that the standby promoted in its
+ * place never had. With fullsync_level >= 1 a commit now waits until a standby has it, or
+ * fails when its session is killed (the lease's fence, master-lease.ts): while no standby
+ * acknowledges, writes wait (the alert KcmShardWritesWaiting... see README "Semi-sync and
+ * fullsync_level"). fullsync_level 0 is the asynchronous mode.
  */
-export const SEMI_SYNC_MASTER_TIMEOUT_MS = 5_000;
+export const SEMI_SYNC_MASTER_TIMEOUT_MS = 4_294_967_295;
 
 export function renderMyCnf(spec: MariaDbInstanceSpec, layout: InstanceLayout, hostaddr: string): string {
   const sized = spec.dbcfg === 1 ? SMALL_MEMORY : NORMAL;

@@ -66,9 +66,11 @@ async function becomeStandby(ctx: AgentContext, layout: InstanceLayout, master: 
  */
 export async function attachToMaster(s: AdminSession, master: MasterEndpoint): Promise<void> {
   await s.run('stop slave', 'STOP ALL SLAVES');
+  // Reconnects every second: a master restarted in place holds its first commit until a
+  // standby acknowledges it (semi-sync never falls back, my-cnf.ts), so until one is back.
   await s.run(
     'change master',
-    'CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 5',
+    'CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1',
     [master.host, master.port, master.replication.user, master.replication.password],
   );
   await s.run('start slave', 'START SLAVE');

@@ -13,6 +13,8 @@ export interface SupervisionReport {
   supervisor_restarts: number;
   /** running | stopped, or '' when the agent is not asked to keep it either way. */
   desired_state: string;
+  /** When the supervisor last restarted it after it died (ms since the epoch; 0: never). */
+  supervisor_restarted_at_ms: number;
 }
 
 export function mariadbSupervision(ctx: AgentContext, exclusive: <T>(port: number, work: () => Promise<T>) => Promise<T>) {
@@ -48,8 +50,8 @@ export function mariadbSupervision(ctx: AgentContext, exclusive: <T>(port: numbe
     /** Remove: forgotten first, so nothing brings back what is being deleted. */
     forget: (port: number) => desired.drop('mariadb', port),
     async report(port: number): Promise<SupervisionReport> {
-      const { restarts, desired: state } = await ctx.supervisor.restarts('mariadb', port);
-      return { supervisor_restarts: restarts, desired_state: state };
+      const { restarts, desired: state, lastRestartAtMs } = await ctx.supervisor.restarts('mariadb', port);
+      return { supervisor_restarts: restarts, desired_state: state, supervisor_restarted_at_ms: lastRestartAtMs };
     },
   };
 }
