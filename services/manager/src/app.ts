@@ -39,6 +39,7 @@ import { RoutingService } from './routing-service';
 import { secretBoxFor } from './secrets/secret-box';
 import { ShardFailureDetector } from './shard-failure-detector';
 import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob } from './jobs/shard-ha/failover-job';
+import { MasterLeaseKeeper } from './leader/master-leases';
 import { forwardServiceDefinition } from './forward/forward-proto';
 import { forwardServiceImplementation } from './forward/forward-server';
 
@@ -90,7 +91,7 @@ export interface BuildOptions {
   leaderServices?: readonly LeaderServiceName[];
 }
 
-export const LEADER_SERVICES = ['job runner', 'health monitor', 'host facts', 'catalog sync', 'instance reconciler', 'rollback finisher', 'shard failure detector', 'in-doubt resolver', 'binlog archiver', 'logical backups'] as const;
+export const LEADER_SERVICES = ['job runner', 'health monitor', 'host facts', 'catalog sync', 'instance reconciler', 'rollback finisher', 'master leases', 'shard failure detector', 'in-doubt resolver', 'binlog archiver', 'logical backups'] as const;
 export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
@@ -205,7 +206,10 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     backup: { pvLimitMb: config.backupPvLimitMb, maxReplicaDelayS: config.backupMaxReplicaDelayS, compression: config.backupCompression === 'zstd' ? 'zstd' : '', ...opts.jobs?.backup },
     moves: { limits: { chunkRows: config.moveChunkRows, copyRowsPerSecond: config.moveCopyRowsPerSecond, maxTargetLagTrx: config.moveMaxTargetLagTrx }, ...opts.jobs?.moves },
   });
-  const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob], [SHARD_REJOIN, shardRejoinJob]]);
+  // Leases on the shard masters: a failover of a master it cannot reach waits for its lease (leader/master-leases.ts).
+  const masterLeases = new MasterLeaseKeeper({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'master-leases' }),
+    intervalMs: config.failureDetectIntervalMs, leaseMs: config.masterLeaseMs, electionTimeoutMs: 2 * config.electionTick * config.tickMs });
+  const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob({ leases: masterLeases })], [SHARD_REJOIN, shardRejoinJob]]);
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
@@ -254,6 +258,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     { name: 'catalog sync', start: () => catalogSync.start(), stop: () => catalogSync.stop() },
     { name: 'instance reconciler', start: () => reconciler.start(), stop: () => reconciler.stop() },
     { name: 'rollback finisher', start: () => rollbacks.start(), stop: () => rollbacks.stop() },
+    { name: 'master leases', start: () => masterLeases.start(), stop: () => masterLeases.stop() },
     { name: 'shard failure detector', start: () => failureDetector.start(), stop: () => failureDetector.stop() },
     { name: 'in-doubt resolver', start: () => inDoubtResolver.start(), stop: () => inDoubtResolver.stop() },
     { name: 'binlog archiver', start: () => binlogArchiver.start(), stop: () => binlogArchiver.stop() },

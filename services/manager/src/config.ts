@@ -63,6 +63,8 @@ export const managerConfigSchema = z.object({
    */
   failureDetectIntervalMs: z.number().int().positive().default(500),
   failureGraceMs: z.number().int().min(0).default(1000),
+  /** The leader's lease on each shard master (ms): a master cut off from the managers and a standby for this long is fenced by its own agent (leader/master-leases.ts). */
+  masterLeaseMs: z.number().int().min(500).max(60_000).default(3000),
   /**
    * Two-phase commit through compute nodes (in-doubt-resolver.ts): how often the leader lists
    * the XA branches prepared on every shard master, and how long a branch must stay prepared

@@ -11,8 +11,8 @@
 // A manager merely cut off from a healthy master sees the first half only: the standbys
 // still reach it, so nothing happens. Clusters with a job queued or running are left alone
 // (a failover already under way holds the cluster lock; other jobs stop instances on
-// purpose). The same round submits shard_rejoin for fenced old masters whose agent answers
-// again.
+// purpose); a shard_rejoin has a lock of its own and does not count. The same round submits
+// shard_rejoin for fenced old masters whose agent answers.
 
 import { CALLS_STARTED_PER_TURN, type Logger, ONE_SHOT_MYSQL_OPTIONS, startInSlices } from '@kcm/common';
 import mysql from 'mysql2/promise';
@@ -22,7 +22,7 @@ import { CommandKind } from './meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from './meta/state';
 import type { MetaStore } from './meta/store';
 import { PeriodicRounds } from './periodic-rounds';
-import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob, type ShardFailoverParas, type ShardRejoinParas } from './jobs/shard-ha/failover-job';
+import { FAILOVER_STEP_NAMES, failoverLockKey, rejoinLockKey, SHARD_FAILOVER, SHARD_REJOIN, shardRejoinJob, type ShardFailoverParas, type ShardRejoinParas } from './jobs/shard-ha/failover-job';
 import { type DbAccount } from './secrets/accounts';
 import { liveAccount } from './secrets/live-accounts';
 import type { SecretBox } from './secrets/secret-box';
@@ -31,7 +31,12 @@ export const DEFAULT_FAILURE_DETECT_INTERVAL_MS = 500;
 export const DEFAULT_FAILURE_GRACE_MS = 1000;
 /** How long the master's agent has to vouch for it before a SQL ping is made too (ms). */
 export const DEFAULT_SQL_PING_AFTER_MS = 200;
-/** A shard whose failover was just submitted is not submitted again for this long (a failed job is not retried in a tight loop). */
+/**
+ * A failover of one failed master is not submitted again for this long (a failed job is not
+ * retried in a tight loop). It guards the master, not the shard: the master that replaced it
+ * failing a second later is failed over at once (issue 35: the shard-wide window left a
+ * shard whose new master died within 15 s without a writable master).
+ */
 const RESUBMIT_AFTER_MS = 15_000;
 
 export interface FailureDetectorOptions {
@@ -151,7 +156,9 @@ export class ShardFailureDetector {
         if (ports) ports.push(master.port);
         else masterPortsByHost.set(master.hostaddr, [master.port]);
         const fenced = Object.values(shard.nodes).filter((n) => n.fenced && n.id !== master.id);
-        if (fenced.length > 0) work.push(() => this.offerRejoin(cluster, shard, fenced));
+        // One rejoin at a time per cluster: a rebuild may outlast the resubmit window.
+        const rejoining = (state.runQueues[rejoinLockKey(cluster.id)]?.length ?? 0) > 0;
+        if (fenced.length > 0 && !rejoining) work.push(() => this.offerRejoin(cluster, shard, fenced));
         // Watched inside a no-switch window too (never failed over there): what the master
         // went through in the window (a maintenance restart) is the baseline after it.
         const suppressed = this.opts.switchSuppressed?.(state, cluster.id, shard.id) ?? false;
@@ -185,11 +192,11 @@ export class ShardFailureDetector {
       this.failedInWindow.add(windowKey);
       return;
     }
-    const key = `${cluster.id}/${shard.id}`;
+    const key = `${cluster.id}/${shard.id}/${master.id}`;
     if (this.now() - (this.submittedAt.get(key) ?? -Infinity) < RESUBMIT_AFTER_MS) return;
     this.submittedAt.set(key, this.now());
     const paras: ShardFailoverParas = { cluster_id: cluster.id, shard_id: shard.id, failed_node_id: master.id, reason: verdict.evidence };
-    await this.submit(SHARD_FAILOVER, paras as unknown as Record<string, unknown>, shardFailoverJob.lockKey(paras, this.opts.store.state()), shardFailoverJob.steps(paras).map((s) => s.name));
+    await this.submit(SHARD_FAILOVER, paras as unknown as Record<string, unknown>, failoverLockKey(paras), FAILOVER_STEP_NAMES);
     this.failoversSubmitted++;
     this.opts.logger.warn({ cluster: cluster.name, shard: shard.name, master: `${master.hostaddr}:${master.port}`, evidence: verdict.evidence }, 'shard master failed: failover submitted');
   }
@@ -237,6 +244,11 @@ export class ShardFailureDetector {
       this.restartsSeen.set(master.id, status.supervisor_restarts);
       if (before !== undefined && status.supervisor_restarts > before) {
         return { failed: true, answers: false, evidence: `its agent restarted mariadbd after it died (restarts ${before} -> ${status.supervisor_restarts})` };
+      }
+      // The first look at a master that a failover or switch made master while its cluster
+      // was busy (not judged then): a restart since its promotion is one no round has seen.
+      if (before === undefined && shard.masterSince !== undefined && status.supervisor_restarted_at_ms > shard.masterSince) {
+        return { failed: true, answers: false, evidence: `its agent restarted mariadbd after it died, ${status.supervisor_restarted_at_ms - shard.masterSince} ms after it became master` };
       }
       if (status.answering || sqlOk) {
         this.suspectSince.delete(master.id);

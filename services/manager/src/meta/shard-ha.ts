@@ -25,6 +25,7 @@ export function applyShardMasterChanged(state: MetaState, cmd: ShardMasterChange
   }
   delete next.fenced;
   shard.masterNodeId = cmd.masterNodeId;
+  shard.masterSince = cmd.at;
   return { ok: true, value: { duplicate: false } };
 }
 

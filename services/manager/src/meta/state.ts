@@ -172,6 +172,8 @@ export interface ShardRecord {
   name: string;
   /** The node that is (or is to become) the shard's master. */
   masterNodeId: string;
+  /** When masterNodeId last changed (a failover or switch committed it; ms since the epoch); absent before any change. */
+  masterSince?: number;
   nodes: Dict<StorageNodeRecord>;
   /** The add_shards job that placed it (absent for a create_cluster's own shards). */
   placedByJob?: string;

@@ -18,7 +18,7 @@ function status(over: Partial<MariaDbHaStatusReply>): MariaDbHaStatusReply {
     port: 0, installed: true, running: true, answering: true, pid: 1, reason: '', read_only: false, gtid_current_pos: '', gtid_slave_pos: '', gtid_binlog_pos: '',
     is_replica: false, io_running: false, sql_running: false, master_host: '', master_port: 0, last_io_error: '', last_sql_error: '', gtid_io_pos: '',
     relay_applied: true, semi_sync_slave_active: false, semi_sync_master_enabled: false, semi_sync_master_clients: 0, master_reachable: false,
-    supervisor_restarts: 0, desired_state: 'running', fenced: false, ...over,
+    supervisor_restarts: 0, desired_state: 'running', fenced: false, supervisor_restarted_at_ms: 0, ...over,
   };
 }
 
@@ -27,6 +27,8 @@ interface World {
   standby: MariaDbHaStatusReply;
   /** How long the master's agent takes to answer (ms). */
   masterAgentMs?: number;
+  /** What other hosts' agents say, when not `standby`. */
+  byHost?: Map<string, MariaDbHaStatusReply>;
 }
 
 function setUp(world: World) {
@@ -43,7 +45,7 @@ function setUp(world: World) {
           if (world.master === 'unreachable') throw new AgentUnreachableError(`${host}:58100`, new Error('deadline exceeded'));
           return world.master;
         }
-        return world.standby;
+        return world.byHost?.get(host) ?? world.standby;
       },
     }),
   } as unknown as Agents;
@@ -58,7 +60,8 @@ function setUp(world: World) {
     now: () => clock,
   });
   const failovers = () => proposed.filter((p) => p.kind === 4 && p.jobType === 'shard_failover') as Extract<Command, { kind: 4 }>[];
-  return { detector, failovers, advance: (ms: number) => void (clock += ms), judge: () => detector.judge(c, c.shards[Object.keys(c.shards)[0]], c.shards[Object.keys(c.shards)[0]].nodes[MASTER[0]]) };
+  const shard = () => c.shards[Object.keys(c.shards)[0]];
+  return { detector, failovers, shard, advance: (ms: number) => void (clock += ms), judge: () => detector.judge(c, c.shards[Object.keys(c.shards)[0]], c.shards[Object.keys(c.shards)[0]].nodes[MASTER[0]]) };
 }
 
 const replicating = status({ read_only: true, is_replica: true, io_running: true, sql_running: true, master_reachable: true });
@@ -80,6 +83,42 @@ describe('shard failure detector', () => {
     world.master = status({ supervisor_restarts: 1 });
     await detector.checkAll();
     expect(failovers().map((f) => f.paras.reason)).toEqual([expect.stringMatching(/restarted mariadbd after it died \(restarts 0 -> 1\)/)]);
+  });
+
+  it('fails over the master that replaced a failed one when it dies too, seconds later (the guard is per master, not per shard)', async () => {
+    const dead = status({ running: false, answering: false, reason: 'no mariadbd process' });
+    const world: World = { master: dead, standby: replicating };
+    const { detector, failovers, shard, advance } = setUp(world);
+    await detector.checkAll();
+    expect(failovers().map((f) => f.paras.failed_node_id)).toEqual(['11']);
+    // The failover made node 12 master; 2 s later it dies too.
+    shard().masterNodeId = '12';
+    shard().masterSince = 1_000_000;
+    advance(2000);
+    world.byHost = new Map([['h2', dead]]);
+    await detector.checkAll();
+    expect(failovers().map((f) => f.paras.failed_node_id)).toEqual(['11', '12']);
+    // The same failed master is not submitted again in a tight loop.
+    advance(500);
+    await detector.checkAll();
+    expect(failovers()).toHaveLength(2);
+  });
+
+  it('fails over a new master its supervisor restarted after its promotion, before any round looked at it', async () => {
+    const world: World = { master: status({}), standby: replicating };
+    const { detector, failovers, shard } = setUp(world);
+    // Made master at t=1,000,000 (while its cluster was busy); died and was restarted 800 ms later.
+    shard().masterSince = 1_000_000;
+    world.master = status({ supervisor_restarts: 3, supervisor_restarted_at_ms: 1_000_800 });
+    await detector.checkAll();
+    expect(failovers().map((f) => f.paras.reason)).toEqual([expect.stringMatching(/restarted mariadbd after it died, 800 ms after it became master/)]);
+  });
+
+  it('does not count a restart from before a master was promoted', async () => {
+    const { detector, failovers, shard } = setUp({ master: status({ supervisor_restarts: 3, supervisor_restarted_at_ms: 999_000 }), standby: replicating });
+    shard().masterSince = 1_000_000;
+    await detector.checkAll();
+    expect(failovers()).toHaveLength(0);
   });
 
   it('does not fail over a master the manager cannot reach while its standbys still do', async () => {

@@ -14,12 +14,15 @@ export interface FenceOutcome {
   node_id: string;
   hostaddr: string;
   port: number;
-  /** stopped by its agent | read-only by its agent | recorded in metadata (agent unreachable) */
+  /** stopped by its agent | read-only by its agent | recorded in metadata (agent unreachable)[; its lease ran out] */
   how: string;
   was_running: boolean;
   /** Its binlog position when it was made read-only; '' when not read. */
   gtid_binlog_pos: string;
 }
+
+/** FenceOutcome.how when the agent could not be reached: the failover then waits for the master's lease. */
+export const FENCED_BY_METADATA_ONLY = 'recorded in metadata (agent unreachable)';
 
 /** How long an agent gets to show it is reachable before the fence is by metadata only. */
 export const FENCE_REACH_MS = 1500;
@@ -42,6 +45,6 @@ export async function fenceNode(
     return { ...base, how: reply.stopped ? 'stopped by its agent' : reply.made_read_only ? 'read-only by its agent' : 'read-only on its next start', was_running: reply.was_running, gtid_binlog_pos: reply.gtid_binlog_pos };
   } catch (err) {
     if (!isAgentUnreachable(err)) throw err;
-    return { ...base, how: 'recorded in metadata (agent unreachable)', was_running: false, gtid_binlog_pos: '' };
+    return { ...base, how: FENCED_BY_METADATA_ONLY, was_running: false, gtid_binlog_pos: '' };
   }
 }

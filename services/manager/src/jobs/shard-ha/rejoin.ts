@@ -1,6 +1,6 @@
-// A fenced old master coming back: made read-only before anything else (it may have come
-// back writable, e.g. a host that was cut off and never stopped), started read-only if it
-// is down, then checked for errant transactions: GTIDs it has beyond the position its
+// A fenced old master coming back: stopped before anything else (it may have come back
+// writable, e.g. a host that was cut off before its lease could fence it), started
+// read-only, then checked for errant transactions: GTIDs it has beyond the position its
 // successor was promoted at, which no client ever saw acknowledged through the new master.
 // Without any it rejoins as a standby of the current master (MASTER_USE_GTID=slave_pos);
 // with some it is rebuilt from a copy of the shard (the rebuild_node path) and the result
@@ -33,13 +33,15 @@ export interface RejoinOutcome {
 export async function rejoinFencedNode(
   services: Pick<StepServices, 'propose' | 'now' | 'secrets'> & { agents: Agents },
   ids: { jobId: string; clusterId: string },
-  cluster: ClusterRecord,
-  shard: ShardRecord,
+  /** The cluster and shard as committed now: read again before the fence is lifted. */
+  view: () => { cluster: ClusterRecord; shard: ShardRecord },
   node: StorageNodeRecord,
   /** The XA branches its successor held prepared when promoted (`gtrid bqual`), when the failover read them. */
   preparedOnSuccessor?: string[],
 ): Promise<RejoinOutcome> {
   const base = { node_id: node.id, hostaddr: node.hostaddr, port: node.port };
+  const { cluster, shard } = view();
+  if (cluster.status !== 'ready') return { ...base, outcome: `pending: cluster is ${cluster.status}`, discarded_gtids: [], gtid_binlog_pos: '' };
   const master = shard.nodes[shard.masterNodeId];
   if (!master || master.id === node.id) return { ...base, outcome: 'pending: it is the shard master in the metadata', discarded_gtids: [], gtid_binlog_pos: '' };
   const ha = services.agents.mariadbHa(node.hostaddr);
@@ -50,13 +52,13 @@ export async function rejoinFencedNode(
     if (isAgentUnreachable(err)) return { ...base, outcome: `pending: agent unreachable (${(err as Error).message})`, discarded_gtids: [], gtid_binlog_pos: '' };
     throw err;
   }
-  // Read-only before anything else (and on any later start).
-  await ha.fence(opId(ids.jobId, 'fence-seen', `node-${node.id}`), node.port, false);
-  let status = await ha.replicationStatus(node.port);
-  if (!status.running) {
-    await mariadb.start(opId(ids.jobId, 'start-fenced', `node-${node.id}`), node.port);
-    status = await ha.replicationStatus(node.port);
-  }
+  // Stopped before anything else, and read-only on any later start. Killed, not made
+  // read-only while it runs: a commit it holds for a standby's ack (cut off, it never got
+  // one) would be acknowledged by turning semi-sync off or by a clean shutdown, and would be
+  // discarded below as errant: a write acknowledged and lost. Then started, read-only.
+  await ha.fence(opId(ids.jobId, 'fence-seen', `node-${node.id}`), node.port, true);
+  await mariadb.start(opId(ids.jobId, 'start-fenced', `node-${node.id}`), node.port);
+  const status = await ha.replicationStatus(node.port);
   if (!status.answering) throw new Error(`${where(node)} does not answer SQL: ${status.reason}`);
   // '' is a position (nothing written yet), not an unknown one; only a fence without a successor (no promotion recorded) skips the check.
   const successor = node.fenced?.successorGtid;
@@ -94,6 +96,12 @@ export async function rejoinFencedNode(
       errant.length > 0 ? 'rebuilt from a copy'
       : prepared.length > 0 ? `rebuilt from a copy (it held ${prepared.length} prepared XA branch(es) after its restart)`
       : `rebuilt from a copy (its restart lost ${lost.length} XA branch(es) its successor holds prepared)`;
+  }
+  // It runs beside the cluster's other jobs (its own lock): a failover that replaced the
+  // master it now follows, or a job that took the cluster away, leaves it fenced for the next try.
+  const now = view();
+  if (now.shard.masterNodeId !== master.id || now.cluster.status !== 'ready') {
+    throw new Error(`the shard's master changed from node ${master.id} to ${now.shard.masterNodeId} (or the cluster is ${now.cluster.status}) while ${where(node)} rejoined: it stays fenced and rejoins the new master next`);
   }
   orThrow(await services.propose({ kind: CommandKind.NodeFenceSet, at: services.now(), clusterId: ids.clusterId, shardId: shard.id, nodeId: node.id, fenced: false, jobId: ids.jobId, reason: outcome }));
   return { ...base, outcome, discarded_gtids: errant, gtid_binlog_pos: status.gtid_binlog_pos };

@@ -1,6 +1,10 @@
 // Pointing every compute node's foreign server for the shards at their masters as the
 // metadata names them now (after the topology commit): SyncCatalog on each, retried until
 // each has it. A failover is not done while any compute node still routes to the old master.
+// A failover then closes every connection the compute hosts still hold to the old master
+// (CutConnectionsTo): a session waiting on it (a statement in flight when it was cut off, or
+// a connection still being opened) fails now instead of being answered when, if ever, the old
+// master's reply gets through.
 
 import { randomUUID } from 'node:crypto';
 import { KcmError } from '@kcm/protocol';
@@ -13,9 +17,19 @@ export const REPOINT_COMPUTES_WITHIN_MS = 60_000;
 
 export interface ComputeRepointOutcome {
   comps: { comp_id: string; hostaddr: string; port: number; servers_changed: string[]; attempts: number }[];
+  /** Per compute host, the connections to the old master closed, or why they could not be (failover only). */
+  connections_cut?: Record<string, string>;
 }
 
-export async function repointComputes(agents: Agents, secrets: SecretBox, jobId: string, cluster: () => ClusterRecord, signal: AbortSignal, withinMs = REPOINT_COMPUTES_WITHIN_MS): Promise<ComputeRepointOutcome> {
+export async function repointComputes(
+  agents: Agents,
+  secrets: SecretBox,
+  jobId: string,
+  cluster: () => ClusterRecord,
+  signal: AbortSignal,
+  withinMs = REPOINT_COMPUTES_WITHIN_MS,
+  oldMaster?: { hostaddr: string; port: number },
+): Promise<ComputeRepointOutcome> {
   const deadline = Date.now() + withinMs;
   const comps = Object.values(cluster().comps);
   const done = await Promise.all(
@@ -36,5 +50,17 @@ export async function repointComputes(agents: Agents, secrets: SecretBox, jobId:
       }
     }),
   );
-  return { comps: done };
+  if (!oldMaster) return { comps: done };
+  const cut: Record<string, string> = Object.create(null);
+  await Promise.all(
+    [...new Set(comps.map((c) => c.hostaddr))].map(async (host) => {
+      // Best effort: a compute host that cannot be asked keeps its sessions' own fate (their
+      // statement fails once the old master's host answers again: it was killed or fenced).
+      cut[host] = await agents.mariadbHa(host).cutConnectionsTo(oldMaster.hostaddr, oldMaster.port).then(
+        (r) => `${r.closed} closed`,
+        (err: Error) => `not cut: ${err.message}`,
+      );
+    }),
+  );
+  return { comps: done, connections_cut: cut };
 }
