@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # postgresql-plpython3-15 + python3-pymysql run kcm_ddl's triggers (DDL through compute nodes);
-# postgresql-server-dev-15, gcc and make build its small C part below.
+# postgresql-server-dev-15, libmariadb-dev (MariaDB's client headers), gcc and make build its small C part below.
 # chromium: the web console's test drives it headless through playwright-core (test/console).
-debian_packages=(mariadb-server mariadb-backup zstd mariadb-client postgresql-15 postgresql-15-mysql-fdw postgresql-plpython3-15 python3-pymysql postgresql-server-dev-15 gcc make iptables prometheus chromium)
+debian_packages=(mariadb-server mariadb-backup zstd mariadb-client postgresql-15 postgresql-15-mysql-fdw postgresql-plpython3-15 python3-pymysql postgresql-server-dev-15 libmariadb-dev gcc make iptables prometheus chromium)
 # Optional: the etcd comparison of bench/raft-kv; installed when the package is available.
 optional_packages=(etcd-server)
 
