@@ -82,7 +82,6 @@ export class MasterLeaseKeeper implements MasterLeaseClock {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
-    this.leaderSince = -Infinity;
   }
 
   msUntilLeaseEnds(nodeId: string): number {
