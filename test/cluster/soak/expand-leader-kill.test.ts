@@ -1,5 +1,5 @@
 // expand_cluster in a 3-manager group on real engines, the leader SIGKILLed during the copy
-// and again during the catch-up: three manager processes (127.0.1.97-99), three agent
+// and again during the catch-up (the members' step logs must show each kill cut its step): three manager processes (127.0.1.97-99), three agent
 // processes (127.0.2.97-99), a cluster of 2 shards x 3 MariaDB nodes and 1 compute node, an
 // insert/update/delete load through the compute node. The move finishes; the copy resumed
 // at the chunk (its rows copied once in all); every acknowledged write is on shard 2.
@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobProgressAttachment } from '@kcm/protocol';
 import { jobStatus, submitJob, waitForJobEnd } from '../../manager/helpers/emit-client';
+import { stepCutByKill, stepEvents } from '../../manager/helpers/logs';
 import { sleep } from '../../manager/helpers/processes';
 import { startGroupCluster, type GroupCluster } from '../group-cluster';
 import { MoveLoad, rowDifferences, type Row } from '../move-load';
@@ -48,7 +49,7 @@ describe('expand_cluster with the manager leader SIGKILLed during the copy and t
     load.start();
     await sleep(500);
     const ack = await submitJob(live, 'expand_cluster', { cluster_id: g.clusterId, src_shard_id: shardIds[0], dst_shard_id: shardIds[1], table_list: ['postgres.public.mv_kill'], drop_old_table: '0' }, { requestId: `move-kill-${randomUUID()}` });
-    const kills: string[] = [];
+    const kills: { phase: string; member: string; jobId: string; at: number; rows: number }[] = [];
     for (const phase of ['copy rows', 'catch up from the binlog']) {
       let leader = await group.waitForLeader(undefined, 30_000);
       for (;;) {
@@ -56,8 +57,8 @@ describe('expand_cluster with the manager leader SIGKILLed during the copy and t
         const progress = (st?.attachment as JobProgressAttachment | null)?.progress;
         if (st?.status === 'done' || st?.status === 'failed') break;
         if (progress?.step_name === phase && (phase !== 'copy rows' || (progress.done ?? 0) > 0)) {
+          kills.push({ phase, member: leader, jobId: ack.jobId, at: Date.now(), rows: progress.done ?? 0 });
           await group.manager(leader).kill();
-          kills.push(`${phase} (${progress.done ?? 0} rows)`);
           break;
         }
         await sleep(20);
@@ -70,9 +71,12 @@ describe('expand_cluster with the manager leader SIGKILLed during the copy and t
     const end = await waitForJobEnd(live, ack.jobId, 300_000);
     await sleep(500);
     await load.stop();
-    console.log(`kills: ${kills.join(', ')}; writes ${load.writes} (failed ${load.failures}); result ${JSON.stringify(end.attachment)}`);
+    // Each kill cut the step it is named for: the killed leader was running it, and the next leader ran it again.
+    const events = stepEvents(MEMBERS.map((m) => ({ member: m, lines: group.manager(m).logLines() })));
+    const cut = kills.map((k) => stepCutByKill(events, k));
+    console.log(`kills: ${kills.map((k, i) => `${k.member} seen in "${k.phase}" (${k.rows} rows), cut "${cut[i] ?? 'no step'}"`).join('; ')}; writes ${load.writes} (failed ${load.failures}); result ${JSON.stringify(end.attachment)}`);
     expect(end.status, end.error_info).toBe('done');
-    expect(kills[0]).toMatch(/^copy rows/);
+    expect(cut).toEqual(['copy rows', 'catch up from the binlog']);
     // The new leader's copy resumed after the chunks the killed one had copied: fewer rows than the table's.
     const table = (end.attachment as { list_table: { rows_copied: string }[] }).list_table[0];
     expect(Number(table.rows_copied)).toBeLessThan(SEEDED);

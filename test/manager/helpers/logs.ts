@@ -74,3 +74,18 @@ export function countSteps(events: StepEvent[]): Map<string, StepCount> {
   }
   return counts;
 }
+
+/**
+ * The step of `jobId` that a SIGKILL of `member` at `at` (ms since the epoch) cut, or
+ * undefined when the kill cut none: the member had logged 'step started' for the step and
+ * no 'step done' before it died, and the step was started again after the kill (by the
+ * next leader; a step whose result had committed is never run again). A soak that names
+ * the step it kills in asserts this, so a kill that came too late fails the run.
+ */
+export function stepCutByKill(events: StepEvent[], kill: { member: string; jobId: string; at: number }): string | undefined {
+  const ofJob = events.filter((e) => e.jobId === kill.jobId);
+  const before = ofJob.filter((e) => e.member === kill.member && e.at <= kill.at);
+  const running = before.filter((e) => e.kind === 'started' && !before.some((d) => d.kind === 'done' && d.step === e.step && d.at >= e.at)).at(-1);
+  if (!running) return undefined;
+  return ofJob.some((e) => e.kind === 'started' && e.step === running.step && e.at >= kill.at) ? running.step : undefined;
+}
