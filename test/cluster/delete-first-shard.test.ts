@@ -6,17 +6,14 @@
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startClusterFixture, waitUntil } from './cluster-fixture';
-import { registerMachines } from './machines';
-import { createSqlCluster, type SqlCluster } from './sql-fixture';
+import { waitUntil } from './cluster-fixture';
+import { startSqlCluster, type SqlCluster } from './sql-fixture';
 
 describe('delete_shards of the first shard of a 2-shard cluster', () => {
   let s: SqlCluster;
 
   beforeAll(async () => {
-    const f = await startClusterFixture();
-    await registerMachines(f);
-    s = await createSqlCluster(f, { comps: '1' });
+    s = await startSqlCluster({}, { comps: '1' });
   }, 300_000);
 
   afterAll(async () => {

@@ -37,10 +37,11 @@ const CREATE_PARAS = {
   storage_iplists: [...HOSTS], computer_iplists: [] as string[], install_proxysql: '0',
 };
 
-export async function startSqlCluster(options: ClusterFixtureOptions = {}): Promise<SqlCluster> {
+/** A fixture with the machines registered and one cluster on it, made with `paras` over the default 2 shards x 3 nodes, 2 compute nodes. */
+export async function startSqlCluster(options: ClusterFixtureOptions = {}, paras: Partial<typeof CREATE_PARAS> = {}): Promise<SqlCluster> {
   const f = await startClusterFixture(options);
   await registerMachines(f);
-  return createSqlCluster(f);
+  return createSqlCluster(f, paras);
 }
 
 /**

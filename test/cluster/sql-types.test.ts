@@ -7,13 +7,11 @@
 
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startClusterFixture } from './cluster-fixture';
-import { registerMachines } from './machines';
-import { createSqlCluster, type SqlCluster } from './sql-fixture';
+import { startSqlCluster, type SqlCluster } from './sql-fixture';
 
 const DB = '`postgres_$$_public`';
 
-/** Column, its PostgreSQL type, and how to read it on the shard as text comparable to PostgreSQL's. */
+/** The columns of the test tables: one per mapped type, some with a precision. */
 const COLUMNS = [
   { name: 'i2', type: 'smallint' },
   { name: 'i4', type: 'integer' },
@@ -132,9 +130,7 @@ describe('every mapped type round-trips exactly through a compute node (1 shard,
   let expected: Row[];
 
   beforeAll(async () => {
-    const f = await startClusterFixture();
-    await registerMachines(f);
-    s = await createSqlCluster(f, { shards: '1', comps: '1' });
+    s = await startSqlCluster({}, { shards: '1', comps: '1' });
     const c = await s.pgAs(s.comps()[0]);
     try {
       expected = await renderedByPostgres(c);
