@@ -80,7 +80,8 @@ describe('the agent supervisor', () => {
     engine.crash(57001);
     await pass();
     expect(engine.starts).toEqual([57001]);
-    expect(await supervisor.restarts('mariadb', 57001)).toEqual({ restarts: 1, desired: 'running' });
+    expect(await supervisor.restarts('mariadb', 57001)).toEqual({ restarts: 1, desired: 'running', lastRestartAtMs: expect.any(Number) });
+    expect((await supervisor.restarts('mariadb', 57001)).lastRestartAtMs).toBeGreaterThan(0);
   });
 
   it('brings back after an agent restart what the previous agent was told to keep running', async () => {
@@ -97,7 +98,7 @@ describe('the agent supervisor', () => {
     await desired.set('mariadb', 57001, 'stopped');
     await pass();
     expect(engine.starts).toEqual([]);
-    expect(await supervisor.restarts('mariadb', 57001)).toEqual({ restarts: 0, desired: 'stopped' });
+    expect(await supervisor.restarts('mariadb', 57001)).toEqual({ restarts: 0, desired: 'stopped', lastRestartAtMs: 0 });
   });
 
   it('does not resurrect an instance that Remove forgets while a restart waits for the lock', async () => {
