@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MariaDbHaAgentClient } from '@kcm/agent-api';
 import { emit, jobStatus, waitForJobEnd } from '../../manager/helpers/emit-client';
 import { LocalGroup } from '../../manager/helpers/group';
+import { stepCutByKill, stepEvents } from '../../manager/helpers/logs';
 import { waitFor } from '../../manager/helpers/processes';
 import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from '../cluster-fixture';
 import { registerMachines } from '../machines';
@@ -81,15 +82,20 @@ describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords',
     for (let k = 0; k < KILLS; k++) {
       const leader = await group.waitForLeader(live(), 30_000);
       const ack = await emit(leader, 'rotate_cluster_passwords', { cluster_id: clusterId });
-      // SIGKILL the leader as soon as the job runs (its steps take a second or two in all).
-      const atKill = await waitFor('the rotation under way', async () => {
+      // SIGKILL the leader as soon as the job runs (its steps take a second or two in all),
+      // never once it has ended: a kill after 'done' would test nothing.
+      const seen = await waitFor('the rotation under way', async () => {
         const s = await jobStatus(leader, ack.job_id, 2000).catch(() => undefined);
         return s && s.status !== 'started' ? s : undefined;
       }, 30_000, 10);
+      expect(seen.status, 'the rotation ended before the leader could be killed').toBe('ongoing');
+      const kill = { member: leader, jobId: ack.job_id, at: Date.now() };
       await group.manager(leader).kill();
-      const step = (atKill.attachment as { progress?: { step_name?: string } } | null)?.progress?.step_name ?? atKill.status;
       const done = await waitForJobEnd(live, ack.job_id, 120_000);
-      console.log(`rotation ${k + 1}: leader ${leader} SIGKILLed at "${step}"; ${done.status} by the next leader`);
+      // The kill landed while the job ran: the killed leader was in a step, and the next leader ran that step again.
+      const cut = stepCutByKill(stepEvents(MEMBERS.map((m) => ({ member: m, lines: group.manager(m).logLines() }))), kill);
+      console.log(`rotation ${k + 1}: leader ${leader} SIGKILLed in "${cut ?? 'no step'}"; ${done.status} by the next leader`);
+      expect(cut, 'the step the leader kill cut').toBeDefined();
       expect(done.status, done.error_info).toBe('done');
       const att = done.attachment as Record<string, string>;
       expect(att.computer_pwd).not.toBe(computer.password);
