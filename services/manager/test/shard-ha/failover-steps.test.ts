@@ -4,7 +4,7 @@
 // master whose agent cannot be reached is fenced in the metadata, and the step ends only
 // once its lease has run out (its agent has fenced it by then).
 
-import { AgentUnreachableError, type Agents, type MariaDbHaStatusReply } from '@kcm/agent-api';
+import { AgentUnreachableError, type Agents, type MariaDbHaStatusReply, type WithAgent } from '@kcm/agent-api';
 import { describe, expect, it } from 'vitest';
 import { shardFailoverJob, type ShardFailoverParas } from '../../src/jobs/shard-ha/failover-job';
 import type { StepContext } from '../../src/jobs/workflow';
@@ -31,7 +31,11 @@ function setUp(standbysAnswer: boolean, opts: { masterAgentUnreachable?: boolean
     }),
   } as unknown as Agents;
   const paras: ShardFailoverParas = { cluster_id: '1', shard_id: '11', failed_node_id: '11', reason: 'test' };
-  const ctx = { ...stepServices(store, { agents }), jobId: '9', paras, outputs: {}, state: () => store.s, progress: async () => {}, signal: new AbortController().signal } as unknown as StepContext<ShardFailoverParas, any>;
+  const withAgent = (async (host: string, use: (a: { health(): Promise<unknown> }) => Promise<unknown>) => {
+    if (host === 'h1' && opts.masterAgentUnreachable) throw new AgentUnreachableError(`${host}:58100`, new Error('timed out'));
+    return use({ health: async () => ({}) });
+  }) as unknown as WithAgent;
+  const ctx = { ...stepServices(store, { agents, withAgent }), jobId: '9', paras, outputs: {}, state: () => store.s, progress: async () => {}, signal: new AbortController().signal } as unknown as StepContext<ShardFailoverParas, any>;
   const leaseAsked: string[] = [];
   const leases = {
     msUntilLeaseEnds(nodeId: string) {

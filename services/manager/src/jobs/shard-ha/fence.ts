@@ -4,7 +4,7 @@
 // agent cannot be reached the metadata record stands, and the node is made read-only (or
 // stopped) before anything else the moment it is seen again (rejoin.ts).
 
-import { isAgentUnreachable, type Agents } from '@kcm/agent-api';
+import { AgentUnreachableError, isAgentUnreachable, type Agents } from '@kcm/agent-api';
 import { CommandKind } from '../../meta/commands';
 import type { StorageNodeRecord } from '../../meta/state';
 import { orThrow } from '../errors';
@@ -27,8 +27,27 @@ export const FENCED_BY_METADATA_ONLY = 'recorded in metadata (agent unreachable)
 /** How long an agent gets to show it is reachable before the fence is by metadata only. */
 export const FENCE_REACH_MS = 1500;
 
+/**
+ * Resolves when the host's agent answers its Health call within `ms`; throws
+ * AgentUnreachableError otherwise. A call that needs no MariaDB: an agent whose mariadbd is
+ * stopped (SIGSTOP) or hung answers at once, and it can still kill it.
+ */
+export async function agentAnswers(services: Pick<StepServices, 'withAgent'>, hostaddr: string, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new AgentUnreachableError(hostaddr, new Error(`no answer to Health within ${ms} ms`))), ms);
+  });
+  try {
+    await Promise.race([services.withAgent(hostaddr, (agent) => agent.health()), late]);
+  } catch (err) {
+    throw isAgentUnreachable(err) ? err : new AgentUnreachableError(hostaddr, err);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function fenceNode(
-  services: Pick<StepServices, 'propose' | 'now'> & { agents: Agents },
+  services: Pick<StepServices, 'propose' | 'now' | 'withAgent'> & { agents: Agents },
   ids: { jobId: string; clusterId: string; shardId: string; op: string },
   node: StorageNodeRecord,
   opts: { stop: boolean; reason: string },
@@ -40,7 +59,7 @@ export async function fenceNode(
   const ha = services.agents.mariadbHa(node.hostaddr);
   try {
     // A quick look first: an agent behind a dead link would hold a fence call to its deadline.
-    await ha.replicationStatus(node.port, 0, FENCE_REACH_MS);
+    await agentAnswers(services, node.hostaddr, FENCE_REACH_MS);
     const reply = await ha.fence(ids.op, node.port, opts.stop);
     return { ...base, how: reply.stopped ? 'stopped by its agent' : reply.made_read_only ? 'read-only by its agent' : 'read-only on its next start', was_running: reply.was_running, gtid_binlog_pos: reply.gtid_binlog_pos };
   } catch (err) {

@@ -14,7 +14,7 @@ import { orThrow } from '../errors';
 import { opId } from '../instance-ops';
 import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from '../nodes';
 import type { StepServices } from '../workflow';
-import { FENCE_REACH_MS } from './fence';
+import { agentAnswers, FENCE_REACH_MS } from './fence';
 import { where } from './shard-view';
 import { liveAccount } from '../../secrets/live-accounts';
 import type { SecretBox } from '../../secrets/secret-box';
@@ -31,7 +31,7 @@ export interface RejoinOutcome {
 }
 
 export async function rejoinFencedNode(
-  services: Pick<StepServices, 'propose' | 'now' | 'secrets'> & { agents: Agents },
+  services: Pick<StepServices, 'propose' | 'now' | 'secrets' | 'withAgent'> & { agents: Agents },
   ids: { jobId: string; clusterId: string },
   /** The cluster and shard as committed now: read again before the fence is lifted. */
   view: () => { cluster: ClusterRecord; shard: ShardRecord },
@@ -47,7 +47,7 @@ export async function rejoinFencedNode(
   const ha = services.agents.mariadbHa(node.hostaddr);
   const mariadb = services.agents.mariadb(node.hostaddr);
   try {
-    await ha.replicationStatus(node.port, 0, FENCE_REACH_MS);
+    await agentAnswers(services, node.hostaddr, FENCE_REACH_MS);
   } catch (err) {
     if (isAgentUnreachable(err)) return { ...base, outcome: `pending: agent unreachable (${(err as Error).message})`, discarded_gtids: [], gtid_binlog_pos: '' };
     throw err;
