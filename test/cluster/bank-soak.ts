@@ -174,6 +174,7 @@ async function shardMasterFault(g: GroupCluster, shard: number): Promise<Fault> 
   const old = await g.masterOf(shard);
   const pid = Number((await readFile(path.join(g.dirs(hostIndex(g, old.host)).datadir, String(old.port), 'run', 'mariadbd.pid'), 'utf8')).trim());
   const jobsBefore = new Set((await failoverJobs(g)).map((j) => j.job_id));
+  const rejoinsBefore = new Set((await haJobsOf(g, 'shard_rejoin')).map((j) => j.job_id));
   return {
     what: `shard ${shard + 1} master ${old.host}:${old.port} SIGKILLed`,
     kill: async () => void process.kill(pid, 'SIGKILL'),
@@ -181,18 +182,27 @@ async function shardMasterFault(g: GroupCluster, shard: number): Promise<Fault> 
       // The leader's failure detector submits shard_failover for this master; it ends done.
       const jobId = await waitFor('the shard_failover job', async () => (await failoverJobs(g)).find((j) => !jobsBefore.has(j.job_id))?.job_id, 60_000, 100);
       const done = await waitForJobEnd(() => g.live(), jobId, 120_000);
-      const result = done.attachment as { old_master?: { hostaddr: string; port: number; rejoin: string; discarded_gtids: string[] }; new_master?: { hostaddr: string; port: number } } | null;
+      const result = done.attachment as { old_master?: { hostaddr: string; port: number }; new_master?: { hostaddr: string; port: number } } | null;
       if (done.status !== 'done' || !result?.new_master) throw new Error(`shard_failover ${jobId} ${done.status}: ${done.error_info}`);
       if (result.old_master?.hostaddr !== old.host || result.old_master.port !== old.port) throw new Error(`shard_failover ${jobId} failed over ${JSON.stringify(result.old_master)}, not the killed ${old.host}:${old.port}`);
-      const discarded = result.old_master.discarded_gtids.length > 0 ? `, its GTIDs ${result.old_master.discarded_gtids.join(' ')} discarded` : '';
-      return { replacement: `${result.new_master.hostaddr}:${result.new_master.port} promoted by shard_failover ${jobId} (old master: ${result.old_master.rejoin}${discarded})`, at: Date.now() };
+      // The old master rejoins in a shard_rejoin job of its own: the shard has its three nodes again once it is done.
+      const rejoinId = await waitFor('the shard_rejoin job', async () => (await haJobsOf(g, 'shard_rejoin')).find((j) => !rejoinsBefore.has(j.job_id))?.job_id, 60_000, 100);
+      const rejoined = await waitForJobEnd(() => g.live(), rejoinId, 180_000);
+      const rejoin = rejoined.attachment as { outcome?: string; discarded_gtids?: string[] } | null;
+      if (rejoined.status !== 'done') throw new Error(`shard_rejoin ${rejoinId} ${rejoined.status}: ${rejoined.error_info}`);
+      const discarded = (rejoin?.discarded_gtids?.length ?? 0) > 0 ? `, its GTIDs ${rejoin!.discarded_gtids!.join(' ')} discarded` : '';
+      return { replacement: `${result.new_master.hostaddr}:${result.new_master.port} promoted by shard_failover ${jobId} (old master: ${rejoin?.outcome}${discarded} by shard_rejoin ${rejoinId})`, at: Date.now() };
     },
   };
 }
 
 async function failoverJobs(g: GroupCluster): Promise<{ job_id: string; job_type: string }[]> {
+  return haJobsOf(g, 'shard_failover');
+}
+
+async function haJobsOf(g: GroupCluster, jobType: 'shard_failover' | 'shard_rejoin'): Promise<{ job_id: string; job_type: string }[]> {
   const reply = await g.query('list_jobs', { limit: '50' });
-  return (reply.attachment as unknown as { list_job: { job_id: string; job_type: string }[] }).list_job.filter((j) => j.job_type === 'shard_failover');
+  return (reply.attachment as unknown as { list_job: { job_id: string; job_type: string }[] }).list_job.filter((j) => j.job_type === jobType);
 }
 
 /**

@@ -85,8 +85,9 @@ export async function createHaCluster(f: ClusterFixture, computerHost: string): 
   return ha;
 }
 
-export async function pgClient(ha: HaCluster): Promise<pg.Client> {
-  const c = new pg.Client({ ...ha.comp(), ...ha.computer, database: 'postgres', connectionTimeoutMillis: 3000, query_timeout: 5000 });
+/** A client of the compute node; `patient` ones set no statement timeout (an application that waits for every answer). */
+export async function pgClient(ha: HaCluster, opts: { patient?: boolean } = {}): Promise<pg.Client> {
+  const c = new pg.Client({ ...ha.comp(), ...ha.computer, database: 'postgres', connectionTimeoutMillis: 3000, ...(opts.patient ? {} : { query_timeout: 5000 }) });
   c.on('error', () => {});
   await c.connect();
   return c;
@@ -99,7 +100,10 @@ export class InsertLoad {
   private stopped = false;
   private loop?: Promise<void>;
 
-  constructor(private readonly ha: HaCluster, private nextId = 1) {}
+  /** Statements that failed, with their ids (their outcome is unknown to the client). */
+  readonly failed: number[] = [];
+
+  constructor(private readonly ha: HaCluster, private nextId = 1, private readonly opts: { patient?: boolean } = {}) {}
 
   start(): void {
     this.loop = this.run();
@@ -120,11 +124,12 @@ export class InsertLoad {
     while (!this.stopped) {
       const id = this.nextId++;
       try {
-        client ??= await pgClient(this.ha);
+        client ??= await pgClient(this.ha, this.opts);
         await client.query('INSERT INTO public.ha_orders (id, at) VALUES ($1, $2)', [id, Date.now()]);
         this.acked.push({ id, at: Date.now() });
       } catch {
         this.failures++;
+        this.failed.push(id);
         await client?.end().catch(() => {});
         client = undefined;
         await new Promise((r) => setTimeout(r, 50));

@@ -15,6 +15,16 @@ export class NetFaults {
   private readonly rules: string[][] = [];
   private group: string | undefined;
 
+  /**
+   * Cuts `hostaddr` off as a network partition of that host would: every packet to it and
+   * every packet from it is dropped, except what it sends itself (a client bound to that
+   * address still reaches the host's own servers, as a process on the host would).
+   */
+  async isolate(hostaddr: string): Promise<void> {
+    await this.add(['-d', hostaddr, '!', '-s', hostaddr, '-j', 'DROP']);
+    await this.add(['-s', hostaddr, '!', '-d', hostaddr, '-j', 'DROP']);
+  }
+
   /** Drops, in OUTPUT, every packet to `hostaddr` (that host is cut off from everyone on this machine). */
   async dropTo(hostaddr: string): Promise<void> {
     await this.add(['-d', hostaddr, '-j', 'DROP']);
