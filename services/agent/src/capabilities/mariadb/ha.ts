@@ -103,7 +103,7 @@ export async function repointStandby(ctx: AgentContext, req: MariaDbRepointReque
  *   never acknowledged; the rejoin finds it errant. InnoDB and the binlog are crash-safe.
  *   `keepStopped` records the stop with the supervisor first (it must not restart it);
  *   `serialised` then kills again after whatever held the port, so a start that began
- *   before the fence cannot survive it.
+ *   before the fence cannot survive it (not waited for: see killFenced).
  * - without `stop` (a manual switch holding writes): read_only now, and the semi-sync
  *   master side off (its standbys are attached and the switch waits until the chosen one
  *   has everything the old master logged).
@@ -145,7 +145,11 @@ export async function killFenced(
   await keepStopped(layout.port);
   const pids = await instancePids(layout);
   await kill(pids);
-  await serialised(layout.port, async () => kill(await instancePids(layout)));
+  // Whatever holds the port (a supervisor restart of a crashed master, crash recovery and
+  // all) is not waited for: every mariadbd that read its settings before the fenced role
+  // was written is among the pids just killed, so one it starts now comes up read-only. It
+  // is killed once that start is done.
+  void serialised(layout.port, async () => kill(await instancePids(layout))).catch(() => {});
   return { was_running: pids.length > 0, made_read_only: false, stopped: true, gtid_binlog_pos: '' };
 }
 
