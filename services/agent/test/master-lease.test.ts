@@ -111,16 +111,36 @@ describe('master leases (agent)', () => {
     expect(late.fenced.map((f) => f.port)).toEqual([57001]);
   });
 
-  it('after an agent restart, starts every master of the last renewal with its lease run out', async () => {
-    const { leases, make, renew, fenced, reachable } = await setUp();
+  it('after an agent restart, gives every master of the last renewal one lease from the start, then fences it if cut off', async () => {
+    const { leases, make, renew, fenced, reachable, advance } = await setUp();
     await renew([57001]);
     leases.stop();
     reachable.clear();
     const restarted = make();
     await restarted.start();
     restarted.stop();
+    advance(2999);
+    await restarted.check();
+    expect(fenced).toEqual([]);
+    advance(2);
     await restarted.check();
     expect(fenced.map((f) => f.port)).toEqual([57001]);
+  });
+
+  it('does not fence a master that is down (it acknowledges nothing), and fences it once it runs', async () => {
+    let role: 'down' | 'writable' = 'down';
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'kcm-lease-'));
+    dirs.push(stateDir);
+    let clock = 0;
+    const fenced: number[] = [];
+    const leases = new MasterLeases({ stateDir, logger: silentLogger(), hostaddr: '127.0.2.1', roleOf: async () => role, fence: async (port) => void fenced.push(port), now: () => clock, wallClock: () => 1_700_000_000_000 + clock, reachable: async () => false });
+    await leases.renew({ lease_ms: 3000, sent_at_ms: 1_700_000_000_000, masters: [{ port: 57001, standbys: ['127.0.2.2:3306'] }] });
+    clock = 5000;
+    await leases.check();
+    expect(fenced).toEqual([]);
+    role = 'writable';
+    await leases.check();
+    expect(fenced).toEqual([57001]);
   });
 
   it('refuses a renewal with a lease out of range', async () => {

@@ -17,8 +17,12 @@
 // earlier than the agent's by more than the clocks' difference.
 //
 // After an agent restart every master named by the last renewal (kept in the state dir)
-// starts with its lease run out: the agent cannot know when it was last renewed, and the
-// leader's next renewal (within an interval) restores it.
+// gets one lease from the agent's start: long enough for the leader's next renewal, and for
+// the standbys of a whole restarted fleet (kcm local up) to come back before they are looked
+// for. That lease may end later than the leader counts it, but a master can acknowledge a
+// write only with a standby's ack (semi-sync never falls back), and a master that reaches a
+// standby is not the one being replaced. A master that is down is not fenced: it can
+// acknowledge nothing, and if it is started while its lease is out, the next look fences it.
 
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -32,6 +36,8 @@ export const LEASE_CHECK_MS = 200;
 /** How long a TCP connection to a standby gets to show it is reachable (ms). */
 export const STANDBY_REACH_MS = 300;
 const MAX_LEASE_MS = 60_000;
+/** The lease a master named by the last renewal gets from an agent's start (ms). */
+export const RESTORED_LEASE_MS = 3_000;
 
 export type InstanceRole = 'writable' | 'read-only' | 'down' | 'unknown';
 
@@ -76,13 +82,14 @@ export class MasterLeases {
     return path.join(this.deps.stateDir, 'master-leases.json');
   }
 
-  /** Loads the masters of the last renewal, their leases run out, and starts looking every LEASE_CHECK_MS. */
+  /** Loads the masters of the last renewal, each with a lease from now, and starts looking every LEASE_CHECK_MS. */
   async start(): Promise<void> {
     const raw = await readFile(this.file, 'utf8').catch(() => '');
     if (raw) {
       try {
         const kept = JSON.parse(raw) as { port: number; standbys: string[] }[];
-        for (const m of kept) if (Number.isInteger(m.port) && Array.isArray(m.standbys)) this.leases.set(m.port, { endsAt: this.now(), standbys: m.standbys.map(String), heldByStandbys: false });
+        const endsAt = this.now() + RESTORED_LEASE_MS;
+        for (const m of kept) if (Number.isInteger(m.port) && Array.isArray(m.standbys)) this.leases.set(m.port, { endsAt, standbys: m.standbys.map(String), heldByStandbys: false });
         this.persisted = raw;
       } catch (err) {
         this.deps.logger.error({ err, file: this.file }, 'master leases file unreadable: starting without leases');
@@ -158,6 +165,7 @@ export class MasterLeases {
       this.leases.delete(port);
       return;
     }
+    if (role === 'down') return; // it acknowledges nothing; looked at again next time
     const lost = views.filter((v) => !v.ok).map((v) => v.s);
     if (lost.length === 0) {
       if (!lease.heldByStandbys) this.deps.logger.warn({ port, standbys: lease.standbys }, 'master lease ran out (no word from the managers); every standby is reachable, so it keeps serving');
