@@ -62,6 +62,8 @@ export interface FuzzFigures {
   accepted: number;
   /** Accepted jobs by how they ended ('done', 'failed', or 'open' when still running at the end). */
   acceptedEnded: Record<string, number>;
+  /** Accepted jobs still running at the end, as `<id> <job_type>`. */
+  stillOpen: string[];
   /** The least the group held at the start of any batch: what each comparison compared. */
   leastState: { machines: number; clusters: number; storages: number; finishedJobs: number };
   /** Times the cluster, its machines or the storage were built again after a batch removed them. */
@@ -172,17 +174,21 @@ async function summary(member: string, knownJobs: number): Promise<Summary> {
   };
 }
 
-/** Waits (up to `timeoutMs`) for the open jobs to end; removes those that did from `open` and counts how they ended. */
-async function settle(member: string, open: Map<string, string>, ended: Record<string, number>, timeoutMs: number): Promise<void> {
+/**
+ * Waits (up to `timeoutMs`) for the jobs accepted in this batch (`fresh`) to end; removes
+ * every open job that has ended from `open` and counts how they ended. A job still open
+ * from an earlier batch is not waited for again.
+ */
+async function settle(member: string, open: Map<string, string>, fresh: ReadonlySet<string>, ended: Record<string, number>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (open.size > 0 && Date.now() < deadline) {
+  for (let first = true; first || ([...fresh].some((id) => open.has(id)) && Date.now() < deadline); first = false) {
     for (const id of [...open.keys()]) {
       const status = (await jobStatus(member, id)).status;
       if (status !== 'done' && status !== 'failed') continue;
       ended[status] = (ended[status] ?? 0) + 1;
       open.delete(id);
     }
-    if (open.size > 0) await new Promise((r) => setTimeout(r, 100));
+    if ([...fresh].some((id) => open.has(id))) await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -202,7 +208,7 @@ export async function runFuzz(fuzzGroup: FuzzGroup, opts: { cases: number; seed:
   const batch = opts.batch ?? 500;
   const concurrency = opts.concurrency ?? 16;
   const figures: FuzzFigures = {
-    cases: 0, processExits: 0, replies5xx: 0, repliesWithoutEnvelope: 0, unaccountedStateChanges: 0, accepted: 0, acceptedEnded: {},
+    cases: 0, processExits: 0, replies5xx: 0, repliesWithoutEnvelope: 0, unaccountedStateChanges: 0, accepted: 0, acceptedEnded: {}, stillOpen: [],
     leastState: { machines: Infinity, clusters: Infinity, storages: Infinity, finishedJobs: Infinity }, rebuilt: 0, byStatus: {}, failures: [], seconds: 0,
   };
   const fail = (line: string) => {
@@ -223,6 +229,7 @@ export async function runFuzz(fuzzGroup: FuzzGroup, opts: { cases: number; seed:
     /** Types of the jobs that ran during this batch: accepted in it, or still open from before. */
     const ran = new Set(open.values());
     let acceptedJobs = 0;
+    const fresh = new Set<string>();
     let next = 0;
     const worker = async () => {
       while (next < cases.length) {
@@ -255,6 +262,7 @@ export async function runFuzz(fuzzGroup: FuzzGroup, opts: { cases: number; seed:
         if (env.error_code === '0' && typeof env.job_id === 'string' && env.job_id !== '' && env.status === 'accept') {
           acceptedJobs++;
           open.set(env.job_id, String(env.job_type));
+          fresh.add(env.job_id);
           ran.add(String(env.job_type));
         }
       }
@@ -270,8 +278,8 @@ export async function runFuzz(fuzzGroup: FuzzGroup, opts: { cases: number; seed:
       }
     }
     leader = await group.waitForLeader(undefined, 30_000);
-    // Jobs on the hollow fleet end within a second or two; one that does not stays open and keeps accounting for changes.
-    await settle(leader, open, figures.acceptedEnded, 30_000);
+    // Jobs on the hollow fleet end within a second or two; one that does not stays open (its type keeps accounting for changes) and is not waited for again.
+    await settle(leader, open, fresh, figures.acceptedEnded, 30_000);
     const after = await summary(leader, before.jobCounter);
     const changed: string[] = (['machines', 'clusters', 'storages'] as const).filter((part) => after[part] !== before[part] && ![...ran].some((t) => mayChange(part, t)));
     if (after.jobCounter !== before.jobCounter + acceptedJobs) changed.push(`jobs ${before.jobCounter} + ${acceptedJobs} accepted != ${after.jobCounter}`);
@@ -287,6 +295,7 @@ export async function runFuzz(fuzzGroup: FuzzGroup, opts: { cases: number; seed:
     opts.log?.(`${figures.cases} cases, ${figures.accepted} accepted (${JSON.stringify(figures.acceptedEnded)}), ${figures.replies5xx} 5xx, ${figures.repliesWithoutEnvelope} without envelope, ${figures.unaccountedStateChanges} unaccounted changes, ${figures.processExits} exits, rebuilt ${figures.rebuilt}`);
   }
   figures.acceptedEnded.open = open.size;
+  figures.stillOpen = [...open].map(([id, type]) => `${id} ${type}`);
   figures.seconds = (Date.now() - started) / 1000;
   return figures;
 }
