@@ -89,10 +89,17 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
   const agentCalls: AgentCall[] = [];
   let manager: Manager | undefined;
   const close = async () => {
-    await manager?.stop().catch(() => {});
-    await Promise.all(agents.map((a) => a.stop()));
-    await Promise.all([...processAgents.values()].map((a) => a.kill()));
-    killAll(await enginePidsUnder(tmp));
+    // Each part bounded, and the engines killed whatever happened before: an agent whose
+    // stop waited on a call still streaming (a rebuild cut short by a failed test) left
+    // mariadbd, postgres and mariabackup holding the fixed test ports for the next files.
+    const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => {}), new Promise((r) => setTimeout(r, 20_000).unref())]);
+    try {
+      await bounded(manager?.stop() ?? Promise.resolve());
+      await bounded(Promise.all(agents.map((a) => a.stop())));
+      await bounded(Promise.all([...processAgents.values()].map((a) => a.kill())));
+    } finally {
+      killAll(await enginePidsUnder(tmp));
+    }
     await removeCgroupsOf(HOSTS);
     if (process.env.KCM_TEST_KEEP_DIR) console.log(`kept ${tmp}`);
     else await rm(tmp, { recursive: true, force: true });
@@ -191,13 +198,16 @@ export async function removeCgroupsOf(hosts: readonly string[]): Promise<void> {
   await Promise.all(names.filter((name) => hosts.some((h) => name.includes(`-${h}-`))).map((name) => rmdir(path.join(kcm, name)).catch(() => {})));
 }
 
+/** Processes of the engines and their tools that a test's instances run (a backup or rebuild streams through mariabackup). */
+const ENGINE_COMMANDS = new Set(['mariadbd', 'postgres', 'mariabackup', 'mariadb-backup', 'mbstream']);
+
 export async function enginePidsUnder(dir: string): Promise<number[]> {
   const leaders = new Set<number>();
   const all: { pid: number; comm: string; ppid: number; cmdline: string }[] = [];
   for (const name of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(name)) continue;
     const comm = await commOf(name);
-    if (comm !== 'mariadbd' && comm !== 'postgres') continue;
+    if (!ENGINE_COMMANDS.has(comm)) continue;
     const cmdline = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
     const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
