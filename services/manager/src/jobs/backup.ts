@@ -16,7 +16,7 @@
 // it still runs), so a leader change neither loses nor doubles a copy.
 
 import { KcmError, METADATA_CLUSTER_ID, type ManualBackupClusterResult, type ParasOf } from '@kcm/protocol';
-import type { MariaDbBackupSource, MariaDbProbeReply, PgSchemaDumpReply } from '@kcm/agent-api';
+import { isAgentUnreachable, type MariaDbBackupSource, type MariaDbProbeReply, type PgSchemaDumpReply } from '@kcm/agent-api';
 import { CommandKind } from '../meta/commands';
 import { defaultBackupStorage } from '../meta/backup';
 import { own } from '../meta/dict';
@@ -89,10 +89,15 @@ function standbyUnsuitable(probe: MariaDbProbeReply | undefined, maxDelayS: numb
   return undefined;
 }
 
-/** The healthy standby with the least lag, else the master when it answers; probed now. */
+/**
+ * The healthy standby with the least lag, else the master when it answers; probed now.
+ * When no node qualifies: AGENT_UNREACHABLE if no node's agent answered (the hosts are
+ * the problem, not the instances), else INSTANCE_FAILED, each node's reason in the message.
+ */
 export async function chooseShardBackupSource(agents: EngineAgents, shard: ShardRecord, maxDelayS: number): Promise<MariaDbBackupSource> {
   const nodes = Object.values(shard.nodes).sort((a, b) => Number(a.id) - Number(b.id));
-  const probes = await Promise.all(nodes.map((n) => agents.mariadb(n.hostaddr).probe(n.port).catch(() => undefined)));
+  const failures: unknown[] = [];
+  const probes = await Promise.all(nodes.map((n) => agents.mariadb(n.hostaddr).probe(n.port).catch((err: unknown) => void failures.push(err))));
   const reasons: string[] = [];
   let best: { index: number; lag: number } | undefined;
   nodes.forEach((node, i) => {
@@ -106,7 +111,9 @@ export async function chooseShardBackupSource(agents: EngineAgents, shard: Shard
   if (chosen === undefined) {
     const master = nodes[masterIndex];
     if (master) reasons.push(`master ${master.hostaddr}:${master.port}: ${probes[masterIndex] ? `it is ${probes[masterIndex]!.state}` : 'its agent did not answer'}`);
-    throw KcmError.of('INSTANCE_FAILED', `shard ${shard.name}: no node can be backed up (${reasons.join('; ')})`);
+    const unanswered = failures.length === nodes.length && failures.every(isAgentUnreachable);
+    const why = unanswered ? 'no node can be backed up, the agent of every node is unreachable' : 'no node can be backed up';
+    throw KcmError.of(unanswered ? 'AGENT_UNREACHABLE' : 'INSTANCE_FAILED', `shard ${shard.name}: ${why} (${reasons.join('; ')})`, { cause: failures[0] });
   }
   const node = nodes[chosen];
   return { agent_address: agents.agentAddress(node.hostaddr), hostaddr: node.hostaddr, port: node.port, is_master: node.id === shard.masterNodeId };

@@ -231,10 +231,8 @@ describe('an agent stopped during a job of a later wave fails it cleanly: AGENT_
     expect(h.store.s.backupSets).toEqual({});
   });
 
-  // Known defect (reported, not fixed here: jobs/backup.ts chooseShardBackupSource): a shard
-  // none of whose agents answers fails the backup with INSTANCE_FAILED (2001), not
-  // AGENT_UNREACHABLE like every other family. This fails until that is mended.
-  it.fails('manual_backup_cluster: answers AGENT_UNREACHABLE, as the other families do', async () => {
+  // A shard none of whose agents answers was once INSTANCE_FAILED (2001): the hosts, not the instances, are the problem.
+  it('manual_backup_cluster: answers AGENT_UNREACHABLE, as the other families do', async () => {
     const { status } = await backupWithAgentsStopped();
     expectUnreachable(status);
   });
