@@ -6,7 +6,7 @@
 // no change to any job. What an implementation must guarantee is stated on the interface.
 
 import { KcmError } from '@kcm/protocol';
-import { StorageAgentClient, type MariaDbBackupSource, type StorageObjectInfo } from '@kcm/agent-api';
+import { isAgentUnreachable, StorageAgentClient, type MariaDbBackupSource, type StorageObjectInfo } from '@kcm/agent-api';
 import type { BackupStorageRecord } from '../meta/state';
 
 /** One stored object as its checksum record describes it. */
@@ -91,12 +91,17 @@ export function openBackupStorage(record: BackupStorageRecord): BackupStorage {
 
 /**
  * Verifies every key before anything is restored from them; throws DATA_CHECK_FAILED naming
- * each object whose bytes no longer match its checksum (or that is missing).
+ * each object whose bytes no longer match its checksum (or that is missing), or
+ * AGENT_UNREACHABLE at once when the storage's agent does not answer: nothing is known of
+ * the objects then, and a retry may find them whole.
  */
 export async function requireIntact(storage: BackupStorage, keys: readonly string[]): Promise<void> {
   const bad: string[] = [];
   for (const key of keys) {
-    const check = await storage.verify(key).catch((err: unknown): ObjectCheck => ({ key, ok: false, problem: err instanceof Error ? err.message : String(err) }));
+    const check = await storage.verify(key).catch((err: unknown): ObjectCheck => {
+      if (isAgentUnreachable(err)) throw KcmError.of('AGENT_UNREACHABLE', `backup storage ${storage.record.name}: could not verify ${key}: ${(err as Error).message}`, { cause: err });
+      return { key, ok: false, problem: err instanceof Error ? err.message : String(err) };
+    });
     if (!check.ok) bad.push(`${key}: ${check.problem}`);
   }
   if (bad.length > 0) throw KcmError.of('DATA_CHECK_FAILED', `backup storage ${storage.record.name}: backup set refused, its files do not match their checksums (${bad.join('; ')})`);

@@ -272,3 +272,110 @@ async function dyingAgent(host: string, port: number, protoFile: string, service
   await new Promise<void>((resolve, reject) => server.bindAsync(`${host}:${port}`, serverCredentials(), (err) => (err ? reject(err) : resolve())));
   return { callsTaken: () => taken };
 }
+
+/**
+ * A BackupStorageAgent at host:port that finds every object intact (Verify answers ok) and
+ * records the keys it was asked about; no other call is expected of it.
+ */
+async function intactStorageAgent(host: string, port: number): Promise<{ verified: string[]; stop(): void }> {
+  const server = new grpc.Server();
+  const verified: string[] = [];
+  server.addService(loadAgentService('agent-storage.proto', 'BackupStorageAgent').service, {
+    Verify: (call: grpc.ServerUnaryCall<{ key: string }, unknown>, done: grpc.sendUnaryData<unknown>) => {
+      verified.push(call.request.key);
+      done(null, { key: call.request.key, ok: true, problem: '', expected_sha256: '' });
+    },
+  });
+  await new Promise<void>((resolve, reject) => server.bindAsync(`${host}:${port}`, serverCredentials(), (err) => (err ? reject(err) : resolve())));
+  return { verified, stop: () => server.forceShutdown() };
+}
+
+describe('cluster_restore with agents stopped fails cleanly: AGENT_UNREACHABLE naming the host, nothing restored behind the user', () => {
+  const pools: AgentPool[] = [];
+  afterAll(() => pools.forEach((p) => p.close()));
+  const STORAGE_HOST = LOOPBACK_HOSTS[3];
+  const BACKUP_FINISHED_S = 1_700_000_000;
+
+  /**
+   * Source and destination clusters of 2 shards on the loopback hosts, a backup set of the
+   * source finished at BACKUP_FINISHED_S on storage `local` (STORAGE_HOST at the dead port),
+   * and each source shard's binlogs archived past it; the restore's paras.
+   */
+  async function restoreSetUp() {
+    const h = await startHarness({ hosts: LOOPBACK_HOSTS });
+    const src = await h.readyCluster(onLoopback);
+    const dst = await h.readyCluster({ ...onLoopback, nick_name: 'shop_restored' });
+    await h.store.propose({ kind: CommandKind.BackupStorageCreated, at: 0, name: 'local', stype: 'fs', hostaddr: STORAGE_HOST, port: deadPort, path: '/backups' });
+    const shards = Object.values(src.shards);
+    await h.store.propose({
+      kind: CommandKind.BackupSetRecorded, at: 0,
+      set: {
+        id: '900', clusterId: src.id, storageName: 'local', startedAt: (BACKUP_FINISHED_S - 10) * 1000, finishedAt: BACKUP_FINISHED_S * 1000, catalog: [],
+        shards: shards.map((s) => ({
+          shardId: s.id, shardName: s.name, key: `cluster_${src.id}/backup_900/shard_${s.id}.mbstream`, bytes: 10, sha256: '', gtidPos: '0-1-10',
+          sourceHostaddr: LOOPBACK_HOSTS[0], sourcePort: 5000, sourceWasMaster: false, transferMs: 1, storedAt: BACKUP_FINISHED_S * 1000,
+        })),
+      },
+    });
+    for (const s of shards) {
+      await h.store.propose({
+        kind: CommandKind.BinlogArchived, at: 0, clusterId: src.id, shardId: s.id,
+        file: {
+          key: `cluster_${src.id}/binlogs/shard_${s.id}/1/mariadb-bin.000002`, storageName: 'local', name: 'mariadb-bin.000002', serverId: 1, hostaddr: LOOPBACK_HOSTS[0], port: 5000,
+          bytes: 10, sha256: '', startGtidState: '0-1-5', endGtidState: '0-1-15', firstEventTime: BACKUP_FINISHED_S - 5, lastEventTime: BACKUP_FINISHED_S + 100, archivedAt: 0,
+        },
+      });
+    }
+    const masters = Object.values(dst.shards).map((s) => s.nodes[s.masterNodeId]);
+    return { h, src, dst, masters, paras: { src_cluster_id: src.id, dst_cluster_id: dst.id, restore_time: String(BACKUP_FINISHED_S + 30) } };
+  }
+
+  it('the backup storage\'s agent stopped: fails before anything is written, naming the storage host, not as a checksum mismatch', async () => {
+    const { h, dst, paras } = await restoreSetUp();
+    const status = await h.run('cluster_restore', paras);
+    expectUnreachableNaming(status, [STORAGE_HOST]);
+    expect(status.errorInfo).not.toContain('do not match their checksums');
+    expect(h.calls).toEqual([]); // not even the destination's checks: the storage comes first
+    expect(h.store.s.clusters[dst.id]).toEqual(dst);
+  });
+
+  it('the destination\'s agents stopped: fails at its checks naming a destination master, before anything is written', async () => {
+    const { h, dst, masters, paras } = await restoreSetUp();
+    const storage = await intactStorageAgent(STORAGE_HOST, deadPort);
+    try {
+      pools.push(stopLoopbackAgents(h));
+      const status = await h.run('cluster_restore', paras);
+      expect(storage.verified).toHaveLength(4); // 2 shard backups and 2 binlog files: the set was found intact
+      expectUnreachableNaming(status, masters.map((m) => m.hostaddr));
+      expect(h.store.s.clusters[dst.id]).toEqual(dst);
+      expect(h.store.s.pendingRollbacks).toEqual({});
+    } finally {
+      storage.stop();
+    }
+  });
+
+  it('the destination\'s agents stop once its masters were restored: the job says which master keeps partly restored data', async () => {
+    const { h, dst, masters, paras } = await restoreSetUp();
+    const storage = await intactStorageAgent(STORAGE_HOST, deadPort);
+    try {
+      const live = { mariadb: h.agents.mariadb.bind(h.agents), mariadbRestore: h.agents.mariadbRestore.bind(h.agents) };
+      const pool = stopLoopbackAgents(h);
+      pools.push(pool);
+      // The destination is found empty and its masters restored; then no agent answers: not the standbys' rebuild, not the rollback's drop.
+      Object.assign(h.agents, {
+        mariadb: (host: string) => Object.assign(Object.create(pool.mariadb(host)), { listTables: (port: number) => live.mariadb(host).listTables(port) }),
+        mariadbRestore: (host: string) => Object.assign(Object.create(pool.mariadbRestore(host)), { restoreFullBackup: (r: never) => live.mariadbRestore(host).restoreFullBackup(r) }),
+      });
+      const status = await h.run('cluster_restore', paras);
+      expect(h.calls.filter((c) => c.method === 'restore.full')).toHaveLength(masters.length);
+      expectUnreachableNaming(status, LOOPBACK_HOSTS);
+      expect(status.errorInfo).toContain('; the partly restored data could not be dropped from ');
+      for (const [i, shard] of Object.values(dst.shards).entries()) {
+        expect(status.errorInfo).toContain(`${shard.name} on ${masters[i].hostaddr}:${masters[i].port} (AGENT_UNREACHABLE: agent at ${masters[i].hostaddr}:${deadPort} is unreachable`);
+      }
+      expect(h.store.s.clusters[dst.id]).toEqual(dst);
+    } finally {
+      storage.stop();
+    }
+  });
+});
