@@ -10,7 +10,7 @@
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorEntry } from '@kcm/protocol';
+import { KcmError, errorEntry } from '@kcm/protocol';
 import {
   AgentClient,
   AgentPool,
@@ -26,6 +26,7 @@ import {
   type AgentPoolOptions,
   type Agents,
 } from '@kcm/agent-api';
+import { agentForeignTables, cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
 import { CommandKind } from '../../src/meta/commands';
 import { createParas, request, startHarness } from './grow-harness';
 
@@ -377,5 +378,45 @@ describe('cluster_restore with agents stopped fails cleanly: AGENT_UNREACHABLE n
     } finally {
       storage.stop();
     }
+  });
+});
+
+describe('a table move whose shard masters or compute nodes cannot be reached fails cleanly: an error naming the host, nothing half-moved', () => {
+  const pools: AgentPool[] = [];
+  afterAll(() => pools.forEach((p) => p.close()));
+
+  it('the cut-over, one compute node\'s agent down: AGENT_UNREACHABLE naming it, nothing re-pointed, every hold taken released', async () => {
+    const pool = new AgentPool(deadPort);
+    pools.push(pool);
+    const dead = agentForeignTables((host) => pool.agentAddress(host));
+    const calls: string[] = [];
+    let deadHoldFailed!: () => void;
+    const failed = new Promise<void>((resolve) => (deadHoldFailed = resolve));
+    // The compute node on 127.0.9.1 has no agent; the one on 127.0.9.2 takes its hold, answering just after the other failed.
+    const agent: ForeignTableAgent = {
+      hold: async (host, id, ref, ms, prepareFor) => {
+        if (host === LOOPBACK_HOSTS[0]) return dead.hold(host, id, ref, ms, prepareFor).finally(deadHoldFailed);
+        await failed;
+        await new Promise((r) => setTimeout(r, 20));
+        calls.push(`hold ${host}`);
+        return { server: 'shard_1' };
+      },
+      repoint: async (host) => {
+        calls.push(`repoint ${host}`);
+        return { held_ms: 0 };
+      },
+      release: async (host) => void calls.push(`release ${host}`),
+      server: async () => ({ server: 'shard_1' }),
+    };
+    const cutting = cutOver(agent, {
+      holdId: 'j1-0-1', comps: [{ hostaddr: LOOPBACK_HOSTS[0], port: 6000 }, { hostaddr: LOOPBACK_HOSTS[1], port: 6000 }], foreign: { database: 'shop', schema: 'public', table: 'orders' },
+      targetServer: 'shard_2', holdMs: 5000, sourcePosition: async () => ({ file: 'b.000001', pos: 4 }), caughtUp: async () => {},
+    });
+    const err = await cutting.then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(KcmError);
+    expect({ code: (err as KcmError).code, message: (err as KcmError).message }).toMatchObject({
+      code: AGENT_UNREACHABLE, message: expect.stringContaining(`the source keeps serving: agent at ${LOOPBACK_HOSTS[0]}:${deadPort} is unreachable`),
+    });
+    expect(calls).toEqual([`hold ${LOOPBACK_HOSTS[1]}`, `release ${LOOPBACK_HOSTS[1]}`]);
   });
 });

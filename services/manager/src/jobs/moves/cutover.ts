@@ -10,6 +10,7 @@
 
 import { TableMoveAgentClient, type ForeignTableRef } from '@kcm/agent-api';
 import { KcmError } from '@kcm/protocol';
+import { errorNameOf } from '../errors';
 import type { BinlogPosition } from './binlog-rows';
 
 export interface CompAt {
@@ -136,13 +137,17 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
   const round = (ms: number) => Math.round(ms * 10) / 10;
   let parts: CutOverParts;
   try {
-    await Promise.all(
+    // Every hold answers before a failed one fails the cut-over: a hold granted after another
+    // failed must be released too, or its compute node blocks writes until holdMs runs out.
+    const holds = await Promise.allSettled(
       plan.comps.map(async (c) => {
         const h = await agent.hold(c.hostaddr, holdId(c), ref(c), plan.holdMs, plan.targetServer);
         held.push(c);
         if (h.server === plan.targetServer) alreadyMoved++;
       }),
     );
+    const refused = holds.find((h) => h.status === 'rejected');
+    if (refused) throw refused.reason;
     const allHeld = performance.now();
     const at = await plan.sourcePosition();
     const positioned = performance.now();
@@ -172,7 +177,7 @@ export async function cutOver(agent: ForeignTableAgent, plan: CutOverPlan): Prom
   } catch (err) {
     await Promise.allSettled(held.map((c) => agent.release(c.hostaddr, holdId(c))));
     if (err instanceof KcmError) throw err;
-    throw KcmError.of('INSTANCE_FAILED', `cut-over failed, the source keeps serving: ${(err as Error).message}`, { cause: err });
+    throw KcmError.of(errorNameOf(err, 'INSTANCE_FAILED'), `cut-over failed, the source keeps serving: ${(err as Error).message}`, { cause: err });
   }
   const ended = performance.now();
   const wall = (t: number) => Math.round((performance.timeOrigin + t) * 10) / 10;
