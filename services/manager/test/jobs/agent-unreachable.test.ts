@@ -3,9 +3,10 @@
 // the real runner against real gRPC clients of the one pool (@kcm/agent-api), aimed at a
 // loopback port where nothing listens, so the real call helper and error mapping run. The
 // cluster they work on is built first with recording fake agents (grow-harness.ts).
-// The later families (password rotation, manual switch, backup) run on loopback hosts, so
-// that the error names the host whose agent did not answer, and each test checks that
-// nothing was left half-done; one agent dies in the middle of a call instead.
+// The later families (password rotation, manual switch, backup, restore, table moves) run
+// on loopback hosts, so that the error names the host whose agent (or, for a move's own SQL
+// sessions, whose MariaDB) did not answer, and each test checks that nothing was left
+// half-done; one agent dies in the middle of a call instead.
 
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
@@ -384,6 +385,21 @@ describe('cluster_restore with agents stopped fails cleanly: AGENT_UNREACHABLE n
 describe('a table move whose shard masters or compute nodes cannot be reached fails cleanly: an error naming the host, nothing half-moved', () => {
   const pools: AgentPool[] = [];
   afterAll(() => pools.forEach((p) => p.close()));
+  const INSTANCE_FAILED = errorEntry('INSTANCE_FAILED').code;
+
+  // The move opens its SQL sessions on the masters itself: on the loopback hosts nothing
+  // listens at their ports, so each connection is refused at once, as on a host whose mariadbd is down.
+  it('expand_cluster, the shard masters down: fails at its first phase naming the source master, not as a bug of kcm; nothing moved', async () => {
+    const h = await startHarness({ hosts: LOOPBACK_HOSTS });
+    const cluster = await h.readyCluster(onLoopback);
+    const source = cluster.shards['1'].nodes[cluster.shards['1'].masterNodeId];
+    pools.push(stopLoopbackAgents(h));
+    const status = await h.run('expand_cluster', { cluster_id: cluster.id, src_shard_id: '1', dst_shard_id: '2', table_list: ['shop.public.orders'], drop_old_table: '0' });
+    expect({ status: status.status, code: status.errorCode }, status.errorInfo).toEqual({ status: 'failed', code: INSTANCE_FAILED });
+    expect(status.errorInfo).toMatch(/^step 1 of 6 \(record the source positions\) failed: /);
+    expect(status.errorInfo).toContain(`MariaDB at ${source.hostaddr}:${source.port} did not accept a session: connect ECONNREFUSED`);
+    expect(h.store.s.clusters[cluster.id]).toEqual(cluster);
+  });
 
   it('the cut-over, one compute node\'s agent down: AGENT_UNREACHABLE naming it, nothing re-pointed, every hold taken released', async () => {
     const pool = new AgentPool(deadPort);

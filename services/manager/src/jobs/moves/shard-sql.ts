@@ -22,8 +22,21 @@ export function loginAs(secrets: SecretBox, cluster: ClusterRecord, node: { host
   return { host: node.hostaddr, port: node.port, user: a.user, password: a.password };
 }
 
-/** Values come back as the text MariaDB gives (dates, decimals, big integers), so a copy writes back exactly what it read. */
-export function openShard(login: ShardLogin): Promise<mysql.Connection> {
+/**
+ * Values come back as the text MariaDB gives (dates, decimals, big integers), so a copy
+ * writes back exactly what it read. A session that cannot be opened (the instance down, its
+ * host cut off, the login refused) is INSTANCE_FAILED naming the instance's address: the
+ * driver's own error says only "connect ECONNREFUSED", which the job would report as a bug.
+ */
+export async function openShard(login: ShardLogin): Promise<mysql.Connection> {
+  try {
+    return await connect(login);
+  } catch (err) {
+    throw KcmError.of('INSTANCE_FAILED', `MariaDB at ${login.host}:${login.port} did not accept a session: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+function connect(login: ShardLogin): Promise<mysql.Connection> {
   return mysql.createConnection({
     ...ONE_SHOT_MYSQL_OPTIONS,
     host: login.host,
