@@ -121,12 +121,17 @@ describe('a manager leader SIGKILLed in the middle of a failover', () => {
     const result = done.attachment as { new_master: { hostaddr: string; port: number }; old_master: { hostaddr: string; port: number } };
     expect(result.old_master).toMatchObject({ hostaddr: HOSTS[master.host], port: master.port });
 
-    // Exactly one writable master, the one the job promoted; the others replicate from it.
-    const after = await statuses();
+    // Exactly one writable master, the one the job promoted, at once; the others replicate
+    // from it once the old master's own shard_rejoin job has run.
+    const writable = (await statuses()).filter((s) => s.running && !s.read_only).map((s) => s.port);
+    expect(writable).toEqual([result.new_master.port]);
+    const replicating = (s: Awaited<ReturnType<typeof statuses>>[number]) =>
+      s.read_only && s.is_replica && s.io_running && s.sql_running && s.master_host === result.new_master.hostaddr && s.master_port === result.new_master.port;
+    const after = await waitFor('every other node replicating from the new master', async () => {
+      const all = await statuses();
+      return all.filter((x) => x.port !== result.new_master.port).every(replicating) ? all : undefined;
+    }, 120_000, 250);
     expect(after.filter((s) => s.running && !s.read_only).map((s) => s.port)).toEqual([result.new_master.port]);
-    for (const s of after.filter((x) => x.port !== result.new_master.port)) {
-      expect(s).toMatchObject({ read_only: true, is_replica: true, io_running: true, sql_running: true, master_host: result.new_master.hostaddr, master_port: result.new_master.port });
-    }
     // The compute node writes to it, and the row acknowledged before the kill is there.
     const promoted = storageNodes.find((n) => n.port === result.new_master.port)!;
     await waitFor('an insert through the compute node', () => insertThroughCompute(2).then(() => true, () => undefined), 30_000, 300);

@@ -67,7 +67,9 @@ describe('cluster_restore to a time T in the middle of cross-shard transfers (re
     // The in-doubt resolver waits 120 s: the held transfers are live, and their second phase
     // must come from their compute node after T, not from the source's resolver before it.
     f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER, managerConfig: { xaInDoubtAfterMs: 120_000 } });
-    await registerMachines(f);
+    // Two clusters of 6 storage nodes, each with a 1-core quota: 4 cores a host (placement
+    // takes turns, so the second cluster sees the first one's quotas).
+    await registerMachines(f, { totalCpuCores: '4' });
     const storage = await f.runJob('create_backup_storage', { name: 'txn', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(f.tmp, 'backups') }, 30_000);
     expect(storage.status, storage.error_info).toBe('done');
     [src, dst] = await Promise.all([

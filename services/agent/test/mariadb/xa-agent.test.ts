@@ -206,7 +206,9 @@ describe('MariaDbHaAgent XA calls (real mariadbd)', () => {
     await client.end();
     await settledOnStandby();
     await ha[MASTER.agent].fence('xa-fence', MASTER.port, true);
-    await ha[STANDBY.agent].promote({ op_id: 'xa-promote', port: STANDBY.port, fullsync_level: 1, wait_relay_ms: 5_000 });
+    // fullsync_level 0: no standby is attached to it here, and with 1 its commit would wait
+    // for one (semi-sync never falls back to asynchronous).
+    await ha[STANDBY.agent].promote({ op_id: 'xa-promote', port: STANDBY.port, fullsync_level: 0, wait_relay_ms: 5_000 });
     expect((await ha[STANDBY.agent].listPreparedXa(STANDBY.port)).branches).toEqual([{ gtrid: 'kcm:1:failover-1', bqual: '2.1' }]);
     expect(await rowLocked(STANDBY, 4)).toBe(true);
     expect(await ha[STANDBY.agent].finishXa({ port: STANDBY.port, gtrid: 'kcm:1:failover-1', bqual: '2.1', commit: true })).toEqual({ ended: true, held: false });
