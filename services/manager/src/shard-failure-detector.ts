@@ -33,9 +33,11 @@ export const DEFAULT_FAILURE_GRACE_MS = 1000;
 export const DEFAULT_SQL_PING_AFTER_MS = 200;
 /**
  * A failover of one failed master is not submitted again for this long (a failed job is not
- * retried in a tight loop). It guards the master, not the shard: the master that replaced it
- * failing a second later is failed over at once (issue 35: the shard-wide window left a
- * shard whose new master died within 15 s without a writable master).
+ * retried in a tight loop). It guards one master's term (the node and when it became
+ * master), not the shard: the master that replaced it failing a second later, or the same
+ * node failing again after it was failed over, rejoined and promoted back, is failed over at
+ * once (issue 35: the shard-wide window left a shard whose new master died within 15 s
+ * without a writable master).
  */
 const RESUBMIT_AFTER_MS = 15_000;
 
@@ -192,7 +194,7 @@ export class ShardFailureDetector {
       this.failedInWindow.add(windowKey);
       return;
     }
-    const key = `${cluster.id}/${shard.id}/${master.id}`;
+    const key = `${cluster.id}/${shard.id}/${master.id}/${shard.masterSince ?? 0}`;
     if (this.now() - (this.submittedAt.get(key) ?? -Infinity) < RESUBMIT_AFTER_MS) return;
     this.submittedAt.set(key, this.now());
     const paras: ShardFailoverParas = { cluster_id: cluster.id, shard_id: shard.id, failed_node_id: master.id, reason: verdict.evidence };

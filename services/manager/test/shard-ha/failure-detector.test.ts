@@ -104,6 +104,25 @@ describe('shard failure detector', () => {
     expect(failovers()).toHaveLength(2);
   });
 
+  it('fails over a node again when it fails after it was failed over, rejoined and promoted back, within seconds', async () => {
+    const dead = status({ running: false, answering: false, reason: 'no mariadbd process' });
+    const world: World = { master: dead, standby: replicating };
+    const { detector, failovers, shard, advance } = setUp(world);
+    await detector.checkAll();
+    // Failed over to 12, which died too: failed over back to 11 (rejoined meanwhile), which dies again.
+    shard().masterNodeId = '12';
+    shard().masterSince = 1_000_500;
+    world.byHost = new Map([['h2', dead]]);
+    advance(1000);
+    await detector.checkAll();
+    shard().masterNodeId = '11';
+    shard().masterSince = 1_002_000;
+    world.byHost = new Map();
+    advance(2000);
+    await detector.checkAll();
+    expect(failovers().map((f) => f.paras.failed_node_id)).toEqual(['11', '12', '11']);
+  });
+
   it('fails over a new master its supervisor restarted after its promotion, before any round looked at it', async () => {
     const world: World = { master: status({}), standby: replicating };
     const { detector, failovers, shard } = setUp(world);
