@@ -36,6 +36,14 @@ describe('choosing the standby to promote', () => {
     expect(chooseCandidate(surveys)).toMatchObject({ node_id: '3', semi_sync_acker: true });
   });
 
+  it('among standbys that will reach the same position, takes the one with the least relay log left to apply (it takes writes soonest)', () => {
+    const surveys: StandbySurvey[] = [
+      { node: node('2'), status: status('0-1-4000', '0-1-9000', true), problem: '' }, // just re-attached: 5000 to apply
+      { node: node('3'), status: status('0-1-8990', '0-1-9000', true), problem: '' },
+    ];
+    expect(chooseCandidate(surveys)).toMatchObject({ node_id: '3', gtid: '0-1-9000' });
+  });
+
   it('refuses with NO_RESOURCES when no standby can be promoted, naming why', () => {
     expect(() => chooseCandidate([{ node: node('2'), problem: 'agent unreachable' }])).toThrow(/no standby can be promoted: h2:57002 agent unreachable/);
   });

@@ -77,6 +77,11 @@ export function chooseCandidate(surveys: StandbySurvey[]): CandidateChoice {
     const pa = gtidProgress(reachablePosition(a.status!));
     const pb = gtidProgress(reachablePosition(b.status!));
     if (pa !== pb) return pb - pa;
+    // Among equals, the one with the least relay log left to apply takes writes soonest (a
+    // standby just rebuilt or re-attached may have received everything and applied little).
+    const appliedA = gtidProgress(a.status!.gtid_slave_pos || a.status!.gtid_current_pos);
+    const appliedB = gtidProgress(b.status!.gtid_slave_pos || b.status!.gtid_current_pos);
+    if (appliedA !== appliedB) return appliedB - appliedA;
     const acka = a.status!.semi_sync_slave_active ? 1 : 0;
     const ackb = b.status!.semi_sync_slave_active ? 1 : 0;
     if (acka !== ackb) return ackb - acka;
