@@ -123,7 +123,7 @@ async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, ro
       const attachment = job.result?.attachment as { step_ms?: Record<string, number>; old_master?: { fenced?: string } } | undefined;
       const fenceMs = attachment?.step_ms?.['fence old master'];
       if (typeof fenceMs === 'number') fenceSteps.push(fenceMs);
-      console.log(`kill ${round}${quick ? ` (${quickKillAfterMs.at(-1)} ms after the last failover)` : ''}: ${ipPort(victim)} -> ${ipPort(ha.master())}, first write after ${resumedAt - killedAt} ms, fence ${fenceMs} ms (${attachment?.old_master?.fenced}), failover ${job.status}${job.status === 'failed' ? `: ${job.result?.errorInfo}` : ''}`);
+      console.log(`kill ${round}${quick ? ` (${quickKillAfterMs.at(-1)} ms after the last failover)` : ''}: ${ipPort(victim)} -> ${ipPort(ha.master())}, first write after ${resumedAt - killedAt} ms, fence ${fenceMs} ms (${attachment?.old_master?.fenced}), steps ${JSON.stringify(attachment?.step_ms ?? {})}, failover ${job.status}${job.status === 'failed' ? `: ${job.result?.errorInfo}` : ''}`);
       if (job.status !== 'done') failures.push(`kill ${round}: ${job.result?.errorInfo}`);
     } catch (err) {
       failures.push(`kill ${round}: ${(err as Error).message}`);
@@ -132,6 +132,11 @@ async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, ro
     }
   }
   return { kills, failures, restartedInPlace, fenceSteps, quickKillAfterMs };
+}
+
+/** The highest sequence number of a GTID position (one domain here): how far a node is. */
+function sequenceOf(pos: string): number {
+  return Math.max(0, ...pos.split(',').filter(Boolean).map((g) => Number(g.trim().split('-')[2] ?? 0)));
 }
 
 async function switchRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
@@ -143,6 +148,12 @@ async function switchRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, 
     const master = ha.master();
     const standbys = ha.nodes().filter((n) => n.id !== master.id);
     const assign = standbys[round % standbys.length];
+    // A standby rebuilt after a kill round may still be catching up: manual_switch refuses one
+    // more than manualSwitchMaxBehindTrx behind (by design), so the round waits until it is near.
+    await waitUntil(`switch ${round}: ${ipPort(assign)} caught up`, async () => {
+      const [m, s] = await Promise.all([ha.status(master), ha.status(assign)]);
+      return sequenceOf(m.gtid_binlog_pos) - sequenceOf(s.gtid_current_pos) < 100 ? true : undefined;
+    }, 120_000, 100);
     const started = Date.now();
     const reply = await f.runJob('manual_switch', { cluster_id: ha.clusterId, shard_id: Object.keys(ha.cluster().shards)[0], master_hostaddr: ipPort(master), assign_hostaddr: ipPort(assign) }, 60_000);
     const ended = Date.now();
