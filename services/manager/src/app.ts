@@ -208,7 +208,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   });
   // Leases on the shard masters: a failover of a master it cannot reach waits for its lease (leader/master-leases.ts).
   const masterLeases = new MasterLeaseKeeper({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'master-leases' }),
-    intervalMs: config.failureDetectIntervalMs, leaseMs: config.masterLeaseMs, electionTimeoutMs: 2 * config.electionTick * config.tickMs });
+    // A third of the lease at most often: three renewals may be lost before one runs out, at one call per host a round.
+    intervalMs: Math.max(config.failureDetectIntervalMs, Math.floor(config.masterLeaseMs / 3)), leaseMs: config.masterLeaseMs, electionTimeoutMs: 2 * config.electionTick * config.tickMs });
   const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob({ leases: masterLeases })], [SHARD_REJOIN, shardRejoinJob]]);
 
   // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
