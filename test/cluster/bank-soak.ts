@@ -221,7 +221,10 @@ async function computeNodeFault(g: GroupCluster, comp: Endpoint): Promise<Fault>
   return {
     what: `compute node ${comp.host}:${comp.port} postmaster ${old} and its ${tree.length - 1} backends SIGKILLed`,
     async kill() {
-      for (const pid of tree) {
+      // The tree as it is now: a backend started since the fault was prepared (a client that
+      // reconnected) would outlive its postmaster, hold the old shared memory, and keep a new
+      // postmaster from starting (a CI run waited 90 s for one). A node's crash takes them all.
+      for (const pid of new Set([...tree, ...descendantsOf(old, await parentMap())])) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
