@@ -394,6 +394,33 @@ describe('PostgreSQL compute nodes through the agent (real postgres, mysql_fdw a
     await c.end();
   }, 20_000);
 
+  it('a postmaster SIGKILLed under a backend busy in a long statement comes back: the backend it left, holding the old shared memory, is killed first', async () => {
+    const busy = await login(1);
+    const watcher = await login(1);
+    const running = busy.query('SELECT count(*) FROM generate_series(1, 100000000000)').catch((err: Error) => err);
+    const backend = await (async () => {
+      for (;;) {
+        const { rows } = await watcher.query(`SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT count(*) FROM generate_series%' AND state = 'active'`);
+        if (rows.length === 1) return Number(rows[0].pid);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await watcher.end();
+    const before = await clients[1].probe(PG_PORTS[1]);
+    process.kill(before.pid, 'SIGKILL');
+    // The busy backend does not notice its postmaster's death until its statement ends (minutes).
+    let after = before;
+    for (;;) {
+      after = await clients[1].probe(PG_PORTS[1]);
+      if (after.accepting && after.pid !== before.pid) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(after.supervisor_restarts).toBe((before.supervisor_restarts ?? 0) + 1);
+    expect(() => process.kill(backend, 0)).toThrow(); // killed by the agent, not finished
+    expect(await running).toBeInstanceOf(Error);
+    await busy.end().catch(() => {});
+  }, 30_000);
+
   it('stop and remove leave no postgres process and no data dir', async () => {
     for (const i of [0, 1]) {
       const datadir = path.join(compDatadir, String(PG_PORTS[i]));

@@ -8,7 +8,7 @@ import { makeDirWithMode, type Logger } from '@kcm/common';
 import { exec, type RunAs } from '../../ops/exec';
 import { writeInstanceConfig, validateVariables } from './config';
 import { ADMIN_ROLE, instanceDatadir, validateIdentifier, validatePort, type InstanceRegistry, type PostgresInstance } from './layout';
-import { postmasterStatus, startPostmaster, stopPostmaster } from './postmaster';
+import { killOrphanedBackends, postmasterStatus, startPostmaster, stopPostmaster } from './postmaster';
 import { ident, literal, withAdmin } from './admin-session';
 import { scramSha256Verifier } from './scram';
 import { ddlHooksAvailable, ensureDdlHooks } from './ddl-hooks';
@@ -167,6 +167,8 @@ export async function startPostgres(host: PostgresHost, port: number): Promise<P
   const instance = await host.registry.get(port);
   const status = await postmasterStatus(instance.datadir);
   if (status) return reply(instance, status.pid, 'already running');
+  const orphans = await killOrphanedBackends(instance.datadir);
+  if (orphans.length > 0) host.logger.warn({ port, pids: orphans }, 'backends left by a postmaster that died were killed before the start');
   const pid = await startPostmaster(path.join(host.binDir, 'postgres'), instance.datadir, host.runAs());
   host.logger.info({ port, pid }, 'postgres instance started');
   return reply(instance, pid, 'started');

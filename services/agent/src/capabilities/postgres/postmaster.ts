@@ -2,7 +2,7 @@
 // found again through its own postmaster.pid (so an agent restart loses nothing), stopped
 // with PostgreSQL's shutdown signals.
 
-import { chown, open, readFile } from 'node:fs/promises';
+import { chown, open, readdir, readFile, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { processAlive, spawnDetached, type RunAs } from '../../ops/exec';
 import { descendantsOf, parentMap } from '../cgroup/processes';
@@ -96,4 +96,33 @@ export async function stopPostmaster(pid: number, fastTimeoutMs = 30_000): Promi
   }
   await waitGone(pid, 5_000);
   return 'killed';
+}
+
+/**
+ * Kills what is left of a postmaster that died (SIGKILL, a crash): backends still working
+ * from its data directory. A backend busy in a statement (a foreign-table call waiting on a
+ * shard) notices its postmaster's death only when that call returns, and meanwhile holds
+ * the old shared memory, so no new postmaster can start ("pre-existing shared memory block
+ * is still in use"); the supervisor's backoff then stretched one crash into minutes. With no
+ * postmaster they serve no one: a crash of the node would have taken them too. Call only
+ * when postmasterStatus says none runs. Returns the pids killed.
+ */
+export async function killOrphanedBackends(datadir: string): Promise<number[]> {
+  // A backend's working directory is its data directory (the postmaster changes into it), as the kernel resolves it.
+  const dir = await realpath(datadir).catch(() => datadir);
+  const killed: number[] = [];
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const comm = (await readFile(`/proc/${name}/comm`, 'utf8').catch(() => '')).trim();
+    if (comm !== 'postgres') continue;
+    if ((await readlink(`/proc/${name}/cwd`).catch(() => '')) !== dir) continue;
+    try {
+      process.kill(Number(name), 'SIGKILL');
+      killed.push(Number(name));
+    } catch {
+      // gone already
+    }
+  }
+  while (killed.some(processAlive)) await new Promise((r) => setTimeout(r, 20));
+  return killed;
 }
