@@ -3,6 +3,7 @@
 // (a postmaster's backends and workers). Read from /proc; nothing is spawned.
 
 import { readdir, readFile, readlink } from 'node:fs/promises';
+import { processAlive } from '../../ops/exec';
 
 const LISTEN = '0A';
 
@@ -94,4 +95,26 @@ export async function listenerPid(port: number, hostaddr?: string): Promise<numb
   if (owners.length <= 1) return owners[0];
   const parents = await parentMap();
   return owners.find((pid) => !owners.includes(parents.get(pid) ?? -1));
+}
+
+/** The processes named `comm` (as /proc/<pid>/comm says) for which `belongs` holds. */
+export async function processesNamed(comm: string, belongs: (pid: number) => Promise<boolean>): Promise<number[]> {
+  const found: number[] = [];
+  for (const pid of await numericEntries('/proc').catch(() => [] as number[])) {
+    if ((await readOr(`/proc/${pid}/comm`)).trim() !== comm) continue;
+    if (await belongs(pid)) found.push(pid);
+  }
+  return found;
+}
+
+/** SIGKILL each, and resolve once every one is gone (its ports, files and shared memory are free then). */
+export async function killAndWait(pids: number[]): Promise<void> {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  while (pids.some(processAlive)) await new Promise((r) => setTimeout(r, 20));
 }

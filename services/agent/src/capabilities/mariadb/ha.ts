@@ -2,8 +2,8 @@
 // point an instance at a new master, fence an old master, wait for a GTID. Each is
 // idempotent: run again, it finds its work done and reports what is.
 
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { processAlive } from '../../ops/exec';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { killAndWait, processesNamed } from '../cgroup/processes';
 import type { AgentContext } from '../../capability';
 import { AgentFailure, isGtidPosText, type MariaDbFenceReply, type MariaDbFenceRequest, type MariaDbPromoteReply, type MariaDbPromoteRequest, type MariaDbRepointReply, type MariaDbRepointRequest, type MariaDbWaitForGtidReply, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
 import { checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
@@ -144,38 +144,18 @@ export async function killFenced(
   await markFenced(layout, why);
   await keepStopped(layout.port);
   const pids = await instancePids(layout);
-  await kill(pids);
+  await killAndWait(pids);
   // Whatever holds the port (a supervisor restart of a crashed master, crash recovery and
   // all) is not waited for: every mariadbd that read its settings before the fenced role
   // was written is among the pids just killed, so one it starts now comes up read-only. It
   // is killed once that start is done.
-  void serialised(layout.port, async () => kill(await instancePids(layout))).catch(() => {});
+  void serialised(layout.port, async () => killAndWait(await instancePids(layout))).catch(() => {});
   return { was_running: pids.length > 0, made_read_only: false, stopped: true, gtid_binlog_pos: '' };
 }
 
 /** Every live mariadbd started with this instance's my.cnf (also one whose pid file is not written yet). */
-async function instancePids(layout: InstanceLayout): Promise<number[]> {
-  const pids: number[] = [];
-  for (const name of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name)) continue;
-    const comm = (await readFile(`/proc/${name}/comm`, 'utf8').catch(() => '')).trim();
-    if (comm !== 'mariadbd') continue;
-    const argv = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (argv.includes(`--defaults-file=${layout.myCnf}`)) pids.push(Number(name));
-  }
-  return pids;
-}
-
-/** SIGKILL, and wait until every one is gone (its ports and files are free then). */
-async function kill(pids: number[]): Promise<void> {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
-  while (pids.some(processAlive)) await sleep(20);
+function instancePids(layout: InstanceLayout): Promise<number[]> {
+  return processesNamed('mariadbd', async (pid) => (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').includes(`--defaults-file=${layout.myCnf}`));
 }
 
 async function readOnlyNow(layout: InstanceLayout): Promise<Pick<MariaDbFenceReply, 'made_read_only' | 'gtid_binlog_pos'>> {

@@ -2,10 +2,10 @@
 // found again through its own postmaster.pid (so an agent restart loses nothing), stopped
 // with PostgreSQL's shutdown signals.
 
-import { chown, open, readdir, readFile, readlink, realpath } from 'node:fs/promises';
+import { chown, open, readFile, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { processAlive, spawnDetached, type RunAs } from '../../ops/exec';
-import { descendantsOf, parentMap } from '../cgroup/processes';
+import { descendantsOf, killAndWait, parentMap, processesNamed } from '../cgroup/processes';
 import { AgentFailure } from '@kcm/agent-api';
 
 export interface PostmasterStatus {
@@ -110,19 +110,7 @@ export async function stopPostmaster(pid: number, fastTimeoutMs = 30_000): Promi
 export async function killOrphanedBackends(datadir: string): Promise<number[]> {
   // A backend's working directory is its data directory (the postmaster changes into it), as the kernel resolves it.
   const dir = await realpath(datadir).catch(() => datadir);
-  const killed: number[] = [];
-  for (const name of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name)) continue;
-    const comm = (await readFile(`/proc/${name}/comm`, 'utf8').catch(() => '')).trim();
-    if (comm !== 'postgres') continue;
-    if ((await readlink(`/proc/${name}/cwd`).catch(() => '')) !== dir) continue;
-    try {
-      process.kill(Number(name), 'SIGKILL');
-      killed.push(Number(name));
-    } catch {
-      // gone already
-    }
-  }
-  while (killed.some(processAlive)) await new Promise((r) => setTimeout(r, 20));
-  return killed;
+  const orphans = await processesNamed('postgres', async (pid) => (await readlink(`/proc/${pid}/cwd`).catch(() => '')) === dir);
+  await killAndWait(orphans);
+  return orphans;
 }
