@@ -83,7 +83,7 @@ export async function readReplicationFacts(s: AdminSession): Promise<Partial<Mar
  * not enough: the kernel accepts one for a stopped (SIGSTOP) or hung mariadbd, which
  * acknowledges nothing.
  */
-export function tcpReachable(host: string, port: number, timeoutMs: number, localAddress?: string): Promise<boolean> {
+export function mariadbGreets(host: string, port: number, timeoutMs: number, localAddress?: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port, localAddress });
     const done = (ok: boolean) => {
@@ -113,7 +113,7 @@ export async function replicationStatus(ctx: AgentContext, port: number, checkMa
   try {
     const facts = await readReplicationFacts(session);
     const reply: MariaDbHaStatusReply = { ...base, ...facts, running: true, answering: true, pid };
-    if (checkMasterMs > 0 && reply.is_replica && reply.master_host) reply.master_reachable = await tcpReachable(reply.master_host, reply.master_port, checkMasterMs);
+    if (checkMasterMs > 0 && reply.is_replica && reply.master_host) reply.master_reachable = await mariadbGreets(reply.master_host, reply.master_port, checkMasterMs);
     return reply;
   } catch (err) {
     return { ...base, running: true, pid, reason: (err as Error).message };

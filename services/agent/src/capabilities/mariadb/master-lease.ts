@@ -29,11 +29,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@kcm/common';
 import { AgentFailure, type MariaDbLeaseRenewal, type MariaDbLeaseReply } from '@kcm/agent-api';
-import { tcpReachable } from './ha-status';
+import { mariadbGreets } from './ha-status';
 
 /** How often the agent looks at its leases (ms). */
 export const LEASE_CHECK_MS = 200;
-/** How long a TCP connection to a standby gets to show it is reachable (ms). */
+/** How long a standby's mariadbd gets to send its greeting (ms): it is reachable when it does. */
 export const STANDBY_REACH_MS = 300;
 const MAX_LEASE_MS = 60_000;
 /** The lease a master named by the last renewal gets from an agent's start (ms). */
@@ -54,7 +54,7 @@ export interface MasterLeaseDeps {
   now?: () => number;
   /** Wall-clock ms since the epoch (tests): a renewal older than its lease by this clock is ignored. */
   wallClock?: () => number;
-  /** Whether host:port accepts a TCP connection within ms (tests). */
+  /** Whether a MariaDB server at host:port greets within ms (tests). */
   reachable?: (host: string, port: number, ms: number) => Promise<boolean>;
 }
 
@@ -154,7 +154,7 @@ export class MasterLeases {
   }
 
   private async ranOut(port: number, lease: Lease): Promise<void> {
-    const reach = this.deps.reachable ?? ((host: string, p: number, ms: number) => tcpReachable(host, p, ms, this.deps.hostaddr));
+    const reach = this.deps.reachable ?? ((host: string, p: number, ms: number) => mariadbGreets(host, p, ms, this.deps.hostaddr));
     // In parallel: a hung mariadbd takes its connect timeout to answer, and the leader's wait is bounded.
     const [role, views] = await Promise.all([
       this.deps.roleOf(port),
