@@ -15,6 +15,7 @@
 // a rebuild from a copy take seconds, and while they run the cluster lock stays free, so
 // the detector can fail the new master over at once if it dies too.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { KcmError } from '@kcm/protocol';
 import type { JobDefinition, JobStep } from '../workflow';
 import { chooseCandidate, surveyStandbys, type CandidateChoice } from './choose-candidate';
@@ -83,7 +84,7 @@ function failoverSteps(deps: FailoverDeps): Step[] {
           // agent has fenced it, or its host still reaches every standby (then they did not lose
           // it and this failover would not have been submitted). Only then may another take writes.
           const waitMs = deps.leases.msUntilLeaseEnds(old.id);
-          await sleepUnlessAborted(waitMs, ctx.signal);
+          await sleep(waitMs, undefined, { signal: ctx.signal }); // a leader that loses office stops waiting
           return { ...fenced, how: `${fenced.how}; its lease ran out`, lease_wait_ms: waitMs };
         }),
     },
@@ -135,8 +136,8 @@ function failoverSteps(deps: FailoverDeps): Step[] {
     {
       name: 're-point compute nodes',
       run: (ctx) => {
-        const old = nodeOf(shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id).shard, ctx.paras.failed_node_id);
-        return timed(() => repointComputes(ctx.agents, ctx.secrets, ctx.jobId, () => shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id).cluster, ctx.signal, undefined, old));
+        const view = () => shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
+        return timed(() => repointComputes(ctx.agents, ctx.secrets, ctx.jobId, () => view().cluster, ctx.signal, { oldMaster: nodeOf(view().shard, ctx.paras.failed_node_id) }));
       },
     },
   ];
@@ -144,21 +145,6 @@ function failoverSteps(deps: FailoverDeps): Step[] {
 
 /** The failover's step names (the same whatever its deps): what the detector submits. */
 export const FAILOVER_STEP_NAMES = failoverSteps({ leases: { msUntilLeaseEnds: () => 0 } }).map((s) => s.name);
-
-function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 function rejoinStep(state: () => MetaState, services: Parameters<typeof rejoinFencedNode>[0], jobId: string, clusterId: string, shardId: string, nodeId: string): Promise<RejoinOutcome> {
   const { shard } = shardView(state(), clusterId, shardId);

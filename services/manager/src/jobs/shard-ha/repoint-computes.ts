@@ -27,9 +27,9 @@ export async function repointComputes(
   jobId: string,
   cluster: () => ClusterRecord,
   signal: AbortSignal,
-  withinMs = REPOINT_COMPUTES_WITHIN_MS,
-  oldMaster?: { hostaddr: string; port: number },
+  opts: { withinMs?: number; /** A failover's old master: the compute hosts' connections to it are closed after. */ oldMaster?: { hostaddr: string; port: number } } = {},
 ): Promise<ComputeRepointOutcome> {
+  const { withinMs = REPOINT_COMPUTES_WITHIN_MS, oldMaster } = opts;
   const deadline = Date.now() + withinMs;
   const comps = Object.values(cluster().comps);
   const done = await Promise.all(
