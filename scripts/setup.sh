@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # postgresql-plpython3-15 + python3-pymysql run kcm_ddl's triggers (DDL through compute nodes);
 # postgresql-server-dev-15, libmariadb-dev (MariaDB's client headers), gcc and make build its small C part below.
 # chromium: the web console's test drives it headless through playwright-core (test/console).
-debian_packages=(mariadb-server mariadb-backup zstd mariadb-client postgresql-15 postgresql-15-mysql-fdw postgresql-plpython3-15 python3-pymysql postgresql-server-dev-15 libmariadb-dev gcc make iptables prometheus chromium)
+# iproute2: its `ss -K` closes a compute host's connections to a fenced old master (agent CutConnectionsTo).
+debian_packages=(mariadb-server mariadb-backup zstd mariadb-client postgresql-15 postgresql-15-mysql-fdw postgresql-plpython3-15 python3-pymysql postgresql-server-dev-15 libmariadb-dev gcc make iptables iproute2 prometheus chromium)
 # Optional: the etcd comparison of bench/raft-kv; installed when the package is available.
 optional_packages=(etcd-server)
 
