@@ -35,9 +35,23 @@ export class MariaDbLogicalAgentClient {
     this.client = agentClient(MariaDbLogicalAgentService, address);
   }
 
+  /**
+   * The tables (`database.table`) a dump of `p` would hold on the instance, partitions of a
+   * partitioned parent included; none when it holds nothing of it. Nothing is dumped.
+   */
+  async tablesOf(p: LogicalDumpParams): Promise<string[]> {
+    const dump = await this.start(p, true);
+    for await (const _ of dump.data); // the agent ends the stream after the names
+    return dump.tables;
+  }
+
   /** Starts a dump; resolves once the agent named the tables it holds. */
-  async dump(p: LogicalDumpParams): Promise<LogicalDump> {
-    const request: LogicalDumpRequest = { port: p.port, databases: p.databases ?? [], database_prefix: p.databasePrefix ?? '', tables: p.tables ?? [] };
+  dump(p: LogicalDumpParams): Promise<LogicalDump> {
+    return this.start(p, false);
+  }
+
+  private async start(p: LogicalDumpParams, listOnly: boolean): Promise<LogicalDump> {
+    const request: LogicalDumpRequest = { port: p.port, databases: p.databases ?? [], database_prefix: p.databasePrefix ?? '', tables: p.tables ?? [], list_only: listOnly };
     const call = (this.client as unknown as DumpStub).Dump(request, { deadline: Date.now() + this.deadlineMs });
     const address = this.address;
     const messages = (call as AsyncIterable<LogicalDumpChunk>)[Symbol.asyncIterator]();

@@ -10,6 +10,8 @@ export interface LogicalDumpRequest {
   databases: string[];
   database_prefix: string;
   tables: string[];
+  /** Name the tables only (first message), dump nothing; missing names are left out. */
+  list_only?: boolean;
 }
 
 export interface LogicalDumpChunk {

@@ -2,6 +2,7 @@
 // databases and tables.
 //
 //   Dump: mariadb-dump --single-transaction (one consistent snapshot, no locks held) -> chunks
+//         (list_only: the names of what it would dump, and nothing else)
 //   Load: chunks -> mariadb (the client) on the instance's socket
 //
 // Both tools log in as root over the instance's socket (unix_socket auth; the agent runs
@@ -31,6 +32,11 @@ const socketLogin = (layout: InstanceLayout) => ['--no-defaults', '--user=root',
 async function sendDump(ctx: AgentContext, call: grpc.ServerWritableStream<LogicalDumpRequest, LogicalDumpChunk>): Promise<void> {
   const layout = await runningLayout(ctx, call.request.port);
   const objects = await resolveDumpObjects(layout, call.request);
+  if (call.request.list_only) {
+    call.write({ tables: objects.tableNames, data: Buffer.alloc(0) });
+    call.end();
+    return;
+  }
   const abort = new AbortController();
   call.on('cancelled', () => abort.abort());
   const started = Date.now();
