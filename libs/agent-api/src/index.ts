@@ -67,4 +67,5 @@ export { HostProbeAgentClient, isUnimplemented } from './clients/host-probe-clie
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';
 export { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
 export { TableMoveAgentClient, type ForeignTableRef } from './clients/table-move-client';
+export { RelationSwitchAgentClient } from './clients/relation-switch-client';
 export { serveBeats, watchIntervalOf, WATCH_INTERVAL_DEFAULT_MS } from './beats';

@@ -9,6 +9,7 @@ import { storageCapability } from './storage/index';
 import { mariadbLogicalModule } from './mariadb/logical';
 import { mariadbTablesModule } from './mariadb/table-info';
 import { tableMoveCapability } from './table-move/index';
+import { relationSwitchCapability } from './table-move/parent-switch';
 import { passwordsCapability } from './passwords/index';
 import { hostProbeCapability } from './host-probe/index';
 
@@ -20,6 +21,7 @@ export const capabilityModules: CapabilityModule[] = [
   mariadbLogicalModule,
   mariadbTablesModule,
   tableMoveCapability,
+  relationSwitchCapability,
   passwordsCapability,
   hostProbeCapability,
 ];
