@@ -116,6 +116,10 @@ export const contentOf = (figures: Map<string, PartitionFigures>) => new Map([..
 export class TransferLoad {
   committed = 0;
   failed = 0;
+  /** COMMITs that failed without a definite answer (committed on every shard or on none). */
+  unknown = 0;
+  /** Each account's change by the committed transfers: what its balance is over ACCOUNT_MONEY. */
+  readonly deltas = new Map<number, number>();
   readonly errors: string[] = [];
   private stopped = false;
   private readonly runs: Promise<void>[] = [];
@@ -158,8 +162,17 @@ export class TransferLoad {
         await c.query('BEGIN');
         await c.query(`UPDATE ${table} SET balance = balance - $1 WHERE id = $2`, [amount, from]);
         await c.query(`UPDATE ${table} SET balance = balance + $1 WHERE id = $2`, [amount, to]);
-        await c.query('COMMIT');
+        try {
+          const reply = await c.query('COMMIT');
+          // A COMMIT of a failed transaction answers ROLLBACK, not an error.
+          if (reply.command !== 'COMMIT') throw new Error('the transaction was rolled back at COMMIT');
+        } catch (err) {
+          if (!/rolled back at COMMIT/.test((err as Error).message)) this.unknown++;
+          throw err;
+        }
         this.committed++;
+        this.deltas.set(from, (this.deltas.get(from) ?? 0) - amount);
+        this.deltas.set(to, (this.deltas.get(to) ?? 0) + amount);
       } catch (err) {
         this.failed++;
         this.errors.push((err as Error).message);
@@ -171,5 +184,30 @@ export class TransferLoad {
       }
     }
     await c?.end().catch(() => {});
+  }
+}
+
+/**
+ * The accounts whose balance, read through compute node `at`, is not what the committed
+ * transfers made it (ACCOUNT_MONEY plus the account's delta), and those missing or doubled.
+ * Exact when no COMMIT was left unknown (load.unknown === 0).
+ */
+export async function wrongBalances(s: SqlCluster, at: Endpoint, load: TransferLoad, accounts: number, table = 'transfer_account', database = 'postgres'): Promise<string[]> {
+  const c = await s.pgAs(at, database);
+  try {
+    const { rows } = await c.query<{ id: number; balance: string; n: number }>(`SELECT id, min(balance)::text AS balance, count(*)::int AS n FROM ${pg.escapeIdentifier(table)} GROUP BY id ORDER BY id`);
+    const seen = new Map(rows.map((r) => [r.id, r]));
+    const wrong: string[] = [];
+    for (let id = 1; id <= accounts; id++) {
+      const r = seen.get(id);
+      const want = ACCOUNT_MONEY + (load.deltas.get(id) ?? 0);
+      if (!r) wrong.push(`${id}: missing`);
+      else if (r.n !== 1) wrong.push(`${id}: ${r.n} rows`);
+      else if (Number(r.balance) !== want) wrong.push(`${id}: ${r.balance}, want ${want}`);
+    }
+    if (rows.length !== accounts) wrong.push(`${rows.length} distinct ids, want ${accounts}`);
+    return wrong;
+  } finally {
+    await c.end();
   }
 }

@@ -9,6 +9,7 @@ const shape: ForeignTableShape = {
   owner: 'app',
   comment: 'kcm:sync',
   partitionOf: null,
+  bound: null,
   columns: [{ name: 'id', type: 'integer', notNull: true, default: null, options: [] }],
   grants: [{ grantee: 'reader', privilege: 'SELECT' }],
 };
@@ -47,5 +48,25 @@ describe('a hold prepares the replacement foreign table before its lock and only
     const sql = repointStatements(shape, 'shard_2', null);
     expect(sql.slice(0, 2).map((s) => s.split(' (')[0])).toEqual(['DROP FOREIGN TABLE IF EXISTS "public"."orders__kcm_move"', 'CREATE FOREIGN TABLE "public"."orders__kcm_move"']);
     expect(repointStatements({ ...shape, server: 'shard_2' }, 'shard_2', null)).toEqual([]);
+  });
+});
+
+describe('a partition is re-pointed with its parent: detached, swapped, attached with its bound, routed again', () => {
+  const partition: ForeignTableShape = { ...shape, table: 'transfer_account_01', partitionOf: 'transfer_account', bound: 'FOR VALUES FROM (1) TO (501)' };
+
+  it('prepares the replacement unattached, and under the lock drops the routing rule, swaps, attaches and rebuilds the rule', () => {
+    expect(replacementStatements(partition, 'shard_2').some((s) => /ATTACH|transfer_account[^_]/.test(s))).toBe(false);
+    expect(repointStatements(partition, 'shard_2', { server: 'shard_2', from: partition })).toEqual([
+      'DROP RULE IF EXISTS kcm_route_insert ON transfer_account',
+      'ALTER TABLE transfer_account DETACH PARTITION "public"."transfer_account_01"',
+      'DROP FOREIGN TABLE "public"."transfer_account_01"',
+      'ALTER FOREIGN TABLE "public"."transfer_account_01__kcm_move" RENAME TO "transfer_account_01"',
+      'ALTER TABLE transfer_account ATTACH PARTITION "public"."transfer_account_01" FOR VALUES FROM (1) TO (501)',
+      "SELECT kcm_ddl.route_rows('transfer_account'::regclass)",
+    ]);
+  });
+
+  it('refuses a DEFAULT partition, which kcm does not route, before making anything', () => {
+    expect(() => replacementStatements({ ...partition, bound: 'DEFAULT' }, 'shard_2')).toThrow(/DEFAULT partition is not supported/);
   });
 });

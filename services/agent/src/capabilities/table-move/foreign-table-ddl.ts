@@ -6,6 +6,13 @@
 // looks the name up again once it gets the lock and finds the new table. A hold makes the
 // replacement before it asks for its lock (same transaction, so nothing of it outlives a
 // rollback or a crash) and leaves only the swap for the blocked window.
+//
+// A partition (a foreign table attached to a partitioned parent, kcm's way of spreading a
+// table over shards) is swapped the same way, with the parent's part added under the lock:
+// the parent's INSERT routing rule names the old partition (kcm_ddl.route_rows), so the
+// rule goes first, then the old partition is detached and dropped, the replacement takes
+// its name and is attached with the same bound, and route_rows makes the rule again. The
+// hold locks the parent first (see index.ts), so nothing reaches the parent in between.
 
 import { ident, literal } from '../postgres/admin-session';
 
@@ -17,8 +24,9 @@ export interface ForeignTableShape {
   options: string[];
   owner: string;
   comment: string | null;
-  /** The partitioned table it is a partition of (not supported by a move). */
+  /** The partitioned table it is a partition of (regclass text, quoted as SQL needs it), and its bound (`FOR VALUES ...`). */
   partitionOf: string | null;
+  bound: string | null;
   columns: { name: string; type: string; notNull: boolean; default: string | null; options: string[] }[];
   grants: { grantee: string; privilege: string }[];
 }
@@ -42,7 +50,18 @@ export function foreignTableStatements(shape: ForeignTableShape, server: string)
 
 /** The old table dropped and the replacement given its name: all a hold that prepared the replacement has left to do. */
 export function swapStatements(shape: ForeignTableShape): string[] {
-  return [`DROP FOREIGN TABLE ${qualified(shape, shape.table)}`, `ALTER FOREIGN TABLE ${qualified(shape, tempName(shape))} RENAME TO ${ident(shape.table)}`];
+  const old = qualified(shape, shape.table);
+  const rename = `ALTER FOREIGN TABLE ${qualified(shape, tempName(shape))} RENAME TO ${ident(shape.table)}`;
+  if (!shape.partitionOf) return [`DROP FOREIGN TABLE ${old}`, rename];
+  const parent = shape.partitionOf;
+  return [
+    `DROP RULE IF EXISTS kcm_route_insert ON ${parent}`,
+    `ALTER TABLE ${parent} DETACH PARTITION ${old}`,
+    `DROP FOREIGN TABLE ${old}`,
+    rename,
+    `ALTER TABLE ${parent} ATTACH PARTITION ${old} ${shape.bound}`,
+    `SELECT kcm_ddl.route_rows(${literal(parent)}::regclass)`,
+  ];
 }
 
 /** A prepared replacement that will not be used (the table changed, or another server was asked for). */
@@ -52,7 +71,7 @@ export function dropReplacementStatement(shape: ForeignTableShape): string {
 
 /** The replacement on `server`, under the temporary name: it takes no lock on the table it will replace. */
 export function replacementStatements(shape: ForeignTableShape, server: string): string[] {
-  if (shape.partitionOf) throw new Error(`${shape.schema}.${shape.table} is a partition of ${shape.partitionOf}; moving a partition is not supported`);
+  if (shape.partitionOf && !shape.bound?.startsWith('FOR VALUES ')) throw new Error(`${shape.schema}.${shape.table} is a partition of ${shape.partitionOf} with bound ${JSON.stringify(shape.bound)}; kcm re-attaches only FOR VALUES bounds (a DEFAULT partition is not supported)`);
   const temp = tempName(shape);
   const q = (t: string) => qualified(shape, t);
   const columns = shape.columns.map((c) =>

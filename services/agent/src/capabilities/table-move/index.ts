@@ -6,9 +6,13 @@
 // Writes queue from the moment the hold asks for its lock until the commit, so everything
 // that can be done outside that window is: the session, the checks, the first read of the
 // table's definition and the replacement foreign table on the target's server (same
-// transaction, under a temporary name) come before the lock; the definition is read again
-// under the lock while the manager waits for its catch-up, and if it is unchanged the
-// re-point only swaps the names (else it makes the replacement again there). The hold's DDL fires no event trigger: kcm_ddl's are
+// transaction, under a temporary name) come before the lock; once the lock is granted the
+// definition is read again and the swap itself (the names; for a partition also its parent's
+// detach, attach and routing rule) is made at once, uncommitted, so the hold answers only
+// when everything but the COMMIT is done: a swap that fails (a view depends on the table)
+// fails the hold, before any compute node has committed, and the manager releases them all
+// rather than leaving some nodes on the target and others on the source. The re-point is
+// then the COMMIT alone. The hold's DDL fires no event trigger: kcm_ddl's are
 // PL/Python, and the first one in a session starts the interpreter and imports pymysql
 // (100-1,000 ms on a loaded host, measured in bench/move) inside the window, only to return
 // at once for kcm.sync = on.
@@ -43,10 +47,14 @@ interface Hold {
   /** performance.now() when the lock was granted, and how long that took. */
   grantedAt: number;
   lockWaitMs: number;
-  /** The definition read under the lock (settled; a failure is the re-point's to report). */
-  shape: Promise<ForeignTableShape | undefined>;
+  /** The definition read under the lock. */
+  shape: ForeignTableShape;
   /** The replacement made before the lock: its server and the definition it copies. */
   prepared: PreparedReplacement | null;
+  /** The server the swap made under the lock (uncommitted, after SAVEPOINT kcm_swap) points at; null = none made. */
+  swappedTo: string | null;
+  /** How long the swap under the lock took. */
+  swapMs: number;
 }
 
 function checkNames(req: { database: string; schema: string; table: string }): void {
@@ -65,9 +73,10 @@ async function connect(registry: InstanceRegistry, port: number, database: strin
 
 /** The foreign table's definition as the catalog holds it: enough to make it again on another server. */
 async function readShape(client: pg.Client, schema: string, table: string): Promise<ForeignTableShape | undefined> {
-  const rel = await client.query<{ oid: number; server: string; ftoptions: string[] | null; owner: string; comment: string | null; acl: string[] | null; partition_of: string | null }>(
+  const rel = await client.query<{ oid: number; server: string; ftoptions: string[] | null; owner: string; comment: string | null; acl: string[] | null; partition_of: string | null; bound: string | null }>(
     `SELECT c.oid, s.srvname AS server, ft.ftoptions, pg_get_userbyid(c.relowner) AS owner, obj_description(c.oid, 'pg_class') AS comment,
-            c.relacl::text[] AS acl, (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS partition_of
+            c.relacl::text[] AS acl, (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = c.oid) AS partition_of,
+            CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS bound
        FROM pg_foreign_table ft JOIN pg_class c ON c.oid = ft.ftrelid JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_foreign_server s ON s.oid = ft.ftserver
       WHERE n.nspname = $1 AND c.relname = $2`,
     [schema, table],
@@ -93,6 +102,7 @@ async function readShape(client: pg.Client, schema: string, table: string): Prom
     owner: r.owner,
     comment: r.comment,
     partitionOf: r.partition_of,
+    bound: r.bound,
     columns: cols.rows.map((c) => ({ name: c.name, type: c.type, notNull: c.notnull, default: c.default, options: c.options ?? [] })),
     grants: grants.rows,
   };
@@ -131,24 +141,40 @@ export const tableMoveCapability: CapabilityModule = {
           // The replacement, before the lock: it locks only itself, and being in the hold's
           // transaction it vanishes with a rollback, an expired hold or a dead session.
           let prepared: Hold['prepared'] = null;
-          if (req.server && isIdentifier(req.server) && req.server !== before.server && !before.partitionOf) {
+          if (req.server && isIdentifier(req.server) && req.server !== before.server) {
             await client.query(replacementStatements(before, req.server).join(';\n'));
             prepared = { server: req.server, from: before };
           }
+          // A partition's swap ends in kcm_ddl.route_rows (PL/Python): its interpreter starts
+          // here, not inside the window (100-1,000 ms on a loaded host).
+          if (before.partitionOf) await client.query(`DO LANGUAGE plpython3u 'pass'`);
           const asked = performance.now();
+          // A partition's parent first, ACCESS EXCLUSIVE, as the swap will need (detach, attach,
+          // its routing rule): asked for now rather than upgraded to later, since a transaction
+          // that read the parent and then waits to write the held partition would deadlock
+          // with the upgrade. Reads and writes of the whole partitioned table wait in the window.
+          if (before.partitionOf) await client.query(`LOCK TABLE ONLY ${before.partitionOf} IN ACCESS EXCLUSIVE MODE`);
           // PostgreSQL refuses LOCK TABLE on a foreign table; ENABLE TRIGGER ALL changes nothing
           // and takes SHARE ROW EXCLUSIVE: writes (ROW EXCLUSIVE) wait, reads go on until the re-point.
           await client.query(`ALTER FOREIGN TABLE ${ident(req.schema)}.${ident(req.table)} ENABLE TRIGGER ALL`);
           const grantedAt = performance.now();
           const lockWaitMs = grantedAt - asked;
-          // Read again under the lock (no DDL can change it now), while the manager catches up.
-          const shape = readShape(client, req.schema, req.table);
-          shape.catch(() => {});
+          // Read again under the lock (no DDL can change it now), then the swap, uncommitted.
+          const shape = await readShape(client, req.schema, req.table);
+          if (!shape) throw new AgentFailure('not_found', `${req.schema}.${req.table} is no longer a foreign table`);
+          let swappedTo: string | null = null;
+          if (prepared) {
+            await client.query('SAVEPOINT kcm_swap');
+            const ddl = repointStatements(shape, prepared.server, prepared);
+            if (ddl.length > 0) await client.query(ddl.join(';\n'));
+            swappedTo = prepared.server;
+          }
+          const swapMs = performance.now() - grantedAt;
           const timer = setTimeout(() => {
             ctx.logger.warn({ hold_id: req.hold_id }, 'foreign table hold expired; rolled back, the table stays where it was');
             void end(req.hold_id, 'ROLLBACK').catch(() => {});
           }, req.hold_ms);
-          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: asked, grantedAt, lockWaitMs, shape, prepared });
+          holds.set(req.hold_id, { client, schema: req.schema, table: req.table, timer, heldAt: asked, grantedAt, lockWaitMs, shape, prepared, swappedTo, swapMs });
           return { server: before.server, lock_wait_ms: lockWaitMs, prepared: prepared !== null };
         } catch (err) {
           await client.end().catch(() => {});
@@ -165,13 +191,16 @@ export const tableMoveCapability: CapabilityModule = {
         let committed = 0;
         let ddlDone = 0;
         try {
-          const shape = await hold.shape;
-          if (!shape) throw new AgentFailure('not_found', `${hold.schema}.${hold.table} is no longer a foreign table`);
-          const ddl = repointStatements(shape, req.server, hold.prepared);
-          // The DDL in one round trip (a failing statement skips the rest), the COMMIT in the
-          // next: a local socket's round trip is well under a millisecond, and the two are
-          // timed apart.
-          if (ddl.length > 0) await hold.client.query(ddl.join(';\n'));
+          if (hold.swappedTo !== req.server) {
+            // Another server than the hold prepared for (or none prepared): the swap made under
+            // the lock is undone and the whole re-point made now.
+            if (hold.swappedTo !== null) await hold.client.query('ROLLBACK TO SAVEPOINT kcm_swap');
+            const ddl = repointStatements(hold.shape, req.server, hold.prepared);
+            // The DDL in one round trip (a failing statement skips the rest), the COMMIT in the
+            // next: a local socket's round trip is well under a millisecond, and the two are
+            // timed apart.
+            if (ddl.length > 0) await hold.client.query(ddl.join(';\n'));
+          }
           ddlDone = performance.now();
           await hold.client.query('COMMIT');
           committed = performance.now();
@@ -186,6 +215,7 @@ export const tableMoveCapability: CapabilityModule = {
           held_ms: committed - hold.heldAt,
           lock_wait_ms: hold.lockWaitMs,
           wait_ms: started - hold.grantedAt,
+          // The swap made under the lock at hold time is in the hold's answer time, not here.
           ddl_ms: ddlDone - started,
           commit_ms: committed - ddlDone,
         };

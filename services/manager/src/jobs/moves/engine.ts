@@ -115,7 +115,7 @@ function masterOf(ctx: Ctx, end: MoveEnd) {
   return { cluster, shard, master };
 }
 
-function storageLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
+export function storageLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
   const { cluster, master } = masterOf(ctx, end);
   return loginAs(ctx.secrets, cluster, master, 'storage');
 }
@@ -383,17 +383,25 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
 
 export type RetireMode = 'drop' | 'rename';
 
-/** After the cut-over: the source table is dropped, or renamed aside to `<table>__moved_<job>` in its database (shown by the compute nodes as such). */
+/**
+ * After the cut-over: the source table is dropped, or renamed aside to `<table>__moved_<job>`
+ * in its database (shown by the compute nodes as such). A partition renamed aside loses its
+ * partition record (the COMMENT kcm_ddl wrote) in the same statement: the catalog sync would
+ * otherwise attach it to the parent again, beside the moved partition with the same bound.
+ */
 export async function retireSource(ctx: Ctx, spec: MoveSpec, mode: RetireMode): Promise<string> {
   return withShard(storageLogin(ctx, spec.source), async (src) => {
     const exists = await readTableShape(src, spec.source.db, spec.source.table).catch(() => undefined);
     const aside = `${spec.source.table.slice(0, 40)}__moved_${ctx.jobId}`;
     if (!exists) return mode === 'drop' ? '' : `${spec.source.db}.${aside}`;
+    const table = `${q(spec.source.db)}.${q(spec.source.table)}`;
     if (mode === 'drop') {
-      await src.query(`DROP TABLE ${q(spec.source.db)}.${q(spec.source.table)}`);
+      await src.query(`DROP TABLE ${table}`);
       return '';
     }
-    await src.query(`RENAME TABLE ${q(spec.source.db)}.${q(spec.source.table)} TO ${q(spec.source.db)}.${q(aside)}`);
+    const [info] = (await src.query(`SELECT TABLE_COMMENT AS comment FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, [spec.source.db, spec.source.table])) as unknown as [{ comment: string }[]];
+    if (info[0]?.comment.startsWith('{"kcm_partition_of"')) await src.query(`ALTER TABLE ${table} COMMENT = '', RENAME TO ${q(spec.source.db)}.${q(aside)}`);
+    else await src.query(`RENAME TABLE ${table} TO ${q(spec.source.db)}.${q(aside)}`);
     return `${spec.source.db}.${aside}`;
   });
 }
@@ -401,14 +409,18 @@ export async function retireSource(ctx: Ctx, spec: MoveSpec, mode: RetireMode): 
 /**
  * Rollback of a move that did not cut over: stops its catch-up and drops the target table
  * if the move created it (a pre-created target is left, with what the copy wrote). A move
- * whose foreign tables already point at the target is kept: it has cut over.
+ * whose foreign tables all point at the target is kept: it has cut over. One that some
+ * compute nodes read from the target and others not ('partial': a commit lost between
+ * nodes, or a node unreachable) is left as it is, source and target, for a person to see.
  */
-export async function abandonMove(ctx: Ctx, spec: MoveSpec, deps: MoveDeps = {}): Promise<'dropped' | 'kept' | 'moved'> {
+export async function abandonMove(ctx: Ctx, spec: MoveSpec, deps: MoveDeps = {}): Promise<'dropped' | 'kept' | 'moved' | 'partial'> {
   await stopCatchUp(ctx.jobId, spec.key);
   const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
   const comps = Object.values(clusterOfStep(ctx, spec.target.clusterId).comps);
   const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign }).catch(() => ({ server: '' }))));
-  if (servers.some((s) => s.server === `shard_${spec.target.shardId}`)) return 'moved';
+  const onTarget = servers.filter((s) => s.server === `shard_${spec.target.shardId}`).length;
+  if (onTarget > 0 && onTarget === servers.length) return 'moved';
+  if (onTarget > 0) return 'partial';
   if (!spec.target.create) return 'kept';
   await withShard(storageLogin(ctx, spec.target), (dst) => dst.query(`DROP TABLE IF EXISTS ${q(spec.target.db)}.${q(spec.target.table)}`));
   return 'dropped';

@@ -5,13 +5,22 @@
 // cut-over; `0`/false (the default) renames it aside to `<table>__moved_<job_id>` in its
 // database, so nothing is lost until the user drops it.
 //
-// A failed or cancelled job (cancel_job stops it between phases) stops the catch-ups and
-// drops the target tables it created for tables not yet cut over; those keep being served
-// by the source shard as before.
+// Partitions move like tables: the compute nodes' agents re-point a partition under its
+// parent (cut-over), and a partition retired aside loses its partition record.
+//
+// Before anything is made, the first step checks every listed table (precheck.ts) and
+// refuses the job naming each one that cannot be moved. A failed or cancelled job (cancel_job
+// stops it between phases) stops the catch-ups and drops the target tables it created for
+// tables not yet cut over, which keep being served by the source shard as before; tables
+// that had cut over stay moved and their sources are retired as drop_old_table says, so no
+// live-named copy is left behind; the job's error names which tables moved and which did
+// not, and a retry of those that did not works.
 
 import { KcmError, parseQualifiedTable, type ExpandClusterResult, type ParasOf } from '@kcm/protocol';
 import { changeableCluster, shardOf } from '../cluster-lookup';
 import type { JobOf, StepContext } from '../workflow';
+import { agentForeignTables } from './cutover';
+import { isPrecheckRefusal, precheckMoves } from './precheck';
 import {
   abandonMove,
   catchUpPhase,
@@ -19,6 +28,7 @@ import {
   cutOverPhase,
   prepareMove,
   retireSource,
+  storageLogin,
   verifyPhase,
   type CaughtUp,
   type CopySummary,
@@ -59,13 +69,31 @@ function checkParas(p: ExpandParas, state: Parameters<NonNullable<JobOf<'expand_
   const cluster = changeableCluster(state, p.cluster_id);
   shardOf(cluster, p.src_shard_id, 'paras.src_shard_id');
   shardOf(cluster, p.dst_shard_id, 'paras.dst_shard_id');
-  expandMoves(p);
+  if (p.src_shard_id === p.dst_shard_id) throw KcmError.of('INVALID_PARAS', `paras.dst_shard_id: ${p.dst_shard_id} is the source shard; a move needs another shard`, { field: 'paras.dst_shard_id' });
+  const seen = new Map<string, number>();
+  for (const [i, spec] of expandMoves(p).entries()) {
+    const name = `${spec.source.db}.${spec.source.table}`;
+    const first = seen.get(name);
+    if (first !== undefined) throw KcmError.of('INVALID_PARAS', `paras.table_list[${i}]: ${p.table_list[i]} is listed twice (also at [${first}])`, { field: `paras.table_list[${i}]` });
+    seen.set(name, i);
+  }
 }
 
-/** Runs `phase` for each move in turn (tables one after the other: the copy is I/O bound). */
+/**
+ * Runs `phase` for each move in turn (tables one after the other: the copy is I/O bound).
+ * A failure names its table, and the tables before it that this phase finished.
+ */
 async function eachMove<T>(p: ExpandParas, phase: (spec: MoveSpec, i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
-  for (const [i, spec] of expandMoves(p).entries()) out.push(await phase(spec, i));
+  for (const [i, spec] of expandMoves(p).entries()) {
+    try {
+      out.push(await phase(spec, i));
+    } catch (err) {
+      const done = out.length > 0 ? ` (done for ${p.table_list.slice(0, i).join(', ')})` : '';
+      const message = `table ${p.table_list[i]}${done}: ${(err as Error).message}`;
+      throw err instanceof KcmError ? KcmError.of(err.errorName, message, { cause: err }) : new Error(message, { cause: err });
+    }
+  }
   return out;
 }
 
@@ -79,7 +107,14 @@ export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', E
       moves: expandMoves(p).map((m) => ({ table: `${m.source.db}.${m.source.table}`, from_shard: m.source.shardId, to_shard: m.target.shardId, old_table: p.drop_old_table ? 'dropped' : `renamed to ${m.source.table}__moved_<job_id>` })),
     }),
     steps: (p) => [
-      { name: 'record the source positions', run: (ctx: Ctx) => eachMove(p, (m) => prepareMove(ctx, m)) },
+      {
+        name: 'record the source positions',
+        run: async (ctx: Ctx) => {
+          const foreignTables = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
+          await precheckMoves(ctx, expandMoves(p), p.table_list, { login: storageLogin, foreignTables });
+          return eachMove(p, (m) => prepareMove(ctx, m));
+        },
+      },
       { name: 'copy rows', run: (ctx: Ctx) => eachMove(p, (m, i) => copyPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
       { name: 'catch up from the binlog', run: (ctx: Ctx) => eachMove(p, (m, i) => catchUpPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
       {
@@ -111,18 +146,44 @@ export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', E
         })),
       };
     },
-    async rollback(ctx, failedStep) {
+    async rollback(ctx, failedStep, error) {
       if (failedStep === 'retire the source tables') return 'every table was cut over; the source tables that were not retired are still on the source shard';
-      const notes: string[] = [];
-      for (const m of expandMoves(ctx.paras)) {
+      if (isPrecheckRefusal(error)) return undefined;
+      const p = ctx.paras;
+      const moved: string[] = [];
+      const notMoved: string[] = [];
+      const problems: string[] = [];
+      for (const [i, m] of expandMoves(p).entries()) {
         try {
           const what = await abandonMove(ctx, m, deps);
-          if (what === 'moved') notes.push(`${m.source.db}.${m.source.table} had cut over and stays on shard ${m.target.shardId}`);
+          if (what === 'partial') {
+            problems.push(`${p.table_list[i]} is read from shard ${p.dst_shard_id} by some compute nodes and from shard ${p.src_shard_id} by others; both copies were left as they are`);
+            continue;
+          }
+          if (what !== 'moved') {
+            notMoved.push(p.table_list[i]);
+            continue;
+          }
+          // Only this job's cut-over moves a table after the pre-check found it on the source.
+          if (failedStep !== 'cut over') {
+            problems.push(`${p.table_list[i]} is read from shard ${p.dst_shard_id} already, though the job failed before its cut-over; its source on shard ${p.src_shard_id} was left as it is`);
+            continue;
+          }
+          // Cut over: it stays on the target, and its source goes as a finished move's would,
+          // so no copy is left under the live name on the source shard.
+          const aside = await retireSource(ctx, m, p.drop_old_table ? 'drop' : 'rename');
+          moved.push(`${p.table_list[i]} (source ${aside ? `renamed to ${aside}` : 'dropped'})`);
         } catch (err) {
-          notes.push(`${m.target.db}.${m.target.table} on shard ${m.target.shardId} could not be cleaned up: ${(err as Error).message}`);
+          problems.push(`${p.table_list[i]} could not be cleaned up on shard ${m.source.shardId} or ${m.target.shardId}: ${(err as Error).message}`);
         }
       }
-      return notes.length > 0 ? notes.join('; ') : undefined;
+      if (moved.length === 0 && problems.length === 0) return undefined;
+      const parts = [
+        moved.length > 0 ? `moved to shard ${p.dst_shard_id}: ${moved.join(', ')}` : 'no table moved',
+        notMoved.length > 0 ? `not moved, still on shard ${p.src_shard_id}: ${notMoved.join(', ')}` : '',
+        ...problems,
+      ];
+      return parts.filter(Boolean).join('; ');
     },
   };
 }
