@@ -21,6 +21,12 @@ export interface CopyOptions {
   throttle(rowsWritten: number): Promise<void>;
   progress(rowsCopied: number, chunks: number, lastKey: unknown[]): Promise<void>;
   signal?: AbortSignal;
+  /**
+   * Where to resume (null: from the start); by default after the target's highest key. A
+   * target fed by several sources (a partitioned source's pieces into one table) holds other
+   * sources' keys, so its highest key says nothing of this source's progress.
+   */
+  resumeAfter?: unknown[] | null;
 }
 
 export interface CopyOutcome {
@@ -65,7 +71,7 @@ export function chunkQuery(db: string, table: string, shape: TableShape, after: 
 
 export async function copyRows(src: mysql.Connection, dst: mysql.Connection, from: { db: string; table: string }, to: { db: string; table: string }, shape: TableShape, opts: CopyOptions): Promise<CopyOutcome> {
   const started = performance.now();
-  const resumedAfter = await lastCopiedKey(dst, to.db, to.table, shape);
+  const resumedAfter = opts.resumeAfter !== undefined ? opts.resumeAfter : await lastCopiedKey(dst, to.db, to.table, shape);
   await src.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
   await src.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
   const snapshot = await snapshotStatus(src);

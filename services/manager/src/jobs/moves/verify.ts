@@ -72,11 +72,12 @@ export async function widenedColumnCasts(src: mysql.Connection, dst: mysql.Conne
 }
 
 /** Row hash and key by the key's JSON form. */
-type Hashes = Map<string, { key: unknown[]; hash: number }>;
+export type Hashes = Map<string, { key: unknown[]; hash: number }>;
 
 const keyJson = (key: unknown[]) => JSON.stringify(key.map((v) => (Buffer.isBuffer(v) ? v.toString('hex') : String(v))));
 
-async function hashes(c: mysql.Connection, t: { db: string; table: string }, shape: TableShape, where: string, values: unknown[], limit?: number, casts?: ReadonlyMap<string, string>): Promise<{ map: Hashes; last: unknown[] | null; count: number }> {
+/** The row hashes of `t` WHERE `where` (over the key, in key order, at most `limit`). */
+export async function hashes(c: mysql.Connection, t: { db: string; table: string }, shape: TableShape, where: string, values: unknown[], limit?: number, casts?: ReadonlyMap<string, string>): Promise<{ map: Hashes; last: unknown[] | null; count: number }> {
   const cols = shape.key.map((k) => q(k.name)).join(', ');
   const sql = `SELECT ${cols}, ${rowHash(shape, casts)} FROM ${q(t.db)}.${q(t.table)}${where ? ` WHERE ${where}` : ''} ORDER BY ${cols}${limit ? ` LIMIT ${limit}` : ''}`;
   const [rows] = (await c.query({ sql, values, rowsAsArray: true })) as unknown as [unknown[][]];
@@ -89,7 +90,7 @@ async function hashes(c: mysql.Connection, t: { db: string; table: string }, sha
 }
 
 /** The keys whose rows differ (present on one side only, or with another hash). */
-function differing(a: Hashes, b: Hashes): Map<string, unknown[]> {
+export function differing(a: Hashes, b: Hashes): Map<string, unknown[]> {
   const out = new Map<string, unknown[]>();
   for (const [k, row] of a) if (b.get(k)?.hash !== row.hash) out.set(k, row.key);
   for (const [k, row] of b) if (!a.has(k)) out.set(k, row.key);
