@@ -1,7 +1,7 @@
 // The objects of logical backup and restore, between the wire's names and MariaDB's:
 // `D_$$_S.T` (table), `D_$$_S` (schema) and `D` (db, every `D_$$_*` database), spec 2.6.
 
-import { parseDbTable, type ObjectType } from '@kcm/protocol';
+import { KcmError, parseDbTable, type ObjectType } from '@kcm/protocol';
 import type { LogicalDumpParams } from '@kcm/agent-api';
 
 /** What to dump of an object on one instance (the port is the caller's). */
@@ -14,13 +14,20 @@ export function dumpRequestOf(objectType: ObjectType, dbTable: string): Omit<Log
   return objectType === 'table' ? { databases: [mariadbDatabase], tables: [table!] } : { databases: [mariadbDatabase] };
 }
 
-/** Whether a shard table (`database.table`, MariaDB names, as ListTables reports) belongs to the object. */
-export function tableBelongsTo(objectType: ObjectType, dbTable: string, shardTable: string): boolean {
-  const dot = shardTable.indexOf('.');
-  const db = shardTable.slice(0, dot);
-  if (objectType === 'table') return shardTable === dbTable;
-  if (objectType === 'schema') return db === dbTable;
-  return db.startsWith(`${dbTable}_$$_`);
+/** What a backup of an object no shard holds fails with: it names the object, and says nothing was stored. */
+export function objectNotFound(clusterId: string, objectType: ObjectType, dbTable: string): KcmError {
+  const what = objectType === 'table' ? `table ${dbTable} (nor any partition of a partitioned table of that name)` : `${objectType} ${dbTable} (no table of it)`;
+  return KcmError.of('NOT_FOUND', `no shard of cluster ${clusterId} holds ${what}; nothing is stored`);
+}
+
+/**
+ * The tables a backup set of `dbTable` restores, as done_dts names them: its shard tables,
+ * and first the object itself when it is a table that none of them is, that is a
+ * partitioned parent whose parts hold its partitions (the parent is rebuilt on every compute
+ * node from their COMMENTs).
+ */
+export function restoredTables(objectType: ObjectType, dbTable: string, shardTables: readonly string[]): string[] {
+  return objectType === 'table' && !shardTables.includes(dbTable) ? [dbTable, ...shardTables] : [...shardTables];
 }
 
 /**

@@ -1,8 +1,14 @@
 // One logical backup: the object's tables are found on the shards that hold them (each
-// shard master's ListTables), each such shard's part is dumped from its master
-// (mariadb-dump --single-transaction) straight into backup storage, and the parts make the
-// backup set. The location of a part is fixed by the run id and the shard, so a run taken
-// over by a new leader overwrites whatever its predecessor left there.
+// shard master's agent names what a dump of the object would hold there), each such shard's
+// part is dumped from its master (mariadb-dump --single-transaction) straight into backup
+// storage, and the parts make the backup set. The location of a part is fixed by the run id
+// and the shard, so a run taken over by a new leader overwrites whatever its predecessor
+// left there.
+//
+// A table object may be a partitioned parent (it lives on the compute nodes only): the agent
+// resolves it to the partitions each shard holds, with their COMMENTs recording the parent's
+// key and each bound, so the set holds every partition wherever it lives. A run that finds
+// nothing to store fails naming what it looked for; it never records an empty set.
 
 import { KcmError, type ObjectType } from '@kcm/protocol';
 import type { Logger } from '@kcm/common';
@@ -10,7 +16,7 @@ import type { MariaDbLogicalAgentClient } from '@kcm/agent-api';
 import type { EngineAgents } from '../jobs/instance-ops';
 import type { LogicalBackupPart } from '../meta/logical-backups';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
-import { dumpRequestOf, tableBelongsTo } from './logical-objects';
+import { dumpRequestOf, objectNotFound } from './logical-objects';
 import type { OpenLogicalStorage } from './logical-storage';
 
 export interface LogicalBackupDeps {
@@ -33,15 +39,22 @@ export function shardsInOrder(cluster: ClusterRecord): ShardRecord[] {
   return Object.values(cluster.shards).sort((a, b) => Number(a.id) - Number(b.id) || a.id.localeCompare(b.id));
 }
 
-/** The object's tables on each shard of the cluster that holds some (asked of each master). */
-export async function shardsHolding(agents: EngineAgents, cluster: ClusterRecord, object: LogicalObject): Promise<{ shard: ShardRecord; tables: string[] }[]> {
+/**
+ * The object's tables on each shard of the cluster that holds some (asked of each master's
+ * agent: the same resolution its dump makes, partitions of a partitioned parent included).
+ */
+export async function shardsHolding(logicalAgent: (hostaddr: string) => MariaDbLogicalAgentClient, cluster: ClusterRecord, object: LogicalObject): Promise<{ shard: ShardRecord; tables: string[] }[]> {
   const found: { shard: ShardRecord; tables: string[] }[] = [];
   for (const shard of shardsInOrder(cluster)) {
     const master = shard.nodes[shard.masterNodeId];
     if (!master) continue;
-    const { tables } = await agents.mariadb(master.hostaddr).listTables(master.port);
-    const held = tables.filter((t) => tableBelongsTo(object.objectType, object.dbTable, t));
-    if (held.length > 0) found.push({ shard, tables: held });
+    const client = logicalAgent(master.hostaddr);
+    try {
+      const tables = await client.tablesOf({ port: master.port, ...dumpRequestOf(object.objectType, object.dbTable) });
+      if (tables.length > 0) found.push({ shard, tables });
+    } finally {
+      client.close();
+    }
   }
   return found;
 }
@@ -55,8 +68,8 @@ export async function dumpLogicalObject(
   runId: string,
   signal: AbortSignal,
 ): Promise<LogicalBackupPart[]> {
-  const holders = await shardsHolding(deps.agents, cluster, object);
-  if (holders.length === 0) throw KcmError.of('NOT_FOUND', `no shard of cluster ${cluster.id} holds ${object.objectType} ${object.dbTable}`);
+  const holders = await shardsHolding(deps.logicalAgent, cluster, object);
+  if (holders.length === 0) throw objectNotFound(cluster.id, object.objectType, object.dbTable);
   const storage = deps.openStorage(state);
   const parts: LogicalBackupPart[] = [];
   try {
@@ -66,6 +79,10 @@ export async function dumpLogicalObject(
       const client = deps.logicalAgent(master.hostaddr);
       try {
         const dump = await client.dump({ port: master.port, ...dumpRequestOf(object.objectType, object.dbTable) });
+        if (dump.tables.length === 0) {
+          dump.cancel();
+          throw KcmError.of('NOT_FOUND', `shard ${shard.id} of cluster ${cluster.id} named no table of ${object.objectType} ${object.dbTable} to dump; nothing is stored`);
+        }
         const stop = () => dump.cancel();
         signal.addEventListener('abort', stop, { once: true });
         try {

@@ -1,19 +1,25 @@
 // Job family: logical backup and restore (spec 4.4).
 //
-// logical_backup records one daily schedule per entry (meta/logical-backups.ts); the
-// leader's scheduler (backup/logical-scheduler.ts) runs them. logical_restore picks, for
+// logical_backup checks that every entry's object is on some shard of the cluster (a
+// partitioned parent: some of its partitions), records one daily schedule per entry
+// (meta/logical-backups.ts), and, for each entry whose window is open now, waits for the
+// run the leader's scheduler (backup/logical-scheduler.ts) starts at once: the job answers
+// done only once that run stored its backup set, and fails with the run's error otherwise.
+// A logical_backup that stored nothing never answers done. logical_restore picks, for
 // each entry, the newest backup set of that object taken before its restore_time, checks
 // every file of it against its checksum before anything is written, loads each shard's
 // dump into the destination cluster's shard that is to hold it, and syncs the destination's
 // compute nodes so they see the tables. done_dts names each restored table, comma after each.
 
 import { MariaDbLogicalAgentClient } from '@kcm/agent-api';
-import { KcmError, parseBackupWindow, parseRestoreTime, type LogicalBackupResult, type LogicalRestoreResult, type ObjectType, type ParasOf } from '@kcm/protocol';
-import { doneDts } from '../backup/logical-objects';
-import { shardsInOrder } from '../backup/logical-run';
+import { ERROR_CATALOG, KcmError, parseBackupWindow, type ErrorName, parseRestoreTime, type LogicalBackupResult, type LogicalRestoreResult, type ObjectType, type ParasOf } from '@kcm/protocol';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { doneDts, objectNotFound, restoredTables } from '../backup/logical-objects';
+import { shardsHolding, shardsInOrder } from '../backup/logical-run';
+import { openWindowAt } from '../backup/logical-window';
 import type { OpenLogicalStorage } from '../backup/logical-storage';
 import { CommandKind } from '../meta/commands';
-import type { LogicalBackupSet } from '../meta/logical-backups';
+import { scheduleKeyOf, type LogicalBackupSet } from '../meta/logical-backups';
 import type { ClusterRecord, MetaState } from '../meta/state';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
 import { orThrow } from './errors';
@@ -32,26 +38,102 @@ const defaultLogicalAgent = (agents: EngineAgents, hostaddr: string) => new Mari
 
 type BackupParas = ParasOf<'logical_backup'>;
 
-export const logicalBackup: JobOf<'logical_backup', { 'record schedules': { keys: string[] } }> = {
-  jobType: 'logical_backup',
-  validate: (p, state) => void readyCluster(state, p.cluster_id),
-  lockKey: (p) => `cluster:${p.cluster_id}`,
-  steps: (p: BackupParas) => [
-    {
-      name: 'record schedules',
-      async run(ctx) {
-        const entries = p.backup.map((e) => {
-          const w = parseBackupWindow(e.backup_time);
-          if (!w.ok) throw KcmError.of('INVALID_PARAS', `paras.backup: ${e.backup_time} ${w.rule}`);
-          return { dbTable: e.db_table, window: e.backup_time, ...w.value };
-        });
-        // Re-running it replaces the schedules with the same ones: idempotent.
-        return orThrow(await ctx.propose({ kind: CommandKind.LogicalBackupScheduled, at: ctx.now(), clusterId: p.cluster_id, jobId: ctx.jobId, objectType: p.backup_type, entries })) as { keys: string[] };
-      },
+/** How often a logical_backup waiting for the run of an open window looks at the replicated state. */
+const RUN_POLL_MS = 250;
+
+interface BackupOutputs {
+  'check objects': { holders: { dbTable: string; shards: string[] }[] };
+  'record schedules': { keys: string[] };
+  'wait for the open windows\' runs': { sets: string[] };
+}
+
+const windowsOf = (p: BackupParas) =>
+  p.backup.map((e, i) => {
+    const w = parseBackupWindow(e.backup_time);
+    if (!w.ok) throw KcmError.of('INVALID_PARAS', `paras.backup[${i}].backup_time: ${e.backup_time} ${w.rule}`, { field: `paras.backup[${i}].backup_time` });
+    return { dbTable: e.db_table, window: e.backup_time, ...w.value };
+  });
+
+/** The catalog name a failed run's recorded error starts with (`NAME: message`, logical-scheduler.ts). */
+const errorNameOfRun = (error: string | null): ErrorName => ERROR_CATALOG.find((e) => error?.startsWith(`${e.name}: `))?.name ?? 'INTERNAL';
+
+/**
+ * The id of the set stored by the run of `key`'s window that opened on `windowDay`, once that
+ * run finished; throws its error when it failed. Undefined while it has not finished.
+ */
+function finishedRun(state: MetaState, key: string, windowDay: string): string | undefined {
+  const run = state.logicalBackups.schedules[key]?.lastRun;
+  if (!run || run.windowDay !== windowDay || run.finishedAt === null) return undefined;
+  if (!run.ok) throw KcmError.of(errorNameOfRun(run.error), `the logical backup run of ${key} in the window of ${windowDay} stored nothing (${run.attempts} attempts): ${run.error ?? 'failed'}`);
+  if (!state.logicalBackups.sets[run.runId]) throw KcmError.of('INTERNAL', `the logical backup run ${run.runId} of ${key} finished without a backup set`);
+  return run.runId;
+}
+
+export function logicalBackupJob(deps: LogicalJobDeps): JobOf<'logical_backup', BackupOutputs> {
+  const logicalAgent = deps.logicalAgent ?? defaultLogicalAgent;
+  return {
+    jobType: 'logical_backup',
+    validate: (p, state) => {
+      readyCluster(state, p.cluster_id);
+      windowsOf(p);
     },
-  ],
-  result: (_o, p): LogicalBackupResult => ({ backup_type: p.backup_type, backup: p.backup.map((e) => ({ db_table: e.db_table, backup_time: e.backup_time })) }),
-};
+    lockKey: (p) => `cluster:${p.cluster_id}`,
+    steps: (p: BackupParas) => [
+      {
+        // Before anything is recorded: a schedule of an object no shard holds would only ever fail.
+        name: 'check objects',
+        async run(ctx) {
+          const cluster = clusterOfStep(ctx, p.cluster_id);
+          const holders: { dbTable: string; shards: string[] }[] = [];
+          for (const [i, e] of p.backup.entries()) {
+            const found = await shardsHolding((host) => logicalAgent(ctx.agents, host), cluster, { objectType: p.backup_type, dbTable: e.db_table });
+            if (found.length === 0) {
+              const err = objectNotFound(cluster.id, p.backup_type, e.db_table);
+              throw KcmError.of('NOT_FOUND', `paras.backup[${i}].db_table: ${err.message}`, { field: `paras.backup[${i}].db_table` });
+            }
+            holders.push({ dbTable: e.db_table, shards: found.map((h) => h.shard.id) });
+          }
+          return { holders };
+        },
+      },
+      {
+        name: 'record schedules',
+        async run(ctx) {
+          // Re-running it replaces the schedules with the same ones: idempotent.
+          return orThrow(await ctx.propose({ kind: CommandKind.LogicalBackupScheduled, at: ctx.now(), clusterId: p.cluster_id, jobId: ctx.jobId, objectType: p.backup_type, entries: windowsOf(p) })) as { keys: string[] };
+        },
+      },
+      {
+        // The scheduler starts the run of an open window at once (it is notified of the
+        // schedule); a dump takes as long as the object is big, so there is no deadline here,
+        // only the job's cancellation and the cluster leaving 'ready' (runs are not started then).
+        name: "wait for the open windows' runs",
+        async run(ctx) {
+          const waiting = windowsOf(p).flatMap((w) => {
+            const open = openWindowAt(ctx.now(), w);
+            return open ? [{ key: scheduleKeyOf(p.cluster_id, p.backup_type, w.dbTable), windowDay: open.windowDay }] : [];
+          });
+          const sets: string[] = [];
+          for (const w of waiting) {
+            for (;;) {
+              const state = ctx.state();
+              const setId = finishedRun(state, w.key, w.windowDay);
+              if (setId !== undefined) {
+                sets.push(setId);
+                break;
+              }
+              const status = state.clusters[p.cluster_id]?.status;
+              if (status !== 'ready') throw KcmError.of('CONFLICT', `cluster ${p.cluster_id} is ${status ?? 'gone'}; the logical backup run of ${w.key} did not finish`);
+              await sleep(RUN_POLL_MS, undefined, { signal: ctx.signal });
+            }
+          }
+          return { sets };
+        },
+      },
+    ],
+    result: (_o, p): LogicalBackupResult => ({ backup_type: p.backup_type, backup: p.backup.map((e) => ({ db_table: e.db_table, backup_time: e.backup_time })) }),
+  };
+}
 
 // ---------------------------------------------------------------- logical_restore
 
@@ -59,6 +141,8 @@ type RestoreParas = ParasOf<'logical_restore'>;
 
 /** One shard's dump of a chosen backup set, and the destination shard it loads into. */
 interface PlannedLoad {
+  /** What the set restores, as done_dts names it (on the set's first load only; absent from jobs planned before it). */
+  restores?: string[];
   setId: string;
   storage: string;
   location: string;
@@ -132,9 +216,10 @@ export function logicalRestoreJob(deps: LogicalJobDeps): JobOf<'logical_restore'
           const src = state.clusters[p.src_cluster_id];
           const loads: PlannedLoad[] = [];
           for (const set of chooseSets(state, p)) {
+            const restores = restoredTables(set.objectType, set.dbTable, set.parts.flatMap((part) => part.tables));
             for (let i = 0; i < set.parts.length; i++) {
               const part = set.parts[i];
-              loads.push({ setId: set.id, storage: part.storage, location: part.location, tables: part.tables, dstShardId: await destinationShard(ctx.agents, src, dst, set, i) });
+              loads.push({ ...(i === 0 ? { restores } : {}), setId: set.id, storage: part.storage, location: part.location, tables: part.tables, dstShardId: await destinationShard(ctx.agents, src, dst, set, i) });
             }
           }
           // Every file is checked before anything is written: an altered set is refused whole.
@@ -185,6 +270,6 @@ export function logicalRestoreJob(deps: LogicalJobDeps): JobOf<'logical_restore'
         },
       },
     ],
-    result: (o): LogicalRestoreResult => ({ done_dts: doneDts(o['choose backup sets'].loads.flatMap((l) => l.tables)) }),
+    result: (o): LogicalRestoreResult => ({ done_dts: doneDts(o['choose backup sets'].loads.flatMap((l) => l.restores ?? l.tables)) }),
   };
 }

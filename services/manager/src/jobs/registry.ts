@@ -13,7 +13,7 @@ import { clusterRestore } from './cluster-restore';
 import { updateInstanceCgroup } from './cgroup';
 import { addComps, deleteComp } from './comps';
 import { createMachine, deleteMachine, setMachine } from './machines';
-import { logicalBackup, logicalRestoreJob, type LogicalJobDeps } from './logical';
+import { logicalBackupJob, logicalRestoreJob, type LogicalJobDeps } from './logical';
 import { addNodes, deleteNodes, rebuildNode } from './nodes';
 import { raftMissionJob, type RaftMissionDeps } from './raft-mission';
 import { addShards, deleteShardsJob } from './shards';
@@ -87,7 +87,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     update_instance_cgroup: updateInstanceCgroup,
     manual_backup_cluster: manualBackupClusterJob(backup),
     cluster_restore: clusterRestore,
-    logical_backup: logicalBackup,
+    logical_backup: logicalBackupJob(options.logical ?? { openStorage: openLogicalStorage }),
     logical_restore: logicalRestoreJob(options.logical ?? { openStorage: openLogicalStorage }),
     expand_cluster: expandClusterJob(options.moves),
     repartition_tables: repartitionTablesJob(options.moves),

@@ -40,6 +40,8 @@ export interface FakeLogicalAgents {
   storage: MemoryDumpStorage;
   /** Tables (`database.table`) each host's master holds. */
   tablesOf: Map<string, string[]>;
+  /** Partitions among them: `database.partition` -> `database.parent` (kcm_ddl's COMMENT). */
+  partitionOf: Map<string, string>;
   dumps: { host: string; params: LogicalDumpParams }[];
   loads: { host: string; opId: string; port: number; text: string }[];
   /** While set, a dump streams its first chunk and then waits for this promise. */
@@ -53,6 +55,7 @@ export function fakeLogicalAgents(): FakeLogicalAgents {
   const f: FakeLogicalAgents = {
     storage,
     tablesOf: new Map(),
+    partitionOf: new Map(),
     dumps: [],
     loads: [],
     failDumps: 0,
@@ -62,15 +65,25 @@ export function fakeLogicalAgents(): FakeLogicalAgents {
     mariadb: (host: string) => ({ listTables: async () => ({ tables: f.tablesOf.get(host) ?? [] }) }),
     postgres: () => ({ syncCatalog: async () => ({ changes: [], servers_changed: [], elapsed_ms: 1 }) }),
   } as unknown as EngineAgents;
+  /** The agent's resolution (logical-objects.ts): a table, else a partitioned parent's partitions; databases whole; a prefix. */
+  const resolve = (host: string, params: LogicalDumpParams): string[] =>
+    (f.tablesOf.get(host) ?? []).filter((t) => {
+      const db = t.slice(0, t.indexOf('.'));
+      if (params.tables?.length) return params.tables.some((n) => t === `${params.databases![0]}.${n}` || f.partitionOf.get(t) === `${params.databases![0]}.${n}`);
+      return params.databases?.includes(db) || (!!params.databasePrefix && db.startsWith(params.databasePrefix));
+    });
   const logicalAgent = (host: string) =>
     ({
+      async tablesOf(params: LogicalDumpParams): Promise<string[]> {
+        return resolve(host, params);
+      },
       async dump(params: LogicalDumpParams): Promise<LogicalDump> {
         f.dumps.push({ host, params });
         if (f.failDumps > 0) {
           f.failDumps--;
           throw new Error('mariadb-dump exited 2');
         }
-        const tables = (f.tablesOf.get(host) ?? []).filter((t) => (params.tables?.length ? params.tables.some((n) => t === `${params.databases![0]}.${n}`) : true));
+        const tables = resolve(host, params);
         let cancelled = false;
         let onCancel!: () => void;
         const cancel = new Promise<void>((r) => (onCancel = r));

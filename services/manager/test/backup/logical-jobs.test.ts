@@ -4,12 +4,12 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest } from '@kcm/protocol';
-import { logicalBackup, logicalRestoreJob } from '../../src/jobs/logical';
+import { logicalBackupJob, logicalRestoreJob } from '../../src/jobs/logical';
 import type { JobDefinition, StepContext } from '../../src/jobs/workflow';
 import { CommandKind } from '../../src/meta/commands';
 import type { LogicalBackupPart } from '../../src/meta/logical-backups';
 import { cluster } from '../helpers/cluster-state';
-import { LocalStore } from '../helpers/local-store';
+import { LocalStore, until } from '../helpers/local-store';
 import { fakeLogicalAgents, type FakeLogicalAgents } from './logical-fakes';
 import { storedAccount, testSecretBox } from '../../../../test/helpers/secrets';
 
@@ -23,7 +23,7 @@ function paras(jobType: 'logical_backup' | 'logical_restore', p: Record<string, 
 }
 
 /** Validates, then runs every step in order, as the runner would on one leader. */
-async function run<R>(def: JobDefinition<any, any, R>, p: unknown): Promise<R> {
+async function run<R>(def: JobDefinition<any, any, R>, p: unknown, now = () => 1_800_000_000_000): Promise<R> {
   def.validate?.(p, store.state());
   const outputs: Record<string, unknown> = {};
   for (const step of def.steps(p)) {
@@ -32,7 +32,7 @@ async function run<R>(def: JobDefinition<any, any, R>, p: unknown): Promise<R> {
       agents: f.deps.agents,
       withAgent: () => Promise.reject(new Error('none')),
       logger: silentLogger(),
-      now: () => 1_800_000_000_000,
+      now,
       secrets: testSecretBox(),
       jobId: '9',
       paras: p,
@@ -47,6 +47,7 @@ async function run<R>(def: JobDefinition<any, any, R>, p: unknown): Promise<R> {
   return def.result(outputs, p);
 }
 
+const backupJob = () => logicalBackupJob({ openStorage: () => f.storage, logicalAgent: (_a, host) => f.deps.logicalAgent(host) });
 const restoreJob = () => logicalRestoreJob({ openStorage: () => f.storage, logicalAgent: (_a, host) => f.deps.logicalAgent(host) });
 
 /** A finished backup set of `dbTable` taken at takenAt (seconds), one part per [shardId, tables]. */
@@ -76,15 +77,66 @@ beforeEach(() => {
   f = fakeLogicalAgents();
 });
 
+/** Local time `h:00` of the day of 1_800_000_000_000 (the window checks use the manager's local time). */
+const localHour = (h: number) => {
+  const d = new Date(1_800_000_000_000);
+  return new Date(d.getFullYear(), d.getMonth(), d.getDate(), h).getTime();
+};
+
 describe('logical_backup', () => {
   it('records one daily schedule per entry, with the inferred type, and answers what it scheduled', async () => {
-    const result = await run(logicalBackup, paras('logical_backup', { cluster_id: '1', backup: [{ db_table: 'shop_$$_public', backup_time: '23:00:00-01:00:00' }] }));
+    f.tablesOf.set('127.0.2.1', ['shop_$$_public.orders']);
+    const result = await run(backupJob(), paras('logical_backup', { cluster_id: '1', backup: [{ db_table: 'shop_$$_public', backup_time: '23:00:00-01:00:00' }] }), () => localHour(12));
     expect(result).toEqual({ backup_type: 'schema', backup: [{ db_table: 'shop_$$_public', backup_time: '23:00:00-01:00:00' }] });
     expect(store.s.logicalBackups.schedules['1/schema/shop_$$_public']).toMatchObject({ startSecond: 23 * 3600, endSecond: 3600, lastRun: null, scheduledByJob: '9' });
   });
 
   it('refuses a cluster that does not exist before committing anything', () => {
-    expect(() => logicalBackup.validate!(paras('logical_backup', { cluster_id: '5', backup: [{ db_table: 'shop', backup_time: '01:00:00-02:00:00' }] }), store.state())).toThrow(/paras.cluster_id: cluster 5 does not exist/);
+    expect(() => backupJob().validate!(paras('logical_backup', { cluster_id: '5', backup: [{ db_table: 'shop', backup_time: '01:00:00-02:00:00' }] }), store.state())).toThrow(/paras.cluster_id: cluster 5 does not exist/);
+  });
+
+  it('an object no shard holds is refused naming the entry before any schedule is recorded: nothing would ever be stored', async () => {
+    f.tablesOf.set('127.0.2.1', ['shop_$$_public.orders']);
+    const p = paras('logical_backup', { cluster_id: '1', backup: [{ db_table: 'shop_$$_public.orders', backup_time: '01:00:00-02:00:00' }, { db_table: 'shop_$$_public.gone', backup_time: '01:00:00-02:00:00' }] });
+    await expect(run(backupJob(), p, () => localHour(12))).rejects.toMatchObject({
+      errorName: 'NOT_FOUND',
+      field: 'paras.backup[1].db_table',
+      message: 'paras.backup[1].db_table: no shard of cluster 1 holds table shop_$$_public.gone (nor any partition of a partitioned table of that name); nothing is stored',
+    });
+    expect(Object.keys(store.s.logicalBackups.schedules)).toEqual([]);
+  });
+
+  it('a partitioned parent (on the compute nodes only) is found by its partitions on the shards', async () => {
+    f.tablesOf.set('127.0.2.1', ['shop_$$_public.acct_01']);
+    f.partitionOf.set('shop_$$_public.acct_01', 'shop_$$_public.acct');
+    await run(backupJob(), paras('logical_backup', { cluster_id: '1', backup: [{ db_table: 'shop_$$_public.acct', backup_time: '01:00:00-02:00:00' }] }), () => localHour(12));
+    expect(Object.keys(store.s.logicalBackups.schedules)).toEqual(['1/table/shop_$$_public.acct']);
+  });
+
+  it("with its window open now, answers done only once the window's run stored its set, and fails with the run's error when it stored nothing", async () => {
+    f.tablesOf.set('127.0.2.1', ['shop_$$_public.orders']);
+    const p = paras('logical_backup', { cluster_id: '1', backup: [{ db_table: 'shop_$$_public.orders', backup_time: '01:00:00-02:00:00' }] });
+    const now = () => localHour(1) + 60_000;
+    const dayOf = (ms: number) => new Date(ms).toLocaleDateString('sv'); // YYYY-MM-DD, local
+    let answered = false;
+    const job = run(backupJob(), p, now).then((r) => ((answered = true), r));
+    await until(() => store.s.logicalBackups.schedules['1/table/shop_$$_public.orders'] !== undefined);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(answered).toBe(false);
+    // The scheduler's run: claimed, then finished with its set.
+    const key = '1/table/shop_$$_public.orders';
+    await store.propose({ kind: CommandKind.LogicalBackupRunClaimed, at: now(), scheduleKey: key, windowDay: dayOf(now()), claimedBy: 'm' });
+    await store.propose({ kind: CommandKind.LogicalBackupRunFinished, at: now(), scheduleKey: key, runId: '1', ok: true, set: { takenAt: now(), parts: [] } });
+    await job;
+
+    // The next day's window: its run fails for good (the table went away after the check).
+    const tomorrow = () => now() + 24 * 3600_000;
+    const failing = run(backupJob(), p, tomorrow);
+    await until(() => store.s.logicalBackups.schedules[key].scheduledAt === tomorrow());
+    const claim = await store.propose({ kind: CommandKind.LogicalBackupRunClaimed, at: tomorrow(), scheduleKey: key, windowDay: dayOf(tomorrow()), claimedBy: 'm' });
+    expect(claim.ok).toBe(true);
+    await store.propose({ kind: CommandKind.LogicalBackupRunFinished, at: tomorrow(), scheduleKey: key, runId: '2', ok: false, error: 'NOT_FOUND: no shard of cluster 1 holds table shop_$$_public.orders' });
+    await expect(failing).rejects.toMatchObject({ errorName: 'NOT_FOUND', message: expect.stringContaining('stored nothing (1 attempts): NOT_FOUND: no shard of cluster 1 holds table shop_$$_public.orders') });
   });
 });
 
@@ -131,6 +183,17 @@ describe('logical_restore', () => {
       field: 'paras.restore[0].restore_time',
       message: 'paras.restore[0].restore_time: cluster 1 has no logical backup of table shop_$$_public.orders taken before 1700000000',
     });
+  });
+
+  it("a partitioned parent's set restores every partition to the shard it came from; done_dts names the parent, then each partition", async () => {
+    await recordSet('table', 'shop_$$_public.acct', 1_700_000_000, [['11', ['shop_$$_public.acct_01', 'shop_$$_public.acct_03']], ['12', ['shop_$$_public.acct_02']]]);
+    store.s.clusters['1'].shards['12'] = { id: '12', name: 'shard_12', masterNodeId: '6', nodes: { 6: { id: '6', hostaddr: '127.0.2.2', port: 55101, serverId: 6, datadir: '/d', logdir: '/l', walLogDir: '/w' } } };
+    const result = await run(restoreJob(), paras('logical_restore', { src_cluster_id: '1', dst_cluster_id: '1', restore: [{ db_table: 'shop_$$_public.acct', restore_time: '1700000001' }] }));
+    expect(result).toEqual({ done_dts: 'shop_$$_public.acct,shop_$$_public.acct_01,shop_$$_public.acct_03,shop_$$_public.acct_02,' });
+    expect(f.loads.map((l) => [l.host, l.port])).toEqual([
+      ['127.0.2.1', 55100],
+      ['127.0.2.2', 55101],
+    ]);
   });
 
   it('a backup file that no longer matches its checksum is refused before anything is loaded', async () => {

@@ -160,6 +160,23 @@ describe('the logical backup scheduler', () => {
     expect(sets()).toHaveLength(0);
   });
 
+  it('a partitioned parent is dumped from every shard holding some of its partitions: one part each, naming them', async () => {
+    clock = at(24, 1, 0);
+    store.s.clusters['1'].shards['12'] = { id: '12', name: 'shard_12', masterNodeId: '2', nodes: { 2: { id: '2', hostaddr: '127.0.2.2', port: 55101, serverId: 2, datadir: '/d', logdir: '/l', walLogDir: '/w' } } };
+    f.tablesOf.set('127.0.2.1', ['shop_$$_public.acct_01', 'shop_$$_public.orders']);
+    f.tablesOf.set('127.0.2.2', ['shop_$$_public.acct_02']);
+    f.partitionOf.set('shop_$$_public.acct_01', 'shop_$$_public.acct');
+    f.partitionOf.set('shop_$$_public.acct_02', 'shop_$$_public.acct');
+    await store.propose({ kind: CommandKind.LogicalBackupScheduled, at: clock, clusterId: '1', jobId: '7', objectType: 'table', entries: [{ dbTable: 'shop_$$_public.acct', window: '01:00:00-02:00:00', startSecond: 3600, endSecond: 7200 }] });
+    await scheduler().runDue();
+    expect(sets()).toEqual([
+      expect.objectContaining({
+        dbTable: 'shop_$$_public.acct',
+        parts: [expect.objectContaining({ shardId: '11', tables: ['shop_$$_public.acct_01'] }), expect.objectContaining({ shardId: '12', tables: ['shop_$$_public.acct_02'] })],
+      }),
+    ]);
+  });
+
   it('an object no shard holds fails the run with NOT_FOUND, and a cluster not ready is skipped', async () => {
     clock = at(24, 1, 0);
     f.tablesOf.set('127.0.2.1', []);
