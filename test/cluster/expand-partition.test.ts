@@ -1,7 +1,8 @@
 // expand_cluster on the issue-36 workload, real engines (2 shards x 3 nodes, 2 compute
 // nodes): `transfer_account` partitioned by range over the two shards, money transfers
 // running through both compute nodes.
-// - One job moves a partition and an ordinary table while transfers run: both compute
+// - One job moves a range partition, two hash partitions of another parent (`hash_account`)
+//   and an ordinary table while transfers run: both compute
 //   nodes then read the partition from the destination shard under its parent, every
 //   account's balance is what the committed transfers made it (nothing lost or doubled),
 //   and the partition's rows on the destination equal what both compute nodes read.
@@ -15,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from './cluster-fixture';
 import { startSqlCluster, type SqlCluster } from './sql-fixture';
 import { pinTable, rowsOnMaster } from './transactions-fixture';
-import { createTransferAccount, partitionFigures, TransferLoad, wrongBalances } from './transfer-account';
+import { contentOf, createTransferAccount, partitionFigures, TransferLoad, wrongBalances } from './transfer-account';
 import { emit } from '../manager/helpers/emit-client';
 import type { JobRecord } from '../../services/manager/src/meta/state';
 
@@ -60,19 +61,23 @@ describe('expand_cluster moves partitions and tables, checked first, never half-
     s = await startSqlCluster();
     [shard1, shard2] = Object.keys(s.cluster().shards).sort((a, b) => Number(a) - Number(b));
     await createTransferAccount(s, { by: 'range', partitions: 4, accounts: ACCOUNTS, shards: [shard1, shard2, shard1, shard2] });
+    await createTransferAccount(s, { by: 'hash', table: 'hash_account', partitions: 4, accounts: ACCOUNTS, shards: [shard1, shard2, shard1, shard2] });
   }, 600_000);
   afterAll(async () => {
     await s?.close();
   });
 
-  it('moves a partition and an ordinary table in one job while transfers run; nothing is lost and the parent follows', async () => {
+  it('moves a range partition, two hash partitions of one parent and a table in one job while transfers run; nothing is lost and the parents follow', async () => {
     await ordinaryTable('student', shard1, 5_000);
+    const hashBefore = contentOf(await partitionFigures(s, s.comps()[0], 'hash_account'));
     const load = new TransferLoad(s, { clients: 4, accounts: ACCOUNTS }).start();
     try {
       await load.committedMore(100);
-      const reply = await expand(['transfer_account_01', 'student']);
+      const reply = await expand(['transfer_account_01', 'hash_account_01', 'hash_account_03', 'student']);
       expect(reply.error_info ?? '').toBe('');
       expect(reply.status).toBe('done');
+      const moved = (reply.attachment as { list_table: { table: string; blocked_ms: string; cut_over_ms: string }[] }).list_table;
+      console.log(`expand of partitions under transfers: ${moved.map((t) => `${t.table} blocked ${t.blocked_ms} ms (cut-over ${t.cut_over_ms} ms)`).join('; ')}`);
       await load.committedMore(100); // transfers go on through the moved partition
     } finally {
       await load.stop();
@@ -96,15 +101,26 @@ describe('expand_cluster moves partitions and tables, checked first, never half-
     expect(Number(onTarget[0].sum)).toBe(a.get('transfer_account_01')!.balance);
     expect((await onShard(shard2, `SELECT COUNT(*) AS n FROM \`${DB}\`.student`))[0].n).toBe(5_000);
 
+    // Two hash partitions of one parent moved in the same job: each on the destination, every
+    // partition's rows and checksum as before (nothing writes hash_account meanwhile).
+    for (const t of ['hash_account_01', 'hash_account_03']) expect(await serversOf(t)).toEqual([`shard_${shard2}`, `shard_${shard2}`]);
+    for (const at of s.comps()) expect(contentOf(await partitionFigures(s, at, 'hash_account'))).toEqual(hashBefore);
+    expect(await tablesOn(shard1, 'hash\\_account\\_0%')).toEqual([expect.stringMatching(/^hash_account_01__moved_/), expect.stringMatching(/^hash_account_03__moved_/)]);
+
     // INSERT through the parent routes into the moved partition on its new shard.
     const c = await s.pgAs(s.comps()[1]);
     try {
       await c.query(`DELETE FROM transfer_account WHERE id = 7`);
       await c.query(`INSERT INTO transfer_account VALUES (7, 1000, 'again')`);
+      await c.query(`INSERT INTO hash_account SELECT g, 0, 'new' FROM generate_series(${ACCOUNTS + 1}, ${ACCOUNTS + 100}) g`);
+      const { rows } = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM hash_account WHERE note = 'new'`);
+      expect(rows[0].n).toBe(100);
     } finally {
       await c.end();
     }
     expect((await onShard(shard2, `SELECT note FROM \`${DB}\`.transfer_account_01 WHERE id = 7`))[0].note).toBe('again');
+    const newRows = await onShard(shard2, `SELECT (SELECT COUNT(*) FROM \`${DB}\`.hash_account_01 WHERE note = 'new') + (SELECT COUNT(*) FROM \`${DB}\`.hash_account_03 WHERE note = 'new') AS n`);
+    expect(Number(newRows[0].n)).toBeGreaterThan(0); // some of the 100 hash into the moved partitions
   }, 600_000);
 
   it('refuses a job naming a table that cannot be moved before any table moves', async () => {
