@@ -14,7 +14,8 @@
  *    setting defined here) is exempt: its changes are local only.
  * 3. CREATE TABLE AS / SELECT INTO would fill a local table that is then replaced by an
  *    empty foreign one: refused, with the two statements that do it.
- * 4. ALTER COLUMN TYPE: which columns were retyped, for the trigger (note_retyped_columns).
+ * 4. ALTER COLUMN TYPE and SET/DROP DEFAULT: which columns, for the trigger (note_column_changes);
+ *    ATTACH and DETACH PARTITION: which tables (note_partition_commands).
  * 5. Row counts of writes through a partitioned parent (route_rows in sql/20-partitions.sql):
  *    its INSTEAD rules write to each partition in a separate action, and only the last
  *    action sets the command tag; count_routed_rows adds the rows of the earlier ones.
@@ -29,7 +30,9 @@
  *    delete from the first column its plan returns, which through a parent is tableoid:
  *    delete_by_row_identity hands it the row identity column (the partition's first) instead.
  * 7. CREATE DATABASE / DROP DATABASE fire no event trigger: kcm_ddl.shard_databases is run
- *    around them here (database_on_shards), so that every compute node follows.
+ *    around them here (database_on_shards), so that every compute node follows. The new
+ *    database gets this one's shard servers before the statement returns (new_database.c),
+ *    so that CREATE TABLE in it works at once.
  * 8. PostgreSQL has no indexes on foreign tables: CREATE INDEX on one, and DROP INDEX of a
  *    name this node does not have, are handed to kcm_ddl.create_index / drop_index, which
  *    carry them out on the table's shard, instead of running here.
@@ -71,6 +74,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include "new_database.h"
 #include "shard_transactions.h"
 
 PG_MODULE_MAGIC;
@@ -127,6 +131,19 @@ names_shard_table(RangeVar *rel)
 		return false;
 	foreach(cell, find_all_inheritors(relid, NoLock, NULL))
 		if (get_rel_relkind(lfirst_oid(cell)) == RELKIND_FOREIGN_TABLE)
+			return true;
+	return false;
+}
+
+/* True when the statement attaches or detaches a partition. */
+static bool
+changes_partitions(AlterTableStmt *stmt)
+{
+	ListCell   *cell;
+
+	foreach(cell, stmt->cmds)
+		if (((AlterTableCmd *) lfirst(cell))->subtype == AT_AttachPartition ||
+			((AlterTableCmd *) lfirst(cell))->subtype == AT_DetachPartition)
 			return true;
 	return false;
 }
@@ -197,7 +214,8 @@ reaches_shard(Node *parsetree)
 				return NULL;
 			}
 		case T_AlterTableStmt:
-			return names_shard_table(((AlterTableStmt *) parsetree)->relation) ? "ALTER TABLE" : NULL;
+			return names_shard_table(((AlterTableStmt *) parsetree)->relation) ||
+				changes_partitions((AlterTableStmt *) parsetree) ? "ALTER TABLE" : NULL;
 		case T_RenameStmt:
 			{
 				RenameStmt *rename = (RenameStmt *) parsetree;
@@ -209,35 +227,93 @@ reaches_shard(Node *parsetree)
 	}
 }
 
-/*
- * ALTER TABLE ... ALTER COLUMN ... TYPE on a foreign table changes only its local
- * definition, and the event trigger cannot see which columns a statement retyped (its
- * pg_ddl_command is opaque to SQL). They are handed over in kcm.retyped, a JSON array of
- * column names set for every ALTER of a foreign table (empty when none is retyped), which
- * carry_out reads to MODIFY those columns on the shard.
- */
+/* Appends the names of the columns `stmt` changes with subcommand `subtype` to `names` as a JSON array. */
 static void
-note_retyped_columns(AlterTableStmt *stmt)
+column_names_json(AlterTableStmt *stmt, AlterTableType subtype, StringInfo names)
 {
-	StringInfoData names;
 	ListCell   *cell;
 	bool		first = true;
 
-	initStringInfo(&names);
-	appendStringInfoChar(&names, '[');
+	appendStringInfoChar(names, '[');
 	foreach(cell, stmt->cmds)
 	{
 		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
 
-		if (cmd->subtype != AT_AlterColumnType || cmd->name == NULL)
+		if (cmd->subtype != subtype || cmd->name == NULL)
 			continue;
 		if (!first)
-			appendStringInfoChar(&names, ',');
-		escape_json(&names, cmd->name);
+			appendStringInfoChar(names, ',');
+		escape_json(names, cmd->name);
 		first = false;
 	}
-	appendStringInfoChar(&names, ']');
+	appendStringInfoChar(names, ']');
+}
+
+/*
+ * ALTER TABLE ... ALTER COLUMN ... TYPE and ... SET/DROP DEFAULT on a foreign table change
+ * only its local definition, and the event trigger cannot see which columns a statement
+ * changed (its pg_ddl_command is opaque to SQL). They are handed over in kcm.retyped and
+ * kcm.defaulted, JSON arrays of column names set for every ALTER of a foreign table (empty
+ * when none), which carry_out reads to MODIFY those columns, or set their defaults, on the shard.
+ */
+static void
+note_column_changes(AlterTableStmt *stmt)
+{
+	StringInfoData names;
+
+	initStringInfo(&names);
+	column_names_json(stmt, AT_AlterColumnType, &names);
 	SetConfigOption("kcm.retyped", names.data, PGC_USERSET, PGC_S_SESSION);
+	resetStringInfo(&names);
+	column_names_json(stmt, AT_ColumnDefault, &names);
+	SetConfigOption("kcm.defaulted", names.data, PGC_USERSET, PGC_S_SESSION);
+}
+
+/*
+ * ATTACH PARTITION and DETACH PARTITION: the shard table of the partition records its parent
+ * in its COMMENT (the catalog sync of the other compute nodes attaches it from there), so
+ * carry_out is told which tables the statement attached or detached, in kcm.partitions: a
+ * JSON array of [verb, schema, table], set for every ALTER TABLE (empty when none).
+ * DETACH ... CONCURRENTLY runs in transactions of its own, where no trigger sees it whole:
+ * refused.
+ */
+static void
+note_partition_commands(AlterTableStmt *stmt)
+{
+	StringInfoData noted;
+	ListCell   *cell;
+	bool		first = true;
+
+	initStringInfo(&noted);
+	appendStringInfoChar(&noted, '[');
+	foreach(cell, stmt->cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+		PartitionCmd *partition;
+		Oid			relid;
+
+		if (cmd->subtype != AT_AttachPartition && cmd->subtype != AT_DetachPartition)
+			continue;
+		partition = (PartitionCmd *) cmd->def;
+		if (cmd->subtype == AT_DetachPartition && partition->concurrent)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("kcm: DETACH PARTITION CONCURRENTLY is not carried to the shards; nothing was changed"),
+					 errhint("DETACH PARTITION without CONCURRENTLY.")));
+		relid = RangeVarGetRelid(partition->name, NoLock, true);
+		if (!OidIsValid(relid))
+			continue;			/* PostgreSQL reports it */
+		if (!first)
+			appendStringInfoChar(&noted, ',');
+		appendStringInfo(&noted, "[\"%s\",", cmd->subtype == AT_AttachPartition ? "attach" : "detach");
+		escape_json(&noted, get_namespace_name(get_rel_namespace(relid)));
+		appendStringInfoChar(&noted, ',');
+		escape_json(&noted, get_rel_name(relid));
+		appendStringInfoChar(&noted, ']');
+		first = false;
+	}
+	appendStringInfoChar(&noted, ']');
+	SetConfigOption("kcm.partitions", noted.data, PGC_USERSET, PGC_S_SESSION);
 }
 
 /*
@@ -386,9 +462,11 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
+	if (IsA(parsetree, AlterTableStmt) && !in_catalog_sync())
+		note_partition_commands((AlterTableStmt *) parsetree);
 	if (IsA(parsetree, AlterTableStmt) && !in_catalog_sync() && names_shard_table(((AlterTableStmt *) parsetree)->relation))
 	{
-		note_retyped_columns((AlterTableStmt *) parsetree);
+		note_column_changes((AlterTableStmt *) parsetree);
 		unroute_parent(((AlterTableStmt *) parsetree)->relation);
 	}
 	if (IsA(parsetree, RenameStmt) && ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN && !in_catalog_sync() &&
@@ -437,6 +515,7 @@ kcm_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		else
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 		shard_databases(name, "CREATE DATABASE");
+		give_new_database_shard_servers(name);
 		return;
 	}
 	if (context == PROCESS_UTILITY_TOPLEVEL && !in_catalog_sync() && IsA(parsetree, DropdbStmt))

@@ -83,6 +83,8 @@ def require_row_identity(rel, cols, keys, qualified):
 def create_one(conns, rel, owner):
     qualified = '%s.%s' % (rel['schema'], rel['name'])
     rdb = remote_db(rel['schema'])
+    if rel['bound']:
+        prepare_parent(rel['parent'])
     cols, defs = column_definitions(rel['relid'], qualified)
     rel['cols'] = cols
     keys = key_definitions(rel['relid'], qualified)
@@ -111,11 +113,7 @@ def create_one(conns, rel, owner):
     sql(conn, 'CREATE DATABASE IF NOT EXISTS %s DEFAULT CHARACTER SET utf8mb4' % mq(rdb))
     comment = ''
     if rel['bound']:
-        # How other compute nodes rebuild the partitioned parent (the catalog sync reads it).
-        part = plpy.execute('SELECT n.nspname AS schema, c.relname AS name, pg_get_partkeydef(c.oid) AS key FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = %s::regclass' % plpy.quote_literal(rel['parent']))[0]
-        comment = " COMMENT='%s'" % json.dumps({'kcm_partition_of': [part['schema'], part['name']], 'key': part['key'], 'bound': rel['bound']}).replace('\\', '\\\\').replace("'", "''")
-        if len(comment) > 2000:
-            fail('kcm: the partition bound of %s is too long to record on the shard; nothing was changed' % qualified)
+        comment = " COMMENT='%s'" % partition_record(rel['parent'], rel['bound']).replace('\\', '\\\\').replace("'", "''")
     try:
         sql(conn, 'CREATE TABLE %s.%s (%s) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4%s' % (mq(rdb), mq(rel['name']), ', '.join(defs), comment))
     except Exception as e:

@@ -22,6 +22,8 @@ def altered_parents():
                                                 AND obj_description(c.oid, 'pg_class') = 'kcm:partitioned'""")]
 
 def alter_tables():
+    for parent in altered_partitioned():
+        check_key_defaults(parent, partition_key(parent))
     altered = altered_foreign_tables()
     if len(altered) > 0:
         conns = connect_all('ALTER TABLE')
@@ -50,9 +52,17 @@ def alter_tables():
         finally:
             GD['kcm_ddl_busy'] = False
 
-def retyped_columns():
-    noted = plpy.execute("SELECT current_setting('kcm.retyped', true) AS v")[0]['v']
+def altered_partitioned():
+    return [r['t'] for r in plpy.execute("""SELECT DISTINCT c.oid::regclass::text AS t FROM pg_event_trigger_ddl_commands() e JOIN pg_class c ON c.oid = e.objid
+                                              WHERE e.classid = 'pg_class'::regclass AND e.command_tag = 'ALTER TABLE' AND c.relkind = 'p'""")]
+
+def noted_columns(setting):
+    # Set by kcm_ddl.c for every ALTER of a foreign table (note_column_changes).
+    noted = plpy.execute("SELECT current_setting(%s, true) AS v" % plpy.quote_literal(setting))[0]['v']
     return set(json.loads(noted)) if noted else set()
+
+def retyped_columns():
+    return noted_columns('kcm.retyped')
 
 def plan_alter(conns, rel):
     # The foreign table already has the user's change; the shard table is to match it: a new
@@ -66,7 +76,7 @@ def plan_alter(conns, rel):
         fail('kcm: a shard already has a table %s.%s; nothing was changed' % (rdb, rtable), '42P07')
     cols, _ = column_definitions(rel['relid'], qualified, check=False)
     local = [c['name'] for c in cols]
-    before = sql(conn, 'SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION', (rel['rdb'], rel['rtable']))
+    before = sql(conn, 'SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION', (rel['rdb'], rel['rtable']))
     remote = [r[0] for r in before]
     added = [c for c in cols if c['name'] not in remote]
     removed = [n for n in remote if n not in local]
@@ -80,11 +90,21 @@ def plan_alter(conns, rel):
         undo += ['DROP COLUMN %s' % mq(c['name']) for c in added]
     # ALTER COLUMN ... TYPE: the columns kcm_ddl.c noted; each is given its new MariaDB type
     # (an unmappable one is refused here, so the local change rolls back with the statement).
+    retyped, defaulted = retyped_columns(), noted_columns('kcm.defaulted')
     for c in cols:
-        if c['name'] in retyped_columns() and c['name'] in remote:
+        if c['name'] in retyped and c['name'] in remote:
             changes.append('MODIFY COLUMN %s' % column_definition(c, qualified))
             old = before[remote.index(c['name'])]
             undo.append('MODIFY COLUMN %s %s %s' % (mq(old[0]), old[1], 'NULL' if old[2] == 'YES' else 'NOT NULL'))
+        elif c['name'] in defaulted and c['name'] in remote:
+            # ALTER COLUMN ... SET/DROP DEFAULT: the shard column's default, so that every
+            # compute node's foreign table (and partitioned parent) gets it from the sync.
+            d = mariadb_default(c['dflt'])
+            if d is False:
+                fail('kcm: column %s.%s has default %s; kcm carries constant defaults only (the shard table, and the other compute nodes, could not hold it); nothing was changed' % (qualified, c['name'], c['dflt']))
+            old = before[remote.index(c['name'])]
+            changes.append('ALTER COLUMN %s %s' % (mq(c['name']), 'DROP DEFAULT' if d is None else 'SET DEFAULT ' + d))
+            undo.append('ALTER COLUMN %s %s' % (mq(c['name']), 'DROP DEFAULT' if old[3] is None else 'SET DEFAULT ' + old[3]))
     return {'rel': rel, 'qualified': qualified, 'conn': conn, 'rdb': rdb, 'rtable': rtable, 'cols': cols,
             'removed': removed, 'changes': changes, 'undo': undo, 'renamed': False}
 

@@ -77,7 +77,7 @@ $py$;
 
 -- The catalog sync's side of partitions: a shard table recorded as a partition is attached
 -- to its parent, which is made (from the partition's columns) when this node has none, and
--- given the partition's columns when they changed (ALTER TABLE <parent> elsewhere).
+-- given the partition's columns and defaults when they changed (ALTER TABLE <parent> elsewhere).
 CREATE FUNCTION kcm_ddl.adopt_partition(child regclass, parent_schema text, parent_name text, partkey text, bound text, owner text) RETURNS void
 LANGUAGE plpython3u SECURITY DEFINER SET search_path = pg_catalog AS $py$
 import re
@@ -111,6 +111,16 @@ else:
 attached = plpy.execute('SELECT 1 FROM pg_inherits WHERE inhrelid = %s::regclass' % plpy.quote_literal(child))
 if len(attached) == 0:
     plpy.execute('ALTER TABLE %s ATTACH PARTITION %s %s' % (target, child, bound))
+# INSERT through the parent takes the parent's defaults (ALTER TABLE <parent> ALTER COLUMN
+# ... SET DEFAULT elsewhere reached every partition's shard table): the partition's here.
+def defaults(rel):
+    return dict((r['n'], r['d']) for r in plpy.execute("""SELECT a.attname AS n, pg_get_expr(d.adbin, d.adrelid) AS d FROM pg_attribute a
+                                                          LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                                                          WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped""" % plpy.quote_literal(rel)))
+have = defaults(target)
+for name, expr in defaults(child).items():
+    if name in have and have[name] != expr:
+        plpy.execute('ALTER TABLE ONLY %s ALTER COLUMN %s %s' % (target, plpy.quote_ident(name), 'DROP DEFAULT' if expr is None else 'SET DEFAULT ' + expr))
 plpy.execute('SELECT kcm_ddl.route_rows(%s::regclass)' % plpy.quote_literal(target))
 $py$;
 

@@ -55,3 +55,23 @@ finally:
         c.close()
 return None
 $py$;
+
+-- The shard servers of this database and their user mappings, as the statements that make
+-- them again in another database (new_database.c runs them in a database CREATE DATABASE
+-- just made, so that it is usable at once). Carries user-mapping passwords: superuser only.
+CREATE FUNCTION kcm_ddl.shard_server_script() RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog AS $$
+SELECT string_agg(statement, E';\n' ORDER BY step, name)
+  FROM (SELECT 1 AS step, s.srvname::text AS name,
+               format('CREATE SERVER IF NOT EXISTS %I FOREIGN DATA WRAPPER %I', s.srvname, w.fdwname) ||
+               coalesce(' OPTIONS (' || (SELECT string_agg(format('%I %L', split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ') FROM unnest(s.srvoptions) o) || ')', '') AS statement
+          FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+         WHERE starts_with(s.srvname, 'shard_')
+        UNION ALL
+        SELECT 2, s.srvname || '/' || coalesce(r.rolname, 'public'),
+               format('CREATE USER MAPPING IF NOT EXISTS FOR %s SERVER %I', CASE WHEN um.umuser = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END, s.srvname) ||
+               coalesce(' OPTIONS (' || (SELECT string_agg(format('%I %L', split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ') FROM unnest(um.umoptions) o) || ')', '')
+          FROM pg_user_mapping um JOIN pg_foreign_server s ON s.oid = um.umserver LEFT JOIN pg_roles r ON r.oid = um.umuser
+         WHERE starts_with(s.srvname, 'shard_')) statements
+$$;
+REVOKE EXECUTE ON FUNCTION kcm_ddl.shard_server_script() FROM PUBLIC;

@@ -23,6 +23,13 @@ export interface LocalForeignTable {
   server: string;
   signature: string;
   attributes: string;
+  /** The parent it is a partition of here, as partitionMembership() spells it; '' when none. */
+  partitionOf?: string;
+}
+
+/** A partition's parent and bound as one comparable string ('' for no parent): the shard's record against what a compute node has attached. */
+export function partitionMembership(p: { schema: string; table: string; bound: string } | undefined): string {
+  return p ? JSON.stringify([p.schema, p.table, p.bound]) : '';
 }
 
 /** What a foreign table is built from: its name, both signatures and the columns' attributes. */
@@ -72,9 +79,12 @@ function unmappedDefaults(database: string, shardId: string, remote: RemoteTable
  * - a source table's default that has no safe PostgreSQL form is reported as skipped;
  * - a source table with no foreign table is imported, unless a local relation that is not
  *   kcm's already has the name, or a name is not a plain identifier (then: skipped);
- * - a table present on several shards (mid-move) stays where it is, else the first listed shard wins.
+ * - a table present on several shards (mid-move) stays where it is, else the first listed shard wins;
+ * - with `followPartitions` (kcm_ddl attaches partitions here), one whose shard table records
+ *   another parent or bound than it is attached with here (ATTACH or DETACH PARTITION through
+ *   another compute node) is re-imported, and attached as the record says.
  */
-export function planDatabase(database: string, shards: ShardView[], local: LocalForeignTable[], otherRelations: Set<string>): DatabasePlan {
+export function planDatabase(database: string, shards: ShardView[], local: LocalForeignTable[], otherRelations: Set<string>, followPartitions = false): DatabasePlan {
   const unreachable = new Set(shards.filter((s) => !s.reachable).map((s) => serverName(s.shardId)));
   const sources = new Map<string, { shardId: string; remote: RemoteTable }[]>();
   const changes: CatalogChange[] = [];
@@ -104,7 +114,8 @@ export function planDatabase(database: string, shards: ShardView[], local: Local
     }
     const candidates = sources.get(k) ?? [];
     const here = candidates.find((c) => serverName(c.shardId) === ft.server);
-    if (here && here.remote.signature === ft.signature) {
+    const reparented = followPartitions && here !== undefined && partitionMembership(here.remote.partition) !== (ft.partitionOf ?? '');
+    if (here && here.remote.signature === ft.signature && !reparented) {
       kept++;
       changes.push(...unmappedDefaults(database, here.shardId, here.remote));
       if (here.remote.attributes !== ft.attributes) {
@@ -119,7 +130,8 @@ export function planDatabase(database: string, shards: ShardView[], local: Local
       continue;
     }
     const from = here ?? candidates[0];
-    toImport.push({ ...from, action: 'reimported', reason: here ? 'columns changed' : `moved from ${ft.server}` });
+    const reason = !here ? `moved from ${ft.server}` : here.remote.signature !== ft.signature ? 'columns changed' : 'partition of another parent';
+    toImport.push({ ...from, action: 'reimported', reason });
   }
   for (const [k, candidates] of sources) {
     if (covered.has(k)) continue;

@@ -4,7 +4,7 @@
 // one information_schema query per shard, one catalog read per compute database.
 
 import { withAdmin, ident, literal, trySavepoint, type AdminClient } from './admin-session';
-import { planDatabase, planSchemas, remoteDatabases, remoteSchemas, SCHEMA_MARK, serverName, SERVER_PREFIX, type SchemaPlan, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
+import { partitionMembership, planDatabase, planSchemas, remoteDatabases, remoteSchemas, SCHEMA_MARK, serverName, SERVER_PREFIX, type SchemaPlan, type DatabasePlan, type LocalForeignTable, type TableDefinition } from './catalog-plan';
 import { ADMIN_ROLE, isIdentifier, validatePort, type PostgresInstance } from './layout';
 import type { PostgresHost } from './lifecycle';
 import { postmasterStatus } from './postmaster';
@@ -73,9 +73,13 @@ async function readDatabaseState(db: AdminClient, schemas: string[]): Promise<Da
   const ddl = await db.query(`SELECT 1 FROM pg_extension WHERE extname = 'kcm_ddl'`);
   const servers = await db.query<{ srvname: string; srvoptions: string[] | null }>('SELECT srvname, srvoptions FROM pg_foreign_server');
   const mappings = await db.query<{ srvname: string; usename: string; umoptions: string[] | null }>('SELECT srvname, usename, umoptions FROM pg_user_mappings');
-  const tables = await db.query<{ schema: string; table: string; server: string; comment: string | null }>(
-    `SELECT n.nspname AS schema, c.relname AS table, s.srvname AS server, obj_description(c.oid, 'pg_class') AS comment
+  const tables = await db.query<{ schema: string; table: string; server: string; comment: string | null; parent_schema: string | null; parent: string | null; bound: string | null }>(
+    `SELECT n.nspname AS schema, c.relname AS table, s.srvname AS server, obj_description(c.oid, 'pg_class') AS comment,
+            pn.nspname AS parent_schema, pc.relname AS parent, CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS bound
        FROM pg_foreign_table ft
+       LEFT JOIN pg_inherits i ON i.inhrelid = ft.ftrelid
+       LEFT JOIN pg_class pc ON pc.oid = i.inhparent
+       LEFT JOIN pg_namespace pn ON pn.oid = pc.relnamespace
        JOIN pg_class c ON c.oid = ft.ftrelid
        JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN pg_foreign_server s ON s.oid = ft.ftserver
@@ -90,7 +94,8 @@ async function readDatabaseState(db: AdminClient, schemas: string[]): Promise<Da
   );
   const local = tables.rows.map((r) => {
     const comment = SIGNATURE_COMMENT.exec(r.comment ?? '');
-    return { schema: r.schema, table: r.table, server: r.server, signature: comment?.[1] ?? '', attributes: comment?.[2] ?? '' };
+    const partitionOf = partitionMembership(r.parent !== null && r.parent_schema !== null && r.bound !== null ? { schema: r.parent_schema, table: r.parent, bound: r.bound } : undefined);
+    return { schema: r.schema, table: r.table, server: r.server, signature: comment?.[1] ?? '', attributes: comment?.[2] ?? '', partitionOf };
   });
   const kcm = new Set(local.map((t) => `${t.schema}.${t.table}`));
   return {
@@ -184,6 +189,15 @@ async function applyColumnAttributes(db: AdminClient, schema: string, shardId: s
   return [{ database: '', schema, table: t.table, action: 'skipped', shard_id: shardId, reason: `PostgreSQL refused column attributes: ${refused.join('; ')}` }];
 }
 
+/** Attaches a partition to its parent (made if need be) and gives the parent its columns and defaults; a refusal is a 'skipped' change. */
+async function adoptPartition(db: AdminClient, schema: string, shardId: string, t: TableDefinition, computeUser: string): Promise<CatalogChange[]> {
+  const p = t.partition;
+  if (!p) return [];
+  const args = [`${ident(schema)}.${ident(t.table)}`, p.schema, p.table, p.key, p.bound, computeUser].map(literal).join(', ');
+  const err = await trySavepoint(db, `SELECT kcm_ddl.adopt_partition(${args})`);
+  return err ? [{ database: '', schema, table: t.table, action: 'skipped', shard_id: shardId, reason: `not attached to ${p.schema}.${p.table}: ${err.message}` }] : [];
+}
+
 /** Thrown when a table the plan touches changed between the round's read and its locks. */
 class ChangedDuringRound extends Error {}
 
@@ -256,17 +270,16 @@ async function applyPlan(db: AdminClient, setup: string[], plan: DatabasePlan, c
           continue;
         }
         skipped.push(...(await applyColumnAttributes(db, batch.schema, batch.shardId, t)));
-        if (t.partition && hasDdlHooks) {
-          const p = t.partition;
-          const args = [`${ident(batch.schema)}.${ident(t.table)}`, p.schema, p.table, p.key, p.bound, computeUser].map(literal).join(', ');
-          const err = await trySavepoint(db, `SELECT kcm_ddl.adopt_partition(${args})`);
-          if (err) skipped.push({ database: '', schema: batch.schema, table: t.table, action: 'skipped', shard_id: batch.shardId, reason: `not attached to ${p.schema}.${p.table}: ${err.message}` });
-        }
+        if (t.partition && hasDdlHooks) skipped.push(...(await adoptPartition(db, batch.schema, batch.shardId, t, computeUser)));
         // The compute account owns the cluster's tables: it can drop and alter them through any compute node.
         await db.query(`ALTER FOREIGN TABLE ${ident(batch.schema)}.${ident(t.table)} OWNER TO ${ident(computeUser)}`);
       }
     }
-    for (const fix of plan.alters) skipped.push(...(await applyColumnAttributes(db, fix.schema, fix.shardId, fix)));
+    for (const fix of plan.alters) {
+      skipped.push(...(await applyColumnAttributes(db, fix.schema, fix.shardId, fix)));
+      // A partition's new defaults are its parent's too (INSERT through the parent takes the parent's).
+      if (fix.partition && hasDdlHooks) skipped.push(...(await adoptPartition(db, fix.schema, fix.shardId, fix, computeUser)));
+    }
     skipped.push(...(await recreateViews(db, views)));
     if (hasDdlHooks && plan.drops.length > 0) await db.query('SELECT kcm_ddl.drop_empty_parents()');
     await db.query('COMMIT');
@@ -328,7 +341,7 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
     const schemaChanges = await applySchemaPlan(db, database, schemaPlan, instance.user, shards);
     const schemas = [...new Set(views.flatMap((v) => v.tables.filter((t) => t.database === database).map((t) => t.schema)))];
     const state = await readDatabaseState(db, schemas);
-    const plan = planDatabase(database, views, state.local, state.otherRelations);
+    const plan = planDatabase(database, views, state.local, state.otherRelations, state.hasDdlHooks);
     const setup = [...(state.hasExtension ? [] : ['CREATE EXTENSION IF NOT EXISTS mysql_fdw']), ...serverStatements(state, shards, instance.user, serversChanged, database)];
     const teardown = retiredServerStatements(state, shards, serversChanged, database);
     if (setup.length === 0 && teardown.length === 0 && plan.drops.length === 0 && plan.imports.length === 0 && plan.alters.length === 0) return { changes: [...schemaChanges, ...plan.changes], foreignTables: plan.foreignTables };
@@ -337,7 +350,7 @@ async function syncDatabase(instance: PostgresInstance, database: string, shards
       // The shards are read again once the tables are locked: a view read before a user's DDL
       // through this node committed would re-import from the old columns.
       const stillCurrent = async () => {
-        const fresh = planDatabase(database, await Promise.all(shards.map((s) => readShardTables(s))), state.local, state.otherRelations);
+        const fresh = planDatabase(database, await Promise.all(shards.map((s) => readShardTables(s))), state.local, state.otherRelations, state.hasDdlHooks);
         if (JSON.stringify(fresh.changes) !== JSON.stringify(plan.changes)) throw new ChangedDuringRound('the shards changed since the round read them');
       };
       applied = await applyPlan(db, setup, plan, instance.user, teardown, state.local, state.hasDdlHooks, stillCurrent);
@@ -369,7 +382,7 @@ const FULL_ROUND_EVERY_MS = 10_000;
 function roundKey(shards: ShardEndpoint[], views: ShardView[], databases: string[]): string {
   return JSON.stringify([
     shards.map((s) => [s.shard_id, s.host, s.port, s.user, s.password]),
-    views.map((v) => [v.shardId, v.reachable, v.tables.map((t) => [t.remoteDb, t.table, t.signature, t.attributes]), (v.schemas ?? []).map((n) => [n.database, n.schema])]),
+    views.map((v) => [v.shardId, v.reachable, v.tables.map((t) => [t.remoteDb, t.table, t.signature, t.attributes, partitionMembership(t.partition)]), (v.schemas ?? []).map((n) => [n.database, n.schema])]),
     databases,
   ]);
 }
