@@ -7,6 +7,12 @@
 //   record / copy / catch up / verify    the move engine (jobs/moves/engine.ts), target not created
 //   switch names             hold writers, last catch-up, renames, re-point (switch-names.ts)
 //
+// A partitioned side (a parent on the compute nodes, its partitions on shards; check.ts,
+// partitions.ts) is moved in pieces: one move per source partition, into the target piece
+// (the plain target, or the target partition whose bound holds it); pieces that share a
+// target are copied and verified together (moves/pieces.ts); the switch renames the parents
+// on the compute nodes and the partitions' records on the shards (parent-switch.ts).
+//
 // Rule 8: a failed import (a row the target refuses, a verify mismatch) fails the job. A
 // failed or cancelled job stops the catch-up and empties the target again (it was empty),
 // so the user's pre-created table is as it was; the source keeps serving throughout.
@@ -20,6 +26,8 @@ import { q, withShard } from '../moves/shard-sql';
 import { clusterStillThere } from '../cluster-lookup';
 import { checkRepartition, masterLogin, pairsOf, type LocatedPair } from './check';
 import { asideName, switchNames, unswitchNames, type SwitchSummary } from './switch-names';
+import { byTarget, copyPieces, verifyTarget } from '../moves/pieces';
+import { switchParent, unswitchParent, type ParentSwitchPlan } from './parent-switch';
 
 type RepartitionParas = ParasOf<'repartition_tables'>;
 
@@ -40,13 +48,34 @@ const computeSide = (mariaDb: string) => {
   return { database: mariaDb.slice(0, cut), schema: mariaDb.slice(cut + 4) };
 };
 
+/** The moves of every pair, in order: one per pair of plain tables, one per source piece of a partitioned pair. */
 export function repartitionMoves(p: RepartitionParas, located: readonly LocatedPair[]): MoveSpec[] {
-  return located.map((l, i) => ({
-    key: `r${i}`,
-    source: { clusterId: p.src_cluster_id, shardId: l.source.shardId, db: l.source.database, table: l.source.table },
-    target: { clusterId: p.dst_cluster_id, shardId: l.target.shardId, db: l.target.database, table: l.target.table, create: false },
-    foreign: { ...computeSide(l.source.database), table: l.source.table },
+  return located.flatMap((l, i) => movesOfPair(p, l, i));
+}
+
+function movesOfPair(p: RepartitionParas, l: LocatedPair, i: number): MoveSpec[] {
+  const foreign = (table: string) => ({ ...computeSide(l.source.database), table });
+  if (!l.pieces) {
+    return [{
+      key: `r${i}`,
+      source: { clusterId: p.src_cluster_id, shardId: l.source.shardId, db: l.source.database, table: l.source.table },
+      target: { clusterId: p.dst_cluster_id, shardId: l.target.shardId, db: l.target.database, table: l.target.table, create: false },
+      foreign: foreign(l.source.table),
+    }];
+  }
+  const { source, target, into } = l.pieces;
+  return source.pieces.map((piece, k) => ({
+    key: `r${i}p${k}`,
+    source: { clusterId: p.src_cluster_id, shardId: piece.shardId, db: l.source.database, table: piece.table },
+    target: { clusterId: p.dst_cluster_id, shardId: target.pieces[into[k]].shardId, db: l.target.database, table: target.pieces[into[k]].table, create: false },
+    foreign: foreign(piece.table),
   }));
+}
+
+/** Each pair's moves' indexes among repartitionMoves. */
+function pairMoveIndexes(p: RepartitionParas, located: readonly LocatedPair[]): number[][] {
+  let next = 0;
+  return located.map((l, i) => movesOfPair(p, l, i).map(() => next++));
 }
 
 function movesOf(ctx: Ctx): MoveSpec[] {
@@ -72,6 +101,25 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
       targetLogin: masterLogin(ctx.secrets, clusterStillThere(state, spec.target.clusterId), spec.target.shardId),
     };
   };
+  const parentPlan = (ctx: Ctx, l: LocatedPair, idx: number[]): ParentSwitchPlan => {
+    const moves = movesOf(ctx);
+    const cluster = clusterStillThere(ctx.state(), ctx.paras.src_cluster_id);
+    return {
+      pair: l as ParentSwitchPlan['pair'],
+      // (A rollback before the positions were recorded has no moves to hold: it only switches back.)
+      moves: idx.flatMap((i) => {
+        const prepared = ctx.outputs['record the source positions']?.[i];
+        return prepared ? [{ spec: moves[i], prepared, caughtAt: ctx.outputs['catch up from the binlog']?.[i]?.at ?? prepared.start }] : [];
+      }),
+      login: (shardId) => masterLogin(ctx.secrets, cluster, shardId),
+      comps: Object.values(cluster.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port })),
+      agentAddress: (h) => ctx.agents.agentAddress(h),
+      compute: computeSide(l.source.database),
+      aside: asideName(l.source.table, ctx.jobId),
+      moveDeps: deps,
+      holdMs: deps.holdMs ?? 30_000,
+    };
+  };
   return {
     jobType: 'repartition_tables',
     validate: (p, state) => {
@@ -88,65 +136,125 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
           checkRepartition({ agents: ctx.agents, secrets: ctx.secrets, state: ctx.state(), srcClusterId: ctx.paras.src_cluster_id, dstClusterId: ctx.paras.dst_cluster_id, repartitionTables: ctx.paras.repartition_tables }),
       },
       { name: 'record the source positions', run: (ctx: Ctx) => eachMove(ctx, (m) => prepareMove(ctx, m)) },
-      { name: 'copy rows', run: (ctx: Ctx) => eachMove(ctx, (m, i) => copyPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
+      {
+        name: 'copy rows',
+        run: async (ctx: Ctx) => {
+          const moves = movesOf(ctx);
+          const prepared = ctx.outputs['record the source positions'];
+          const out: CopySummary[] = [];
+          for (const [n, l] of ctx.outputs['check the rules'].entries()) {
+            const idx = pairMoveIndexes(ctx.paras, ctx.outputs['check the rules'])[n];
+            if (!l.pieces) out[idx[0]] = await copyPhase(ctx, moves[idx[0]], prepared[idx[0]], deps);
+            else (await copyPieces(ctx, idx.map((i) => moves[i]), idx.map((i) => prepared[i]), deps)).forEach((c, k) => (out[idx[k]] = c));
+          }
+          return out;
+        },
+      },
       { name: 'catch up from the binlog', run: (ctx: Ctx) => eachMove(ctx, (m, i) => catchUpPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
       {
         name: 'verify the copies',
-        run: (ctx: Ctx) => eachMove(ctx, (m, i) => verifyPhase(ctx, m, ctx.outputs['record the source positions'][i], ctx.outputs['catch up from the binlog'][i], deps)),
+        run: async (ctx: Ctx) => {
+          const moves = movesOf(ctx);
+          const [prepared, caught] = [ctx.outputs['record the source positions'], ctx.outputs['catch up from the binlog']];
+          const out: VerifySummary[] = [];
+          for (const [n, l] of ctx.outputs['check the rules'].entries()) {
+            const idx = pairMoveIndexes(ctx.paras, ctx.outputs['check the rules'])[n];
+            if (!l.pieces) {
+              out[idx[0]] = await verifyPhase(ctx, moves[idx[0]], prepared[idx[0]], caught[idx[0]], deps);
+              continue;
+            }
+            // Per target piece, against every source piece that feeds it.
+            for (const g of byTarget(idx.map((i) => moves[i]))) {
+              const feeders = g.moves.map((k) => idx[k]);
+              const summaries = await verifyTarget(ctx, g.target, feeders.map((i) => ({ spec: moves[i], prepared: prepared[i], caught: caught[i] })), deps);
+              summaries.forEach((v, k) => (out[feeders[k]] = v));
+            }
+          }
+          return out;
+        },
       },
       {
         name: 'switch names',
-        run: (ctx: Ctx) =>
-          eachMove(ctx, (m, i) => {
+        run: async (ctx: Ctx) => {
+          const moves = movesOf(ctx);
+          const out: SwitchSummary[] = [];
+          for (const [n, l] of ctx.outputs['check the rules'].entries()) {
+            const idx = pairMoveIndexes(ctx.paras, ctx.outputs['check the rules'])[n];
+            if (l.pieces) {
+              out.push(await switchParent(ctx, parentPlan(ctx, l, idx)));
+              continue;
+            }
+            const [m, i] = [moves[idx[0]], idx[0]];
             const src = clusterStillThere(ctx.state(), m.source.clusterId);
             const inPlace = m.source.clusterId === m.target.clusterId && m.source.db === m.target.db;
-            return switchNames(ctx, {
-              spec: m,
-              prepared: ctx.outputs['record the source positions'][i],
-              caughtAt: ctx.outputs['catch up from the binlog'][i].at,
-              ...logins(ctx, m),
-              comps: Object.values(src.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port })),
-              repointTo: inPlace ? `shard_${m.target.shardId}` : '',
-              agent: deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h)),
-              moveDeps: deps,
-              holdMs: deps.holdMs ?? 30_000,
-            });
-          }),
+            out.push(
+              await switchNames(ctx, {
+                spec: m,
+                prepared: ctx.outputs['record the source positions'][i],
+                caughtAt: ctx.outputs['catch up from the binlog'][i].at,
+                ...logins(ctx, m),
+                comps: Object.values(src.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port })),
+                repointTo: inPlace ? `shard_${m.target.shardId}` : '',
+                agent: deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h)),
+                moveDeps: deps,
+                holdMs: deps.holdMs ?? 30_000,
+              }),
+            );
+          }
+          return out;
+        },
       },
     ],
     result: (o, p): RepartitionTablesResult => {
-      const moves = repartitionMoves(p, o['check the rules']);
+      const located = o['check the rules'];
+      const indexes = pairMoveIndexes(p, located);
+      // One entry per pair; a partitioned pair's figures are its pieces' sums (copy_ms: the longest piece).
+      const sum = (idx: number[], f: (i: number) => number) => idx.reduce((n, i) => n + f(i), 0);
       return {
         src_cluster_id: p.src_cluster_id,
         dst_cluster_id: p.dst_cluster_id,
         blocked_ms_max: String(Math.max(0, ...o['switch names'].map((s) => s.blocked_ms))),
-        list_table: moves.map((m, i) => ({
-          source: `${m.source.db}.${m.source.table}`,
-          target: `${m.target.db}.${m.target.table}`,
-          table: o['switch names'][i].table,
-          old_table: o['switch names'][i].old_table,
-          rows_copied: String(o['copy rows'][i].rows),
-          rows_resynced: String(o['catch up from the binlog'][i].rows_resynced + o['switch names'][i].rows_resynced),
-          rows_verified: String(o['verify the copies'][i].rows),
-          copy_ms: String(o['copy rows'][i].ms),
-          blocked_ms: String(o['switch names'][i].blocked_ms),
-        })),
+        list_table: located.map((l, n) => {
+          const idx = indexes[n];
+          return {
+            source: `${l.source.database}.${l.source.table}`,
+            target: `${l.target.database}.${l.target.table}`,
+            table: o['switch names'][n].table,
+            old_table: o['switch names'][n].old_table,
+            rows_copied: String(sum(idx, (i) => o['copy rows'][i].rows)),
+            rows_resynced: String(sum(idx, (i) => o['catch up from the binlog'][i].rows_resynced) + o['switch names'][n].rows_resynced),
+            rows_verified: String(sum(idx, (i) => o['verify the copies'][i].rows)),
+            copy_ms: String(Math.max(...idx.map((i) => o['copy rows'][i].ms))),
+            blocked_ms: String(o['switch names'][n].blocked_ms),
+          };
+        }),
       };
     },
     async rollback(ctx, failedStep) {
       const located = ctx.outputs['check the rules'];
       if (failedStep === 'check the rules' || !located) return undefined;
       const notes: string[] = [];
-      for (const m of movesOf(ctx)) {
+      const moves = movesOf(ctx);
+      for (const m of moves) await stopCatchUp(ctx.jobId, m.key).catch(() => {});
+      for (const [n, l] of located.entries()) {
+        const idx = pairMoveIndexes(ctx.paras, located)[n];
         try {
-          await stopCatchUp(ctx.jobId, m.key);
-          const { sourceLogin, targetLogin } = logins(ctx, m);
           // A switch that got as far as the renames is undone first: the source serves under its name.
-          await unswitchNames(sourceLogin, targetLogin, m, asideName(m.source.table, ctx.jobId));
-          // The check step found the target empty: empty it again (definition, keys and grants untouched).
-          await withShard(targetLogin, (c) => c.query(`TRUNCATE TABLE ${q(m.target.db)}.${q(m.target.table)}`));
+          if (l.pieces) await unswitchParent(ctx, parentPlan(ctx, l, idx));
+          else {
+            const { sourceLogin, targetLogin } = logins(ctx, moves[idx[0]]);
+            await unswitchNames(sourceLogin, targetLogin, moves[idx[0]], asideName(l.source.table, ctx.jobId));
+          }
         } catch (err) {
-          notes.push(`target ${m.target.db}.${m.target.table} on shard ${m.target.shardId} of cluster ${m.target.clusterId} could not be emptied again: ${(err as Error).message}`);
+          notes.push(`the names of ${l.source.database}.${l.source.table} could not be switched back: ${(err as Error).message}`);
+        }
+        // The check step found every target piece empty: empty them again (definition, keys and grants untouched).
+        for (const t of byTarget(idx.map((i) => moves[i]))) {
+          try {
+            await withShard(logins(ctx, { ...moves[idx[0]], target: { ...t.target, create: false } }).targetLogin, (c) => c.query(`TRUNCATE TABLE ${q(t.target.db)}.${q(t.target.table)}`));
+          } catch (err) {
+            notes.push(`target ${t.target.db}.${t.target.table} on shard ${t.target.shardId} of cluster ${t.target.clusterId} could not be emptied again: ${(err as Error).message}`);
+          }
         }
       }
       return notes.length > 0 ? notes.join('; ') : undefined;
