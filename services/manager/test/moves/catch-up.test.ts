@@ -16,9 +16,12 @@
 // SHOW BINLOG EVENTS on that master gave the group ends listed in GROUP_ENDS below.
 
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BinlogRowParser, atOrPast, type BinlogItem } from '../../src/jobs/moves/binlog-rows';
+import { BinlogTailer } from '../../src/jobs/moves/tailer';
 
 const RECORDED = readFileSync(path.join(__dirname, 'fixtures', 'mariadb-binlog-rotations.txt'), 'latin1');
 
@@ -129,5 +132,99 @@ describe('binlog positions compare by file number, then offset', () => {
     expect(atOrPast({ file: 'mariadb-bin.999999', pos: 900 }, { file: 'mariadb-bin.1000000', pos: 4 })).toBe(false);
     expect(atOrPast({ file: 'mariadb-bin.000009', pos: 591 }, { file: 'mariadb-bin.000009', pos: 591 })).toBe(true);
     expect(atOrPast({ file: 'mariadb-bin.000009', pos: 546 }, { file: 'mariadb-bin.000009', pos: 591 })).toBe(false);
+  });
+});
+
+/** A catch-up of d.t whose mariadb-binlog is `fake` and whose connections record the keys it re-copies. */
+function tailerOver(fake: string, start: { file: string; pos: number }, queryMs = 0) {
+  const resynced: unknown[] = [];
+  const conn = {
+    async query(q: string | { sql: string; values?: unknown[] }, values?: unknown[]) {
+      if (queryMs > 0) await new Promise((r) => setTimeout(r, queryMs));
+      const sql = typeof q === 'string' ? q : q.sql;
+      if (sql.startsWith('DELETE')) resynced.push(...(values ?? []));
+      return [[]];
+    },
+  };
+  const logs: string[] = [];
+  const logger = { warn() {}, info: (_o: unknown, msg: string) => logs.push(msg), debug() {}, error() {} };
+  const tailer = new BinlogTailer({
+    binlogLogin: { host: 'h', port: 1, user: 'u', password: 'p' }, src: conn as never, dst: conn as never,
+    from: { db: 'd', table: 't' }, to: { db: 'd', table: 't' }, shape: { columns: ['id'], key: [{ name: 'id', ordinal: 1 }] },
+    start, logger: logger as never, mariadbBinlog: fake, pollMs: 60_000,
+  });
+  return { tailer, resynced, logs };
+}
+
+describe('the tailer reaches every position of an idle source, across rotations', () => {
+  /**
+   * A stand-in for mariadb-binlog that writes like it: through a fully buffered stdio stream
+   * (sed), the recorded output and then nothing, as a --stop-never dump of an idle master.
+   */
+  async function bufferedDump(): Promise<{ dir: string; fake: string }> {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-catch-up-test-'));
+    const fake = path.join(dir, 'fake-binlog.sh');
+    await writeFile(path.join(dir, 'out.txt'), RECORDED);
+    await writeFile(fake, `#!/bin/sh\n(cat "${dir}/out.txt"; sleep 8) | sed ''\n`, { mode: 0o755 });
+    return { dir, fake };
+  }
+  const position = (end: string) => ({ file: end.split(':')[0], pos: Number(end.split(':')[1]) });
+
+  it('applies up to the Binlog_checkpoint that ends the output, having crossed three rotations', async () => {
+    const { dir, fake } = await bufferedDump();
+    const { tailer, resynced, logs } = tailerOver(fake, { file: 'mariadb-bin.000006', pos: 344 });
+    try {
+      await tailer.start();
+      for (const end of GROUP_ENDS) await tailer.waitFor(position(end), 5_000);
+      expect(tailer.applied).toEqual({ file: 'mariadb-bin.000009', pos: 591 });
+      expect(tailer.rotationsCrossed).toBe(3);
+      expect(logs.filter((m) => m === 'move catch-up crossed a binlog rotation')).toHaveLength(3);
+      expect(new Set(resynced)).toEqual(new Set(['10', '11', '12']));
+    } finally {
+      await tailer.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
+
+  it('without stdbuf -o0 the buffered tail never arrives: the reported failure', async () => {
+    const { dir, fake } = await bufferedDump();
+    // A stdbuf that changes nothing: drops -o0 and runs the dump as it is.
+    const noStdbuf = path.join(dir, 'no-stdbuf.sh');
+    await writeFile(noStdbuf, '#!/bin/sh\nshift\nexec "$@"\n', { mode: 0o755 });
+    const { tailer } = tailerOver(fake, { file: 'mariadb-bin.000006', pos: 344 });
+    (tailer as unknown as { o: { stdbuf: string } }).o.stdbuf = noStdbuf;
+    try {
+      await tailer.start();
+      // sed wrote 8,192 bytes; the last transaction and the checkpoint after it wait in its buffer for good.
+      await expect(tailer.waitFor(position('mariadb-bin.000009:591'), 1_500)).rejects.toThrow(/catch-up did not reach mariadb-bin.000009:591 within 1500 ms/);
+      expect(atOrPast(tailer.applied, position('mariadb-bin.000009:546'))).toBe(false);
+    } finally {
+      await tailer.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
+
+  it('a flush asked for while one runs resolves only after the keys read meanwhile are applied', async () => {
+    // Each statement of the re-copy takes 20 ms: the second transaction is read while the first is being applied.
+    const { tailer, resynced } = tailerOver('/bin/false', { file: 'mariadb-bin.000001', pos: 4 }, 20);
+    const feed = (line: string) => (tailer as unknown as { onLine(l: string): void }).onLine(line);
+    const txn = (id: number, end: number) => [
+      `#261206  9:09:12 server id 7  end_log_pos ${end - 40} CRC32 0x1 \tGTID 0-7-${id} trans`,
+      'START TRANSACTION',
+      '### INSERT INTO `d`.`t`',
+      '### SET',
+      `###   @1=${id}`,
+      `#261206  9:09:12 server id 7  end_log_pos ${end} CRC32 0x1 \tXid = ${id}`,
+      'COMMIT/*!*/;',
+    ];
+    txn(1, 100).forEach(feed);
+    const first = tailer.flush();
+    await new Promise((r) => setTimeout(r, 5));
+    // Read while the first flush runs (the reader and a cut-over's flush side by side).
+    txn(2, 200).forEach(feed);
+    await tailer.flush();
+    expect(resynced).toEqual(['1', '2']);
+    expect(tailer.applied).toEqual({ file: 'mariadb-bin.000001', pos: 200 });
+    await first;
   });
 });

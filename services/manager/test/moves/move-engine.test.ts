@@ -349,10 +349,10 @@ describe('a table shape read through the move sessions', () => {
 describe('the catch-up reads mariadb-binlog\'s output as it is written', () => {
   it('applies a transaction written after an idle spell without waiting for its next poll', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-tailer-test-'));
-    // A stand-in for mariadb-binlog: after 300 ms it appends one transaction of the moved table to its --result-file, then idles.
+    // A stand-in for mariadb-binlog: after 300 ms it prints one transaction of the moved table (its stdout is the tailer's output file), then idles.
     const fake = path.join(dir, 'fake-binlog.sh');
     const txn = [...INSERT_42_LINES, ''].join('\n');
-    await writeFile(fake, `#!/bin/sh\nfor a; do case "$a" in --result-file=*) out="\${a#--result-file=}";; esac; done\nsleep 0.3\nprintf '%s' '${txn.replace(/'/g, "'\\''")}' >> "$out"\nexec sleep 60\n`, { mode: 0o755 });
+    await writeFile(fake, `#!/bin/sh\nsleep 0.3\nprintf '%s' '${txn.replace(/'/g, "'\\''")}'\nexec sleep 60\n`, { mode: 0o755 });
     // A poll so slow that only a wake-up on the write can apply it in time.
     const { tailer, deleted } = recordingTailer({ mariadbBinlog: fake, pollMs: 60_000 });
     try {

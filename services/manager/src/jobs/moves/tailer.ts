@@ -12,6 +12,14 @@
 // Why mariadb-binlog and not an npm reader: it is MariaDB's own decoder, installed with the
 // client (the manager host needs mariadb-client), and no npm reader decodes MariaDB 10.11's
 // events fully; only primary keys are read from its output.
+//
+// mariadb-binlog writes its text through a fully buffered stdio stream and flushes it only
+// after some events (a commit, a query): the events that end a binlog file and begin the
+// next (Rotate, Format_description, Gtid_list, Binlog_checkpoint) stayed in its buffer until
+// the next transaction, so after a FLUSH BINARY LOGS (the binlog archiver flushes every
+// master with new writes every few seconds) on a quiet source the catch-up never saw the end
+// of the binlog, and a wait for SHOW MASTER STATUS's position ran out. It runs under
+// `stdbuf -o0` writing to its stdout (a file): each event reaches the file as it is printed.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { watch, type FSWatcher } from 'node:fs';
@@ -39,6 +47,8 @@ export interface TailerOptions {
   /** Keys re-copied in one batch at most. */
   batchKeys?: number;
   mariadbBinlog?: string;
+  /** coreutils' stdbuf, which makes mariadb-binlog's output unbuffered (default `stdbuf` on the PATH). */
+  stdbuf?: string;
   /** The reader's fallback poll of mariadb-binlog's output, ms (default 10; a write wakes it at once). */
   pollMs?: number;
 }
@@ -59,7 +69,11 @@ export class BinlogTailer {
   /** Set when mariadb-binlog wrote since the reader last looked; ends its nap early. */
   private written = false;
   private endNap: (() => void) | null = null;
+  /** A flush asked for while one runs: it runs next, after what the reader read meanwhile. */
+  private flushAgain: Promise<void> | null = null;
   rowsResynced = 0;
+  /** Binlog files the catch-up has moved on from (rotations read). */
+  rotationsCrossed = 0;
 
   constructor(private readonly o: TailerOptions) {
     this.parser = new BinlogRowParser(o.from.db, o.from.table, o.shape.key.map((k) => k.ordinal), o.start.file);
@@ -87,19 +101,24 @@ export class BinlogTailer {
       // A server id no shard member uses, unique per tailer: the master drops an older dump with the same id.
       `--stop-never-slave-server-id=${2_000_000_000 + Math.floor(Math.random() * 100_000_000)}`,
       `--table=${this.o.from.table}`,
-      // A file, not stdout: into a pipe mariadb-binlog holds its output in a buffer until it
-      // fills; into a file each event is written as it arrives.
-      `--result-file=${output}`,
       this.o.start.file,
     ];
     await writeFile(output, '', { mode: 0o600 });
     // Stopped while starting (the leadership term ended): nothing to spawn.
     if (this.stopped) return;
+    // Its stdout is the output file, unbuffered (stdbuf -o0): each event is one write, and
+    // each write wakes the reader. --result-file would open its own buffered stream.
+    const sink = await open(output, 'a');
     // mariadb-binlog --stop-never never ends by itself, and writing to a file it would not
     // notice a manager that was SIGKILLed: a small sh watchdog ends it when our end of its
     // stdin closes (stop(), or this process dying). Arguments go in as "$@", never spliced.
     const watchdog = 'exec 3<&0; "$0" "$@" </dev/null & child=$!; (read -r _ <&3; kill "$child" 2>/dev/null) & wait "$child"';
-    const child = spawn('sh', ['-c', watchdog, this.o.mariadbBinlog ?? 'mariadb-binlog', ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
+    let child: ChildProcess;
+    try {
+      child = spawn('sh', ['-c', watchdog, this.o.stdbuf ?? 'stdbuf', '-o0', this.o.mariadbBinlog ?? 'mariadb-binlog', ...args], { stdio: ['pipe', sink.fd, 'pipe'] });
+    } finally {
+      await sink.close(); // the child has its own copy
+    }
     this.child = child;
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
@@ -168,7 +187,13 @@ export class BinlogTailer {
   private onLine(line: string): void {
     for (const item of this.parser.feed(line)) {
       if (item.kind === 'key') this.pending.set(keyId(item.key), item.key);
-      else this.readAt = item.at;
+      else {
+        if (item.at.file !== this.readAt.file) {
+          this.rotationsCrossed++;
+          this.o.logger.info({ table: `${this.o.from.db}.${this.o.from.table}`, from: this.readAt.file, to: item.at.file, rotations: this.rotationsCrossed }, 'move catch-up crossed a binlog rotation');
+        }
+        this.readAt = item.at;
+      }
     }
   }
 
@@ -187,7 +212,18 @@ export class BinlogTailer {
 
   /** Applies the keys read so far; afterwards everything up to the boundary read before it is applied. */
   flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
+    // One already running took its position before this call, and the reader may have read
+    // on since (a cut-over's flush runs beside the reader): one more run after it, shared by
+    // every call made meanwhile, so what was read before this call is applied when it resolves.
+    if (this.flushing) {
+      this.flushAgain ??= this.flushing
+        .catch(() => {})
+        .then(() => {
+          this.flushAgain = null;
+          return this.flush();
+        });
+      return this.flushAgain;
+    }
     const run = async () => {
       // Yield first: a run with nothing to apply would otherwise end (and clear `flushing`) before it is stored.
       await null;
