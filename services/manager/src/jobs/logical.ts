@@ -9,7 +9,9 @@
 // each entry, the newest backup set of that object taken before its restore_time, checks
 // every file of it against its checksum before anything is written, loads each shard's
 // dump into the destination cluster's shard that is to hold it, and syncs the destination's
-// compute nodes so they see the tables. done_dts names each restored table, comma after each.
+// compute nodes so they see the tables (each must take every restored table; a partitioned
+// parent is rebuilt from its partitions). done_dts names each restored table (a partitioned
+// parent first, then its partitions), a comma after each.
 
 import { MariaDbLogicalAgentClient } from '@kcm/agent-api';
 import { ERROR_CATALOG, KcmError, parseBackupWindow, type ErrorName, parseRestoreTime, type LogicalBackupResult, type LogicalRestoreResult, type ObjectType, type ParasOf } from '@kcm/protocol';
@@ -18,12 +20,13 @@ import { doneDts, objectNotFound, restoredTables } from '../backup/logical-objec
 import { shardsHolding, shardsInOrder } from '../backup/logical-run';
 import { openWindowAt } from '../backup/logical-window';
 import type { OpenLogicalStorage } from '../backup/logical-storage';
+import { syncRestoredCatalogs } from '../backup/logical-sync';
 import { CommandKind } from '../meta/commands';
 import { scheduleKeyOf, type LogicalBackupSet } from '../meta/logical-backups';
 import type { ClusterRecord, MetaState } from '../meta/state';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
 import { orThrow } from './errors';
-import { opId, syncCompCatalogs, type EngineAgents } from './instance-ops';
+import { opId, type EngineAgents } from './instance-ops';
 import type { JobOf } from './workflow';
 
 export interface LogicalJobDeps {
@@ -265,7 +268,9 @@ export function logicalRestoreJob(deps: LogicalJobDeps): JobOf<'logical_restore'
         name: 'sync compute nodes',
         async run(ctx) {
           const dst = clusterOfStep(ctx, p.dst_cluster_id);
-          await syncCompCatalogs(ctx.agents, ctx.secrets, ctx.jobId, 'logical-restore-sync', dst, Object.values(dst.comps));
+          // Every restored shard table must be on every compute node (a partition attached to its parent).
+          const tables = new Set(ctx.outputs['choose backup sets'].loads.flatMap((l) => l.tables));
+          await syncRestoredCatalogs(ctx.agents, ctx.secrets, ctx.jobId, dst, tables);
           return {};
         },
       },

@@ -3,7 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { createLogger } from '@kcm/common';
-import type { LogicalDump, LogicalDumpParams, MariaDbLogicalAgentClient } from '@kcm/agent-api';
+import type { CatalogChange, LogicalDump, LogicalDumpParams, MariaDbLogicalAgentClient } from '@kcm/agent-api';
 import type { LogicalBackupDeps } from '../../src/backup/logical-run';
 import type { LogicalDumpStorage } from '../../src/backup/logical-storage';
 import type { EngineAgents } from '../../src/jobs/instance-ops';
@@ -48,6 +48,8 @@ export interface FakeLogicalAgents {
   hold?: Promise<void>;
   /** While > 0, dumps fail (counted down). */
   failDumps: number;
+  /** What every compute node's catalog sync answers it changed (or skipped). */
+  syncChanges: CatalogChange[];
 }
 
 export function fakeLogicalAgents(): FakeLogicalAgents {
@@ -59,11 +61,12 @@ export function fakeLogicalAgents(): FakeLogicalAgents {
     dumps: [],
     loads: [],
     failDumps: 0,
+    syncChanges: [],
     deps: undefined as unknown as LogicalBackupDeps,
   };
   const agents = {
     mariadb: (host: string) => ({ listTables: async () => ({ tables: f.tablesOf.get(host) ?? [] }) }),
-    postgres: () => ({ syncCatalog: async () => ({ changes: [], servers_changed: [], elapsed_ms: 1 }) }),
+    postgres: () => ({ syncCatalog: async () => ({ changes: f.syncChanges, servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }) }),
   } as unknown as EngineAgents;
   /** The agent's resolution (logical-objects.ts): a table, else a partitioned parent's partitions; databases whole; a prefix. */
   const resolve = (host: string, params: LogicalDumpParams): string[] =>

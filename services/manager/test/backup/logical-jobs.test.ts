@@ -196,6 +196,19 @@ describe('logical_restore', () => {
     ]);
   });
 
+  it('a compute node whose sync could not attach a restored partition to its parent fails the restore, naming the node, the table and why', async () => {
+    await recordSet('table', 'shop_$$_public.acct', 1_700_000_000, [['11', ['shop_$$_public.acct_01']]]);
+    f.syncChanges = [
+      { database: 'shop', schema: 'public', table: 'other', action: 'skipped', shard_id: '11', reason: 'not ours' },
+      { database: 'shop', schema: 'public', table: 'acct_01', action: 'skipped', shard_id: '11', reason: 'not attached to public.acct: kcm: public.acct is not a partitioned table' },
+    ];
+    const p = paras('logical_restore', { src_cluster_id: '1', dst_cluster_id: '1', restore: [{ db_table: 'shop_$$_public.acct', restore_time: '1700000001' }] });
+    await expect(run(restoreJob(), p)).rejects.toMatchObject({
+      errorName: 'INSTANCE_FAILED',
+      message: 'the tables were restored on the shards, but compute node comp_1 (shop_$$_public.acct_01: not attached to public.acct: kcm: public.acct is not a partitioned table) did not take them',
+    });
+  });
+
   it('a backup file that no longer matches its checksum is refused before anything is loaded', async () => {
     const runId = await recordSet('table', 'shop_$$_public.orders', 1_700_000_000, [['11', ['shop_$$_public.orders']]]);
     f.storage.objects.delete(`logical/cluster_1/run_${runId}/shard_11.sql`);
