@@ -12,6 +12,9 @@
 // of that shard, taken one after the other (README, logical backup), so with transfers
 // between shards running there is no single moment the whole table equals. To know exactly
 // what the backup must hold, the load is stopped while it runs and started again after it.
+// A second table is backed up with transfers running inside each partition (so a partition's
+// total is the same at every commit): restored, each partition must hold every row and
+// exactly its total, which only a transactionally consistent snapshot of its shard does.
 
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -126,6 +129,43 @@ describe('logical backup and restore of a partitioned table under transfers', ()
     expect(total(first)).toBe(ACCOUNTS * ACCOUNT_MONEY);
     expect([...first.values()].map((f) => f.rows)).toEqual([100, 100, 100, 100]);
   }, 180_000);
+
+  it('a logical_backup taken while transfers run holds a consistent snapshot of each partition: restored, every row is there and each partition has its total', async () => {
+    const HOT = 'transfer_hot';
+    const hotParts = await createTransferAccount(s, { by: 'range', partitions: 4, accounts: ACCOUNTS, table: HOT });
+    const hot = new TransferLoad(s, { clients: 4, accounts: ACCOUNTS, table: HOT, within: ACCOUNTS / 4 }).start();
+    try {
+      await hot.committedMore(100);
+      const opens = new Date(Math.floor(Date.now() / 1000) * 1000);
+      const window = `${clock(opens)}-${clock(new Date(opens.getTime() + 2 * 3600_000))}`;
+      const backup = await s.f.runJob('logical_backup', { cluster_id: s.cluster().id, backup: [{ db_table: `postgres_$$_public.${HOT}`, backup_time: window }] }, 120_000);
+      expect(backup.status, backup.error_info).toBe('done');
+      await hot.committedMore(100); // the load ran before, and still runs after the backup answered
+    } finally {
+      await hot.stop();
+    }
+    expect(hot.unknown).toBe(0);
+
+    const c = await s.pgAs(s.comps()[1]);
+    try {
+      await c.query(`DROP TABLE ${HOT}`);
+    } finally {
+      await c.end();
+    }
+    await waitUntil(`${HOT} gone from both compute nodes`, async () => ((await s.compRelations(HOT)).flat().length === 0 ? true : undefined), 30_000);
+    const restoreTime = localDateTime(new Date(Date.now() + 1000));
+    await new Promise((r) => setTimeout(r, 1100));
+    const restored = await s.f.runJob('logical_restore', { src_cluster_id: s.cluster().id, dst_cluster_id: s.cluster().id, db_table: `postgres_$$_public.${HOT}`, restore_time: restoreTime }, 180_000);
+    expect(restored.status, restored.error_info).toBe('done');
+    const hotSet = Object.values(s.f.manager.store.state().logicalBackups.sets).find((set) => set.dbTable === `postgres_$$_public.${HOT}`)!;
+    expect(restored.attachment).toEqual({ done_dts: [hotSet.dbTable, ...hotSet.parts.flatMap((part) => part.tables)].map((t) => `${t},`).join('') });
+
+    const figures = await Promise.all(s.comps().map((at) => partitionFigures(s, at, HOT)));
+    expect(figures[1]).toEqual(figures[0]);
+    expect([...figures[0].keys()]).toEqual(hotParts);
+    for (const [name, f] of figures[0]) expect({ name, rows: f.rows, balance: f.balance }).toEqual({ name, rows: ACCOUNTS / 4, balance: (ACCOUNTS / 4) * ACCOUNT_MONEY });
+    expect(new Set([...figures[0].values()].map((f) => f.server)).size).toBe(2);
+  }, 300_000);
 
   it('a logical_backup of a table no shard holds, nor any partition of it, stores nothing and does not answer done', async () => {
     const before = s.f.manager.store.state().logicalBackups;

@@ -126,7 +126,18 @@ export class TransferLoad {
 
   constructor(
     private readonly s: SqlCluster,
-    private readonly options: { clients: number; accounts: number; table?: string; database?: string },
+    private readonly options: {
+      clients: number;
+      accounts: number;
+      table?: string;
+      database?: string;
+      /**
+       * Each transfer stays inside one block of this many consecutive ids (1..within, ...): with
+       * a range partition's width, every partition's total is the same at every commit.
+       * Default: any two accounts.
+       */
+      within?: number;
+    },
   ) {}
 
   start(): this {
@@ -156,8 +167,11 @@ export class TransferLoad {
     while (!this.stopped) {
       try {
         c ??= await this.s.pgAs(at, this.options.database ?? 'postgres');
-        const from = 1 + Math.floor(Math.random() * this.options.accounts);
-        const to = 1 + ((from + Math.floor(Math.random() * (this.options.accounts - 1))) % this.options.accounts);
+        const block = this.options.within ?? this.options.accounts;
+        const base = block * Math.floor(Math.random() * Math.floor(this.options.accounts / block));
+        const i = Math.floor(Math.random() * block);
+        const from = base + 1 + i;
+        const to = base + 1 + ((i + 1 + Math.floor(Math.random() * (block - 1))) % block);
         const amount = 1 + Math.floor(Math.random() * 10);
         await c.query('BEGIN');
         await c.query(`UPDATE ${table} SET balance = balance - $1 WHERE id = $2`, [amount, from]);
