@@ -178,4 +178,30 @@ describe('expand_cluster moves partitions and tables, checked first, never half-
       expect((await onShard(shard2, `SELECT COUNT(*) AS n, SUM(v) AS sum FROM \`${DB}\`.${t}`))[0]).toMatchObject({ n: 50_000 });
     }
   }, 600_000);
+
+  it('a long reader of the parent makes a partition\'s hold give up its lock wait and try again, instead of blocking the table', async () => {
+    const reader = await s.pgAs(s.comps()[0]);
+    await reader.query('BEGIN');
+    await reader.query('SELECT count(*) FROM transfer_account');
+    let job: Promise<Awaited<ReturnType<typeof expand>>> | null = null;
+    try {
+      const logged = s.f.logLines.length;
+      job = expand(['transfer_account_03']);
+      await waitUntil('a cut-over attempt gave up its lock wait', async () => (s.f.logLines.slice(logged).some((l) => l.includes('cut-over attempt failed') && l.includes('lock timeout')) ? true : undefined), 120_000);
+      // Meanwhile the other compute node's writers are not held for the reader's whole transaction.
+      const other = await s.pgAs(s.comps()[1]);
+      try {
+        await other.query(`UPDATE transfer_account SET note = 'during' WHERE id = 1001`);
+      } finally {
+        await other.end();
+      }
+    } finally {
+      await reader.query('COMMIT');
+      await reader.end();
+    }
+    const reply = await job!;
+    expect(reply.error_info ?? '').toBe('');
+    expect(reply.status).toBe('done');
+    expect(await serversOf('transfer_account_03')).toEqual([`shard_${shard2}`, `shard_${shard2}`]);
+  }, 300_000);
 });

@@ -36,6 +36,8 @@ import { replacementStatements, repointStatements, type ForeignTableShape, type 
 
 const HOLD_ID = /^[A-Za-z0-9_.:-]{1,120}$/;
 const MAX_HOLD_MS = 30_000;
+/** How long a hold waits for its locks before it fails (a long reader or writer of the table is in the way). */
+const LOCK_WAIT_MS = 2_000;
 
 interface Hold {
   client: pg.Client;
@@ -148,6 +150,10 @@ export const tableMoveCapability: CapabilityModule = {
           // A partition's swap ends in kcm_ddl.route_rows (PL/Python): its interpreter starts
           // here, not inside the window (100-1,000 ms on a loaded host).
           if (before.partitionOf) await client.query(`DO LANGUAGE plpython3u 'pass'`);
+          // A lock not granted soon fails the hold: writers queue behind the request (and, for
+          // a partition, readers too), and another compute node's hold already granted blocks
+          // its writers meanwhile. The manager releases every hold and tries again.
+          await client.query(`SET LOCAL lock_timeout = ${Math.min(LOCK_WAIT_MS, req.hold_ms)}`);
           const asked = performance.now();
           // A partition's parent first, ACCESS EXCLUSIVE, as the swap will need (detach, attach,
           // its routing rule): asked for now rather than upgraded to later, since a transaction
@@ -159,6 +165,7 @@ export const tableMoveCapability: CapabilityModule = {
           await client.query(`ALTER FOREIGN TABLE ${ident(req.schema)}.${ident(req.table)} ENABLE TRIGGER ALL`);
           const grantedAt = performance.now();
           const lockWaitMs = grantedAt - asked;
+          await client.query('SET LOCAL lock_timeout = 0');
           // Read again under the lock (no DDL can change it now), then the swap, uncommitted.
           const shape = await readShape(client, req.schema, req.table);
           if (!shape) throw new AgentFailure('not_found', `${req.schema}.${req.table} is no longer a foreign table`);
