@@ -2,7 +2,7 @@
 // dropped, kept or skipped for one compute database.
 
 import { describe, expect, it } from 'vitest';
-import { planDatabase, planSchemas, remoteDatabases, remoteSchemas, SCHEMA_MARK, type LocalForeignTable } from '../../src/capabilities/postgres/catalog-plan';
+import { partitionMembership, planDatabase, planSchemas, remoteDatabases, remoteSchemas, SCHEMA_MARK, type LocalForeignTable } from '../../src/capabilities/postgres/catalog-plan';
 import { mapMariadbDefault } from '../../src/capabilities/postgres/column-defaults';
 import { attributeSignature, remoteColumn, splitRemoteDb, type RemoteColumn, type RemoteTable, type ShardView } from '../../src/capabilities/postgres/shard-catalog';
 
@@ -160,3 +160,36 @@ describe('column NOT NULL and defaults on the foreign tables', () => {
     expect(planSchemas(new Set(), local, true, new Set(['public', 'kcm_ddl']))).toEqual({ creates: [], drops: ['gone'], marks: [] });
   });
 });
+
+describe('catalog sync plan: the partition record on the shard is the truth (followPartitions)', () => {
+  const bound = 'FOR VALUES FROM (1) TO (501)';
+  const record = { schema: 'public', table: 'transfer_account', key: 'RANGE (id)', bound };
+  const partition = (table: string, p = record): RemoteTable => ({ ...remote(table), partition: p });
+  const attached = (table: string, p: typeof record | undefined, server = 'shard_1'): LocalForeignTable => ({ ...local(table, server), partitionOf: partitionMembership(p) });
+
+  it('keeps a partition attached as its shard table records', () => {
+    const plan = planDatabase('app', [shard('1', [partition('transfer_account_01')])], [attached('transfer_account_01', record)], new Set(), true);
+    expect(plan.changes).toEqual([]);
+    expect(plan.drops).toEqual([]);
+  });
+
+  it('re-imports one attached elsewhere here than the record says (ATTACH or DETACH through another compute node)', () => {
+    const detachedElsewhere = planDatabase('app', [shard('1', [remote('transfer_account_01')])], [attached('transfer_account_01', record)], new Set(), true);
+    expect(detachedElsewhere.drops.map((d) => d.table)).toEqual(['transfer_account_01']);
+    expect(detachedElsewhere.imports.flatMap((b) => b.tables.map((t) => t.table))).toEqual(['transfer_account_01']);
+    const attachedElsewhere = planDatabase('app', [shard('1', [partition('transfer_account_01')])], [attached('transfer_account_01', undefined)], new Set(), true);
+    expect(attachedElsewhere.imports.flatMap((b) => b.tables.map((t) => ({ table: t.table, partition: t.partition })))).toEqual([{ table: 'transfer_account_01', partition: record }]);
+  });
+
+  it('a partition renamed aside by a move (its record cleared) becomes a plain table, apart from the moved one', () => {
+    const plan = planDatabase('app', [shard('1', [remote('transfer_account_01__moved_7')]), shard('2', [partition('transfer_account_01')])], [attached('transfer_account_01', record, 'shard_2')], new Set(), true);
+    expect(summary(plan)).toEqual(['imported public.transfer_account_01__moved_7@1']);
+    expect(plan.imports[0].tables[0].partition).toBeUndefined();
+  });
+
+  it('without followPartitions (a node without kcm_ddl), membership is not compared', () => {
+    const plan = planDatabase('app', [shard('1', [remote('transfer_account_01')])], [attached('transfer_account_01', record)], new Set());
+    expect(plan.drops).toEqual([]);
+  });
+});
+
