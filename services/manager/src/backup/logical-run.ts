@@ -14,7 +14,7 @@ import { KcmError, type ObjectType } from '@kcm/protocol';
 import type { Logger } from '@kcm/common';
 import type { MariaDbLogicalAgentClient } from '@kcm/agent-api';
 import type { EngineAgents } from '../jobs/instance-ops';
-import type { LogicalBackupPart } from '../meta/logical-backups';
+import type { LogicalBackupPart } from '../meta/logical-backup-records';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import { dumpRequestOf, objectNotFound } from './logical-objects';
 import type { OpenLogicalStorage } from './logical-storage';

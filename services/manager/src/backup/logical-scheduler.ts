@@ -12,7 +12,7 @@
 import type { Logger } from '@kcm/common';
 import { errorNameOf } from '../jobs/errors';
 import { CommandKind } from '../meta/commands';
-import type { LogicalBackupSchedule } from '../meta/logical-backups';
+import type { LogicalBackupSchedule } from '../meta/logical-backup-records';
 import type { Clock, MetaStore } from '../meta/store';
 import { PeriodicRounds } from '../periodic-rounds';
 import { dumpLogicalObject, type LogicalBackupDeps } from './logical-run';

@@ -22,7 +22,7 @@ import { openWindowAt } from '../backup/logical-window';
 import type { OpenLogicalStorage } from '../backup/logical-storage';
 import { syncRestoredCatalogs } from '../backup/logical-sync';
 import { CommandKind } from '../meta/commands';
-import { scheduleKeyOf, type LogicalBackupSet } from '../meta/logical-backups';
+import { scheduleKeyOf, type LogicalBackupSet } from '../meta/logical-backup-records';
 import type { ClusterRecord, MetaState } from '../meta/state';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
 import { orThrow } from './errors';

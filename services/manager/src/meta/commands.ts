@@ -7,7 +7,7 @@
 
 import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
-import type { LogicalBackupPart } from './logical-backups';
+import type { LogicalBackupPart } from './logical-backup-records';
 import type { AuditRecord } from '../audit/chain';
 
 export const CommandKind = {

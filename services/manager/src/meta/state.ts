@@ -5,7 +5,7 @@
 import type { Role } from '@kcm/protocol';
 import { dict, type Dict } from './dict';
 import { emptyAuditState, type AuditState } from './audit';
-import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backups';
+import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backup-records';
 
 export type MachineType = 'storage' | 'computer';
 export type NodeStats = 'running' | 'dead';

@@ -7,7 +7,7 @@ import { KcmError, parseRequest } from '@kcm/protocol';
 import { logicalBackupJob, logicalRestoreJob } from '../../src/jobs/logical';
 import type { JobDefinition, StepContext } from '../../src/jobs/workflow';
 import { CommandKind } from '../../src/meta/commands';
-import type { LogicalBackupPart } from '../../src/meta/logical-backups';
+import type { LogicalBackupPart } from '../../src/meta/logical-backup-records';
 import { cluster } from '../helpers/cluster-state';
 import { LocalStore, until } from '../helpers/local-store';
 import { fakeLogicalAgents, type FakeLogicalAgents } from './logical-fakes';

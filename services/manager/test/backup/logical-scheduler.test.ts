@@ -5,7 +5,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { dueRun, LogicalBackupScheduler, MAX_ATTEMPTS } from '../../src/backup/logical-scheduler';
 import { CommandKind } from '../../src/meta/commands';
-import type { LogicalBackupSchedule } from '../../src/meta/logical-backups';
+import type { LogicalBackupSchedule } from '../../src/meta/logical-backup-records';
 import { cluster } from '../helpers/cluster-state';
 import { LocalStore, until } from '../helpers/local-store';
 import { fakeLogicalAgents, type FakeLogicalAgents } from './logical-fakes';
