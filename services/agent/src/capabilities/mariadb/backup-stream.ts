@@ -18,7 +18,7 @@ import { layoutOf, runningPid } from './lifecycle';
 import { spawnPiped, type PipedProcess } from '../../ops/exec';
 import { coalesced, rateLimited } from './rate-limit';
 import { agentStatusOf, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from '@kcm/agent-api';
-import { backupBytesOf } from '../storage/pull-backup';
+import { backupBytesOf } from '../../plane/backup-bytes';
 import { spawnDecompressor, type BackupCompression } from './backup-compression';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;

@@ -12,78 +12,18 @@
 // StreamBackup rpc (`--insecure` agents have no plane); a source on this agent's own host is
 // backed up by this agent itself, with no socket (localBackupBytes).
 
-import type * as grpc from '@grpc/grpc-js';
-import { AgentFailure, agentClient, MariaDbAgentService, planeEnabled, planeReceive, type PlaneBackupFacts, type PlaneBackupRequest, type PlaneReception, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
+import { AgentFailure, planeEnabled, type PlaneBackupFacts, type PlaneBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
 import type { FsObjectStore } from './object-store';
 import { checkCompression, type BackupCompression } from '../mariadb/backup-compression';
+import { backupBytesOf, type BackupBytes } from '../../plane/backup-bytes';
 import type { PlaneSink } from '../../plane/handlers';
 
 /** Bytes gathered before one write of the object's file. */
 const WRITE_BATCH_BYTES = 4 * 1024 * 1024;
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.[\]:-]{1,255}:\d{1,5}$/;
-
-export interface BackupBytes {
-  /**
-   * Hands every piece of the stream to `onData`, in order; a promise it returns holds the
-   * stream back until it settles. Resolves once the source ended its stream with OK.
-   * Called once.
-   */
-  each(onData: (data: Buffer) => void | Promise<void>): Promise<void>;
-  stop(): void;
-  /** A compressed stream's facts from the source, once `each` resolved. */
-  facts(): PlaneBackupFacts | undefined;
-}
-
-/**
- * The source's backup stream, over the data plane or gRPC; `stop` ends it early. `compress`
- * is honoured over the data plane only (`--insecure` agents stream the mbstream as it is):
- * callers look at `compressed`.
- */
-export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number, compress: BackupCompression = ''): BackupBytes & { compressed: BackupCompression } {
-  if (planeEnabled()) {
-    let facts: PlaneBackupFacts | undefined;
-    let reception: PlaneReception | undefined;
-    let stopped = false;
-    const request = { op: 'backup' as const, port: source.port, pv_limit_mb: pvLimitMb, ...(compress ? { compress } : {}) };
-    return {
-      each: (onData) => {
-        // 'data' events, not async iteration: a receiver spends less CPU per GB (planeReceive).
-        reception = planeReceive(source.agent_address, request, onData, { onTrailer: (t) => (facts = t.backup) });
-        if (stopped) reception.stop();
-        return reception.done;
-      },
-      stop: () => {
-        stopped = true;
-        reception?.stop();
-      },
-      facts: () => facts,
-      compressed: compress,
-    };
-  }
-  const client = agentClient(MariaDbAgentService, source.agent_address);
-  const call = (client as unknown as { StreamBackup(req: MariaDbStreamBackupRequest): grpc.ClientReadableStream<MariaDbBackupChunk> }).StreamBackup({
-    port: source.port,
-    pv_limit_mb: pvLimitMb,
-  });
-  return {
-    each: async (onData) => {
-      try {
-        for await (const chunk of call as AsyncIterable<MariaDbBackupChunk>) await onData(chunk.data);
-      } finally {
-        client.close();
-      }
-    },
-    stop: () => {
-      call.cancel();
-      client.close();
-    },
-    facts: () => undefined,
-    compressed: '',
-  };
-}
 
 /**
  * Runs the data plane's backup handler for `request` in this agent, its frames handed to the
