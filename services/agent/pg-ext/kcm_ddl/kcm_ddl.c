@@ -42,6 +42,9 @@
  *    here instead of leaving PostgreSQL to make a plain local table whose rows reach no
  *    shard (issue 35, defect 9: the catalog sync had dropped schema public, and with it
  *    mysql_fdw and kcm_ddl, after delete_shards).
+ * 10. An INSERT through a partitioned parent is rewritten into one query per partition, each
+ *    evaluating the rows anew: one whose partition key or row source is volatile is refused
+ *    after parse analysis, before anything is written (routed_inserts.c).
  */
 #include "postgres.h"
 
@@ -66,6 +69,7 @@
 #include "utils/partcache.h"
 #include "utils/rel.h"
 #include "executor/spi.h"
+#include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
@@ -75,6 +79,7 @@
 #include "utils/lsyscache.h"
 
 #include "new_database.h"
+#include "routed_inserts.h"
 #include "shard_transactions.h"
 
 PG_MODULE_MAGIC;
@@ -85,6 +90,7 @@ static ProcessUtility_hook_type previous_hook = NULL;
 static ExecutorStart_hook_type previous_start = NULL;
 static ExecutorRun_hook_type previous_run = NULL;
 
+static post_parse_analyze_hook_type previous_post_parse_analyze = NULL;
 static get_relation_info_hook_type previous_relation_info = NULL;
 static GetForeignPlan_function mysql_get_foreign_plan = NULL;
 static ExecForeignDelete_function mysql_exec_foreign_delete = NULL;
@@ -744,6 +750,16 @@ count_routed_rows(QueryDesc *queryDesc, ScanDirection direction, uint64 count, b
 	}
 }
 
+/* Item 10; kcm's own sessions (kcm.sync) are left alone, as by every other hook here. */
+static void
+check_routed_insert(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	if (previous_post_parse_analyze)
+		previous_post_parse_analyze(pstate, query, jstate);
+	if (!in_catalog_sync())
+		refuse_volatile_routed_insert(query);
+}
+
 /* A statement that failed half-way must not lend its rows to the next one. */
 static void
 forget_routed_rows(XactEvent event, void *arg)
@@ -768,6 +784,8 @@ _PG_init(void)
 							 &catalog_sync, false, PGC_SUSET, 0, NULL, NULL, NULL);
 	previous_hook = ProcessUtility_hook;
 	ProcessUtility_hook = kcm_process_utility;
+	previous_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = check_routed_insert;
 	previous_relation_info = get_relation_info_hook;
 	get_relation_info_hook = hide_tableoid_from_mysql_fdw;
 	previous_start = ExecutorStart_hook;
