@@ -6,8 +6,12 @@
  * different rows: nextval(), random() or gen_random_uuid() for a partition key column puts
  * a row into no partition, or into several with different keys; a volatile function in the
  * SELECT (or WITH query) supplying the rows (ORDER BY random() LIMIT 5, WHERE random() < 0.5)
- * has each partition take its rows from a different draw. Such an INSERT is refused here,
- * right after parse analysis, before the rule has rewritten it and before anything is written.
+ * has each partition take its rows from a different draw. And each partition's query sees
+ * the rows the ones before it wrote: a SELECT that reads the parent (or one of its
+ * partitions) writes a row again when a copy of it reaches a later partition
+ * (`INSERT INTO t SELECT id + 1000, v FROM t`), and so does `(SELECT max(id) + 1 FROM t)`
+ * for the key. Such an INSERT is refused here, right after parse analysis, before the rule
+ * has rewritten it and before anything is written.
  *
  * Left alone, because every partition's query sees the same value: constants, parameters
  * ($1 of a prepared statement), stable functions (now()), and a volatile expression for a
@@ -113,17 +117,54 @@ volatile_function_in(Node *node)
 	return name;
 }
 
+typedef struct RelationRead
+{
+	List	   *relids;			/* the parent and its partitions */
+	Oid			found;			/* the one read */
+} RelationRead;
+
+static bool
+find_relation_read(Node *node, RelationRead *read)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind != RTE_RELATION || !list_member_oid(read->relids, rte->relid))
+			return false;
+		read->found = rte->relid;
+		return true;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, find_relation_read, read, QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, find_relation_read, read);
+}
+
+/* The qualified name of the parent, or the partition of it, that `node` reads by name; NULL when it reads neither. */
+static const char *
+parent_read_in(Node *node, Relation rel)
+{
+	RelationRead read = {find_all_inheritors(RelationGetRelid(rel), NoLock, NULL), InvalidOid};
+
+	if (!find_relation_read(node, &read))
+		return NULL;
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(read.found)), get_rel_name(read.found));
+}
+
 static const char *
 parent_name(Relation rel)
 {
 	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)), RelationGetRelationName(rel));
 }
 
-/* Refuses the INSERT when `value`, given for partition key column `attno` (DEFAULT: its default), is volatile. */
+/* Refuses the INSERT when `value`, given for partition key column `attno` (DEFAULT: its default), is volatile or reads the parent. */
 static void
 check_key_value(Relation rel, AttrNumber attno, Node *value)
 {
 	const char *function;
+	const char *read;
 
 	if (value == NULL || IsA(value, SetToDefault))
 		value = build_column_default(rel, attno);
@@ -134,13 +175,21 @@ check_key_value(Relation rel, AttrNumber attno, Node *value)
 				 errmsg("kcm: INSERT into partitioned table %s evaluates its rows once per partition, so the volatile %s() in partition key column %s would differ between partitions; "
 						"compute the values first (SELECT %s(...) into a variable, or fill a temporary table and INSERT ... SELECT from it); nothing was written",
 						parent_name(rel), function, get_attname(RelationGetRelid(rel), attno, false), function)));
+	read = parent_read_in(value, rel);
+	if (read != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("kcm: INSERT into partitioned table %s evaluates its rows once per partition, and partition key column %s reads %s, so each partition would see the rows written before it; "
+						"compute the values first (SELECT ... into a variable, or fill a temporary table and INSERT ... SELECT from it); nothing was written",
+						parent_name(rel), get_attname(RelationGetRelid(rel), attno, false), read)));
 }
 
-/* Refuses the INSERT when `source` (its SELECT, or a WITH query) calls a volatile function. */
+/* Refuses the INSERT when `source` (its SELECT, or a WITH query) calls a volatile function or reads the parent. */
 static void
 check_row_source(Relation rel, Node *source, const char *what)
 {
 	const char *function = volatile_function_in(source);
+	const char *read;
 
 	if (function != NULL)
 		ereport(ERROR,
@@ -148,6 +197,13 @@ check_row_source(Relation rel, Node *source, const char *what)
 				 errmsg("kcm: INSERT into partitioned table %s evaluates its %s once per partition, so the volatile %s() in it would give each partition different rows; "
 						"fill a temporary table with the rows first (CREATE TEMP TABLE ... AS SELECT ...), then INSERT INTO %s SELECT from it; nothing was written",
 						parent_name(rel), what, function, parent_name(rel))));
+	read = parent_read_in(source, rel);
+	if (read != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("kcm: INSERT into partitioned table %s evaluates its %s once per partition, and it reads %s, so each partition would see the rows written before it and write them again; "
+						"fill a temporary table with the rows first (CREATE TEMP TABLE ... AS SELECT ...), then INSERT INTO %s SELECT from it; nothing was written",
+						parent_name(rel), what, read, parent_name(rel))));
 }
 
 /* The VALUES list of a multi-row INSERT ... VALUES, or NULL; `rtindex` is set to its range table index. */

@@ -9,8 +9,9 @@
  * it: refuses (SQLSTATE 0A000, before anything is written) an INSERT into a partitioned
  * parent kcm routes whose rows would come out differently in each partition's action:
  * a volatile expression for a partition key column, or a volatile function anywhere in a
- * SELECT or WITH query that supplies the rows. Anything else is left alone, including
- * volatile expressions for other columns of INSERT ... VALUES and parameters ($1).
+ * SELECT or WITH query that supplies the rows; either of them reading the parent or one of
+ * its partitions. Anything else is left alone, including volatile expressions for other
+ * columns of INSERT ... VALUES and parameters ($1).
  */
 extern void refuse_volatile_routed_insert(Query *query);
 
