@@ -41,7 +41,9 @@ export class MariaDbLogicalAgentClient {
    */
   async tablesOf(p: LogicalDumpParams): Promise<string[]> {
     const dump = await this.start(p, true);
-    for await (const _ of dump.data); // the agent ends the stream after the names
+    // The agent ends the call after the names; an agent from before list_only would go on
+    // with the whole dump, which is not wanted here.
+    dump.cancel();
     return dump.tables;
   }
 

@@ -1,6 +1,7 @@
 // Real mariadbd, through the gRPC agent API: Dump streams a consistent mariadb-dump of a
-// table, a schema database or every database of a PostgreSQL database out of one
-// instance, naming the tables it holds; Load brings such a dump into another instance,
+// table (or a partitioned parent's partitions), a schema database or every database of a
+// PostgreSQL database out of one instance, naming the tables it holds (list_only: only
+// naming them); Load brings such a dump into another instance,
 // which need not have the database.
 
 import mysql from 'mysql2/promise';
@@ -90,6 +91,29 @@ describe('logical Dump and Load on real mariadbd', () => {
     await expect(source.dump({ port: SOURCE, databases: ['shop_$$_public'], tables: ['gone'] })).rejects.toMatchObject({ name: 'AgentCallError', code: 5 });
     await expect(source.dump({ port: SOURCE, databases: ['nope_$$_public'] })).rejects.toBeInstanceOf(AgentCallError);
     await expect(source.dump({ port: SOURCE, databases: ['shop`; DROP'] })).rejects.toMatchObject({ code: 3 });
+  });
+
+  it('a partitioned parent (no table here) stands for its partitions, COMMENT and all; listing only names them, and nothing for what is not here', async () => {
+    const comment = (bound: string) => JSON.stringify({ kcm_partition_of: ['public', 'acct'], key: 'RANGE (id)', bound }).replace(/'/g, "''");
+    await sql(
+      HOSTS[0],
+      SOURCE,
+      `CREATE TABLE \`shop_$$_public\`.acct_01 (id INT PRIMARY KEY) COMMENT='${comment('FOR VALUES FROM (1) TO (11)')}';` +
+        `CREATE TABLE \`shop_$$_public\`.acct_02 (id INT PRIMARY KEY) COMMENT='${comment('FOR VALUES FROM (11) TO (21)')}';` +
+        'INSERT INTO `shop_$$_public`.acct_01 VALUES (1), (2); INSERT INTO `shop_$$_public`.acct_02 VALUES (11);',
+    );
+    expect(await source.tablesOf({ port: SOURCE, databases: ['shop_$$_public'], tables: ['acct'] })).toEqual(['shop_$$_public.acct_01', 'shop_$$_public.acct_02']);
+    expect(await source.tablesOf({ port: SOURCE, databases: ['shop_$$_public'], tables: ['gone'] })).toEqual([]);
+    expect(await source.tablesOf({ port: SOURCE, databases: ['nope_$$_public'] })).toEqual([]);
+    const dump = await source.dump({ port: SOURCE, databases: ['shop_$$_public'], tables: ['acct'] });
+    expect(dump.tables).toEqual(['shop_$$_public.acct_01', 'shop_$$_public.acct_02']);
+    await target.load('load-acct', TARGET, replay(await collect(dump.data)));
+    const loaded = await sql<{ name: string; comment: string }[]>(HOSTS[1], TARGET, "SELECT TABLE_NAME AS name, TABLE_COMMENT AS comment FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'shop_$$_public' AND TABLE_NAME LIKE 'acct%' ORDER BY 1");
+    expect(loaded.map((r) => [r.name, JSON.parse(r.comment).bound])).toEqual([
+      ['acct_01', 'FOR VALUES FROM (1) TO (11)'],
+      ['acct_02', 'FOR VALUES FROM (11) TO (21)'],
+    ]);
+    expect(await sql(HOSTS[1], TARGET, 'SELECT id FROM `shop_$$_public`.acct_01 UNION ALL SELECT id FROM `shop_$$_public`.acct_02 ORDER BY 1')).toEqual([{ id: 1 }, { id: 2 }, { id: 11 }]);
   });
 
   it('a dump that does not load fails the load with the client error', async () => {
