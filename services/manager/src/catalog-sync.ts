@@ -6,8 +6,9 @@
 // An unchanged catalog costs the agent only reads.
 
 import { randomUUID } from 'node:crypto';
+import type { Agents } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
-import { shardEndpoints, type EngineAgents } from './jobs/instance-ops';
+import { shardEndpoints } from './jobs/instance-ops';
 import type { ClusterRecord, CompRecord } from './meta/state';
 import type { MetaStore } from './meta/store';
 import { PeriodicRounds } from './periodic-rounds';
@@ -17,7 +18,7 @@ export const DEFAULT_CATALOG_SYNC_INTERVAL_MS = 500;
 
 export interface CatalogSyncOptions {
   store: MetaStore;
-  agents: EngineAgents;
+  agents: Agents;
   logger: Logger;
   /** Opens the storage account's password the compute nodes' user mappings need. */
   secrets: SecretBox;

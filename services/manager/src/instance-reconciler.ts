@@ -18,7 +18,7 @@ import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 
-/** The agent calls the reconciler needs (EngineAgents provides them). */
+/** The agent calls the reconciler needs (Agents provides them). */
 export interface ReconcileAgents {
   mariadb(hostaddr: string): {
     probe(port: number): Promise<{ state: string; pid: number; reason: string }>;

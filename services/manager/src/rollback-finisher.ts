@@ -9,8 +9,7 @@
 // instance of it anyway; two removers of one instance would only race).
 
 import type { Logger } from '@kcm/common';
-import type { WithAgent } from '@kcm/agent-api';
-import type { EngineAgents } from './jobs/instance-ops';
+import type { WithAgent, Agents } from '@kcm/agent-api';
 import { describeInstance, forgetRemoved, removeAll } from './jobs/rollback';
 import type { MetaState, PendingInstance, PendingRollbackRecord } from './meta/state';
 import type { Clock, MetaStore } from './meta/store';
@@ -20,7 +19,7 @@ export const DEFAULT_ROLLBACK_RETRY_INTERVAL_MS = 3000;
 
 export interface RollbackFinisherOptions {
   store: MetaStore;
-  agents: EngineAgents;
+  agents: Agents;
   withAgent: WithAgent;
   logger: Logger;
   intervalMs?: number;

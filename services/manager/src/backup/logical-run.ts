@@ -12,15 +12,14 @@
 
 import { KcmError, type ObjectType } from '@kcm/protocol';
 import type { Logger } from '@kcm/common';
-import type { MariaDbLogicalAgentClient } from '@kcm/agent-api';
-import type { EngineAgents } from '../jobs/instance-ops';
+import type { MariaDbLogicalAgentClient, Agents } from '@kcm/agent-api';
 import type { LogicalBackupPart } from '../meta/logical-backup-records';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import { dumpRequestOf, objectNotFound } from './logical-objects';
 import type { OpenLogicalStorage } from './logical-storage';
 
 export interface LogicalBackupDeps {
-  agents: EngineAgents;
+  agents: Agents;
   /** A client of the MariaDbLogicalAgent of a host, for one operation (closed after it). */
   logicalAgent(hostaddr: string): MariaDbLogicalAgentClient;
   openStorage: OpenLogicalStorage;

@@ -5,9 +5,9 @@
 // parent) leaves that compute node without it: the restore fails naming the node, the
 // table and the reason, rather than answering done for a table some compute nodes lack.
 
-import type { CatalogChange } from '@kcm/agent-api';
+import type { CatalogChange, Agents } from '@kcm/agent-api';
 import { KcmError } from '@kcm/protocol';
-import { opId, shardEndpoints, type EngineAgents } from '../jobs/instance-ops';
+import { opId, shardEndpoints } from '../jobs/instance-ops';
 import type { SecretBox } from '../secrets/secret-box';
 import type { ClusterRecord } from '../meta/state';
 
@@ -19,7 +19,7 @@ export function skippedRestoredTables(changes: readonly CatalogChange[], tables:
 }
 
 /** Syncs every compute node of `dst`; throws when one failed, or skipped any of `tables`. */
-export async function syncRestoredCatalogs(agents: EngineAgents, secrets: SecretBox, jobId: string, dst: ClusterRecord, tables: ReadonlySet<string>): Promise<void> {
+export async function syncRestoredCatalogs(agents: Agents, secrets: SecretBox, jobId: string, dst: ClusterRecord, tables: ReadonlySet<string>): Promise<void> {
   const comps = Object.values(dst.comps);
   const shards = shardEndpoints(secrets, dst);
   const settled = await Promise.allSettled(comps.map((comp) => agents.postgres(comp.hostaddr).syncCatalog(opId(jobId, 'logical-restore-sync', `comp-${comp.id}`), comp.port, shards)));

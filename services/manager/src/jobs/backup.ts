@@ -16,7 +16,7 @@
 // it still runs), so a leader change neither loses nor doubles a copy.
 
 import { KcmError, METADATA_CLUSTER_ID, type ManualBackupClusterResult, type ParasOf } from '@kcm/protocol';
-import { isAgentUnreachable, type MariaDbBackupSource, type MariaDbProbeReply, type PgSchemaDumpReply } from '@kcm/agent-api';
+import { isAgentUnreachable, type MariaDbBackupSource, type MariaDbProbeReply, type PgSchemaDumpReply, type Agents } from '@kcm/agent-api';
 import { CommandKind } from '../meta/commands';
 import { defaultBackupStorage } from '../meta/backup';
 import { own } from '../meta/dict';
@@ -26,7 +26,7 @@ import type { BackupStorage } from '../backup/storage';
 import type { BackupStorageOpener } from './backup-storage';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
 import { errorNameOf, orThrow } from './errors';
-import { opId, type EngineAgents } from './instance-ops';
+import { opId } from './instance-ops';
 import type { JobOf, StepContext } from './workflow';
 
 /** The paras as committed: the storage is chosen at submission, so a resumed job keeps it. */
@@ -94,7 +94,7 @@ function standbyUnsuitable(probe: MariaDbProbeReply | undefined, maxDelayS: numb
  * When no node qualifies: AGENT_UNREACHABLE if no node's agent answered (the hosts are
  * the problem, not the instances), else INSTANCE_FAILED, each node's reason in the message.
  */
-export async function chooseShardBackupSource(agents: EngineAgents, shard: ShardRecord, maxDelayS: number): Promise<MariaDbBackupSource> {
+export async function chooseShardBackupSource(agents: Agents, shard: ShardRecord, maxDelayS: number): Promise<MariaDbBackupSource> {
   const nodes = Object.values(shard.nodes).sort((a, b) => Number(a.id) - Number(b.id));
   const failures: unknown[] = [];
   const probes = await Promise.all(nodes.map((n) => agents.mariadb(n.hostaddr).probe(n.port).catch((err: unknown) => void failures.push(err))));

@@ -14,14 +14,6 @@ import { orThrow } from './errors';
 import { liveAccount } from '../secrets/live-accounts';
 import type { SecretBox } from '../secrets/secret-box';
 
-/**
- * The agents as the jobs use them: one client per host and engine, from the manager's one
- * bounded pool (@kcm/agent-api AgentPool), at `<hostaddr>:<agent_port>`. A client that finds
- * its agent unreachable is replaced by a fresh one on the next call, so a restarted agent
- * is reached at once.
- */
-export type EngineAgents = Agents;
-
 /** op_ids allow [A-Za-z0-9_.:-]. */
 export const opId = (jobId: string, action: string, instance: string): string => `job:${jobId}:${action}:${instance}`;
 
@@ -46,7 +38,7 @@ export function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
 }
 
 /** mariadb-install-db, my.cnf, the three accounts, started. The storage account may use every `D_$$_S` database. */
-export async function installStorageNode(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<number> {
+export async function installStorageNode(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<number> {
   const [admin, replication, storage] = (['admin', 'replication', 'storage'] as const).map((role) => liveAccount(secrets, cluster, role));
   const reply = await agents.mariadb(node.hostaddr).install({
     op_id: opId(jobId, 'install', `node-${node.id}`),
@@ -63,7 +55,7 @@ export async function installStorageNode(agents: EngineAgents, secrets: SecretBo
  * The shard's master first (semi-sync master side only there), then every standby in
  * parallel, attached with GTID to the master.
  */
-export async function setUpShardReplication(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, shard: ShardRecord): Promise<void> {
+export async function setUpShardReplication(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, shard: ShardRecord): Promise<void> {
   const master = shard.nodes[shard.masterNodeId];
   if (!master) throw new Error(`shard ${shard.id} has no master node ${shard.masterNodeId}`);
   const replication = liveAccount(secrets, cluster, 'replication');
@@ -94,7 +86,7 @@ export async function setUpShardReplication(agents: EngineAgents, secrets: Secre
 }
 
 /** initdb, the computer account, mysql_fdw, started. */
-export async function installComp(agents: EngineAgents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, comp: CompRecord): Promise<number> {
+export async function installComp(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, comp: CompRecord): Promise<number> {
   const computer = liveAccount(secrets, cluster, 'computer');
   const reply = await agents.postgres(comp.hostaddr).install({
     op_id: opId(jobId, 'install', `comp-${comp.id}`),
@@ -122,13 +114,13 @@ export function shardEndpoints(secrets: SecretBox, cluster: ClusterRecord): Shar
  * named by the pid its agent measures now, not by port alone: the agent's lookup by port
  * ignores the address, and hosts sharing one kernel (loopback test hosts) reuse ports.
  */
-export async function applyCpuLimit(agents: EngineAgents, jobId: string, cluster: ClusterRecord, instance: { id: string; hostaddr: string; port: number }, kind: 'mysql' | 'pg'): Promise<void> {
+export async function applyCpuLimit(agents: Agents, jobId: string, cluster: ClusterRecord, instance: { id: string; hostaddr: string; port: number }, kind: 'mysql' | 'pg'): Promise<void> {
   await setInstanceCpuLimit(agents, opId(jobId, 'cpu', `${kind}-${instance.id}`), instance, kind, { cpuCores: cluster.options.cpuCores, mode: cluster.options.cpuLimitNode });
 }
 
 /** `limit` on one instance, named by the pid its agent measures now (see applyCpuLimit). */
 export async function setInstanceCpuLimit(
-  agents: EngineAgents,
+  agents: Agents,
   op: string,
   instance: { hostaddr: string; port: number },
   kind: 'mysql' | 'pg',
@@ -140,13 +132,13 @@ export async function setInstanceCpuLimit(
 }
 
 /** Stops the instance, deletes its directories and its cgroup. Removing what is not there succeeds. */
-export async function removeStorageNode(agents: EngineAgents, jobId: string, node: { id: string; hostaddr: string; port: number }): Promise<void> {
+export async function removeStorageNode(agents: Agents, jobId: string, node: { id: string; hostaddr: string; port: number }): Promise<void> {
   await agents.mariadb(node.hostaddr).remove(opId(jobId, 'remove', `node-${node.id}`), node.port);
   await agents.cgroup(node.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `mysql-${node.id}`), node.port, 'mysql');
 }
 
 /** `compDatadir` (where it was installed) lets the agent delete a data dir it has no record of. */
-export async function removeComp(agents: EngineAgents, jobId: string, comp: { id: string; hostaddr: string; port: number; compDatadir?: string }): Promise<void> {
+export async function removeComp(agents: Agents, jobId: string, comp: { id: string; hostaddr: string; port: number; compDatadir?: string }): Promise<void> {
   await agents.postgres(comp.hostaddr).remove(opId(jobId, 'remove', `comp-${comp.id}`), comp.port, comp.compDatadir);
   await agents.cgroup(comp.hostaddr).removeCpuLimit(opId(jobId, 'uncpu', `pg-${comp.id}`), comp.port, 'pg');
 }
@@ -157,7 +149,7 @@ export async function removeComp(agents: EngineAgents, jobId: string, comp: { id
  * foreign table whose source is on no listed shard; it leaves the unused foreign server).
  * `action` keeps op_ids of two syncs in one job apart.
  */
-export async function syncCompCatalogs(agents: EngineAgents, secrets: SecretBox, jobId: string, action: string, cluster: ClusterRecord, comps: CompRecord[]): Promise<void> {
+export async function syncCompCatalogs(agents: Agents, secrets: SecretBox, jobId: string, action: string, cluster: ClusterRecord, comps: CompRecord[]): Promise<void> {
   const shards = shardEndpoints(secrets, cluster);
   const settled = await Promise.allSettled(comps.map((comp) => agents.postgres(comp.hostaddr).syncCatalog(opId(jobId, action, `comp-${comp.id}`), comp.port, shards)));
   const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${comps[i].name}: ${(s.reason as Error).message}`] : []));

@@ -13,7 +13,7 @@
 // parent is rebuilt from its partitions). done_dts names each restored table (a partitioned
 // parent first, then its partitions), a comma after each.
 
-import { MariaDbLogicalAgentClient } from '@kcm/agent-api';
+import { MariaDbLogicalAgentClient, type Agents } from '@kcm/agent-api';
 import { ERROR_CATALOG, KcmError, parseBackupWindow, type ErrorName, parseRestoreTime, type LogicalBackupResult, type LogicalRestoreResult, type ObjectType, type ParasOf } from '@kcm/protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doneDts, objectNotFound, restoredTables } from '../backup/logical-objects';
@@ -26,16 +26,16 @@ import { scheduleKeyOf, type LogicalBackupSet } from '../meta/logical-backup-rec
 import type { ClusterRecord, MetaState } from '../meta/state';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
 import { orThrow } from './errors';
-import { opId, type EngineAgents } from './instance-ops';
+import { opId } from './instance-ops';
 import type { JobOf } from './workflow';
 
 export interface LogicalJobDeps {
   openStorage: OpenLogicalStorage;
   /** A client of the MariaDbLogicalAgent of a host, for one operation; default: gRPC at the host's agent. */
-  logicalAgent?(agents: EngineAgents, hostaddr: string): MariaDbLogicalAgentClient;
+  logicalAgent?(agents: Agents, hostaddr: string): MariaDbLogicalAgentClient;
 }
 
-const defaultLogicalAgent = (agents: EngineAgents, hostaddr: string) => new MariaDbLogicalAgentClient(agents.agentAddress(hostaddr));
+const defaultLogicalAgent = (agents: Agents, hostaddr: string) => new MariaDbLogicalAgentClient(agents.agentAddress(hostaddr));
 
 // ---------------------------------------------------------------- logical_backup
 
@@ -188,7 +188,7 @@ function chooseSets(state: MetaState, p: RestoreParas): LogicalBackupSet[] {
  * cluster, else the shard that holds one of its tables now, else the shard at the same
  * place in shard order as the part's in its set (parts are in the source's shard order).
  */
-async function destinationShard(agents: EngineAgents, src: ClusterRecord | undefined, dst: ClusterRecord, set: LogicalBackupSet, partIndex: number): Promise<string> {
+async function destinationShard(agents: Agents, src: ClusterRecord | undefined, dst: ClusterRecord, set: LogicalBackupSet, partIndex: number): Promise<string> {
   const part = set.parts[partIndex];
   if (src?.id === dst.id && dst.shards[part.shardId]) return part.shardId;
   const shards = shardsInOrder(dst);

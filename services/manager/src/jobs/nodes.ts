@@ -13,10 +13,10 @@
 // as there is no HDFS here.
 
 import { KcmError, MIN_NODES_PER_SHARD, type AddNodesResult, type EmptyResult, type ParasOf, type RebuildNodeResult, type RebuiltNodeResult } from '@kcm/protocol';
-import type { MariaDbAgentClient } from '@kcm/agent-api';
+import type { MariaDbAgentClient, Agents } from '@kcm/agent-api';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
-import { applyCpuLimit, instanceSpec, opId, placeOnce, type EngineAgents } from './instance-ops';
+import { applyCpuLimit, instanceSpec, opId, placeOnce } from './instance-ops';
 import { errorNameOf } from './errors';
 import { candidatesFor, placeNodesInShard, storageDemand } from './placement';
 import { rollBackGrowJob } from './rollback';
@@ -54,7 +54,7 @@ export function findStorageNode(cluster: ClusterRecord, hostaddr: string, port: 
  * that are not being built themselves). `seed` = the port has no instance yet (add_nodes).
  */
 export async function copyIntoStandby(
-  agents: EngineAgents,
+  agents: Agents,
   secrets: SecretBox,
   op: string,
   cluster: ClusterRecord,

@@ -5,20 +5,20 @@
 // the leader's RollbackFinisher; its port stays taken until then, so it is never handed to
 // a new instance while the old one may still run there. The job's error says what is left.
 
-import { isAgentUnreachable } from '@kcm/agent-api';
+import { isAgentUnreachable, type Agents } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import type { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, CompRecord, PendingInstance } from '../meta/state';
 import type { Clock, MetaStore } from '../meta/store';
 import { orThrow } from './errors';
-import { removeComp, removeStorageNode, storageNodes, syncCompCatalogs, type EngineAgents } from './instance-ops';
+import { removeComp, removeStorageNode, storageNodes, syncCompCatalogs } from './instance-ops';
 import type { StepContext } from './workflow';
 import type { SecretBox } from '../secrets/secret-box';
 
 export interface RollbackDeps {
   store: MetaStore;
-  agents: EngineAgents;
+  agents: Agents;
   logger: Logger;
   now: Clock;
   secrets: SecretBox;
@@ -64,7 +64,7 @@ const pendingInstance = (kind: PendingInstance['kind'], i: { id: string; hostadd
 const compInstance = (comp: CompRecord): PendingInstance => ({ ...pendingInstance('compute node', comp), compDatadir: comp.compDatadir });
 
 /** Stops the instance, deletes its directories (the data dir included) and its cgroup. */
-export function removeInstance(agents: EngineAgents, jobId: string, instance: PendingInstance): Promise<void> {
+export function removeInstance(agents: Agents, jobId: string, instance: PendingInstance): Promise<void> {
   return instance.kind === 'storage node' ? removeStorageNode(agents, jobId, instance) : removeComp(agents, jobId, instance);
 }
 
@@ -76,7 +76,7 @@ export interface RemovalRound {
 }
 
 /** Removes every instance at once and waits for all of them. */
-export async function removeAll(agents: EngineAgents, jobId: string, instances: PendingInstance[]): Promise<RemovalRound> {
+export async function removeAll(agents: Agents, jobId: string, instances: PendingInstance[]): Promise<RemovalRound> {
   const settled = await Promise.allSettled(instances.map((i) => removeInstance(agents, jobId, i)));
   const round: RemovalRound = { removed: [], left: [] };
   settled.forEach((s, k) => (s.status === 'fulfilled' ? round.removed.push(instances[k]) : round.left.push({ instance: instances[k], err: s.reason })));

@@ -10,11 +10,12 @@
 // (libs/protocol paras/clusters.ts), and silently destroying data is not a default.
 
 import { KcmError, type AddShardsResult, type EmptyResult, type ParasOf } from '@kcm/protocol';
+import type { Agents } from '@kcm/agent-api';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { orThrow } from './errors';
-import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs, type EngineAgents } from './instance-ops';
+import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs } from './instance-ops';
 import { candidatesFor, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackGrowJob } from './rollback';
 import type { JobOf, StepContext } from './workflow';
@@ -43,7 +44,7 @@ function deletableShard(state: MetaState, p: DeleteParas): { cluster: ClusterRec
 }
 
 /** Lists the tables of the cluster's `D_$$_S` databases on the shard's master, through its agent. */
-export async function tablesOnShardMaster(agents: EngineAgents, shard: ShardRecord): Promise<string[]> {
+export async function tablesOnShardMaster(agents: Agents, shard: ShardRecord): Promise<string[]> {
   const master = shard.nodes[shard.masterNodeId];
   if (!master) throw new Error(`${shard.name} has no master node ${shard.masterNodeId}`);
   return (await agents.mariadb(master.hostaddr).listTables(master.port)).tables;

@@ -10,11 +10,10 @@
 
 import type { Logger } from '@kcm/common';
 import type { AsyncJobType, KcmError, ParasOf, ResultOf } from '@kcm/protocol';
-import type { WithAgent } from '@kcm/agent-api';
+import type { WithAgent, Agents } from '@kcm/agent-api';
 import type { Command } from '../meta/commands';
 import type { ApplyOutcome } from '../meta/outcome';
 import type { MetaState } from '../meta/state';
-import type { EngineAgents } from './instance-ops';
 import type { SecretBox } from '../secrets/secret-box';
 
 /** What every step acts through, the same for every job family (given to the runner once). */
@@ -22,7 +21,7 @@ export interface StepServices {
   /** Commits a command; resolves once applied here, with the state machine's outcome. */
   propose(cmd: Command): Promise<ApplyOutcome>;
   /** The engine agents (MariaDB, PostgreSQL, cgroups) of each host. */
-  agents: EngineAgents;
+  agents: Agents;
   /** The host agents' own calls (host facts, directories, health). */
   withAgent: WithAgent;
   logger: Logger;

@@ -4,10 +4,9 @@
 // the agent did not answer or has no such instance; a cluster's from its instances'
 // (cluster-status.ts).
 
-import { catalogErrorOf, type MariaDbAgentClient } from '@kcm/agent-api';
+import { catalogErrorOf, type MariaDbAgentClient, type Agents } from '@kcm/agent-api';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
 import { clusterByReference } from '../jobs/cluster-lookup';
-import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
 import { noSwitchUntil } from '../meta/noswitch';
@@ -19,7 +18,7 @@ export type { InstanceStatus } from './cluster-status';
 type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
 
 export interface ClusterQueryDeps {
-  agents: EngineAgents;
+  agents: Agents;
   /** The manager's clock (ms): an expired no-switch window is not shown. Default Date.now. */
   now?: () => number;
   /**

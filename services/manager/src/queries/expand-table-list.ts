@@ -7,10 +7,9 @@
 // that order: the names expand_cluster's table_list takes. `list_table` shows each
 // table's measured figures beside it.
 
-import { catalogErrorOf, MariaDbTablesAgentClient, type TableStat, type TableStatsReply } from '@kcm/agent-api';
+import { catalogErrorOf, MariaDbTablesAgentClient, type TableStat, type TableStatsReply, type Agents } from '@kcm/agent-api';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
 import { clusterById, shardOf } from '../jobs/cluster-lookup';
-import type { EngineAgents } from '../jobs/instance-ops';
 import type { QueryHandler } from '../manager-service';
 import type { MetaState } from '../meta/state';
 
@@ -41,7 +40,7 @@ export function rankTables(stats: readonly TableStat[], policy: ExpandPolicy): R
 }
 
 export const defaultTableStatsOf =
-  (agents: EngineAgents): TableStatsOf =>
+  (agents: Agents): TableStatsOf =>
   async (hostaddr, port) => {
     const client = new MariaDbTablesAgentClient(agents.agentAddress(hostaddr));
     try {

@@ -4,8 +4,7 @@
 // what its own probe answers: a MariaDB probe reply or undefined when it went unanswered; a
 // compute node's status and restarts ('unknown' when unanswered or not installed).
 
-import { isUnimplemented, type MariaDbProbeReply, type ProbePostgresReply } from '@kcm/agent-api';
-import type { EngineAgents } from '../jobs/instance-ops';
+import { isUnimplemented, type MariaDbProbeReply, type ProbePostgresReply, type Agents } from '@kcm/agent-api';
 import type { InstanceStatus } from './cluster-status';
 import type { HostMeasure, InstanceRef, Limit } from './instance-measurements';
 
@@ -18,7 +17,7 @@ export class HostProbes {
   /** Hosts whose agent has no ProbeHost, until when (ms of `now`) it is not asked again. */
   private readonly olderAgents = new Map<string, number>();
 
-  constructor(private readonly agents: EngineAgents, private readonly now: () => number = () => performance.now()) {}
+  constructor(private readonly agents: Agents, private readonly now: () => number = () => performance.now()) {}
 
   /** Every value in `refs` order: MariaDbProbeReply | undefined for 'mariadb', CompProbe for 'postgres'. */
   readonly measure: HostMeasure = async (host, refs, limit) => {

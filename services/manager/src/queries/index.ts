@@ -2,8 +2,7 @@
 // for live status. Each runs after a ReadIndex barrier (see ManagerService.runQuery).
 
 import type { ConfState, RaftStatus } from '@kcm/raft';
-import type { WithAgent } from '@kcm/agent-api';
-import type { EngineAgents } from '../jobs/instance-ops';
+import type { WithAgent, Agents } from '@kcm/agent-api';
 import type { QueryHandler } from '../manager-service';
 import type { MetaState } from '../meta/state';
 import { clusterQueries } from './clusters';
@@ -20,7 +19,7 @@ export interface QueryDeps {
   leader(): string | null;
   withAgent: WithAgent;
   /** Engine clients of every host's agent, for the live cluster queries. */
-  agents: EngineAgents;
+  agents: Agents;
   /** The manager's clock (ms), for windows shown relative to now (no-switch). Default Date.now. */
   now?: () => number;
   /** The tokens of the manager's config, for list_tokens (names and roles only). */

@@ -3,10 +3,9 @@
 
 import { createHash } from 'node:crypto';
 import { createLogger } from '@kcm/common';
-import type { CatalogChange, LogicalDump, LogicalDumpParams, MariaDbLogicalAgentClient } from '@kcm/agent-api';
+import type { CatalogChange, LogicalDump, LogicalDumpParams, MariaDbLogicalAgentClient, Agents } from '@kcm/agent-api';
 import type { LogicalBackupDeps } from '../../src/backup/logical-run';
 import type { LogicalDumpStorage } from '../../src/backup/logical-storage';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
 
 export class MemoryDumpStorage implements LogicalDumpStorage {
   readonly record = { name: 'mem' };
@@ -67,7 +66,7 @@ export function fakeLogicalAgents(): FakeLogicalAgents {
   const agents = {
     mariadb: (host: string) => ({ listTables: async () => ({ tables: f.tablesOf.get(host) ?? [] }) }),
     postgres: () => ({ syncCatalog: async () => ({ changes: f.syncChanges, servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }) }),
-  } as unknown as EngineAgents;
+  } as unknown as Agents;
   /** The agent's resolution (logical-objects.ts): a table, else a partitioned parent's partitions; databases whole; a prefix. */
   const resolve = (host: string, params: LogicalDumpParams): string[] =>
     (f.tablesOf.get(host) ?? []).filter((t) => {

@@ -2,15 +2,14 @@
 // store; agents are the given fakes, or ones nothing answers (port 1) for jobs that call none.
 
 import { silentLogger, type Logger } from '@kcm/common';
-import { AgentPool, type WithAgent } from '@kcm/agent-api';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
+import { AgentPool, type WithAgent, type Agents } from '@kcm/agent-api';
 import type { StepServices } from '../../src/jobs/workflow';
 import type { MetaStore } from '../../src/meta/store';
 import { testSecretBox } from '../../../../test/helpers/secrets';
 
 const noAgent: WithAgent = (host) => Promise.reject(new Error(`no agent of ${host} in this test`));
 
-export function stepServices(store: MetaStore, given: { agents?: EngineAgents; withAgent?: WithAgent; logger?: Logger } = {}): StepServices {
+export function stepServices(store: MetaStore, given: { agents?: Agents; withAgent?: WithAgent; logger?: Logger } = {}): StepServices {
   return {
     propose: (cmd) => store.propose(cmd),
     agents: given.agents ?? new AgentPool(1),

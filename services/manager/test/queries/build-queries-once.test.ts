@@ -4,14 +4,14 @@
 
 import type { ValidRequest } from '@kcm/protocol';
 import { describe, expect, it } from 'vitest';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
+import type { Agents } from '@kcm/agent-api';
 import { buildQueries } from '../../src/queries';
 import { cluster, stateWith } from '../helpers/cluster-state';
 
 const onlineAgents = {
   mariadb: () => ({ probe: async (port: number) => ({ port, state: 'online', is_replica: false, read_only: false, last_error: '', supervisor_restarts: 0 }) }),
   postgresProbe: () => ({ probe: async () => ({ installed: true, running: true, accepting: true, supervisor_restarts: 0 }) }),
-} as unknown as EngineAgents;
+} as unknown as Agents;
 
 describe('buildQueries', () => {
   it("get_cluster_detail judges a no-switch window at the manager's clock, and still lists the cluster's backups", async () => {

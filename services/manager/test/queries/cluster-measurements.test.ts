@@ -5,7 +5,7 @@
 
 import type { ValidRequest } from '@kcm/protocol';
 import { describe, expect, it } from 'vitest';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
+import type { Agents } from '@kcm/agent-api';
 import { clusterDetail, clusterQueries, clusterSummary } from '../../src/queries/clusters';
 import { InstanceMeasurements } from '../../src/queries/instance-measurements';
 import type { MetaState } from '../../src/meta/state';
@@ -36,7 +36,7 @@ function countingAgents(delayMs = 5) {
         return { installed: true, running: true, accepting: true, pid: 0, version: '', problem: '', supervisor_restarts: 0 };
       },
     }),
-  } as unknown as EngineAgents;
+  } as unknown as Agents;
   return { agents, calls, maxOpen: () => maxOpen, total: () => [...calls.values()].reduce((a, b) => a + b, 0) };
 }
 
@@ -50,7 +50,7 @@ function fleet(count: number): MetaState {
   );
 }
 
-const handlers = (agents: EngineAgents, measurements?: InstanceMeasurements) => new Map(clusterQueries({ agents, measurements }));
+const handlers = (agents: Agents, measurements?: InstanceMeasurements) => new Map(clusterQueries({ agents, measurements }));
 const req = (paras: Record<string, unknown>) => ({ paras }) as unknown as ValidRequest;
 
 describe('cluster queries at fleet scale', () => {

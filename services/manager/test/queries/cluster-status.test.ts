@@ -1,16 +1,15 @@
 // get_cluster_summary and get_cluster_detail report a cluster's status as measured from
 // its instances, against fake agents: never the stored "ready" while nodes are down.
 
-import { AgentUnreachableError } from '@kcm/agent-api';
+import { AgentUnreachableError, type Agents } from '@kcm/agent-api';
 import type { ValidRequest } from '@kcm/protocol';
 import { describe, expect, it } from 'vitest';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { clusterDetail, clusterSummary } from '../../src/queries/clusters';
 import { measuredClusterStatus } from '../../src/queries/cluster-status';
 import { cluster, stateWith } from '../helpers/cluster-state';
 
 /** Agents answering for the instances listed as up; hosts listed unreachable do not answer. */
-function agents(up: Set<string>, unreachable = new Set<string>()): EngineAgents {
+function agents(up: Set<string>, unreachable = new Set<string>()): Agents {
   const reach = (host: string) => {
     if (unreachable.has(host)) throw new AgentUnreachableError(`${host}:58100`, new Error('refused'));
   };
@@ -29,7 +28,7 @@ function agents(up: Set<string>, unreachable = new Set<string>()): EngineAgents 
         return { installed: true, running: online, accepting: online, pid: 0, version: '', problem: '', supervisor_restarts: 5 };
       },
     }),
-  } as unknown as EngineAgents;
+  } as unknown as Agents;
 }
 
 const shop = () => cluster('1', 'ready', [['11', 'h1', 57001], ['12', 'h2', 57002], ['13', 'h3', 57003]], [['21', 'h1', 57010]]);

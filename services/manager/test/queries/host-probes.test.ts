@@ -5,10 +5,9 @@
 // real agent against real engines).
 
 import * as grpc from '@grpc/grpc-js';
-import { AgentCallError, AgentUnreachableError, type ProbeHostRequest } from '@kcm/agent-api';
+import { AgentCallError, AgentUnreachableError, type ProbeHostRequest, type Agents } from '@kcm/agent-api';
 import type { ValidRequest } from '@kcm/protocol';
 import { describe, expect, it } from 'vitest';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { clusterQueries, clusterSummary } from '../../src/queries/clusters';
 import { HostProbes } from '../../src/queries/host-probes';
 import { InstanceMeasurements } from '../../src/queries/instance-measurements';
@@ -70,7 +69,7 @@ function fakeAgents(opts: FakeOptions = {}) {
           return pgOnline;
         }),
     }),
-  } as unknown as EngineAgents;
+  } as unknown as Agents;
   const hostCallCount = () => [...hostCalls.values()].reduce((n, calls) => n + calls.length, 0);
   return { agents, hostCalls, instanceCalls, hostCallCount, maxOpen: () => maxOpen };
 }

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentClient } from '@kcm/agent-api';
+import type { AgentClient, Agents } from '@kcm/agent-api';
 import { parseRequest, type ValidRequest } from '@kcm/protocol';
 import type { WithAgent } from '@kcm/agent-api';
-import type { EngineAgents } from '../../src/jobs/instance-ops';
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { emptyMetaState, type MetaState } from '../../src/meta/state';
@@ -17,7 +16,7 @@ function agentsAnswering(...answering: string[]): WithAgent {
 }
 
 function summary(state: MetaState, withAgent: WithAgent) {
-  const queries = buildQueries({ conf: () => ({ voters: ['m1'], learners: [] }), leader: () => 'm1', withAgent, agents: {} as EngineAgents });
+  const queries = buildQueries({ conf: () => ({ voters: ['m1'], learners: [] }), leader: () => 'm1', withAgent, agents: {} as Agents });
   const req = parseRequest({ version: '1.0', job_type: 'get_machine_summary', timestamp: '1700000000', paras: {} });
   if (!req.ok) throw req.error;
   return queries.get('get_machine_summary')!(req.request as ValidRequest, state) as Promise<{ list_machine: Record<string, unknown>[] }>;

@@ -3,11 +3,10 @@
 // rule of spec 4.5 is broken (rules.ts) or the target already holds rows (kcm copies into an
 // empty pre-created table, so a failed job can leave it exactly as it was: empty).
 
-import { MariaDbTablesAgentClient, type ProbeResult, type TableDescription } from '@kcm/agent-api';
+import { MariaDbTablesAgentClient, type ProbeResult, type TableDescription, type Agents } from '@kcm/agent-api';
 import { KcmError, parseRepartitionPairs } from '@kcm/protocol';
 import type { ClusterRecord, MetaState } from '../../meta/state';
 import type { SecretBox } from '../../secrets/secret-box';
-import type { EngineAgents } from '../instance-ops';
 import { clusterStillThere } from '../cluster-lookup';
 import { loginAs, q, withShard, type ShardLogin } from '../moves/shard-sql';
 import { partitionedParents, pieceTargets, piecesOf, type PartitionedParent, type RepartitionSide, type TablePiece } from './partitions';
@@ -49,7 +48,7 @@ export function masterLogin(secrets: SecretBox, cluster: ClusterRecord, shardId:
 }
 
 /** `database.table` -> the shards of the cluster whose master holds it. */
-async function tablesByShard(agents: EngineAgents, cluster: ClusterRecord): Promise<Map<string, string[]>> {
+async function tablesByShard(agents: Agents, cluster: ClusterRecord): Promise<Map<string, string[]>> {
   const where = new Map<string, string[]>();
   for (const shard of Object.values(cluster.shards)) {
     const master = shard.nodes[shard.masterNodeId];
@@ -60,7 +59,7 @@ async function tablesByShard(agents: EngineAgents, cluster: ClusterRecord): Prom
   return where;
 }
 
-async function withTablesAgent<T>(agents: EngineAgents, cluster: ClusterRecord, shardId: string, work: (c: MariaDbTablesAgentClient, port: number) => Promise<T>): Promise<T> {
+async function withTablesAgent<T>(agents: Agents, cluster: ClusterRecord, shardId: string, work: (c: MariaDbTablesAgentClient, port: number) => Promise<T>): Promise<T> {
   const shard = cluster.shards[shardId];
   const master = shard.nodes[shard.masterNodeId];
   const client = new MariaDbTablesAgentClient(agents.agentAddress(master.hostaddr));
@@ -71,11 +70,11 @@ async function withTablesAgent<T>(agents: EngineAgents, cluster: ClusterRecord, 
   }
 }
 
-const describe = (agents: EngineAgents, cluster: ClusterRecord, shardId: string, t: TableName): Promise<TableDescription | undefined> =>
+const describe = (agents: Agents, cluster: ClusterRecord, shardId: string, t: TableName): Promise<TableDescription | undefined> =>
   withTablesAgent(agents, cluster, shardId, async (c, port) => (await c.describeTables(port, [t])).tables[0]);
 
 export interface CheckInputs {
-  agents: EngineAgents;
+  agents: Agents;
   secrets: SecretBox;
   state: MetaState;
   srcClusterId: string;
