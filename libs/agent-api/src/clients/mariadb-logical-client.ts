@@ -7,6 +7,9 @@ import { agentClient } from '../call';
 import { MariaDbLogicalAgentService, type LogicalDumpChunk, type LogicalDumpRequest, type LogicalLoadChunk, type LogicalLoadReply } from '../contract/mariadb-logical';
 import { agentCallFailure } from '../errors';
 
+/** Naming a dump's tables is two catalog queries: an agent that has not answered in this long is not going to. */
+const LIST_DEADLINE_MS = 60_000;
+
 export interface LogicalDumpParams {
   port: number;
   databases?: string[];
@@ -40,7 +43,7 @@ export class MariaDbLogicalAgentClient {
    * partitioned parent included; none when it holds nothing of it. Nothing is dumped.
    */
   async tablesOf(p: LogicalDumpParams): Promise<string[]> {
-    const dump = await this.start(p, true);
+    const dump = await this.start(p, true, LIST_DEADLINE_MS);
     // The agent ends the call after the names; an agent from before list_only would go on
     // with the whole dump, which is not wanted here.
     dump.cancel();
@@ -52,9 +55,9 @@ export class MariaDbLogicalAgentClient {
     return this.start(p, false);
   }
 
-  private async start(p: LogicalDumpParams, listOnly: boolean): Promise<LogicalDump> {
+  private async start(p: LogicalDumpParams, listOnly: boolean, deadlineMs = this.deadlineMs): Promise<LogicalDump> {
     const request: LogicalDumpRequest = { port: p.port, databases: p.databases ?? [], database_prefix: p.databasePrefix ?? '', tables: p.tables ?? [], list_only: listOnly };
-    const call = (this.client as unknown as DumpStub).Dump(request, { deadline: Date.now() + this.deadlineMs });
+    const call = (this.client as unknown as DumpStub).Dump(request, { deadline: Date.now() + deadlineMs });
     const address = this.address;
     const messages = (call as AsyncIterable<LogicalDumpChunk>)[Symbol.asyncIterator]();
     const mapped = <T>(p: Promise<T>) => p.catch((err: unknown) => Promise.reject(isServiceError(err) ? agentCallFailure(address, err) : err));
