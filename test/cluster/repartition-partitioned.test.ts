@@ -209,4 +209,43 @@ describe('repartition_tables of a partitioned table, transfers running through b
     expect(await onShard(shard1, `SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = '${DB}' AND TABLE_NAME = 'ta_plain'`)).toEqual([]);
     expect(await partitionRecord(shard2, 'ta_hash_01')).toMatchObject({ kcm_partition_of: ['public', aside] });
   }, 600_000);
+
+  it('range into coarser ranges: two source partitions into each target partition, under transfers; a plain table into it is refused', async () => {
+    const accounts = 400;
+    await createTransferAccount(s, { by: 'range', partitions: 4, accounts, table: 'ta_range', shards: [shard1, shard2, shard1, shard2] });
+    const c = await s.pgAs(s.comps()[0]);
+    try {
+      await c.query(`CREATE TABLE ta_range_new ${COLUMNS} PARTITION BY RANGE (id)`);
+      await pinTable(c, shard2, `CREATE TABLE ta_range_low PARTITION OF ta_range_new (PRIMARY KEY (id)) FOR VALUES FROM (MINVALUE) TO (201)`);
+      await pinTable(c, shard1, `CREATE TABLE ta_range_high PARTITION OF ta_range_new (PRIMARY KEY (id)) FOR VALUES FROM (201) TO (MAXVALUE)`);
+    } finally {
+      await c.end();
+    }
+    await partitionsEverywhere(s, 'ta_range_new', 2);
+    // transfer_account is a plain table by now: its rows would have to be split by bound.
+    const refused = await repartition(`${DB}.transfer_account=>${DB}.ta_range_new`);
+    expect(refused.status).toBe('failed');
+    expect(refused.error_info).toMatch(/postgres_\$\$_public\.transfer_account is not partitioned, so its rows would have to be split over 2 partitions/);
+
+    const load = new TransferLoad(s, { clients: 4, accounts, table: 'ta_range' }).start();
+    let reply;
+    try {
+      await load.committedMore(100);
+      reply = await repartition(`${DB}.ta_range=>${DB}.ta_range_new`);
+      expect(reply.error_info ?? '').toBe('');
+      expect(reply.status).toBe('done');
+      await load.committedMore(100);
+    } finally {
+      await load.stop();
+    }
+    console.log(`repartition of range partitions into coarser ranges: ${load.committed} transfers committed, ${load.failed} failed; result ${JSON.stringify(reply.attachment)}; ${switchLine()}`);
+    expect(load.unknown).toBe(0);
+    for (const at of s.comps()) {
+      expect(await wrongBalances(s, at, load, accounts, 'ta_range')).toEqual([]);
+      expect((await shapeOn(at, 'ta_range'))[0]).toEqual({ kind: 'p', parts: ['ta_range_high', 'ta_range_low'] });
+      const parts = await query<{ lo: number; hi: number; n: number }>(at, `SELECT min(id) AS lo, max(id) AS hi, count(*)::int AS n FROM ta_range_low UNION ALL SELECT min(id), max(id), count(*)::int FROM ta_range_high`);
+      expect(parts).toEqual([{ lo: 1, hi: 200, n: 200 }, { lo: 201, hi: 400, n: 200 }]);
+      expect(await total(at, 'ta_range')).toEqual({ n: accounts, sum: String(accounts * ACCOUNT_MONEY) });
+    }
+  }, 600_000);
 });
