@@ -51,7 +51,7 @@ describe('repartition_tables of a partitioned table, transfers running through b
       for (const [id, delta] of load.deltas) carried.set(id, delta);
     }
     const result = reply.attachment as unknown as RepartitionResult;
-    console.log(`repartition of a partitioned table into ${what}: ${load.committed} transfers committed, ${load.failed} failed; result ${JSON.stringify(result)}; ${switchLine()}`);
+    console.log(`repartition of a partitioned table into ${what}: ${load.committed} transfers committed, ${load.failed} failed (${load.errors.slice(-3).join(" | ")}); result ${JSON.stringify(result)}; ${switchLine()}`);
     expect(result.list_table[0]).toMatchObject({ table: `${DB}.transfer_account`, old_table: expect.stringMatching(/^postgres_\$\$_public\.transfer_account__repart_\d+$/), rows_copied: String(ACCOUNTS) });
     return { load, result, aside: result.list_table[0].old_table.split('.')[1] };
   };
@@ -238,7 +238,7 @@ describe('repartition_tables of a partitioned table, transfers running through b
     } finally {
       await load.stop();
     }
-    console.log(`repartition of range partitions into coarser ranges: ${load.committed} transfers committed, ${load.failed} failed; result ${JSON.stringify(reply.attachment)}; ${switchLine()}`);
+    console.log(`repartition of range partitions into coarser ranges: ${load.committed} transfers committed, ${load.failed} failed (${load.errors.slice(-3).join(" | ")}); result ${JSON.stringify(reply.attachment)}; ${switchLine()}`);
     expect(load.unknown).toBe(0);
     for (const at of s.comps()) {
       expect(await wrongBalances(s, at, load, accounts, 'ta_range')).toEqual([]);
