@@ -5,9 +5,7 @@
 
 import { spawn } from 'node:child_process';
 import { open, rm, stat } from 'node:fs/promises';
-import { instanceLayout, mariadbTools } from '../../services/agent/src/capabilities/mariadb/instance-layout';
-import { zstdTool } from '../../services/agent/src/capabilities/mariadb/backup-compression';
-import { rawBytesOfZstdSummary } from '../../services/agent/src/capabilities/mariadb/backup-info';
+import { instanceLayout, mariadbTools, rawBytesOfZstdSummary, zstdTool } from '@kcm/agent';
 
 export interface NodeDirs {
   port: number;

@@ -21,7 +21,7 @@
 //   flock /tmp/kcm-system.lock npm run bench:failover
 
 import { parseArgs } from 'node:util';
-import type { StorageNodeRecord } from '../../services/manager/src/meta/state';
+import type { StorageNodeRecord } from '@kcm/manager';
 import { startClusterFixture, waitUntil, HOSTS, type ClusterFixture } from '../../test/cluster/cluster-fixture';
 import { createHaCluster, haJobs, InsertLoad, mariadbdPid, registerMachines, TABLE, type HaCluster } from '../../test/cluster/ha-fixture';
 import { longestGap } from '../../test/cluster/write-gaps';

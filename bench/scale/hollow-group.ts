@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { metadataBackupImage } from '../../services/manager/src/backup/metadata-image';
+import { metadataBackupImage } from '@kcm/manager';
 import { findLeader } from '../../test/manager/helpers/emit-client';
 import { MANAGER_MAIN, ManagedProcess, REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
 import { managerTls, testCertNamed, testCertsPerHost, useTestTls } from '../../test/helpers/pki';

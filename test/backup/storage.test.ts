@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '@kcm/agent';
 import { KcmError } from '@kcm/protocol';
-import { openBackupStorage, requireIntact, type BackupStorage } from '../../services/manager/src/backup/storage';
+import { openBackupStorage, requireIntact, type BackupStorage } from '@kcm/manager';
 
 describe('BackupStorage fs through the storage host agent', () => {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'kcm-bstore-'));

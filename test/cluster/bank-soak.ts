@@ -22,7 +22,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForJobEnd } from '../manager/helpers/emit-client';
 import { sleep, waitFor } from '../manager/helpers/processes';
-import { descendantsOf, parentMap } from '../../services/agent/src/capabilities/cgroup/processes';
+import { descendantsOf, parentMap } from '@kcm/agent';
 import { BankLoad, type OutcomeCounts } from './bank-load';
 import { startGroupCluster, type Endpoint, type GroupCluster, type GroupClusterOptions } from './group-cluster';
 import { pinTable } from './transactions-fixture';

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { TableMoveAgentClient } from '@kcm/agent-api';
-import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import type { ClusterRecord } from '@kcm/manager';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { registerMachines } from './ha-fixture';
 import { MoveLoad, rowDifferences, type Row } from './move-load';

@@ -18,7 +18,7 @@ import { startSqlCluster, type SqlCluster } from './sql-fixture';
 import { pinTable, rowsOnMaster } from './transactions-fixture';
 import { contentOf, createTransferAccount, partitionFigures, TransferLoad, wrongBalances } from './transfer-account';
 import { emit } from '../manager/helpers/emit-client';
-import type { JobRecord } from '../../services/manager/src/meta/state';
+import type { JobRecord } from '@kcm/manager';
 
 const ACCOUNTS = 2_000;
 const DB = 'postgres_$$_public';

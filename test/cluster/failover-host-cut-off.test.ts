@@ -21,7 +21,7 @@ import { openTestAccounts } from '../helpers/secrets';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { createHaCluster, haJobs, idsOn, InsertLoad, mariadbdPid, registerMachines, TABLE, type HaCluster } from './ha-fixture';
 import { NetFaults } from './net-faults';
-import type { JobRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
+import type { JobRecord, StorageNodeRecord } from '@kcm/manager';
 
 const processAlive = (pid: number) => {
   try {

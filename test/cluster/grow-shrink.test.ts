@@ -12,13 +12,12 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CgroupAgentClient } from '@kcm/agent-api';
-import type { ClusterRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
+import type { ClusterRecord, OpenAccounts, StorageNodeRecord } from '@kcm/manager';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
-import type { OpenAccounts } from '../../services/manager/src/secrets/accounts';
 
 const AGENT_PORT = 58160;
 const MEMBER = '127.0.1.81:58181';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
-import type { ClusterRecord, JobRecord, StorageNodeRecord } from '../../services/manager/src/meta/state';
+import type { ClusterRecord, JobRecord, StorageNodeRecord } from '@kcm/manager';
 import { HOSTS, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { registerMachines as registerHostMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';

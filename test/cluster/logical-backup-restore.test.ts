@@ -9,8 +9,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandKind } from '../../services/manager/src/meta/commands';
-import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import { CommandKind, type ClusterRecord } from '@kcm/manager';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { openTestAccounts } from '../helpers/secrets';
 

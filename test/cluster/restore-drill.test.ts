@@ -13,7 +13,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import type { ClusterRecord } from '@kcm/manager';
 import { emitRaw } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';

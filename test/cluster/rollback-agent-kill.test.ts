@@ -11,7 +11,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '@kcm/agent-api';
-import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
+import { detectCpuHierarchy } from '@kcm/agent';
 import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, removeCgroupsOf, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';

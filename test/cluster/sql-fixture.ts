@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import type { ClusterRecord } from '@kcm/manager';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture, type ClusterFixtureOptions } from './cluster-fixture';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';

@@ -7,7 +7,7 @@
 // moved whole or not at all, and no kcm branch stays prepared.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterRecord } from '../../services/manager/src/meta/state';
+import type { ClusterRecord } from '@kcm/manager';
 import { waitUntil } from './cluster-fixture';
 import { mariadbdPid } from './ha-fixture';
 import { startSqlCluster, type SqlCluster } from './sql-fixture';

@@ -5,7 +5,7 @@
 
 import path from 'node:path';
 import pg from 'pg';
-import type { CompRecord } from '../../services/manager/src/meta/state';
+import type { CompRecord } from '@kcm/manager';
 import type { SqlCluster } from './sql-fixture';
 
 /** Runs a CREATE TABLE with kcm.shard naming the shard it must go to. */

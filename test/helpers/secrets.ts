@@ -6,9 +6,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openAccounts, sealAccount, type DbAccount, type OpenAccounts } from '../../services/manager/src/secrets/accounts';
-import { SecretBox } from '../../services/manager/src/secrets/secret-box';
-import type { ClusterAccounts, StoredAccount } from '../../services/manager/src/meta/state';
+import { openAccounts, sealAccount, SecretBox, type ClusterAccounts, type DbAccount, type OpenAccounts, type StoredAccount } from '@kcm/manager';
 
 /** Not secret: a test key. */
 export const TEST_SECRETS_KEY = createHash('sha256').update('kcm test secrets key').digest();

@@ -20,7 +20,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentService } from '@kcm/agent-api';
 import { LOCAL_CREATE_CLUSTER_PARAS } from '../../services/cli/src/local/machines';
-import { detectCpuHierarchy } from '../../services/agent/src/capabilities/cgroup/detect';
+import { detectCpuHierarchy } from '@kcm/agent';
 import { emit } from '../manager/helpers/emit-client';
 import { useDefaultToken } from '../helpers/tokens';
 import { waitUntil } from '../cluster/cluster-fixture';

@@ -8,8 +8,7 @@ import { silentLogger } from '@kcm/common';
 // The manager's code imports only @kcm/agent-api; this test watches a real agent server.
 import { startAgent } from '@kcm/agent';
 import { AgentClient } from '@kcm/agent-api';
-import { CommandKind } from '../../services/manager/src/meta/commands';
-import { HealthMonitor } from '../../services/manager/src/health-monitor';
+import { CommandKind, HealthMonitor } from '@kcm/manager';
 import { LocalStore, until } from '../../services/manager/test/helpers/local-store';
 
 const stateDir = () => path.join(mkdtempSync(path.join(os.tmpdir(), 'kcm-health-')), 'agent');

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '@kcm/raft';
 import { raftClientConstructor } from '../../libs/raft/src/grpc/raft-proto';
-import { forwardServiceDefinition } from '../../services/manager/src/forward/forward-proto';
+import { forwardServiceDefinition } from '@kcm/manager';
 import { testCert } from '../helpers/pki';
 import { emit, emitRaw, metrics, requestEnvelope, submitJob } from './helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';

@@ -12,7 +12,7 @@
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import type { ClusterRecord } from '../../../services/manager/src/meta/state';
+import type { ClusterRecord } from '@kcm/manager';
 import { openTestAccounts } from '../../helpers/secrets';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from '../cluster-fixture';
 import { registerMachines } from '../ha-fixture';
