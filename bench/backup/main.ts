@@ -41,7 +41,7 @@ import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
 import { archiveCoversUntil, shardArchive, type ClusterRecord } from '@kcm/manager';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from '../../test/cluster/cluster-fixture';
-import { emitRaw, waitForJobEnd } from '../../test/manager/helpers/emit-client';
+import { emitRaw, waitForJobEnd } from '../../test/helpers/emit-client';
 import { rawMariabackupToFile } from './raw-backup';
 import { ArchiveLagSampler, createTicksTable, DB, loadPayload, quantile, TickWriter, withComp, type Endpoint } from './workload';
 import { openTestAccounts } from '../../test/helpers/secrets';

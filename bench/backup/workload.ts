@@ -4,7 +4,7 @@
 
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import { metrics } from '../../test/manager/helpers/emit-client';
+import { metrics } from '../../test/helpers/emit-client';
 
 export type Endpoint = { host: string; port: number };
 export type Account = { user: string; password: string };

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, type ClusterFixture } from '../../test/cluster/cluster-fixture';
-import { emit, waitForJobEnd } from '../../test/manager/helpers/emit-client';
+import { emit, waitForJobEnd } from '../../test/helpers/emit-client';
 
 const { values: flags } = parseArgs({
   options: { runs: { type: 'string', default: '2' }, shapes: { type: 'string', default: '1x3+1,2x3+2' }, keep: { type: 'boolean', default: false } },

@@ -19,7 +19,7 @@ import type { ReplyEnvelope } from '@kcm/protocol';
 import { runPhase, type PhaseResult } from '../raft-kv/workload';
 import { EMIT_PATH } from '@kcm/manager';
 import { KeepAliveClient } from '../../test/manager/helpers/keep-alive-client';
-import { requestEnvelope, type EmitOptions } from '../../test/manager/helpers/emit-client';
+import { requestEnvelope, type EmitOptions } from '../../test/helpers/emit-client';
 import { createMachineParas } from '../../test/manager/helpers/group';
 
 const connections = new KeepAliveClient();

@@ -24,7 +24,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CpuMeter, perOp, type CpuUse } from '../raft-kv/cpu';
 import type { PhaseResult } from '../raft-kv/workload';
-import { emitRaw, findLeader, metrics } from '../../test/manager/helpers/emit-client';
+import { emitRaw, findLeader, metrics } from '../../test/helpers/emit-client';
 import { LocalGroup } from '../../test/manager/helpers/group';
 import { REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
 import { benchBareHttp, type BareHttpRow } from './bare-http';

@@ -18,7 +18,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { emit, emitRaw } from '../../test/manager/helpers/emit-client';
+import { emit, emitRaw } from '../../test/helpers/emit-client';
 import { sleep, waitFor } from '../../test/manager/helpers/processes';
 import { HollowGroup } from './hollow-group';
 

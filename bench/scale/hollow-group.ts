@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { metadataBackupImage } from '@kcm/manager';
-import { findLeader } from '../../test/manager/helpers/emit-client';
+import { findLeader } from '../../test/helpers/emit-client';
 import { MANAGER_MAIN, ManagedProcess, REPO_ROOT, waitFor } from '../../test/manager/helpers/processes';
 import { managerTls, testCertNamed, testCertsPerHost, useTestTls } from '../../test/helpers/pki';
 import { testSecretsKeyFile } from '../../test/helpers/secrets';

@@ -15,13 +15,12 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualBackupClusterResult } from '@kcm/protocol';
-import { emit, jobStatus, submitJob, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, findLeader, jobStatus, submitJob, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup, STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
 import { MANAGER_MAIN, ManagedProcess, sleep, waitFor } from '../manager/helpers/processes';
 import { managerTls } from '../helpers/pki';
 import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';
 import { hostDirs, registerMachines } from './machines';
-import { findLeader } from '../manager/helpers/emit-client';
 import { testSecretsKeyFile } from '../helpers/secrets';
 import { testTokenConfig } from '../helpers/tokens';
 

@@ -17,7 +17,7 @@ import { StorageAgentClient } from '@kcm/agent-api';
 import { KcmError, type ManualBackupClusterResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact, type ClusterRecord } from '@kcm/manager';
 import { backupGtid } from '@kcm/agent';
-import { emit } from '../manager/helpers/emit-client';
+import { emit } from '../helpers/emit-client';
 import { AGENT_PORT, HOSTS, MEMBER, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';

@@ -20,7 +20,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForJobEnd } from '../manager/helpers/emit-client';
+import { waitForJobEnd } from '../helpers/emit-client';
 import { sleep, waitFor } from '../manager/helpers/processes';
 import { descendantsOf, parentMap } from '@kcm/agent';
 import { BankLoad, type OutcomeCounts } from './bank-load';

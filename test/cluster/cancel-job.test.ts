@@ -5,7 +5,7 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emit, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { registerMachines } from './machines';
 

@@ -11,7 +11,7 @@ import { createLogger } from '@kcm/common';
 import { detectCpuHierarchy, startAgent, type RunningAgent } from '@kcm/agent';
 import { AgentPool, type Agents } from '@kcm/agent-api';
 import { buildManager, parseManagerConfig, type Manager } from '@kcm/manager';
-import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, waitForJobEnd } from '../helpers/emit-client';
 import { testTokenConfig } from '../helpers/tokens';
 import { AgentProcess, sleep } from '../manager/helpers/processes';
 import { testSecretsKeyFile } from '../helpers/secrets';

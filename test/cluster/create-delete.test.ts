@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CgroupAgentClient, HostProbeAgentClient, MariaDbAgentClient, PostgresAgentClient } from '@kcm/agent-api';
 import { allocatePorts, restoreMeta, snapshotMeta, type ClusterRecord } from '@kcm/manager';
-import { emit, emitRaw } from '../manager/helpers/emit-client';
+import { emit, emitRaw } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { AGENT_PORT, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { registerMachines } from './machines';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
-import { emit, emitRaw, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, emitRaw, waitForJobEnd } from '../helpers/emit-client';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { registerMachines } from './machines';
 

@@ -17,7 +17,7 @@ import { waitUntil } from './cluster-fixture';
 import { startSqlCluster, type SqlCluster } from './sql-fixture';
 import { pinTable, rowsOnMaster } from './transactions-fixture';
 import { contentOf, createTransferAccount, partitionFigures, TransferLoad, wrongBalances } from './transfer-account';
-import { emit } from '../manager/helpers/emit-client';
+import { emit, waitForJobEnd } from '../helpers/emit-client';
 import type { JobRecord } from '@kcm/manager';
 
 const ACCOUNTS = 2_000;
@@ -151,7 +151,6 @@ describe('expand_cluster moves partitions and tables, checked first, never half-
     } finally {
       await c.end();
     }
-    const { waitForJobEnd } = await import('../manager/helpers/emit-client');
     const reply = await waitForJobEnd([s.f.member], ack.job_id, 300_000);
     expect(reply.status).toBe('failed');
     expect(reply.error_info).toMatch(/table postgres\.public\.m2 \(done for postgres\.public\.m1\)/);

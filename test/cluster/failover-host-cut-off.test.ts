@@ -16,7 +16,7 @@ import * as net from 'node:net';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gtidsBeyond } from '@kcm/agent-api';
-import { emit } from '../manager/helpers/emit-client';
+import { emit } from '../helpers/emit-client';
 import { openTestAccounts } from '../helpers/secrets';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { createHaCluster, haJobs, idsOn, InsertLoad, mariadbdPid, registerMachines, TABLE, type HaCluster } from './ha-fixture';

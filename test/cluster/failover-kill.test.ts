@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gtidsBeyond } from '@kcm/agent-api';
-import { jobStatus } from '../manager/helpers/emit-client';
+import { jobStatus } from '../helpers/emit-client';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { createHaCluster, haJobs, idsOn, InsertLoad, mariadbdPid, registerMachines, type HaCluster } from './ha-fixture';
 

@@ -11,7 +11,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
-import { emit, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { waitFor } from '../manager/helpers/processes';
 import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from './cluster-fixture';

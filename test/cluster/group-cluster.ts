@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { chmodSync } from 'node:fs';
 import mysql from 'mysql2/promise';
 import type { ReplyEnvelope } from '@kcm/protocol';
-import { emit, EmitError, submitJob, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, EmitError, submitJob, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup, type GroupOptions } from '../manager/helpers/group';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CgroupAgentClient } from '@kcm/agent-api';
 import type { ClusterRecord, OpenAccounts, StorageNodeRecord } from '@kcm/manager';
-import { emitRaw } from '../manager/helpers/emit-client';
+import { emitRaw } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { registerMachines } from './machines';

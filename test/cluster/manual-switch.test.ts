@@ -9,7 +9,7 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StorageNodeRecord } from '@kcm/manager';
-import { emit, emitRaw } from '../manager/helpers/emit-client';
+import { emit, emitRaw } from '../helpers/emit-client';
 import { HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { createHaCluster, idsOn, InsertLoad, registerMachines, TABLE, type HaCluster } from './ha-fixture';
 import { longestGap } from './write-gaps';

@@ -4,7 +4,7 @@
 
 import type mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emit } from '../manager/helpers/emit-client';
+import { emit } from '../helpers/emit-client';
 import { waitUntil } from './cluster-fixture';
 import { MoveLoad, rowDifferences, type Row } from './move-load';
 import { startSqlCluster, type Endpoint, type SqlCluster } from './sql-fixture';

@@ -14,7 +14,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterRecord } from '@kcm/manager';
-import { emitRaw } from '../manager/helpers/emit-client';
+import { emitRaw, waitForJobEnd } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { registerMachines } from './machines';
@@ -182,7 +182,7 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     const deadline = Date.now() + 30_000;
     for (;;) {
       const ack = await emitRaw(MEMBER, 'cluster_restore', paras);
-      if (ack.error_code === '0') return (await import('../manager/helpers/emit-client')).waitForJobEnd([MEMBER], ack.job_id, 240_000);
+      if (ack.error_code === '0') return waitForJobEnd([MEMBER], ack.job_id, 240_000);
       if (!/beyond the archived binlogs/.test(ack.error_info) || Date.now() > deadline) throw new Error(`cluster_restore refused: ${ack.error_info}`);
       await sleep(500);
     }

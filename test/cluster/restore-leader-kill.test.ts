@@ -8,7 +8,7 @@ import { chmodSync } from 'node:fs';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emit, emitRaw, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, emitRaw, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { sleep, waitFor } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, removeCgroupsOf } from './cluster-fixture';

@@ -15,7 +15,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import path from 'node:path';
-import { emitRaw, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emitRaw, waitForJobEnd } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { registerMachines } from './machines';

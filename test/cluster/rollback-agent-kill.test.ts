@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '@kcm/agent-api';
 import { detectCpuHierarchy } from '@kcm/agent';
-import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, waitForJobEnd } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, removeCgroupsOf, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
 import { registerMachines } from './machines';

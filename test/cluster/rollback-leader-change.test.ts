@@ -8,7 +8,7 @@ import { chmodSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emit, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { sleep, waitFor } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS } from './cluster-fixture';

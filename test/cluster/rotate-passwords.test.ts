@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenAccounts, StorageNodeRecord } from '@kcm/manager';
 import { PasswordAgentClient } from '@kcm/agent-api';
 import { startCommandLineSampler } from '../../services/agent/test/mariadb/shard-fixture';
-import { emitRaw } from '../manager/helpers/emit-client';
+import { emitRaw } from '../helpers/emit-client';
 import { openTestAccounts } from '../helpers/secrets';
 import { authHeader } from '../helpers/tokens';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';

@@ -12,7 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser';
 import { TEST_TOKENS } from '../helpers/tokens';
-import { emit, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, waitForJobEnd } from '../helpers/emit-client';
 import { HOSTS, startClusterFixture, type ClusterFixture } from '../cluster/cluster-fixture';
 import { registerMachines } from '../cluster/machines';
 

@@ -20,7 +20,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'undici';
 import { startHollowFleet } from '../../bench/scale/fleet-process';
-import { emit, emitRaw, jobStatus, waitForJobEnd } from '../manager/helpers/emit-client';
+import { emit, emitRaw, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { waitFor } from '../manager/helpers/processes';
 import { authHeader } from '../helpers/tokens';

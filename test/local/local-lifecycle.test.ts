@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentService } from '@kcm/agent-api';
 import { LOCAL_CREATE_CLUSTER_PARAS } from '../../services/cli/src/local/machines';
 import { detectCpuHierarchy } from '@kcm/agent';
-import { emit } from '../manager/helpers/emit-client';
+import { emit } from '../helpers/emit-client';
 import { useDefaultToken } from '../helpers/tokens';
 import { waitUntil } from '../cluster/cluster-fixture';
 

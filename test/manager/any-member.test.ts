@@ -11,7 +11,7 @@ import { decodeEntryValue, encodeEntryValue } from '../../libs/raft/src/codec/en
 import { entryIndexOfKey, entryKeyRange } from '../../libs/raft/src/level-keys';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError, parseRequest, type ReplyEnvelope } from '@kcm/protocol';
-import { requestEnvelope } from './helpers/emit-client';
+import { requestEnvelope } from '../helpers/emit-client';
 import { authHeader } from '../helpers/tokens';
 import { loadFixture } from '../../libs/protocol/test/fixtures';
 import { LocalGroup, createMachineParas } from './helpers/group';

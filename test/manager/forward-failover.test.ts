@@ -11,7 +11,7 @@
 // member becoming leader itself is covered in services/manager/test/forward-failover.test.ts.)
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emit, emitRaw, findLeader, jobStatus, waitForJobEnd } from './helpers/emit-client';
+import { emit, emitRaw, findLeader, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';
 import { waitFor } from './helpers/processes';
 

@@ -17,7 +17,7 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AvailabilityProbe } from './helpers/availability';
-import { emit, jobStatus, submitJob, waitForJobEnd } from './helpers/emit-client';
+import { emit, jobStatus, submitJob, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';
 import { countSteps, stepEvents } from './helpers/logs';
 import { sleep, waitFor } from './helpers/processes';

@@ -5,7 +5,7 @@
 // request or response written into a connection that was already dead was lost for good).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitRaw } from './helpers/emit-client';
+import { emitRaw } from '../helpers/emit-client';
 import { LocalGroup } from './helpers/group';
 import { sleep } from './helpers/processes';
 

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReplyEnvelope } from '@kcm/protocol';
-import { emit, findLeader, metrics, submitJob, waitForJobEnd } from './helpers/emit-client';
+import { emit, findLeader, metrics, submitJob, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';
 import { waitFor } from './helpers/processes';
 import { ContinuousWriter } from './helpers/writer';

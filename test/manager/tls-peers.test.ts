@@ -10,7 +10,7 @@ import type { Message } from '@kcm/raft';
 import { raftClientConstructor } from '../../libs/raft/src/grpc/raft-proto';
 import { forwardServiceDefinition } from '@kcm/manager';
 import { testCert } from '../helpers/pki';
-import { emit, emitRaw, metrics, requestEnvelope, submitJob } from './helpers/emit-client';
+import { emit, emitRaw, metrics, requestEnvelope, submitJob } from '../helpers/emit-client';
 import { LocalGroup, createMachineParas } from './helpers/group';
 import { sleep, waitFor } from './helpers/processes';
 

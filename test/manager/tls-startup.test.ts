@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { testCert } from '../helpers/pki';
-import { emitRaw } from './helpers/emit-client';
+import { emitRaw } from '../helpers/emit-client';
 import { MANAGER_MAIN, ManagedProcess, REPO_ROOT, sleep, waitFor } from './helpers/processes';
 
 const MEMBER = '127.0.1.171:18470';

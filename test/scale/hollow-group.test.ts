@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HollowGroup } from '../../bench/scale/hollow-group';
-import { emit, metrics } from '../manager/helpers/emit-client';
+import { emit, metrics } from '../helpers/emit-client';
 import { STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
 import { waitFor } from '../manager/helpers/processes';
 

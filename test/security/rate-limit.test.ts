@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { KcmError } from '@kcm/protocol';
 import { LocalGroup } from '../manager/helpers/group';
-import { requestEnvelope } from '../manager/helpers/emit-client';
+import { requestEnvelope } from '../helpers/emit-client';
 import { authHeader } from '../helpers/tokens';
 
 const MEMBERS = ['127.0.1.94:58394', '127.0.1.95:58394', '127.0.1.96:58394'];

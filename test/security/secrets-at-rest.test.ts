@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useOwnerOnlyUmask } from '@kcm/common';
-import { emitRaw } from '../manager/helpers/emit-client';
+import { emitRaw } from '../helpers/emit-client';
 import { HOSTS, startClusterFixture, type ClusterFixture } from '../cluster/cluster-fixture';
 import { registerMachines } from '../cluster/machines';
 import { openTestAccounts } from '../helpers/secrets';

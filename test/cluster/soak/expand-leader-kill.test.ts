@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobProgressAttachment } from '@kcm/protocol';
-import { jobStatus, submitJob, waitForJobEnd } from '../../manager/helpers/emit-client';
+import { jobStatus, submitJob, waitForJobEnd } from '../../helpers/emit-client';
 import { stepCutByKill, stepEvents } from '../../manager/helpers/logs';
 import { sleep } from '../../manager/helpers/processes';
 import { startGroupCluster, type GroupCluster } from '../group-cluster';

@@ -15,7 +15,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MariaDbHaAgentClient } from '@kcm/agent-api';
-import { emit, jobStatus, waitForJobEnd } from '../../manager/helpers/emit-client';
+import { emit, jobStatus, waitForJobEnd } from '../../helpers/emit-client';
 import { LocalGroup } from '../../manager/helpers/group';
 import { stepCutByKill, stepEvents } from '../../manager/helpers/logs';
 import { waitFor } from '../../manager/helpers/processes';

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { emitRaw, findLeader } from './emit-client';
+import { emitRaw, findLeader } from '../../helpers/emit-client';
 import { useTestTls } from '../../helpers/pki';
 import { AgentProcess, ManagerProcess, ProcessSet, waitFor, type ManagerSpec } from './processes';
 

@@ -1,7 +1,7 @@
 // A client that keeps submitting async jobs while a test changes the group underneath it,
 // and records how each submission went: accepted (after how many tries, how long), or not.
 
-import { EmitError, submitJob } from './emit-client';
+import { EmitError, submitJob } from '../../helpers/emit-client';
 import { sleep } from './processes';
 
 export interface Submission {

@@ -11,7 +11,7 @@
 
 import { parseArgs } from 'node:util';
 import { errorEntry } from '@kcm/protocol';
-import { EmitError, emit, jobStatus, submitJob, waitForJobEnd } from '../helpers/emit-client';
+import { EmitError, emit, jobStatus, submitJob, waitForJobEnd } from '../../helpers/emit-client';
 import { LocalGroup, createMachineParas } from '../helpers/group';
 import { countSteps, stepEvents } from '../helpers/logs';
 import { sleep, waitFor } from '../helpers/processes';

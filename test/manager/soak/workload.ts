@@ -7,7 +7,7 @@
 //  - status: set_machine of a permanently registered host, alternating running/dead.
 
 import type { ReplyEnvelope } from '@kcm/protocol';
-import { EmitError, submitJob, waitForJobEnd } from '../helpers/emit-client';
+import { EmitError, submitJob, waitForJobEnd } from '../../helpers/emit-client';
 import { createMachineParas } from '../helpers/group';
 
 export interface JobRecordOfClient {

@@ -1,9 +1,9 @@
 // A small Emit client for tests, soaks and benchmarks: one POST per call, the reply
 // envelope as the member sent it, and the few retry loops every caller needs.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReplyEnvelope } from '@kcm/protocol';
-import { sleep } from './processes';
-import { authHeader } from '../../helpers/tokens';
+import { authHeader } from './tokens';
 
 /** The catalog names a caller may retry (the request did not take effect, or is idempotent by request_id). */
 const RETRYABLE_CODES = new Set(['4000', '4001', '2002']); // NO_LEADER, OVERLOADED, TIMEOUT
