@@ -15,6 +15,8 @@ export * from './contract/mariadb-restore';
 export * from './contract/mariadb-logical';
 export * from './contract/mariadb-tables';
 export * from './contract/table-move';
+export * from './contract/shard-data';
+export { parseValues, stringifyValues } from './values';
 export * from './contract/passwords';
 export * from './contract/host-probe';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
@@ -56,6 +58,7 @@ export {
   type MariaDbRestoreAgentApi,
   type PasswordAgentApi,
   type HostProbeAgentApi,
+  type ShardDataAgentApi,
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';
@@ -67,5 +70,6 @@ export { HostProbeAgentClient, isUnimplemented } from './clients/host-probe-clie
 export { MariaDbLogicalAgentClient, type LogicalDump, type LogicalDumpParams } from './clients/mariadb-logical-client';
 export { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
 export { TableMoveAgentClient, type ForeignTableRef } from './clients/table-move-client';
+export { ShardDataAgentClient } from './clients/shard-data-client';
 export { RelationSwitchAgentClient } from './clients/relation-switch-client';
 export { serveBeats, watchIntervalOf, WATCH_INTERVAL_DEFAULT_MS } from './beats';

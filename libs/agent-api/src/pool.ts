@@ -24,6 +24,7 @@ import { PostgresAgentClient } from './clients/postgres-client';
 import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { PasswordAgentClient } from './clients/password-client';
 import { HostProbeAgentClient } from './clients/host-probe-client';
+import { ShardDataAgentClient } from './clients/shard-data-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 import { channelConnecting, renewChannel } from './shared-channels';
 
@@ -40,6 +41,7 @@ export type MariaDbHaAgentApi = ClientApi<MariaDbHaAgentClient>;
 export type MariaDbRestoreAgentApi = ClientApi<MariaDbRestoreAgentClient>;
 export type PasswordAgentApi = ClientApi<PasswordAgentClient>;
 export type HostProbeAgentApi = ClientApi<HostProbeAgentClient>;
+export type ShardDataAgentApi = ClientApi<ShardDataAgentClient>;
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
 export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
@@ -64,6 +66,8 @@ export interface Agents {
   passwords(hostaddr: string): PasswordAgentApi;
   /** Every named instance of the host measured in one call (live cluster status); short deadline. */
   hostProbe(hostaddr: string): HostProbeAgentApi;
+  /** A table move's data work on a shard master's host, and sessions there for the manager's control statements. */
+  shardData(hostaddr: string): ShardDataAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -79,6 +83,7 @@ interface ClientKinds {
   mariadbRestore: MariaDbRestoreAgentClient;
   passwords: PasswordAgentClient;
   hostProbe: HostProbeAgentClient;
+  shardData: ShardDataAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -171,6 +176,10 @@ export class AgentPool implements Agents {
     return this.view('hostProbe', hostaddr);
   }
 
+  shardData(hostaddr: string): ShardDataAgentClient {
+    return this.view('shardData', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -192,6 +201,7 @@ export class AgentPool implements Agents {
       mariadbRestore: () => new MariaDbRestoreAgentClient(address, { queryMs: this.probeDeadlineMs }),
       passwords: () => new PasswordAgentClient(address),
       hostProbe: () => new HostProbeAgentClient(address, this.probeDeadlineMs),
+      shardData: () => new ShardDataAgentClient(address),
     };
     return made[kind]();
   }

@@ -14,6 +14,7 @@ import {
   type MariaDbRestoreAgentApi,
   type PasswordAgentApi,
   type HostProbeAgentApi,
+  type ShardDataAgentApi,
   type MariaDbInstanceReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
@@ -188,6 +189,18 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     prepareDirs: async () => ({ problems: [] }),
     close: () => {},
   });
+  // Moves run on real engines only (test/cluster): every shard-data call here is refused as
+  // UNIMPLEMENTED, or unreachable for a host taken down.
+  const shardData = (host: string): ShardDataAgentApi =>
+    new Proxy({ address: agentAddress(host), close: () => {} } as unknown as ShardDataAgentApi, {
+      get: (target, name) =>
+        name in target
+          ? Reflect.get(target, name)
+          : async () => {
+              if (down.has(host)) throw new AgentUnreachableError(agentAddress(host), new Error('connect ECONNREFUSED'));
+              throw new AgentCallError(agentAddress(host), 12, `recording agents: no ShardDataAgent.${String(name)}`);
+            },
+    });
   const agents: Agents = {
     withAgent: (host, use) => (down.has(host) ? Promise.reject(new AgentUnreachableError(agentAddress(host), new Error('connect ECONNREFUSED'))) : use(hostAgent(host))),
     mariadb,
@@ -198,6 +211,7 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     passwords,
     cgroup,
     hostProbe,
+    shardData,
     agentAddress,
     close: () => {},
   };
