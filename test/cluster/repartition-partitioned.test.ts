@@ -55,6 +55,21 @@ describe('repartition_tables of a partitioned table, transfers running through b
     expect(result.list_table[0]).toMatchObject({ table: `${DB}.transfer_account`, old_table: expect.stringMatching(/^postgres_\$\$_public\.transfer_account__repart_\d+$/), rows_copied: String(ACCOUNTS) });
     return { load, result, aside: result.list_table[0].old_table.split('.')[1] };
   };
+  /**
+   * A target like transfer_account (hash, modulus 2) whose partition of each remainder is on
+   * the other shard than the source's (every row crosses shards); waits for both compute nodes.
+   */
+  const hashTargetOnOtherShards = async (name: string) => {
+    const c = await s.pgAs(s.comps()[0]);
+    try {
+      await c.query(`CREATE TABLE ${name} ${COLUMNS} PARTITION BY HASH (id)`);
+      await pinTable(c, shard2, `CREATE TABLE ${name}_01 PARTITION OF ${name} (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 2, REMAINDER 0)`);
+      await pinTable(c, shard1, `CREATE TABLE ${name}_02 PARTITION OF ${name} (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 2, REMAINDER 1)`);
+    } finally {
+      await c.end();
+    }
+    await partitionsEverywhere(s, name, 2);
+  };
   const repartition = (pairs: string, timeoutMs = 240_000) => {
     const id = s.cluster().id;
     return s.f.runJob('repartition_tables', { src_cluster_id: id, dst_cluster_id: id, repartition_tables: pairs }, timeoutMs);
@@ -111,17 +126,9 @@ describe('repartition_tables of a partitioned table, transfers running through b
   }, 120_000);
 
   it('an import a target partition refuses (a foreign key no rule covers) fails the job: every target partition empty again, the source keeps its name and records', async () => {
-    const c = await s.pgAs(s.comps()[0]);
-    try {
-      await c.query(`CREATE TABLE ta_fk ${COLUMNS} PARTITION BY HASH (id)`);
-      await pinTable(c, shard2, `CREATE TABLE ta_fk_01 PARTITION OF ta_fk (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 2, REMAINDER 0)`);
-      await pinTable(c, shard1, `CREATE TABLE ta_fk_02 PARTITION OF ta_fk (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 2, REMAINDER 1)`);
-    } finally {
-      await c.end();
-    }
+    await hashTargetOnOtherShards('ta_fk');
     await onShard(shard2, `CREATE TABLE \`${DB}\`.fk_parent (id INT PRIMARY KEY)`);
     await onShard(shard2, `ALTER TABLE \`${DB}\`.ta_fk_01 ADD FOREIGN KEY (id) REFERENCES \`${DB}\`.fk_parent (id)`);
-    await partitionsEverywhere(s, 'ta_fk', 2);
     const reply = await repartition(`${DB}.transfer_account=>${DB}.ta_fk`);
     expect(reply.status).toBe('failed');
     expect(reply.error_info).toMatch(/foreign key/i);
@@ -137,15 +144,7 @@ describe('repartition_tables of a partitioned table, transfers running through b
   it('into a pre-created partitioned target on the other shards: rows land by bound, the target takes the name, nothing is lost', async () => {
     const before = await idsAndNotes(s.comps()[0], 'transfer_account');
     // The target's partitions on the other shard than the source's same remainder: every row crosses shards.
-    const c = await s.pgAs(s.comps()[0]);
-    try {
-      await c.query(`CREATE TABLE ta_hash ${COLUMNS} PARTITION BY HASH (id)`);
-      await pinTable(c, shard2, `CREATE TABLE ta_hash_01 PARTITION OF ta_hash (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 2, REMAINDER 0)`);
-      await pinTable(c, shard1, `CREATE TABLE ta_hash_02 PARTITION OF ta_hash (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 2, REMAINDER 1)`);
-    } finally {
-      await c.end();
-    }
-    await partitionsEverywhere(s, 'ta_hash', 2);
+    await hashTargetOnOtherShards('ta_hash');
     const { load, aside } = await repartitionUnderTransfers('ta_hash', 'a partitioned target');
 
     // Nothing lost or doubled: every account's balance is what the committed transfers made it, on both compute nodes.
