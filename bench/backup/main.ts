@@ -41,6 +41,7 @@ import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
 import { archiveCoversUntil, shardArchive, type ClusterRecord } from '@kcm/manager';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from '../../test/cluster/cluster-fixture';
+import { clusterParas } from '../../test/cluster/cluster-paras';
 import { emitRaw, waitForJobEnd } from '../../test/helpers/emit-client';
 import { rawMariabackupToFile } from './raw-backup';
 import { ArchiveLagSampler, createTicksTable, DB, loadPayload, quantile, TickWriter, withComp, type Endpoint } from './workload';
@@ -77,10 +78,7 @@ const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 const AGENT_PORT = 58185;
 const MEMBER = '127.0.1.78:58178';
 const MB = 1024 * 1024;
-const CLUSTER_PARAS = {
-  ha_mode: 'rbr', shards: '1', nodes: flags.nodes, comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share',
-  innodb_size: '128', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], install_proxysql: '0',
-};
+const CLUSTER_PARAS = clusterParas({ nodes: flags.nodes, innodb_size: '128' });
 
 const log = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, type ClusterFixture } from '../../test/cluster/cluster-fixture';
+import { clusterParas } from '../../test/cluster/cluster-paras';
 import { emit, waitForJobEnd } from '../../test/helpers/emit-client';
 
 const { values: flags } = parseArgs({
@@ -48,11 +49,10 @@ async function stepSeconds(): Promise<Map<string, number>> {
 async function managedCreate(f: ClusterFixture, shape: Shape): Promise<{ seconds: number; steps: string }> {
   const before = await stepSeconds();
   const started = performance.now();
-  const ack = await emit(MEMBER, 'create_cluster', {
-    nick_name: `bench${shape.shards}x${shape.nodes}`, ha_mode: 'rbr', shards: String(shape.shards), nodes: String(shape.nodes), comps: String(shape.comps),
-    max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share', innodb_size: '128', rocksdb_block_cache_size_M: '0',
-    dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], computer_iplists: [...HOSTS], install_proxysql: '0',
-  });
+  const ack = await emit(MEMBER, 'create_cluster', clusterParas({
+    nick_name: `bench${shape.shards}x${shape.nodes}`, shards: String(shape.shards), nodes: String(shape.nodes), comps: String(shape.comps),
+    innodb_size: '128', computer_iplists: [...HOSTS],
+  }));
   const end = await waitForJobEnd([MEMBER], ack.job_id, 600_000);
   const seconds = (performance.now() - started) / 1000;
   if (end.status !== 'done') throw new Error(`create_cluster ${shape.name} ended ${end.status}: ${end.error_info}`);

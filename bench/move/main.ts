@@ -32,7 +32,8 @@
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import mysql from 'mysql2/promise';
-import { HOSTS, startClusterFixture } from '../../test/cluster/cluster-fixture';
+import { startClusterFixture } from '../../test/cluster/cluster-fixture';
+import { clusterParas } from '../../test/cluster/cluster-paras';
 import { registerMachines } from '../../test/cluster/ha-fixture';
 import { MoveLoad, rowDifferences, stallAcross, type Row } from '../../test/cluster/move-load';
 import { openTestAccounts } from '../../test/helpers/secrets';
@@ -53,11 +54,7 @@ async function main() {
   const f = await startClusterFixture({ agentPort: 58190, member: '127.0.1.90:58190' });
   try {
     await registerMachines(f, [2]);
-    const created = await f.runJob('create_cluster', {
-      nick_name: 'bm', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '128', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-      storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
-    }, 300_000);
+    const created = await f.runJob('create_cluster', clusterParas({ nick_name: 'bm', shards: '2', innodb_size: '128' }), 300_000);
     if (created.status !== 'done') throw new Error(`create_cluster: ${created.error_info}`);
     const att = created.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
     const cluster = () => f.manager.store.state().clusters[att.cluster_id];

@@ -20,6 +20,7 @@ import { LocalGroup, STARTUP_TIMEOUT_MS } from '../manager/helpers/group';
 import { MANAGER_MAIN, ManagedProcess, sleep, waitFor } from '../manager/helpers/processes';
 import { managerTls } from '../helpers/pki';
 import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { hostDirs, registerMachines } from './machines';
 import { testSecretsKeyFile } from '../helpers/secrets';
 import { testTokenConfig } from '../helpers/tokens';
@@ -50,11 +51,7 @@ describe('backups in a 3-manager group on real engines', () => {
     await group.start();
     await group.waitForLeader();
     await registerMachines({ runJob, dirs: (i) => hostDirs(group.dir, i) }, { hosts: HOSTS, storagePorts, computerPorts });
-    const created = await runJob('create_cluster', {
-      nick_name: 'kept', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-      storage_iplists: HOSTS, computer_iplists: [HOSTS[2]], install_proxysql: '0',
-    }, 300_000);
+    const created = await runJob('create_cluster', clusterParas({ nick_name: 'kept' }, HOSTS), 300_000);
     expect(created.status, created.error_info).toBe('done');
     const result = created.attachment as { cluster_id: string; storage_user: string; storage_pwd: string };
     clusterId = result.cluster_id;

@@ -19,6 +19,7 @@ import { openBackupStorage, requireIntact, type ClusterRecord } from '@kcm/manag
 import { backupGtid } from '@kcm/agent';
 import { emit } from '../helpers/emit-client';
 import { AGENT_PORT, HOSTS, MEMBER, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
@@ -54,11 +55,7 @@ async function storedObjects(root: string): Promise<{ key: string; forms: [strin
   return objects;
 }
 
-const CREATE_PARAS = {
-  nick_name: 'backed-up', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-  cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-  storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
-};
+const CREATE_PARAS = clusterParas({ nick_name: 'backed-up', shards: '2' });
 
 describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute node)', () => {
   let f: ClusterFixture;

@@ -6,7 +6,8 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit, jobStatus, waitForJobEnd } from '../helpers/emit-client';
-import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { enginePidsUnder, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 
 const MEMBER = '127.0.1.74:58174';
@@ -26,11 +27,7 @@ describe('cancel_job on a running create_cluster (real engines)', () => {
 
   it('stops at the next step boundary, rolls back, ends CANCELED, and leaves nothing of the cluster', async () => {
     const portsBefore = JSON.stringify(f.manager.store.state().ports);
-    const ack = await emit(MEMBER, 'create_cluster', {
-      nick_name: 'canceled', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], computer_iplists: [],
-      install_proxysql: '0',
-    });
+    const ack = await emit(MEMBER, 'create_cluster', clusterParas({ nick_name: 'canceled', computer_iplists: [] }));
     // Canceled while the storage nodes are being installed: they exist on their hosts by then.
     await waitUntil('create_cluster installing storage nodes', async () => {
       const s = await jobStatus(MEMBER, ack.job_id);

@@ -14,27 +14,11 @@ import { allocatePorts, restoreMeta, snapshotMeta, type ClusterRecord } from '@k
 import { emit, emitRaw } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { AGENT_PORT, enginePidsUnder, HOSTS, MEMBER, startClusterFixture, storagePorts, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
-const CREATE_PARAS = {
-  nick_name: 'orders',
-  ha_mode: 'rbr',
-  shards: '2',
-  nodes: '3',
-  comps: '2',
-  max_storage_size: '1',
-  max_connections: '100',
-  cpu_cores: '1',
-  cpu_limit_node: 'quota',
-  innodb_size: '64',
-  rocksdb_block_cache_size_M: '0',
-  dbcfg: '1',
-  fullsync_level: '1',
-  storage_iplists: [...HOSTS],
-  computer_iplists: [] as string[],
-  install_proxysql: '0',
-};
+const CREATE_PARAS = clusterParas({ nick_name: 'orders', shards: '2', comps: '2', cpu_limit_node: 'quota', computer_iplists: [] });
 
 interface CreateResult {
   cluster_id: string;

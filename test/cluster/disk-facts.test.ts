@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
 import { emit, emitRaw, waitForJobEnd } from '../helpers/emit-client';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 
 const run = promisify(execFile);
@@ -20,11 +21,7 @@ const AGENT_PORT = 58197;
 const MB = 2 ** 20;
 const GB = 2 ** 30;
 
-const CREATE_PARAS = {
-  nick_name: 'disks', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-  cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-  storage_iplists: [...HOSTS], computer_iplists: [] as string[], install_proxysql: '0',
-};
+const CREATE_PARAS = clusterParas({ nick_name: 'disks', computer_iplists: [] });
 
 describe('host facts measured after create_machine: placement and installs on disks that changed', () => {
   let f: ClusterFixture;

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { TableMoveAgentClient } from '@kcm/agent-api';
 import type { ClusterRecord } from '@kcm/manager';
-import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './ha-fixture';
 import { MoveLoad, rowDifferences, type Row } from './move-load';
 import { openTestAccounts } from '../helpers/secrets';
@@ -70,11 +71,7 @@ describe('expand_cluster on real engines (2 shards x 3 nodes, 1 compute node)', 
   beforeAll(async () => {
     f = await startClusterFixture({ agentPort: AGENT_PORT, member: MEMBER });
     await registerMachines(f, [2]);
-    const reply = await f.runJob('create_cluster', {
-      nick_name: 'mv', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-      storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
-    }, 300_000);
+    const reply = await f.runJob('create_cluster', clusterParas({ nick_name: 'mv', shards: '2' }), 300_000);
     if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
     const att = reply.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
     clusterId = att.cluster_id;

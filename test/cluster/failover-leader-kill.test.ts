@@ -15,6 +15,7 @@ import { emit, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { waitFor } from '../manager/helpers/processes';
 import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 
 const MEMBERS = ['127.0.1.81:58182', '127.0.1.82:58182', '127.0.1.83:58182'];
 const AGENT_PORT = 58158;
@@ -75,11 +76,7 @@ describe('a manager leader SIGKILLed in the middle of a failover', () => {
       await run('create_machine', { hostaddr: host, machine_type: 'storage', port_range: `${storagePorts(i).low}-${storagePorts(i).high}`, rack_id: 'r1', ...dirs(i), total_mem: '4096', total_cpu_cores: '2' });
     }
     await run('create_machine', { hostaddr: HOSTS[2], machine_type: 'computer', port_range: `${computerPorts(2).low}-${computerPorts(2).high}`, rack_id: 'r1', ...dirs(2), total_mem: '4096', total_cpu_cores: '2' });
-    const created = await run('create_cluster', {
-      nick_name: 'ha', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-      storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
-    }, 300_000);
+    const created = await run('create_cluster', clusterParas({ nick_name: 'ha' }), 300_000);
     const att = created.attachment as { computer_user: string; computer_pwd: string; storage_user: string; storage_pwd: string };
     computer = { user: att.computer_user, password: att.computer_pwd };
     storage = { user: att.storage_user, password: att.storage_pwd };

@@ -13,6 +13,7 @@ import { emit, EmitError, submitJob, waitForJobEnd } from '../helpers/emit-clien
 import { LocalGroup, type GroupOptions } from '../manager/helpers/group';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, killAll, removeCgroupsOf } from './cluster-fixture';
+import { clusterParas, type CreateClusterParas } from './cluster-paras';
 import { hostDirs, registerMachines, type MachineDirs, type PortRange } from './machines';
 
 export interface GroupClusterOptions {
@@ -26,7 +27,7 @@ export interface GroupClusterOptions {
   computerPorts: (i: number) => PortRange;
   managerConfig?: GroupOptions['managerConfig'];
   /** create_cluster paras over the defaults (2 shards x 3 nodes, 1 compute node on the last host). */
-  cluster?: Record<string, unknown>;
+  cluster?: Partial<CreateClusterParas>;
 }
 
 /** get_cluster_detail's attachment, the parts these tests read. */
@@ -95,12 +96,7 @@ export async function startGroupCluster(opts: GroupClusterOptions): Promise<Grou
     await group.start();
     await group.waitForLeader();
     await registerMachines({ runJob, dirs }, { hosts: opts.hosts, storagePorts: opts.storagePorts, computerPorts: opts.computerPorts });
-    const created = await runJob('create_cluster', {
-      nick_name: 'grp', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1',
-      max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1',
-      fullsync_level: '1', storage_iplists: opts.hosts, computer_iplists: [opts.hosts[opts.hosts.length - 1]], install_proxysql: '0',
-      ...opts.cluster,
-    }, 400_000);
+    const created = await runJob('create_cluster', clusterParas({ nick_name: 'grp', shards: '2', ...opts.cluster }, opts.hosts), 400_000);
     if (created.status !== 'done') throw new Error(`create_cluster: ${created.error_info}`);
     const att = created.attachment as { cluster_id: string; computer_user: string; computer_pwd: string; storage_user: string; storage_pwd: string };
     const storage = { user: att.storage_user, password: att.storage_pwd };

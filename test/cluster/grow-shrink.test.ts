@@ -16,6 +16,7 @@ import type { ClusterRecord, OpenAccounts, StorageNodeRecord } from '@kcm/manage
 import { emitRaw } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
@@ -24,11 +25,7 @@ const MEMBER = '127.0.1.81:58181';
 const storagePorts = (i: number) => ({ low: 54100 + 20 * i, high: 54119 + 20 * i });
 const computerPorts = (i: number) => ({ low: 54200 + 10 * i, high: 54209 + 10 * i });
 
-const CREATE_PARAS = {
-  nick_name: 'grow', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '2', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-  cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-  storage_iplists: [...HOSTS], computer_iplists: [] as string[], install_proxysql: '0',
-};
+const CREATE_PARAS = clusterParas({ nick_name: 'grow', shards: '2', comps: '2', cpu_limit_node: 'quota', computer_iplists: [] });
 
 type Endpoint = { host: string; port: number };
 const DB = '`postgres_$$_public`';

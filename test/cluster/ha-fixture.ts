@@ -9,7 +9,8 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
 import type { ClusterRecord, JobRecord, StorageNodeRecord } from '@kcm/manager';
-import { HOSTS, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { waitUntil, type ClusterFixture } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines as registerHostMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
@@ -33,11 +34,7 @@ export async function registerMachines(f: ClusterFixture, computerHosts: readonl
 }
 
 export async function createHaCluster(f: ClusterFixture, computerHost: string): Promise<HaCluster> {
-  const reply = await f.runJob('create_cluster', {
-    nick_name: 'ha', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-    cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-    storage_iplists: [...HOSTS], computer_iplists: [computerHost], install_proxysql: '0',
-  }, 300_000);
+  const reply = await f.runJob('create_cluster', clusterParas({ nick_name: 'ha', computer_iplists: [computerHost] }), 300_000);
   if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
   const att = reply.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
   const clients = new Map<string, MariaDbHaAgentClient>();

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandKind, type ClusterRecord } from '@kcm/manager';
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { openTestAccounts } from '../helpers/secrets';
 
 const DB_TABLE = 'postgres_$$_public.orders';
@@ -60,14 +61,7 @@ describe('logical backup and restore on real engines', () => {
     // The storage registered as create_backup_storage would: an fs directory served by host 1's agent.
     const registered = await f.manager.store.propose({ kind: CommandKind.BackupStorageCreated, at: Date.now(), name: 'local', stype: 'fs', hostaddr: HOSTS[0], port: f.agentPort, path: path.join(f.tmp, 'backups') });
     expect(registered.ok).toBe(true);
-    const created = await f.runJob(
-      'create_cluster',
-      {
-        nick_name: 'shop', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share',
-        innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], computer_iplists: [HOSTS[0]], install_proxysql: '0',
-      },
-      180_000,
-    );
+    const created = await f.runJob('create_cluster', clusterParas({ nick_name: 'shop', computer_iplists: [HOSTS[0]] }), 180_000);
     expect(created.status, created.error_info).toBe('done');
     const attachment = created.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
     cluster = f.manager.store.state().clusters[attachment.cluster_id];

@@ -17,15 +17,12 @@ import type { ClusterRecord } from '@kcm/manager';
 import { emitRaw, waitForJobEnd } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
 const AGENT_PORT = 58160;
 const MEMBER = '127.0.1.72:58172';
-const CLUSTER_PARAS = {
-  ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share',
-  innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], install_proxysql: '0',
-};
 const DB = 'postgres_$$_public';
 /** Table -> the shard (index) it lives on. */
 const TABLES = [['orders', 0], ['items', 1]] as const;
@@ -104,8 +101,8 @@ describe('restore drill: cluster_restore to a point in time between two known wr
 
   it('two clusters of 2 shards are created, and rows carrying their insert time go into the source through its compute node', async () => {
     const [a, b] = await Promise.all([
-      runJob('create_cluster', { ...CLUSTER_PARAS, nick_name: 'source', computer_iplists: [HOSTS[0]] }, 300_000),
-      runJob('create_cluster', { ...CLUSTER_PARAS, nick_name: 'restored', computer_iplists: [HOSTS[1]] }, 300_000),
+      runJob('create_cluster', clusterParas({ nick_name: 'source', shards: '2', computer_iplists: [HOSTS[0]] }), 300_000),
+      runJob('create_cluster', clusterParas({ nick_name: 'restored', shards: '2', computer_iplists: [HOSTS[1]] }), 300_000),
     ]);
     expect(a.status, a.error_info).toBe('done');
     expect(b.status, b.error_info).toBe('done');

@@ -12,6 +12,7 @@ import { emit, emitRaw, jobStatus, waitForJobEnd } from '../helpers/emit-client'
 import { LocalGroup } from '../manager/helpers/group';
 import { sleep, waitFor } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, removeCgroupsOf } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 
 const MEMBERS = ['127.0.1.77:58179', '127.0.1.78:58179', '127.0.1.79:58179'];
@@ -68,13 +69,9 @@ describe('cluster_restore when the manager leader is SIGKILLed during it', () =>
     leader = await group.waitForLeader();
     await registerMachines({ runJob: run, dirs });
     await run('create_backup_storage', { name: 'kill', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(group.dir, 'backups') });
-    const paras = {
-      ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1', cpu_limit_node: 'share',
-      innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], install_proxysql: '0',
-    };
     const [a, b] = await Promise.all([
-      run('create_cluster', { ...paras, nick_name: 'src', computer_iplists: [HOSTS[0]] }, 300_000),
-      run('create_cluster', { ...paras, nick_name: 'dst', computer_iplists: [HOSTS[1]] }, 300_000),
+      run('create_cluster', clusterParas({ nick_name: 'src', computer_iplists: [HOSTS[0]] }), 300_000),
+      run('create_cluster', clusterParas({ nick_name: 'dst', computer_iplists: [HOSTS[1]] }), 300_000),
     ]);
     src = a.attachment as unknown as Created;
     dst = b.attachment as unknown as Created;

@@ -15,17 +15,14 @@ import { detectCpuHierarchy } from '@kcm/agent';
 import { emit, waitForJobEnd } from '../helpers/emit-client';
 import { sleep } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS, removeCgroupsOf, startClusterFixture, type ClusterFixture, waitUntil } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 
 const AGENT_PORT = 58154;
 const MEMBER = '127.0.1.73:58175';
 const KILLED = HOSTS[2];
 
-const CREATE_PARAS = {
-  nick_name: 'orphans', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100',
-  cpu_cores: '1', cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-  storage_iplists: [...HOSTS], computer_iplists: [KILLED], install_proxysql: '0',
-};
+const CREATE_PARAS = clusterParas({ nick_name: 'orphans', cpu_limit_node: 'quota', computer_iplists: [KILLED] });
 
 describe('an agent SIGKILLed in the middle of create_cluster leaves nothing behind once it is back', () => {
   let f: ClusterFixture;

@@ -12,6 +12,7 @@ import { emit, jobStatus, waitForJobEnd } from '../helpers/emit-client';
 import { LocalGroup } from '../manager/helpers/group';
 import { sleep, waitFor } from '../manager/helpers/processes';
 import { enginePidsUnder, HOSTS } from './cluster-fixture';
+import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 
 const MEMBERS = ['127.0.1.74:58178', '127.0.1.75:58178', '127.0.1.76:58178'];
@@ -41,11 +42,7 @@ describe('a recorded rollback is finished by the next leader', () => {
   }, 60_000);
 
   it('SIGKILL the agent mid-install, then the leader: the new leader removes what was left once the agent is back', async () => {
-    const ack = await emit(leader, 'create_cluster', {
-      nick_name: 'orphans', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-      storage_iplists: [...HOSTS], computer_iplists: [KILLED], install_proxysql: '0',
-    });
+    const ack = await emit(leader, 'create_cluster', clusterParas({ nick_name: 'orphans', cpu_limit_node: 'quota', computer_iplists: [KILLED] }));
     // The compute node's install is under way once its step runs and its directory exists
     // on host 3; the agent is frozen there, so the kill cannot land after a quick install.
     const compDir = dirs(2).comp_datadir;

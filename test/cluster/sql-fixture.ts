@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import type { ClusterRecord } from '@kcm/manager';
-import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture, type ClusterFixtureOptions } from './cluster-fixture';
+import { startClusterFixture, waitUntil, type ClusterFixture, type ClusterFixtureOptions } from './cluster-fixture';
+import { clusterParas, type CreateClusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 import { openTestAccounts } from '../helpers/secrets';
 
@@ -31,14 +32,10 @@ export interface SqlCluster {
   close: () => Promise<void>;
 }
 
-const CREATE_PARAS = {
-  nick_name: 'sql', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '2', max_storage_size: '1', max_connections: '100',
-  cpu_cores: '1', cpu_limit_node: 'quota', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-  storage_iplists: [...HOSTS], computer_iplists: [] as string[], install_proxysql: '0',
-};
+const CREATE_PARAS = clusterParas({ nick_name: 'sql', shards: '2', comps: '2', cpu_limit_node: 'quota', computer_iplists: [] });
 
 /** A fixture with the machines registered and one cluster on it, made with `paras` over the default 2 shards x 3 nodes, 2 compute nodes. */
-export async function startSqlCluster(options: ClusterFixtureOptions = {}, paras: Partial<typeof CREATE_PARAS> = {}): Promise<SqlCluster> {
+export async function startSqlCluster(options: ClusterFixtureOptions = {}, paras: Partial<CreateClusterParas> = {}): Promise<SqlCluster> {
   const f = await startClusterFixture(options);
   await registerMachines(f);
   return createSqlCluster(f, paras);
@@ -48,7 +45,7 @@ export async function startSqlCluster(options: ClusterFixtureOptions = {}, paras
  * One more cluster on a running fixture (machines registered), made with the fixture's
  * create_cluster paras over `paras`; its `close` closes the whole fixture.
  */
-export async function createSqlCluster(f: ClusterFixture, paras: Partial<typeof CREATE_PARAS> = {}): Promise<SqlCluster> {
+export async function createSqlCluster(f: ClusterFixture, paras: Partial<CreateClusterParas> = {}): Promise<SqlCluster> {
   const reply = await f.runJob('create_cluster', { ...CREATE_PARAS, ...paras }, 300_000);
   if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
   const result = reply.attachment as unknown as { cluster_id: string; computer_user: string; computer_pwd: string };

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser';
 import { TEST_TOKENS } from '../helpers/tokens';
 import { emit, waitForJobEnd } from '../helpers/emit-client';
-import { HOSTS, startClusterFixture, type ClusterFixture } from '../cluster/cluster-fixture';
+import { startClusterFixture, type ClusterFixture } from '../cluster/cluster-fixture';
+import { clusterParas } from '../cluster/cluster-paras';
 import { registerMachines } from '../cluster/machines';
 
 // What page.evaluate and waitForFunction run executes in the page: its globals, for the compiler only.
@@ -67,11 +68,7 @@ describe('the web console in a headless browser (real engines)', () => {
   });
 
   it("shows a running create_cluster's progress, then the cluster's nodes with master and standbys and its compute node", async () => {
-    const ack = await emit(MEMBER, 'create_cluster', {
-      nick_name: NICK_NAME, ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1', storage_iplists: [...HOSTS], computer_iplists: [],
-      install_proxysql: '0',
-    });
+    const ack = await emit(MEMBER, 'create_cluster', clusterParas({ nick_name: NICK_NAME, computer_iplists: [] }));
     // The cluster is listed while it is being created: open it to drill down as it comes up.
     const cluster = page.locator('details.cluster', { hasText: 'demo' });
     await cluster.locator('summary').click({ timeout: 30_000 });

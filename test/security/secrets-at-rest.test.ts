@@ -14,17 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useOwnerOnlyUmask } from '@kcm/common';
 import { emitRaw } from '../helpers/emit-client';
 import { HOSTS, startClusterFixture, type ClusterFixture } from '../cluster/cluster-fixture';
+import { clusterParas } from '../cluster/cluster-paras';
 import { registerMachines } from '../cluster/machines';
 import { openTestAccounts } from '../helpers/secrets';
 import { authHeader } from '../helpers/tokens';
 
 const run = promisify(execFile);
 
-const CREATE_PARAS = {
-  nick_name: 'secrets', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100',
-  cpu_cores: '1', cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-  storage_iplists: [...HOSTS], computer_iplists: [HOSTS[0]], install_proxysql: '0',
-};
+const CREATE_PARAS = clusterParas({ nick_name: 'secrets', computer_iplists: [HOSTS[0]] });
 
 /** Every file and directory under `dir` (symlinks not followed), with its mode. */
 async function walk(dir: string): Promise<{ file: string; mode: number; isDir: boolean; isSocket: boolean }[]> {

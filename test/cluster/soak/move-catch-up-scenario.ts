@@ -14,7 +14,8 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import type { ClusterRecord } from '@kcm/manager';
 import { openTestAccounts } from '../../helpers/secrets';
-import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from '../cluster-fixture';
+import { startClusterFixture, waitUntil, type ClusterFixture } from '../cluster-fixture';
+import { clusterParas } from '../cluster-paras';
 import { registerMachines } from '../ha-fixture';
 
 export const DB = 'postgres_$$_public';
@@ -45,11 +46,7 @@ export async function startCatchUpCluster(where: { agentPort: number; member: st
   let login = { user: '', password: '' };
   try {
     await registerMachines(f, [2]);
-    const reply = await f.runJob('create_cluster', {
-      nick_name: 'mcu', ha_mode: 'rbr', shards: '2', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-      storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
-    }, 300_000);
+    const reply = await f.runJob('create_cluster', clusterParas({ nick_name: 'mcu', shards: '2' }), 300_000);
     if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
     const att = reply.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
     clusterId = att.cluster_id;

@@ -20,6 +20,7 @@ import { LocalGroup } from '../../manager/helpers/group';
 import { stepCutByKill, stepEvents } from '../../manager/helpers/logs';
 import { waitFor } from '../../manager/helpers/processes';
 import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from '../cluster-fixture';
+import { clusterParas } from '../cluster-paras';
 import { registerMachines } from '../machines';
 
 const MEMBERS = ['127.0.1.91:58192', '127.0.1.92:58192', '127.0.1.93:58192'];
@@ -56,11 +57,7 @@ describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords',
       return reply;
     };
     await registerMachines({ runJob: run, dirs }, { computerHosts: [2] });
-    const created = await run('create_cluster', {
-      nick_name: 'rot', ha_mode: 'rbr', shards: '1', nodes: '3', comps: '1', max_storage_size: '1', max_connections: '100', cpu_cores: '1',
-      cpu_limit_node: 'share', innodb_size: '64', rocksdb_block_cache_size_M: '0', dbcfg: '1', fullsync_level: '1',
-      storage_iplists: [...HOSTS], computer_iplists: [HOSTS[2]], install_proxysql: '0',
-    }, 300_000);
+    const created = await run('create_cluster', clusterParas({ nick_name: 'rot' }), 300_000);
     const att = created.attachment as Record<string, string>;
     clusterId = att.cluster_id;
     computer = { user: att.computer_user, password: att.computer_pwd };
