@@ -12,6 +12,7 @@ import { tableMoveCapability } from './table-move/index';
 import { relationSwitchCapability } from './table-move/parent-switch';
 import { passwordsCapability } from './passwords/index';
 import { hostProbeCapability } from './host-probe/index';
+import { shardDataCapability } from './shard-data/index';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
@@ -24,4 +25,5 @@ export const capabilityModules: CapabilityModule[] = [
   relationSwitchCapability,
   passwordsCapability,
   hostProbeCapability,
+  shardDataCapability,
 ];
