@@ -20,7 +20,6 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForJobEnd } from '../helpers/emit-client';
 import { sleep, waitFor } from '../manager/helpers/processes';
 import { descendantsOf, parentMap } from '@kcm/agent';
 import { BankLoad, type OutcomeCounts } from './bank-load';
@@ -181,13 +180,13 @@ async function shardMasterFault(g: GroupCluster, shard: number): Promise<Fault> 
     async seenThrough() {
       // The leader's failure detector submits shard_failover for this master; it ends done.
       const jobId = await waitFor('the shard_failover job', async () => (await failoverJobs(g)).find((j) => !jobsBefore.has(j.job_id))?.job_id, 60_000, 100);
-      const done = await waitForJobEnd(() => g.live(), jobId, 120_000);
+      const done = await g.waitForEnd(jobId, 120_000);
       const result = done.attachment as { old_master?: { hostaddr: string; port: number }; new_master?: { hostaddr: string; port: number } } | null;
       if (done.status !== 'done' || !result?.new_master) throw new Error(`shard_failover ${jobId} ${done.status}: ${done.error_info}`);
       if (result.old_master?.hostaddr !== old.host || result.old_master.port !== old.port) throw new Error(`shard_failover ${jobId} failed over ${JSON.stringify(result.old_master)}, not the killed ${old.host}:${old.port}`);
       // The old master rejoins in a shard_rejoin job of its own: the shard has its three nodes again once it is done.
       const rejoinId = await waitFor('the shard_rejoin job', async () => (await haJobsOf(g, 'shard_rejoin')).find((j) => !rejoinsBefore.has(j.job_id))?.job_id, 60_000, 100);
-      const rejoined = await waitForJobEnd(() => g.live(), rejoinId, 180_000);
+      const rejoined = await g.waitForEnd(rejoinId, 180_000);
       const rejoin = rejoined.attachment as { outcome?: string; discarded_gtids?: string[] } | null;
       if (rejoined.status !== 'done') throw new Error(`shard_rejoin ${rejoinId} ${rejoined.status}: ${rejoined.error_info}`);
       const discarded = (rejoin?.discarded_gtids?.length ?? 0) > 0 ? `, its GTIDs ${rejoin!.discarded_gtids!.join(' ')} discarded` : '';

@@ -4,18 +4,17 @@
 // job at its first unfinished step and finishes it: exactly one writable master at the end,
 // the one the job promoted, and the compute node writes to it.
 
-import { chmodSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MariaDbHaAgentClient, type MariaDbHaStatusReply } from '@kcm/agent-api';
-import { emit, jobStatus, waitForJobEnd } from '../helpers/emit-client';
-import { LocalGroup } from '../manager/helpers/group';
+import { jobStatus } from '../helpers/emit-client';
 import { waitFor } from '../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from './cluster-fixture';
+import { computerPorts, HOSTS, storagePorts } from './cluster-fixture';
 import { clusterParas } from './cluster-paras';
+import { startGroupFixture, type GroupFixture } from './group-fixture';
 
 const MEMBERS = ['127.0.1.81:58182', '127.0.1.82:58182', '127.0.1.83:58182'];
 const AGENT_PORT = 58158;
@@ -26,17 +25,9 @@ interface Node {
 }
 
 describe('a manager leader SIGKILLed in the middle of a failover', () => {
-  const group = new LocalGroup({ name: 'failover-leader', members: MEMBERS, agentHosts: [...HOSTS], agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10 } });
-  chmodSync(group.dir, 0o755);
-  const dirs = (i: number) => ({
-    datadir: path.join(group.dir, `h${i}`, 'data'),
-    logdir: path.join(group.dir, `h${i}`, 'log'),
-    wal_log_dir: path.join(group.dir, `h${i}`, 'wal'),
-    comp_datadir: path.join(group.dir, `h${i}`, 'comp'),
-  });
+  let g: GroupFixture;
   const ha = HOSTS.map((h) => new MariaDbHaAgentClient(`${h}:${AGENT_PORT}`, { statusMs: 3000 }));
   let leader: string;
-  let lastJobId = 0;
   let computer: { user: string; password: string };
   let storage: { user: string; password: string };
   // One storage node per host, each the lowest port of its host's range.
@@ -63,20 +54,9 @@ describe('a manager leader SIGKILLed in the middle of a failover', () => {
   const statuses = (): Promise<MariaDbHaStatusReply[]> => Promise.all(storageNodes.map((n) => ha[n.host].replicationStatus(n.port)));
 
   beforeAll(async () => {
-    await group.start();
-    leader = await group.waitForLeader();
-    const run = async (jobType: string, paras: Record<string, unknown>, timeoutMs = 60_000) => {
-      const ack = await emit(leader, jobType, paras);
-      lastJobId = Math.max(lastJobId, Number(ack.job_id));
-      const reply = await waitForJobEnd(MEMBERS, ack.job_id, timeoutMs);
-      if (reply.status !== 'done') throw new Error(`${jobType}: ${reply.error_info}`);
-      return reply;
-    };
-    for (const [i, host] of HOSTS.entries()) {
-      await run('create_machine', { hostaddr: host, machine_type: 'storage', port_range: `${storagePorts(i).low}-${storagePorts(i).high}`, rack_id: 'r1', ...dirs(i), total_mem: '4096', total_cpu_cores: '2' });
-    }
-    await run('create_machine', { hostaddr: HOSTS[2], machine_type: 'computer', port_range: `${computerPorts(2).low}-${computerPorts(2).high}`, rack_id: 'r1', ...dirs(2), total_mem: '4096', total_cpu_cores: '2' });
-    const created = await run('create_cluster', clusterParas({ nick_name: 'ha' }), 300_000);
+    g = await startGroupFixture({ name: 'failover-leader', members: MEMBERS, hosts: HOSTS, agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10 }, machines: { computerHosts: [2] } });
+    leader = await g.group.waitForLeader();
+    const created = await g.runDone('create_cluster', clusterParas({ nick_name: 'ha' }), 300_000);
     const att = created.attachment as { computer_user: string; computer_pwd: string; storage_user: string; storage_pwd: string };
     computer = { user: att.computer_user, password: att.computer_pwd };
     storage = { user: att.storage_user, password: att.storage_pwd };
@@ -84,9 +64,7 @@ describe('a manager leader SIGKILLed in the middle of a failover', () => {
 
   afterAll(async () => {
     for (const c of ha) c.close();
-    await group.stop();
-    for (const pid of await enginePidsUnder(group.dir)) process.kill(pid, 'SIGKILL');
-    await removeCgroupsOf(HOSTS);
+    await g?.close();
   }, 60_000);
 
   it('the new leader finishes the failover; exactly one writable master at the end', async () => {
@@ -96,23 +74,22 @@ describe('a manager leader SIGKILLed in the middle of a failover', () => {
     await storageQuery(master, 'CREATE DATABASE IF NOT EXISTS `postgres_$$_public`');
     await storageQuery(master, 'CREATE TABLE `postgres_$$_public`.lk (id INT PRIMARY KEY) ENGINE=InnoDB');
     await waitFor('lk writable through the compute node', () => insertThroughCompute(1).then(() => true, () => undefined), 30_000, 300);
-    const pid = Number((await readFile(path.join(dirs(master.host).datadir, String(master.port), 'run', 'mariadbd.pid'), 'utf8')).trim());
+    const pid = Number((await readFile(path.join(g.dirs(master.host).datadir, String(master.port), 'run', 'mariadbd.pid'), 'utf8')).trim());
     process.kill(pid, 'SIGKILL');
 
     // The detector's job is the next job id.
-    const failoverId = String(lastJobId + 1);
+    const failoverId = String(g.lastJobId() + 1);
     const atKill = await waitFor('the failover under way', async () => {
       const s = await jobStatus(leader, failoverId, 2000).catch(() => undefined);
       if (!s) return undefined;
       if (s.status === 'done' || s.status === 'failed') throw new Error(`the failover ended before the leader could be killed: ${s.status}`);
       return s.status === 'ongoing' ? s : undefined;
     }, 30_000, 20);
-    await group.manager(leader).kill();
+    await g.group.manager(leader).kill();
     const stepAtKill = (atKill.attachment as { progress?: { step_name?: string } } | null)?.progress?.step_name;
     console.log(`leader ${leader} SIGKILLed during step "${stepAtKill}" of shard_failover ${failoverId}`);
-    const survivors = MEMBERS.filter((m) => m !== leader);
-    const next = await group.waitForLeader(survivors, 30_000);
-    const done = await waitForJobEnd(survivors, failoverId, 120_000);
+    const next = await g.group.waitForLeader(MEMBERS.filter((m) => m !== leader), 30_000);
+    const done = await g.waitForEnd(failoverId, 120_000);
     expect(done.status, done.error_info).toBe('done');
     console.log(`finished by ${next}: ${JSON.stringify(done.attachment)}`);
     const result = done.attachment as { new_master: { hostaddr: string; port: number }; old_master: { hostaddr: string; port: number } };

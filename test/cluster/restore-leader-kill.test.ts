@@ -4,16 +4,14 @@
 // the standbys); the next leader resumes the job at its first unfinished step. It must end
 // done with the destination as of T, or failed with nothing half-restored left serving.
 
-import { chmodSync } from 'node:fs';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emit, emitRaw, jobStatus, waitForJobEnd } from '../helpers/emit-client';
-import { LocalGroup } from '../manager/helpers/group';
+import { emitRaw, jobStatus } from '../helpers/emit-client';
 import { sleep, waitFor } from '../manager/helpers/processes';
-import { enginePidsUnder, HOSTS, removeCgroupsOf } from './cluster-fixture';
+import { HOSTS } from './cluster-fixture';
 import { clusterParas } from './cluster-paras';
-import { registerMachines } from './machines';
+import { startGroupFixture, type GroupFixture } from './group-fixture';
 
 const MEMBERS = ['127.0.1.77:58179', '127.0.1.78:58179', '127.0.1.79:58179'];
 const AGENT_PORT = 58157;
@@ -30,14 +28,7 @@ interface Created {
 // Its backup is stored uncompressed (backupCompression 'none'), as every set taken before
 // compression was: such a set must still restore. restore-drill.test.ts restores a zstd one.
 describe('cluster_restore when the manager leader is SIGKILLed during it', () => {
-  const group = new LocalGroup({ name: 'restore-leader', members: MEMBERS, agentHosts: [...HOSTS], agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10, backupCompression: 'none' } });
-  chmodSync(group.dir, 0o755); // mysql and postgres must traverse it to their directories
-  const dirs = (i: number) => ({
-    datadir: path.join(group.dir, `h${i}`, 'data'),
-    logdir: path.join(group.dir, `h${i}`, 'log'),
-    wal_log_dir: path.join(group.dir, `h${i}`, 'wal'),
-    comp_datadir: path.join(group.dir, `h${i}`, 'comp'),
-  });
+  let g: GroupFixture;
   let leader: string;
   let src: Created;
   let dst: Created;
@@ -58,29 +49,21 @@ describe('cluster_restore when the manager leader is SIGKILLed during it', () =>
     onMaster(src, async (c) => {
       for (let id = from; id < to; id++) await c.query(`INSERT INTO \`${DB}\`.orders VALUES (?, ?)`, [id, Date.now()]);
     });
-  const run = async (jobType: string, paras: Record<string, unknown>, timeoutMs = 120_000) => {
-    const reply = await waitForJobEnd(MEMBERS, (await emit(leader, jobType, paras)).job_id, timeoutMs);
-    expect(reply.status, `${jobType}: ${reply.error_info}`).toBe('done');
-    return reply;
-  };
 
   beforeAll(async () => {
-    await group.start();
-    leader = await group.waitForLeader();
-    await registerMachines({ runJob: run, dirs });
-    await run('create_backup_storage', { name: 'kill', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(group.dir, 'backups') });
+    g = await startGroupFixture({ name: 'restore-leader', members: MEMBERS, hosts: HOSTS, agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10, backupCompression: 'none' } });
+    leader = await g.group.waitForLeader();
+    await g.runDone('create_backup_storage', { name: 'kill', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(g.group.dir, 'backups') });
     const [a, b] = await Promise.all([
-      run('create_cluster', clusterParas({ nick_name: 'src', computer_iplists: [HOSTS[0]] }), 300_000),
-      run('create_cluster', clusterParas({ nick_name: 'dst', computer_iplists: [HOSTS[1]] }), 300_000),
+      g.runDone('create_cluster', clusterParas({ nick_name: 'src', computer_iplists: [HOSTS[0]] }), 300_000),
+      g.runDone('create_cluster', clusterParas({ nick_name: 'dst', computer_iplists: [HOSTS[1]] }), 300_000),
     ]);
     src = a.attachment as unknown as Created;
     dst = b.attachment as unknown as Created;
   }, 420_000);
 
   afterAll(async () => {
-    await group.stop();
-    for (const pid of await enginePidsUnder(group.dir)) process.kill(pid, 'SIGKILL');
-    await removeCgroupsOf(HOSTS);
+    await g?.close();
   }, 60_000);
 
   it('the job ends done with the rows as of T, or failed with no cluster database left on the destination', async () => {
@@ -89,7 +72,7 @@ describe('cluster_restore when the manager leader is SIGKILLed during it', () =>
       await c.query(`CREATE TABLE \`${DB}\`.orders (id INT PRIMARY KEY, at BIGINT NOT NULL)`);
     });
     await insert(1, 51);
-    await run('manual_backup_cluster', { cluster_id: src.cluster_id }, 180_000);
+    await g.runDone('manual_backup_cluster', { cluster_id: src.cluster_id }, 180_000);
     await insert(51, 61);
     const restoreTime = Math.floor(Date.now() / 1000) + 1;
     await sleep(restoreTime * 1000 + 1100 - Date.now());
@@ -107,11 +90,10 @@ describe('cluster_restore when the manager leader is SIGKILLed during it', () =>
       return WRITING_STEPS.has(String((status.attachment as { progress?: { step_name?: string } } | null)?.progress?.step_name));
     }, 120_000, 100);
     await sleep(500);
-    await group.manager(leader).kill();
-    const others = MEMBERS.filter((m) => m !== leader);
-    leader = await group.waitForLeader(others, 30_000);
+    await g.group.manager(leader).kill();
+    leader = await g.group.waitForLeader(MEMBERS.filter((m) => m !== leader), 30_000);
 
-    const reply = await waitForJobEnd(others, ack.job_id, 300_000);
+    const reply = await g.waitForEnd(ack.job_id, 300_000);
     console.log(`cluster_restore after the leader kill: ${reply.status} ${reply.error_info}`);
     if (reply.status === 'done') {
       const rows = await onMaster(dst, async (c) => (await c.query(`SELECT COUNT(*) AS n, MAX(id) AS max FROM \`${DB}\`.orders`))[0] as { n: number; max: number }[]);

@@ -4,10 +4,9 @@
 // insert/update/delete load through the compute node. The move finishes; the copy resumed
 // at the chunk (its rows copied once in all); every acknowledged write is on shard 2.
 
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobProgressAttachment } from '@kcm/protocol';
-import { jobStatus, submitJob, waitForJobEnd } from '../../helpers/emit-client';
+import { jobStatus } from '../../helpers/emit-client';
 import { stepCutByKill, stepEvents } from '../../manager/helpers/logs';
 import { sleep } from '../../manager/helpers/processes';
 import { startGroupCluster, type GroupCluster } from '../group-cluster';
@@ -23,7 +22,6 @@ const DB = 'postgres_$$_public';
 
 describe('expand_cluster with the manager leader SIGKILLed during the copy and the catch-up', () => {
   let g: GroupCluster;
-  const live = () => g.live();
 
   beforeAll(async () => {
     g = await startGroupCluster({
@@ -48,27 +46,27 @@ describe('expand_cluster with the manager leader SIGKILLed during the copy and t
     const load = new MoveLoad({ host: comp.hostaddr, port: Number(comp.port), ...g.computer, database: 'postgres' }, 'public.mv_kill', SEEDED);
     load.start();
     await sleep(500);
-    const ack = await submitJob(live, 'expand_cluster', { cluster_id: g.clusterId, src_shard_id: shardIds[0], dst_shard_id: shardIds[1], table_list: ['postgres.public.mv_kill'], drop_old_table: '0' }, { requestId: `move-kill-${randomUUID()}` });
+    const jobId = await g.submit('expand_cluster', { cluster_id: g.clusterId, src_shard_id: shardIds[0], dst_shard_id: shardIds[1], table_list: ['postgres.public.mv_kill'], drop_old_table: '0' });
     const kills: { phase: string; member: string; jobId: string; at: number; rows: number }[] = [];
     for (const phase of ['copy rows', 'catch up from the binlog']) {
       let leader = await group.waitForLeader(undefined, 30_000);
       for (;;) {
-        const st = await jobStatus(leader, ack.jobId).catch(() => null);
+        const st = await jobStatus(leader, jobId).catch(() => null);
         const progress = (st?.attachment as JobProgressAttachment | null)?.progress;
         if (st?.status === 'done' || st?.status === 'failed') break;
         if (progress?.step_name === phase && (phase !== 'copy rows' || (progress.done ?? 0) > 0)) {
-          kills.push({ phase, member: leader, jobId: ack.jobId, at: Date.now(), rows: progress.done ?? 0 });
+          kills.push({ phase, member: leader, jobId, at: Date.now(), rows: progress.done ?? 0 });
           await group.manager(leader).kill();
           break;
         }
         await sleep(20);
-        leader = live().includes(leader) ? leader : await group.waitForLeader(undefined, 30_000);
+        leader = g.live().includes(leader) ? leader : await group.waitForLeader(undefined, 30_000);
       }
       await group.waitForLeader(undefined, 30_000);
       // Bring the killed member back so the group keeps a quorum for the next kill.
-      for (const m of MEMBERS) if (!live().includes(m)) await group.startManager(m);
+      for (const m of MEMBERS) if (!g.live().includes(m)) await group.startManager(m);
     }
-    const end = await waitForJobEnd(live, ack.jobId, 300_000);
+    const end = await g.waitForEnd(jobId, 300_000);
     await sleep(500);
     await load.stop();
     // Each kill cut the step it is named for: the killed leader was running it, and the next leader ran it again.

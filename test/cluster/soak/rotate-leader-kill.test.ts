@@ -9,33 +9,23 @@
 // ROTATE_KILLS (default 3): how many rotations are each cut by a leader kill; a killed
 // member is started again before the next one.
 
-import { chmodSync } from 'node:fs';
-import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MariaDbHaAgentClient } from '@kcm/agent-api';
-import { emit, jobStatus, waitForJobEnd } from '../../helpers/emit-client';
-import { LocalGroup } from '../../manager/helpers/group';
+import { jobStatus } from '../../helpers/emit-client';
 import { stepCutByKill, stepEvents } from '../../manager/helpers/logs';
 import { waitFor } from '../../manager/helpers/processes';
-import { computerPorts, enginePidsUnder, HOSTS, removeCgroupsOf, storagePorts } from '../cluster-fixture';
+import { computerPorts, HOSTS, storagePorts } from '../cluster-fixture';
 import { clusterParas } from '../cluster-paras';
-import { registerMachines } from '../machines';
+import { startGroupFixture, type GroupFixture } from '../group-fixture';
 
 const MEMBERS = ['127.0.1.91:58192', '127.0.1.92:58192', '127.0.1.93:58192'];
 const AGENT_PORT = 58168;
 const KILLS = Number(process.env.ROTATE_KILLS ?? 3);
 
 describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords', () => {
-  const group = new LocalGroup({ name: 'rotate-leader', members: MEMBERS, agentHosts: [...HOSTS], agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10 } });
-  chmodSync(group.dir, 0o755);
-  const dirs = (i: number) => ({
-    datadir: path.join(group.dir, `h${i}`, 'data'),
-    logdir: path.join(group.dir, `h${i}`, 'log'),
-    wal_log_dir: path.join(group.dir, `h${i}`, 'wal'),
-    comp_datadir: path.join(group.dir, `h${i}`, 'comp'),
-  });
+  let g: GroupFixture;
   let clusterId = '';
   let computer = { user: '', password: '' };
   let storage = { user: '', password: '' };
@@ -46,18 +36,10 @@ describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords',
     c.on('error', () => {});
     return c.connect().then(() => c);
   };
-  const live = () => group.liveMembers();
 
   beforeAll(async () => {
-    await group.start();
-    const leader = await group.waitForLeader();
-    const run = async (jobType: string, paras: Record<string, unknown>, timeoutMs = 60_000) => {
-      const reply = await waitForJobEnd(MEMBERS, (await emit(leader, jobType, paras)).job_id, timeoutMs);
-      if (reply.status !== 'done') throw new Error(`${jobType}: ${reply.error_info}`);
-      return reply;
-    };
-    await registerMachines({ runJob: run, dirs }, { computerHosts: [2] });
-    const created = await run('create_cluster', clusterParas({ nick_name: 'rot' }), 300_000);
+    g = await startGroupFixture({ name: 'rotate-leader', members: MEMBERS, hosts: HOSTS, agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10 }, machines: { computerHosts: [2] } });
+    const created = await g.runDone('create_cluster', clusterParas({ nick_name: 'rot' }), 300_000);
     const att = created.attachment as Record<string, string>;
     clusterId = att.cluster_id;
     computer = { user: att.computer_user, password: att.computer_pwd };
@@ -69,28 +51,26 @@ describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords',
   }, 400_000);
 
   afterAll(async () => {
-    await group.stop();
-    for (const pid of await enginePidsUnder(group.dir)) process.kill(pid, 'SIGKILL');
-    await removeCgroupsOf(HOSTS);
+    await g?.close();
   }, 60_000);
 
   it(`each of ${KILLS} rotations cut by a leader kill is finished by the next leader with its recorded passwords`, async () => {
     let nextId = 1;
     for (let k = 0; k < KILLS; k++) {
-      const leader = await group.waitForLeader(live(), 30_000);
-      const ack = await emit(leader, 'rotate_cluster_passwords', { cluster_id: clusterId });
+      const leader = await g.group.waitForLeader(g.live(), 30_000);
+      const jobId = await g.submit('rotate_cluster_passwords', { cluster_id: clusterId }, [leader]);
       // SIGKILL the leader as soon as the job runs (its steps take a second or two in all),
       // never once it has ended: a kill after 'done' would test nothing.
       const seen = await waitFor('the rotation under way', async () => {
-        const s = await jobStatus(leader, ack.job_id, 2000).catch(() => undefined);
+        const s = await jobStatus(leader, jobId, 2000).catch(() => undefined);
         return s && s.status !== 'started' ? s : undefined;
       }, 30_000, 10);
       expect(seen.status, 'the rotation ended before the leader could be killed').toBe('ongoing');
-      const kill = { member: leader, jobId: ack.job_id, at: Date.now() };
-      await group.manager(leader).kill();
-      const done = await waitForJobEnd(live, ack.job_id, 120_000);
+      const kill = { member: leader, jobId, at: Date.now() };
+      await g.group.manager(leader).kill();
+      const done = await g.waitForEnd(jobId, 120_000);
       // The kill landed while the job ran: the killed leader was in a step, and the next leader ran that step again.
-      const cut = stepCutByKill(stepEvents(MEMBERS.map((m) => ({ member: m, lines: group.manager(m).logLines() }))), kill);
+      const cut = stepCutByKill(stepEvents(MEMBERS.map((m) => ({ member: m, lines: g.group.manager(m).logLines() }))), kill);
       console.log(`rotation ${k + 1}: leader ${leader} SIGKILLed in "${cut ?? 'no step'}"; ${done.status} by the next leader`);
       expect(cut, 'the step the leader kill cut').toBeDefined();
       expect(done.status, done.error_info).toBe('done');
@@ -128,7 +108,7 @@ describe('a manager leader SIGKILLed in the middle of rotate_cluster_passwords',
         }
       }
       nextId++;
-      await group.startManager(leader);
+      await g.group.startManager(leader);
     }
   }, 900_000);
 });
