@@ -5,8 +5,9 @@
 // target transaction is rolled back, and resumes after what it committed.
 
 import type mysql from 'mysql2/promise';
-import { AgentFailure, gtidProgress, parseValues, stringifyValues, type CopyRowsProgress, type CopyRowsRequest, type ShardLogin } from '@kcm/agent-api';
+import { AgentFailure, gtidProgress, stringifyValues, type CopyRowsProgress, type CopyRowsRequest, type ShardLogin } from '@kcm/agent-api';
 import { copyRows } from './copy';
+import { jsonArray } from './request-json';
 import { addressOf, closeShard, instanceFailure, openShard } from './shard-sql';
 
 /** The lag of the target's standbys is read at most this often, while the next chunks are written. */
@@ -136,7 +137,7 @@ export class CopyRuns {
     let lagCheck: Promise<void> | null = null;
     const copyStarted = Date.now();
     try {
-      const resumeAfter = req.from_start ? { resumeAfter: null } : req.resume_after_json ? { resumeAfter: parseValues<unknown[]>(req.resume_after_json) } : {};
+      const resumeAfter = req.from_start ? { resumeAfter: null } : req.resume_after_json ? { resumeAfter: jsonArray('resume_after_json', req.resume_after_json) } : {};
       const out = await copyRows(src, dst, req.source, req.target, req.shape, {
         chunkRows: req.chunk_rows,
         ...(req.commit_rows > 0 ? { commitRows: req.commit_rows } : {}),

@@ -5,7 +5,7 @@
 // control statements (sessions.ts).
 
 import type * as grpc from '@grpc/grpc-js';
-import { agentStatusOf, AgentFailure, parseValues, ShardDataAgentService, stringifyValues, type CatchUpToRequest, type CloseSessionRequest, type CompareReply, type CompareRequest, type CopyRowsProgress, type CopyRowsRequest, type MoveRef, type OpenSessionRequest, type SessionQueryRequest, type StartCatchUpRequest } from '@kcm/agent-api';
+import { agentStatusOf, AgentFailure, ShardDataAgentService, stringifyValues, type CatchUpToRequest, type CloseSessionRequest, type CompareReply, type CompareRequest, type CopyRowsProgress, type CopyRowsRequest, type MoveRef, type OpenSessionRequest, type SessionQueryRequest, type StartCatchUpRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
@@ -13,6 +13,7 @@ import { CatchUps, type CatchUpOptions } from './catch-ups';
 import { compareTarget } from './compare';
 import { CopyRuns } from './copy-runs';
 import { ShardSessions } from './sessions';
+import { jsonArray } from './request-json';
 import { addressOf, closeShard, instanceFailure, openShard } from './shard-sql';
 
 /** The Compare rpc: the target on this host's master, against every source. */
@@ -20,7 +21,7 @@ async function compare(req: CompareRequest): Promise<CompareReply> {
   if (!req.target?.login || req.sources.length === 0 || req.sources.some((s) => !s.login)) throw new AgentFailure('invalid_argument', 'Compare needs a target and at least one source, each with a login');
   if (!req.shape || req.shape.key.length === 0) throw new AgentFailure('invalid_argument', 'the shape needs a primary key');
   if (!(req.chunk_rows > 0) && !req.keys_json) throw new AgentFailure('invalid_argument', `chunk_rows ${req.chunk_rows} must be at least 1`);
-  const keys = req.keys_json ? parseValues<unknown[][]>(req.keys_json) : null;
+  const keys = req.keys_json ? (jsonArray('keys_json', req.keys_json) as unknown[][]) : null;
   if (keys !== null && (!Array.isArray(keys) || keys.some((k) => !Array.isArray(k) || k.length !== req.shape.key.length))) throw new AgentFailure('invalid_argument', `keys_json must be a JSON array of keys of ${req.shape.key.length} value(s)`);
   const opened: Awaited<ReturnType<typeof openShard>>[] = [];
   try {

@@ -12,7 +12,27 @@ export function keyId(key: KeyValue[]): string {
   return JSON.stringify(key.map((v) => (Buffer.isBuffer(v) ? `b:${v.toString('hex')}` : v === null ? null : `s:${String(v)}`)));
 }
 
+/** InnoDB chose this statement as a deadlock's victim (ER_LOCK_DEADLOCK): nothing of it stayed. */
+const isDeadlock = (err: unknown) => (err as { errno?: number }).errno === 1213;
+
+/**
+ * Re-copies the rows of `keys`. The locking read of the source can meet the application's
+ * transactions, and the target's delete and insert another piece's catch-up writing the
+ * same table (a partitioned source's pieces into one target): InnoDB then breaks a deadlock
+ * by failing one side. The apply is idempotent, so a victim here is applied again.
+ */
 export async function resyncKeys(src: mysql.Connection, dst: mysql.Connection, from: { db: string; table: string }, to: { db: string; table: string }, shape: TableShape, keys: KeyValue[][]): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await resyncOnce(src, dst, from, to, shape, keys);
+    } catch (err) {
+      if (!isDeadlock(err) || attempt >= 10) throw err;
+      await new Promise((r) => setTimeout(r, 5 * attempt));
+    }
+  }
+}
+
+async function resyncOnce(src: mysql.Connection, dst: mysql.Connection, from: { db: string; table: string }, to: { db: string; table: string }, shape: TableShape, keys: KeyValue[][]): Promise<number> {
   if (keys.length === 0) return 0;
   const tuple = `(${shape.key.map(() => '?').join(', ')})`;
   const inList = keys.map(() => tuple).join(', ');

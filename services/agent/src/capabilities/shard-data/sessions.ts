@@ -5,7 +5,8 @@
 
 import { randomUUID } from 'node:crypto';
 import type mysql from 'mysql2/promise';
-import { AgentFailure, parseValues, stringifyValues, type ShardLogin } from '@kcm/agent-api';
+import { AgentFailure, stringifyValues, type ShardLogin } from '@kcm/agent-api';
+import { jsonArray } from './request-json';
 import { addressOf, closeShard, instanceFailure, openShard } from './shard-sql';
 
 export const SESSION_IDLE_MS = 60_000;
@@ -40,11 +41,10 @@ export class ShardSessions {
    * One statement; SELECTs answer their rows (arrays when `rowsAsArray`), others their
    * result header, as the JSON of values.ts (mysql2's first element, Buffers kept).
    */
-  query(id: string, sql: string, valuesJson: string, rowsAsArray: boolean): Promise<string> {
+  async query(id: string, sql: string, valuesJson: string, rowsAsArray: boolean): Promise<string> {
     const s = this.sessions.get(id);
     if (!s) throw new AgentFailure('not_found', `no session ${id} (closed, or idle for ${this.idleMs / 1000} s)`);
-    const values = valuesJson ? parseValues<unknown[]>(valuesJson) : [];
-    if (values !== undefined && !Array.isArray(values)) throw new AgentFailure('invalid_argument', 'values_json must be a JSON array');
+    const values = jsonArray('values_json', valuesJson);
     s.busy++;
     const run = s.queue.catch(() => {}).then(async () => {
       try {

@@ -31,7 +31,7 @@ import path from 'node:path';
 import type mysql from 'mysql2/promise';
 import type { Logger } from '@kcm/common';
 import { AgentFailure, type ShardLogin } from '@kcm/agent-api';
-import { spawnPiped, type PipedProcess } from '../../ops/exec';
+import { processAlive, spawnPiped, type PipedProcess } from '../../ops/exec';
 import { atOrPast, BinlogRowParser, type BinlogPosition, type KeyValue } from './binlog-rows';
 import { keyId, resyncKeys } from './resync';
 import type { TableShape } from './shard-sql';
@@ -293,11 +293,13 @@ export class BinlogTailer {
     this.stopped = true;
     this.endNap?.();
     if (this.child) {
-      const exited = this.child.done.catch(() => {});
-      this.child.stdin.end();
-      const gone = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 2000))]);
-      // The watchdog did not end it: kill the sh (its read then sees EOF and kills mariadb-binlog).
-      if (!gone) this.child.kill();
+      // The watchdog's exit, not `done`: that waits for stderr to close, which a leftover
+      // grandchild could hold open.
+      const child = this.child;
+      child.stdin.end();
+      const until = Date.now() + 2000;
+      while (processAlive(child.pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      if (processAlive(child.pid)) child.kill();
     }
     await this.reading?.catch(() => {});
     await this.flushing?.catch(() => {});
