@@ -19,6 +19,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_PORT, HOSTS, waitUntil } from './cluster-fixture';
+import { emit } from '../helpers/emit-client';
 import { startSqlCluster, type SqlCluster } from './sql-fixture';
 import { ACCOUNT_MONEY, contentOf, createTransferAccount, partitionFigures, TransferLoad, type PartitionFigures } from './transfer-account';
 
@@ -74,6 +75,9 @@ describe('logical backup and restore of a partitioned table under transfers', ()
     expect(new Map([...atBackup].map(([name, f]) => [name, f.server]))).toEqual(holder);
     expect(set.parts).toHaveLength(2);
     for (const part of set.parts) expect(part).toMatchObject({ storage: 'logical', bytes: expect.any(Number), sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    // get_backup_storage counts it with the storage that keeps it.
+    const storages = (await emit(s.f.member, 'get_backup_storage', {})).attachment as { list_backup_storage: { name: string; logical_backup_sets: string }[] };
+    expect(storages.list_backup_storage.find((x) => x.name === 'logical')?.logical_backup_sets).toBe('1');
 
     // Transfers after the backup: the restore must not bring them back.
     load = new TransferLoad(s, { clients: 4, accounts: ACCOUNTS }).start();

@@ -161,7 +161,7 @@ describe('kcm local: up, status, a cluster through down and up, down --purge', (
     });
     const reply = (await res.json()) as { error_code: string; attachment: { list_backup_storage: unknown[] } };
     expect(reply.error_code).toBe('0');
-    expect(reply.attachment.list_backup_storage).toEqual([{ hostaddr: '127.0.2.201', name: 'local', port: '58100', stype: 'fs', path: path.join(dir, 'backups'), backup_sets: '0' }]);
+    expect(reply.attachment.list_backup_storage).toEqual([{ hostaddr: '127.0.2.201', name: 'local', port: '58100', stype: 'fs', path: path.join(dir, 'backups'), backup_sets: '0', logical_backup_sets: '0' }]);
   });
 
   it('makes an admin token, gives it as `token` in --json, keeps it 0600 in the deployment, and the managers only its SHA-256', async () => {

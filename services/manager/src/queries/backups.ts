@@ -1,5 +1,5 @@
 // Backup queries: get_backup_storage (spec 4.6: list_backup_storage[] of {hostaddr, name,
-// port, stype}), and a cluster's backup sets in get_cluster_detail (`list_backup`, oldest
+// port, stype}, with path and the full and logical backup sets each storage keeps), and a cluster's backup sets in get_cluster_detail (`list_backup`, oldest
 // first, each as manual_backup_cluster's result names it). Metadata backups are listed by
 // get_backup_storage's `list_metadata_backup`.
 
@@ -18,6 +18,8 @@ export function backupStorageList(state: MetaState): Record<string, unknown> {
       stype: s.stype,
       path: s.path,
       backup_sets: String(Object.values(state.backupSets).filter((b) => b.storageName === s.name).length),
+      // Logical backup sets with a part kept here (logical_backup; beyond the spec's fields, like backup_sets).
+      logical_backup_sets: String(Object.values(state.logicalBackups.sets).filter((set) => set.parts.some((p) => p.storage === s.name)).length),
     })),
     list_metadata_backup: backupSetsOf(state, METADATA_BACKUP_CLUSTER_ID).map(backupSetResult),
   };
