@@ -39,8 +39,22 @@ export class CatchUps {
 
   constructor(private readonly logger: Logger, private readonly o: CatchUpOptions = {}) {}
 
+  /** Starts of a move, one after another: two calls at once (a retry beside a new leader's) start one catch-up. */
+  private readonly starts = new Map<string, Promise<CatchUpState>>();
+
   /** Starts the move's catch-up from `start`, or answers the state of the one running (one whose reader failed is started again). */
   async start(req: StartCatchUpRequest): Promise<CatchUpState> {
+    const before = this.starts.get(req.move_id) ?? Promise.resolve(null);
+    const mine = before.catch(() => null).then(() => this.startOnce(req));
+    this.starts.set(req.move_id, mine);
+    try {
+      return await mine;
+    } finally {
+      if (this.starts.get(req.move_id) === mine) this.starts.delete(req.move_id);
+    }
+  }
+
+  private async startOnce(req: StartCatchUpRequest): Promise<CatchUpState> {
     if (!req.move_id) throw new AgentFailure('invalid_argument', 'move_id is empty');
     if (!req.binlog_login || !req.source?.login || !req.target?.login) throw new AgentFailure('invalid_argument', 'binlog_login, source and target need logins');
     if (!req.start?.file) throw new AgentFailure('invalid_argument', 'start names no binlog file');
