@@ -26,7 +26,8 @@ interface Node {
 
 describe('a manager leader SIGKILLed in the middle of a failover', () => {
   let g: GroupFixture;
-  const ha = HOSTS.map((h) => new MariaDbHaAgentClient(`${h}:${AGENT_PORT}`, { statusMs: 3000 }));
+  /** Made once the group is up: it sets the test process's client TLS (test/manager/helpers/group.ts). */
+  let ha: MariaDbHaAgentClient[] = [];
   let leader: string;
   let computer: { user: string; password: string };
   let storage: { user: string; password: string };
@@ -56,6 +57,7 @@ describe('a manager leader SIGKILLed in the middle of a failover', () => {
   beforeAll(async () => {
     g = await startGroupFixture({ name: 'failover-leader', members: MEMBERS, hosts: HOSTS, agentPort: AGENT_PORT, managerConfig: { tickMs: 50, electionTick: 10 }, machines: { computerHosts: [2] } });
     leader = await g.group.waitForLeader();
+    ha = HOSTS.map((h) => new MariaDbHaAgentClient(`${h}:${AGENT_PORT}`, { statusMs: 3000 }));
     const created = await g.runDone('create_cluster', clusterParas({ nick_name: 'ha' }), 300_000);
     const att = created.attachment as { computer_user: string; computer_pwd: string; storage_user: string; storage_pwd: string };
     computer = { user: att.computer_user, password: att.computer_pwd };
