@@ -76,8 +76,11 @@ describe('expand_cluster moves partitions and tables, checked first, never half-
       const reply = await expand(['transfer_account_01', 'hash_account_01', 'hash_account_03', 'student']);
       expect(reply.error_info ?? '').toBe('');
       expect(reply.status).toBe('done');
-      const moved = (reply.attachment as { list_table: { table: string; blocked_ms: string; cut_over_ms: string }[] }).list_table;
+      const moved = (reply.attachment as { list_table: { table: string; blocked_ms: string; cut_over_ms: string; copy_started_at: string; copy_ended_at: string }[] }).list_table;
       console.log(`expand of partitions under transfers: ${moved.map((t) => `${t.table} blocked ${t.blocked_ms} ms (cut-over ${t.cut_over_ms} ms)`).join('; ')}`);
+      // The tables were copied at once: every copy began before any ended.
+      const spans = moved.map((t) => ({ from: Number(t.copy_started_at), to: Number(t.copy_ended_at) }));
+      expect(Math.max(...spans.map((x) => x.from))).toBeLessThan(Math.min(...spans.map((x) => x.to)));
       await load.committedMore(100); // transfers go on through the moved partition
     } finally {
       await load.stop();

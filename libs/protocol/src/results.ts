@@ -354,7 +354,8 @@ export type ExpandClusterResult = {
   src_shard_id: string;
   dst_shard_id: string;
   blocked_ms_max: string;
-  list_table: { table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string; cut_over_ms: string; old_table: string }[];
+  /** copy_started_at / copy_ended_at: the copy's span, ms since the epoch (the tables copy at once). */
+  list_table: { table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; copy_started_at: string; copy_ended_at: string; blocked_ms: string; cut_over_ms: string; old_table: string }[];
 };
 
 /**

@@ -75,6 +75,7 @@ function stopAgents(h: { agents: Agents }, pool: AgentPool = deadAgentPool()): A
     mariadbRestore: (host: string) => pool.mariadbRestore(host),
     passwords: (host: string) => pool.passwords(host),
     hostProbe: (host: string) => pool.hostProbe(host),
+    shardData: (host: string) => pool.shardData(host),
     agentAddress: (host: string) => pool.agentAddress(host),
   });
   return pool;
@@ -387,17 +388,17 @@ describe('a table move whose shard masters or compute nodes cannot be reached fa
   afterAll(() => pools.forEach((p) => p.close()));
   const INSTANCE_FAILED = errorEntry('INSTANCE_FAILED').code;
 
-  // The move opens its SQL sessions on the masters itself: on the loopback hosts nothing
-  // listens at their ports, so each connection is refused at once, as on a host whose mariadbd is down.
-  it('expand_cluster, the shard masters down: fails at its first phase naming the source master, not as a bug of kcm; nothing moved', async () => {
+  // The move's sessions on the masters are held by the masters' agents: with those agents
+  // down, the first phase fails naming the source master and its host's agent.
+  it('expand_cluster, the shard masters\' agents down: fails at its first phase naming the source master, not as a bug of kcm; nothing moved', async () => {
     const h = await startHarness({ hosts: LOOPBACK_HOSTS });
     const cluster = await h.readyCluster(onLoopback);
     const source = cluster.shards['1'].nodes[cluster.shards['1'].masterNodeId];
     pools.push(stopLoopbackAgents(h));
     const status = await h.run('expand_cluster', { cluster_id: cluster.id, src_shard_id: '1', dst_shard_id: '2', table_list: ['shop.public.orders'], drop_old_table: '0' });
-    expect({ status: status.status, code: status.errorCode }, status.errorInfo).toEqual({ status: 'failed', code: INSTANCE_FAILED });
+    expect({ status: status.status, code: status.errorCode }, status.errorInfo).toEqual({ status: 'failed', code: errorEntry('AGENT_UNREACHABLE').code });
     expect(status.errorInfo).toMatch(/^step 1 of 6 \(record the source positions\) failed: /);
-    expect(status.errorInfo).toContain(`MariaDB at ${source.hostaddr}:${source.port} did not accept a session: connect ECONNREFUSED`);
+    expect(status.errorInfo).toContain(`MariaDB at ${source.hostaddr}:${source.port}: the agent of its host did not answer`);
     expect(h.store.s.clusters[cluster.id]).toEqual(cluster);
   });
 

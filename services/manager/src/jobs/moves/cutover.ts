@@ -11,7 +11,7 @@
 import { TableMoveAgentClient, type ForeignTableRef } from '@kcm/agent-api';
 import { KcmError } from '@kcm/protocol';
 import { errorNameOf } from '../errors';
-import type { BinlogPosition } from './binlog-rows';
+import type { BinlogPosition } from '@kcm/agent-api';
 
 export interface CompAt {
   hostaddr: string;

@@ -10,21 +10,22 @@
 //   retireSource -> drop the source table or rename it aside
 //   abandonMove  -> (rollback) stop the catch-up, drop a target the move created
 //
-// The catch-up keeps running from catchUpPhase to cutOverPhase in this member (tailers
-// below); a new leader starts it again from the last position a step recorded, which is
-// safe because the catch-up re-copies changed rows (resync.ts).
+// The data work runs in the agents (ShardDataAgent, proto/agent-shard-data.proto): the
+// agent of the source master's host copies into the target master and runs the catch-up
+// (mariadb-binlog against its own master), the target master's agent compares; rows never
+// pass through the manager, which orchestrates, records progress and decides the cut-over.
+// Its control statements run in sessions the masters' agents hold (shard-sql.ts). The
+// catch-up, keyed by job and move, lives in the source's agent from catchUpPhase to the
+// cut-over: a new leader re-attaches to it (StartCatchUp answers a running one), or starts
+// it again from the last position a step recorded, which is safe because the catch-up
+// re-copies changed rows.
 
 import type { StepContext } from '../workflow';
 import { clusterOfStep } from '../cluster-lookup';
 import { KcmError } from '@kcm/protocol';
-import { gtidProgress } from '@kcm/agent-api';
-import type { BinlogPosition } from './binlog-rows';
-import { closeOnAbort } from './close-on-abort';
-import { copyRows, snapshotPosition } from './copy';
+import type { BinlogPosition, CatchUpState, TableAt } from '@kcm/agent-api';
 import { agentForeignTables, cutOver, keptForeignTables, type ForeignTableAgent } from './cutover';
-import { loginAs, masterPosition, openShard, q, readTableShape, withShard, type ShardLogin, type TableShape } from './shard-sql';
-import { BinlogTailer } from './tailer';
-import { verifyCopy, widenedColumnCasts } from './verify';
+import { loginAs, q, readTableShape, withShard, type ShardLogin, type ShardSession, type TableShape } from './shard-sql';
 
 export interface MoveEnd {
   clusterId: string;
@@ -78,6 +79,9 @@ export interface CopySummary {
   chunks: number;
   resumed_after: string;
   ms: number;
+  /** The copy's span on the manager's wall clock (ms since the epoch); absent in outputs recorded before it was. */
+  started_at?: number;
+  ended_at?: number;
 }
 
 export interface CaughtUp {
@@ -127,9 +131,31 @@ function replicationLogin(ctx: Ctx, end: MoveEnd): ShardLogin {
 
 const where = (e: MoveEnd) => `${e.db}.${e.table} on shard ${e.shardId} of cluster ${e.clusterId}`;
 
+/** The tables of a move as the agents take them: where each master is, with the storage account. */
+function tableAt(ctx: Ctx, end: MoveEnd): TableAt {
+  return { login: storageLogin(ctx, end), db: end.db, table: end.table };
+}
+
+/** The catch-up's key in the source's agent: one per job and move. */
+const moveIdOf = (ctx: Ctx, spec: MoveSpec) => `${ctx.jobId}/${spec.key}`;
+
+const sourceAgent = (ctx: Ctx, spec: MoveSpec) => ctx.agents.shardData(masterOf(ctx, spec.source).master.hostaddr);
+
+/** The binlog position exactly consistent with a snapshot taken now (binlog_snapshot_file/position). */
+async function snapshotPosition(c: ShardSession): Promise<BinlogPosition> {
+  await c.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+  try {
+    const [status] = (await c.query(`SHOW STATUS LIKE 'binlog_snapshot_%'`)) as unknown as [{ Variable_name: string; Value: string }[]];
+    const snap = new Map(status.map((row) => [row.Variable_name.toLowerCase(), row.Value]));
+    return { file: snap.get('binlog_snapshot_file') ?? '', pos: Number(snap.get('binlog_snapshot_position') ?? 0) };
+  } finally {
+    await c.query('COMMIT');
+  }
+}
+
 /** Records the source position (before any snapshot the copy takes) and makes or checks the target. */
 export async function prepareMove(ctx: Ctx, spec: MoveSpec): Promise<PreparedMove> {
-  return withShard(storageLogin(ctx, spec.source), async (src) => {
+  return withShard(ctx.agents, storageLogin(ctx, spec.source), async (src) => {
     // The position of a consistent snapshot, not SHOW MASTER STATUS: with semi-sync AFTER_SYNC
     // the binlog's end may hold transactions not yet committed, which a later copy snapshot
     // could miss while the catch-up, starting after them, would never replay them.
@@ -137,7 +163,7 @@ export async function prepareMove(ctx: Ctx, spec: MoveSpec): Promise<PreparedMov
     const shape = await readTableShape(src, spec.source.db, spec.source.table);
     if (!shape) throw KcmError.of('NOT_FOUND', `table ${where(spec.source)} does not exist`);
     if (shape.key.length === 0) throw KcmError.of('UNSUPPORTED', `table ${where(spec.source)} has no primary key; a move copies and verifies by primary key`);
-    await withShard(storageLogin(ctx, spec.target), async (dst) => {
+    await withShard(ctx.agents, storageLogin(ctx, spec.target), async (dst) => {
       const existing = await readTableShape(dst, spec.target.db, spec.target.table);
       if (spec.target.create) {
         if (existing) {
@@ -149,7 +175,7 @@ export async function prepareMove(ctx: Ctx, spec: MoveSpec): Promise<PreparedMov
         const [created] = (await src.query(`SHOW CREATE TABLE ${q(spec.source.db)}.${q(spec.source.table)}`)) as unknown as [Record<string, string>[]];
         const ddl = created[0]['Create Table'];
         await dst.query(`CREATE DATABASE IF NOT EXISTS ${q(spec.target.db)}`);
-        await dst.changeUser({ database: spec.target.db });
+        await dst.query(`USE ${q(spec.target.db)}`);
         await dst.query(ddl.replace(/^CREATE TABLE `(?:[^`]|``)+`/, `CREATE TABLE ${q(spec.target.table)}`));
       } else if (!existing) {
         throw KcmError.of('NOT_FOUND', `target table ${where(spec.target)} does not exist; it must be created before the move`);
@@ -159,191 +185,180 @@ export async function prepareMove(ctx: Ctx, spec: MoveSpec): Promise<PreparedMov
   });
 }
 
-/** Waits while a standby of the target shard lags its master by more than the limit (at most 30 s per call). */
-async function throttleOnTargetLag(ctx: Ctx, spec: MoveSpec, maxLagTrx: number): Promise<void> {
-  const { shard, master } = masterOf(ctx, spec.target);
-  const standbys = Object.values(shard.nodes).filter((n) => n.id !== master.id && !n.fenced);
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline && !ctx.signal.aborted) {
-    const [m, ...s] = await Promise.all([master, ...standbys].map((n) => ctx.agents.mariadbHa(n.hostaddr).replicationStatus(n.port).catch(() => null)));
-    if (!m?.answering) return;
-    const behind = Math.max(0, ...s.filter((x) => x?.answering).map((x) => gtidProgress(m.gtid_binlog_pos) - gtidProgress(x!.gtid_current_pos)));
-    if (behind <= maxLagTrx) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** The target shard's standbys as the copy's lag check reads them (storage account). */
+function targetStandbys(ctx: Ctx, spec: MoveSpec): ShardLogin[] {
+  const { cluster, shard, master } = masterOf(ctx, spec.target);
+  return Object.values(shard.nodes)
+    .filter((n) => n.id !== master.id && !n.fenced)
+    .map((n) => loginAs(ctx.secrets, cluster, n, 'storage'));
 }
 
-export async function copyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, deps: MoveDeps = {}): Promise<CopySummary> {
+export interface CopyOptions {
+  /** A target fed by several sources holds the others' keys: copy from the first key, not after the target's highest. */
+  fromStart?: boolean;
+  /** Called with the rows this copy committed so far (a Raft commit of progress). */
+  progress?: (rows: number) => Promise<void>;
+  /** Stops this copy (with the step's signal): a job copying several tables at once stops the others when one fails. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The copy, run by the source master's agent into the target master: chunks from one
+ * consistent snapshot, committed in groups, throttled while a target standby lags; it
+ * resumes after the target's highest key (a new leader's call; the old call is cancelled
+ * with its leadership). One progress record per target commit, in order.
+ */
+export async function copyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, deps: MoveDeps = {}, options: CopyOptions = {}): Promise<CopySummary> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
-  const src = await openShard(storageLogin(ctx, spec.source));
-  const dst = await openShard(storageLogin(ctx, spec.target));
-  src.on('error', () => {});
-  dst.on('error', () => {});
-  let lastLagCheck = Date.now();
-  const lag: { check: Promise<void> | null } = { check: null };
-  const started = Date.now();
-  const rateLimit = async (written: number) => {
-    if (limits.copyRowsPerSecond <= 0) return;
-    const due = started + (written / limits.copyRowsPerSecond) * 1000;
-    if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-  };
-  try {
-    const out = await copyRows(src, dst, spec.source, spec.target, prepared.shape, {
-      chunkRows: limits.chunkRows,
-      commitRows: limits.copyCommitRows,
-      commitBytes: limits.copyCommitBytes,
-      commitMs: limits.copyCommitMs,
-      signal: ctx.signal,
-      throttle: async (written) => {
-        await rateLimit(written);
-        // The lag check costs an agent call per target node (each opens a session on its
-        // node): at most one per 500 ms, run while the next chunks are written; the copy waits
-        // on it at the next check, so a lagging standby stops the copy within about a second.
-        if (Date.now() - lastLagCheck >= 500) {
-          lastLagCheck = Date.now();
-          await lag.check;
-          lag.check = throttleOnTargetLag(ctx, spec, limits.maxTargetLagTrx);
-          lag.check.catch(() => {}); // awaited at the next check; a failure then is the copy's
-        }
-      },
-      // Called once per target commit: a Raft commit of the rows the target now holds.
-      progress: async (rows) => {
-        await ctx.progress(rows, 0);
-      },
-    });
-    return { rows: out.rows, chunks: out.chunks, resumed_after: out.resumedAfter === null ? '' : JSON.stringify(out.resumedAfter), ms: Math.round(out.ms) };
-  } finally {
-    await lag.check?.catch(() => {});
-    await Promise.all([src.end().catch(() => src.destroy()), dst.end().catch(() => dst.destroy())]);
-  }
+  const progress = options.progress ?? ((rows: number) => ctx.progress(rows, 0));
+  const startedAt = Date.now();
+  let recorded: Promise<void> = Promise.resolve();
+  const last = await sourceAgent(ctx, spec).copyRows(
+    {
+      move_id: moveIdOf(ctx, spec),
+      source: tableAt(ctx, spec.source),
+      target: tableAt(ctx, spec.target),
+      shape: { columns: prepared.shape.columns, text: prepared.shape.text ?? [], key: prepared.shape.key },
+      chunk_rows: limits.chunkRows,
+      commit_rows: limits.copyCommitRows,
+      commit_bytes: limits.copyCommitBytes,
+      commit_ms: limits.copyCommitMs,
+      rows_per_second: limits.copyRowsPerSecond,
+      max_target_lag_trx: limits.maxTargetLagTrx,
+      target_standbys: targetStandbys(ctx, spec),
+      from_start: options.fromStart ?? false,
+      resume_after_json: '',
+    },
+    // Progress records go one after the other, never holding the stream back.
+    (p) => {
+      recorded = recorded.then(() => progress(p.rows)).catch(() => {});
+    },
+    options.signal ? AbortSignal.any([ctx.signal, options.signal]) : ctx.signal,
+  );
+  await recorded;
+  return { rows: last.rows, chunks: last.chunks, resumed_after: last.resumed_after_json === 'null' ? '' : last.resumed_after_json, ms: Math.round(last.ms), started_at: startedAt, ended_at: Date.now() };
 }
 
-/** The catch-ups running in this member, by job and move key. */
-const tailers = new Map<string, { tailer: BinlogTailer; close: () => Promise<void> }>();
-
-async function tailerFor(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, from: BinlogPosition): Promise<BinlogTailer> {
-  const id = `${ctx.jobId}/${spec.key}`;
-  const running = tailers.get(id);
-  if (running) return running.tailer;
-  const src = await openShard(storageLogin(ctx, spec.source));
-  const dst = await openShard(storageLogin(ctx, spec.target));
-  src.on('error', () => {});
-  dst.on('error', () => {});
-  const tailer = new BinlogTailer({ binlogLogin: replicationLogin(ctx, spec.source), src, dst, from: spec.source, to: spec.target, shape: prepared.shape, start: from, logger: ctx.logger });
-  const entry = { tailer, close: async () => {} };
-  tailers.set(id, entry);
-  // Leadership lost: the next leader starts its own catch-up; this one must not write on.
-  entry.close = closeOnAbort(ctx.signal, async () => {
-    tailers.delete(id);
-    await tailer.stop();
-    await Promise.all([src.end().catch(() => src.destroy()), dst.end().catch(() => dst.destroy())]);
+/** Starts the move's catch-up in the source's agent from `from`, or finds it running there. */
+async function startCatchUp(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, from: BinlogPosition): Promise<CatchUpState> {
+  return sourceAgent(ctx, spec).startCatchUp({
+    move_id: moveIdOf(ctx, spec),
+    binlog_login: replicationLogin(ctx, spec.source),
+    source: tableAt(ctx, spec.source),
+    target: tableAt(ctx, spec.target),
+    shape: { columns: prepared.shape.columns, text: prepared.shape.text ?? [], key: prepared.shape.key },
+    start: from,
   });
-  await tailer.start();
-  if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('leadership lost');
-  return tailer;
 }
 
 /** Makes the move's catch-up apply nothing more, at once; stopCatchUp ends it later (inside a hold, before renames). */
-export async function haltCatchUp(jobId: string, key: string): Promise<void> {
-  await tailers.get(`${jobId}/${key}`)?.tailer.halt();
+export async function haltCatchUp(ctx: Ctx, spec: MoveSpec): Promise<void> {
+  await sourceAgent(ctx, spec).haltCatchUp(moveIdOf(ctx, spec));
 }
 
 /** The catch-up as a hold uses it (the cut-over, repartition's switch of names). */
 export interface HeldCatchUp {
-  tailer: BinlogTailer;
   /** Outside the hold: wait until the source's position now is applied, so the hold waits only for the last writes. */
   level(): Promise<void>;
-  /** Inside the hold: the source's position, read on a session opened before the hold. */
+  /** Inside the hold: the source's position, read on a session the catch-up opened before the hold. */
   sourceNow(): Promise<BinlogPosition>;
   /** Inside the hold: wait until `at` is applied (the keys read so far first); says how long each part took. */
   tail(at: BinlogPosition): Promise<{ flush_ms: number; read_ms: number; tail_rows: number }>;
-  close(): Promise<void>;
+  /** The catch-up's state now (applied position, rows re-copied). */
+  state(): Promise<CatchUpState>;
 }
 
 export async function catchUpForHold(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, from: BinlogPosition, deps: MoveDeps = {}): Promise<HeldCatchUp> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
-  const tailer = await tailerFor(ctx, spec, prepared, from);
-  // The source position is read while writes are held: on a session opened before, not a new one.
-  const login = replicationLogin(ctx, spec.source);
-  const positions = await openShard(login);
-  positions.on('error', () => {});
-  const sourceNow = () => masterPosition(positions).catch(() => withShard(login, masterPosition));
-  const ms = (from: number, to: number) => Math.round((to - from) * 10) / 10;
+  const agent = sourceAgent(ctx, spec);
+  const moveId = moveIdOf(ctx, spec);
+  await startCatchUp(ctx, spec, prepared, from);
   return {
-    tailer,
-    sourceNow,
-    level: async () => tailer.waitFor(await sourceNow(), limits.catchUpMs, ctx.signal),
+    level: async () => void (await agent.catchUpTo(moveId, null, limits.catchUpMs)),
+    sourceNow: () => agent.sourcePosition(moveId),
     tail: async (at) => {
-      const before = tailer.rowsResynced;
-      const t0 = performance.now();
-      await tailer.flush();
-      const t1 = performance.now();
-      await tailer.waitFor(at, limits.cutOverCatchUpMs, ctx.signal);
-      return { flush_ms: ms(t0, t1), read_ms: ms(t1, performance.now()), tail_rows: tailer.rowsResynced - before };
+      const r = await agent.catchUpTail(moveId, at, limits.cutOverCatchUpMs);
+      return { flush_ms: r.flush_ms, read_ms: r.read_ms, tail_rows: r.tail_rows };
     },
-    close: async () => {
-      await positions.end().catch(() => positions.destroy());
-    },
+    // StartCatchUp answers a running catch-up's state (and starts one the agent lost).
+    state: () => startCatchUp(ctx, spec, prepared, from),
   };
 }
 
-/** Stops the move's catch-up in this member (after the cut-over, or on rollback). */
-export async function stopCatchUp(jobId: string, key: string): Promise<void> {
-  await tailers.get(`${jobId}/${key}`)?.close();
-}
-
-async function sourcePosition(ctx: Ctx, spec: MoveSpec): Promise<BinlogPosition> {
-  return withShard(replicationLogin(ctx, spec.source), masterPosition);
+/** Stops the move's catch-up in the source's agent (after the cut-over, or on rollback). */
+export async function stopCatchUp(ctx: Ctx, spec: MoveSpec): Promise<void> {
+  await sourceAgent(ctx, spec).stopCatchUp(moveIdOf(ctx, spec));
 }
 
 export async function catchUpPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, deps: MoveDeps = {}): Promise<CaughtUp> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
-  const tailer = await tailerFor(ctx, spec, prepared, prepared.start);
-  await tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal);
-  return { at: tailer.applied, rows_resynced: tailer.rowsResynced };
+  await startCatchUp(ctx, spec, prepared, prepared.start);
+  const state = await sourceAgent(ctx, spec).catchUpTo(moveIdOf(ctx, spec), null, limits.catchUpMs);
+  return { at: state.applied, rows_resynced: state.rows_resynced };
+}
+
+/** A key as the verify's messages name it: each value as text (binary as hex). */
+export const keyText = (key: unknown[]) => JSON.stringify(key.map((v) => (Buffer.isBuffer(v) ? v.toString('hex') : String(v))));
+
+/**
+ * The verify gate's comparison of a target with its sources (one move, or a partitioned
+ * source's pieces copied into one table), run by the target master's agent; the keys that
+ * differ are compared again after every source's catch-up reached the source's position
+ * then, `rechecks` times, so a row written between two reads differs once, not every time.
+ * Resolves with the rows read per source and the keys that still differ.
+ */
+export async function compareWithCatchUps(ctx: Ctx, target: MoveEnd, feeders: readonly { spec: MoveSpec; prepared: PreparedMove; from: BinlogPosition }[], deps: MoveDeps = {}): Promise<{ sourceRows: number[]; chunks: number; bad: unknown[][]; ms: number }> {
+  const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
+  const shape = feeders[0].prepared.shape;
+  const request = {
+    sources: feeders.map((f) => tableAt(ctx, f.spec.source)),
+    target: tableAt(ctx, target),
+    shape: { columns: shape.columns, text: shape.text ?? [], key: shape.key },
+    chunk_rows: limits.chunkRows,
+  };
+  const agent = ctx.agents.shardData(masterOf(ctx, target).master.hostaddr);
+  const first = await agent.compare(request, null);
+  let bad = first.differing;
+  for (let round = 0; round < 3 && bad.length > 0; round++) {
+    // A catch-up not running in the source's agent (restarted) starts where the catch-up step left off.
+    for (const f of feeders) {
+      await startCatchUp(ctx, f.spec, f.prepared, f.from);
+      await sourceAgent(ctx, f.spec).catchUpTo(moveIdOf(ctx, f.spec), null, limits.catchUpMs);
+    }
+    bad = (await agent.compare(request, bad)).differing;
+    if (bad.length > 0) await new Promise((r) => setTimeout(r, 200));
+  }
+  return { sourceRows: first.sourceRows, chunks: first.chunks, bad, ms: first.ms };
 }
 
 export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<VerifySummary> {
-  const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
-  const tailer = await tailerFor(ctx, spec, prepared, caught.at);
-  const out = await withShard(storageLogin(ctx, spec.source), (src) =>
-    withShard(storageLogin(ctx, spec.target), async (dst) =>
-      verifyCopy(src, dst, spec.source, spec.target, prepared.shape, {
-        sourceCasts: await widenedColumnCasts(src, dst, spec.source, spec.target, prepared.shape),
-        chunkRows: limits.chunkRows,
-        rechecks: 3,
-        catchUp: async () => tailer.waitFor(await sourcePosition(ctx, spec), limits.catchUpMs, ctx.signal),
-        progress: async () => {},
-      }),
-    ),
-  );
+  const started = performance.now();
+  const out = await compareWithCatchUps(ctx, spec.target, [{ spec, prepared, from: caught.at }], deps);
   if (out.bad.length > 0) {
     const keyNames = prepared.shape.key.map((k) => k.name).join(', ');
     throw KcmError.of(
       'DATA_CHECK_FAILED',
-      `verify: ${out.bad.length} row(s) of ${where(spec.target)} differ from the source after the catch-up; primary key (${keyNames}) = ${out.bad.slice(0, 10).join('; ')}${out.bad.length > 10 ? '; ...' : ''}. The source keeps serving`,
+      `verify: ${out.bad.length} row(s) of ${where(spec.target)} differ from the source after the catch-up; primary key (${keyNames}) = ${out.bad.slice(0, 10).map(keyText).join('; ')}${out.bad.length > 10 ? '; ...' : ''}. The source keeps serving`,
     );
   }
-  return { rows: out.rows, chunks: out.chunks, ms: Math.round(out.ms) };
+  return { rows: out.sourceRows[0] ?? 0, chunks: out.chunks, ms: Math.round(performance.now() - started) };
 }
 
 export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<CutOverSummary> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
   const agent = deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h));
-  let held: HeldCatchUp | null = null;
   try {
     const target = clusterOfStep(ctx, spec.target.clusterId);
     const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
     const targetServer = `shard_${spec.target.shardId}`;
     // A re-run after the commit finds every foreign table on the target already: nothing to hold.
     const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign })));
-    const tailer = await tailerFor(ctx, spec, prepared, caught.at);
     if (comps.length > 0 && servers.every((s) => s.server === targetServer)) {
-      await stopCatchUp(ctx.jobId, spec.key);
-      return { blocked_ms: 0, cut_over_ms: 0, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+      const state = await startCatchUp(ctx, spec, prepared, caught.at);
+      await stopCatchUp(ctx, spec);
+      return { blocked_ms: 0, cut_over_ms: 0, at: state.applied, rows_resynced: state.rows_resynced };
     }
     const catchUp = await catchUpForHold(ctx, spec, prepared, caught.at, deps);
-    held = catchUp;
     // Level first, outside the hold, so the hold waits only for the last few writes.
     await catchUp.level();
     let lastError: unknown;
@@ -362,11 +377,12 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
             tail = await catchUp.tail(at);
           },
         });
-        const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: tailer.applied, rows_resynced: tailer.rowsResynced };
+        const state = await catchUp.state();
+        const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: state.applied, rows_resynced: state.rows_resynced };
         // The wall-clock span lets a load's own log be matched against the cut-over (bench/move);
         // the parts say where the blocked window went.
         ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to, ...out.parts, ...tail }, 'move cut over');
-        await stopCatchUp(ctx.jobId, spec.key);
+        await stopCatchUp(ctx, spec);
         return summary;
       } catch (err) {
         lastError = err;
@@ -376,7 +392,6 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
     }
     throw lastError;
   } finally {
-    await held?.close();
     agent.close?.();
   }
 }
@@ -390,7 +405,7 @@ export type RetireMode = 'drop' | 'rename';
  * otherwise attach it to the parent again, beside the moved partition with the same bound.
  */
 export async function retireSource(ctx: Ctx, spec: MoveSpec, mode: RetireMode): Promise<string> {
-  return withShard(storageLogin(ctx, spec.source), async (src) => {
+  return withShard(ctx.agents, storageLogin(ctx, spec.source), async (src) => {
     const exists = await readTableShape(src, spec.source.db, spec.source.table).catch(() => undefined);
     const aside = `${spec.source.table.slice(0, 40)}__moved_${ctx.jobId}`;
     if (!exists) return mode === 'drop' ? '' : `${spec.source.db}.${aside}`;
@@ -414,7 +429,7 @@ export async function retireSource(ctx: Ctx, spec: MoveSpec, mode: RetireMode): 
  * nodes, or a node unreachable) is left as it is, source and target, for a person to see.
  */
 export async function abandonMove(ctx: Ctx, spec: MoveSpec, deps: MoveDeps = {}): Promise<'dropped' | 'kept' | 'moved' | 'partial'> {
-  await stopCatchUp(ctx.jobId, spec.key);
+  await stopCatchUp(ctx, spec).catch(() => {});
   const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
   const comps = Object.values(clusterOfStep(ctx, spec.target.clusterId).comps);
   const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign }).catch(() => ({ server: '' }))));
@@ -422,6 +437,6 @@ export async function abandonMove(ctx: Ctx, spec: MoveSpec, deps: MoveDeps = {})
   if (onTarget > 0 && onTarget === servers.length) return 'moved';
   if (onTarget > 0) return 'partial';
   if (!spec.target.create) return 'kept';
-  await withShard(storageLogin(ctx, spec.target), (dst) => dst.query(`DROP TABLE IF EXISTS ${q(spec.target.db)}.${q(spec.target.table)}`));
+  await withShard(ctx.agents, storageLogin(ctx, spec.target), (dst) => dst.query(`DROP TABLE IF EXISTS ${q(spec.target.db)}.${q(spec.target.table)}`));
   return 'dropped';
 }

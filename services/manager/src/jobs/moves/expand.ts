@@ -80,7 +80,7 @@ function checkParas(p: ExpandParas, state: Parameters<NonNullable<JobOf<'expand_
 }
 
 /**
- * Runs `phase` for each move in turn (tables one after the other: the copy is I/O bound).
+ * Runs `phase` for each move in turn (the copy step runs them at once instead: copyAll).
  * A failure names its table, and the tables before it that this phase finished.
  */
 async function eachMove<T>(p: ExpandParas, phase: (spec: MoveSpec, i: number) => Promise<T>): Promise<T[]> {
@@ -95,6 +95,44 @@ async function eachMove<T>(p: ExpandParas, phase: (spec: MoveSpec, i: number) =>
     }
   }
   return out;
+}
+
+/**
+ * Copies every listed table at once, each by its source master's agent straight into the
+ * target master (the copies are I/O bound on two hosts, not on the manager). The step's
+ * progress is the rows all copies committed. A copy that fails stops the others and fails
+ * the step naming its table.
+ */
+async function copyAll(ctx: StepContext<ExpandParas, ExpandOutputs>, p: ExpandParas, deps: MoveDeps): Promise<CopySummary[]> {
+  const moves = expandMoves(p);
+  const rows = moves.map(() => 0);
+  const stopOthers = new AbortController();
+  let first: { i: number; err: Error } | null = null;
+  const settled = await Promise.allSettled(
+    moves.map(async (m, i) => {
+      try {
+        return await copyPhase(ctx, m, ctx.outputs['record the source positions'][i], deps, {
+          signal: stopOthers.signal,
+          progress: (n) => {
+            rows[i] = n;
+            return ctx.progress(rows.reduce((a, b) => a + b, 0), 0);
+          },
+        });
+      } catch (err) {
+        if (!first) {
+          first = { i, err: err as Error };
+          stopOthers.abort(err);
+        }
+        throw err;
+      }
+    }),
+  );
+  const failed = first as { i: number; err: Error } | null;
+  if (failed) {
+    const message = `table ${p.table_list[failed.i]}: ${failed.err.message}`;
+    throw failed.err instanceof KcmError ? KcmError.of(failed.err.errorName, message, { cause: failed.err }) : new Error(message, { cause: failed.err });
+  }
+  return settled.map((r) => (r as PromiseFulfilledResult<CopySummary>).value);
 }
 
 export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', ExpandOutputs> {
@@ -115,7 +153,7 @@ export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', E
           return eachMove(p, (m) => prepareMove(ctx, m));
         },
       },
-      { name: 'copy rows', run: (ctx: Ctx) => eachMove(p, (m, i) => copyPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
+      { name: 'copy rows', run: (ctx: Ctx) => copyAll(ctx, p, deps) },
       { name: 'catch up from the binlog', run: (ctx: Ctx) => eachMove(p, (m, i) => catchUpPhase(ctx, m, ctx.outputs['record the source positions'][i], deps)) },
       {
         name: 'verify the copies',
@@ -140,6 +178,8 @@ export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', E
           rows_resynced: String(o['cut over'][i].rows_resynced),
           rows_verified: String(o['verify the copies'][i].rows),
           copy_ms: String(o['copy rows'][i].ms),
+          copy_started_at: String(o['copy rows'][i].started_at ?? ''),
+          copy_ended_at: String(o['copy rows'][i].ended_at ?? ''),
           blocked_ms: String(o['cut over'][i].blocked_ms),
           cut_over_ms: String(o['cut over'][i].cut_over_ms ?? ''),
           old_table: o['retire the source tables'][i],

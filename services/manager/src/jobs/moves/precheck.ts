@@ -23,7 +23,7 @@ export interface PrecheckDeps {
 
 /** Why `spec` cannot be moved, or null when it can. */
 async function refusalOf(ctx: Ctx, spec: MoveSpec, deps: PrecheckDeps): Promise<string | null> {
-  const source = await withShard(deps.login(ctx, spec.source), async (src) => {
+  const source = await withShard(ctx.agents, deps.login(ctx, spec.source), async (src) => {
     try {
       const shape = await readTableShape(src, spec.source.db, spec.source.table);
       if (!shape) return `it does not exist on shard ${spec.source.shardId}`;
@@ -36,7 +36,7 @@ async function refusalOf(ctx: Ctx, spec: MoveSpec, deps: PrecheckDeps): Promise<
   });
   if (source) return source;
   if (spec.target.create) {
-    const target = await withShard(deps.login(ctx, spec.target), async (dst) => {
+    const target = await withShard(ctx.agents, deps.login(ctx, spec.target), async (dst) => {
       const shape = await readTableShape(dst, spec.target.db, spec.target.table).catch(() => undefined);
       if (!shape) return null;
       const [rows] = (await dst.query(`SELECT 1 FROM ${q(spec.target.db)}.${q(spec.target.table)} LIMIT 1`)) as unknown as [unknown[]];

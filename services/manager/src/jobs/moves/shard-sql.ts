@@ -1,9 +1,12 @@
-// The move engine's SQL sessions on shard masters (mysql2, from the manager, as the
-// cluster's storage account, or its replication account for binlog positions), and what a
-// move needs to know of a table: its columns and primary key.
+// The manager's SQL on shard masters during a move or a repartition: control statements
+// only (create the target like the source, read a table's shape or a binlog position,
+// rename or drop a table), each in a session that the agent of the master's host holds for
+// it (ShardDataAgent OpenSession/SessionQuery): the manager opens no SQL session itself, and
+// rows are copied, caught up and compared by the agents (engine.ts). Also what a move needs
+// to know of a table: its columns and primary key.
 
-import { ONE_SHOT_MYSQL_OPTIONS } from '@kcm/common';
-import mysql from 'mysql2/promise';
+import type { Agents } from '@kcm/agent-api';
+import { isAgentUnreachable } from '@kcm/agent-api';
 import { KcmError } from '@kcm/protocol';
 import type { ClusterAccountRole, ClusterRecord } from '../../meta/state';
 import { liveAccount } from '../../secrets/live-accounts';
@@ -22,43 +25,60 @@ export function loginAs(secrets: SecretBox, cluster: ClusterRecord, node: { host
   return { host: node.hostaddr, port: node.port, user: a.user, password: a.password };
 }
 
+/** A statement as mysql2 takes it: text, or text with parameters and the rows' form. */
+export type Statement = string | { sql: string; values?: unknown[]; rowsAsArray?: boolean };
+
 /**
- * Values come back as the text MariaDB gives (dates, decimals, big integers), so a copy
- * writes back exactly what it read. A session that cannot be opened (the instance down, its
- * host cut off, the login refused) is INSTANCE_FAILED naming the instance's address: the
- * driver's own error says only "connect ECONNREFUSED", which the job would report as a bug.
+ * A session on a shard master, held by the agent of its host. `query` answers as mysql2's
+ * does, `[result]` (rows for a SELECT, a result header otherwise), with values as the text
+ * MariaDB gives (dates, decimals, big integers), so what is read is written back exactly.
  */
-export async function openShard(login: ShardLogin): Promise<mysql.Connection> {
+export interface ShardSession {
+  query(statement: Statement, values?: unknown[]): Promise<[unknown]>;
+  end(): Promise<void>;
+}
+
+/**
+ * A session that cannot be opened names the instance's address: INSTANCE_FAILED when the
+ * instance is down or refuses the login (the driver's own error says only "connect
+ * ECONNREFUSED", which the job would report as a bug), AGENT_UNREACHABLE when the agent of
+ * its host does not answer.
+ */
+export async function openShard(agents: Agents, login: ShardLogin, database = ''): Promise<ShardSession> {
+  const agent = agents.shardData(login.host);
+  let id: string;
   try {
-    return await connect(login);
+    id = await agent.openSession(login, database);
   } catch (err) {
-    throw KcmError.of('INSTANCE_FAILED', `MariaDB at ${login.host}:${login.port} did not accept a session: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    if (isAgentUnreachable(err)) throw KcmError.of('AGENT_UNREACHABLE', `MariaDB at ${login.host}:${login.port}: the agent of its host did not answer (${(err as Error).message})`, { cause: err });
+    throw KcmError.of('INSTANCE_FAILED', `MariaDB at ${login.host}:${login.port} did not accept a session: ${(err as Error).message}`, { cause: err });
   }
+  let open = true;
+  return {
+    async query(statement, values) {
+      const sql = typeof statement === 'string' ? statement : statement.sql;
+      const params = typeof statement === 'string' ? (values ?? []) : (statement.values ?? values ?? []);
+      const rowsAsArray = typeof statement === 'string' ? false : (statement.rowsAsArray ?? false);
+      try {
+        return [await agent.sessionQuery(id, sql, params, rowsAsArray)];
+      } catch (err) {
+        throw KcmError.of('INSTANCE_FAILED', `MariaDB at ${login.host}:${login.port}: ${(err as Error).message}`, { cause: err });
+      }
+    },
+    async end() {
+      if (!open) return;
+      open = false;
+      await agent.closeSession(id).catch(() => {});
+    },
+  };
 }
 
-function connect(login: ShardLogin): Promise<mysql.Connection> {
-  return mysql.createConnection({
-    ...ONE_SHOT_MYSQL_OPTIONS,
-    host: login.host,
-    port: login.port,
-    user: login.user,
-    password: login.password,
-    connectTimeout: 5000,
-    dateStrings: true,
-    supportBigNumbers: true,
-    bigNumberStrings: true,
-    decimalNumbers: false,
-    charset: 'utf8mb4',
-  });
-}
-
-export async function withShard<T>(login: ShardLogin, work: (c: mysql.Connection) => Promise<T>): Promise<T> {
-  const c = await openShard(login);
-  c.on('error', () => {});
+export async function withShard<T>(agents: Agents, login: ShardLogin, work: (c: ShardSession) => Promise<T>): Promise<T> {
+  const c = await openShard(agents, login);
   try {
     return await work(c);
   } finally {
-    await c.end().catch(() => c.destroy());
+    await c.end();
   }
 }
 
@@ -79,7 +99,7 @@ export interface TableShape {
 /** Key column types whose binlog text maps back to the value exactly (binlog-rows.ts). */
 const KEY_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint', 'char', 'varchar', 'binary', 'varbinary']);
 
-export async function readTableShape(c: mysql.Connection, db: string, table: string): Promise<TableShape | undefined> {
+export async function readTableShape(c: ShardSession, db: string, table: string): Promise<TableShape | undefined> {
   const [cols] = (await c.query(
     `SELECT COLUMN_NAME AS name, ORDINAL_POSITION AS ordinal, DATA_TYPE AS type, COLUMN_KEY AS ckey, CHARACTER_SET_NAME AS charset FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`,
     [db, table],
@@ -104,7 +124,7 @@ export async function readTableShape(c: mysql.Connection, db: string, table: str
 }
 
 /** The binlog file and position now (SHOW MASTER STATUS needs BINLOG MONITOR: the replication account's login). */
-export async function masterPosition(c: mysql.Connection): Promise<{ file: string; pos: number }> {
+export async function masterPosition(c: ShardSession): Promise<{ file: string; pos: number }> {
   const [rows] = (await c.query('SHOW MASTER STATUS')) as unknown as [{ File: string; Position: number | string }[]];
   if (rows.length === 0) throw KcmError.of('INSTANCE_FAILED', 'the source master has no binary log (SHOW MASTER STATUS is empty)');
   return { file: rows[0].File, pos: Number(rows[0].Position) };

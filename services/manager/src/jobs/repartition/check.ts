@@ -83,12 +83,12 @@ export interface CheckInputs {
 }
 
 /** The partitioned parents of each database a pair names, read once per cluster and database. */
-function parentsReader(secrets: SecretBox, cluster: ClusterRecord): (mariaDb: string) => Promise<Map<string, PartitionedParent>> {
+function parentsReader(agents: Agents, secrets: SecretBox, cluster: ClusterRecord): (mariaDb: string) => Promise<Map<string, PartitionedParent>> {
   const read = new Map<string, Promise<Map<string, PartitionedParent>>>();
   return (mariaDb) => {
     let found = read.get(mariaDb);
     if (!found) {
-      found = partitionedParents(Object.values(cluster.shards).map((sh) => ({ shardId: sh.id, login: masterLogin(secrets, cluster, sh.id) })), mariaDb);
+      found = partitionedParents(agents, Object.values(cluster.shards).map((sh) => ({ shardId: sh.id, login: masterLogin(secrets, cluster, sh.id) })), mariaDb);
       read.set(mariaDb, found);
     }
     return found;
@@ -137,7 +137,7 @@ export async function checkRepartition(i: CheckInputs): Promise<LocatedPair[]> {
   };
   refuse(oneSourceDatabase(pairs));
   const [srcTables, dstTables] = await Promise.all([tablesByShard(i.agents, src), src === dst ? undefined : tablesByShard(i.agents, dst)]);
-  const [srcParents, dstParents] = [parentsReader(i.secrets, src), src === dst ? undefined : parentsReader(i.secrets, dst)];
+  const [srcParents, dstParents] = [parentsReader(i.agents, i.secrets, src), src === dst ? undefined : parentsReader(i.agents, i.secrets, dst)];
   const located: LocatedPair[] = [];
   const violations: RuleViolation[] = [];
   const described: { pair: RepartitionTablePair; source: TableDescription; target: TableDescription; sourcePieces: TablePiece[] }[] = [];
@@ -178,7 +178,7 @@ export async function checkRepartition(i: CheckInputs): Promise<LocatedPair[]> {
   refuse(violations);
   for (const l of located) {
     for (const piece of l.pieces?.target.pieces ?? [{ table: l.target.table, shardId: l.target.shardId, bound: '' }]) {
-      const holdsRows = await withShard(masterLogin(i.secrets, dst, piece.shardId), async (c) => {
+      const holdsRows = await withShard(i.agents, masterLogin(i.secrets, dst, piece.shardId), async (c) => {
         const [rows] = (await c.query(`SELECT 1 FROM ${q(l.target.database)}.${q(piece.table)} LIMIT 1`)) as unknown as [unknown[]];
         return rows.length > 0;
       });

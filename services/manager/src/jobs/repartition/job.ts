@@ -235,7 +235,7 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
       if (failedStep === 'check the rules' || !located) return undefined;
       const notes: string[] = [];
       const moves = movesOf(ctx);
-      for (const m of moves) await stopCatchUp(ctx.jobId, m.key).catch(() => {});
+      for (const m of moves) await stopCatchUp(ctx, m).catch(() => {});
       for (const [n, l] of located.entries()) {
         const idx = pairMoveIndexes(ctx.paras, located)[n];
         try {
@@ -243,7 +243,7 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
           if (l.pieces) await unswitchParent(ctx, parentPlan(ctx, l, idx));
           else {
             const { sourceLogin, targetLogin } = logins(ctx, moves[idx[0]]);
-            await unswitchNames(sourceLogin, targetLogin, moves[idx[0]], asideName(l.source.table, ctx.jobId));
+            await unswitchNames(ctx.agents, sourceLogin, targetLogin, moves[idx[0]], asideName(l.source.table, ctx.jobId));
           }
         } catch (err) {
           notes.push(`the names of ${l.source.database}.${l.source.table} could not be switched back: ${(err as Error).message}`);
@@ -251,7 +251,7 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
         // The check step found every target piece empty: empty them again (definition, keys and grants untouched).
         for (const t of byTarget(idx.map((i) => moves[i]))) {
           try {
-            await withShard(logins(ctx, { ...moves[idx[0]], target: { ...t.target, create: false } }).targetLogin, (c) => c.query(`TRUNCATE TABLE ${q(t.target.db)}.${q(t.target.table)}`));
+            await withShard(ctx.agents, logins(ctx, { ...moves[idx[0]], target: { ...t.target, create: false } }).targetLogin, (c) => c.query(`TRUNCATE TABLE ${q(t.target.db)}.${q(t.target.table)}`));
           } catch (err) {
             notes.push(`target ${t.target.db}.${t.target.table} on shard ${t.target.shardId} of cluster ${t.target.clusterId} could not be emptied again: ${(err as Error).message}`);
           }

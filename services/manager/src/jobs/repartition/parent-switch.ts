@@ -19,10 +19,10 @@
 // undone and the switch runs again from the catch-up's last recorded position.
 
 import { RelationSwitchAgentClient, type RelationRename } from '@kcm/agent-api';
-import type mysql from 'mysql2/promise';
-import type { BinlogPosition } from '../moves/binlog-rows';
+import type { BinlogPosition } from '@kcm/agent-api';
 import { catchUpForHold, haltCatchUp, stopCatchUp, type HeldCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
-import { openShard, q, type ShardLogin } from '../moves/shard-sql';
+import type { Agents } from '@kcm/agent-api';
+import { openShard, q, type ShardLogin, type ShardSession } from '../moves/shard-sql';
 import type { StepContext } from '../workflow';
 import type { LocatedPair } from './check';
 import { parsePartitionRecord, repointPartitionComment } from './partitions';
@@ -66,16 +66,14 @@ function renamesOf(p: ParentSwitchPlan, direction: Direction): RelationRename[] 
 }
 
 /** Sessions on the shard masters the switch changes, by shard id, opened before the hold. */
-type Sessions = Map<string, mysql.Connection>;
+type Sessions = Map<string, ShardSession>;
 
-async function openSessions(p: ParentSwitchPlan): Promise<Sessions> {
+async function openSessions(agents: Agents, p: ParentSwitchPlan): Promise<Sessions> {
   const shards = new Set([...p.pair.pieces.source.pieces, ...p.pair.pieces.target.pieces].map((x) => x.shardId));
   const sessions: Sessions = new Map();
   try {
     for (const id of shards) {
-      const c = await openShard(p.login(id));
-      c.on('error', () => {});
-      sessions.set(id, c);
+      sessions.set(id, await openShard(agents, p.login(id)));
     }
   } catch (err) {
     await closeSessions(sessions);
@@ -85,14 +83,14 @@ async function openSessions(p: ParentSwitchPlan): Promise<Sessions> {
 }
 
 async function closeSessions(sessions: Sessions): Promise<void> {
-  for (const c of sessions.values()) await c.end().catch(() => c.destroy());
+  for (const c of sessions.values()) await c.end();
 }
 
-const exists = async (c: mysql.Connection, db: string, table: string) =>
+const exists = async (c: ShardSession, db: string, table: string) =>
   ((await c.query('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [db, table])) as unknown as [unknown[]])[0].length > 0;
 
 /** A partition's record made to name `parent` (nothing when it does already). */
-async function recordParent(c: mysql.Connection, db: string, table: string, parent: string): Promise<void> {
+async function recordParent(c: ShardSession, db: string, table: string, parent: string): Promise<void> {
   const [rows] = (await c.query('SELECT TABLE_COMMENT AS c FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [db, table])) as unknown as [{ c: string }[]];
   const comment = rows[0]?.c ?? '';
   const rec = parsePartitionRecord(comment);
@@ -101,7 +99,7 @@ async function recordParent(c: mysql.Connection, db: string, table: string, pare
 }
 
 /** A plain side's shard table renamed (nothing when it is already). */
-async function renameShardTable(c: mysql.Connection, db: string, from: string, to: string): Promise<void> {
+async function renameShardTable(c: ShardSession, db: string, from: string, to: string): Promise<void> {
   if ((await exists(c, db, from)) && !(await exists(c, db, to))) await c.query(`RENAME TABLE ${q(db)}.${q(from)} TO ${q(db)}.${q(to)}`);
 }
 
@@ -110,7 +108,7 @@ async function switchShards(p: ParentSwitchPlan, sessions: Sessions, direction: 
   const db = p.pair.source.database;
   const [source, target] = [p.pair.source.table, p.pair.target.table];
   const work: Promise<void>[] = [];
-  const on = (shardId: string, f: (c: mysql.Connection) => Promise<void>) => {
+  const on = (shardId: string, f: (c: ShardSession) => Promise<void>) => {
     const c = sessions.get(shardId);
     if (c) work.push(f(c));
   };
@@ -151,7 +149,7 @@ export async function switchParent(ctx: Ctx, p: ParentSwitchPlan): Promise<Switc
     blocked_ms: Math.round(blocked * 10) / 10,
     rows_resynced: resynced,
   });
-  const sessions = await openSessions(p);
+  const sessions = await openSessions(ctx.agents, p);
   try {
     if (await shardsSwitched(p, sessions)) {
       const done = await finishRerun(ctx, p, sessions, agent, holdId, at);
@@ -174,7 +172,7 @@ type AtOf = (c: { port: number }) => { port: number; database: string };
  * the caller switches again from the start (false).
  */
 async function finishRerun(ctx: Ctx, p: ParentSwitchPlan, sessions: Sessions, agent: AgentOf, holdId: HoldIdOf, at: AtOf): Promise<boolean> {
-  for (const m of p.moves) await stopCatchUp(ctx.jobId, m.spec.key);
+  for (const m of p.moves) await stopCatchUp(ctx, m.spec).catch(() => {});
   const states = await Promise.all(
     p.comps.map(async (c) => {
       const id = holdId(c, 'probe');
@@ -207,7 +205,8 @@ async function switchUnderHold(ctx: Ctx, p: ParentSwitchPlan, sessions: Sessions
     // Outside the hold: the agents' channels (a release of no hold), every piece's catch-up and its position session, then level.
     await Promise.all(p.comps.map((c) => agent(c).release(holdId(c, 'warm'))));
     for (const m of p.moves) caught.push(await catchUpForHold(ctx, m.spec, m.prepared, m.caughtAt, p.moveDeps));
-    const resyncedBefore = caught.reduce((n, h) => n + h.tailer.rowsResynced, 0);
+    const resynced = async () => (await Promise.all(caught.map((h) => h.state()))).reduce((n, st) => n + st.rows_resynced, 0);
+    const resyncedBefore = await resynced();
     await Promise.all(caught.map((h) => h.level()));
     const started = performance.now();
     const marks: number[] = [];
@@ -222,7 +221,7 @@ async function switchUnderHold(ctx: Ctx, p: ParentSwitchPlan, sessions: Sessions
     // Writes through the compute nodes wait now: every piece's target level with its source, then no more applying.
     const tails = await Promise.all(caught.map(async (h) => h.tail(await h.sourceNow())));
     mark();
-    await Promise.all(p.moves.map((m) => haltCatchUp(ctx.jobId, m.spec.key)));
+    await Promise.all(p.moves.map((m) => haltCatchUp(ctx, m.spec)));
     mark();
     shardsTouched = true;
     await switchShards(p, sessions, 'forward');
@@ -248,15 +247,14 @@ async function switchUnderHold(ctx: Ctx, p: ParentSwitchPlan, sessions: Sessions
       },
       'repartition switched names',
     );
-    return summary(blocked, caught.reduce((n, h) => n + h.tailer.rowsResynced, 0) - resyncedBefore);
+    return summary(blocked, (await resynced()) - resyncedBefore);
   } catch (err) {
     // Some compute nodes may have committed: the job's rollback (unswitchParent) sorts out which.
     if (shardsTouched && !committing) await switchShards(p, sessions, 'back').catch((e: unknown) => ctx.logger.error({ err: e }, 'repartition: undoing the shard side of the switch failed'));
     await Promise.allSettled(held.map((c) => agent(c).release(holdId(c, 'switch'))));
     throw err;
   } finally {
-    for (const h of caught) await h.close();
-    for (const m of p.moves) await stopCatchUp(ctx.jobId, m.spec.key);
+    for (const m of p.moves) await stopCatchUp(ctx, m.spec).catch(() => {});
   }
 }
 
@@ -265,7 +263,7 @@ async function switchUnderHold(ctx: Ctx, p: ParentSwitchPlan, sessions: Sessions
  * back, then the shard side is undone, so the source serves under its name again.
  */
 export async function unswitchParent(ctx: Ctx, p: ParentSwitchPlan): Promise<void> {
-  const sessions = await openSessions(p);
+  const sessions = await openSessions(ctx.agents, p);
   const clients = new Map(p.comps.map((c) => [c.hostaddr, new RelationSwitchAgentClient(p.agentAddress(c.hostaddr))]));
   try {
     for (const c of p.comps) {

@@ -18,6 +18,7 @@
 // source piece to several targets would need the catch-up to filter rows by bound, which the
 // move engine does not do.
 
+import type { Agents } from '@kcm/agent-api';
 import type { ShardLogin } from '../moves/shard-sql';
 import { withShard } from '../moves/shard-sql';
 
@@ -70,10 +71,10 @@ export function repointPartitionComment(comment: string, parent: string): string
  * The partitioned parents of one MariaDB database (`<db>_$$_<schema>`) as the shards record
  * them, by parent name (a Map: names come from the request and the shards).
  */
-export async function partitionedParents(shards: { shardId: string; login: ShardLogin }[], mariaDb: string): Promise<Map<string, PartitionedParent>> {
+export async function partitionedParents(agents: Agents, shards: { shardId: string; login: ShardLogin }[], mariaDb: string): Promise<Map<string, PartitionedParent>> {
   const parents = new Map<string, PartitionedParent>();
   for (const { shardId, login } of shards) {
-    const rows = await withShard(login, async (c) => {
+    const rows = await withShard(agents, login, async (c) => {
       const [r] = (await c.query(`SELECT TABLE_NAME AS t, TABLE_COMMENT AS c FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' AND TABLE_COMMENT LIKE ?`, [mariaDb, `${PARTITION_COMMENT_PREFIX}%`])) as unknown as [{ t: string; c: string }[]];
       return r;
     });

@@ -19,10 +19,10 @@
 
 import type { ForeignTableRef } from '@kcm/agent-api';
 import type { ForeignTableAgent } from '../moves/cutover';
-import type mysql from 'mysql2/promise';
-import type { BinlogPosition } from '../moves/binlog-rows';
+import type { BinlogPosition } from '@kcm/agent-api';
 import { catchUpForHold, haltCatchUp, stopCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
-import { openShard, q, withShard, type ShardLogin } from '../moves/shard-sql';
+import type { Agents } from '@kcm/agent-api';
+import { openShard, q, withShard, type ShardLogin, type ShardSession } from '../moves/shard-sql';
 import type { StepContext } from '../workflow';
 
 export interface SwitchSummary {
@@ -55,8 +55,8 @@ export const asideName = (table: string, jobId: string) => `${table.slice(0, 40)
 
 type Ctx = StepContext<unknown, object>;
 
-async function tableExists(login: ShardLogin, db: string, table: string): Promise<boolean> {
-  return withShard(login, async (c) => {
+async function tableExists(agents: Agents, login: ShardLogin, db: string, table: string): Promise<boolean> {
+  return withShard(agents, login, async (c) => {
     const [rows] = (await c.query('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [db, table])) as unknown as [unknown[]];
     return rows.length > 0;
   });
@@ -69,7 +69,7 @@ const sameInstance = (a: ShardLogin, b: ShardLogin) => a.host === b.host && a.po
  * instance, else the two at once (unswitchNames undoes either). On sessions opened before
  * the hold.
  */
-async function renameBoth(p: SwitchPlan, aside: string, sessions: { src: mysql.Connection; dst: mysql.Connection }): Promise<void> {
+async function renameBoth(p: SwitchPlan, aside: string, sessions: { src: ShardSession; dst: ShardSession }): Promise<void> {
   const { source, target } = p.spec;
   if (sameInstance(p.sourceLogin, p.targetLogin)) {
     const pairs = [`${q(source.db)}.${q(source.table)} TO ${q(source.db)}.${q(aside)}`];
@@ -84,13 +84,13 @@ async function renameBoth(p: SwitchPlan, aside: string, sessions: { src: mysql.C
 }
 
 /** Undoes renameBoth as far as it got (the target first, then the source back to its name). */
-export async function unswitchNames(sourceLogin: ShardLogin, targetLogin: ShardLogin, spec: MoveSpec, aside: string): Promise<void> {
+export async function unswitchNames(agents: Agents, sourceLogin: ShardLogin, targetLogin: ShardLogin, spec: MoveSpec, aside: string): Promise<void> {
   const { source, target } = spec;
-  if (!(await tableExists(sourceLogin, source.db, aside))) return;
-  if (target.table !== source.table && !(await tableExists(targetLogin, target.db, target.table)) && (await tableExists(targetLogin, target.db, source.table))) {
-    await withShard(targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(source.table)} TO ${q(target.db)}.${q(target.table)}`));
+  if (!(await tableExists(agents, sourceLogin, source.db, aside))) return;
+  if (target.table !== source.table && !(await tableExists(agents, targetLogin, target.db, target.table)) && (await tableExists(agents, targetLogin, target.db, source.table))) {
+    await withShard(agents, targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(source.table)} TO ${q(target.db)}.${q(target.table)}`));
   }
-  await withShard(sourceLogin, (c) => c.query(`RENAME TABLE ${q(source.db)}.${q(aside)} TO ${q(source.db)}.${q(source.table)}`));
+  await withShard(agents, sourceLogin, (c) => c.query(`RENAME TABLE ${q(source.db)}.${q(aside)} TO ${q(source.db)}.${q(source.table)}`));
 }
 
 export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummary> {
@@ -102,7 +102,7 @@ export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummar
     rows_resynced: resynced,
   });
   try {
-    if (await tableExists(p.sourceLogin, p.spec.source.db, aside)) {
+    if (await tableExists(ctx.agents, p.sourceLogin, p.spec.source.db, aside)) {
       await finishSwitch(ctx, p);
       return summary(0, 0);
     }
@@ -117,9 +117,9 @@ const foreignRef = (p: SwitchPlan, c: { port: number }): ForeignTableRef => ({ p
 /** A re-run after the renames: finishes what the first run may not have (target name, re-point). */
 async function finishSwitch(ctx: Ctx, p: SwitchPlan): Promise<void> {
   const { source, target } = p.spec;
-  await stopCatchUp(ctx.jobId, p.spec.key);
-  if (target.table !== source.table && (await tableExists(p.targetLogin, target.db, target.table))) {
-    await withShard(p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
+  await stopCatchUp(ctx, p.spec);
+  if (target.table !== source.table && (await tableExists(ctx.agents, p.targetLogin, target.db, target.table))) {
+    await withShard(ctx.agents, p.targetLogin, (c) => c.query(`RENAME TABLE ${q(target.db)}.${q(target.table)} TO ${q(target.db)}.${q(source.table)}`));
   }
   if (!p.repointTo) return;
   for (const c of p.comps) {
@@ -141,15 +141,13 @@ async function switchUnderHold(ctx: Ctx, p: SwitchPlan, aside: string, summary: 
   // sessions that rename; and the catch-up is brought level first.
   await Promise.all(p.comps.map((c) => p.agent.server(c.hostaddr, ref(c))));
   const caught = await catchUpForHold(ctx, p.spec, p.prepared, p.caughtAt, p.moveDeps);
-  const resyncedBefore = caught.tailer.rowsResynced;
-  let src: mysql.Connection | null = null;
-  let dst: mysql.Connection | null = null;
+  const resyncedBefore = (await caught.state()).rows_resynced;
+  let src: ShardSession | null = null;
+  let dst: ShardSession | null = null;
   let renamed = false;
   try {
-    src = await openShard(p.sourceLogin);
-    src.on('error', () => {});
-    dst = sameInstance(p.sourceLogin, p.targetLogin) ? src : await openShard(p.targetLogin);
-    dst.on('error', () => {});
+    src = await openShard(ctx.agents, p.sourceLogin);
+    dst = sameInstance(p.sourceLogin, p.targetLogin) ? src : await openShard(ctx.agents, p.targetLogin);
     await caught.level();
     const started = performance.now();
     const marks: number[] = [];
@@ -165,7 +163,7 @@ async function switchUnderHold(ctx: Ctx, p: SwitchPlan, aside: string, summary: 
     // Writes through the compute nodes wait now: bring the target level with the source and stop applying.
     const tail = await caught.tail(await caught.sourceNow());
     mark();
-    await haltCatchUp(ctx.jobId, p.spec.key);
+    await haltCatchUp(ctx, p.spec);
     mark();
     renamed = true;
     await renameBoth(p, aside, { src, dst });
@@ -184,14 +182,13 @@ async function switchUnderHold(ctx: Ctx, p: SwitchPlan, aside: string, summary: 
       { table: `${source.db}.${source.table}`, blocked_ms: r(blocked), first_hold_to_last_release_ms: r(window), holds_ms: r(holds - started), tail_ms: r(tailed - holds), ...tail, halt_ms: r(halted - tailed), rename_ms: r(renames - halted), release_ms: r(released - renames) },
       'repartition switched names',
     );
-    return summary(blocked, caught.tailer.rowsResynced - resyncedBefore);
+    return summary(blocked, (await caught.state()).rows_resynced - resyncedBefore);
   } catch (err) {
-    if (renamed) await unswitchNames(p.sourceLogin, p.targetLogin, p.spec, aside).catch((e: unknown) => ctx.logger.error({ err: e }, 'repartition: undoing the renames failed'));
+    if (renamed) await unswitchNames(ctx.agents, p.sourceLogin, p.targetLogin, p.spec, aside).catch((e: unknown) => ctx.logger.error({ err: e }, 'repartition: undoing the renames failed'));
     await Promise.allSettled(held.map((c) => p.agent.release(c.hostaddr, holdId(c))));
     throw err;
   } finally {
-    await caught.close();
-    await stopCatchUp(ctx.jobId, p.spec.key);
-    for (const c of new Set([src, dst])) await c?.end().catch(() => c.destroy());
+    await stopCatchUp(ctx, p.spec).catch(() => {});
+    for (const c of new Set([src, dst])) await c?.end();
   }
 }
