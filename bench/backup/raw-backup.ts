@@ -1,5 +1,5 @@
 // The reference bench/backup compares manual_backup_cluster against: the same mariabackup
-// command line the agent runs (StreamBackup in services/agent/src/capabilities/mariadb/
+// command line the agent runs (StreamBackup in services/agent/src/capabilities/mariadb/backup/
 // backup-stream.ts), its stdout written straight to a file on disk and fsynced, with no
 // gRPC hop, no rate limit and no checksum.
 

@@ -8,12 +8,12 @@ export type { AgentOptions, RunningAgent } from './server';
 export { detectCpuHierarchy } from './capabilities/cgroup/detect';
 export type { CpuHierarchy } from './capabilities/cgroup/detect';
 export { descendantsOf, parentMap } from './capabilities/cgroup/processes';
-export { instanceLayout } from './capabilities/mariadb/instance-layout';
-export type { InstanceLayout } from './capabilities/mariadb/instance-layout';
-export { backupGtid } from './capabilities/mariadb/rebuild';
+export { instanceLayout } from './capabilities/mariadb/instance/instance-layout';
+export type { InstanceLayout } from './capabilities/mariadb/instance/instance-layout';
+export { backupGtid } from './capabilities/mariadb/backup/rebuild';
 
 // The tools the agent runs for a physical backup, for benches that run the same command
 // line beside it (bench/backup's raw pipe).
-export { mariadbTools } from './capabilities/mariadb/instance-layout';
-export { zstdTool } from './capabilities/mariadb/backup-compression';
-export { rawBytesOfZstdSummary } from './capabilities/mariadb/backup-info';
+export { mariadbTools } from './capabilities/mariadb/instance/instance-layout';
+export { zstdTool } from './capabilities/mariadb/backup/backup-compression';
+export { rawBytesOfZstdSummary } from './capabilities/mariadb/backup/backup-info';

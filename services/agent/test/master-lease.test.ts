@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '@kcm/common';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MasterLeases, type InstanceRole } from '../src/capabilities/mariadb/master-lease';
+import { MasterLeases, type InstanceRole } from '../src/capabilities/mariadb/ha/master-lease';
 
 const dirs: string[] = [];
 afterEach(async () => {

@@ -1,12 +1,12 @@
 // A remote instance's backup stream as this agent receives it: over the source agent's data
 // plane (mutual TLS, compressed when asked) or, for `--insecure` agents, over the
-// StreamBackup rpc. Used by a standby's rebuild (mariadb/backup-stream.ts receiveBackup) and
+// StreamBackup rpc. Used by a standby's rebuild (mariadb/backup/backup-stream.ts receiveBackup) and
 // by a storage's PullBackup (storage/pull-backup.ts); apart from both so neither imports the
 // other's module (which imported the plane's handlers, which import the backup source).
 
 import type * as grpc from '@grpc/grpc-js';
 import { agentClient, MariaDbAgentService, planeEnabled, planeReceive, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest, type PlaneBackupFacts, type PlaneReception } from '@kcm/agent-api';
-import type { BackupCompression } from '../capabilities/mariadb/backup-compression';
+import type { BackupCompression } from '../capabilities/mariadb/backup/backup-compression';
 
 export interface BackupBytes {
   /**

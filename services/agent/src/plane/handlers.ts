@@ -8,11 +8,11 @@ import type { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { AgentFailure, agentStatusOf, type PlaneBackupFacts, type PlaneRequest } from '@kcm/agent-api';
 import type { AgentContext } from '../capability';
-import { spawnBackupOf } from '../capabilities/mariadb/backup-stream';
-import { checkCompression, sendCompressedPiped } from '../capabilities/mariadb/backup-compression';
-import { checkPort } from '../capabilities/mariadb/instance-layout';
-import { layoutOf } from '../capabilities/mariadb/lifecycle';
-import { GATHER_BYTES, gathered, rateLimited } from '../capabilities/mariadb/rate-limit';
+import { spawnBackupOf } from '../capabilities/mariadb/backup/backup-stream';
+import { checkCompression, sendCompressedPiped } from '../capabilities/mariadb/backup/backup-compression';
+import { checkPort } from '../capabilities/mariadb/instance/instance-layout';
+import { layoutOf } from '../capabilities/mariadb/instance/lifecycle';
+import { GATHER_BYTES, gathered, rateLimited } from '../capabilities/mariadb/backup/rate-limit';
 import { checkKey, FsObjectStore } from '../capabilities/storage/object-store';
 
 const MB = 1024 * 1024;

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { LogicalDumpRequest } from '@kcm/agent-api';
-import { dumpObjectArgs, selectDumpObjects, type InstanceCatalog } from '../../src/capabilities/mariadb/logical-objects';
+import { dumpObjectArgs, selectDumpObjects, type InstanceCatalog } from '../../src/capabilities/mariadb/logical/logical-objects';
 
 const partitionComment = (schema: string, parent: string, bound: string) => JSON.stringify({ kcm_partition_of: [schema, parent], key: 'RANGE (id)', bound });
 

@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnPiped } from '../../src/ops/exec';
-import { coalesced, rateLimited } from '../../src/capabilities/mariadb/rate-limit';
-import { backupGtid } from '../../src/capabilities/mariadb/rebuild';
-import { scrub } from '../../src/capabilities/mariadb/sql';
-import { checkAccount, checkSpec } from '../../src/capabilities/mariadb/instance-layout';
+import { coalesced, rateLimited } from '../../src/capabilities/mariadb/backup/rate-limit';
+import { backupGtid } from '../../src/capabilities/mariadb/backup/rebuild';
+import { scrub } from '../../src/capabilities/mariadb/instance/sql';
+import { checkAccount, checkSpec } from '../../src/capabilities/mariadb/instance/instance-layout';
 
 async function* chunks(count: number, size: number): AsyncGenerator<Buffer> {
   for (let i = 0; i < count; i++) yield Buffer.alloc(size, i);

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { summariseBinlog } from '../../src/capabilities/mariadb/binlog-files';
+import { summariseBinlog } from '../../src/capabilities/mariadb/restore/binlog-files';
 
 const MAGIC = Buffer.from([0xfe, 0x62, 0x69, 0x6e]);
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseBackupSource, NoBackupSourceError, type ProbedSource } from '../../src/capabilities/mariadb/choose-source';
+import { chooseBackupSource, NoBackupSourceError, type ProbedSource } from '../../src/capabilities/mariadb/backup/choose-source';
 import type { MariaDbProbeReply } from '@kcm/agent-api';
 
 const healthy: MariaDbProbeReply = {

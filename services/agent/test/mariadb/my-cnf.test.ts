@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { instanceLayout } from '../../src/capabilities/mariadb/instance-layout';
-import { renderMyCnf, renderRoleCnf } from '../../src/capabilities/mariadb/my-cnf';
+import { instanceLayout } from '../../src/capabilities/mariadb/instance/instance-layout';
+import { renderMyCnf, renderRoleCnf } from '../../src/capabilities/mariadb/instance/my-cnf';
 import type { MariaDbInstanceSpec } from '@kcm/agent-api';
 
 const spec: MariaDbInstanceSpec = {

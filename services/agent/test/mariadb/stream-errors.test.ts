@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '../../src/index';
-import { receiveBackup } from '../../src/capabilities/mariadb/backup-stream';
+import { receiveBackup } from '../../src/capabilities/mariadb/backup/backup-stream';
 import { MariaDbAgentClient } from '@kcm/agent-api';
 
 describe('backup streams and commands that cannot be served', () => {

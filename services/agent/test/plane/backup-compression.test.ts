@@ -1,4 +1,4 @@
-// A backup compressed at its source (capabilities/mariadb/backup-compression.ts): the bytes
+// A backup compressed at its source (capabilities/mariadb/backup/backup-compression.ts): the bytes
 // sent are a zstd stream of the mbstream, the end frame carries the uncompressed size and
 // position the receiver can no longer read, and a failing source fails the transfer.
 
@@ -9,8 +9,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endFrame, FrameReader } from '@kcm/agent-api';
-import { checkCompression, sendCompressedPiped, zstdTool } from '../../src/capabilities/mariadb/backup-compression';
-import { gtidOfBackupInfo, rawBytesOfZstdSummary } from '../../src/capabilities/mariadb/backup-info';
+import { checkCompression, sendCompressedPiped, zstdTool } from '../../src/capabilities/mariadb/backup/backup-compression';
+import { gtidOfBackupInfo, rawBytesOfZstdSummary } from '../../src/capabilities/mariadb/backup/backup-info';
 import { spawnPiped } from '../../src/ops/exec';
 
 const run = promisify(execFile);

@@ -10,7 +10,7 @@
 
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { instanceLayout } from '../../../agent/src/capabilities/mariadb/instance-layout';
+import { instanceLayout } from '../../../agent/src/capabilities/mariadb/instance/instance-layout';
 import { argvMentionsDir, parsePidFile, type OwnedProcess } from './processes';
 
 export interface InstancePidFile {

@@ -1,5 +1,5 @@
 // Leader-only: fencing by lease, the leader's half (the agent's half, and why:
-// services/agent/src/capabilities/mariadb/master-lease.ts).
+// services/agent/src/capabilities/mariadb/ha/master-lease.ts).
 //
 // Every interval the leader renews, on each host, its lease on the host's shard masters
 // (every cluster's, not fenced), naming each master's standbys. A master's agent that hears

@@ -5,7 +5,7 @@
 import type { MariaDbProbeReply, ProbePostgresReply } from '@kcm/agent-api';
 import type { AgentContext } from '../../capability';
 import type { InstanceRegistry } from '../postgres/layout';
-import { probeInstance } from '../mariadb/probe';
+import { probeInstance } from '../mariadb/instance/probe';
 import { probePostgres } from '../postgres/probe';
 
 /** The instance as measured now, with how often the supervisor restarted it and what it keeps it doing. */

@@ -5,19 +5,19 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
-import { streamBackupHandler } from './backup-stream';
-import { installInstance } from './install';
-import { checkPort } from './instance-layout';
-import { layoutOf, removeInstance, startInstance, stopInstance } from './lifecycle';
-import { mariadbSupervision } from './supervision';
+import { streamBackupHandler } from './backup/backup-stream';
+import { installInstance } from './instance/install';
+import { checkPort } from './instance/instance-layout';
+import { layoutOf, removeInstance, startInstance, stopInstance } from './instance/lifecycle';
+import { mariadbSupervision } from './instance/supervision';
 import { mariadbProbeReply } from '../host-probe/instance-probes';
 import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from '@kcm/agent-api';
-import { rebuildStandby } from './rebuild';
-import { registerRestoreService } from './restore-service';
-import { configureReplication } from './replication';
-import { listClusterTables } from './tables';
-import { readVariables } from './variables';
-import { registerMariaDbHa } from './ha-service';
+import { rebuildStandby } from './backup/rebuild';
+import { registerRestoreService } from './restore/restore-service';
+import { configureReplication } from './instance/replication';
+import { listClusterTables } from './instance/tables';
+import { readVariables } from './instance/variables';
+import { registerMariaDbHa } from './ha/ha-service';
 
 /**
  * Runs operations that change an instance one at a time per port (a rebuild and a stop of

@@ -9,10 +9,10 @@
 import type { AgentContext } from '../../capability';
 import { AgentFailure, type MariaDbAccount, type SetMariaDbPasswordsReply, type SetMariaDbPasswordsRequest, type SetReplicationPasswordReply, type SetReplicationPasswordRequest } from '@kcm/agent-api';
 import { exec, ExecError } from '../../ops/exec';
-import { checkAccount, checkPort, loadAdminAccount, mariadbTools, saveAdminAccount, type InstanceLayout } from '../mariadb/instance-layout';
-import { layoutOf } from '../mariadb/lifecycle';
-import { attachToMaster, slaveStatus } from '../mariadb/replication';
-import { account, scrub, sqlString, withAdmin } from '../mariadb/sql';
+import { checkAccount, checkPort, loadAdminAccount, mariadbTools, saveAdminAccount, type InstanceLayout } from '../mariadb/instance/instance-layout';
+import { layoutOf } from '../mariadb/instance/lifecycle';
+import { attachToMaster, slaveStatus } from '../mariadb/instance/replication';
+import { account, scrub, sqlString, withAdmin } from '../mariadb/instance/sql';
 
 const ROLES = ['admin', 'replication', 'storage'] as const;
 type Role = (typeof ROLES)[number];

@@ -3,7 +3,7 @@
 // into a storage object. No staging copy: each chunk is hashed, sniffed for the backup's
 // position files and written to the object's temporary file as it arrives. Asked for
 // `compression` 'zstd' (over the data plane, or taken locally), the source compresses, and its end
-// frame brings the position and the uncompressed size (mariadb/backup-compression.ts). The
+// frame brings the position and the uncompressed size (mariadb/backup/backup-compression.ts). The
 // object is committed only when the source ended its stream with OK (mariabackup exited 0)
 // and the GTID position was found; anything else leaves no object.
 //
@@ -16,7 +16,7 @@ import { AgentFailure, planeEnabled, type PlaneBackupFacts, type PlaneBackupRequ
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
 import type { FsObjectStore } from './object-store';
-import { checkCompression, type BackupCompression } from '../mariadb/backup-compression';
+import { checkCompression, type BackupCompression } from '../mariadb/backup/backup-compression';
 import { backupBytesOf, type BackupBytes } from '../../plane/backup-bytes';
 import type { PlaneSink } from '../../plane/handlers';
 

@@ -6,8 +6,8 @@
 
 import { access, chmod, chown, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentContext } from '../../capability';
-import { exec, ExecError } from '../../ops/exec';
+import type { AgentContext } from '../../../capability';
+import { exec, ExecError } from '../../../ops/exec';
 import {
   checkAccount,
   checkSpec,

@@ -20,7 +20,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import type { PlaneBackupFacts } from '@kcm/agent-api';
-import { spawnPiped, type PipedProcess } from '../../ops/exec';
+import { spawnPiped, type PipedProcess } from '../../../ops/exec';
 import { gtidOfBackupInfo, rawBytesOfZstdSummary, readBackupInfo } from './backup-info';
 import { GATHER_BYTES, gathered, relayAtMost } from './rate-limit';
 

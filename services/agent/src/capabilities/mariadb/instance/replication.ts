@@ -1,7 +1,7 @@
 // Replication set-up: make an instance its shard's master, or a GTID standby of it
 // (CHANGE MASTER ... MASTER_USE_GTID=slave_pos), with semi-sync per fullsync_level.
 
-import type { AgentContext } from '../../capability';
+import type { AgentContext } from '../../../capability';
 import { checkAccount, checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import type { MariaDbAccount, MariaDbReplicationReply, MariaDbReplicationRequest, MariaDbRole } from '@kcm/agent-api';

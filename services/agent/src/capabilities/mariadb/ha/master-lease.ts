@@ -1,4 +1,4 @@
-// Fencing by lease, the agent's half (the leader's half: services/manager/src/master-leases.ts).
+// Fencing by lease, the agent's half (the leader's half: services/manager/src/leader/master-leases.ts).
 //
 // The leader renews its lease on each shard master of this host every detector interval
 // (RenewMasterLeases), naming the master's standbys. When a lease runs out (the managers

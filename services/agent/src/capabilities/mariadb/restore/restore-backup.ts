@@ -9,18 +9,18 @@ import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentContext } from '../../capability';
-import { exec, ExecError, spawnPiped } from '../../ops/exec';
+import type { AgentContext } from '../../../capability';
+import { exec, ExecError, spawnPiped } from '../../../ops/exec';
 import type { MariaDbAccount, MariaDbInstanceSpec, MariaDbRestoreFullBackupReply, MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
-import { CLUSTER_DATABASES_PATTERN, markInitialized, prepareInstanceFiles, STORAGE_PRIVILEGES, unmarkInitialized } from './install';
-import { checkAccount, checkSpec, chownTree, emptyDir, mariadbTools, mysqlUser, type InstanceLayout } from './instance-layout';
-import { startInstance, stopInstance } from './lifecycle';
-import { backupGtid } from './rebuild';
-import { account, scrub, sqlString, withAdmin } from './sql';
-import { XA_DECISIONS_DDL, xaDecisionsGrant } from './xa';
+import { CLUSTER_DATABASES_PATTERN, markInitialized, prepareInstanceFiles, STORAGE_PRIVILEGES, unmarkInitialized } from '../instance/install';
+import { checkAccount, checkSpec, chownTree, emptyDir, mariadbTools, mysqlUser, type InstanceLayout } from '../instance/instance-layout';
+import { startInstance, stopInstance } from '../instance/lifecycle';
+import { backupGtid } from '../backup/rebuild';
+import { account, scrub, sqlString, withAdmin } from '../instance/sql';
+import { XA_DECISIONS_DDL, xaDecisionsGrant } from '../instance/xa';
 import { checkStoredObject, readStoredObject } from './storage-objects';
-import { withStorageNodeSpace } from './disk-needs';
-import { checkCompression, spawnDecompressor } from './backup-compression';
+import { withStorageNodeSpace } from '../instance/disk-needs';
+import { checkCompression, spawnDecompressor } from '../backup/backup-compression';
 
 const RESTORE_TIMEOUT_MS = 6 * 3600_000;
 /** Account names kcm generates (jobs/credentials.ts): those of another cluster are dropped from a restored copy. */

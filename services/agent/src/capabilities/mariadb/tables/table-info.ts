@@ -8,8 +8,8 @@
 //                  READ ONLY transaction (a check clause read from a catalog cannot write)
 
 import type * as grpc from '@grpc/grpc-js';
-import type { AgentContext, CapabilityModule } from '../../capability';
-import { unary } from '../../grpc-unary';
+import type { AgentContext, CapabilityModule } from '../../../capability';
+import { unary } from '../../../grpc-unary';
 import {
   AgentFailure,
   MariaDbTablesAgentService,
@@ -25,9 +25,9 @@ import {
   type TableStatsReply,
   type TableStatsRequest,
 } from '@kcm/agent-api';
-import { checkPort, loadAdminAccount } from './instance-layout';
-import { layoutOf } from './lifecycle';
-import { withAdmin, type AdminSession } from './sql';
+import { checkPort, loadAdminAccount } from '../instance/instance-layout';
+import { layoutOf } from '../instance/lifecycle';
+import { withAdmin, type AdminSession } from '../instance/sql';
 
 /** MariaDB names kcm moves: the same rule as logical dumps (logical-objects.ts). */
 const IDENTIFIER = /^[A-Za-z0-9_$]{1,64}$/;

@@ -5,18 +5,18 @@
 
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentContext } from '../../capability';
-import { exec } from '../../ops/exec';
+import type { AgentContext } from '../../../capability';
+import { exec } from '../../../ops/exec';
 import { receiveBackup } from './backup-stream';
 import { chooseBackupSource, type ProbedSource } from './choose-source';
-import { markInitialized, prepareInstanceFiles, unmarkInitialized } from './install';
-import { checkAccount, checkPort, checkSpec, chownTree, emptyDir, mariadbTools, moveContents, mysqlUser, type InstanceLayout } from './instance-layout';
-import { startInstance, stopInstance } from './lifecycle';
+import { markInitialized, prepareInstanceFiles, unmarkInitialized } from '../instance/install';
+import { checkAccount, checkPort, checkSpec, chownTree, emptyDir, mariadbTools, moveContents, mysqlUser, type InstanceLayout } from '../instance/instance-layout';
+import { startInstance, stopInstance } from '../instance/lifecycle';
 import { AgentFailure, agentClient, callUnary, isGtidPosText, MariaDbAgentService, type MariaDbAccount, type MariaDbBackupSource, type MariaDbInstanceSpec, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from '@kcm/agent-api';
-import { withStorageNodeSpace } from './disk-needs';
-import { attachToMaster, checkMaster } from './replication';
-import { applySemiSync, persistRole } from './semi-sync';
-import { withAdmin } from './sql';
+import { withStorageNodeSpace } from '../instance/disk-needs';
+import { attachToMaster, checkMaster } from '../instance/replication';
+import { applySemiSync, persistRole } from '../instance/semi-sync';
+import { withAdmin } from '../instance/sql';
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.-]{1,255}:\d{1,5}$/;
 const PREPARE_TIMEOUT_MS = 6 * 3600_000;

@@ -8,7 +8,7 @@
 import net from 'node:net';
 import type { Logger } from '@kcm/common';
 import { AgentFailure, type MariaDbCutConnectionsReply, type MariaDbCutConnectionsRequest } from '@kcm/agent-api';
-import { exec } from '../../ops/exec';
+import { exec } from '../../../ops/exec';
 
 export async function cutConnectionsTo(log: Logger, req: MariaDbCutConnectionsRequest): Promise<MariaDbCutConnectionsReply> {
   if (!net.isIP(req.host)) throw new AgentFailure('invalid_argument', `host ${JSON.stringify(req.host)} is not an IP address`);

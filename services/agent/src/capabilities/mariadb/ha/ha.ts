@@ -3,15 +3,15 @@
 // idempotent: run again, it finds its work done and reports what is.
 
 import { readFile, rm, writeFile } from 'node:fs/promises';
-import { killAndWait, processesNamed } from '../cgroup/processes';
-import type { AgentContext } from '../../capability';
+import { killAndWait, processesNamed } from '../../cgroup/processes';
+import type { AgentContext } from '../../../capability';
 import { AgentFailure, isGtidPosText, type MariaDbFenceReply, type MariaDbFenceRequest, type MariaDbPromoteReply, type MariaDbPromoteRequest, type MariaDbRepointReply, type MariaDbRepointRequest, type MariaDbWaitForGtidReply, type MariaDbWaitForGtidRequest } from '@kcm/agent-api';
-import { checkPort, loadAdminAccount, type InstanceLayout } from './instance-layout';
-import { layoutOf, runningPid, startInstance } from './lifecycle';
+import { checkPort, loadAdminAccount, type InstanceLayout } from '../instance/instance-layout';
+import { layoutOf, runningPid, startInstance } from '../instance/lifecycle';
 import { fencedMarker, readReplicationFacts } from './ha-status';
-import { attachToMaster, checkMaster } from './replication';
-import { applySemiSync, persistRole } from './semi-sync';
-import { adminSession, withAdmin } from './sql';
+import { attachToMaster, checkMaster } from '../instance/replication';
+import { applySemiSync, persistRole } from '../instance/semi-sync';
+import { adminSession, withAdmin } from '../instance/sql';
 
 const FENCE_CONNECT_TIMEOUT_MS = 1500;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

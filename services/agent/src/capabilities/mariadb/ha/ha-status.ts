@@ -6,11 +6,11 @@
 import { access } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import type { AgentContext } from '../../capability';
-import { checkPort, instanceLayout, loadAdminAccount, loadRecord, type InstanceLayout } from './instance-layout';
-import { runningPid } from './lifecycle';
+import type { AgentContext } from '../../../capability';
+import { checkPort, instanceLayout, loadAdminAccount, loadRecord, type InstanceLayout } from '../instance/instance-layout';
+import { runningPid } from '../instance/lifecycle';
 import type { MariaDbHaStatusReply } from '@kcm/agent-api';
-import { adminSession, type AdminSession } from './sql';
+import { adminSession, type AdminSession } from '../instance/sql';
 
 const CONNECT_TIMEOUT_MS = 1500;
 const FENCED_MARKER = 'kcm-fenced';

@@ -10,12 +10,12 @@
 // exited 0; a cancelled call kills the tool.
 
 import * as grpc from '@grpc/grpc-js';
-import type { AgentContext, CapabilityModule } from '../../capability';
-import { spawnPiped } from '../../ops/exec';
+import type { AgentContext, CapabilityModule } from '../../../capability';
+import { spawnPiped } from '../../../ops/exec';
 import { agentStatusOf, AgentFailure, MariaDbLogicalAgentService, type LogicalDumpChunk, type LogicalDumpRequest, type LogicalLoadChunk, type LogicalLoadReply } from '@kcm/agent-api';
-import { drainOrCancel } from './backup-stream';
-import { checkPort, type InstanceLayout } from './instance-layout';
-import { layoutOf, runningPid } from './lifecycle';
+import { drainOrCancel } from '../backup/backup-stream';
+import { checkPort, type InstanceLayout } from '../instance/instance-layout';
+import { layoutOf, runningPid } from '../instance/lifecycle';
 import { dumpObjectArgs, resolveDumpObjects, tableDumpPreamble } from './logical-objects';
 
 const LOGICAL_TIMEOUT_MS = 6 * 3600_000;

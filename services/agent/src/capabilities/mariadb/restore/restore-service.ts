@@ -5,13 +5,13 @@
 
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@kcm/common';
-import type { AgentContext } from '../../capability';
-import { unary } from '../../grpc-unary';
+import type { AgentContext } from '../../../capability';
+import { unary } from '../../../grpc-unary';
 import { MariaDbRestoreAgentService, type MariaDbArchiveBinlogRequest, type MariaDbDropClusterDatabasesRequest, type MariaDbListBinlogsRequest, type MariaDbReplayBinlogsRequest, type MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
 import { archiveBinlog, streamBinlogHandler } from './binlog-archive';
 import { listBinlogs } from './binlog-files';
-import { checkPort } from './instance-layout';
-import { layoutOf } from './lifecycle';
+import { checkPort } from '../instance/instance-layout';
+import { layoutOf } from '../instance/lifecycle';
 import { restoreFullBackup } from './restore-backup';
 import { dropClusterDatabases, replayBinlogs } from './restore-replay';
 

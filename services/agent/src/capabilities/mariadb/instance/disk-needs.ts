@@ -3,8 +3,8 @@
 // is my.cnf's innodb_log_file_size), and the guard every such write runs under.
 
 import { INSTALL_MIN_FREE_BYTES, storageWalDirNeed, type MariaDbInstanceSpec } from '@kcm/agent-api';
-import type { AgentContext } from '../../capability';
-import { namingFullDisk, requireFreeSpace, type DirNeed } from '../../ops/disk-space';
+import type { AgentContext } from '../../../capability';
+import { namingFullDisk, requireFreeSpace, type DirNeed } from '../../../ops/disk-space';
 import { instanceLayout } from './instance-layout';
 import { renderMyCnf } from './my-cnf';
 

@@ -39,7 +39,7 @@ const NORMAL = {
  * acknowledged writes after a partition (issue 35): a master cut off from its standbys
  * waited 5 s, then committed alone and acknowledged writes that the standby promoted in its
  * place never had. With fullsync_level >= 1 a commit now waits until a standby has it, or
- * fails when its session is killed (the lease's fence, master-lease.ts): while no standby
+ * fails when its session is killed (the lease's fence, ../ha/master-lease.ts): while no standby
  * acknowledges, writes wait (the alert KcmShardWritesWaiting... see README "Semi-sync and
  * fullsync_level"). fullsync_level 0 is the asynchronous mode.
  */

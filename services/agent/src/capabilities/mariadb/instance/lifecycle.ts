@@ -5,8 +5,8 @@
 import { readFile, rm } from 'node:fs/promises';
 import { ONE_SHOT_MYSQL_OPTIONS } from '@kcm/common';
 import mysql from 'mysql2/promise';
-import type { AgentContext } from '../../capability';
-import { processAlive, spawnDetached } from '../../ops/exec';
+import type { AgentContext } from '../../../capability';
+import { processAlive, spawnDetached } from '../../../ops/exec';
 import { dropRecord, instanceLayout, loadRecord, mysqlUser, requireRecord, type InstanceLayout } from './instance-layout';
 import type { MariaDbInstanceReply } from '@kcm/agent-api';
 

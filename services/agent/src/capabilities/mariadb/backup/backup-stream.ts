@@ -12,13 +12,13 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
-import type { AgentContext } from '../../capability';
-import { checkPort, mariadbTools } from './instance-layout';
-import { layoutOf, runningPid } from './lifecycle';
-import { spawnPiped, type PipedProcess } from '../../ops/exec';
+import type { AgentContext } from '../../../capability';
+import { checkPort, mariadbTools } from '../instance/instance-layout';
+import { layoutOf, runningPid } from '../instance/lifecycle';
+import { spawnPiped, type PipedProcess } from '../../../ops/exec';
 import { coalesced, rateLimited } from './rate-limit';
 import { agentStatusOf, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from '@kcm/agent-api';
-import { backupBytesOf } from '../../plane/backup-bytes';
+import { backupBytesOf } from '../../../plane/backup-bytes';
 import { spawnDecompressor, type BackupCompression } from './backup-compression';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;

@@ -5,9 +5,9 @@
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentFailure, type MariaDbBinlogFile, type MariaDbListBinlogsReply } from '@kcm/agent-api';
-import type { InstanceLayout } from './instance-layout';
-import { loadAdminAccount } from './instance-layout';
-import { withAdmin } from './sql';
+import type { InstanceLayout } from '../instance/instance-layout';
+import { loadAdminAccount } from '../instance/instance-layout';
+import { withAdmin } from '../instance/sql';
 
 /** What my-cnf.ts names the binlogs (log_bin = <binlogDir>/mariadb-bin). */
 const BINLOG_NAME = /^mariadb-bin\.\d{6,}$/;

@@ -2,7 +2,7 @@
 // how is its replication. The manager's health monitor and get_cluster_detail read this;
 // rebuild uses it to judge a backup source.
 
-import type { AgentContext } from '../../capability';
+import type { AgentContext } from '../../../capability';
 import { checkPort, instanceLayout, loadAdminAccount, loadRecord } from './instance-layout';
 import { runningPid } from './lifecycle';
 import type { MariaDbProbeReply } from '@kcm/agent-api';

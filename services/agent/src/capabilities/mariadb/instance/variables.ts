@@ -1,6 +1,6 @@
 // Instance variables: SHOW GLOBAL VARIABLES, all or the names asked for.
 
-import type { AgentContext } from '../../capability';
+import type { AgentContext } from '../../../capability';
 import { checkPort, loadAdminAccount } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import type { MariaDbVariablesReply, MariaDbVariablesRequest } from '@kcm/agent-api';

@@ -20,7 +20,7 @@
 //    whatever writes here checks read_only itself, inside the writing statement where it can.
 
 import { AgentFailure, isKcmBqual, isKcmGtrid, kcmXidSql, parseKcmXidSql, preparingSessionOf, type MariaDbDecideXaReply, type MariaDbDecideXaRequest, type MariaDbFinishXaReply, type MariaDbFinishXaRequest, type MariaDbListXaReply, type MariaDbListXaRequest, type MariaDbPruneXaReply, type MariaDbPruneXaRequest, type MariaDbXaBranch } from '@kcm/agent-api';
-import type { AgentContext } from '../../capability';
+import type { AgentContext } from '../../../capability';
 import { checkPort, loadAdminAccount } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import { account, MariaDbSqlError, withAdmin, type AdminSession } from './sql';

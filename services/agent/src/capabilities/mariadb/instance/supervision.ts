@@ -1,9 +1,9 @@
-// MariaDB instances under the agent's supervisor (../supervisor.ts): how it finds, judges
+// MariaDB instances under the agent's supervisor (../../supervisor.ts): how it finds, judges
 // and starts one, and the desired state each command leaves behind.
 
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentContext } from '../../capability';
+import type { AgentContext } from '../../../capability';
 import { INITIALIZED_MARKER } from './install';
 import { instanceLayout, loadRecord } from './instance-layout';
 import { layoutOf, runningPid, startInstance } from './lifecycle';

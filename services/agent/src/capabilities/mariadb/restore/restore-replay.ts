@@ -12,13 +12,13 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { AgentContext } from '../../capability';
-import { spawnPiped } from '../../ops/exec';
+import type { AgentContext } from '../../../capability';
+import { spawnPiped } from '../../../ops/exec';
 import { isGtidPosText, type MariaDbDropClusterDatabasesReply, type MariaDbReplayBinlogsReply, type MariaDbReplayBinlogsRequest } from '@kcm/agent-api';
 import { summariseBinlog } from './binlog-files';
-import { checkPort, loadAdminAccount, mariadbTools, type InstanceLayout } from './instance-layout';
-import { layoutOf } from './lifecycle';
-import { withAdmin } from './sql';
+import { checkPort, loadAdminAccount, mariadbTools, type InstanceLayout } from '../instance/instance-layout';
+import { layoutOf } from '../instance/lifecycle';
+import { withAdmin } from '../instance/sql';
 import { checkStoredObject, readStoredObject } from './storage-objects';
 
 const REPLAY_TIMEOUT_MS = 6 * 3600_000;

@@ -5,11 +5,11 @@
 
 import { createReadStream } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import type { AgentContext } from '../../capability';
+import type { AgentContext } from '../../../capability';
 import { agentStatusOf, type MariaDbArchiveBinlogReply, type MariaDbArchiveBinlogRequest, type MariaDbBinlogChunk, type MariaDbStreamBinlogRequest } from '@kcm/agent-api';
 import { closedBinlogPath } from './binlog-files';
-import { checkPort } from './instance-layout';
-import { layoutOf } from './lifecycle';
+import { checkPort } from '../instance/instance-layout';
+import { layoutOf } from '../instance/lifecycle';
 import { checkStoredObject, putStoredObject } from './storage-objects';
 
 const CHUNK_BYTES = 256 * 1024;

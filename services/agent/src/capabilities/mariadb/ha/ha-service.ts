@@ -1,19 +1,19 @@
 // Registers the MariaDbHaAgent service beside MariaDbAgent, sharing its per-port
 // serialiser (a fence and a supervisor restart of one instance never interleave) and its
 // desired states (a fenced instance stays stopped; a re-pointed one is kept running). The
-// XA calls (xa.ts) are SQL on a running instance only: not serialised, no op ledger.
+// XA calls (../instance/xa.ts) are SQL on a running instance only: not serialised, no op ledger.
 
 import type * as grpc from '@grpc/grpc-js';
-import type { AgentContext } from '../../capability';
-import { unary } from '../../grpc-unary';
+import type { AgentContext } from '../../../capability';
+import { unary } from '../../../grpc-unary';
 import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest, type MariaDbListXaRequest, type MariaDbDecideXaRequest, type MariaDbFinishXaRequest, type MariaDbPruneXaRequest, type MariaDbLeaseRenewal, type MariaDbCutConnectionsRequest } from '@kcm/agent-api';
 import { fence, killFenced, promote, repointStandby, waitForGtid } from './ha';
 import { replicationStatus } from './ha-status';
-import { layoutOf } from './lifecycle';
+import { layoutOf } from '../instance/lifecycle';
 import { MasterLeases, type InstanceRole } from './master-lease';
 import { cutConnectionsTo } from './cut-connections';
-import { decideXa, finishXa, listPreparedXa, pruneXaDecisions } from './xa';
-import type { mariadbSupervision } from './supervision';
+import { decideXa, finishXa, listPreparedXa, pruneXaDecisions } from '../instance/xa';
+import type { mariadbSupervision } from '../instance/supervision';
 
 export interface HaServiceDeps {
   once<T>(kind: string, opId: string, port: number, operation: () => Promise<T>): Promise<T>;

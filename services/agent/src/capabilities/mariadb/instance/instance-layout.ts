@@ -17,7 +17,7 @@
 
 import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { osUser, type RunAs } from '../../ops/exec';
+import { osUser, type RunAs } from '../../../ops/exec';
 import type { MariaDbAccount, MariaDbInstanceSpec } from '@kcm/agent-api';
 import { AgentFailure } from '@kcm/agent-api';
 

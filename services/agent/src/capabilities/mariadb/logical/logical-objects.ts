@@ -9,10 +9,10 @@
 // dump with them, so a restore gives the catalog sync what it needs to build the parent.
 
 import { AgentFailure, type LogicalDumpRequest } from '@kcm/agent-api';
-import type { InstanceLayout } from './instance-layout';
-import { loadAdminAccount } from './instance-layout';
-import { withAdmin } from './sql';
-import { parsePartitionComment, splitRemoteDb } from '../postgres/shard-catalog';
+import type { InstanceLayout } from '../instance/instance-layout';
+import { loadAdminAccount } from '../instance/instance-layout';
+import { withAdmin } from '../instance/sql';
+import { parsePartitionComment, splitRemoteDb } from '../../postgres/shard-catalog';
 
 /** MariaDB identifiers as kcm names them (`D_$$_S`, table names): no quoting ever needed. */
 const IDENTIFIER = /^[A-Za-z0-9_$]{1,64}$/;

@@ -1,7 +1,7 @@
 // Tables an instance holds in the cluster databases: `D_$$_S` is the MariaDB name of
 // PostgreSQL database D, schema S (what compute nodes route to); system schemas never match.
 
-import type { AgentContext } from '../../capability';
+import type { AgentContext } from '../../../capability';
 import { checkPort, loadAdminAccount } from './instance-layout';
 import { layoutOf } from './lifecycle';
 import type { MariaDbListTablesReply, MariaDbListTablesRequest } from '@kcm/agent-api';
