@@ -1,7 +1,6 @@
-// Replicated commands of the metadata state machine.
+// Replicated commands of the metadata state machine: what one Raft log entry carries, and
+// its encoding. The numbering (append-only) is command-numbers.ts.
 //
-// Numbering is append-only: a command's number is written into the Raft log and read back
-// by every future version of kcm, so never renumber or reuse one; add new kinds at the end.
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
@@ -9,70 +8,19 @@ import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, Cluste
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backup-records';
 import type { AuditRecord } from '../audit/chain';
+import { CommandKind, type CommandBase } from './command-numbers';
 
-export const CommandKind = {
-  MachineRegistered: 1,
-  MachineRemoved: 2,
-  MachineStatusSet: 3,
-  JobSubmitted: 4,
-  JobStarted: 5,
-  JobStepDone: 6,
-  JobProgress: 7,
-  JobFinished: 8,
-  // 9, 10 and 11 are retired: PortsAllocated, PortsReleased and MachineFactsRecorded were
-  // never proposed (ports are taken and returned inside ClusterCreated, InstancesPlaced and
-  // InstancesRemoved; facts come with MachineRegistered). An entry with one of them stops
-  // apply as an unknown kind (meta/apply-stop.ts). Never reuse these numbers.
-  ClusterCreated: 12,
-  InstancesPlaced: 13,
-  InstancesRemoved: 14,
-  ClusterStatusSet: 15,
-  ClusterDeleted: 16,
-  CommandBatch: 17,
-  RollbackRecorded: 18,
-  RollbackInstancesRemoved: 19,
-  // Shard high availability (meta/shard-ha.ts) and no-switch windows (meta/noswitch.ts).
-  ShardMasterChanged: 20,
-  NodeFenceSet: 21,
-  NoSwitchSet: 22,
-  // Backup storage and full backups (meta/backup.ts).
-  BackupStorageCreated: 23,
-  BackupStorageDeleted: 24,
-  BackupSetRecorded: 25,
-  // Continuous binlog archiving for point-in-time restore (meta/binlog-archive.ts).
-  BinlogArchived: 26,
-  // Logical backups (meta/logical-backups.ts).
-  LogicalBackupScheduled: 27,
-  LogicalBackupRunClaimed: 28,
-  LogicalBackupRunFinished: 29,
-  // Emit tokens (meta/tokens.ts).
-  TokenCreated: 30,
-  TokenDeleted: 31,
-  // cancel_job (meta/jobs.ts applyJobCancelRequested).
-  JobCancelRequested: 32,
-  // rotate_cluster_passwords (meta/password-rotation.ts).
-  PasswordRotationStarted: 33,
-  PasswordRotationApplied: 34,
-  PasswordRotationFinished: 35,
-  // Host facts measured by the leader's host-facts refresher (meta/machines.ts).
-  MachineFactsMeasured: 36,
-} as const;
-export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
+export { CommandKind } from './command-numbers';
+export type { CommandBase } from './command-numbers';
 
-interface Base<K extends CommandKind> {
-  kind: K;
-  /** Proposer's wall clock (ms), for display and generated names only; never for ordering. */
-  at: number;
-}
+export interface MachineRegistered extends CommandBase<typeof CommandKind.MachineRegistered>, MachineRegistration {}
 
-export interface MachineRegistered extends Base<typeof CommandKind.MachineRegistered>, MachineRegistration {}
-
-export interface MachineRemoved extends Base<typeof CommandKind.MachineRemoved> {
+export interface MachineRemoved extends CommandBase<typeof CommandKind.MachineRemoved> {
   hostaddr: string;
   machineType: MachineType;
 }
 
-export interface MachineStatusSet extends Base<typeof CommandKind.MachineStatusSet> {
+export interface MachineStatusSet extends CommandBase<typeof CommandKind.MachineStatusSet> {
   hostaddr: string;
   nodeStats: NodeStats;
   /** Who moved it: an operator's set_machine or the leader's health monitor. */
@@ -85,12 +33,12 @@ export interface MachineStatusSet extends Base<typeof CommandKind.MachineStatusS
  * free space of the directories its own registration names. The measuring leader's clock
  * is `at`, kept as the facts' measuredAt. Refused (NOT_FOUND) for a host no longer registered.
  */
-export interface MachineFactsMeasured extends Base<typeof CommandKind.MachineFactsMeasured> {
+export interface MachineFactsMeasured extends CommandBase<typeof CommandKind.MachineFactsMeasured> {
   hostaddr: string;
   facts: Omit<HostFacts, 'measuredAt'>;
 }
 
-export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
+export interface JobSubmitted extends CommandBase<typeof CommandKind.JobSubmitted> {
   jobType: string;
   sentJobType: string;
   paras: Record<string, unknown>;
@@ -127,25 +75,25 @@ export interface JobSubmitted extends Base<typeof CommandKind.JobSubmitted> {
   audit?: AuditRecord;
 }
 
-export interface JobStarted extends Base<typeof CommandKind.JobStarted> {
+export interface JobStarted extends CommandBase<typeof CommandKind.JobStarted> {
   jobId: string;
   stepNames: string[];
 }
 
-export interface JobStepDone extends Base<typeof CommandKind.JobStepDone> {
+export interface JobStepDone extends CommandBase<typeof CommandKind.JobStepDone> {
   jobId: string;
   step: number;
   output: unknown;
 }
 
-export interface JobProgress extends Base<typeof CommandKind.JobProgress> {
+export interface JobProgress extends CommandBase<typeof CommandKind.JobProgress> {
   jobId: string;
   step: number;
   unitsDone: number;
   unitsTotal: number;
 }
 
-export interface JobFinished extends Base<typeof CommandKind.JobFinished> {
+export interface JobFinished extends CommandBase<typeof CommandKind.JobFinished> {
   jobId: string;
   outcome: JobResultRecord;
   /**
@@ -171,7 +119,7 @@ export interface InstancePlacement {
  * A new cluster with its first shards and compute nodes. Ids, names, ports and server ids
  * are assigned in apply from the replicated state; all or nothing.
  */
-export interface ClusterCreated extends Base<typeof CommandKind.ClusterCreated> {
+export interface ClusterCreated extends CommandBase<typeof CommandKind.ClusterCreated> {
   jobId: string;
   nickName: string;
   options: ClusterOptions;
@@ -181,14 +129,14 @@ export interface ClusterCreated extends Base<typeof CommandKind.ClusterCreated> 
 }
 
 /** More shards, nodes or compute nodes in an existing cluster (add_shards, add_nodes, add_comps). */
-export interface InstancesPlaced extends Base<typeof CommandKind.InstancesPlaced> {
+export interface InstancesPlaced extends CommandBase<typeof CommandKind.InstancesPlaced> {
   clusterId: string;
   jobId: string;
   placement: InstancePlacement;
 }
 
 /** Forgets instances that were removed from their hosts and returns their ports. */
-export interface InstancesRemoved extends Base<typeof CommandKind.InstancesRemoved> {
+export interface InstancesRemoved extends CommandBase<typeof CommandKind.InstancesRemoved> {
   clusterId: string;
   nodeIds: string[];
   compIds: string[];
@@ -196,13 +144,13 @@ export interface InstancesRemoved extends Base<typeof CommandKind.InstancesRemov
   shardIds: string[];
 }
 
-export interface ClusterStatusSet extends Base<typeof CommandKind.ClusterStatusSet> {
+export interface ClusterStatusSet extends CommandBase<typeof CommandKind.ClusterStatusSet> {
   clusterId: string;
   status: ClusterStatus;
 }
 
 /** Forgets the cluster and returns the ports of all its instances. */
-export interface ClusterDeleted extends Base<typeof CommandKind.ClusterDeleted> {
+export interface ClusterDeleted extends CommandBase<typeof CommandKind.ClusterDeleted> {
   clusterId: string;
 }
 
@@ -211,14 +159,14 @@ export interface ClusterDeleted extends Base<typeof CommandKind.ClusterDeleted> 
  * also those already removed: RollbackInstancesRemoved follows for those), kept until each
  * is gone. Recording it again (the job's rollback re-run by a new leader) replaces the record.
  */
-export interface RollbackRecorded extends Base<typeof CommandKind.RollbackRecorded>, Omit<PendingRollbackRecord, 'recordedAt'> {}
+export interface RollbackRecorded extends CommandBase<typeof CommandKind.RollbackRecorded>, Omit<PendingRollbackRecord, 'recordedAt'> {}
 
 /**
  * Instances of a pending rollback that are gone from their hosts: forgotten, their ports
  * returned. When the last one goes, the job's shards (or its whole cluster) go too and
  * the record is dropped. Removing what is already forgotten is a no-op.
  */
-export interface RollbackInstancesRemoved extends Base<typeof CommandKind.RollbackInstancesRemoved> {
+export interface RollbackInstancesRemoved extends CommandBase<typeof CommandKind.RollbackInstancesRemoved> {
   jobId: string;
   nodeIds: string[];
   compIds: string[];
@@ -229,7 +177,7 @@ export interface RollbackInstancesRemoved extends Base<typeof CommandKind.Rollba
  * `fenceOldMaster`, the old master is recorded fenced in the same apply: no moment exists
  * where the metadata names a new master and the old one is not fenced.
  */
-export interface ShardMasterChanged extends Base<typeof CommandKind.ShardMasterChanged> {
+export interface ShardMasterChanged extends CommandBase<typeof CommandKind.ShardMasterChanged> {
   clusterId: string;
   shardId: string;
   masterNodeId: string;
@@ -247,7 +195,7 @@ export interface ShardMasterChanged extends Base<typeof CommandKind.ShardMasterC
  * Sets or clears a node's fence: a fenced node is never started writable, never given
  * client traffic, and left alone by the instance reconciler until it rejoins its shard.
  */
-export interface NodeFenceSet extends Base<typeof CommandKind.NodeFenceSet> {
+export interface NodeFenceSet extends CommandBase<typeof CommandKind.NodeFenceSet> {
   clusterId: string;
   shardId: string;
   nodeId: string;
@@ -261,34 +209,34 @@ export interface NodeFenceSet extends Base<typeof CommandKind.NodeFenceSet> {
  * automatic failover of those shards before untilMs (the proposer's clock + the timeout,
  * carried here so every member stores the same deadline). A shard that is gone is skipped.
  */
-export interface NoSwitchSet extends Base<typeof CommandKind.NoSwitchSet> {
+export interface NoSwitchSet extends CommandBase<typeof CommandKind.NoSwitchSet> {
   clusterId: string;
   shardIds: string[];
   untilMs: number | null;
 }
 
 /** Registers a backup storage (create_backup_storage); names are unique. */
-export interface BackupStorageCreated extends Base<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
+export interface BackupStorageCreated extends CommandBase<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
 
 /** Forgets a backup storage that holds no recorded backup set (delete_backup_storage). */
-export interface BackupStorageDeleted extends Base<typeof CommandKind.BackupStorageDeleted> {
+export interface BackupStorageDeleted extends CommandBase<typeof CommandKind.BackupStorageDeleted> {
   name: string;
 }
 
 /** A finished full backup; recording the same set id again is a no-op (a resumed job). */
-export interface BackupSetRecorded extends Base<typeof CommandKind.BackupSetRecorded> {
+export interface BackupSetRecorded extends CommandBase<typeof CommandKind.BackupSetRecorded> {
   set: BackupSetRecord;
 }
 
 /** A shard master's closed binlog is on backup storage; the same key again is a no-op (a repeated round). */
-export interface BinlogArchived extends Base<typeof CommandKind.BinlogArchived> {
+export interface BinlogArchived extends CommandBase<typeof CommandKind.BinlogArchived> {
   clusterId: string;
   shardId: string;
   file: ArchivedBinlogRecord;
 }
 
 /** logical_backup: daily schedules of tables, schemas or databases of a cluster (added or replaced). */
-export interface LogicalBackupScheduled extends Base<typeof CommandKind.LogicalBackupScheduled> {
+export interface LogicalBackupScheduled extends CommandBase<typeof CommandKind.LogicalBackupScheduled> {
   clusterId: string;
   jobId: string;
   objectType: ObjectType;
@@ -296,14 +244,14 @@ export interface LogicalBackupScheduled extends Base<typeof CommandKind.LogicalB
 }
 
 /** The leader's scheduler takes the run of one schedule's window (windowDay: the local date it opened). */
-export interface LogicalBackupRunClaimed extends Base<typeof CommandKind.LogicalBackupRunClaimed> {
+export interface LogicalBackupRunClaimed extends CommandBase<typeof CommandKind.LogicalBackupRunClaimed> {
   scheduleKey: string;
   windowDay: string;
   claimedBy: string;
 }
 
 /** A claimed run ended: its backup set when it succeeded, why not otherwise. */
-export interface LogicalBackupRunFinished extends Base<typeof CommandKind.LogicalBackupRunFinished> {
+export interface LogicalBackupRunFinished extends CommandBase<typeof CommandKind.LogicalBackupRunFinished> {
   scheduleKey: string;
   runId: string;
   ok: boolean;
@@ -312,14 +260,14 @@ export interface LogicalBackupRunFinished extends Base<typeof CommandKind.Logica
 }
 
 /** An Emit token made by create_token: its digest only; names are unique, and so are digests. */
-export interface TokenCreated extends Base<typeof CommandKind.TokenCreated> {
+export interface TokenCreated extends CommandBase<typeof CommandKind.TokenCreated> {
   name: string;
   role: Role;
   sha256: string;
   createdBy: string;
 }
 
-export interface TokenDeleted extends Base<typeof CommandKind.TokenDeleted> {
+export interface TokenDeleted extends CommandBase<typeof CommandKind.TokenDeleted> {
   name: string;
 }
 
@@ -328,7 +276,7 @@ export interface TokenDeleted extends Base<typeof CommandKind.TokenDeleted> {
  * in this apply; a running one is marked, and its runner stops at the next step boundary,
  * rolls back, and finishes it failed with CANCELED.
  */
-export interface JobCancelRequested extends Base<typeof CommandKind.JobCancelRequested> {
+export interface JobCancelRequested extends CommandBase<typeof CommandKind.JobCancelRequested> {
   jobId: string;
   /** The token name of whoever asked (audit and the job's error), or null. */
   by: string | null;
@@ -341,21 +289,21 @@ export interface JobCancelRequested extends Base<typeof CommandKind.JobCancelReq
  * of another job left unfinished, that one is taken over as it is (its passwords, what is
  * applied) and `accounts` is ignored: its passwords may already be on some nodes.
  */
-export interface PasswordRotationStarted extends Base<typeof CommandKind.PasswordRotationStarted> {
+export interface PasswordRotationStarted extends CommandBase<typeof CommandKind.PasswordRotationStarted> {
   clusterId: string;
   jobId: string;
   accounts: Partial<ClusterAccounts>;
 }
 
 /** Every node of the cluster accepts the rotation's new password of these roles. */
-export interface PasswordRotationApplied extends Base<typeof CommandKind.PasswordRotationApplied> {
+export interface PasswordRotationApplied extends CommandBase<typeof CommandKind.PasswordRotationApplied> {
   clusterId: string;
   jobId: string;
   roles: ClusterAccountRole[];
 }
 
 /** The rotation's passwords become the cluster's accounts; the rotation record goes. */
-export interface PasswordRotationFinished extends Base<typeof CommandKind.PasswordRotationFinished> {
+export interface PasswordRotationFinished extends CommandBase<typeof CommandKind.PasswordRotationFinished> {
   clusterId: string;
   jobId: string;
 }
@@ -400,7 +348,7 @@ export type Command =
  * event loop (RaftMetaStore): under load, most of a log entry's cost (its LevelDB put on
  * every member, its replication, its proposal bookkeeping) does not grow with its size.
  */
-export interface CommandBatch extends Base<typeof CommandKind.CommandBatch> {
+export interface CommandBatch extends CommandBase<typeof CommandKind.CommandBatch> {
   commands: Command[];
 }
 
