@@ -4,39 +4,16 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, HostFacts, JobResultRecord, MachineRegistration, MachineType, NodeStats, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, PendingRollbackRecord } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backup-records';
 import type { AuditRecord } from '../audit/chain';
 import { CommandKind, type CommandBase } from './command-numbers';
+import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
-
-export interface MachineRegistered extends CommandBase<typeof CommandKind.MachineRegistered>, MachineRegistration {}
-
-export interface MachineRemoved extends CommandBase<typeof CommandKind.MachineRemoved> {
-  hostaddr: string;
-  machineType: MachineType;
-}
-
-export interface MachineStatusSet extends CommandBase<typeof CommandKind.MachineStatusSet> {
-  hostaddr: string;
-  nodeStats: NodeStats;
-  /** Who moved it: an operator's set_machine or the leader's health monitor. */
-  reason: 'operator' | 'health';
-}
-
-/**
- * What a host's agent measured, when it differs enough from what is recorded (see the
- * host-facts refresher): recorded on every machine record of the host, each keeping the
- * free space of the directories its own registration names. The measuring leader's clock
- * is `at`, kept as the facts' measuredAt. Refused (NOT_FOUND) for a host no longer registered.
- */
-export interface MachineFactsMeasured extends CommandBase<typeof CommandKind.MachineFactsMeasured> {
-  hostaddr: string;
-  facts: Omit<HostFacts, 'measuredAt'>;
-}
+export type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
 
 export interface JobSubmitted extends CommandBase<typeof CommandKind.JobSubmitted> {
   jobType: string;

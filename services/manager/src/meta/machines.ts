@@ -1,9 +1,34 @@
 // Apply functions of the machines domain.
 
-import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
-import { machineKey, type HostFacts, type MachineRecord, type MachineType, type MetaState } from './state';
+import { type HostFacts, machineKey, type MachineRecord, type MachineRegistration, type MachineType, type MetaState, type NodeStats } from './state';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+export interface MachineRegistered extends CommandBase<typeof CommandKind.MachineRegistered>, MachineRegistration {}
+
+export interface MachineRemoved extends CommandBase<typeof CommandKind.MachineRemoved> {
+  hostaddr: string;
+  machineType: MachineType;
+}
+
+export interface MachineStatusSet extends CommandBase<typeof CommandKind.MachineStatusSet> {
+  hostaddr: string;
+  nodeStats: NodeStats;
+  /** Who moved it: an operator's set_machine or the leader's health monitor. */
+  reason: 'operator' | 'health';
+}
+
+/**
+ * What a host's agent measured, when it differs enough from what is recorded (see the
+ * host-facts refresher): recorded on every machine record of the host, each keeping the
+ * free space of the directories its own registration names. The measuring leader's clock
+ * is `at`, kept as the facts' measuredAt. Refused (NOT_FOUND) for a host no longer registered.
+ */
+export interface MachineFactsMeasured extends CommandBase<typeof CommandKind.MachineFactsMeasured> {
+  hostaddr: string;
+  facts: Omit<HostFacts, 'measuredAt'>;
+}
 
 /** Every machine type (a new one fails to compile here): a host's records are at machineKey(hostaddr, type). */
 const MACHINE_TYPES = Object.keys({ storage: true, computer: true } satisfies Record<MachineType, true>) as MachineType[];
