@@ -4,83 +4,17 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, JobResultRecord, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, ClusterOptions, ClusterStatus, PendingRollbackRecord } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backup-records';
-import type { AuditRecord } from '../audit/chain';
 import { CommandKind, type CommandBase } from './command-numbers';
 import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
+import type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
 export type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
-
-export interface JobSubmitted extends CommandBase<typeof CommandKind.JobSubmitted> {
-  jobType: string;
-  sentJobType: string;
-  paras: Record<string, unknown>;
-  /** Client idempotency key: the same key yields the same job, never a second one. */
-  requestId: string | null;
-  /**
-   * With a request id: requestDigest(jobType, paras as validated, before any name was
-   * resolved to an id), from the proposer. The same key with another digest is CONFLICT.
-   * Absent in entries written before: such a submission matches whatever reuses its key.
-   */
-  requestDigest?: string;
-  /** Jobs with the same lock key (e.g. `cluster:7`) run one at a time in submission order. */
-  lockKey: string | null;
-  /**
-   * The job's steps, named by the submitter. When given and no unfinished job holds the
-   * lock key, the job is runnable at once and this entry also starts it (status ongoing,
-   * as JobStarted would), saving the runner a commit; otherwise it waits in started and
-   * the runner commits JobStarted when its turn comes. Absent in entries written before.
-   */
-  stepNames?: string[];
-  /**
-   * The leader's maxJobsPerCluster: with a `cluster:` lock key, refused (OVERLOADED) when
-   * that many unfinished jobs already hold it. Carried in the entry so every member reaches
-   * the same verdict. Absent (internal jobs such as failovers, older entries): no limit.
-   */
-  maxJobsPerLock?: number;
-  /** The submitter's token name (JobRecord.submittedBy); absent for the leader's own jobs. */
-  submittedBy?: string;
-  /**
-   * The submission's audit record, numbered and chained by the leader (audit/chain.ts).
-   * Apply refuses the whole submission when it does not follow the chain (meta/audit.ts).
-   * Absent on the leader's own jobs and on entries written before the audit trail.
-   */
-  audit?: AuditRecord;
-}
-
-export interface JobStarted extends CommandBase<typeof CommandKind.JobStarted> {
-  jobId: string;
-  stepNames: string[];
-}
-
-export interface JobStepDone extends CommandBase<typeof CommandKind.JobStepDone> {
-  jobId: string;
-  step: number;
-  output: unknown;
-}
-
-export interface JobProgress extends CommandBase<typeof CommandKind.JobProgress> {
-  jobId: string;
-  step: number;
-  unitsDone: number;
-  unitsTotal: number;
-}
-
-export interface JobFinished extends CommandBase<typeof CommandKind.JobFinished> {
-  jobId: string;
-  outcome: JobResultRecord;
-  /**
-   * How many finished jobs the history keeps, this one included: the oldest finished ones
-   * beyond it are dropped in the same apply. Chosen by the leader that proposes (its
-   * config) and carried here, so every member drops exactly the same jobs whatever its
-   * own config says. Absent (entries written before the limit existed): nothing is dropped.
-   */
-  keepFinished?: number;
-}
+export type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
 
 /** Where the proposer wants new instances: one host per storage node or compute node. */
 export interface InstancePlacement {
@@ -246,19 +180,6 @@ export interface TokenCreated extends CommandBase<typeof CommandKind.TokenCreate
 
 export interface TokenDeleted extends CommandBase<typeof CommandKind.TokenDeleted> {
   name: string;
-}
-
-/**
- * Stop a job: one still waiting in its run queue (never started) ends failed with CANCELED
- * in this apply; a running one is marked, and its runner stops at the next step boundary,
- * rolls back, and finishes it failed with CANCELED.
- */
-export interface JobCancelRequested extends CommandBase<typeof CommandKind.JobCancelRequested> {
-  jobId: string;
-  /** The token name of whoever asked (audit and the job's error), or null. */
-  by: string | null;
-  /** As in JobFinished: the finished-job history the leader keeps. */
-  keepFinished?: number;
 }
 
 /**

@@ -1,12 +1,93 @@
 // Apply functions of the jobs domain: the replicated record of every job's life.
 
-import { CommandKind, type JobCancelRequested, type JobFinished, type JobProgress, type JobStarted, type JobStepDone, type JobSubmitted } from './commands';
 import { own } from './dict';
 import { errorEntry } from '@kcm/protocol';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import { dict } from './dict';
 import { linkAuditRecord } from './audit';
-import { runQueueOf, type JobRecord, type MetaState } from './state';
+import { type JobRecord, type JobResultRecord, type MetaState, runQueueOf } from './state';
+import type { AuditRecord } from '../audit/chain';
+import { CommandKind, type CommandBase } from './command-numbers';
+
+export interface JobSubmitted extends CommandBase<typeof CommandKind.JobSubmitted> {
+  jobType: string;
+  sentJobType: string;
+  paras: Record<string, unknown>;
+  /** Client idempotency key: the same key yields the same job, never a second one. */
+  requestId: string | null;
+  /**
+   * With a request id: requestDigest(jobType, paras as validated, before any name was
+   * resolved to an id), from the proposer. The same key with another digest is CONFLICT.
+   * Absent in entries written before: such a submission matches whatever reuses its key.
+   */
+  requestDigest?: string;
+  /** Jobs with the same lock key (e.g. `cluster:7`) run one at a time in submission order. */
+  lockKey: string | null;
+  /**
+   * The job's steps, named by the submitter. When given and no unfinished job holds the
+   * lock key, the job is runnable at once and this entry also starts it (status ongoing,
+   * as JobStarted would), saving the runner a commit; otherwise it waits in started and
+   * the runner commits JobStarted when its turn comes. Absent in entries written before.
+   */
+  stepNames?: string[];
+  /**
+   * The leader's maxJobsPerCluster: with a `cluster:` lock key, refused (OVERLOADED) when
+   * that many unfinished jobs already hold it. Carried in the entry so every member reaches
+   * the same verdict. Absent (internal jobs such as failovers, older entries): no limit.
+   */
+  maxJobsPerLock?: number;
+  /** The submitter's token name (JobRecord.submittedBy); absent for the leader's own jobs. */
+  submittedBy?: string;
+  /**
+   * The submission's audit record, numbered and chained by the leader (audit/chain.ts).
+   * Apply refuses the whole submission when it does not follow the chain (meta/audit.ts).
+   * Absent on the leader's own jobs and on entries written before the audit trail.
+   */
+  audit?: AuditRecord;
+}
+
+export interface JobStarted extends CommandBase<typeof CommandKind.JobStarted> {
+  jobId: string;
+  stepNames: string[];
+}
+
+export interface JobStepDone extends CommandBase<typeof CommandKind.JobStepDone> {
+  jobId: string;
+  step: number;
+  output: unknown;
+}
+
+export interface JobProgress extends CommandBase<typeof CommandKind.JobProgress> {
+  jobId: string;
+  step: number;
+  unitsDone: number;
+  unitsTotal: number;
+}
+
+export interface JobFinished extends CommandBase<typeof CommandKind.JobFinished> {
+  jobId: string;
+  outcome: JobResultRecord;
+  /**
+   * How many finished jobs the history keeps, this one included: the oldest finished ones
+   * beyond it are dropped in the same apply. Chosen by the leader that proposes (its
+   * config) and carried here, so every member drops exactly the same jobs whatever its
+   * own config says. Absent (entries written before the limit existed): nothing is dropped.
+   */
+  keepFinished?: number;
+}
+
+/**
+ * Stop a job: one still waiting in its run queue (never started) ends failed with CANCELED
+ * in this apply; a running one is marked, and its runner stops at the next step boundary,
+ * rolls back, and finishes it failed with CANCELED.
+ */
+export interface JobCancelRequested extends CommandBase<typeof CommandKind.JobCancelRequested> {
+  jobId: string;
+  /** The token name of whoever asked (audit and the job's error), or null. */
+  by: string | null;
+  /** As in JobFinished: the finished-job history the leader keeps. */
+  keepFinished?: number;
+}
 
 export interface SubmittedJob {
   jobId: string;
