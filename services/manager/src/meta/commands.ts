@@ -4,37 +4,21 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts, PendingRollbackRecord } from './state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backup-records';
 import { CommandKind, type CommandBase } from './command-numbers';
 import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
 import type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
 import type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancesPlaced, InstancesRemoved } from './clusters';
+import type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
 export type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
 export type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
 export type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancePlacement, InstancesPlaced, InstancesRemoved } from './clusters';
-
-/**
- * A failed job's rollback: every instance it has to remove from its host (all of them,
- * also those already removed: RollbackInstancesRemoved follows for those), kept until each
- * is gone. Recording it again (the job's rollback re-run by a new leader) replaces the record.
- */
-export interface RollbackRecorded extends CommandBase<typeof CommandKind.RollbackRecorded>, Omit<PendingRollbackRecord, 'recordedAt'> {}
-
-/**
- * Instances of a pending rollback that are gone from their hosts: forgotten, their ports
- * returned. When the last one goes, the job's shards (or its whole cluster) go too and
- * the record is dropped. Removing what is already forgotten is a no-op.
- */
-export interface RollbackInstancesRemoved extends CommandBase<typeof CommandKind.RollbackInstancesRemoved> {
-  jobId: string;
-  nodeIds: string[];
-  compIds: string[];
-}
+export type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 
 /**
  * A shard's master moved to another of its nodes (failover, switchover). With

@@ -4,9 +4,27 @@
 // confirmed it gone (RollbackInstancesRemoved), never when the rollback gave up on it.
 
 import { applyClusterDeleted, applyInstancesRemoved } from './clusters';
-import { CommandKind, type RollbackInstancesRemoved, type RollbackRecorded } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import type { MetaState, PendingRollbackRecord } from './state';
+import { CommandKind, type CommandBase } from './command-numbers';
+
+/**
+ * A failed job's rollback: every instance it has to remove from its host (all of them,
+ * also those already removed: RollbackInstancesRemoved follows for those), kept until each
+ * is gone. Recording it again (the job's rollback re-run by a new leader) replaces the record.
+ */
+export interface RollbackRecorded extends CommandBase<typeof CommandKind.RollbackRecorded>, Omit<PendingRollbackRecord, 'recordedAt'> {}
+
+/**
+ * Instances of a pending rollback that are gone from their hosts: forgotten, their ports
+ * returned. When the last one goes, the job's shards (or its whole cluster) go too and
+ * the record is dropped. Removing what is already forgotten is a no-op.
+ */
+export interface RollbackInstancesRemoved extends CommandBase<typeof CommandKind.RollbackInstancesRemoved> {
+  jobId: string;
+  nodeIds: string[];
+  compIds: string[];
+}
 
 export function applyRollbackRecorded(state: MetaState, cmd: RollbackRecorded): ApplyOutcome<{ instances: number }> {
   if (!state.clusters[cmd.clusterId]) return refused('NOT_FOUND', `cluster ${cmd.clusterId} does not exist`);
