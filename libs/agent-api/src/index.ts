@@ -59,6 +59,11 @@ export {
   type PasswordAgentApi,
   type HostProbeAgentApi,
   type ShardDataAgentApi,
+  type TableMoveAgentApi,
+  type RelationSwitchAgentApi,
+  type MariaDbTablesAgentApi,
+  type MariaDbLogicalAgentApi,
+  type CatalogDumpAgentApi,
   type PostgresAgentApi,
   type WithAgent,
 } from './pool';

@@ -25,6 +25,11 @@ import { MariaDbRestoreAgentClient } from './clients/mariadb-restore-client';
 import { PasswordAgentClient } from './clients/password-client';
 import { HostProbeAgentClient } from './clients/host-probe-client';
 import { ShardDataAgentClient } from './clients/shard-data-client';
+import { TableMoveAgentClient } from './clients/table-move-client';
+import { RelationSwitchAgentClient } from './clients/relation-switch-client';
+import { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
+import { MariaDbLogicalAgentClient } from './clients/mariadb-logical-client';
+import { CatalogDumpAgentClient } from './clients/storage-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 import { channelConnecting, renewChannel } from './shared-channels';
 
@@ -42,6 +47,11 @@ export type MariaDbRestoreAgentApi = ClientApi<MariaDbRestoreAgentClient>;
 export type PasswordAgentApi = ClientApi<PasswordAgentClient>;
 export type HostProbeAgentApi = ClientApi<HostProbeAgentClient>;
 export type ShardDataAgentApi = ClientApi<ShardDataAgentClient>;
+export type TableMoveAgentApi = ClientApi<TableMoveAgentClient>;
+export type RelationSwitchAgentApi = ClientApi<RelationSwitchAgentClient>;
+export type MariaDbTablesAgentApi = ClientApi<MariaDbTablesAgentClient>;
+export type MariaDbLogicalAgentApi = ClientApi<MariaDbLogicalAgentClient>;
+export type CatalogDumpAgentApi = ClientApi<CatalogDumpAgentClient>;
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
 export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
@@ -68,6 +78,20 @@ export interface Agents {
   hostProbe(hostaddr: string): HostProbeAgentApi;
   /** A table move's data work on a shard master's host, and sessions there for the manager's control statements. */
   shardData(hostaddr: string): ShardDataAgentApi;
+  /** A table move's cut-over on a compute host: hold, re-point and release its foreign table. */
+  tableMove(hostaddr: string): TableMoveAgentApi;
+  /** Repartition's switch of a partitioned table's name on a compute host. */
+  relationSwitch(hostaddr: string): RelationSwitchAgentApi;
+  /** A shard master's tables: descriptions and row probes (repartition's rules), sizes and hits. */
+  mariadbTables(hostaddr: string): MariaDbTablesAgentApi;
+  /**
+   * Logical dumps and loads of a shard master's tables (logical_backup, logical_restore): a
+   * client of its own, not the pool's, since a dump's stream outlives the call that opened it
+   * (the pool would count the client idle meanwhile). Close it when the operation ends.
+   */
+  mariadbLogical(hostaddr: string): MariaDbLogicalAgentApi;
+  /** A compute host's PostgreSQL catalog, dumped by a backup and put back by a restore. */
+  catalogDump(hostaddr: string): CatalogDumpAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -84,6 +108,10 @@ interface ClientKinds {
   passwords: PasswordAgentClient;
   hostProbe: HostProbeAgentClient;
   shardData: ShardDataAgentClient;
+  tableMove: TableMoveAgentClient;
+  relationSwitch: RelationSwitchAgentClient;
+  mariadbTables: MariaDbTablesAgentClient;
+  catalogDump: CatalogDumpAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -180,6 +208,26 @@ export class AgentPool implements Agents {
     return this.view('shardData', hostaddr);
   }
 
+  tableMove(hostaddr: string): TableMoveAgentClient {
+    return this.view('tableMove', hostaddr);
+  }
+
+  relationSwitch(hostaddr: string): RelationSwitchAgentClient {
+    return this.view('relationSwitch', hostaddr);
+  }
+
+  mariadbTables(hostaddr: string): MariaDbTablesAgentClient {
+    return this.view('mariadbTables', hostaddr);
+  }
+
+  mariadbLogical(hostaddr: string): MariaDbLogicalAgentClient {
+    return new MariaDbLogicalAgentClient(this.agentAddress(hostaddr));
+  }
+
+  catalogDump(hostaddr: string): CatalogDumpAgentClient {
+    return this.view('catalogDump', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -202,6 +250,10 @@ export class AgentPool implements Agents {
       passwords: () => new PasswordAgentClient(address),
       hostProbe: () => new HostProbeAgentClient(address, this.probeDeadlineMs),
       shardData: () => new ShardDataAgentClient(address),
+      tableMove: () => new TableMoveAgentClient(address),
+      relationSwitch: () => new RelationSwitchAgentClient(address),
+      mariadbTables: () => new MariaDbTablesAgentClient(address),
+      catalogDump: () => new CatalogDumpAgentClient(address),
     };
     return made[kind]();
   }

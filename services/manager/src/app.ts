@@ -6,7 +6,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, makePrivateDirSync, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
-import { AgentPool, MariaDbLogicalAgentClient, callerGuard, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
+import { AgentPool, callerGuard, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
 import type { ManagerConfig } from './config';
 import { buildGateway, requestBoundTokens } from './gateway';
 import { tokenDirectory } from './auth/token-directory';
@@ -241,7 +241,6 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   logicalBackups = new LogicalBackupScheduler({
     store: observedStore,
     agents: engineAgents,
-    logicalAgent: (hostaddr) => new MariaDbLogicalAgentClient(engineAgents.agentAddress(hostaddr)),
     openStorage: opts.jobs?.logical?.openStorage ?? openLogicalStorage,
     member: config.member,
     now,

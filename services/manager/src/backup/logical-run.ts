@@ -12,16 +12,15 @@
 
 import { KcmError, type ObjectType } from '@kcm/protocol';
 import type { Logger } from '@kcm/common';
-import type { MariaDbLogicalAgentClient, Agents } from '@kcm/agent-api';
+import type { Agents } from '@kcm/agent-api';
 import type { LogicalBackupPart } from '../meta/logical-backup-records';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import { dumpRequestOf, objectNotFound } from './logical-objects';
 import type { OpenLogicalStorage } from './logical-storage';
 
 export interface LogicalBackupDeps {
+  /** The agents; logical dumps through agents.mariadbLogical (a client per operation, closed after it). */
   agents: Agents;
-  /** A client of the MariaDbLogicalAgent of a host, for one operation (closed after it). */
-  logicalAgent(hostaddr: string): MariaDbLogicalAgentClient;
   openStorage: OpenLogicalStorage;
   logger: Logger;
 }
@@ -42,12 +41,12 @@ export function shardsInOrder(cluster: ClusterRecord): ShardRecord[] {
  * The object's tables on each shard of the cluster that holds some (asked of each master's
  * agent: the same resolution its dump makes, partitions of a partitioned parent included).
  */
-export async function shardsHolding(logicalAgent: (hostaddr: string) => MariaDbLogicalAgentClient, cluster: ClusterRecord, object: LogicalObject): Promise<{ shard: ShardRecord; tables: string[] }[]> {
+export async function shardsHolding(agents: Agents, cluster: ClusterRecord, object: LogicalObject): Promise<{ shard: ShardRecord; tables: string[] }[]> {
   const found: { shard: ShardRecord; tables: string[] }[] = [];
   for (const shard of shardsInOrder(cluster)) {
     const master = shard.nodes[shard.masterNodeId];
     if (!master) continue;
-    const client = logicalAgent(master.hostaddr);
+    const client = agents.mariadbLogical(master.hostaddr);
     try {
       const tables = await client.tablesOf({ port: master.port, ...dumpRequestOf(object.objectType, object.dbTable) });
       if (tables.length > 0) found.push({ shard, tables });
@@ -67,7 +66,7 @@ export async function dumpLogicalObject(
   runId: string,
   signal: AbortSignal,
 ): Promise<LogicalBackupPart[]> {
-  const holders = await shardsHolding(deps.logicalAgent, cluster, object);
+  const holders = await shardsHolding(deps.agents, cluster, object);
   if (holders.length === 0) throw objectNotFound(cluster.id, object.objectType, object.dbTable);
   const storage = deps.openStorage(state);
   const parts: LogicalBackupPart[] = [];
@@ -75,7 +74,7 @@ export async function dumpLogicalObject(
     for (const { shard } of holders) {
       if (signal.aborted) throw new Error('logical backup stopped: this member is no longer the leader');
       const master = shard.nodes[shard.masterNodeId];
-      const client = deps.logicalAgent(master.hostaddr);
+      const client = deps.agents.mariadbLogical(master.hostaddr);
       try {
         const dump = await client.dump({ port: master.port, ...dumpRequestOf(object.objectType, object.dbTable) });
         if (dump.tables.length === 0) {

@@ -42,8 +42,6 @@ export interface BackupJobDeps {
   maxReplicaDelayS: number;
   /** The Raft index the state machine has applied (a metadata backup records it). */
   appliedIndex(): number;
-  /** pg_dump --schema-only of a compute instance, through its host's agent at `address`. */
-  dumpCatalog(address: string, port: number): Promise<PgSchemaDumpReply>;
 }
 
 /**
@@ -170,7 +168,7 @@ async function dumpCatalog(ctx: StepContext<BackupParas, BackupOutputs>, deps: B
   for (const comp of comps) {
     let reply: PgSchemaDumpReply;
     try {
-      reply = await deps.dumpCatalog(ctx.agents.agentAddress(comp.hostaddr), comp.port);
+      reply = await ctx.agents.catalogDump(comp.hostaddr).dumpPgSchema(comp.port);
     } catch (err) {
       problems.push(`${comp.name} at ${comp.hostaddr}:${comp.port}: ${err instanceof Error ? err.message : String(err)}`);
       continue;

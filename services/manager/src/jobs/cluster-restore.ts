@@ -19,7 +19,7 @@
 // replication), so nothing half-restored is left serving and the destination is empty
 // again for another try.
 
-import { CatalogDumpAgentClient, type PgSchemaRestoreReply, type PgSchemaRestoreRequest } from '@kcm/agent-api';
+import type { Agents, PgSchemaRestoreReply, PgSchemaRestoreRequest } from '@kcm/agent-api';
 import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredCatalogResult, type RestoredShardResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact } from '../backup/storage';
 import { newestFullBackupBefore } from '../meta/backup';
@@ -257,7 +257,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
               restored.push({ comp_id: comp.id, database: record.database, objects: [], note: 'a plain-SQL dump (a backup from before custom-format dumps): kept, not restored' });
               continue;
             }
-            const reply = await restoreCatalogOn(ctx.agents.agentAddress(comp.hostaddr), comp, { op_id: opId(ctx.jobId, 'catalog-restore', `comp-${comp.id}-${record.database}`), port: comp.port, database: record.database, dump, role });
+            const reply = await restoreCatalogOn(ctx.agents, comp, { op_id: opId(ctx.jobId, 'catalog-restore', `comp-${comp.id}-${record.database}`), port: comp.port, database: record.database, dump, role });
             restored.push({ comp_id: comp.id, database: record.database, objects: reply.objects, ...(reply.database_missing ? { note: 'no such database on this compute node (no shard holds it)' } : {}) });
             ctx.logger.info({ comp: comp.name, database: record.database, objects: reply.objects, database_missing: reply.database_missing }, 'compute catalog restored');
           }
@@ -332,13 +332,10 @@ async function readCatalogDumps(state: MetaState, set: BackupSetRecord): Promise
   }
 }
 
-async function restoreCatalogOn(address: string, comp: CompRecord, req: PgSchemaRestoreRequest): Promise<PgSchemaRestoreReply> {
-  const client = new CatalogDumpAgentClient(address);
+async function restoreCatalogOn(agents: Agents, comp: CompRecord, req: PgSchemaRestoreRequest): Promise<PgSchemaRestoreReply> {
   try {
-    return await client.restorePgSchema(req);
+    return await agents.catalogDump(comp.hostaddr).restorePgSchema(req);
   } catch (err) {
     throw new Error(`restoring the catalog of database ${req.database} on ${comp.name} at ${comp.hostaddr}:${comp.port} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  } finally {
-    client.close();
   }
 }

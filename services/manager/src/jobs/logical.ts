@@ -13,7 +13,7 @@
 // parent is rebuilt from its partitions). done_dts names each restored table (a partitioned
 // parent first, then its partitions), a comma after each.
 
-import { MariaDbLogicalAgentClient, type Agents } from '@kcm/agent-api';
+import type { Agents } from '@kcm/agent-api';
 import { ERROR_CATALOG, KcmError, parseBackupWindow, type ErrorName, parseRestoreTime, type LogicalBackupResult, type LogicalRestoreResult, type ObjectType, type ParasOf } from '@kcm/protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doneDts, objectNotFound, restoredTables } from '../backup/logical-objects';
@@ -31,11 +31,9 @@ import type { JobOf } from './workflow';
 
 export interface LogicalJobDeps {
   openStorage: OpenLogicalStorage;
-  /** A client of the MariaDbLogicalAgent of a host, for one operation; default: gRPC at the host's agent. */
-  logicalAgent?(agents: Agents, hostaddr: string): MariaDbLogicalAgentClient;
+
 }
 
-const defaultLogicalAgent = (agents: Agents, hostaddr: string) => new MariaDbLogicalAgentClient(agents.agentAddress(hostaddr));
 
 // ---------------------------------------------------------------- logical_backup
 
@@ -73,7 +71,6 @@ function finishedRun(state: MetaState, key: string, windowDay: string): string |
 }
 
 export function logicalBackupJob(deps: LogicalJobDeps): JobOf<'logical_backup', BackupOutputs> {
-  const logicalAgent = deps.logicalAgent ?? defaultLogicalAgent;
   return {
     jobType: 'logical_backup',
     validate: (p, state) => {
@@ -89,7 +86,7 @@ export function logicalBackupJob(deps: LogicalJobDeps): JobOf<'logical_backup', 
           const cluster = clusterOfStep(ctx, p.cluster_id);
           const holders: { dbTable: string; shards: string[] }[] = [];
           for (const [i, e] of p.backup.entries()) {
-            const found = await shardsHolding((host) => logicalAgent(ctx.agents, host), cluster, { objectType: p.backup_type, dbTable: e.db_table });
+            const found = await shardsHolding(ctx.agents, cluster, { objectType: p.backup_type, dbTable: e.db_table });
             if (found.length === 0) {
               const err = objectNotFound(cluster.id, p.backup_type, e.db_table);
               throw KcmError.of('NOT_FOUND', `paras.backup[${i}].db_table: ${err.message}`, { field: `paras.backup[${i}].db_table` });
@@ -202,7 +199,6 @@ async function destinationShard(agents: Agents, src: ClusterRecord | undefined, 
 }
 
 export function logicalRestoreJob(deps: LogicalJobDeps): JobOf<'logical_restore', RestoreOutputs> {
-  const logicalAgent = deps.logicalAgent ?? defaultLogicalAgent;
   return {
     jobType: 'logical_restore',
     validate: (p, state) => {
@@ -251,7 +247,7 @@ export function logicalRestoreJob(deps: LogicalJobDeps): JobOf<'logical_restore'
             const master = shard?.nodes[shard.masterNodeId];
             if (!master) throw KcmError.of('NOT_FOUND', `shard ${load.dstShardId} of cluster ${dst.id} has no master to restore into`);
             const storage = deps.openStorage(ctx.state(), load.storage);
-            const client = logicalAgent(ctx.agents, master.hostaddr);
+            const client = ctx.agents.mariadbLogical(master.hostaddr);
             try {
               // A dump drops and re-creates each of its tables: loading it again after a crash is a retry.
               bytes += (await client.load(opId(ctx.jobId, 'logical-load', `${load.setId}-${load.dstShardId}`), master.port, storage.get(load.location))).bytes;

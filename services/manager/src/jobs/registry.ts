@@ -20,7 +20,6 @@ import { addShards, deleteShardsJob } from './shards';
 import { setNoswitch } from './shard-ha/set-noswitch';
 import { manualSwitchJob, type ManualSwitchLimits } from './shard-ha/manual-switch';
 import type { JobDefinition } from './workflow';
-import { CatalogDumpAgentClient } from '@kcm/agent-api';
 import { openBackupStorage } from '../backup/storage';
 import { manualBackupClusterJob, type BackupJobDeps } from './backup';
 import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
@@ -49,17 +48,8 @@ export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   logical?: LogicalJobDeps;
   /** The finished-job history kept (config finishedJobsKept): a job cancel_job ends at once is trimmed like any other. */
   keepFinishedJobs?: number;
-  /** Table moves: the copy's limits (config move*), or a test's fake compute-node agent. */
+  /** Table moves: the copy's limits (config move*). */
   moves?: MoveDeps;
-}
-
-async function dumpCatalogThroughAgent(address: string, port: number) {
-  const client = new CatalogDumpAgentClient(address);
-  try {
-    return await client.dumpPgSchema(port);
-  } finally {
-    client.close();
-  }
 }
 
 export function jobTable(options: JobTableOptions): JobTable {
@@ -68,7 +58,6 @@ export function jobTable(options: JobTableOptions): JobTable {
     pvLimitMb: 100,
     maxReplicaDelayS: 60,
     appliedIndex: () => options.raft.status().applied,
-    dumpCatalog: dumpCatalogThroughAgent,
     ...options.backup,
   };
   return {

@@ -7,7 +7,7 @@
 // that order: the names expand_cluster's table_list takes. `list_table` shows each
 // table's measured figures beside it.
 
-import { catalogErrorOf, MariaDbTablesAgentClient, type TableStat, type TableStatsReply, type Agents } from '@kcm/agent-api';
+import { catalogErrorOf, type TableStat, type TableStatsReply, type Agents } from '@kcm/agent-api';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
 import { clusterById, shardOf } from '../jobs/cluster-lookup';
 import type { QueryHandler } from '../manager-service';
@@ -41,14 +41,8 @@ export function rankTables(stats: readonly TableStat[], policy: ExpandPolicy): R
 
 export const defaultTableStatsOf =
   (agents: Agents): TableStatsOf =>
-  async (hostaddr, port) => {
-    const client = new MariaDbTablesAgentClient(agents.agentAddress(hostaddr));
-    try {
-      return await client.tableStats(port);
-    } finally {
-      client.close();
-    }
-  };
+  (hostaddr, port) =>
+    agents.mariadbTables(hostaddr).tableStats(port);
 
 export async function expandTableList(state: MetaState, req: ValidRequest, statsOf: TableStatsOf): Promise<Record<string, unknown>> {
   const p = req.paras as { cluster_id: string; shard_id: string; policy: ExpandPolicy };

@@ -105,9 +105,9 @@ export function fakeLogicalAgents(): FakeLogicalAgents {
       },
       close() {},
     }) as unknown as MariaDbLogicalAgentClient;
+  Object.assign(agents, { mariadbLogical: logicalAgent });
   f.deps = {
     agents,
-    logicalAgent,
     openStorage: () => storage,
     logger: createLogger({ name: 'test', level: 'silent' }),
   };

@@ -47,8 +47,8 @@ async function run<R>(def: JobDefinition<any, any, R>, p: unknown, now = () => 1
   return def.result(outputs, p);
 }
 
-const backupJob = () => logicalBackupJob({ openStorage: () => f.storage, logicalAgent: (_a, host) => f.deps.logicalAgent(host) });
-const restoreJob = () => logicalRestoreJob({ openStorage: () => f.storage, logicalAgent: (_a, host) => f.deps.logicalAgent(host) });
+const backupJob = () => logicalBackupJob({ openStorage: () => f.storage });
+const restoreJob = () => logicalRestoreJob({ openStorage: () => f.storage });
 
 /** A finished backup set of `dbTable` taken at takenAt (seconds), one part per [shardId, tables]. */
 async function recordSet(type: 'table' | 'schema', dbTable: string, takenAtSeconds: number, parts: [string, string[]][]) {

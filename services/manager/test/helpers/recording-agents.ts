@@ -15,6 +15,11 @@ import {
   type PasswordAgentApi,
   type HostProbeAgentApi,
   type ShardDataAgentApi,
+  type TableMoveAgentApi,
+  type RelationSwitchAgentApi,
+  type MariaDbTablesAgentApi,
+  type MariaDbLogicalAgentApi,
+  type CatalogDumpAgentApi,
   type MariaDbInstanceReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
@@ -189,18 +194,19 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     prepareDirs: async () => ({ problems: [] }),
     close: () => {},
   });
-  // Moves run on real engines only (test/cluster): every shard-data call here is refused as
-  // UNIMPLEMENTED, or unreachable for a host taken down.
-  const shardData = (host: string): ShardDataAgentApi =>
-    new Proxy({ address: agentAddress(host), close: () => {} } as unknown as ShardDataAgentApi, {
+  // Moves, cut-overs, table probes, logical dumps and catalog dumps are faked by the tests
+  // that use them (Object.assign over `agents`) or run on real engines (test/cluster): here
+  // every such call is refused as UNIMPLEMENTED, or unreachable for a host taken down.
+  const unfaked = <T,>(kind: string) => (host: string): T =>
+    new Proxy({ address: agentAddress(host), close: () => {} } as unknown as object, {
       get: (target, name) =>
         name in target
           ? Reflect.get(target, name)
           : async () => {
               if (down.has(host)) throw new AgentUnreachableError(agentAddress(host), new Error('connect ECONNREFUSED'));
-              throw new AgentCallError(agentAddress(host), 12, `recording agents: no ShardDataAgent.${String(name)}`);
+              throw new AgentCallError(agentAddress(host), 12, `recording agents: no ${kind}.${String(name)}`);
             },
-    });
+    }) as T;
   const agents: Agents = {
     withAgent: (host, use) => (down.has(host) ? Promise.reject(new AgentUnreachableError(agentAddress(host), new Error('connect ECONNREFUSED'))) : use(hostAgent(host))),
     mariadb,
@@ -211,7 +217,12 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     passwords,
     cgroup,
     hostProbe,
-    shardData,
+    shardData: unfaked<ShardDataAgentApi>('ShardDataAgent'),
+    tableMove: unfaked<TableMoveAgentApi>('TableMoveAgent'),
+    relationSwitch: unfaked<RelationSwitchAgentApi>('RelationSwitchAgent'),
+    mariadbTables: unfaked<MariaDbTablesAgentApi>('MariaDbTablesAgent'),
+    mariadbLogical: unfaked<MariaDbLogicalAgentApi>('MariaDbLogicalAgent'),
+    catalogDump: unfaked<CatalogDumpAgentApi>('CatalogDumpAgent'),
     agentAddress,
     close: () => {},
   };

@@ -27,7 +27,7 @@ import {
   type AgentPoolOptions,
   type Agents,
 } from '@kcm/agent-api';
-import { agentForeignTables, cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
+import { foreignTablesOf, cutOver, type ForeignTableAgent } from '../../src/jobs/moves/cutover';
 import { CommandKind } from '../../src/meta/commands';
 import { createParas, request, startHarness } from './grow-harness';
 
@@ -76,6 +76,11 @@ function stopAgents(h: { agents: Agents }, pool: AgentPool = deadAgentPool()): A
     passwords: (host: string) => pool.passwords(host),
     hostProbe: (host: string) => pool.hostProbe(host),
     shardData: (host: string) => pool.shardData(host),
+    tableMove: (host: string) => pool.tableMove(host),
+    relationSwitch: (host: string) => pool.relationSwitch(host),
+    mariadbTables: (host: string) => pool.mariadbTables(host),
+    mariadbLogical: (host: string) => pool.mariadbLogical(host),
+    catalogDump: (host: string) => pool.catalogDump(host),
     agentAddress: (host: string) => pool.agentAddress(host),
   });
   return pool;
@@ -405,7 +410,7 @@ describe('a table move whose shard masters or compute nodes cannot be reached fa
   it('the cut-over, one compute node\'s agent down: AGENT_UNREACHABLE naming it, nothing re-pointed, every hold taken released', async () => {
     const pool = new AgentPool(deadPort);
     pools.push(pool);
-    const dead = agentForeignTables((host) => pool.agentAddress(host));
+    const dead = foreignTablesOf(pool);
     const calls: string[] = [];
     let deadHoldFailed!: () => void;
     const failed = new Promise<void>((resolve) => (deadHoldFailed = resolve));

@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { MariaDbBackupSource, MariaDbProbeReply } from '@kcm/agent-api';
+import type { MariaDbBackupSource, MariaDbProbeReply, PgSchemaDumpReply } from '@kcm/agent-api';
 import type { KcmError } from '@kcm/protocol';
 import { manualBackupClusterJob, type BackupJobDeps } from '../../src/jobs/backup';
 import { createBackupStorageJob, deleteBackupStorage } from '../../src/jobs/backup-storage';
@@ -61,26 +61,32 @@ function memoryStorages() {
 
 const standbyProbe = (lag: number): Partial<MariaDbProbeReply> => ({ state: 'online', is_replica: true, io_running: true, sql_running: true, seconds_behind_master: lag });
 
-async function backupHarness(probes: (host: string, port: number, isMaster: boolean) => Partial<MariaDbProbeReply>, overrides: Partial<BackupJobDeps> = {}) {
+/** A compute host's catalog dump as the test fakes it, by its agent's address. */
+type DumpCatalog = (address: string, port: number) => Promise<PgSchemaDumpReply>;
+
+async function backupHarness(probes: (host: string, port: number, isMaster: boolean) => Partial<MariaDbProbeReply>, { dumpCatalog, ...overrides }: Partial<BackupJobDeps> & { dumpCatalog?: DumpCatalog } = {}) {
   const h = await startHarness();
   const cluster = await h.readyCluster();
   await h.runner.stop();
   const storages = memoryStorages();
   const masterOf = (host: string, port: number) => Object.values(cluster.shards).some((s) => s.nodes[s.masterNodeId].hostaddr === host && s.nodes[s.masterNodeId].port === port);
+  const dumps: string[] = [];
+  const dumpOn: DumpCatalog =
+    dumpCatalog ??
+    (async (address, port) => {
+      dumps.push(`${address}/${port}`);
+      return { dumps: [{ database: 'shop', dump: Buffer.from('PGDMP custom archive'), format: 'custom' }] };
+    });
   const agents = {
     agentAddress: (host: string) => `${host}:${AGENT_PORT}`,
     mariadb: (host: string) => ({ probe: async (port: number) => ({ port, ...probes(host, port, masterOf(host, port)) }) }),
+    catalogDump: (host: string) => ({ dumpPgSchema: (port: number) => dumpOn(`${host}:${AGENT_PORT}`, port) }),
   } as never;
-  const dumps: string[] = [];
   const deps: BackupJobDeps = {
     openStorage: storages.open,
     pvLimitMb: 20,
     maxReplicaDelayS: 30,
     appliedIndex: () => 1234,
-    dumpCatalog: async (address, port) => {
-      dumps.push(`${address}/${port}`);
-      return { dumps: [{ database: 'shop', dump: Buffer.from('PGDMP custom archive'), format: 'custom' }] };
-    },
     ...overrides,
   };
   const registry = registryOf({ manual_backup_cluster: manualBackupClusterJob(deps), create_backup_storage: createBackupStorageJob(storages.open), delete_backup_storage: deleteBackupStorage });

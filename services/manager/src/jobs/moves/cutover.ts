@@ -8,7 +8,7 @@
 // re-point answered is reported beside it. Writes sent straight to the source shard, not
 // through a compute node, are not held and are not moved after the cut-over.
 
-import { TableMoveAgentClient, type ForeignTableRef } from '@kcm/agent-api';
+import type { Agents, ForeignTableRef } from '@kcm/agent-api';
 import { KcmError } from '@kcm/protocol';
 import { errorNameOf } from '../errors';
 import type { BinlogPosition } from '@kcm/agent-api';
@@ -27,60 +27,25 @@ export interface RepointTiming {
   commit_ms?: number;
 }
 
-/** The calls a cut-over makes on compute nodes' agents (a unit test fakes it). */
+/** The calls a cut-over makes on compute nodes' agents (cutOver's seam; a unit test fakes it). */
 export interface ForeignTableAgent {
   /** `prepareFor`: the server the re-point will name (the agent makes the replacement before it locks). */
   hold(hostaddr: string, holdId: string, ref: ForeignTableRef, holdMs: number, prepareFor?: string): Promise<{ server: string; lock_wait_ms?: number }>;
   repoint(hostaddr: string, holdId: string, server: string): Promise<RepointTiming>;
   release(hostaddr: string, holdId: string): Promise<unknown>;
   server(hostaddr: string, ref: ForeignTableRef): Promise<{ server: string }>;
-  /** Closes the agent connections it opened. */
-  close?(): void;
-}
-
-/** Through the real agents, a client per call (cut-overs are rare; the pool is not grown for them). */
-export function agentForeignTables(agentAddress: (hostaddr: string) => string): ForeignTableAgent {
-  const use = async <T>(hostaddr: string, work: (c: TableMoveAgentClient) => Promise<T>) => {
-    const c = new TableMoveAgentClient(agentAddress(hostaddr));
-    try {
-      return await work(c);
-    } finally {
-      c.close();
-    }
-  };
-  return {
-    hold: (h, id, ref, ms, prepareFor) => use(h, (c) => c.hold(id, ref, ms, prepareFor)),
-    repoint: (h, id, server) => use(h, (c) => c.repoint(id, server)),
-    release: (h, id) => use(h, (c) => c.release(id)),
-    server: (h, ref) => use(h, (c) => c.server(ref)),
-  };
 }
 
 /**
- * Through the real agents, one client per agent until close(), for a cut-over: its re-point
- * is sent while writes are held, and a new client there would add a TCP and TLS handshake
- * to the blocked window.
+ * Through the pool's agents (Agents.tableMove): one kept client per agent, so a re-point
+ * sent while writes are held adds no TCP or TLS handshake to the blocked window.
  */
-export function keptForeignTables(agentAddress: (hostaddr: string) => string): ForeignTableAgent {
-  const clients = new Map<string, TableMoveAgentClient>();
-  const client = (hostaddr: string) => {
-    const address = agentAddress(hostaddr);
-    let c = clients.get(address);
-    if (!c) {
-      c = new TableMoveAgentClient(address);
-      clients.set(address, c);
-    }
-    return c;
-  };
+export function foreignTablesOf(agents: Agents): ForeignTableAgent {
   return {
-    hold: (h, id, ref, ms, prepareFor) => client(h).hold(id, ref, ms, prepareFor),
-    repoint: (h, id, server) => client(h).repoint(id, server),
-    release: (h, id) => client(h).release(id),
-    server: (h, ref) => client(h).server(ref),
-    close: () => {
-      for (const c of clients.values()) c.close();
-      clients.clear();
-    },
+    hold: (h, id, ref, ms, prepareFor) => agents.tableMove(h).hold(id, ref, ms, prepareFor),
+    repoint: (h, id, server) => agents.tableMove(h).repoint(id, server),
+    release: (h, id) => agents.tableMove(h).release(id),
+    server: (h, ref) => agents.tableMove(h).server(ref),
   };
 }
 

@@ -24,7 +24,7 @@ import type { StepContext } from '../workflow';
 import { clusterOfStep } from '../cluster-lookup';
 import { KcmError } from '@kcm/protocol';
 import type { BinlogPosition, CatchUpState, TableAt } from '@kcm/agent-api';
-import { agentForeignTables, cutOver, keptForeignTables, type ForeignTableAgent } from './cutover';
+import { cutOver, foreignTablesOf } from './cutover';
 import { loginAs, q, readTableShape, withShard, type ShardLogin, type ShardSession, type TableShape } from './shard-sql';
 
 export interface MoveEnd {
@@ -102,9 +102,8 @@ export interface CutOverSummary {
   rows_resynced: number;
 }
 
-/** What the engine reaches shards and compute nodes through (tests replace foreignTables). */
+/** The engine's settings a job may narrow (tests: smaller chunks and timeouts). Agents are reached through ctx.agents. */
 export interface MoveDeps {
-  foreignTables?: ForeignTableAgent;
   limits?: Partial<MoveLimits>;
 }
 
@@ -346,8 +345,8 @@ export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMo
 
 export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<CutOverSummary> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
-  const agent = deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h));
-  try {
+  const agent = foreignTablesOf(ctx.agents);
+  {
     const target = clusterOfStep(ctx, spec.target.clusterId);
     const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
     const targetServer = `shard_${spec.target.shardId}`;
@@ -391,8 +390,6 @@ export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedM
       }
     }
     throw lastError;
-  } finally {
-    agent.close?.();
   }
 }
 
@@ -430,7 +427,7 @@ export async function retireSource(ctx: Ctx, spec: MoveSpec, mode: RetireMode): 
  */
 export async function abandonMove(ctx: Ctx, spec: MoveSpec, deps: MoveDeps = {}): Promise<'dropped' | 'kept' | 'moved' | 'partial'> {
   await stopCatchUp(ctx, spec).catch(() => {});
-  const agent = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
+  const agent = foreignTablesOf(ctx.agents);
   const comps = Object.values(clusterOfStep(ctx, spec.target.clusterId).comps);
   const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign }).catch(() => ({ server: '' }))));
   const onTarget = servers.filter((s) => s.server === `shard_${spec.target.shardId}`).length;

@@ -19,7 +19,7 @@
 import { KcmError, parseQualifiedTable, type ExpandClusterResult, type ParasOf } from '@kcm/protocol';
 import { changeableCluster, shardOf } from '../cluster-lookup';
 import type { JobOf, StepContext } from '../workflow';
-import { agentForeignTables } from './cutover';
+import { foreignTablesOf } from './cutover';
 import { isPrecheckRefusal, precheckMoves } from './precheck';
 import {
   abandonMove,
@@ -148,7 +148,7 @@ export function expandClusterJob(deps: MoveDeps = {}): JobOf<'expand_cluster', E
       {
         name: 'record the source positions',
         run: async (ctx: Ctx) => {
-          const foreignTables = deps.foreignTables ?? agentForeignTables((h) => ctx.agents.agentAddress(h));
+          const foreignTables = foreignTablesOf(ctx.agents);
           await precheckMoves(ctx, expandMoves(p), p.table_list, { login: storageLogin, foreignTables });
           return eachMove(p, (m) => prepareMove(ctx, m));
         },

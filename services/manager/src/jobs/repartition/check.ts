@@ -3,7 +3,7 @@
 // rule of spec 4.5 is broken (rules.ts) or the target already holds rows (kcm copies into an
 // empty pre-created table, so a failed job can leave it exactly as it was: empty).
 
-import { MariaDbTablesAgentClient, type ProbeResult, type TableDescription, type Agents } from '@kcm/agent-api';
+import { type ProbeResult, type TableDescription, type Agents, type MariaDbTablesAgentApi } from '@kcm/agent-api';
 import { KcmError, parseRepartitionPairs } from '@kcm/protocol';
 import type { ClusterRecord, MetaState } from '../../meta/state';
 import type { SecretBox } from '../../secrets/secret-box';
@@ -59,15 +59,10 @@ async function tablesByShard(agents: Agents, cluster: ClusterRecord): Promise<Ma
   return where;
 }
 
-async function withTablesAgent<T>(agents: Agents, cluster: ClusterRecord, shardId: string, work: (c: MariaDbTablesAgentClient, port: number) => Promise<T>): Promise<T> {
+async function withTablesAgent<T>(agents: Agents, cluster: ClusterRecord, shardId: string, work: (c: MariaDbTablesAgentApi, port: number) => Promise<T>): Promise<T> {
   const shard = cluster.shards[shardId];
   const master = shard.nodes[shard.masterNodeId];
-  const client = new MariaDbTablesAgentClient(agents.agentAddress(master.hostaddr));
-  try {
-    return await work(client, master.port);
-  } finally {
-    client.close();
-  }
+  return work(agents.mariadbTables(master.hostaddr), master.port);
 }
 
 const describe = (agents: Agents, cluster: ClusterRecord, shardId: string, t: TableName): Promise<TableDescription | undefined> =>

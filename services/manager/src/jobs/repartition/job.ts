@@ -20,7 +20,7 @@
 import { type ParasOf, type RepartitionTablesResult } from '@kcm/protocol';
 import { changeableCluster } from '../cluster-lookup';
 import type { JobOf, StepContext } from '../workflow';
-import { keptForeignTables } from '../moves/cutover';
+import { foreignTablesOf } from '../moves/cutover';
 import { copyPhase, prepareMove, stopCatchUp, verifyPhase, catchUpPhase, type CaughtUp, type CopySummary, type MoveDeps, type MoveSpec, type PreparedMove, type VerifySummary } from '../moves/engine';
 import { q, withShard } from '../moves/shard-sql';
 import { clusterStillThere } from '../cluster-lookup';
@@ -113,7 +113,6 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
       }),
       login: (shardId) => masterLogin(ctx.secrets, cluster, shardId),
       comps: Object.values(cluster.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port })),
-      agentAddress: (h) => ctx.agents.agentAddress(h),
       compute: computeSide(l.source.database),
       aside: asideName(l.source.table, ctx.jobId),
       moveDeps: deps,
@@ -195,7 +194,7 @@ export function repartitionTablesJob(deps: RepartitionDeps = {}): JobOf<'reparti
                 ...logins(ctx, m),
                 comps: Object.values(src.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port })),
                 repointTo: inPlace ? `shard_${m.target.shardId}` : '',
-                agent: deps.foreignTables ?? keptForeignTables((h) => ctx.agents.agentAddress(h)),
+                agent: foreignTablesOf(ctx.agents),
                 moveDeps: deps,
                 holdMs: deps.holdMs ?? 30_000,
               }),

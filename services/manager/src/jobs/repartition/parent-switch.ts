@@ -18,7 +18,7 @@
 // nodes already switched are left, the others switched; when none was, the shard side is
 // undone and the switch runs again from the catch-up's last recorded position.
 
-import { RelationSwitchAgentClient, type RelationRename } from '@kcm/agent-api';
+import type { RelationRename, RelationSwitchAgentApi } from '@kcm/agent-api';
 import type { BinlogPosition } from '@kcm/agent-api';
 import { catchUpForHold, haltCatchUp, stopCatchUp, type HeldCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
 import type { Agents } from '@kcm/agent-api';
@@ -37,7 +37,6 @@ export interface ParentSwitchPlan {
   /** The storage login of a shard master of the (one) cluster. */
   login(shardId: string): ShardLogin;
   comps: { hostaddr: string; port: number }[];
-  agentAddress(hostaddr: string): string;
   /** The compute nodes' database and schema of the pair (`<db>_$$_<schema>`). */
   compute: { database: string; schema: string };
   aside: string;
@@ -139,7 +138,7 @@ async function shardsSwitched(p: ParentSwitchPlan, sessions: Sessions): Promise<
 const relations = (p: ParentSwitchPlan) => [p.pair.source.table, p.pair.target.table, p.aside].map((table) => ({ schema: p.compute.schema, table }));
 
 export async function switchParent(ctx: Ctx, p: ParentSwitchPlan): Promise<SwitchSummary> {
-  const clients = new Map(p.comps.map((c) => [c.hostaddr, new RelationSwitchAgentClient(p.agentAddress(c.hostaddr))]));
+  const clients = new Map(p.comps.map((c) => [c.hostaddr, ctx.agents.relationSwitch(c.hostaddr)]));
   const agent = (c: { hostaddr: string }) => clients.get(c.hostaddr)!;
   const holdId = (c: { hostaddr: string; port: number }, what: string) => `${ctx.jobId}-${p.moves[0]?.spec.key ?? 'p'}-${what}-${c.hostaddr}-${c.port}`;
   const at = (c: { port: number }) => ({ port: c.port, database: p.compute.database });
@@ -158,11 +157,10 @@ export async function switchParent(ctx: Ctx, p: ParentSwitchPlan): Promise<Switc
     return await switchUnderHold(ctx, p, sessions, agent, holdId, at, summary);
   } finally {
     await closeSessions(sessions);
-    for (const c of clients.values()) c.close();
   }
 }
 
-type AgentOf = (c: { hostaddr: string }) => RelationSwitchAgentClient;
+type AgentOf = (c: { hostaddr: string }) => RelationSwitchAgentApi;
 type HoldIdOf = (c: { hostaddr: string; port: number }, what: string) => string;
 type AtOf = (c: { port: number }) => { port: number; database: string };
 
@@ -264,7 +262,7 @@ async function switchUnderHold(ctx: Ctx, p: ParentSwitchPlan, sessions: Sessions
  */
 export async function unswitchParent(ctx: Ctx, p: ParentSwitchPlan): Promise<void> {
   const sessions = await openSessions(ctx.agents, p);
-  const clients = new Map(p.comps.map((c) => [c.hostaddr, new RelationSwitchAgentClient(p.agentAddress(c.hostaddr))]));
+  const clients = new Map(p.comps.map((c) => [c.hostaddr, ctx.agents.relationSwitch(c.hostaddr)]));
   try {
     for (const c of p.comps) {
       const client = clients.get(c.hostaddr)!;
@@ -276,6 +274,5 @@ export async function unswitchParent(ctx: Ctx, p: ParentSwitchPlan): Promise<voi
     await switchShards(p, sessions, 'back');
   } finally {
     await closeSessions(sessions);
-    for (const c of clients.values()) c.close();
   }
 }

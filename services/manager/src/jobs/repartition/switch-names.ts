@@ -45,7 +45,7 @@ export interface SwitchPlan {
   comps: { hostaddr: string; port: number }[];
   /** Re-point the held foreign table at this server; '' = release it (the name moves away). */
   repointTo: string;
-  /** Kept connections to the agents (keptForeignTables): the hold's calls reuse the ones opened before it. Closed by switchNames. */
+  /** The compute nodes' agents (foreignTablesOf: the pool's kept clients, so the hold's calls reuse connections opened before it). */
   agent: ForeignTableAgent;
   moveDeps: MoveDeps;
   holdMs: number;
@@ -101,15 +101,11 @@ export async function switchNames(ctx: Ctx, p: SwitchPlan): Promise<SwitchSummar
     blocked_ms: Math.round(blocked * 10) / 10,
     rows_resynced: resynced,
   });
-  try {
-    if (await tableExists(ctx.agents, p.sourceLogin, p.spec.source.db, aside)) {
-      await finishSwitch(ctx, p);
-      return summary(0, 0);
-    }
-    return await switchUnderHold(ctx, p, aside, summary);
-  } finally {
-    p.agent.close?.();
+  if (await tableExists(ctx.agents, p.sourceLogin, p.spec.source.db, aside)) {
+    await finishSwitch(ctx, p);
+    return summary(0, 0);
   }
+  return switchUnderHold(ctx, p, aside, summary);
 }
 
 const foreignRef = (p: SwitchPlan, c: { port: number }): ForeignTableRef => ({ port: c.port, ...p.spec.foreign });
