@@ -12,6 +12,7 @@ import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineSt
 import type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
 import type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancesPlaced, InstancesRemoved } from './clusters';
 import type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
+import type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
@@ -19,38 +20,7 @@ export type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineSt
 export type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
 export type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancePlacement, InstancesPlaced, InstancesRemoved } from './clusters';
 export type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
-
-/**
- * A shard's master moved to another of its nodes (failover, switchover). With
- * `fenceOldMaster`, the old master is recorded fenced in the same apply: no moment exists
- * where the metadata names a new master and the old one is not fenced.
- */
-export interface ShardMasterChanged extends CommandBase<typeof CommandKind.ShardMasterChanged> {
-  clusterId: string;
-  shardId: string;
-  masterNodeId: string;
-  /** The master this replaces; refused when the shard's master is another one by now. */
-  previousMasterNodeId: string;
-  jobId: string;
-  fenceOldMaster: boolean;
-  /** Why it is fenced (shown in get_cluster_detail). */
-  fenceReason?: string;
-  /** The new master's GTID position at promotion (see NodeFence.successorGtid). */
-  successorGtid?: string;
-}
-
-/**
- * Sets or clears a node's fence: a fenced node is never started writable, never given
- * client traffic, and left alone by the instance reconciler until it rejoins its shard.
- */
-export interface NodeFenceSet extends CommandBase<typeof CommandKind.NodeFenceSet> {
-  clusterId: string;
-  shardId: string;
-  nodeId: string;
-  fenced: boolean;
-  jobId: string;
-  reason: string;
-}
+export type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 
 /**
  * Opens (untilMs set) or closes (null) the no-switch window of shards of one cluster: no

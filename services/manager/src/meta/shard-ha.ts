@@ -1,9 +1,41 @@
 // Apply of the shard high availability commands: a shard's master moving to another node
 // (with the old one fenced in the same step), and a node's fence set or cleared.
 
-import type { NodeFenceSet, ShardMasterChanged } from './commands';
 import { refused, type ApplyOutcome } from './outcome';
 import type { MetaState, ShardRecord } from './state';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+/**
+ * A shard's master moved to another of its nodes (failover, switchover). With
+ * `fenceOldMaster`, the old master is recorded fenced in the same apply: no moment exists
+ * where the metadata names a new master and the old one is not fenced.
+ */
+export interface ShardMasterChanged extends CommandBase<typeof CommandKind.ShardMasterChanged> {
+  clusterId: string;
+  shardId: string;
+  masterNodeId: string;
+  /** The master this replaces; refused when the shard's master is another one by now. */
+  previousMasterNodeId: string;
+  jobId: string;
+  fenceOldMaster: boolean;
+  /** Why it is fenced (shown in get_cluster_detail). */
+  fenceReason?: string;
+  /** The new master's GTID position at promotion (see NodeFence.successorGtid). */
+  successorGtid?: string;
+}
+
+/**
+ * Sets or clears a node's fence: a fenced node is never started writable, never given
+ * client traffic, and left alone by the instance reconciler until it rejoins its shard.
+ */
+export interface NodeFenceSet extends CommandBase<typeof CommandKind.NodeFenceSet> {
+  clusterId: string;
+  shardId: string;
+  nodeId: string;
+  fenced: boolean;
+  jobId: string;
+  reason: string;
+}
 
 function shardOf(state: MetaState, clusterId: string, shardId: string): ShardRecord | undefined {
   return state.clusters[clusterId]?.shards[shardId];
