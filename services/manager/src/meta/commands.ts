@@ -13,6 +13,7 @@ import type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepD
 import type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancesPlaced, InstancesRemoved } from './clusters';
 import type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 import type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
+import type { NoSwitchSet } from './noswitch';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
@@ -21,17 +22,7 @@ export type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepD
 export type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancePlacement, InstancesPlaced, InstancesRemoved } from './clusters';
 export type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 export type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
-
-/**
- * Opens (untilMs set) or closes (null) the no-switch window of shards of one cluster: no
- * automatic failover of those shards before untilMs (the proposer's clock + the timeout,
- * carried here so every member stores the same deadline). A shard that is gone is skipped.
- */
-export interface NoSwitchSet extends CommandBase<typeof CommandKind.NoSwitchSet> {
-  clusterId: string;
-  shardIds: string[];
-  untilMs: number | null;
-}
+export type { NoSwitchSet } from './noswitch';
 
 /** Registers a backup storage (create_backup_storage); names are unique. */
 export interface BackupStorageCreated extends CommandBase<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}

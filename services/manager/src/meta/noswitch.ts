@@ -2,9 +2,20 @@
 // its master over automatically (maintenance: a restart of the master must not trigger a
 // promotion). Planned switchover (manual_switch) is an operator's own act and ignores them.
 
-import type { NoSwitchSet } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import type { MetaState } from './state';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+/**
+ * Opens (untilMs set) or closes (null) the no-switch window of shards of one cluster: no
+ * automatic failover of those shards before untilMs (the proposer's clock + the timeout,
+ * carried here so every member stores the same deadline). A shard that is gone is skipped.
+ */
+export interface NoSwitchSet extends CommandBase<typeof CommandKind.NoSwitchSet> {
+  clusterId: string;
+  shardIds: string[];
+  untilMs: number | null;
+}
 
 export interface NoSwitchWindow {
   shardId: string;
