@@ -1,10 +1,23 @@
 // Apply functions of the backup domain: registered storages and recorded backup sets, and
 // the look-ups jobs make on them (which storage a backup goes to, which set a restore uses).
 
-import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './commands';
 import { own } from './dict';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import type { BackupSetRecord, BackupStorageRecord, MetaState } from './state';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+/** Registers a backup storage (create_backup_storage); names are unique. */
+export interface BackupStorageCreated extends CommandBase<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
+
+/** Forgets a backup storage that holds no recorded backup set (delete_backup_storage). */
+export interface BackupStorageDeleted extends CommandBase<typeof CommandKind.BackupStorageDeleted> {
+  name: string;
+}
+
+/** A finished full backup; recording the same set id again is a no-op (a resumed job). */
+export interface BackupSetRecorded extends CommandBase<typeof CommandKind.BackupSetRecorded> {
+  set: BackupSetRecord;
+}
 
 /** The cluster_id of metadata backups (spec 4.4: `-1` is the metadata cluster). */
 export const METADATA_BACKUP_CLUSTER_ID = '-1';

@@ -4,7 +4,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, ClusterAccountRole, ClusterAccounts } from './state';
+import type { ArchivedBinlogRecord, ClusterAccountRole, ClusterAccounts } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backup-records';
 import { CommandKind, type CommandBase } from './command-numbers';
@@ -14,6 +14,7 @@ import type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancesPlaced,
 import type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 import type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 import type { NoSwitchSet } from './noswitch';
+import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
@@ -23,19 +24,7 @@ export type { ClusterCreated, ClusterDeleted, ClusterStatusSet, InstancePlacemen
 export type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 export type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 export type { NoSwitchSet } from './noswitch';
-
-/** Registers a backup storage (create_backup_storage); names are unique. */
-export interface BackupStorageCreated extends CommandBase<typeof CommandKind.BackupStorageCreated>, Omit<BackupStorageRecord, 'createdAt'> {}
-
-/** Forgets a backup storage that holds no recorded backup set (delete_backup_storage). */
-export interface BackupStorageDeleted extends CommandBase<typeof CommandKind.BackupStorageDeleted> {
-  name: string;
-}
-
-/** A finished full backup; recording the same set id again is a no-op (a resumed job). */
-export interface BackupSetRecorded extends CommandBase<typeof CommandKind.BackupSetRecorded> {
-  set: BackupSetRecord;
-}
+export type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 
 /** A shard master's closed binlog is on backup storage; the same key again is a no-op (a repeated round). */
 export interface BinlogArchived extends CommandBase<typeof CommandKind.BinlogArchived> {
