@@ -3,10 +3,17 @@
 // restore replays.
 
 import { formatGtidPos, gtidCovers, parseGtidPos, type GtidEntry } from '@kcm/agent-api';
-import type { BinlogArchived } from './commands';
 import { dict, own } from './dict';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import type { ArchivedBinlogRecord, MetaState, ShardBinlogArchive } from './state';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+/** A shard master's closed binlog is on backup storage; the same key again is a no-op (a repeated round). */
+export interface BinlogArchived extends CommandBase<typeof CommandKind.BinlogArchived> {
+  clusterId: string;
+  shardId: string;
+  file: ArchivedBinlogRecord;
+}
 
 export const archiveKeyOf = (clusterId: string, shardId: string): string => `${clusterId}/${shardId}`;
 

@@ -4,7 +4,7 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ArchivedBinlogRecord, ClusterAccountRole, ClusterAccounts } from './state';
+import type { ClusterAccountRole, ClusterAccounts } from './state';
 import type { ObjectType, Role } from '@kcm/protocol';
 import type { LogicalBackupPart } from './logical-backup-records';
 import { CommandKind, type CommandBase } from './command-numbers';
@@ -15,6 +15,7 @@ import type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 import type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 import type { NoSwitchSet } from './noswitch';
 import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
+import type { BinlogArchived } from './binlog-archive';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
@@ -25,13 +26,7 @@ export type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 export type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 export type { NoSwitchSet } from './noswitch';
 export type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
-
-/** A shard master's closed binlog is on backup storage; the same key again is a no-op (a repeated round). */
-export interface BinlogArchived extends CommandBase<typeof CommandKind.BinlogArchived> {
-  clusterId: string;
-  shardId: string;
-  file: ArchivedBinlogRecord;
-}
+export type { BinlogArchived } from './binlog-archive';
 
 /** logical_backup: daily schedules of tables, schemas or databases of a cluster (added or replaced). */
 export interface LogicalBackupScheduled extends CommandBase<typeof CommandKind.LogicalBackupScheduled> {
