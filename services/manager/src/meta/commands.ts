@@ -5,8 +5,7 @@
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
 import type { ClusterAccountRole, ClusterAccounts } from './state';
-import type { ObjectType, Role } from '@kcm/protocol';
-import type { LogicalBackupPart } from './logical-backup-records';
+import type { Role } from '@kcm/protocol';
 import { CommandKind, type CommandBase } from './command-numbers';
 import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
 import type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
@@ -16,6 +15,7 @@ import type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 import type { NoSwitchSet } from './noswitch';
 import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 import type { BinlogArchived } from './binlog-archive';
+import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
@@ -27,30 +27,7 @@ export type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 export type { NoSwitchSet } from './noswitch';
 export type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 export type { BinlogArchived } from './binlog-archive';
-
-/** logical_backup: daily schedules of tables, schemas or databases of a cluster (added or replaced). */
-export interface LogicalBackupScheduled extends CommandBase<typeof CommandKind.LogicalBackupScheduled> {
-  clusterId: string;
-  jobId: string;
-  objectType: ObjectType;
-  entries: { dbTable: string; window: string; startSecond: number; endSecond: number }[];
-}
-
-/** The leader's scheduler takes the run of one schedule's window (windowDay: the local date it opened). */
-export interface LogicalBackupRunClaimed extends CommandBase<typeof CommandKind.LogicalBackupRunClaimed> {
-  scheduleKey: string;
-  windowDay: string;
-  claimedBy: string;
-}
-
-/** A claimed run ended: its backup set when it succeeded, why not otherwise. */
-export interface LogicalBackupRunFinished extends CommandBase<typeof CommandKind.LogicalBackupRunFinished> {
-  scheduleKey: string;
-  runId: string;
-  ok: boolean;
-  error?: string;
-  set?: { takenAt: number; parts: LogicalBackupPart[] };
-}
+export type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 
 /** An Emit token made by create_token: its digest only; names are unique, and so are digests. */
 export interface TokenCreated extends CommandBase<typeof CommandKind.TokenCreated> {

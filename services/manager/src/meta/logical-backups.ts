@@ -8,10 +8,35 @@
 // to the same storage location, overwriting a half-written or unrecorded one), and only
 // one finish is ever accepted per run. A run that finished is never claimed again.
 
-import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './commands';
-import { scheduleKeyOf } from './logical-backup-records';
+import { type LogicalBackupPart, scheduleKeyOf } from './logical-backup-records';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import type { MetaState } from './state';
+import type { ObjectType } from '@kcm/protocol';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+/** logical_backup: daily schedules of tables, schemas or databases of a cluster (added or replaced). */
+export interface LogicalBackupScheduled extends CommandBase<typeof CommandKind.LogicalBackupScheduled> {
+  clusterId: string;
+  jobId: string;
+  objectType: ObjectType;
+  entries: { dbTable: string; window: string; startSecond: number; endSecond: number }[];
+}
+
+/** The leader's scheduler takes the run of one schedule's window (windowDay: the local date it opened). */
+export interface LogicalBackupRunClaimed extends CommandBase<typeof CommandKind.LogicalBackupRunClaimed> {
+  scheduleKey: string;
+  windowDay: string;
+  claimedBy: string;
+}
+
+/** A claimed run ended: its backup set when it succeeded, why not otherwise. */
+export interface LogicalBackupRunFinished extends CommandBase<typeof CommandKind.LogicalBackupRunFinished> {
+  scheduleKey: string;
+  runId: string;
+  ok: boolean;
+  error?: string;
+  set?: { takenAt: number; parts: LogicalBackupPart[] };
+}
 
 /**
  * Adds or replaces the schedules of one logical_backup request. A replaced schedule keeps
