@@ -5,7 +5,6 @@
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
 import type { ClusterAccountRole, ClusterAccounts } from './state';
-import type { Role } from '@kcm/protocol';
 import { CommandKind, type CommandBase } from './command-numbers';
 import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
 import type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
@@ -16,6 +15,7 @@ import type { NoSwitchSet } from './noswitch';
 import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 import type { BinlogArchived } from './binlog-archive';
 import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
+import type { TokenCreated, TokenDeleted } from './tokens';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
@@ -28,18 +28,7 @@ export type { NoSwitchSet } from './noswitch';
 export type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 export type { BinlogArchived } from './binlog-archive';
 export type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
-
-/** An Emit token made by create_token: its digest only; names are unique, and so are digests. */
-export interface TokenCreated extends CommandBase<typeof CommandKind.TokenCreated> {
-  name: string;
-  role: Role;
-  sha256: string;
-  createdBy: string;
-}
-
-export interface TokenDeleted extends CommandBase<typeof CommandKind.TokenDeleted> {
-  name: string;
-}
+export type { TokenCreated, TokenDeleted } from './tokens';
 
 /**
  * Records a rotation's new (sealed) passwords before any engine is touched. With a rotation

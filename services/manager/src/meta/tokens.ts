@@ -1,9 +1,22 @@
 // Apply functions of Emit tokens (create_token, delete_token): only digests are stored.
 
-import type { TokenCreated, TokenDeleted } from './commands';
 import { own } from './dict';
 import { accepted, refused, type ApplyOutcome } from './outcome';
 import type { MetaState } from './state';
+import type { Role } from '@kcm/protocol';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+/** An Emit token made by create_token: its digest only; names are unique, and so are digests. */
+export interface TokenCreated extends CommandBase<typeof CommandKind.TokenCreated> {
+  name: string;
+  role: Role;
+  sha256: string;
+  createdBy: string;
+}
+
+export interface TokenDeleted extends CommandBase<typeof CommandKind.TokenDeleted> {
+  name: string;
+}
 
 export function applyTokenCreated(state: MetaState, cmd: TokenCreated): ApplyOutcome<{ duplicate: boolean }> {
   const existing = own(state.tokens, cmd.name);
