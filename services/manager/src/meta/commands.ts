@@ -4,7 +4,6 @@
 // Everything a command needs that is not derivable from the replicated state (wall time,
 // facts the proposer measured) travels inside the command, so apply stays deterministic.
 
-import type { ClusterAccountRole, ClusterAccounts } from './state';
 import { CommandKind, type CommandBase } from './command-numbers';
 import type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';
 import type { JobCancelRequested, JobFinished, JobProgress, JobStarted, JobStepDone, JobSubmitted } from './jobs';
@@ -16,6 +15,7 @@ import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } fr
 import type { BinlogArchived } from './binlog-archive';
 import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 import type { TokenCreated, TokenDeleted } from './tokens';
+import type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './password-rotation';
 
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
@@ -29,30 +29,7 @@ export type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } fr
 export type { BinlogArchived } from './binlog-archive';
 export type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 export type { TokenCreated, TokenDeleted } from './tokens';
-
-/**
- * Records a rotation's new (sealed) passwords before any engine is touched. With a rotation
- * of another job left unfinished, that one is taken over as it is (its passwords, what is
- * applied) and `accounts` is ignored: its passwords may already be on some nodes.
- */
-export interface PasswordRotationStarted extends CommandBase<typeof CommandKind.PasswordRotationStarted> {
-  clusterId: string;
-  jobId: string;
-  accounts: Partial<ClusterAccounts>;
-}
-
-/** Every node of the cluster accepts the rotation's new password of these roles. */
-export interface PasswordRotationApplied extends CommandBase<typeof CommandKind.PasswordRotationApplied> {
-  clusterId: string;
-  jobId: string;
-  roles: ClusterAccountRole[];
-}
-
-/** The rotation's passwords become the cluster's accounts; the rotation record goes. */
-export interface PasswordRotationFinished extends CommandBase<typeof CommandKind.PasswordRotationFinished> {
-  clusterId: string;
-  jobId: string;
-}
+export type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './password-rotation';
 
 export type Command =
   | PasswordRotationStarted

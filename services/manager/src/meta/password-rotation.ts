@@ -4,9 +4,33 @@
 // the cluster's accounts at the end (PasswordRotationFinished). Each apply is idempotent:
 // a step re-run by a new leader proposes the same command again and changes nothing more.
 
-import type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './commands';
 import { accepted, refused, type ApplyOutcome } from './outcome';
-import type { ClusterAccountRole, ClusterRecord, MetaState, PasswordRotationRecord } from './state';
+import type { ClusterAccountRole, ClusterAccounts, ClusterRecord, MetaState, PasswordRotationRecord } from './state';
+import type { CommandBase, CommandKind } from './command-numbers';
+
+/**
+ * Records a rotation's new (sealed) passwords before any engine is touched. With a rotation
+ * of another job left unfinished, that one is taken over as it is (its passwords, what is
+ * applied) and `accounts` is ignored: its passwords may already be on some nodes.
+ */
+export interface PasswordRotationStarted extends CommandBase<typeof CommandKind.PasswordRotationStarted> {
+  clusterId: string;
+  jobId: string;
+  accounts: Partial<ClusterAccounts>;
+}
+
+/** Every node of the cluster accepts the rotation's new password of these roles. */
+export interface PasswordRotationApplied extends CommandBase<typeof CommandKind.PasswordRotationApplied> {
+  clusterId: string;
+  jobId: string;
+  roles: ClusterAccountRole[];
+}
+
+/** The rotation's passwords become the cluster's accounts; the rotation record goes. */
+export interface PasswordRotationFinished extends CommandBase<typeof CommandKind.PasswordRotationFinished> {
+  clusterId: string;
+  jobId: string;
+}
 
 function clusterOf(state: MetaState, clusterId: string): ClusterRecord | undefined {
   return Object.hasOwn(state.clusters, clusterId) ? state.clusters[clusterId] : undefined;
