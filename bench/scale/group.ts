@@ -94,7 +94,7 @@ function memoryOf(m: Map<string, number>): string {
     ` (old space ${mb(m.get('nodejs_heap_space_size_used_bytes{space="old"}'))}, large objects ${mb(m.get('nodejs_heap_space_size_used_bytes{space="large_object"}'))}), external ${mb(m.get('nodejs_external_memory_bytes'))}`;
 }
 
-/** The longest block the member traced during its last image, taken apart (meta/loop-blocks.ts). */
+/** The longest block the member traced during its last image, taken apart (meta/snapshot/loop-blocks.ts). */
 function tracedBlock(m: Map<string, number>, kind: 'snapshot' | 'restore'): string {
   const ms = (name: string) => `${((m.get(`kcm_meta_image_${name}{kind="${kind}"}`) ?? 0) * 1000).toFixed(0)} ms`;
   return `traced block ${ms('traced_block_seconds')} = pieces ${ms('traced_block_piece_seconds')} + GC ${ms('traced_block_gc_seconds')} (major ${ms('traced_block_major_gc_seconds')}) + other; process CPU over it ${ms('traced_block_cpu_seconds')}; ` +

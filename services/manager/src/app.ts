@@ -27,7 +27,7 @@ import { ManagerService } from './manager-service';
 import { PeerDirectory, raftAddressOf, splitMember } from './members';
 import { CommandKind } from './meta/commands';
 import { MetaStateMachine } from './meta/state-machine';
-import { registerImageWorkMetrics } from './meta/image-work';
+import { registerImageWorkMetrics } from './meta/snapshot/image-work';
 import { registerApplyStopMetric } from './meta/apply-stop';
 import type { Clock } from './meta/store';
 import { createManagerMetrics } from './metrics';

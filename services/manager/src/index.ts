@@ -24,7 +24,7 @@ export { CommandKind } from './meta/commands';
 export type { Command } from './meta/commands';
 export { applyCommand } from './meta/fsm';
 export { allocatePorts } from './meta/ports';
-export { restoreMeta, restoreMetaInPieces, snapshotMeta, snapshotMetaChunks } from './meta/snapshot';
+export { restoreMeta, restoreMetaInPieces, snapshotMeta, snapshotMetaChunks } from './meta/snapshot/image';
 export { archiveCoversUntil, shardArchive } from './meta/binlog-archive';
 
 // Cluster accounts as the state stores them (sealed) and as the jobs use them (open).

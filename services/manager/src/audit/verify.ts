@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { LevelStorage, readImage } from '@kcm/raft';
 import { CommandKind, decodeCommand, type Command } from '../meta/commands';
-import { restoreMeta } from '../meta/snapshot';
+import { restoreMeta } from '../meta/snapshot/image';
 import { linkOf, recordHash, type AuditRecord, type AuditTip } from './chain';
 
 export interface AuditVerifyReport {

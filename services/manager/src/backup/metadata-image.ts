@@ -1,7 +1,7 @@
 // The metadata backup (manual_backup_cluster with cluster_id -1) and the start of a brand-new
 // manager group from it (kcm-manager --restore-meta).
 //
-// The stored object is a Raft snapshot image of the metadata state machine (meta/snapshot.ts),
+// The stored object is a Raft snapshot image of the metadata state machine (meta/snapshot/image.ts),
 // with a `kcm_metadata_backup` header beside `format` and `state`: restoreMeta reads it as
 // any snapshot. A new group starts from it as from a snapshot at index 1, term 1, with the
 // new group's membership: every seeded member holds the same entry, so they agree from the
@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { LevelStorage } from '@kcm/raft';
 import { applyCommand } from '../meta/fsm';
 import { CommandKind } from '../meta/commands';
-import { restoreMeta, snapshotMeta } from '../meta/snapshot';
+import { restoreMeta, snapshotMeta } from '../meta/snapshot/image';
 import type { MetaState } from '../meta/state';
 
 export interface MetadataBackupInfo {

@@ -17,6 +17,8 @@ import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupSc
 import type { TokenCreated, TokenDeleted } from './tokens';
 import type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './password-rotation';
 
+// Every command type is declared by its domain, beside its apply; they are named here too,
+// so that code outside meta/ has one place to take a command from.
 export { CommandKind } from './command-numbers';
 export type { CommandBase } from './command-numbers';
 export type { MachineFactsMeasured, MachineRegistered, MachineRemoved, MachineStatusSet } from './machines';

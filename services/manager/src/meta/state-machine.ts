@@ -10,9 +10,9 @@ import { decodeCommand, type Command } from './commands';
 import { applyLogged } from './fsm';
 import { UnknownCommandKindError, type ApplyStop } from './apply-stop';
 import type { ApplyOutcome } from './outcome';
-import { meterImageWork, meteredChunks, type ImageWork } from './image-work';
-import { runInTurns } from './json-in-pieces';
-import { restoreMetaInPieces, snapshotMeta, snapshotMetaChunks } from './snapshot';
+import { meterImageWork, meteredChunks, type ImageWork } from './snapshot/image-work';
+import { runInTurns } from './snapshot/json-in-pieces';
+import { restoreMetaInPieces, snapshotMeta, snapshotMetaChunks } from './snapshot/image';
 import { emptyMetaState, type MetaState } from './state';
 
 export interface MetaStateMachineHooks {
@@ -20,7 +20,7 @@ export interface MetaStateMachineHooks {
   onApplied?(cmd: Command, outcome: ApplyOutcome): void;
   /** Told of every membership entry as it is applied (the core applies the change itself). */
   onConfEntry?(entry: Entry): void;
-  /** Told what each snapshot image and each restore cost (image-work.ts). */
+  /** Told what each snapshot image and each restore cost (snapshot/image-work.ts). */
   onImageWork?(work: ImageWork): void;
 }
 

@@ -440,7 +440,7 @@ export function withDicts(state: MetaState): MetaState {
 const DICT_MEMBERS_PER_STEP = 1_000;
 
 /**
- * withDicts a step at a time (restoring a 100,000-job image in pieces, snapshot.ts).
+ * withDicts a step at a time (restoring a 100,000-job image in pieces, snapshot/image.ts).
  * `jobList`, when given, is every record of state.jobs (listing 100,000 of them is a long block).
  */
 export function* withDictsInSteps(state: MetaState, jobList?: JobRecord[]): Generator<void, MetaState> {

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authHeader } from '../../../../test/helpers/tokens';
 import { GENESIS_TIP, linkOf, redactParas, sealRecord } from '../../src/audit/chain';
-import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
+import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot/image';
 import { startInProcessManager, type InProcessManager } from '../helpers/in-process-manager';
 import { MACHINE_PARAS, envelope } from '../gateway/helpers';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CommandKind, decodeCommand, encodeCommand, type ClusterCreated, type Command, type InstancePlacement } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { allocatePorts } from '../../src/meta/ports';
-import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
+import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot/image';
 import { emptyMetaState, type ClusterOptions, type MachineType, type MetaState } from '../../src/meta/state';
 import { storedAccount } from '../../../../test/helpers/secrets';
 

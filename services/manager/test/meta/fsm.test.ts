@@ -5,7 +5,7 @@ import { applyCommand, applyLogged } from '../../src/meta/fsm';
 import { UnknownCommandKindError } from '../../src/meta/apply-stop';
 import { rebuildFinishedJobs, runnableJobs } from '../../src/meta/jobs';
 import { allocatePorts, releasePorts } from '../../src/meta/ports';
-import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
+import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot/image';
 import { emptyMetaState, type MetaState } from '../../src/meta/state';
 
 const at = 1_700_000_000_000;

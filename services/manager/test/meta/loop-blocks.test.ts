@@ -2,7 +2,7 @@
 // the image's own pieces is told from what ran outside them (a probe round, a query...).
 
 import { describe, expect, it } from 'vitest';
-import { LoopBlockTracer } from '../../src/meta/loop-blocks';
+import { LoopBlockTracer } from '../../src/meta/snapshot/loop-blocks';
 
 const busy = (ms: number) => {
   const until = performance.now() + ms;

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { CommandKind, decodeCommand, encodeCommand, type Command, type MachineRegistered } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
 import { allocatePorts, releasePorts } from '../../src/meta/ports';
-import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot';
+import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot/image';
 import { emptyMetaState, type ClusterOptions, type MetaState } from '../../src/meta/state';
 import { storedAccount } from '../../../../test/helpers/secrets';
 

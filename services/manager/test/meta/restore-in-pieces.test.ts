@@ -3,8 +3,8 @@
 // the 43 MB image held the event loop for 1.7 s, longer than an election timeout.
 
 import { describe, expect, it } from 'vitest';
-import { parseJsonInPieces, runToEnd } from '../../src/meta/json-in-pieces';
-import { restoreMeta, restoreMetaInPieces, snapshotMeta } from '../../src/meta/snapshot';
+import { parseJsonInPieces, runToEnd } from '../../src/meta/snapshot/json-in-pieces';
+import { restoreMeta, restoreMetaInPieces, snapshotMeta } from '../../src/meta/snapshot/image';
 import { MetaStateMachine } from '../../src/meta/state-machine';
 import { loadFleetStateDirectly } from '../../../../bench/scale/meta-state';
 

@@ -6,7 +6,7 @@ import { CommandKind, encodeCommand, type Command } from '../../src/meta/command
 import { dict } from '../../src/meta/dict';
 import { applyCommand } from '../../src/meta/fsm';
 import { MetaStateMachine } from '../../src/meta/state-machine';
-import { restoreMeta, snapshotMeta, snapshotMetaChunks } from '../../src/meta/snapshot';
+import { restoreMeta, snapshotMeta, snapshotMetaChunks } from '../../src/meta/snapshot/image';
 import { emptyMetaState, type JobRecord, type MetaState } from '../../src/meta/state';
 
 function job(id: number): JobRecord {

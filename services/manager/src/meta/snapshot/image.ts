@@ -1,8 +1,8 @@
 // The whole metadata state as one serialised image, for Raft snapshots.
 
-import { rebuildFinishedJobs, rebuildRunQueues } from './jobs';
+import { rebuildFinishedJobs, rebuildRunQueues } from '../jobs';
 import { PARSE_PIECE_BYTES, parseJsonInPieces, runToEnd } from './json-in-pieces';
-import { emptyMetaState, withDictsInSteps, type JobRecord, type MetaState } from './state';
+import { emptyMetaState, withDictsInSteps, type JobRecord, type MetaState } from '../state';
 
 const SNAPSHOT_FORMAT = 1;
 

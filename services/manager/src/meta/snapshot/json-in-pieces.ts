@@ -25,7 +25,7 @@ export const PARSE_PIECE_BYTES = 64 * 1024;
  * after about `pieceBytes` of it. Containers are walked member by member down to `depth`
  * levels below the root; a single member deeper than that is parsed in one go.
  * With `walkedObjectsAreDicts` the objects walked member by member have no prototype (a
- * dict, see dict.ts): copying one of 100,000 keys into a dict afterwards is a long block.
+ * dict, see ../dict.ts): copying one of 100,000 keys into a dict afterwards is a long block.
  */
 export function* parseJsonInPieces(
   bytes: Uint8Array,
