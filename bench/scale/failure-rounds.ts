@@ -1,6 +1,6 @@
 // npm run bench:scale:failure [-- --hosts 1000 --clusters 1000 --rounds 20 --older-agents]
 //
-// The leader's shard failure detector (services/manager/src/shard-failure-detector.ts) at
+// The leader's shard failure detector (services/manager/src/leader/shard-failure-detector.ts) at
 // fleet scale: every shard master of `clusters` clusters (3 shards each: 3,000 masters at
 // 1,000 clusters) judged every failureDetectIntervalMs (500 ms by default), with the
 // manager's real agent pool (AgentPool: gRPC over mutual TLS) against the HOLLOW fleet

@@ -1,6 +1,6 @@
 // npm run bench:scale:probe [-- --hosts 1000 --interval-ms 2000 --dead-after-ms 30000 --steady-rounds 10 --silence 10 --hang 10 --older-agents]
 //
-// The leader's health monitor (services/manager/src/health-monitor.ts) with the manager's
+// The leader's health monitor (services/manager/src/leader/health-monitor.ts) with the manager's
 // real agent pool (AgentPool: gRPC over mutual TLS) against the HOLLOW fleet
 // (hollow-agents.ts, a simulator for the control plane only: no engine runs). The monitor
 // runs in this process with a single-member store; the fleet is one child process, so the

@@ -49,14 +49,14 @@ export const managerConfigSchema = z.object({
    * recorded and placement uses it from then on.
    */
   hostFactsIntervalMs: z.number().int().positive().default(30_000),
-  /** How often the leader checks that every instance of a live cluster runs (instance-reconciler.ts). */
+  /** How often the leader checks that every instance of a live cluster runs (leader/instance-reconciler.ts). */
   reconcileIntervalMs: z.number().int().positive().default(5_000),
-  /** How often the leader archives shard masters' closed binlogs (binlog-archiver.ts): the RPO of a point-in-time restore. */
+  /** How often the leader archives shard masters' closed binlogs (leader/binlog-archiver.ts): the RPO of a point-in-time restore. */
   binlogArchiveIntervalMs: z.number().int().positive().default(5_000),
-  /** How often the leader retries the rollbacks failed jobs could not finish (rollback-finisher.ts). */
+  /** How often the leader retries the rollbacks failed jobs could not finish (leader/rollback-finisher.ts). */
   rollbackRetryIntervalMs: z.number().int().positive().default(3_000),
   /**
-   * How often the leader probes every shard master (shard-failure-detector.ts), and how long
+   * How often the leader probes every shard master (leader/shard-failure-detector.ts), and how long
    * a master must stay unreachable (with its standbys agreeing) before it is failed over. A
    * dead mariadbd is failed over on the first probe that sees it; with these defaults and a
    * ~2 s failover job, a master is replaced within the 5 s target.
@@ -66,7 +66,7 @@ export const managerConfigSchema = z.object({
   /** The leader's lease on each shard master (ms): a master cut off from the managers and a standby for this long is fenced by its own agent (leader/master-leases.ts). */
   masterLeaseMs: z.number().int().min(500).max(60_000).default(3000),
   /**
-   * Two-phase commit through compute nodes (in-doubt-resolver.ts): how often the leader lists
+   * Two-phase commit through compute nodes (leader/in-doubt-resolver.ts): how often the leader lists
    * the XA branches prepared on every shard master, and how long a branch must stay prepared
    * before it is in doubt and ended by its coordinator shard's decision (no decision: abort).
    * A compute node commits its branches within milliseconds of preparing them; the timeout

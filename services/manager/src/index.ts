@@ -38,7 +38,7 @@ export type { BackupStorage } from './backup/storage';
 export { metadataBackupImage } from './backup/metadata-image';
 
 // Leader-only services that benches drive on their own, round by round.
-export { HealthMonitor } from './health-monitor';
-export type { HealthMonitorOptions } from './health-monitor';
-export { DEFAULT_FAILURE_DETECT_INTERVAL_MS, ShardFailureDetector } from './shard-failure-detector';
-export type { FailureDetectorOptions } from './shard-failure-detector';
+export { HealthMonitor } from './leader/health-monitor';
+export type { HealthMonitorOptions } from './leader/health-monitor';
+export { DEFAULT_FAILURE_DETECT_INTERVAL_MS, ShardFailureDetector } from './leader/shard-failure-detector';
+export type { FailureDetectorOptions } from './leader/shard-failure-detector';

@@ -3,10 +3,10 @@
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { RaftNode } from '@kcm/raft';
-import type { HealthMonitor } from './health-monitor';
+import type { HealthMonitor } from './leader/health-monitor';
 import { archiveCoversUntil } from './meta/binlog-archive';
-import type { InDoubtSummary, XaResolution } from './in-doubt-resolver';
-import type { ShardMasterHealth } from './shard-failure-detector';
+import type { InDoubtSummary, XaResolution } from './leader/in-doubt-resolver';
+import type { ShardMasterHealth } from './leader/shard-failure-detector';
 import type { JobRecord, JobResultRecord, MetaState } from './meta/state';
 
 export interface ManagerMetrics {
@@ -158,7 +158,7 @@ export function createManagerMetrics(
     registers: [registry],
   });
 
-  // Two-phase commit through compute nodes (in-doubt-resolver.ts): a branch prepared longer
+  // Two-phase commit through compute nodes (leader/in-doubt-resolver.ts): a branch prepared longer
   // than the resolver's timeout is in doubt; ages count from when this leader first saw it.
   new Gauge({
     name: 'kcm_xa_in_doubt_branches',

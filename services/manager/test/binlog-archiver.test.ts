@@ -6,7 +6,7 @@
 import { silentLogger } from '@kcm/common';
 import type { MariaDbArchiveBinlogRequest, MariaDbBinlogFile } from '@kcm/agent-api';
 import { describe, expect, it } from 'vitest';
-import { archivedBinlogKey, BinlogArchiver, type ArchiveAgents } from '../src/binlog-archiver';
+import { archivedBinlogKey, BinlogArchiver, type ArchiveAgents } from '../src/leader/binlog-archiver';
 import { archiveCoversUntil, shardArchive } from '../src/meta/binlog-archive';
 import { CommandKind } from '../src/meta/commands';
 import { cluster } from './helpers/cluster-state';

@@ -11,7 +11,7 @@ import { silentLogger } from '@kcm/common';
 import { AgentCallError, type AgentApi, type HealthReply, type WithAgent } from '@kcm/agent-api';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { HealthMonitor, type HealthMonitorOptions } from '../src/health-monitor';
+import { HealthMonitor, type HealthMonitorOptions } from '../src/leader/health-monitor';
 import { CommandKind } from '../src/meta/commands';
 import { createManagerMetrics } from '../src/metrics';
 import { LocalStore } from './helpers/local-store';

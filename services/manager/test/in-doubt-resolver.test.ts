@@ -7,7 +7,7 @@ import { createLogger, silentLogger } from '@kcm/common';
 import { AgentUnreachableError, type Agents, type MariaDbFinishXaRequest, type MariaDbXaBranch, type XaOutcome } from '@kcm/agent-api';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { InDoubtResolver, type XaResolution } from '../src/in-doubt-resolver';
+import { InDoubtResolver, type XaResolution } from '../src/leader/in-doubt-resolver';
 import { createManagerMetrics } from '../src/metrics';
 import { cluster, stateWith } from './helpers/cluster-state';
 import { until } from './helpers/local-store';

@@ -4,7 +4,7 @@
 import { silentLogger } from '@kcm/common';
 import { AgentUnreachableError } from '@kcm/agent-api';
 import { describe, expect, it } from 'vitest';
-import { InstanceReconciler, type ReconcileAgents } from '../src/instance-reconciler';
+import { InstanceReconciler, type ReconcileAgents } from '../src/leader/instance-reconciler';
 import { cluster, stateWith } from './helpers/cluster-state';
 
 /** Agents whose instances are up or down as listed; records every start asked. */

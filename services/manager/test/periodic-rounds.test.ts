@@ -2,7 +2,7 @@
 // way is not lost (the catalog sync relies on it for its propagation time).
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PeriodicRounds } from '../src/periodic-rounds';
+import { PeriodicRounds } from '../src/leader/periodic-rounds';
 
 describe('PeriodicRounds', () => {
   afterEach(() => {

@@ -6,7 +6,7 @@ import { silentLogger } from '@kcm/common';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createManagerMetrics } from '../src/metrics';
-import { ShardFailureDetector } from '../src/shard-failure-detector';
+import { ShardFailureDetector } from '../src/leader/shard-failure-detector';
 import { cluster } from './helpers/cluster-state';
 import { LocalStore } from './helpers/local-store';
 import { testSecretBox } from '../../../test/helpers/secrets';

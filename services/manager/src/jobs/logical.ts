@@ -3,7 +3,7 @@
 // logical_backup checks that every entry's object is on some shard of the cluster (a
 // partitioned parent: some of its partitions), records one daily schedule per entry
 // (meta/logical-backups.ts), and, for each entry whose window is open now, waits for the
-// run the leader's scheduler (backup/logical-scheduler.ts) starts at once: the job answers
+// run the leader's scheduler (leader/logical-backup-scheduler.ts) starts at once: the job answers
 // done only once that run stored its backup set, and fails with the run's error otherwise.
 // A logical_backup that stored nothing never answers done. logical_restore picks, for
 // each entry, the newest backup set of that object taken before its restore_time, checks
@@ -55,7 +55,7 @@ const windowsOf = (p: BackupParas) =>
     return { dbTable: e.db_table, window: e.backup_time, ...w.value };
   });
 
-/** The catalog name a failed run's recorded error starts with (`NAME: message`, logical-scheduler.ts). */
+/** The catalog name a failed run's recorded error starts with (`NAME: message`, leader/logical-backup-scheduler.ts). */
 const errorNameOfRun = (error: string | null): ErrorName => ERROR_CATALOG.find((e) => error?.startsWith(`${e.name}: `))?.name ?? 'INTERNAL';
 
 /**

@@ -1,6 +1,6 @@
 // The job runner: leader-only. It starts every runnable job (see runnableJobs), runs its
 // steps in order, commits each step's output, and commits the job's end. Started and
-// stopped with leadership in one place (leadership.ts); on stop it aborts its jobs
+// stopped with leadership in one place (leader/leadership.ts); on stop it aborts its jobs
 // without finishing them, so the next leader resumes each at its first unfinished step.
 
 import { KcmError, errorEntry, type ErrorName } from '@kcm/protocol';

@@ -15,7 +15,7 @@ import { CommandKind } from '../meta/commands';
 import { machinesOfHost, registrationDirs } from '../meta/machines';
 import type { HostFacts } from '../meta/state';
 import type { MetaStore } from '../meta/store';
-import { PeriodicRounds } from '../periodic-rounds';
+import { PeriodicRounds } from './periodic-rounds';
 import { factsFromAgent } from '../jobs/machines';
 
 export const DEFAULT_HOST_FACTS_INTERVAL_MS = 30_000;

@@ -3,7 +3,7 @@
 // (DESIGN 9: "exactly once per day across leader changes").
 
 import { beforeEach, describe, expect, it } from 'vitest';
-import { dueRun, LogicalBackupScheduler, MAX_ATTEMPTS } from '../../src/backup/logical-scheduler';
+import { dueRun, LogicalBackupScheduler, MAX_ATTEMPTS } from '../../src/leader/logical-backup-scheduler';
 import { CommandKind } from '../../src/meta/commands';
 import type { LogicalBackupSchedule } from '../../src/meta/logical-backup-records';
 import { cluster } from '../helpers/cluster-state';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { KcmError } from '@kcm/protocol';
-import { CatalogSync } from '../../src/catalog-sync';
+import { CatalogSync } from '../../src/leader/catalog-sync';
 import { recordingAgents } from '../helpers/recording-agents';
 import { AGENT_PORT, createParas as harnessCreateParas, request, startHarness } from './grow-harness';
 import { openTestAccounts, testSecretBox } from '../../../../test/helpers/secrets';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { CommandKind } from '../../src/meta/commands';
 import { restoreMeta, snapshotMeta } from '../../src/meta/snapshot/image';
-import { finishableNow, RollbackFinisher } from '../../src/rollback-finisher';
+import { finishableNow, RollbackFinisher } from '../../src/leader/rollback-finisher';
 import { LocalStore } from '../helpers/local-store';
 import { createParas, startHarness } from './grow-harness';
 

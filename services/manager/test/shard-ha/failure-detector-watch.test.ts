@@ -6,8 +6,8 @@ import { silentLogger } from '@kcm/common';
 import { AgentCallError, type Agents, type MariaDbHaStatusReply, type MariaDbHaWatchBeat } from '@kcm/agent-api';
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../src/meta/commands';
-import { WATCH_RETRY_AFTER_MS } from '../../src/health-monitor';
-import { ShardFailureDetector } from '../../src/shard-failure-detector';
+import { WATCH_RETRY_AFTER_MS } from '../../src/leader/health-monitor';
+import { ShardFailureDetector } from '../../src/leader/shard-failure-detector';
 import { cluster, stateWith } from '../helpers/cluster-state';
 import { storedAccount, testSecretBox } from '../../../../test/helpers/secrets';
 

@@ -5,7 +5,7 @@ import { silentLogger } from '@kcm/common';
 import { AgentUnreachableError, type Agents, type MariaDbHaStatusReply } from '@kcm/agent-api';
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../src/meta/commands';
-import { ShardFailureDetector } from '../../src/shard-failure-detector';
+import { ShardFailureDetector } from '../../src/leader/shard-failure-detector';
 import { cluster, stateWith } from '../helpers/cluster-state';
 import { storedAccount, testSecretBox } from '../../../../test/helpers/secrets';
 

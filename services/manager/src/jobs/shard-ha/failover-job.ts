@@ -1,5 +1,5 @@
 // shard_failover: replaces a failed shard master. An internal job type: submitted only by
-// the leader's failure detector (shard-failure-detector.ts), never accepted from Emit (it
+// the leader's failure detector (leader/shard-failure-detector.ts), never accepted from Emit (it
 // is not in the protocol's job types), but a job like any other: visible in get_status,
 // one step at a time with each step's output committed, resumed by a new leader at its
 // first unfinished step.

@@ -36,8 +36,8 @@
 
 import { AgentUnreachableError, isUnimplemented, type WithAgent } from '@kcm/agent-api';
 import { CALLS_STARTED_PER_TURN, eachAtMost, startInSlices, type Logger } from '@kcm/common';
-import { CommandKind } from './meta/commands';
-import type { MetaStore } from './meta/store';
+import { CommandKind } from '../meta/commands';
+import type { MetaStore } from '../meta/store';
 
 export interface HealthMonitorOptions {
   store: MetaStore;

@@ -8,11 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Agents } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
-import { shardEndpoints } from './jobs/instance-ops';
-import type { ClusterRecord, CompRecord } from './meta/state';
-import type { MetaStore } from './meta/store';
+import { shardEndpoints } from '../jobs/instance-ops';
+import type { ClusterRecord, CompRecord } from '../meta/state';
+import type { MetaStore } from '../meta/store';
 import { PeriodicRounds } from './periodic-rounds';
-import type { SecretBox } from './secrets/secret-box';
+import type { SecretBox } from '../secrets/secret-box';
 
 export const DEFAULT_CATALOG_SYNC_INTERVAL_MS = 500;
 

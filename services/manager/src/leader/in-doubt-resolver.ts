@@ -25,7 +25,7 @@
 
 import { CALLS_STARTED_PER_TURN, eachAtMost, startInSlices, type Logger } from '@kcm/common';
 import { coordinatorShardOf, type Agents, type MariaDbXaBranch } from '@kcm/agent-api';
-import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from './meta/state';
+import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
 import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_XA_RESOLVE_INTERVAL_MS = 1_000;

@@ -13,7 +13,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@kcm/common';
-import type { ClusterRecord, MetaState } from './meta/state';
+import type { ClusterRecord, MetaState } from '../meta/state';
 import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;

@@ -11,13 +11,13 @@
 
 import type { Logger } from '@kcm/common';
 import { gtidCovers, type MariaDbBinlogFile, type MariaDbRestoreAgentClient } from '@kcm/agent-api';
-import { storageAddress } from './backup/storage';
-import { orThrow } from './jobs/errors';
-import { defaultBackupStorage } from './meta/backup';
-import { archiveCoversUntil, archivedUpTo, shardArchive } from './meta/binlog-archive';
-import { CommandKind } from './meta/commands';
-import type { BackupStorageRecord, ClusterRecord, ShardRecord } from './meta/state';
-import type { Clock, MetaStore } from './meta/store';
+import { storageAddress } from '../backup/storage';
+import { orThrow } from '../jobs/errors';
+import { defaultBackupStorage } from '../meta/backup';
+import { archiveCoversUntil, archivedUpTo, shardArchive } from '../meta/binlog-archive';
+import { CommandKind } from '../meta/commands';
+import type { BackupStorageRecord, ClusterRecord, ShardRecord } from '../meta/state';
+import type { Clock, MetaStore } from '../meta/store';
 import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_BINLOG_ARCHIVE_INTERVAL_MS = 5000;

@@ -14,9 +14,9 @@ import { errorNameOf } from '../jobs/errors';
 import { CommandKind } from '../meta/commands';
 import type { LogicalBackupSchedule } from '../meta/logical-backup-records';
 import type { Clock, MetaStore } from '../meta/store';
-import { PeriodicRounds } from '../periodic-rounds';
-import { dumpLogicalObject, type LogicalBackupDeps } from './logical-run';
-import { latestWindow } from './logical-window';
+import { PeriodicRounds } from './periodic-rounds';
+import { dumpLogicalObject, type LogicalBackupDeps } from '../backup/logical-run';
+import { latestWindow } from '../backup/logical-window';
 
 export const DEFAULT_LOGICAL_BACKUP_INTERVAL_MS = 10_000;
 export const MAX_ATTEMPTS = 5;

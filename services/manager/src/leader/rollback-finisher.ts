@@ -10,9 +10,9 @@
 
 import type { Logger } from '@kcm/common';
 import type { WithAgent, Agents } from '@kcm/agent-api';
-import { describeInstance, forgetRemoved, removeAll } from './jobs/rollback';
-import type { MetaState, PendingInstance, PendingRollbackRecord } from './meta/state';
-import type { Clock, MetaStore } from './meta/store';
+import { describeInstance, forgetRemoved, removeAll } from '../jobs/rollback';
+import type { MetaState, PendingInstance, PendingRollbackRecord } from '../meta/state';
+import type { Clock, MetaStore } from '../meta/store';
 import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_ROLLBACK_RETRY_INTERVAL_MS = 3000;

@@ -18,14 +18,14 @@ import { CALLS_STARTED_PER_TURN, type Logger, ONE_SHOT_MYSQL_OPTIONS, startInSli
 import mysql from 'mysql2/promise';
 import type { Agents, MariaDbHaStatusReply } from '@kcm/agent-api';
 import { MasterStatusWatches } from './master-status-watches';
-import { CommandKind } from './meta/commands';
-import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from './meta/state';
-import type { MetaStore } from './meta/store';
+import { CommandKind } from '../meta/commands';
+import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
+import type { MetaStore } from '../meta/store';
 import { PeriodicRounds } from './periodic-rounds';
-import { FAILOVER_STEP_NAMES, failoverLockKey, rejoinLockKey, SHARD_FAILOVER, SHARD_REJOIN, shardRejoinJob, type ShardFailoverParas, type ShardRejoinParas } from './jobs/shard-ha/failover-job';
-import { type DbAccount } from './secrets/accounts';
-import { liveAccount } from './secrets/live-accounts';
-import type { SecretBox } from './secrets/secret-box';
+import { FAILOVER_STEP_NAMES, failoverLockKey, rejoinLockKey, SHARD_FAILOVER, SHARD_REJOIN, shardRejoinJob, type ShardFailoverParas, type ShardRejoinParas } from '../jobs/shard-ha/failover-job';
+import { type DbAccount } from '../secrets/accounts';
+import { liveAccount } from '../secrets/live-accounts';
+import type { SecretBox } from '../secrets/secret-box';
 
 export const DEFAULT_FAILURE_DETECT_INTERVAL_MS = 500;
 export const DEFAULT_FAILURE_GRACE_MS = 1000;
