@@ -23,7 +23,7 @@ import { CommitPacer } from './jobs/commit-pacer';
 import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
 import { JobRunner } from './jobs/runner';
 import { Leadership, type LeaderService } from './leader/leadership';
-import { ManagerService } from './manager-service';
+import { ManagerService } from './submit/manager-service';
 import { PeerDirectory, raftAddressOf, splitMember } from './members';
 import { CommandKind } from './meta/commands';
 import { MetaStateMachine } from './meta/state-machine';
@@ -35,13 +35,13 @@ import { noSwitchUntil } from './meta/noswitch';
 import { buildQueries } from './queries';
 import { RaftMetaStore } from './raft-meta-store';
 import { RollbackFinisher } from './leader/rollback-finisher';
-import { RoutingService } from './routing-service';
+import { RoutingService } from './submit/routing-service';
 import { secretBoxFor } from './secrets/secret-box';
 import { ShardFailureDetector } from './leader/shard-failure-detector';
 import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob } from './jobs/shard-ha/failover-job';
 import { MasterLeaseKeeper } from './leader/master-leases';
-import { forwardServiceDefinition } from './forward/forward-proto';
-import { forwardServiceImplementation } from './forward/forward-server';
+import { forwardServiceDefinition } from './submit/forward/forward-proto';
+import { forwardServiceImplementation } from './submit/forward/forward-server';
 
 export interface Manager {
   config: ManagerConfig;

@@ -12,7 +12,7 @@ export type { ManagerConfig } from './config';
 // The wire surfaces a client may speak to: the JSON job API's path, and the peers' forward
 // service (for clients that check who the peer port lets in).
 export { EMIT_PATH } from './gateway/build-gateway';
-export { forwardServiceDefinition } from './forward/forward-proto';
+export { forwardServiceDefinition } from './submit/forward/forward-proto';
 
 // The replicated state: its records, the numbered commands, the one apply function and the
 // snapshot images, for benches that load and image the state without a group.

@@ -8,10 +8,10 @@ import { serverCredentials } from '@kcm/agent-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { silentLogger } from '@kcm/common';
-import { AUTO_REQUEST_ID_PREFIX, RoutingService } from '../src/routing-service';
+import { AUTO_REQUEST_ID_PREFIX, RoutingService } from '../src/submit/routing-service';
 import type { JobService } from '../src/gateway/job-service';
-import { forwardServiceDefinition } from '../src/forward/forward-proto';
-import { forwardServiceImplementation } from '../src/forward/forward-server';
+import { forwardServiceDefinition } from '../src/submit/forward/forward-proto';
+import { forwardServiceImplementation } from '../src/submit/forward/forward-server';
 
 /** What the receiving member's gateway authenticated; every forward carries it. */
 const AS_OPERATOR = { identity: { name: 'ops', role: 'operator' } } as const;

@@ -7,10 +7,10 @@ import { serverCredentials } from '@kcm/agent-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError, parseRequest, type ValidRequest } from '@kcm/protocol';
 import { silentLogger } from '@kcm/common';
-import { RoutingService } from '../src/routing-service';
+import { RoutingService } from '../src/submit/routing-service';
 import type { JobService, SubmitContext } from '../src/gateway/job-service';
-import { forwardServiceDefinition } from '../src/forward/forward-proto';
-import { answerForwarded, forwardServiceImplementation } from '../src/forward/forward-server';
+import { forwardServiceDefinition } from '../src/submit/forward/forward-proto';
+import { answerForwarded, forwardServiceImplementation } from '../src/submit/forward/forward-server';
 
 const FOLLOWER = '127.0.1.2:18330';
 /** What the follower's gateway authenticated; the leader applies it. */

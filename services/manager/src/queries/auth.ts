@@ -1,7 +1,7 @@
 // Queries of tokens and the audit trail (admin only, libs/protocol roles.ts).
 
 import type { ParasOf } from '@kcm/protocol';
-import type { QueryHandler } from '../manager-service';
+import type { QueryHandler } from '../submit/manager-service';
 import type { MetaState } from '../meta/state';
 
 /** list_tokens: names and roles (and where each is defined), never a token or its digest. */

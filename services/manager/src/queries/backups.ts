@@ -3,7 +3,7 @@
 // first, each as manual_backup_cluster's result names it). Metadata backups are listed by
 // get_backup_storage's `list_metadata_backup`.
 
-import type { QueryHandler } from '../manager-service';
+import type { QueryHandler } from '../submit/manager-service';
 import { backupSetResult } from '../jobs/backup';
 import { backupSetsOf, METADATA_BACKUP_CLUSTER_ID } from '../meta/backup';
 import type { MetaState } from '../meta/state';

@@ -7,7 +7,7 @@
 import { catalogErrorOf, type MariaDbAgentClient, type Agents } from '@kcm/agent-api';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
 import { clusterByReference } from '../jobs/cluster-lookup';
-import type { QueryHandler } from '../manager-service';
+import type { QueryHandler } from '../submit/manager-service';
 import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
 import { noSwitchUntil } from '../meta/noswitch';
 import { measuredClusterStatus, onlineCount, type InstanceStatus } from './cluster-status';

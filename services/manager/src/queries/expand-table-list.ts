@@ -10,7 +10,7 @@
 import { catalogErrorOf, type TableStat, type TableStatsReply, type Agents } from '@kcm/agent-api';
 import { KcmError, type ValidRequest } from '@kcm/protocol';
 import { clusterById, shardOf } from '../jobs/cluster-lookup';
-import type { QueryHandler } from '../manager-service';
+import type { QueryHandler } from '../submit/manager-service';
 import type { MetaState } from '../meta/state';
 
 export type ExpandPolicy = 'top_hit' | 'top_size';

@@ -3,7 +3,7 @@
 
 import type { ConfState, RaftStatus } from '@kcm/raft';
 import type { WithAgent, Agents } from '@kcm/agent-api';
-import type { QueryHandler } from '../manager-service';
+import type { QueryHandler } from '../submit/manager-service';
 import type { MetaState } from '../meta/state';
 import { clusterQueries } from './clusters';
 import { backupStorageList, withBackupSets } from './backups';

@@ -4,7 +4,7 @@
 // knowing its id; numbers travel as decimal strings, as everywhere in the protocol.
 
 import type { ParasOf } from '@kcm/protocol';
-import { statusView, type QueryHandler } from '../manager-service';
+import { statusView, type QueryHandler } from '../submit/manager-service';
 import type { JobRecord } from '../meta/state';
 
 export const DEFAULT_JOBS_LISTED = 50;

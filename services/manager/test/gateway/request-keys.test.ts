@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
 import type { JobService } from '../../src/gateway/job-service';
-import { RoutingService } from '../../src/routing-service';
+import { RoutingService } from '../../src/submit/routing-service';
 import { startInProcessManager, type InProcessManager } from '../helpers/in-process-manager';
 import { envelope } from './helpers';
 

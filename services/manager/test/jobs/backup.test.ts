@@ -10,7 +10,7 @@ import { manualBackupClusterJob, type BackupJobDeps } from '../../src/jobs/backu
 import { createBackupStorageJob, deleteBackupStorage } from '../../src/jobs/backup-storage';
 import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/runner';
-import { ManagerService } from '../../src/manager-service';
+import { ManagerService } from '../../src/submit/manager-service';
 import { backupQueriesFor } from './backup-queries';
 import type { BackupStorage, StoredObject } from '../../src/backup/storage';
 import { newestFullBackupBefore } from '../../src/meta/backup';

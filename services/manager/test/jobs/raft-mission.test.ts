@@ -8,7 +8,7 @@ import { MemoryStorage, RaftNode, type StateMachine } from '@kcm/raft';
 import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/runner';
 import { raftMissionJob } from '../../src/jobs/raft-mission';
-import { ManagerService } from '../../src/manager-service';
+import { ManagerService } from '../../src/submit/manager-service';
 import { LocalStore, until } from '../helpers/local-store';
 import { stepServices } from '../helpers/step-services';
 import { request } from './grow-harness';

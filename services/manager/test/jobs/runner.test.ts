@@ -6,7 +6,7 @@ import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
 import { stepServices } from '../helpers/step-services';
 import { JobRunner, type JobRegistry } from '../../src/jobs/runner';
-import { ManagerService } from '../../src/manager-service';
+import { ManagerService } from '../../src/submit/manager-service';
 import type { JobDefinition } from '../../src/jobs/workflow';
 import { testSecretBox } from '../../../../test/helpers/secrets';
 

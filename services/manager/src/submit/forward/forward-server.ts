@@ -5,8 +5,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { KcmError, isRole, type Identity } from '@kcm/protocol';
 import type { Logger } from '@kcm/common';
-import type { JobService } from '../gateway/job-service';
-import { answerEmit, errorAnswer, type EmitAnswer } from '../gateway/emit-route';
+import type { JobService } from '../../gateway/job-service';
+import { answerEmit, errorAnswer, type EmitAnswer } from '../../gateway/emit-route';
 import type { SubmitBatch, SubmitReply, SubmitReplyBatch, SubmitRequest } from './forward-proto';
 
 type SubmitCall = grpc.ServerDuplexStream<SubmitBatch, SubmitReplyBatch>;

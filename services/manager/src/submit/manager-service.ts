@@ -3,19 +3,19 @@
 // linearizable reads for get_status and the queries.
 
 import { KcmError, parseId, type JobProgressAttachment, type JobResults, type ValidRequest } from '@kcm/protocol';
-import type { JobService, JobStatusView, SubmitContext } from './gateway/job-service';
-import { CommandKind } from './meta/commands';
-import { jobOfRequest, type SubmittedJob } from './meta/jobs';
-import { requestDigest } from './meta/request-digest';
-import type { JobRecord, MetaState } from './meta/state';
-import type { Clock, MetaStore } from './meta/store';
-import { orThrow } from './jobs/errors';
-import { redactParas } from './audit/chain';
-import { AuditSequencer } from './audit/sequencer';
-import type { JobRegistry } from './jobs/runner';
-import type { JobDefinition } from './jobs/workflow';
-import { revealSealed } from './secrets/reveal';
-import type { SecretBox } from './secrets/secret-box';
+import type { JobService, JobStatusView, SubmitContext } from '../gateway/job-service';
+import { CommandKind } from '../meta/commands';
+import { jobOfRequest, type SubmittedJob } from '../meta/jobs';
+import { requestDigest } from '../meta/request-digest';
+import type { JobRecord, MetaState } from '../meta/state';
+import type { Clock, MetaStore } from '../meta/store';
+import { orThrow } from '../jobs/errors';
+import { redactParas } from '../audit/chain';
+import { AuditSequencer } from '../audit/sequencer';
+import type { JobRegistry } from '../jobs/runner';
+import type { JobDefinition } from '../jobs/workflow';
+import { revealSealed } from '../secrets/reveal';
+import type { SecretBox } from '../secrets/secret-box';
 
 /** A sync query: answers from the replicated state (and live probes where the spec asks). */
 export type QueryHandler = (req: ValidRequest, state: MetaState) => Promise<Record<string, unknown>> | Record<string, unknown>;

@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { channelCredentials } from '@kcm/agent-api';
 
-const PROTO_PATH = fileURLToPath(new URL('../../../../proto/manager-forward.proto', import.meta.url));
+const PROTO_PATH = fileURLToPath(new URL('../../../../../proto/manager-forward.proto', import.meta.url));
 
 export interface SubmitRequest {
   id: number;
