@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { KcmError } from '@kcm/protocol';
 import { NotLeaderError, TimeoutError, type RaftNode } from '@kcm/raft';
-import { RaftMetaStore } from '../src/raft-meta-store';
+import { RaftMetaStore } from '../src/group/raft-meta-store';
 import { CommandKind } from '../src/meta/commands';
 import { MetaStateMachine } from '../src/meta/state-machine';
 

@@ -3,7 +3,7 @@
 
 import { KcmError, type ParasOf, type RaftMissionResult } from '@kcm/protocol';
 import { ProposalDroppedError, type RaftNode } from '@kcm/raft';
-import { raftErrorToKcm } from '../raft-meta-store';
+import { raftErrorToKcm } from '../group/raft-meta-store';
 import type { JobOf, JobStep } from './workflow';
 
 export interface RaftMissionDeps {

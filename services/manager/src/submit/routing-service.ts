@@ -18,8 +18,8 @@ import type { NodeId } from '@kcm/raft';
 import type { JobService, JobStatusView, SubmitContext } from '../gateway/job-service';
 import type { SubmitReply } from './forward/forward-proto';
 import { LeaderLink } from './forward/leader-link';
-import { LEADER_CHANGED, LeaderChanges } from '../leader-changes';
-import { raftAddressOf } from '../members';
+import { LEADER_CHANGED, LeaderChanges } from '../group/leader-changes';
+import { raftAddressOf } from '../group/members';
 
 /** Prefix of the idempotency keys a member gives submissions that came without a request_id. */
 export const AUTO_REQUEST_ID_PREFIX = 'kcm-auto-';

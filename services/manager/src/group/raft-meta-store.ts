@@ -4,11 +4,11 @@
 
 import { KcmError } from '@kcm/protocol';
 import { NotLeaderError, ProposalDroppedError, ProposalOverloadedError, TimeoutError, type RaftNode } from '@kcm/raft';
-import { encodeCommands, type Command } from './meta/commands';
-import type { ApplyOutcome } from './meta/outcome';
-import type { MetaStateMachine } from './meta/state-machine';
-import type { MetaState } from './meta/state';
-import type { MetaStore } from './meta/store';
+import { encodeCommands, type Command } from '../meta/commands';
+import type { ApplyOutcome } from '../meta/outcome';
+import type { MetaStateMachine } from '../meta/state-machine';
+import type { MetaState } from '../meta/state';
+import type { MetaStore } from '../meta/store';
 import { LEADER_CHANGED, LeaderChanges } from './leader-changes';
 
 /** Raft's typed errors as the catalog errors a client sees. */
