@@ -19,9 +19,9 @@ import { LogicalBackupScheduler } from './leader/logical-backup-scheduler';
 import { openLogicalStorage } from './backup/logical-storage';
 import { InDoubtResolver } from './leader/in-doubt-resolver';
 import { InstanceReconciler } from './leader/instance-reconciler';
-import { CommitPacer } from './jobs/commit-pacer';
-import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
-import { JobRunner } from './jobs/runner';
+import { CommitPacer } from './jobs/framework/commit-pacer';
+import { jobTable, registryOf, type JobTableOptions } from './jobs/framework/registry';
+import { JobRunner } from './jobs/framework/runner';
 import { Leadership, type LeaderService } from './leader/leadership';
 import { ManagerService } from './submit/manager-service';
 import { PeerDirectory, raftAddressOf, splitMember } from './group/members';
@@ -212,7 +212,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     intervalMs: Math.max(config.failureDetectIntervalMs, Math.floor(config.masterLeaseMs / 3)), leaseMs: config.masterLeaseMs, electionTimeoutMs: 2 * config.electionTick * config.tickMs });
   const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob({ leases: masterLeases })], [SHARD_REJOIN, shardRejoinJob]]);
 
-  // The runner's own commits share Raft rounds with the next submission (see commit-pacer.ts).
+  // The runner's own commits share Raft rounds with the next submission (see jobs/framework/commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
   const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }), now, secrets };
   runner = new JobRunner(pacer.runnerStore, registry, stepServices, {

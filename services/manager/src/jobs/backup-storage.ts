@@ -7,8 +7,8 @@ import { CommandKind } from '../meta/commands';
 import { own } from '../meta/dict';
 import type { BackupStorageRecord, MetaState } from '../meta/state';
 import type { BackupStorage } from '../backup/storage';
-import { orThrow } from './errors';
-import type { JobOf } from './workflow';
+import { orThrow } from './framework/errors';
+import type { JobOf } from './framework/workflow';
 
 type CreateParas = ParasOf<'create_backup_storage'>;
 

@@ -25,9 +25,9 @@ import { metadataBackupImage } from '../backup/metadata-image';
 import type { BackupStorage } from '../backup/storage';
 import type { BackupStorageOpener } from './backup-storage';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
-import { errorNameOf, orThrow } from './errors';
+import { errorNameOf, orThrow } from './framework/errors';
 import { opId } from './instance-ops';
-import type { JobOf, StepContext } from './workflow';
+import type { JobOf, StepContext } from './framework/workflow';
 
 /** The paras as committed: the storage is chosen at submission, so a resumed job keeps it. */
 type BackupParas = ParasOf<'manual_backup_cluster'> & { storage_name?: string };

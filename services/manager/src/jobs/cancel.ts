@@ -6,8 +6,8 @@ import { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import { own } from '../meta/dict';
 import type { MetaState } from '../meta/state';
-import { orThrow } from './errors';
-import type { JobOf } from './workflow';
+import { orThrow } from './framework/errors';
+import type { JobOf } from './framework/workflow';
 
 function cancelable(state: MetaState, jobId: string): void {
   const job = own(state.jobs, jobId) ? state.jobs[jobId] : undefined;

@@ -13,7 +13,7 @@ import { KcmError, type ParasOf, type UpdateInstanceCgroupResult } from '@kcm/pr
 import { machineKey, type ClusterRecord, type MetaState } from '../meta/state';
 import { changeableCluster, forEachInstance } from './cluster-lookup';
 import { opId, setInstanceCpuLimit } from './instance-ops';
-import type { JobOf } from './workflow';
+import type { JobOf } from './framework/workflow';
 
 type CgroupParas = ParasOf<'update_instance_cgroup'>;
 type InstanceType = CgroupParas['type'];

@@ -1,10 +1,10 @@
 // Finding the cluster a job works on, and the checks every job that changes a cluster
 // makes before it is committed (shared by the cluster, shard, comp and node families).
 
-import { errorNameOf } from './errors';
+import { errorNameOf } from './framework/errors';
 import { KcmError } from '@kcm/protocol';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
-import type { StepContext } from './workflow';
+import type { StepContext } from './framework/workflow';
 
 /** The cluster named by `clusterId`, or NOT_FOUND naming the field. */
 export function clusterById(state: MetaState, clusterId: string, field = 'paras.cluster_id'): ClusterRecord {

@@ -27,11 +27,11 @@ import { archiveCoversUntil, binlogsToReplay, shardArchive } from '../meta/binlo
 import { own } from '../meta/dict';
 import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, CatalogBackupRecord, ClusterRecord, CompRecord, MetaState, ShardBackupRecord, ShardRecord } from '../meta/state';
 import { readyCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
-import { errorNameOf } from './errors';
+import { errorNameOf } from './framework/errors';
 import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
 import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from './nodes';
 import { endTransactionsOpenAtRestoreTime, type EndedBranches } from './cluster-restore-xa';
-import type { JobOf, StepContext } from './workflow';
+import type { JobOf, StepContext } from './framework/workflow';
 import { liveAccount } from '../secrets/live-accounts';
 
 type Paras = ParasOf<'cluster_restore'>;

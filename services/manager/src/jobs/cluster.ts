@@ -12,7 +12,7 @@ import { CommandKind } from '../meta/commands';
 import type { ClusterOptions, ClusterRecord, MetaState } from '../meta/state';
 import { changeableCluster, clusterByReference, clusterOfStep, forEachInstance } from './cluster-lookup';
 import { generateClusterAccounts } from './credentials';
-import { orThrow } from './errors';
+import { orThrow } from './framework/errors';
 import {
   applyCpuLimit,
   installComp,
@@ -27,7 +27,7 @@ import {
 import { previewPorts, removalPlan } from './dry-run';
 import { candidatesFor, carryLoad, computeDemand, placeComps, placementReport, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackJob, wholeClusterPlan } from './rollback';
-import type { JobOf, StepContext } from './workflow';
+import type { JobOf, StepContext } from './framework/workflow';
 
 type CreateParas = ParasOf<'create_cluster'>;
 /** cluster_id is always there: resolve() fills it in from cluster_name at submission. */

@@ -12,7 +12,7 @@ import { applyCpuLimit, installComp, placeOnce, syncCompCatalogs } from './insta
 import { candidatesFor, computeDemand, placeComps } from './placement';
 import { rollBackGrowJob } from './rollback';
 import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
-import type { JobOf, StepContext } from './workflow';
+import type { JobOf, StepContext } from './framework/workflow';
 
 type AddParas = ParasOf<'add_comps'>;
 type DeleteParas = ParasOf<'delete_comp'>;

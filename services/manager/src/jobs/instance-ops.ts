@@ -9,8 +9,8 @@ import type { Agents, ShardEndpoint } from '@kcm/agent-api';
 import { instancesPlacedByJob, type PlacedInstances } from '../meta/clusters';
 import { CommandKind, type InstancePlacement } from '../meta/commands';
 import type { ClusterRecord, CompRecord, ShardRecord, StorageNodeRecord } from '../meta/state';
-import type { StepContext } from './workflow';
-import { orThrow } from './errors';
+import type { StepContext } from './framework/workflow';
+import { orThrow } from './framework/errors';
 import { liveAccount } from '../secrets/live-accounts';
 import type { SecretBox } from '../secrets/secret-box';
 

@@ -25,9 +25,9 @@ import { CommandKind } from '../meta/commands';
 import { scheduleKeyOf, type LogicalBackupSet } from '../meta/logical-backup-records';
 import type { ClusterRecord, MetaState } from '../meta/state';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
-import { orThrow } from './errors';
+import { orThrow } from './framework/errors';
 import { opId } from './instance-ops';
-import type { JobOf } from './workflow';
+import type { JobOf } from './framework/workflow';
 
 export interface LogicalJobDeps {
   openStorage: OpenLogicalStorage;

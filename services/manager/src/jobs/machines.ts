@@ -5,8 +5,8 @@ import type { HostFactsReply } from '@kcm/agent-api';
 import { CommandKind } from '../meta/commands';
 import { machineKey, type HostFacts, type MetaState } from '../meta/state';
 import { machinesOfHost } from '../meta/machines';
-import { orThrow } from './errors';
-import type { JobOf } from './workflow';
+import { orThrow } from './framework/errors';
+import type { JobOf } from './framework/workflow';
 
 type CreateParas = ParasOf<'create_machine'>;
 type DeleteParas = ParasOf<'delete_machine'>;

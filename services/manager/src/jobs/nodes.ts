@@ -17,11 +17,11 @@ import type { MariaDbAgentClient, Agents } from '@kcm/agent-api';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
 import { applyCpuLimit, instanceSpec, opId, placeOnce } from './instance-ops';
-import { errorNameOf } from './errors';
+import { errorNameOf } from './framework/errors';
 import { candidatesFor, placeNodesInShard, storageDemand } from './placement';
 import { rollBackGrowJob } from './rollback';
 import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
-import type { JobOf } from './workflow';
+import type { JobOf } from './framework/workflow';
 import { liveAccount } from '../secrets/live-accounts';
 import type { SecretBox } from '../secrets/secret-box';
 

@@ -17,9 +17,9 @@ import { openAccount, sealAccount } from '../secrets/accounts';
 import type { SecretBox } from '../secrets/secret-box';
 import { clusterById, forEachInstance, readyCluster } from './cluster-lookup';
 import { generatePassword } from './credentials';
-import { orThrow } from './errors';
+import { orThrow } from './framework/errors';
 import { opId, storageNodes, syncCompCatalogs } from './instance-ops';
-import type { JobOf, StepContext } from './workflow';
+import type { JobOf, StepContext } from './framework/workflow';
 
 type RotateParas = ParasOf<'rotate_cluster_passwords'>;
 type Ctx = StepContext<RotateParas, RotateOutputs>;

@@ -4,7 +4,7 @@
 import { KcmError, type ParasOf, type RaftMissionResult } from '@kcm/protocol';
 import { ProposalDroppedError, type RaftNode } from '@kcm/raft';
 import { raftErrorToKcm } from '../group/raft-meta-store';
-import type { JobOf, JobStep } from './workflow';
+import type { JobOf, JobStep } from './framework/workflow';
 
 export interface RaftMissionDeps {
   raft: RaftNode;

@@ -11,9 +11,9 @@ import type { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, CompRecord, PendingInstance } from '../meta/state';
 import type { Clock, MetaStore } from '../meta/store';
-import { orThrow } from './errors';
+import { orThrow } from './framework/errors';
 import { removeComp, removeStorageNode, storageNodes, syncCompCatalogs } from './instance-ops';
-import type { StepContext } from './workflow';
+import type { StepContext } from './framework/workflow';
 import type { SecretBox } from '../secrets/secret-box';
 
 export interface RollbackDeps {

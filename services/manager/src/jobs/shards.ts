@@ -14,11 +14,11 @@ import type { Agents } from '@kcm/agent-api';
 import { CommandKind } from '../meta/commands';
 import type { ClusterRecord, MetaState, ShardRecord } from '../meta/state';
 import { clusterOfStep, forEachInstance, readyCluster, shardOf } from './cluster-lookup';
-import { orThrow } from './errors';
+import { orThrow } from './framework/errors';
 import { applyCpuLimit, installStorageNode, placeOnce, removeStorageNode, setUpShardReplication, syncCompCatalogs } from './instance-ops';
 import { candidatesFor, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackGrowJob } from './rollback';
-import type { JobOf, StepContext } from './workflow';
+import type { JobOf, StepContext } from './framework/workflow';
 import { previewPorts } from './dry-run';
 
 type AddParas = ParasOf<'add_shards'>;

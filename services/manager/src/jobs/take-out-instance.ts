@@ -3,9 +3,9 @@
 
 import { CommandKind } from '../meta/commands';
 import type { MetaState } from '../meta/state';
-import { orThrow } from './errors';
+import { orThrow } from './framework/errors';
 import { removeComp, removeStorageNode, type RemovedInstance } from './instance-ops';
-import type { JobStep, StepContext } from './workflow';
+import type { JobStep, StepContext } from './framework/workflow';
 
 export type InstanceKind = 'storage node' | 'compute node';
 

@@ -6,8 +6,8 @@ import { KcmError, type ParasOf } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import { own } from '../meta/dict';
 import type { MetaState } from '../meta/state';
-import { orThrow } from './errors';
-import type { JobOf } from './workflow';
+import { orThrow } from './framework/errors';
+import type { JobOf } from './framework/workflow';
 
 /** Every token job runs in one queue: a create and a delete of one name never interleave. */
 const TOKEN_LOCK = 'tokens';

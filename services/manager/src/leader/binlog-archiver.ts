@@ -12,7 +12,7 @@
 import type { Logger } from '@kcm/common';
 import { gtidCovers, type MariaDbBinlogFile, type MariaDbRestoreAgentClient } from '@kcm/agent-api';
 import { storageAddress } from '../backup/storage';
-import { orThrow } from '../jobs/errors';
+import { orThrow } from '../jobs/framework/errors';
 import { defaultBackupStorage } from '../meta/backup';
 import { archiveCoversUntil, archivedUpTo, shardArchive } from '../meta/binlog-archive';
 import { CommandKind } from '../meta/commands';

@@ -10,7 +10,7 @@
 // is better than lost. A run that keeps failing is finished as failed after MAX_ATTEMPTS.
 
 import type { Logger } from '@kcm/common';
-import { errorNameOf } from '../jobs/errors';
+import { errorNameOf } from '../jobs/framework/errors';
 import { CommandKind } from '../meta/commands';
 import type { LogicalBackupSchedule } from '../meta/logical-backup-records';
 import type { Clock, MetaStore } from '../meta/store';

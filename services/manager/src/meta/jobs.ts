@@ -215,7 +215,7 @@ const CANCELED_CODE = errorEntry('CANCELED').code;
  * cancel_job. A job waiting behind another in its run queue never started: it ends failed
  * with CANCELED here. The job at the head of its queue may be running on the leader: it is
  * marked, and its runner stops at the next step boundary, rolls back like a failed step,
- * and finishes it CANCELED (jobs/runner.ts).
+ * and finishes it CANCELED (jobs/framework/runner.ts).
  */
 export function applyJobCancelRequested(state: MetaState, cmd: JobCancelRequested): ApplyOutcome<{ outcome: 'canceled' | 'stopping' }> {
   const job = own(state.jobs, cmd.jobId) ? state.jobs[cmd.jobId] : undefined;

@@ -1,6 +1,6 @@
 // What applying a command returns. Apply never throws for a domain refusal: every member
 // must reach the same verdict from the same state, and the proposer turns a refusal
-// into a KcmError with the same catalog name (orThrow in ../jobs/errors.ts).
+// into a KcmError with the same catalog name (orThrow in ../jobs/framework/errors.ts).
 
 // NO_LEADER: a submission whose audit record was numbered by a leader with an old view of
 // the chain (meta/audit.ts); the member that received it sends it again.

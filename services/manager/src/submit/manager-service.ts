@@ -9,11 +9,11 @@ import { jobOfRequest, type SubmittedJob } from '../meta/jobs';
 import { requestDigest } from '../meta/request-digest';
 import type { JobRecord, MetaState } from '../meta/state';
 import type { Clock, MetaStore } from '../meta/store';
-import { orThrow } from '../jobs/errors';
+import { orThrow } from '../jobs/framework/errors';
 import { redactParas } from '../audit/chain';
 import { AuditSequencer } from '../audit/sequencer';
-import type { JobRegistry } from '../jobs/runner';
-import type { JobDefinition } from '../jobs/workflow';
+import type { JobRegistry } from '../jobs/framework/runner';
+import type { JobDefinition } from '../jobs/framework/workflow';
 import { revealSealed } from '../secrets/reveal';
 import type { SecretBox } from '../secrets/secret-box';
 

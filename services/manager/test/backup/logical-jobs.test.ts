@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { KcmError, parseRequest } from '@kcm/protocol';
 import { logicalBackupJob, logicalRestoreJob } from '../../src/jobs/logical';
-import type { JobDefinition, StepContext } from '../../src/jobs/workflow';
+import type { JobDefinition, StepContext } from '../../src/jobs/framework/workflow';
 import { CommandKind } from '../../src/meta/commands';
 import type { LogicalBackupPart } from '../../src/meta/logical-backup-records';
 import { cluster } from '../helpers/cluster-state';

@@ -3,7 +3,7 @@
 
 import { silentLogger, type Logger } from '@kcm/common';
 import { AgentPool, type WithAgent, type Agents } from '@kcm/agent-api';
-import type { StepServices } from '../../src/jobs/workflow';
+import type { StepServices } from '../../src/jobs/framework/workflow';
 import type { MetaStore } from '../../src/meta/store';
 import { testSecretBox } from '../../../../test/helpers/secrets';
 

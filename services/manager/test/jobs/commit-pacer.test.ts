@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommitPacer } from '../../src/jobs/commit-pacer';
+import { CommitPacer } from '../../src/jobs/framework/commit-pacer';
 import { CommandKind, type Command } from '../../src/meta/commands';
 import { LocalStore } from '../helpers/local-store';
 

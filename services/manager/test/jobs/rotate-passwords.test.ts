@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Agents, PasswordAgentApi } from '@kcm/agent-api';
 import { parseRequest } from '@kcm/protocol';
 import { rotateClusterPasswords } from '../../src/jobs/passwords';
-import { JobRunner } from '../../src/jobs/runner';
+import { JobRunner } from '../../src/jobs/framework/runner';
 import { CommandKind } from '../../src/meta/commands';
 import type { ClusterRecord, MetaState } from '../../src/meta/state';
 import { openAccounts } from '../../src/secrets/accounts';

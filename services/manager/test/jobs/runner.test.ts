@@ -5,9 +5,9 @@ import { KcmError } from '@kcm/protocol';
 import { CommandKind } from '../../src/meta/commands';
 import { LocalStore, until } from '../helpers/local-store';
 import { stepServices } from '../helpers/step-services';
-import { JobRunner, type JobRegistry } from '../../src/jobs/runner';
+import { JobRunner, type JobRegistry } from '../../src/jobs/framework/runner';
 import { ManagerService } from '../../src/submit/manager-service';
-import type { JobDefinition } from '../../src/jobs/workflow';
+import type { JobDefinition } from '../../src/jobs/framework/workflow';
 import { testSecretBox } from '../../../../test/helpers/secrets';
 
 async function submit(store: LocalStore, jobType: string, lockKey: string | null = null): Promise<string> {

@@ -7,7 +7,7 @@
 import { AgentUnreachableError, type Agents, type MariaDbHaStatusReply, type WithAgent } from '@kcm/agent-api';
 import { describe, expect, it } from 'vitest';
 import { shardFailoverJob, type ShardFailoverParas } from '../../src/jobs/shard-ha/failover-job';
-import type { StepContext } from '../../src/jobs/workflow';
+import type { StepContext } from '../../src/jobs/framework/workflow';
 import { cluster } from '../helpers/cluster-state';
 import { LocalStore } from '../helpers/local-store';
 import { stepServices } from '../helpers/step-services';

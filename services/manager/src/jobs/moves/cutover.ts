@@ -10,7 +10,7 @@
 
 import type { Agents, ForeignTableRef } from '@kcm/agent-api';
 import { KcmError } from '@kcm/protocol';
-import { errorNameOf } from '../errors';
+import { errorNameOf } from '../framework/errors';
 import type { BinlogPosition } from '@kcm/agent-api';
 
 export interface CompAt {

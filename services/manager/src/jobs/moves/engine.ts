@@ -20,7 +20,7 @@
 // it again from the last position a step recorded, which is safe because the catch-up
 // re-copies changed rows.
 
-import type { StepContext } from '../workflow';
+import type { StepContext } from '../framework/workflow';
 import { clusterOfStep } from '../cluster-lookup';
 import { KcmError } from '@kcm/protocol';
 import type { BinlogPosition, CatchUpState, TableAt } from '@kcm/agent-api';

@@ -18,7 +18,7 @@
 
 import { KcmError, parseQualifiedTable, type ExpandClusterResult, type ParasOf } from '@kcm/protocol';
 import { changeableCluster, shardOf } from '../cluster-lookup';
-import type { JobOf, StepContext } from '../workflow';
+import type { JobOf, StepContext } from '../framework/workflow';
 import { foreignTablesOf } from './cutover';
 import { isPrecheckRefusal, precheckMoves } from './precheck';
 import {

@@ -16,7 +16,7 @@
 
 import { KcmError } from '@kcm/protocol';
 import { clusterOfStep } from '../cluster-lookup';
-import type { StepContext } from '../workflow';
+import type { StepContext } from '../framework/workflow';
 import { compareWithCatchUps, copyPhase, keyText, type CaughtUp, type CopySummary, type MoveDeps, type MoveEnd, type MoveSpec, type PreparedMove, type VerifySummary } from './engine';
 import { loginAs, q, withShard, type ShardLogin } from './shard-sql';
 

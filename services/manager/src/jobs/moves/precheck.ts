@@ -7,7 +7,7 @@
 // refusal is collected, so one answer names each table that cannot be moved and why.
 
 import { KcmError } from '@kcm/protocol';
-import type { StepContext } from '../workflow';
+import type { StepContext } from '../framework/workflow';
 import { clusterOfStep } from '../cluster-lookup';
 import type { ForeignTableAgent } from './cutover';
 import type { MoveSpec } from './engine';

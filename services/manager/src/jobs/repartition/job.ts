@@ -19,7 +19,7 @@
 
 import { type ParasOf, type RepartitionTablesResult } from '@kcm/protocol';
 import { changeableCluster } from '../cluster-lookup';
-import type { JobOf, StepContext } from '../workflow';
+import type { JobOf, StepContext } from '../framework/workflow';
 import { foreignTablesOf } from '../moves/cutover';
 import { copyPhase, prepareMove, stopCatchUp, verifyPhase, catchUpPhase, type CaughtUp, type CopySummary, type MoveDeps, type MoveSpec, type PreparedMove, type VerifySummary } from '../moves/engine';
 import { q, withShard } from '../moves/shard-sql';

@@ -23,7 +23,7 @@ import type { BinlogPosition } from '@kcm/agent-api';
 import { catchUpForHold, haltCatchUp, stopCatchUp, type HeldCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
 import type { Agents } from '@kcm/agent-api';
 import { openShard, q, type ShardLogin, type ShardSession } from '../moves/shard-sql';
-import type { StepContext } from '../workflow';
+import type { StepContext } from '../framework/workflow';
 import type { LocatedPair } from './check';
 import { parsePartitionRecord, repointPartitionComment } from './partitions';
 import type { SwitchSummary } from './switch-names';

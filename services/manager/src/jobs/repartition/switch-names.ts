@@ -23,7 +23,7 @@ import type { BinlogPosition } from '@kcm/agent-api';
 import { catchUpForHold, haltCatchUp, stopCatchUp, type MoveDeps, type MoveSpec, type PreparedMove } from '../moves/engine';
 import type { Agents } from '@kcm/agent-api';
 import { openShard, q, withShard, type ShardLogin, type ShardSession } from '../moves/shard-sql';
-import type { StepContext } from '../workflow';
+import type { StepContext } from '../framework/workflow';
 
 export interface SwitchSummary {
   /** The target's name after the switch (`database.table`). */

@@ -17,7 +17,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KcmError } from '@kcm/protocol';
-import type { JobDefinition, JobStep } from '../workflow';
+import type { JobDefinition, JobStep } from '../framework/workflow';
 import { chooseCandidate, surveyStandbys, type CandidateChoice } from './choose-candidate';
 import { FENCED_BY_METADATA_ONLY, fenceNode, type FenceOutcome } from './fence';
 import { commitNewMaster, preparedXaOn, promoteNode, repointStandbys, type PromoteOutcome, type RepointOutcome } from './promote';

@@ -7,8 +7,8 @@
 import { AgentUnreachableError, isAgentUnreachable, type Agents } from '@kcm/agent-api';
 import { CommandKind } from '../../meta/commands';
 import type { StorageNodeRecord } from '../../meta/state';
-import { orThrow } from '../errors';
-import type { StepServices } from '../workflow';
+import { orThrow } from '../framework/errors';
+import type { StepServices } from '../framework/workflow';
 
 export interface FenceOutcome {
   node_id: string;

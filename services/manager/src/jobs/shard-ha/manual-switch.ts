@@ -29,9 +29,9 @@ import { KcmError, parseIpPort, type ManualSwitchResult, type ParasOf, type Swit
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../../meta/state';
 import { changeableCluster, clusterOfStep, shardOf } from '../cluster-lookup';
 import { CommandKind } from '../../meta/commands';
-import { orThrow } from '../errors';
+import { orThrow } from '../framework/errors';
 import { opId } from '../instance-ops';
-import type { JobOf, StepContext } from '../workflow';
+import type { JobOf, StepContext } from '../framework/workflow';
 import { commitNewMaster, promoteNode, repointStandbys } from './promote';
 import { repointComputes } from './repoint-computes';
 import { shardView, where } from './shard-view';

@@ -4,9 +4,9 @@
 import type { Agents } from '@kcm/agent-api';
 import { CommandKind } from '../../meta/commands';
 import type { ClusterRecord, StorageNodeRecord } from '../../meta/state';
-import { orThrow } from '../errors';
+import { orThrow } from '../framework/errors';
 import { opId } from '../instance-ops';
-import type { StepServices } from '../workflow';
+import type { StepServices } from '../framework/workflow';
 import { where } from './shard-view';
 import { liveAccount } from '../../secrets/live-accounts';
 import type { SecretBox } from '../../secrets/secret-box';

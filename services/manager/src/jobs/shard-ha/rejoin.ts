@@ -10,10 +10,10 @@
 import { gtidsBeyond, isAgentUnreachable, type Agents } from '@kcm/agent-api';
 import { CommandKind } from '../../meta/commands';
 import type { ClusterRecord, ShardRecord, StorageNodeRecord } from '../../meta/state';
-import { orThrow } from '../errors';
+import { orThrow } from '../framework/errors';
 import { opId } from '../instance-ops';
 import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from '../nodes';
-import type { StepServices } from '../workflow';
+import type { StepServices } from '../framework/workflow';
 import { agentAnswers, FENCE_REACH_MS } from './fence';
 import { where } from './shard-view';
 import { liveAccount } from '../../secrets/live-accounts';

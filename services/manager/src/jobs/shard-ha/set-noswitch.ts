@@ -12,8 +12,8 @@ import { CommandKind } from '../../meta/commands';
 import type { NoSwitchWindow } from '../../meta/noswitch';
 import type { MetaState } from '../../meta/state';
 import { changeableCluster, shardOf } from '../cluster-lookup';
-import { orThrow } from '../errors';
-import type { JobOf } from '../workflow';
+import { orThrow } from '../framework/errors';
+import type { JobOf } from '../framework/workflow';
 
 type NoswitchParas = ParasOf<'set_noswitch'>;
 

@@ -5,11 +5,11 @@
 
 import { KcmError, errorEntry, type ErrorName } from '@kcm/protocol';
 import { flushLogSoon, type Logger } from '@kcm/common';
-import { CommandKind, type Command } from '../meta/commands';
-import { runnableJobs } from '../meta/jobs';
-import type { ApplyOutcome } from '../meta/outcome';
-import type { JobRecord, JobResultRecord } from '../meta/state';
-import type { MetaStore } from '../meta/store';
+import { CommandKind, type Command } from '../../meta/commands';
+import { runnableJobs } from '../../meta/jobs';
+import type { ApplyOutcome } from '../../meta/outcome';
+import type { JobRecord, JobResultRecord } from '../../meta/state';
+import type { MetaStore } from '../../meta/store';
 import { stepFailureOf } from './errors';
 import { PlacementTurns } from './placement-turns';
 import type { JobRegistry } from './registry';

@@ -2,7 +2,7 @@
 
 import { catalogErrorOf } from '@kcm/agent-api';
 import { KcmError, type ErrorName } from '@kcm/protocol';
-import type { ApplyOutcome } from '../meta/outcome';
+import type { ApplyOutcome } from '../../meta/outcome';
 
 /** What a failed step reports: the catalog error and its message. */
 export interface StepFailure {

@@ -11,10 +11,10 @@
 // Nothing else changes: a held commit is proposed exactly as before, only later, and the
 // runner still waits for it to be committed before running the next step.
 
-import type { Command } from '../meta/commands';
-import type { ApplyOutcome } from '../meta/outcome';
-import type { MetaState } from '../meta/state';
-import type { MetaStore } from '../meta/store';
+import type { Command } from '../../meta/commands';
+import type { ApplyOutcome } from '../../meta/outcome';
+import type { MetaState } from '../../meta/state';
+import type { MetaStore } from '../../meta/store';
 
 export class CommitPacer {
   private held: (() => void)[] = [];

@@ -11,10 +11,10 @@
 import type { Logger } from '@kcm/common';
 import type { AsyncJobType, KcmError, ParasOf, ResultOf } from '@kcm/protocol';
 import type { WithAgent, Agents } from '@kcm/agent-api';
-import type { Command } from '../meta/commands';
-import type { ApplyOutcome } from '../meta/outcome';
-import type { MetaState } from '../meta/state';
-import type { SecretBox } from '../secrets/secret-box';
+import type { Command } from '../../meta/commands';
+import type { ApplyOutcome } from '../../meta/outcome';
+import type { MetaState } from '../../meta/state';
+import type { SecretBox } from '../../secrets/secret-box';
 
 /** What every step acts through, the same for every job family (given to the runner once). */
 export interface StepServices {
