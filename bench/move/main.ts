@@ -54,6 +54,8 @@ const { values: flags } = parseArgs({
     rows: { type: 'string' },
     'baseline-ms': { type: 'string', default: '10000' },
     agents: { type: 'string', default: 'process' },
+    // The move's copy chunk (manager config moveChunkRows); default: the config's default.
+    'chunk-rows': { type: 'string' },
   },
 });
 const MOVES = Number(flags.moves);
@@ -88,7 +90,12 @@ interface SizeFigures {
 }
 
 async function main() {
-  const f = await startClusterFixture({ agentPort: 58190, member: '127.0.1.90:58190', processAgentHosts: PROCESS_AGENTS ? HOSTS : [] });
+  const f = await startClusterFixture({
+    agentPort: 58190,
+    member: '127.0.1.90:58190',
+    processAgentHosts: PROCESS_AGENTS ? HOSTS : [],
+    ...(flags['chunk-rows'] ? { managerConfig: { moveChunkRows: Number(flags['chunk-rows']) } } : {}),
+  });
   try {
     const agentPids = [...f.processAgents.values()].map((a) => a.pid).filter((pid): pid is number => pid !== undefined);
     await registerMachines(f, [2]);

@@ -87,9 +87,12 @@ export async function copyRows(src: mysql.Connection, dst: mysql.Connection, fro
   /** Rows and INSERT bytes written in the open target transaction (0: none open). */
   let open = 0;
   let openBytes = 0;
-  const read = async (from_: unknown[] | null): Promise<unknown[][]> => {
+  // A chunk's INSERT text is made as soon as its rows arrive, while the previous chunk's
+  // INSERT is still on its way to the target, so the writes follow each other closely.
+  const read = async (from_: unknown[] | null): Promise<{ batch: unknown[][]; text: string }> => {
     const chunk = chunkQuery(from.db, from.table, shape, from_, opts.chunkRows);
-    return ((await src.query({ sql: chunk.sql, values: chunk.values, rowsAsArray: true })) as unknown as [unknown[][]])[0];
+    const batch = ((await src.query({ sql: chunk.sql, values: chunk.values, rowsAsArray: true })) as unknown as [unknown[][]])[0];
+    return { batch, text: batch.length > 0 ? dst.format(insert, [batch]) : '' };
   };
   const commit = async () => {
     if (open === 0) return;
@@ -100,11 +103,11 @@ export async function copyRows(src: mysql.Connection, dst: mysql.Connection, fro
     await opts.progress(rows, chunks, after ?? []);
   };
   // The next chunk is read from the source while this one is written to the target.
-  let next: Promise<unknown[][]> | null = read(after);
+  let next: Promise<{ batch: unknown[][]; text: string }> | null = read(after);
   try {
     while (next) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? new Error('aborted');
-      const batch: unknown[][] = await next;
+      const { batch, text } = await next;
       next = null;
       if (batch.length === 0) break;
       const last = keyAt.map((i) => batch[batch.length - 1][i]);
@@ -116,7 +119,6 @@ export async function copyRows(src: mysql.Connection, dst: mysql.Connection, fro
         await dst.query('START TRANSACTION');
         openedAt = performance.now();
       }
-      const text = dst.format(insert, [batch]);
       await dst.query(text);
       open += batch.length;
       openBytes += text.length;
