@@ -20,7 +20,7 @@ import { openLogicalStorage } from './backup/logical-storage';
 import { InDoubtResolver } from './leader/in-doubt-resolver';
 import { InstanceReconciler } from './leader/instance-reconciler';
 import { CommitPacer } from './jobs/framework/commit-pacer';
-import { jobTable, registryOf, type JobTableOptions } from './jobs/framework/registry';
+import { jobTable, registryOf, type JobTableOptions } from './jobs/registry';
 import { JobRunner } from './jobs/framework/runner';
 import { Leadership, type LeaderService } from './leader/leadership';
 import { ManagerService } from './submit/manager-service';

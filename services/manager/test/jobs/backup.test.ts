@@ -8,7 +8,7 @@ import type { MariaDbBackupSource, MariaDbProbeReply, PgSchemaDumpReply } from '
 import type { KcmError } from '@kcm/protocol';
 import { manualBackupClusterJob, type BackupJobDeps } from '../../src/jobs/backup';
 import { createBackupStorageJob, deleteBackupStorage } from '../../src/jobs/backup-storage';
-import { registryOf } from '../../src/jobs/framework/registry';
+import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/framework/runner';
 import { ManagerService } from '../../src/submit/manager-service';
 import { backupQueriesFor } from './backup-queries';

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { MemoryStorage, RaftNode, type StateMachine } from '@kcm/raft';
-import { registryOf } from '../../src/jobs/framework/registry';
+import { registryOf } from '../../src/jobs/registry';
 import { JobRunner } from '../../src/jobs/framework/runner';
 import { raftMissionJob } from '../../src/jobs/raft-mission';
 import { ManagerService } from '../../src/submit/manager-service';

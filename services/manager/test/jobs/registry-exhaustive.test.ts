@@ -1,6 +1,6 @@
 // The job registry is exhaustive by construction: a job type added to libs/protocol as
 // async, with its paras schema and result type but no runner, must fail to compile in
-// services/manager/src/jobs/framework/registry.ts. This compiles the registry with the TypeScript
+// services/manager/src/jobs/registry.ts. This compiles the registry with the TypeScript
 // compiler twice: as it is (no error), and with the protocol grown by one job type (an
 // in-memory overlay of three protocol files); the second must report the missing entry.
 
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(__dirname, '../../../..');
 const protocolSrc = path.join(root, 'libs/protocol/src');
-const registryFile = path.join(root, 'services/manager/src/jobs/framework/registry.ts');
+const registryFile = path.join(root, 'services/manager/src/jobs/registry.ts');
 
 /** A new async job type, added where the protocol's own checks ask for it. */
 const growProtocol: Record<string, (source: string) => string> = {
@@ -57,6 +57,6 @@ describe('the job registry', () => {
   it('fails to compile when the protocol gains an async job type the registry does not list', () => {
     const errors = registryErrors(growProtocol);
     expect(errors.length).toBeGreaterThan(0);
-    for (const error of errors) expect(error).toMatch(/^services\/manager\/src\/jobs\/framework\/registry\.ts: .*Property 'backup_shard' is missing in type .* but required in type 'JobTable'/s);
+    for (const error of errors) expect(error).toMatch(/^services\/manager\/src\/jobs\/registry\.ts: .*Property 'backup_shard' is missing in type .* but required in type 'JobTable'/s);
   }, 60_000);
 });

@@ -12,10 +12,10 @@ import type { JobRecord, JobResultRecord } from '../../meta/state';
 import type { MetaStore } from '../../meta/store';
 import { stepFailureOf } from './errors';
 import { PlacementTurns } from './placement-turns';
-import type { JobRegistry } from './registry';
-import type { StepContext, StepServices } from './workflow';
+import type { JobDefinition, StepContext, StepServices } from './workflow';
 
-export type { JobRegistry } from './registry';
+/** What the runner and the gateway look jobs up in, by canonical job type (only those kcm runs). */
+export type JobRegistry = ReadonlyMap<string, JobDefinition>;
 
 export interface RunnerHooks {
   /** Called after each step commits (metrics, tests that count step runs). */

@@ -4,39 +4,37 @@
 // submission); each definition's result must be the protocol's ResultOf<that type>.
 // test/jobs/registry-exhaustive.test.ts compiles a fixture to keep that check honest.
 
-import { createToken, deleteToken } from '../tokens';
-import { cancelJobJob } from '../cancel';
+import { createToken, deleteToken } from './tokens';
+import { cancelJobJob } from './cancel';
 import type { AsyncJobType, ParasOf, ResultOf } from '@kcm/protocol';
 import type { RaftNode } from '@kcm/raft';
-import { createCluster, deleteCluster } from '../cluster';
-import { clusterRestore } from '../cluster-restore';
-import { updateInstanceCgroup } from '../cgroup';
-import { addComps, deleteComp } from '../comps';
-import { createMachine, deleteMachine, setMachine } from '../machines';
-import { logicalBackupJob, logicalRestoreJob, type LogicalJobDeps } from '../logical';
-import { addNodes, deleteNodes, rebuildNode } from '../nodes';
-import { raftMissionJob, type RaftMissionDeps } from '../raft-mission';
-import { addShards, deleteShardsJob } from '../shards';
-import { setNoswitch } from '../shard-ha/set-noswitch';
-import { manualSwitchJob, type ManualSwitchLimits } from '../shard-ha/manual-switch';
-import type { JobDefinition } from './workflow';
-import { openBackupStorage } from '../../backup/storage';
-import { manualBackupClusterJob, type BackupJobDeps } from '../backup';
-import { createBackupStorageJob, deleteBackupStorage } from '../backup-storage';
-import { openLogicalStorage } from '../../backup/logical-storage';
-import { expandClusterJob } from '../moves/expand';
-import type { MoveDeps } from '../moves/engine';
-import { rotateClusterPasswords } from '../passwords';
-import { repartitionTablesJob } from '../repartition/job';
+import { createCluster, deleteCluster } from './cluster';
+import { clusterRestore } from './cluster-restore';
+import { updateInstanceCgroup } from './cgroup';
+import { addComps, deleteComp } from './comps';
+import { createMachine, deleteMachine, setMachine } from './machines';
+import { logicalBackupJob, logicalRestoreJob, type LogicalJobDeps } from './logical';
+import { addNodes, deleteNodes, rebuildNode } from './nodes';
+import { raftMissionJob, type RaftMissionDeps } from './raft-mission';
+import { addShards, deleteShardsJob } from './shards';
+import { setNoswitch } from './shard-ha/set-noswitch';
+import { manualSwitchJob, type ManualSwitchLimits } from './shard-ha/manual-switch';
+import type { JobDefinition } from './framework/workflow';
+import type { JobRegistry } from './framework/runner';
+import { openBackupStorage } from '../backup/storage';
+import { manualBackupClusterJob, type BackupJobDeps } from './backup';
+import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
+import { openLogicalStorage } from '../backup/logical-storage';
+import { expandClusterJob } from './moves/expand';
+import type { MoveDeps } from './moves/engine';
+import { rotateClusterPasswords } from './passwords';
+import { repartitionTablesJob } from './repartition/job';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
 
 /** Every async job type: its definition, or 'unsupported' until its family lands. */
 export type JobTable = { readonly [T in AsyncJobType]: JobDefinitionOf<T> | 'unsupported' };
-
-/** What the runner and the gateway look jobs up in, by canonical job type (only those kcm runs). */
-export type JobRegistry = ReadonlyMap<string, JobDefinition>;
 
 export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   raft: RaftNode;
