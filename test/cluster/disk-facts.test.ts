@@ -69,11 +69,15 @@ describe('host facts measured after create_machine: placement and installs on di
     const { stdout } = await run('df', ['-B1', '--output=avail', datadir(1)]);
     const avail = Number(stdout.trim().split('\n').pop());
     await writeFile(path.join(datadir(1), 'filler'), Buffer.alloc(avail - 20 * MB));
-    await waitUntil('the filled datadir recorded', async () => ((recordedFree(1) ?? GB) < 64 * MB ? true : undefined), 10_000, 50);
-    const refused = await emitRaw(MEMBER, 'create_cluster', CREATE_PARAS);
-    expect(refused.error_code).toBe(String(KcmError.of('NO_RESOURCES', '').code));
-    expect(refused.error_info).toMatch(new RegExp(`${HOSTS[1].replace(/\./g, '\\.')} takes 0 more \\(disk: .*its datadir ${datadir(1)} had (19|20) MB free when measured at \\d{4}-`));
-    await run('rm', ['-f', path.join(datadir(1), 'filler')]);
+    try {
+      await waitUntil('the filled datadir recorded', async () => ((recordedFree(1) ?? GB) < 64 * MB ? true : undefined), 10_000, 50);
+      const refused = await emitRaw(MEMBER, 'create_cluster', CREATE_PARAS);
+      expect(refused.error_code).toBe(String(KcmError.of('NO_RESOURCES', '').code));
+      // The figure is the measured one, which the filled tmpfs need not hold to the MB (a CI run saw 59).
+      expect(refused.error_info).toMatch(new RegExp(`${HOSTS[1].replace(/\./g, '\\.')} takes 0 more \\(disk: .*its datadir ${datadir(1)} had \\d{1,2} MB free when measured at \\d{4}-`));
+    } finally {
+      await run('rm', ['-f', path.join(datadir(1), 'filler')]);
+    }
     await waitUntil('the emptied datadir recorded', async () => ((recordedFree(1) ?? 0) > GB ? true : undefined), 10_000, 50);
   });
 
