@@ -61,8 +61,10 @@ describe('a manager cut off from a healthy master does not fail it over (real en
     } finally {
       await load.stop();
     }
-    // Reachable again: nothing changed, and it is still the one writable master.
-    const statuses = await Promise.all(ha.nodes().map((n) => ha.status(n)));
+    // Reachable again: nothing changed, and it is still the one writable master. The test's
+    // own gRPC channel to the master's agent may still be in its reconnect backoff from the
+    // cut: ask until every node answers.
+    const statuses = await waitUntil('every node answers its status after the heal', async () => Promise.all(ha.nodes().map((n) => ha.status(n))).catch(() => undefined), 30_000);
     expect(statuses.filter((s) => !s.read_only).map((s) => s.port)).toEqual([master.port]);
   }, 120_000);
 });
