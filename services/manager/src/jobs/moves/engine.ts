@@ -346,51 +346,49 @@ export async function verifyPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMo
 export async function cutOverPhase(ctx: Ctx, spec: MoveSpec, prepared: PreparedMove, caught: CaughtUp, deps: MoveDeps = {}): Promise<CutOverSummary> {
   const limits = { ...DEFAULT_MOVE_LIMITS, ...deps.limits };
   const agent = foreignTablesOf(ctx.agents);
-  {
-    const target = clusterOfStep(ctx, spec.target.clusterId);
-    const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
-    const targetServer = `shard_${spec.target.shardId}`;
-    // A re-run after the commit finds every foreign table on the target already: nothing to hold.
-    const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign })));
-    if (comps.length > 0 && servers.every((s) => s.server === targetServer)) {
-      const state = await startCatchUp(ctx, spec, prepared, caught.at);
-      await stopCatchUp(ctx, spec);
-      return { blocked_ms: 0, cut_over_ms: 0, at: state.applied, rows_resynced: state.rows_resynced };
-    }
-    const catchUp = await catchUpForHold(ctx, spec, prepared, caught.at, deps);
-    // Level first, outside the hold, so the hold waits only for the last few writes.
-    await catchUp.level();
-    let lastError: unknown;
-    for (let attempt = 1; attempt <= limits.cutOverAttempts; attempt++) {
-      // The tail inside the hold: the first flush (keys already read), then the wait for the rest.
-      let tail = { flush_ms: 0, read_ms: 0, tail_rows: 0 };
-      try {
-        const out = await cutOver(agent, {
-          holdId: `${ctx.jobId}-${spec.key}-${attempt}`,
-          comps,
-          foreign: spec.foreign,
-          targetServer,
-          holdMs: limits.cutOverCatchUpMs + 5_000,
-          sourcePosition: catchUp.sourceNow,
-          caughtUp: async (at) => {
-            tail = await catchUp.tail(at);
-          },
-        });
-        const state = await catchUp.state();
-        const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: state.applied, rows_resynced: state.rows_resynced };
-        // The wall-clock span lets a load's own log be matched against the cut-over (bench/move);
-        // the parts say where the blocked window went.
-        ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to, ...out.parts, ...tail }, 'move cut over');
-        await stopCatchUp(ctx, spec);
-        return summary;
-      } catch (err) {
-        lastError = err;
-        if (ctx.signal.aborted) throw err;
-        ctx.logger.warn({ attempt, err: (err as Error).message }, 'move cut-over attempt failed; writes released, retrying');
-      }
-    }
-    throw lastError;
+  const target = clusterOfStep(ctx, spec.target.clusterId);
+  const comps = Object.values(target.comps).map((c) => ({ hostaddr: c.hostaddr, port: c.port }));
+  const targetServer = `shard_${spec.target.shardId}`;
+  // A re-run after the commit finds every foreign table on the target already: nothing to hold.
+  const servers = await Promise.all(comps.map((c) => agent.server(c.hostaddr, { port: c.port, ...spec.foreign })));
+  if (comps.length > 0 && servers.every((s) => s.server === targetServer)) {
+    const state = await startCatchUp(ctx, spec, prepared, caught.at);
+    await stopCatchUp(ctx, spec);
+    return { blocked_ms: 0, cut_over_ms: 0, at: state.applied, rows_resynced: state.rows_resynced };
   }
+  const catchUp = await catchUpForHold(ctx, spec, prepared, caught.at, deps);
+  // Level first, outside the hold, so the hold waits only for the last few writes.
+  await catchUp.level();
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= limits.cutOverAttempts; attempt++) {
+    // The tail inside the hold: the first flush (keys already read), then the wait for the rest.
+    let tail = { flush_ms: 0, read_ms: 0, tail_rows: 0 };
+    try {
+      const out = await cutOver(agent, {
+        holdId: `${ctx.jobId}-${spec.key}-${attempt}`,
+        comps,
+        foreign: spec.foreign,
+        targetServer,
+        holdMs: limits.cutOverCatchUpMs + 5_000,
+        sourcePosition: catchUp.sourceNow,
+        caughtUp: async (at) => {
+          tail = await catchUp.tail(at);
+        },
+      });
+      const state = await catchUp.state();
+      const summary = { blocked_ms: Math.round(out.blockedMs * 10) / 10, cut_over_ms: Math.round(out.cutOverMs * 10) / 10, at: state.applied, rows_resynced: state.rows_resynced };
+      // The wall-clock span lets a load's own log be matched against the cut-over (bench/move);
+      // the parts say where the blocked window went.
+      ctx.logger.info({ table: `${spec.source.db}.${spec.source.table}`, blocked_ms: summary.blocked_ms, cut_over_ms: summary.cut_over_ms, span_from: out.span.from, span_to: out.span.to, ...out.parts, ...tail }, 'move cut over');
+      await stopCatchUp(ctx, spec);
+      return summary;
+    } catch (err) {
+      lastError = err;
+      if (ctx.signal.aborted) throw err;
+      ctx.logger.warn({ attempt, err: (err as Error).message }, 'move cut-over attempt failed; writes released, retrying');
+    }
+  }
+  throw lastError;
 }
 
 export type RetireMode = 'drop' | 'rename';
