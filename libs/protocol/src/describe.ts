@@ -165,6 +165,16 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
     ],
     fields: { accounts: 'accounts to rotate: admin, replication, storage, computer (default: all four)' },
   },
+  upgrade_cluster: {
+    summary: 'Move a cluster to other MariaDB and/or PostgreSQL versions while it serves, one instance at a time (beyond the spec).',
+    notes: [
+      'storage nodes: the standbys one at a time, then a planned switchover of each shard to an upgraded standby, then the old master',
+      'compute nodes one at a time: the sessions of the one restarting are disconnected, the others see nothing',
+      'stops and says why at the first instance that fails its health check, leaving the cluster serving; submit it again to carry on',
+      'refused while a manager of the group or an agent of the cluster runs a kcm that cannot do it',
+    ],
+    fields: { storage_version: 'MariaDB version every storage node runs afterwards, e.g. 10.11.19', computer_version: 'PostgreSQL version every compute node runs afterwards, e.g. 15.20' },
+  },
   cancel_job: {
     summary: 'Stop a job (beyond the spec): a waiting job never runs; a running one stops at its next step boundary and rolls back what it created.',
     notes: ['the canceled job ends failed with CANCELED (2004)', 'a job that already ended is refused (CONFLICT)'],

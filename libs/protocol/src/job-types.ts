@@ -59,6 +59,8 @@ export const JOB_TYPES = [
   'list_jobs',
   // new generated passwords for a cluster's accounts (beyond the spec's list, issue 16)
   'rotate_cluster_passwords',
+  // move a cluster to other engine versions while it serves (beyond the spec's list, issue 31)
+  'upgrade_cluster',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -113,6 +115,7 @@ export const JOB_MODES = Object.freeze({
   cancel_job: 'async', // a write to the replicated state: the one path every write takes
   list_jobs: 'sync',
   rotate_cluster_passwords: 'async',
+  upgrade_cluster: 'async',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

@@ -297,6 +297,7 @@ export type JobResults = EveryAsyncJobType<{
   delete_token: EmptyResult;
   cancel_job: CancelJobResult;
   rotate_cluster_passwords: RotateClusterPasswordsResult;
+  upgrade_cluster: UpgradeClusterResult;
 }>;
 
 /**
@@ -311,6 +312,33 @@ export type RotateClusterPasswordsResult = {
   computer_pwd?: string;
   storage_user?: string;
   storage_pwd?: string;
+};
+
+/** upgrade_cluster: one instance moved to another engine version (or found there already). */
+export type UpgradedInstance = {
+  /** `<ip>_<port>`, as the paras of manual_switch name nodes. */
+  instance: string;
+  /** Storage nodes: the shard; compute nodes: the comp's name. */
+  shard_id?: string;
+  comp_name?: string;
+  /** What the running instance answered before and after (SELECT VERSION(), SHOW server_version). */
+  version_before: string;
+  version_after: string;
+  /** From the stop to the instance answering its health check again ('0' when it was already there). */
+  ms: string;
+};
+
+/**
+ * upgrade_cluster: every instance it moved, in the order it moved them, and each shard's
+ * planned switchover (a master is never restarted while it is the master).
+ */
+export type UpgradeClusterResult = {
+  cluster_id: string;
+  storage_version: string;
+  computer_version: string;
+  list_node: UpgradedInstance[];
+  list_comp: UpgradedInstance[];
+  list_switch: { shard_id: string; old_master: string; new_master: string; write_stall_ms: string }[];
 };
 
 /**

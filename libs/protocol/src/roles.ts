@@ -70,6 +70,7 @@ export const REQUIRED_ROLE = Object.freeze({
   // submitter, so an operator could otherwise read any cluster's passwords by rotating them,
   // and those are shown only to the cluster's creator and to admins.
   rotate_cluster_passwords: 'admin',
+  upgrade_cluster: 'operator',
 } as const satisfies Record<JobType, Role>);
 
 /** A token's name: what logs, job records and the audit trail show instead of the token. */

@@ -195,4 +195,8 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     missing('cluster_id'), wrongType('cluster_id', 1), wrongType('accounts', 'storage'), wrongType('accounts[1]', 'root'),
     broken('cluster_id', 'cluster_1', 'a name, not an id'), broken('accounts[1]', 'storage', 'the same account twice'), broken('accounts', [], 'an empty list'),
   ],
+  upgrade_cluster: [
+    missing('cluster_id'), wrongType('storage_version', 10.11), broken('storage_version', '10.6.18', 'another series'), broken('storage_version', '10.11', 'no patch level'),
+    broken('computer_version', '16.1', 'another major'), broken('computer_version', '15.x', 'not a number'), broken('storage_version', undefined, 'no version at all', { storage_version: undefined, computer_version: undefined }),
+  ],
 };

@@ -23,6 +23,7 @@ import { cancelJobParas, getStatusParas, listJobsParas } from './status';
 import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
 import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
 import { rotateClusterPasswordsParas } from './passwords';
+import { upgradeClusterParas } from './upgrade';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -64,6 +65,7 @@ export const PARAS_SCHEMAS = {
   cancel_job: cancelJobParas,
   list_jobs: listJobsParas,
   rotate_cluster_passwords: rotateClusterPasswordsParas,
+  upgrade_cluster: upgradeClusterParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

@@ -87,6 +87,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     delete_token: deleteToken,
     cancel_job: cancelJobJob(options.keepFinishedJobs),
     rotate_cluster_passwords: rotateClusterPasswords,
+    upgrade_cluster: 'unsupported',
   } satisfies JobTable;
 }
 
