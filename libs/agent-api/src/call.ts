@@ -3,18 +3,26 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { agentChannelOptions } from './channel-options';
-import { channelCredentials } from './credentials';
+import { activeTls, channelCredentials } from './credentials';
 import { agentCallFailure } from './errors';
 import { relayTicket, ticketMetadataFor } from './tls/ticket';
 import { leaseChannel } from './shared-channels';
+import { protocolClientInterceptor, type ProtocolIdentity } from './protocol-version';
+
+/** An agent's client speaks for a manager, or for an agent pulling from another agent (its TLS role says which). */
+const callerIdentity: ProtocolIdentity = {
+  self: () => ({ kind: activeTls()?.role === 'agent' ? 'agent' : 'manager', name: '' }),
+  peerKind: 'agent',
+};
 
 /** A gRPC client of one agent service at `address`, with kcm's credentials and channel options. */
 export function agentClient(service: grpc.ServiceClientConstructor, address: string): grpc.Client {
-  // An agent relays the transfer ticket of the call it serves (tls/ticket.ts).
+  // An agent relays the transfer ticket of the call it serves (tls/ticket.ts). Every call
+  // states this build's kcm protocol and checks the agent's (protocol-version.ts).
   // One channel per agent shared by every client of it (shared-channels.ts). KCM_BENCH_CHANNEL_PER_CLIENT=1
   // restores a channel per client, only so bench:scale can measure what sharing saves.
   const sharing = process.env.KCM_BENCH_CHANNEL_PER_CLIENT === '1' ? {} : { channelFactoryOverride: leaseChannel };
-  return new service(address, channelCredentials(), { ...agentChannelOptions, interceptors: [relayTicket], ...sharing });
+  return new service(address, channelCredentials(), { ...agentChannelOptions, interceptors: [protocolClientInterceptor(address, callerIdentity), relayTicket], ...sharing });
 }
 
 export function callUnary<Res>(client: grpc.Client, address: string, method: string, request: object, deadlineMs: number): Promise<Res> {

@@ -31,6 +31,7 @@ export { planeEnabled, planeReceive, planeStream, type PlaneCallOptions, type Pl
 export { agentChannelOptions } from './channel-options';
 export { diskFullMessage, formatBytes, INSTALL_MIN_FREE_BYTES, storageWalDirNeed } from './disk-space';
 export { agentClient, callUnary } from './call';
+export { peerProtocols, protocolClientInterceptor, protocolOfMetadata, protocolServerGuard, resetProtocolMemory, type ProtocolIdentity, type ProtocolWarn, type SeenProtocol } from './protocol-version';
 export { channelConnecting, leaseChannel, renewChannel, sharedChannelCount } from './shared-channels';
 export {
   AgentCallError,

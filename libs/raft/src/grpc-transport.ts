@@ -51,6 +51,8 @@ export interface GrpcTransportOptions {
   serverInterceptors?: grpc.ServerInterceptor[];
   /** Required for the same reason as serverCredentials. */
   channelCredentials: grpc.ChannelCredentials;
+  /** Run around every call to the peer at `address` (kcm states and checks its protocol version there). */
+  clientInterceptors?: (address: string) => grpc.Interceptor[];
   logger?: TransportLogger;
 }
 
@@ -236,7 +238,7 @@ export class GrpcTransport implements Transport {
     const address = this.peers[peer];
     if (address === undefined) return undefined;
     const RaftClientCtor = raftClientConstructor();
-    const client = new RaftClientCtor(address, this.options.channelCredentials, this.grpcOptions());
+    const client = new RaftClientCtor(address, this.options.channelCredentials, { ...this.grpcOptions(), interceptors: this.options.clientInterceptors?.(address) ?? [] });
     const connectTimeoutMs = this.options.connectTimeoutMs ?? 2_000;
     const onUnreachable = (reason: string) => this.reportUnreachable(peer, reason);
     const link: PeerLink = {
