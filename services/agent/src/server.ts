@@ -3,8 +3,8 @@
 
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { makePrivateDirSync, type Logger } from '@kcm/common';
-import { AgentService, callerGuard, serveBeats, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
+import { KCM_VERSION, makePrivateDirSync, type Logger } from '@kcm/common';
+import { AgentService, callerGuard, protocolServerGuard, serveBeats, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
 import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
 import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
@@ -16,7 +16,8 @@ import { rejoinCgroup } from './capabilities/cgroup/rejoin';
 import { unary } from './grpc-unary';
 import { startPlane, type RunningPlane } from './plane/server';
 
-export const AGENT_VERSION = '0.1.0';
+/** The kcm release this agent reports in Health (its protocol travels in every reply's metadata). */
+export const AGENT_VERSION = KCM_VERSION;
 
 export interface AgentOptions {
   hostaddr: string;
@@ -57,8 +58,11 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const ctx: AgentContext = { hostaddr: opts.hostaddr, logger: opts.logger, engines, stateDir, ops: new OpLedger(path.join(stateDir, 'ops')), supervisor };
   let address = `${opts.hostaddr}:${opts.port}`;
   const health = (): HealthReply => ({ hostaddr: opts.hostaddr, version: AGENT_VERSION, uptime_ms: Date.now() - startedAt, pid: process.pid });
-  // Managers only, except agents' data-plane calls with a transfer ticket (tls/guard.ts).
-  const server = new grpc.Server({ interceptors: [callerGuard({ kind: 'agent', self: () => address })] });
+  // Managers only, except agents' data-plane calls with a transfer ticket (tls/guard.ts); and
+  // only callers of a kcm protocol this build talks to (protocol-version.ts: first, so every
+  // reply, the guard's refusals included, states this agent's protocol).
+  const protocolGuard = protocolServerGuard({ self: () => ({ kind: 'agent', name: address }), peerKind: 'manager', warn: (fields, msg) => opts.logger.warn(fields, msg) });
+  const server = new grpc.Server({ interceptors: [protocolGuard, callerGuard({ kind: 'agent', self: () => address })] });
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => health()),
     Watch: (call: Parameters<typeof serveBeats>[0]) => serveBeats(call, health),
