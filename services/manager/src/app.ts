@@ -6,7 +6,10 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, makePrivateDirSync, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
-import { AgentPool, callerGuard, channelCredentials, serverCredentials, type Agents } from '@kcm/agent-api';
+import { AgentPool, callerGuard, channelCredentials, protocolClientInterceptor, protocolServerGuard, serverCredentials, type Agents } from '@kcm/agent-api';
+import { managerProtocolIdentity, MemberVersions } from './group/member-versions';
+import { memberServiceDefinition, memberServiceImplementation } from './group/member-describe';
+import { commandProtocolGate } from './group/protocol-gate';
 import type { ManagerConfig } from './config';
 import { buildGateway, requestBoundTokens } from './gateway';
 import { tokenDirectory } from './auth/token-directory';
@@ -111,19 +114,24 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   // Followers forward submissions to the leader on its Raft address (forward/).
   let routing: RoutingService | undefined;
   const forwardService = { definition: forwardServiceDefinition, implementation: forwardServiceImplementation(() => routing, logger.child({ component: 'forward' })) };
+  // Members state their kcm protocol on every call and refuse one they do not talk to; the
+  // Member service tells the others this build's protocol and release (group/member-versions.ts).
+  const protocolIdentity = managerProtocolIdentity(config.member, logger.child({ component: 'kcm-protocol' }));
+  const memberService = { definition: memberServiceDefinition, implementation: memberServiceImplementation(config.member, Date.now()) };
   const grpcTransport =
     opts.transport ??
     new GrpcTransport({
       id: config.member,
       listen: raftAddressOf(config.member),
       peers: {},
-      extraServices: [forwardService],
+      extraServices: [forwardService, memberService],
       logger: logger.child({ component: 'raft-transport' }),
       // The members' links take their credentials from the same place as the agents'; Raft,
       // snapshots and forwarding accept manager-role certificates only.
       channelCredentials: channelCredentials(),
       serverCredentials: serverCredentials(),
-      serverInterceptors: [callerGuard({ kind: 'managers' })],
+      serverInterceptors: [protocolServerGuard(protocolIdentity), callerGuard({ kind: 'managers' })],
+      clientInterceptors: (address) => [protocolClientInterceptor(address, protocolIdentity)],
     });
   const peers = new PeerDirectory(grpcTransport, [...config.initialMembers, ...storage.initialState().confState.voters, ...storage.initialState().confState.learners]);
   // A member we never heard of (the leader that adds us, a new learner) must be answerable.
@@ -177,7 +185,10 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   let monitor: HealthMonitor | undefined;
   const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), shardMasters: () => failureDetector.masterHealth(), inDoubtXa: () => inDoubtResolver.inDoubt(), now });
-  const store = new RaftMetaStore(raft, sm);
+  const memberVersions = new MemberVersions({ self: config.member, members: () => [...raft.status().conf.voters, ...raft.status().conf.learners], identity: protocolIdentity, logger: logger.child({ component: 'member-versions' }) });
+  memberVersions.start();
+  // No command kind is proposed that a member of an older build could not apply (group/protocol-gate.ts).
+  const store = new RaftMetaStore(raft, sm, undefined, commandProtocolGate(memberVersions));
   const observedStore = {
     state: () => store.state(),
     async propose(cmd: Parameters<RaftMetaStore['propose']>[0]) {
@@ -214,7 +225,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
 
   // The runner's own commits share Raft rounds with the next submission (see jobs/framework/commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);
-  const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }), now, secrets };
+  const stepServices = { propose: (cmd: Parameters<RaftMetaStore['propose']>[0]) => observedStore.propose(cmd), agents: engineAgents, withAgent, logger: logger.child({ component: 'jobs' }), now, secrets, groupProtocol: memberVersions };
   runner = new JobRunner(pacer.runnerStore, registry, stepServices, {
     onStepDone(job, step, ms) {
       metrics.observeStep(job, step, ms / 1000);
@@ -287,7 +298,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const local = new ManagerService({
     store: pacer.submitterStore,
     registry,
-    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents, now, configTokens: config.tokens, raftStatus: () => raft.status() }),
+    queries: buildQueries({ conf: () => raft.status().conf, leader: () => raft.status().leader, withAgent, agents: engineAgents, now, configTokens: config.tokens, raftStatus: () => raft.status(), memberVersions: () => memberVersions.list() }),
     linearizableRead: () => store.linearizableRead(),
     // A leader that has committed an entry of its own term knows every committed entry; once
     // it has applied them, validation needs no heartbeat round (anything else takes ReadIndex).
@@ -335,6 +346,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
         service.close();
         await leadership.update(false, raft.status().term);
         await raft.stop();
+        memberVersions.stop();
         agents.close();
       })();
       return stopping;

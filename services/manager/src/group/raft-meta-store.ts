@@ -45,7 +45,16 @@ export class RaftMetaStore implements MetaStore {
   /** Commands proposed in this turn of the event loop, proposed together on the next. */
   private queued: QueuedProposal[] = [];
 
-  constructor(private readonly raft: RaftNode, private readonly sm: MetaStateMachine, private readonly timeoutMs = 10_000) {
+  /**
+   * `admits` may refuse a command before it is proposed (the group's version gate,
+   * protocol-gate.ts: a kind some member could not apply); its error is the proposal's.
+   */
+  constructor(
+    private readonly raft: RaftNode,
+    private readonly sm: MetaStateMachine,
+    private readonly timeoutMs = 10_000,
+    private readonly admits: (cmd: Command) => KcmError | undefined = () => undefined,
+  ) {
     raft.on('leaderChange', () => this.leaderChanges.notify());
   }
 
@@ -66,6 +75,8 @@ export class RaftMetaStore implements MetaStore {
    * with its size. Alone, a command is its own entry, as it always was.
    */
   propose(cmd: Command): Promise<ApplyOutcome> {
+    const refusal = this.admits(cmd);
+    if (refusal) return Promise.reject(refusal);
     return new Promise((resolve, reject) => {
       this.queued.push({ json: JSON.stringify(cmd), resolve, reject });
       if (this.queued.length === 1) setImmediate(() => this.proposeQueued());

@@ -9,7 +9,8 @@ import { clusterQueries } from './clusters';
 import { backupStorageList, withBackupSets } from './backups';
 import { getAudit, listTokens } from './auth';
 import { listJobs } from './jobs';
-import { managerGroup } from './manager-group';
+import { agentVersions, managerGroup } from './manager-group';
+import type { MemberVersion } from '../group/member-versions';
 import { defaultTableStatsOf, expandTableListQuery, type TableStatsOf } from './expand-table-list';
 
 export interface QueryDeps {
@@ -26,6 +27,8 @@ export interface QueryDeps {
   configTokens?: readonly { name: string; role: string }[];
   /** This member's Raft status (term, and on the leader its view of each member), for get_meta_mode. */
   raftStatus?(): RaftStatus;
+  /** Each member's kcm protocol and release as this member last learnt them (group/member-versions.ts), for get_meta_mode. */
+  memberVersions?(): MemberVersion[];
   /** Table sizes and access counts of a storage node (get_expand_table_list); default: its agent. */
   tableStatsOf?: TableStatsOf;
 }
@@ -67,7 +70,14 @@ export function buildQueries(deps: QueryDeps): Map<string, QueryHandler> {
   return new Map<string, QueryHandler>([
     [
       'get_meta_mode',
-      () => ({ mode: metaMode(deps.conf()), leader: deps.leader(), members: deps.conf().voters, learners: deps.conf().learners, ...(deps.raftStatus ? managerGroup(deps.raftStatus()) : {}) }),
+      (_req, state) => ({
+        mode: metaMode(deps.conf()),
+        leader: deps.leader(),
+        members: deps.conf().voters,
+        learners: deps.conf().learners,
+        ...(deps.raftStatus ? managerGroup(deps.raftStatus(), deps.memberVersions?.()) : {}),
+        list_agent: agentVersions(state, deps.agents),
+      }),
     ],
     ['get_machine_summary', (_req, state) => machineSummary(state, deps)],
     // Built once, with the manager's clock (a no-switch window shown is judged at `now`), and

@@ -15,6 +15,7 @@ import type { Command } from '../../meta/commands';
 import type { ApplyOutcome } from '../../meta/outcome';
 import type { MetaState } from '../../meta/state';
 import type { SecretBox } from '../../secrets/secret-box';
+import type { GroupProtocol } from '../../group/member-versions';
 
 /** What every step acts through, the same for every job family (given to the runner once). */
 export interface StepServices {
@@ -29,6 +30,8 @@ export interface StepServices {
   now(): number;
   /** Seals new passwords and opens stored ones for the agent calls that need them. */
   secrets: SecretBox;
+  /** The manager group's kcm builds, for group/protocol-gate.ts's requireGroupProtocol (absent in unit tests: one build). */
+  groupProtocol?: GroupProtocol;
 }
 
 export interface StepContext<P = unknown, O extends object = {}> extends StepServices {

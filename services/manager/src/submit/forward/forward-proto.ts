@@ -4,7 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { channelCredentials } from '@kcm/agent-api';
+import { channelCredentials, protocolClientInterceptor } from '@kcm/agent-api';
 
 const PROTO_PATH = fileURLToPath(new URL('../../../../../proto/manager-forward.proto', import.meta.url));
 
@@ -45,5 +45,7 @@ const ForwardService = (grpc.loadPackageDefinition(definition) as unknown as { k
 export const forwardServiceDefinition: grpc.ServiceDefinition = ForwardService.service;
 
 export function newForwardClient(address: string): ForwardClient {
-  return new ForwardService(address, channelCredentials()) as unknown as ForwardClient;
+  // States this build's kcm protocol and refuses a leader of one it does not talk to (protocol-version.ts).
+  const interceptors = [protocolClientInterceptor(address, { self: () => ({ kind: 'manager', name: '' }), peerKind: 'manager' })];
+  return new ForwardService(address, channelCredentials(), { interceptors }) as unknown as ForwardClient;
 }
