@@ -12,7 +12,7 @@ const FIXTURES_SHOWN_AS = 'test/fixtures/emit';
 
 const CONNECTION_HELP = [
   'Connection:',
-  `  --url <url>       any manager of the group (env KCM_URL, default ${DEFAULT_URL})`,
+  `  --url <url>       any manager of the group, or several comma-separated, tried in turn (env KCM_URL, default ${DEFAULT_URL})`,
   '  --token <token>   bearer token (env KCM_TOKEN; else the admin token of the local deployment, .kcm/local/admin.token or $KCM_LOCAL_DIR)',
   '  --json            print the raw reply envelope instead of text',
 ];

@@ -48,6 +48,8 @@ export async function submitWithRetries(client: EmitClient, envelope: RequestEnv
       return last;
     }
     io.stderr.write(`kcm: ${failure}; sending again with the same request_id ${key}\n`);
+    // With several --url managers, the next attempt asks another one first (this one may be restarting).
+    client.preferNext?.();
     await sleep(SUBMIT_RETRY_PAUSES_MS[attempt]);
   }
 }

@@ -70,3 +70,31 @@ describe('kcm emit and request_id', () => {
     expect(sent.requestIds).toEqual([undefined]);
   });
 });
+
+describe('kcm emit with several managers (--url a,b: a rolling restart of the group)', () => {
+  it('passes over a manager that cannot be reached, and asks the next one after NO_LEADER, with one request_id throughout', async () => {
+    const down = await startGateway();
+    await down.close(); // a manager restarting: nothing listens at its address
+    const other = await startGateway();
+    try {
+      const sent = recordingFetch();
+      const urls = `${down.url},${gateway.url},${other.url}`;
+      gateway.service.nextError = KcmError.of('NO_LEADER', 'no leader known yet; retry');
+      const cli = await runKcm(['emit', 'create_machine', '--paras', JSON.stringify(MACHINE_PARAS)], { url: urls, fetch: sent.fetch, sleep: noWait });
+      expect(cli.code).toBe(0);
+      // down (refused), gateway (NO_LEADER), then the next attempt starts at the next manager: other.
+      expect(sent.requestIds).toHaveLength(3);
+      expect(new Set(sent.requestIds).size).toBe(1);
+      expect(other.service.submitted.map((r) => r.envelope.request_id)).toEqual([sent.requestIds[0]]);
+      expect(cli.stderr).toMatch(/no leader known yet; retry; sending again with the same request_id/);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('refuses a --url list with an entry that is not an http URL, naming it', async () => {
+    const cli = await runKcm(['emit', 'create_machine', '--paras', JSON.stringify(MACHINE_PARAS)], { url: `${gateway.url},ftp://x` });
+    expect(cli.code).not.toBe(0);
+    expect(cli.stderr).toMatch(/--url must be an http:\/\/ or https:\/\/ URL \(or several, comma-separated\), got "ftp:\/\/x"/);
+  });
+});

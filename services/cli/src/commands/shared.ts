@@ -4,7 +4,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { PROTOCOL_VERSION, errorEntryByCode, errorReply, parseRequest, type ReplyEnvelope, type RequestEnvelope, type AnyValidRequest, type KcmError } from '@kcm/protocol';
-import { createEmitClient, DEFAULT_URL, type EmitClient } from '../http-client';
+import { createEmitClient, DEFAULT_URL, managerUrls, type EmitClient } from '../http-client';
 import { EXIT, UsageError, type CliIo } from '../io';
 import { renderAttachment } from '../tables';
 import { readAdminToken } from '../local/admin-token';
@@ -41,11 +41,15 @@ export interface Connection {
 
 export function connect(values: { url?: string; token?: string; json?: boolean }, io: CliIo, command: string): Connection {
   const url = values.url ?? (io.env.KCM_URL || DEFAULT_URL);
-  try {
-    const parsed = new URL(url);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
-  } catch {
-    throw new UsageError(`--url must be an http:// or https:// URL, got "${url}"`, `kcm ${command} --help`);
+  // One manager's URL, or several comma-separated (each is tried in turn: http-client.ts).
+  const urls = managerUrls(url);
+  for (const one of urls.length > 0 ? urls : [url]) {
+    try {
+      const parsed = new URL(one);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
+    } catch {
+      throw new UsageError(`--url must be an http:// or https:// URL (or several, comma-separated), got "${one}"`, `kcm ${command} --help`);
+    }
   }
   // --token, then KCM_TOKEN, then the local deployment's admin token (kcm local up made it).
   const token = values.token ?? (io.env.KCM_TOKEN || undefined) ?? readAdminToken(io.env.KCM_LOCAL_DIR || localContextDir());
