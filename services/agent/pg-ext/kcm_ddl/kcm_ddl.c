@@ -80,6 +80,7 @@
 
 #include "new_database.h"
 #include "routed_inserts.h"
+#include "shard_holds.h"
 #include "shard_transactions.h"
 
 PG_MODULE_MAGIC;
@@ -712,6 +713,7 @@ static void
 count_rows_of_every_action(QueryDesc *queryDesc, int eflags)
 {
 	refuse_partition_key_update(queryDesc->plannedstmt);
+	shard_holds_enter(queryDesc, eflags);
 	shard_transactions_join(queryDesc, eflags);
 	if (previous_start)
 		previous_start(queryDesc, eflags);
@@ -795,4 +797,5 @@ _PG_init(void)
 	RegisterXactCallback(forget_routed_rows, NULL);
 	RegisterSubXactCallback(forget_routed_rows_sub, NULL);
 	shard_transactions_init();
+	shard_holds_init();
 }

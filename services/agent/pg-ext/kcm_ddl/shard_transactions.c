@@ -63,6 +63,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "shard_holds.h"
 #include "shard_link.h"
 #include "shard_transactions.h"
 
@@ -324,8 +325,8 @@ begin_on_shard(Participant *p)
 	p->depth = 1;
 }
 
-static bool
-is_mysql_fdw_server(ForeignServer *server)
+bool
+shard_transactions_is_mysql_server(ForeignServer *server)
 {
 	static Oid	last_fdw = InvalidOid;
 	static bool last_answer = false;
@@ -359,7 +360,7 @@ join(Oid relid, Oid userid)
 	Participant *p;
 	MYSQL	   *conn;
 
-	if (!is_mysql_fdw_server(server))
+	if (!shard_transactions_is_mysql_server(server))
 		return -1;
 	shard_transactions_bind();
 	mapping = GetUserMapping(userid, server->serverid);
@@ -686,6 +687,7 @@ on_transaction_event(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
+			shard_holds_before_commit(n_participants > 0);
 			commit_shards();
 			forget_transaction();
 			break;
@@ -739,10 +741,45 @@ on_subtransaction_event(SubXactEvent event, SubTransactionId mySubid, SubTransac
 	}
 }
 
+/*
+ * A statement mysql_fdw sent was cut off by a lost connection. Inside a shard transaction the
+ * shard rolled it back with the whole transaction; in autocommit the shard may have run it
+ * or not, and the client is told so (SQLSTATE 40003), never that it failed.
+ */
+static void
+on_statement_lost(MYSQL *conn, const char *why)
+{
+	int			shard = shard_link_shard_of(conn);
+	char		name[32];
+	bool		in_transaction = false;
+	bool		ended = shard_holds_ended_by_switch();
+
+	if (shard >= 0)
+		snprintf(name, sizeof(name), "shard %d", shard);
+	else
+		snprintf(name, sizeof(name), "a shard");
+	for (int i = 0; i < n_participants; i++)
+		if (participants[i].conn == conn && participants[i].depth > 0)
+			in_transaction = true;
+	shard_link_release(conn);
+	if (in_transaction)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("kcm: %s: the connection to its master was lost while the statement ran; the transaction is rolled back%s",
+						name, ended ? " (the shard switched its master while the transaction was open)" : ""),
+				 errdetail_internal("%s", why),
+				 errhint("ROLLBACK and run the transaction again.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_STATEMENT_COMPLETION_UNKNOWN),
+			 errmsg("kcm: %s: the connection to its master was lost while the statement ran; whether it committed is unknown", name),
+			 errdetail_internal("%s", why),
+			 errhint("Check whether its change is there before running it again.")));
+}
+
 void
 shard_transactions_bind(void)
 {
-	shard_link_bind(on_connection_closed);
+	shard_link_bind(on_connection_closed, on_statement_lost);
 	watching_connections = true;
 }
 

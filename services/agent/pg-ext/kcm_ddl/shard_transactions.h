@@ -3,11 +3,14 @@
 #define KCM_SHARD_TRANSACTIONS_H
 
 #include "executor/execdesc.h"
+#include "foreign/foreign.h"
 
 /* Before a statement runs: the shard connections it will use join the transaction. */
 extern void shard_transactions_join(QueryDesc *queryDesc, int eflags);
 /* Once mysql_fdw is loaded (its first table planned): every connection it closes is reported here. */
 extern void shard_transactions_bind(void);
+/* True for a foreign server of mysql_fdw. */
+extern bool shard_transactions_is_mysql_server(ForeignServer *server);
 /* From _PG_init: the setting and the transaction callbacks. */
 extern void shard_transactions_init(void);
 
