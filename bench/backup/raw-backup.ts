@@ -5,7 +5,7 @@
 
 import { spawn } from 'node:child_process';
 import { open, rm, stat } from 'node:fs/promises';
-import { instanceLayout, mariadbTools, rawBytesOfZstdSummary, zstdTool } from '@kcm/agent';
+import { instanceLayout, rawBytesOfZstdSummary, systemMariaDbEngine, zstdTool } from '@kcm/agent';
 
 export interface NodeDirs {
   port: number;
@@ -35,7 +35,8 @@ export async function rawMariabackupToFile(node: NodeDirs, file: string, through
     zstd?.stderr!.on('data', (d: Buffer) => (zstdLog += d.toString()));
     const zstdExit = zstd ? new Promise<number | null>((resolve) => zstd.on('close', resolve)) : Promise.resolve(0);
     const child = spawn(
-      mariadbTools.backup,
+      // The system's build: the bench's instances run the agent's default, the system-installed version.
+      systemMariaDbEngine().backup,
       [`--defaults-file=${layout.myCnf}`, '--backup', '--stream=mbstream', `--target-dir=${layout.tmpDir}`, '--user=root', `--socket=${layout.socket}`, '--slave-info'],
       { stdio: ['ignore', zstd ? zstd.stdin! : out.fd, 'pipe'], cwd: layout.instanceDir },
     );

@@ -4,14 +4,15 @@
 
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@kcm/common';
-import type { EnginePaths } from './capabilities/host-facts';
+import type { Engines } from './capabilities/engines/engines';
 import type { OpLedger } from './ops/op-ledger';
 import type { InstanceSupervisor } from './capabilities/supervisor';
 
 export interface AgentContext {
   hostaddr: string;
   logger: Logger;
-  engines: EnginePaths;
+  /** Engine versions in the host-wide cache; each instance runs the version its record names. */
+  engines: Engines;
   /** The agent's own state (op ledger, instance registry); survives agent restarts. */
   stateDir: string;
   ops: OpLedger;

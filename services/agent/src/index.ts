@@ -15,5 +15,6 @@ export { backupGtid } from './capabilities/mariadb/backup/rebuild';
 // The tools the agent runs for a physical backup, for benches that run the same command
 // line beside it (bench/backup's raw pipe).
 export { mariadbTools } from './capabilities/mariadb/instance/instance-layout';
+export { systemMariaDbEngine } from './capabilities/engines/engine-paths';
 export { zstdTool } from './capabilities/mariadb/backup/backup-compression';
 export { rawBytesOfZstdSummary } from './capabilities/mariadb/backup/backup-info';

@@ -19,6 +19,11 @@ const { values } = parseArgs({
     'tls-cert': { type: 'string', default: process.env.KCM_AGENT_TLS_CERT },
     'tls-key': { type: 'string', default: process.env.KCM_AGENT_TLS_KEY },
     insecure: { type: 'boolean', default: process.env.KCM_AGENT_INSECURE === '1' },
+    // The host-wide engine cache (docs/engine-versions.md) and the versions an install naming none gets
+    // (default: the versions of the system-installed Debian packages).
+    'engine-cache': { type: 'string', default: process.env.KCM_AGENT_ENGINE_CACHE },
+    'mariadb-version': { type: 'string', default: process.env.KCM_AGENT_MARIADB_VERSION },
+    'postgres-version': { type: 'string', default: process.env.KCM_AGENT_POSTGRES_VERSION },
   },
 });
 
@@ -30,7 +35,14 @@ try {
   process.stderr.write(`kcm-agent: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 }
-const agent = await startAgent({ hostaddr: values.host!, port: Number(values.port), logger, stateDir: values['state-dir'] });
+const agent = await startAgent({
+  hostaddr: values.host!,
+  port: Number(values.port),
+  logger,
+  stateDir: values['state-dir'],
+  engineCacheDir: values['engine-cache'],
+  engineDefaults: { mariadb: values['mariadb-version'], postgres: values['postgres-version'] },
+});
 const shutdown = createShutdown(logger);
 shutdown.add('agent grpc server', () => agent.stop());
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

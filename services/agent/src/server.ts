@@ -5,7 +5,9 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { KCM_VERSION, makePrivateDirSync, type Logger } from '@kcm/common';
 import { AgentService, callerGuard, protocolServerGuard, serveBeats, serverCredentials, type HealthReply, type HostFactsRequest, type PrepareDirsRequest } from '@kcm/agent-api';
-import { debianEnginePaths, hostFacts, type EnginePaths } from './capabilities/host-facts';
+import { debianEnginePaths, hostFacts } from './capabilities/host-facts';
+import { EngineCache } from './capabilities/engines/engine-cache';
+import { Engines, type EngineDefaults } from './capabilities/engines/engines';
 import { prepareDirs } from './capabilities/prepare-dirs';
 import { capabilityModules } from './capabilities/index';
 import type { AgentContext } from './capability';
@@ -23,7 +25,10 @@ export interface AgentOptions {
   hostaddr: string;
   port: number;
   logger: Logger;
-  engines?: EnginePaths;
+  /** The host-wide engine cache (capabilities/engines); default /var/cache/kcm/engines. */
+  engineCacheDir?: string;
+  /** Versions an install that names none gets; default the system-installed packages' versions. */
+  engineDefaults?: EngineDefaults;
   /** The agent's own state directory; default /var/lib/kcm/agent-<hostaddr>. */
   stateDir?: string;
   /** How often the supervisor checks the instances wanted running (ms); default 1000. */
@@ -45,7 +50,7 @@ export interface RunningAgent {
 
 export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   const startedAt = Date.now();
-  const engines = opts.engines ?? debianEnginePaths;
+  const engines = new Engines(new EngineCache(opts.engineCacheDir), opts.engineDefaults);
   const stateDir = opts.stateDir ?? path.join('/var/lib/kcm', `agent-${opts.hostaddr}`);
   // It holds instance records and each MariaDB instance's admin secret: owner only.
   makePrivateDirSync(stateDir);
@@ -66,7 +71,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => health()),
     Watch: (call: Parameters<typeof serveBeats>[0]) => serveBeats(call, health),
-    HostFacts: unary(opts.logger, 'HostFacts', (req: HostFactsRequest) => hostFacts(req.dirs, engines)),
+    HostFacts: unary(opts.logger, 'HostFacts', (req: HostFactsRequest) => hostFacts(req.dirs, debianEnginePaths)),
     PrepareDirs: unary(opts.logger, 'PrepareDirs', async (req: PrepareDirsRequest) => {
       const reply = await prepareDirs(req.dirs);
       opts.logger.info({ op_id: req.op_id, dirs: req.dirs, problems: reply.problems }, 'prepared directories');

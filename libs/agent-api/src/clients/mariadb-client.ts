@@ -9,6 +9,8 @@ import {
   type MariaDbInstallRequest,
   type MariaDbInstanceReply,
   type MariaDbListTablesReply,
+  type MariaDbPrepareEngineReply,
+  type MariaDbUpgradeEngineReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
   type MariaDbRebuildRequest,
@@ -24,9 +26,11 @@ export interface MariaDbDeadlines {
   rebuildMs: number;
   /** Probe and variables. */
   queryMs: number;
+  /** PrepareEngine (a download of ~15 MB and its unpacking) and UpgradeEngine (stop, start, mariadb-upgrade). */
+  engineMs: number;
 }
 
-const DEFAULT_DEADLINES: MariaDbDeadlines = { commandMs: 5 * 60_000, rebuildMs: 6 * 3600_000, queryMs: 10_000 };
+const DEFAULT_DEADLINES: MariaDbDeadlines = { commandMs: 5 * 60_000, rebuildMs: 6 * 3600_000, queryMs: 10_000, engineMs: 15 * 60_000 };
 
 export class MariaDbAgentClient {
   private readonly client: grpc.Client;
@@ -81,6 +85,20 @@ export class MariaDbAgentClient {
   /** Tables of the cluster databases (`D_$$_S`) on the instance, as `database.table`. */
   listTables(port: number): Promise<MariaDbListTablesReply> {
     return this.call('ListTables', { port }, this.deadlines.queryMs);
+  }
+
+  /**
+   * Makes sure MariaDB `version` is in the host's engine cache ('' = the agent's default),
+   * so a job can check every host has it before installing anything. An agent older than
+   * versioned engines answers UNIMPLEMENTED (AgentCallError).
+   */
+  prepareEngine(opId: string, version: string): Promise<MariaDbPrepareEngineReply> {
+    return this.call('PrepareEngine', { op_id: opId, version }, this.deadlines.engineMs);
+  }
+
+  /** Moves the instance on `port` to engine `version` (stop, switch, start, mariadb-upgrade); versions as measured. */
+  upgradeEngine(opId: string, port: number, version: string): Promise<MariaDbUpgradeEngineReply> {
+    return this.call('UpgradeEngine', { op_id: opId, port, version }, this.deadlines.engineMs);
   }
 
   close(): void {

@@ -8,10 +8,15 @@ import {
   type InstallPostgresRequest,
   type PostgresInstanceReply,
   type PostgresVariablesReply,
+  type PreparePostgresEngineReply,
+  type UpgradePostgresEngineReply,
   type ProbePostgresReply,
   type ShardEndpoint,
   type SyncCatalogReply,
 } from '../contract/postgres';
+
+/** A download of ~20 MB and its unpacking, or a stop and start. */
+const ENGINE_DEADLINE_MS = 15 * 60_000;
 
 export class PostgresAgentClient {
   private readonly client: grpc.Client;
@@ -54,11 +59,21 @@ export class PostgresAgentClient {
     return this.call('GetPostgresVariables', { port, names });
   }
 
+  /** Makes sure PostgreSQL `version` is in the host's engine cache ('' = the agent's default); UNIMPLEMENTED from an older agent. */
+  prepareEngine(opId: string, version: string): Promise<PreparePostgresEngineReply> {
+    return this.call('PreparePostgresEngine', { op_id: opId, version }, ENGINE_DEADLINE_MS);
+  }
+
+  /** Moves the instance on `port` to engine `version` (fast shutdown, switch, start); versions as measured. */
+  upgradeEngine(opId: string, port: number, version: string): Promise<UpgradePostgresEngineReply> {
+    return this.call('UpgradePostgresEngine', { op_id: opId, port, version }, ENGINE_DEADLINE_MS);
+  }
+
   close(): void {
     this.client.close();
   }
 
-  private call<Res>(method: string, request: object): Promise<Res> {
-    return callUnary<Res>(this.client, this.address, method, request, this.deadlineMs);
+  private call<Res>(method: string, request: object, deadlineMs = this.deadlineMs): Promise<Res> {
+    return callUnary<Res>(this.client, this.address, method, request, deadlineMs);
   }
 }

@@ -15,6 +15,8 @@ export interface MariaDbInstanceSpec {
   max_connections: number;
   dbcfg: number;
   fullsync_level: number;
+  /** "10.11.18"; '' or absent = the version it runs already, or the agent's default. The agent records what it chose. */
+  engine_version?: string;
 }
 
 export interface MariaDbAccount {
@@ -46,6 +48,8 @@ export interface MariaDbInstanceReply {
   socket: string;
   /** Anything the command did that the caller should know (e.g. directories set aside); '' otherwise. */
   detail?: string;
+  /** Install: the version the server reports (SELECT VERSION(), e.g. 10.11.18); '' otherwise (or from an older agent). */
+  server_version?: string;
 }
 
 export type MariaDbRole = 'master' | 'standby';
@@ -151,4 +155,36 @@ export interface MariaDbProbeReply {
   supervisor_restarts: number;
   /** running | stopped; '' when the agent has no desired state for it. */
   desired_state: string;
+}
+
+/** PrepareEngine: fetch an engine version into the host's cache ('' = the agent's default). */
+export interface MariaDbPrepareEngineRequest {
+  op_id: string;
+  version: string;
+}
+
+export interface MariaDbPrepareEngineReply {
+  /** The version prepared (the default's when none was named). */
+  version: string;
+  /** Debian build it came from, e.g. 1:10.11.18-0+deb12u1. */
+  debian_version: string;
+  /** Its directory in the engine cache. */
+  dir: string;
+}
+
+export interface MariaDbUpgradeEngineRequest {
+  op_id: string;
+  port: number;
+  version: string;
+}
+
+export interface MariaDbUpgradeEngineReply {
+  port: number;
+  /** SELECT VERSION() of the running instance before and after the switch. */
+  version_before: string;
+  version_after: string;
+  /** The version the instance's record names now. */
+  engine_version: string;
+  pid: number;
+  detail: string;
 }

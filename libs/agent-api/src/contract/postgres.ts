@@ -12,6 +12,8 @@ export interface InstallPostgresRequest {
   user: string;
   password: string;
   variables?: Record<string, string>;
+  /** "15.18"; '' or absent = the version the instance runs already, or the agent's default. */
+  engine_version?: string;
 }
 
 export interface PostgresInstanceRequest {
@@ -28,6 +30,8 @@ export interface PostgresInstanceReply {
   running: boolean;
   user: string;
   detail: string;
+  /** InstallPostgres: SHOW server_version, e.g. 15.18; '' otherwise (or from an older agent). */
+  server_version?: string;
 }
 
 export interface ProbePostgresRequest {
@@ -92,4 +96,33 @@ export interface GetPostgresVariablesRequest {
 
 export interface PostgresVariablesReply {
   variables: { name: string; value: string; pending_restart: boolean }[];
+}
+
+/** PreparePostgresEngine: fetch an engine version into the host's cache ('' = the agent's default). */
+export interface PreparePostgresEngineRequest {
+  op_id: string;
+  version: string;
+}
+
+export interface PreparePostgresEngineReply {
+  version: string;
+  /** Debian build it came from, e.g. 15.18-0+deb12u1. */
+  debian_version: string;
+  dir: string;
+}
+
+export interface UpgradePostgresEngineRequest {
+  op_id: string;
+  port: number;
+  version: string;
+}
+
+export interface UpgradePostgresEngineReply {
+  port: number;
+  /** SHOW server_version of the running instance before and after the switch. */
+  version_before: string;
+  version_after: string;
+  engine_version: string;
+  pid: number;
+  detail: string;
 }

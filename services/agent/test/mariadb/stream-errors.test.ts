@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { startAgent, type RunningAgent } from '../../src/index';
 import { receiveBackup } from '../../src/capabilities/mariadb/backup/backup-stream';
+import { systemMariaDbEngine } from '../../src/capabilities/engines/engine-paths';
 import { MariaDbAgentClient } from '@kcm/agent-api';
 
 describe('backup streams and commands that cannot be served', () => {
@@ -25,13 +26,13 @@ describe('backup streams and commands that cannot be served', () => {
     const staging = path.join(tmp, 'staging');
     await mkdir(staging);
     const source = { agent_address: agent.address, hostaddr: '127.0.0.1', port: 57999, is_master: false };
-    await expect(receiveBackup(source, 0, staging)).rejects.toThrow(/copy from 127.0.0.1:57999 failed: .*no MariaDB instance on port 57999/);
+    await expect(receiveBackup(source, 0, staging, systemMariaDbEngine().mbstream)).rejects.toThrow(/copy from 127.0.0.1:57999 failed: .*no MariaDB instance on port 57999/);
     expect(await readdir(staging)).toEqual([]);
   });
 
   it('a source agent that is not there fails the copy instead of hanging', async () => {
     const source = { agent_address: '127.0.0.1:1', hostaddr: '127.0.0.1', port: 57999, is_master: false };
-    await expect(receiveBackup(source, 0, tmp)).rejects.toThrow(/copy from 127.0.0.1:57999 failed/);
+    await expect(receiveBackup(source, 0, tmp, systemMariaDbEngine().mbstream)).rejects.toThrow(/copy from 127.0.0.1:57999 failed/);
   });
 
   it('commands on a port with no instance say so; a probe calls it unknown', async () => {

@@ -87,6 +87,8 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     variables: (port, names = []) => record(host, 'mariadb.variables', { port, names }, { variables: [] }),
     probe: (port) => record(host, 'mariadb.probe', { port }, mysqlProbe(port)),
     listTables: (port) => record(host, 'mariadb.listTables', { port }, { tables: tablesAt(host, port) }),
+    prepareEngine: (op, version) => record(host, 'mariadb.prepareEngine', { op, version }, { version: version || '10.11.19', debian_version: `1:${version || '10.11.19'}-0+deb12u1`, dir: `/e/mariadb-${version}` }),
+    upgradeEngine: (op, port, version) => record(host, 'mariadb.upgradeEngine', { op, port, version }, { port, version_before: '10.11.18', version_after: version, engine_version: version, pid: 100, detail: '' }),
     close: () => {},
   });
 
@@ -102,6 +104,8 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     syncCatalog: (op, port, shards) => record(host, 'pg.sync', { op, port, shards }, { changes: [], servers_changed: [], foreign_tables: 0, elapsed_ms: 1 }),
     setVariables: (op, port, variables) => record(host, 'pg.setVariables', { op, port, variables }, { variables: [] }),
     getVariables: (port, names) => record(host, 'pg.getVariables', { port, names }, { variables: [] }),
+    prepareEngine: (op, version) => record(host, 'pg.prepareEngine', { op, version }, { version: version || '15.20', debian_version: `${version || '15.20'}-0+deb12u1`, dir: `/e/postgres-${version}` }),
+    upgradeEngine: (op, port, version) => record(host, 'pg.upgradeEngine', { op, port, version }, { port, version_before: '15.18', version_after: version, engine_version: version, pid: 200, detail: '' }),
     close: () => {},
   });
 

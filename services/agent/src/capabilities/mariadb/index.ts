@@ -11,13 +11,15 @@ import { checkPort } from './instance/instance-layout';
 import { layoutOf, removeInstance, startInstance, stopInstance } from './instance/lifecycle';
 import { mariadbSupervision } from './instance/supervision';
 import { mariadbProbeReply } from '../host-probe/instance-probes';
-import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbVariablesRequest } from '@kcm/agent-api';
+import { MariaDbAgentService, type MariaDbInstallRequest, type MariaDbInstanceCommand, type MariaDbListTablesRequest, type MariaDbPrepareEngineRequest, type MariaDbProbeRequest, type MariaDbRebuildRequest, type MariaDbReplicationRequest, type MariaDbUpgradeEngineRequest, type MariaDbVariablesRequest } from '@kcm/agent-api';
 import { rebuildStandby } from './backup/rebuild';
 import { registerRestoreService } from './restore/restore-service';
 import { configureReplication } from './instance/replication';
 import { listClusterTables } from './instance/tables';
 import { readVariables } from './instance/variables';
 import { registerMariaDbHa } from './ha/ha-service';
+import { upgradeEngine } from './instance/upgrade-engine';
+import { prepareEngineReply } from '../engines/prepare-engine';
 
 /**
  * Runs operations that change an instance one at a time per port (a rebuild and a stop of
@@ -75,6 +77,13 @@ export const mariadbModule: CapabilityModule = {
       GetVariables: unary(log, 'MariaDb.GetVariables', (req: MariaDbVariablesRequest) => readVariables(ctx, req)),
       ListTables: unary(log, 'MariaDb.ListTables', (req: MariaDbListTablesRequest) => listClusterTables(ctx, req)),
       Probe: unary(log, 'MariaDb.Probe', (req: MariaDbProbeRequest) => mariadbProbeReply(ctx, req.port)),
+      PrepareEngine: unary(log, 'MariaDb.PrepareEngine', (req: MariaDbPrepareEngineRequest) =>
+        ctx.ops.run(`mariadb.prepare-engine.${req.op_id}`, () => prepareEngineReply(ctx, 'mariadb', req.version)),
+      ),
+      // Leaves the instance running under its new engine: wanted running from then on.
+      UpgradeEngine: unary(log, 'MariaDb.UpgradeEngine', (req: MariaDbUpgradeEngineRequest) =>
+        once('upgrade-engine', req.op_id, req.port, () => desired.runningAfter(req.port, () => upgradeEngine(ctx, req))),
+      ),
     });
     registerMariaDbHa(server, ctx, { once, desired, serialised });
     registerRestoreService(server, ctx, log, { once, runningAfter: desired.runningAfter });

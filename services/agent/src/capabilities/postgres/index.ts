@@ -20,7 +20,11 @@ import {
   type ProbePostgresRequest,
   type SetPostgresVariablesRequest,
   type SyncCatalogRequest,
+  type PreparePostgresEngineRequest,
+  type UpgradePostgresEngineRequest,
 } from '@kcm/agent-api';
+import { prepareEngineReply } from '../engines/prepare-engine';
+import { upgradePostgresEngine } from './engine-upgrade';
 
 function hostOf(ctx: AgentContext): PostgresHost {
   let runAs: RunAs | undefined;
@@ -28,7 +32,8 @@ function hostOf(ctx: AgentContext): PostgresHost {
     hostaddr: ctx.hostaddr,
     logger: ctx.logger,
     registry: new InstanceRegistry(path.join(ctx.stateDir, 'postgres')),
-    binDir: path.dirname(ctx.engines.postgres),
+    engine: (version) => ctx.engines.postgres(version),
+    defaultVersion: () => ctx.engines.defaultVersion('postgres'),
     runAs: () => (runAs ??= osUser(POSTGRES_OS_USER)),
   };
 }
@@ -63,6 +68,11 @@ export const postgresCapability: CapabilityModule = {
       ),
       ProbePostgres: unary(ctx.logger, 'ProbePostgres', (req: ProbePostgresRequest) => postgresProbeReply(ctx, host.registry, req.port)),
       GetPostgresVariables: unary(ctx.logger, 'GetPostgresVariables', (req: GetPostgresVariablesRequest) => getVariables(host.registry, req.port, req.names)),
+      PreparePostgresEngine: unary(ctx.logger, 'PreparePostgresEngine', (req: PreparePostgresEngineRequest) =>
+        ctx.ops.run(`postgres.prepare-engine.${req.op_id}`, () => prepareEngineReply(ctx, 'postgres', req.version)),
+      ),
+      // Leaves the instance running under its new engine: wanted running from then on.
+      UpgradePostgresEngine: command('UpgradePostgresEngine', (req: UpgradePostgresEngineRequest) => desired.runningAfter(req.port, () => upgradePostgresEngine(host, req))),
     });
   },
 };

@@ -31,6 +31,14 @@ export interface PostgresInstance {
    * directory it did not create and sets it aside (lifecycle.ts). Absent in older records.
    */
   createdByOp?: string;
+  /**
+   * The engine version it runs (capabilities/engines), e.g. "15.18": start, restarts and
+   * the catalog tools use that version's directory. Absent in records written before
+   * engines were versioned: those run the system-wide PostgreSQL they were installed with.
+   */
+  engineVersion?: string;
+  /** An UpgradePostgresEngine under way (engine-upgrade.ts): its op and the version measured before it. */
+  engineUpgrade?: { opId: string; versionBefore: string };
 }
 
 export function validatePort(port: number): number {

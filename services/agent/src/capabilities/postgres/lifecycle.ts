@@ -15,13 +15,25 @@ import { ddlHooksAvailable, ensureDdlHooks } from './ddl-hooks';
 import type { InstallPostgresRequest, PostgresInstanceReply } from '@kcm/agent-api';
 import { AgentFailure, INSTALL_MIN_FREE_BYTES } from '@kcm/agent-api';
 import { namingFullDisk, requireFreeSpace } from '../../ops/disk-space';
+import type { PostgresEngine } from '../engines/engine-paths';
+import { reportedVersion } from '../engines/engine-versions';
+
+/** SHOW server_version of the running instance, as kcm records it ("15.18"). */
+export async function postgresServerVersion(instance: PostgresInstance): Promise<string> {
+  return withAdmin(instance, 'postgres', async (db) => {
+    const { rows } = await db.query<{ server_version: string }>('SHOW server_version');
+    return reportedVersion(String(rows[0]?.server_version ?? ''));
+  });
+}
 
 export interface PostgresHost {
   hostaddr: string;
   logger: Logger;
   registry: InstanceRegistry;
-  /** Directory with initdb and postgres. */
-  binDir: string;
+  /** The programs of an engine version ('' or absent: the system's, for records older than versioned engines). */
+  engine(version: string | undefined): Promise<PostgresEngine>;
+  /** The version an install naming none gets. */
+  defaultVersion(): Promise<string>;
   /** The postgres OS user, looked up once. */
   runAs: () => RunAs;
 }
@@ -47,7 +59,7 @@ async function assertTraversable(host: PostgresHost, dir: string): Promise<void>
 }
 
 /** initdb into `datadir`, which this op created (a stranger's was set aside): a half-done earlier attempt is started over. */
-async function initdb(host: PostgresHost, datadir: string): Promise<void> {
+async function initdb(host: PostgresHost, engine: PostgresEngine, datadir: string): Promise<void> {
   if (await exists(datadir)) {
     for (const entry of await readdir(datadir)) await rm(path.join(datadir, entry), { recursive: true, force: true });
   } else {
@@ -56,7 +68,7 @@ async function initdb(host: PostgresHost, datadir: string): Promise<void> {
   const owner = host.runAs();
   await chown(datadir, owner.uid, owner.gid);
   await exec(
-    path.join(host.binDir, 'initdb'),
+    path.join(engine.binDir, 'initdb'),
     ['-D', datadir, '-U', ADMIN_ROLE, '-E', 'UTF8', '--no-locale', '--auth-local=peer', '--auth-host=scram-sha-256'],
     { runAs: owner, cwd: datadir, env: { LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' }, timeoutMs: 300_000 },
   );
@@ -110,16 +122,20 @@ export async function installPostgres(host: PostgresHost, req: InstallPostgresRe
   const datadir = instanceDatadir(req.comp_datadir, port);
   const known = await host.registry.find(port);
   if (known && known.datadir !== datadir) throw new AgentFailure('failed_precondition', `port ${port} already belongs to the instance in ${known.datadir}`);
+  // The engine before anything is written: a version that cannot be had leaves nothing behind.
+  const engineVersion = req.engine_version || known?.engineVersion || (await host.defaultVersion());
+  const engine = await host.engine(engineVersion);
   // initdb writes ~40 MB and its first WAL: refused up front on a full disk (unless a re-run
   // finds it done), and a failure the disk causes names it.
   const needs = [{ what: 'comp_datadir', dir: req.comp_datadir, bytes: INSTALL_MIN_FREE_BYTES.computeDatadir }];
   if (!(await exists(path.join(datadir, 'PG_VERSION')))) await requireFreeSpace(host.hostaddr, needs);
-  return namingFullDisk(host.hostaddr, needs, () => installChecked(host, req, { port, user, variables, datadir, known }));
+  return namingFullDisk(host.hostaddr, needs, () => installChecked(host, req, engine, { port, user, variables, datadir, known }));
 }
 
 async function installChecked(
   host: PostgresHost,
   req: InstallPostgresRequest,
+  engine: PostgresEngine,
   { port, user, variables, datadir, known }: { port: number; user: string; variables: PostgresInstance['variables']; datadir: string; known: PostgresInstance | undefined },
 ): Promise<PostgresInstanceReply> {
   await makeDirWithMode(req.comp_datadir, 0o711);
@@ -136,16 +152,17 @@ async function installChecked(
     variables,
     catalogDatabases: ours ? known.catalogDatabases : [],
     createdByOp: req.op_id,
+    engineVersion: engine.version,
   };
   // Recorded before initdb: an agent killed during the install leaves a data dir that the
   // registry names, so RemovePostgres (a rollback, delete_comp) finds and deletes it.
   await host.registry.save(instance);
   if (await exists(path.join(datadir, 'PG_VERSION'))) details.push('data directory already initialised by this op');
   else {
-    await initdb(host, datadir);
+    await initdb(host, engine, datadir);
     details.push('initialised');
   }
-  const ddlHooks = await ddlHooksAvailable(host.binDir);
+  const ddlHooks = await ddlHooksAvailable(engine.binDir);
   if (!ddlHooks) host.logger.warn({ port }, 'kcm_ddl is not installed next to PostgreSQL (scripts/setup.sh builds it): DDL through this compute node is not carried to the shards');
   await writeInstanceConfig(instance, os.userInfo().username, host.runAs(), ddlHooks);
 
@@ -154,13 +171,14 @@ async function installChecked(
     process.kill(status.pid, 'SIGHUP'); // pick up the rewritten configuration
     details.push('already running, configuration reloaded');
   } else {
-    await startPostmaster(path.join(host.binDir, 'postgres'), datadir, host.runAs());
+    await startPostmaster(path.join(engine.binDir, 'postgres'), datadir, host.runAs());
     status = await postmasterStatus(datadir);
     details.push('started');
   }
   await ensureComputeAccount(instance, req.password, ddlHooks);
-  host.logger.info({ port, datadir, user, pid: status?.pid }, 'postgres instance installed');
-  return reply(instance, status?.pid, details.join(', '));
+  const serverVersion = await postgresServerVersion(instance);
+  host.logger.info({ port, datadir, user, pid: status?.pid, server_version: serverVersion }, 'postgres instance installed');
+  return { ...reply(instance, status?.pid, details.join(', ')), server_version: serverVersion };
 }
 
 export async function startPostgres(host: PostgresHost, port: number): Promise<PostgresInstanceReply> {
@@ -169,8 +187,10 @@ export async function startPostgres(host: PostgresHost, port: number): Promise<P
   if (status) return reply(instance, status.pid, 'already running');
   const orphans = await killOrphanedBackends(instance.datadir);
   if (orphans.length > 0) host.logger.warn({ port, pids: orphans }, 'backends left by a postmaster that died were killed before the start');
-  const pid = await startPostmaster(path.join(host.binDir, 'postgres'), instance.datadir, host.runAs());
-  host.logger.info({ port, pid }, 'postgres instance started');
+  // The engine its record names: a restart never changes an instance's version.
+  const engine = await host.engine(instance.engineVersion);
+  const pid = await startPostmaster(path.join(engine.binDir, 'postgres'), instance.datadir, host.runAs());
+  host.logger.info({ port, pid, engine: engine.version }, 'postgres instance started');
   return reply(instance, pid, 'started');
 }
 

@@ -46,7 +46,7 @@ async function checkWrittenSettings(host: PostgresHost, instance: PostgresInstan
   problems.push(...errors.rows.filter((e) => !startOnly.includes(e.name ?? '')).map((e) => `${e.name ?? '?'}: ${e.error}`));
   for (const name of startOnly) {
     try {
-      await exec(path.join(host.binDir, 'postgres'), ['-D', instance.datadir, '-C', name], { runAs: host.runAs(), timeoutMs: 30_000 });
+      await exec(path.join((await host.engine(instance.engineVersion)).binDir, 'postgres'), ['-D', instance.datadir, '-C', name], { runAs: host.runAs(), timeoutMs: 30_000 });
     } catch (err) {
       problems.push(`${name}: ${(err as Error).message}`);
     }

@@ -33,9 +33,9 @@ const CREDENTIAL_FREE = ['--role=pg_read_all_data', '--no-subscriptions'];
 const MAPPING_WITH_OPTIONS = /CREATE USER MAPPING FOR [^;]*\bOPTIONS\s*\(/;
 
 /** Throws when the dump in `file`, rendered as SQL, still carries a user mapping's options: they hold the shard account's password. */
-async function refuseCredentials(ctx: AgentContext, file: string, dir: string, database: string): Promise<void> {
+async function refuseCredentials(pgRestore: string, file: string, dir: string, database: string): Promise<void> {
   const sqlFile = path.join(dir, 'catalog.sql');
-  await exec(pgTool(ctx, 'pg_restore'), [`--file=${sqlFile}`, file], { timeoutMs: CATALOG_TOOL_TIMEOUT_MS });
+  await exec(pgRestore, [`--file=${sqlFile}`, file], { timeoutMs: CATALOG_TOOL_TIMEOUT_MS });
   if (MAPPING_WITH_OPTIONS.test(await readFile(sqlFile, 'utf8'))) {
     throw new AgentFailure('failed_precondition', `the schema dump of database ${database} still holds a user mapping's options (a password); it is not stored`);
   }
@@ -48,7 +48,8 @@ export async function dumpPgSchema(ctx: AgentContext, port: number): Promise<PgS
     const r = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate ORDER BY datname');
     return r.rows.map((row) => row.datname);
   });
-  const pgDump = pgTool(ctx, 'pg_dump');
+  const pgDump = await pgTool(ctx, instance, 'pg_dump');
+  const pgRestore = await pgTool(ctx, instance, 'pg_restore');
   const dumps: PgSchemaDump[] = [];
   let total = 0;
   for (const database of databases) {
@@ -62,7 +63,7 @@ export async function dumpPgSchema(ctx: AgentContext, port: number): Promise<PgS
     const dump = await withScratchDir('kcm-catalog-dump-', async (dir) => {
       const file = path.join(dir, 'catalog.pgdump');
       await exec(pgDump, ['--schema-only', '--format=custom', ...CREDENTIAL_FREE, ...adminConnection(instance, database), `--file=${file}`], { timeoutMs: CATALOG_TOOL_TIMEOUT_MS });
-      await refuseCredentials(ctx, file, dir, database);
+      await refuseCredentials(pgRestore, file, dir, database);
       return readFile(file);
     });
     dumps.push({ database, dump, format: 'custom' });

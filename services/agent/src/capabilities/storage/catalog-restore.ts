@@ -25,7 +25,7 @@ export async function restorePgSchema(ctx: AgentContext, req: PgSchemaRestoreReq
   const exists = await withAdmin(instance, 'postgres', async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [req.database])).rowCount === 1);
   if (!exists) return { objects: [], database_missing: true };
 
-  const pgRestore = pgTool(ctx, 'pg_restore');
+  const pgRestore = await pgTool(ctx, instance, 'pg_restore');
   return withScratchDir('kcm-catalog-restore-', async (dir) => {
     const dumpFile = path.join(dir, 'catalog.pgdump');
     await writeFile(dumpFile, req.dump, { mode: 0o600 });

@@ -18,7 +18,10 @@ export async function computeInstance(ctx: AgentContext, port: number): Promise<
   return instance;
 }
 
-export const pgTool = (ctx: AgentContext, name: 'pg_dump' | 'pg_restore'): string => path.join(path.dirname(ctx.engines.postgres), name);
+/** A client tool of the engine the instance runs (its record's version; capabilities/engines). */
+export async function pgTool(ctx: AgentContext, instance: PostgresInstance, name: 'pg_dump' | 'pg_restore'): Promise<string> {
+  return path.join((await ctx.engines.postgres(instance.engineVersion)).binDir, name);
+}
 
 /** A tool's arguments for a session on `database` of the instance, as its superuser over its socket. */
 export const adminConnection = (instance: PostgresInstance, database: string): string[] => [

@@ -13,7 +13,8 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../../capability';
-import { checkPort, mariadbTools } from '../instance/instance-layout';
+import { checkPort } from '../instance/instance-layout';
+import { engineOf } from '../instance/engine';
 import { layoutOf, runningPid } from '../instance/lifecycle';
 import { spawnPiped, type PipedProcess } from '../../../ops/exec';
 import { coalesced, rateLimited } from './rate-limit';
@@ -51,8 +52,10 @@ export interface BackupOutput {
 export async function spawnBackupOf(ctx: AgentContext, port: number, signal: AbortSignal, output?: BackupOutput): Promise<{ backup: PipedProcess; port: number; tmpDir: string }> {
   const layout = await layoutOf(ctx, checkPort(port));
   if (!(await runningPid(layout))) throw new Error(`instance on port ${layout.port} is not running; cannot back it up`);
+  // mariabackup of the server's own version: an older one cannot read what a newer server wrote.
+  const { backup: mariabackup } = await engineOf(ctx, layout.port);
   const backup = spawnPiped(
-    mariadbTools.backup,
+    mariabackup,
     [
       `--defaults-file=${layout.myCnf}`,
       '--backup',
@@ -101,15 +104,15 @@ export interface ReceivedCopy {
 }
 
 /**
- * The target side: pulls a source's backup (data plane, else StreamBackup) into `mbstream -x`
+ * The target side (`mbstream` of the target's engine): pulls a source's backup (data plane, else StreamBackup) into `mbstream -x`
  * in stagingDir. Over the data plane the source compresses it as for a stored backup (`zstd
  * --fast=1`), so a third fewer bytes are encrypted, sent, decrypted and piped here; `zstd -d`
  * writes into mbstream through an OS pipe. The rate limit holds on the uncompressed bytes
  * (the source's relay), as for a backup.
  */
-export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: number, stagingDir: string): Promise<ReceivedCopy> {
+export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: number, stagingDir: string, mbstream: string): Promise<ReceivedCopy> {
   const started = Date.now();
-  const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', stagingDir], { input: 'pipe', output: 'ignore', timeoutMs: BACKUP_TIMEOUT_MS });
+  const extract = spawnPiped(mbstream, ['-x', '-C', stagingDir], { input: 'pipe', output: 'ignore', timeoutMs: BACKUP_TIMEOUT_MS });
   const stream = backupBytesOf(source, pvLimitMb, 'zstd'); // compressed over the data plane only
   let unzstd: PipedProcess | undefined;
   if (stream.compressed) {

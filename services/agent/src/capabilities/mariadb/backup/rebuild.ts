@@ -10,7 +10,8 @@ import { exec } from '../../../ops/exec';
 import { receiveBackup } from './backup-stream';
 import { chooseBackupSource, type ProbedSource } from './choose-source';
 import { markInitialized, prepareInstanceFiles, unmarkInitialized } from '../instance/install';
-import { checkAccount, checkPort, checkSpec, chownTree, emptyDir, mariadbTools, moveContents, mysqlUser, type InstanceLayout } from '../instance/instance-layout';
+import { engineOf } from '../instance/engine';
+import { checkAccount, checkPort, checkSpec, chownTree, emptyDir, moveContents, mysqlUser, type InstanceLayout } from '../instance/instance-layout';
 import { startInstance, stopInstance } from '../instance/lifecycle';
 import { AgentFailure, agentClient, callUnary, isGtidPosText, MariaDbAgentService, type MariaDbAccount, type MariaDbBackupSource, type MariaDbInstanceSpec, type MariaDbProbeReply, type MariaDbRebuildReply, type MariaDbRebuildRequest } from '@kcm/agent-api';
 import { withStorageNodeSpace } from '../instance/disk-needs';
@@ -48,19 +49,21 @@ async function rebuildFrom(
   source: MariaDbBackupSource,
 ): Promise<MariaDbRebuildReply> {
   const layout = await prepareInstanceFiles(ctx, spec, admin);
+  // The engine the instance is to run (its record now names it): its mariabackup prepares the copy.
+  const engine = await engineOf(ctx, spec.port);
   await stopInstance(ctx, layout);
   const staging = path.join(layout.instanceDir, 'restore');
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { mode: 0o700 });
-  const copy = await receiveBackup(source, req.pv_limit_mb, staging);
+  const copy = await receiveBackup(source, req.pv_limit_mb, staging, engine.mbstream);
   ctx.logger.info({ port: spec.port, bytes: copy.bytes, wire_bytes: copy.wireBytes, compression: copy.compression, ms: copy.transferMs }, 'copy received');
-  await exec(mariadbTools.backup, ['--prepare', `--target-dir=${staging}`], { timeoutMs: PREPARE_TIMEOUT_MS, cwd: layout.instanceDir });
+  await exec(engine.backup, ['--prepare', `--target-dir=${staging}`], { timeoutMs: PREPARE_TIMEOUT_MS, cwd: layout.instanceDir });
   const gtid = await backupGtid(staging);
   ctx.logger.info({ port: spec.port, gtid }, 'copy prepared');
 
   await unmarkInitialized(layout);
   const kept = await setOldDataAside(layout, req.need_backup);
-  await exec(mariadbTools.backup, [`--defaults-file=${layout.myCnf}`, '--move-back', `--target-dir=${staging}`], {
+  await exec(engine.backup, [`--defaults-file=${layout.myCnf}`, '--move-back', `--target-dir=${staging}`], {
     timeoutMs: PREPARE_TIMEOUT_MS,
     cwd: layout.instanceDir,
   });

@@ -28,6 +28,8 @@ import { renderMyCnf, renderRoleCnf } from './my-cnf';
 import type { MariaDbAccount, MariaDbInstallRequest, MariaDbInstanceReply, MariaDbInstanceSpec } from '@kcm/agent-api';
 import { account, scrub, sqlString, withAdmin } from './sql';
 import { XA_DECISIONS_DDL, xaDecisionsGrant } from './xa';
+import { chooseEngineVersion, engineOf } from './engine';
+import { serverVersionOf } from './server-version';
 
 /** Every `D_$$_S` database (PostgreSQL database D, schema S): `_` is a LIKE wildcard, so it is escaped. */
 export const CLUSTER_DATABASES_PATTERN = '%\\_$$\\_%';
@@ -49,7 +51,9 @@ const CREATED_BY_OP_MARKER = '.kcm-created-by-op';
  * directories that Remove (a rollback, delete_nodes) can still find and delete.
  * `createdByOp`: the install op that creates the instance, marked in its instance dir.
  */
-export async function prepareInstanceFiles(ctx: AgentContext, spec: MariaDbInstanceSpec, admin: MariaDbAccount, createdByOp?: string): Promise<InstanceLayout> {
+export async function prepareInstanceFiles(ctx: AgentContext, requested: MariaDbInstanceSpec, admin: MariaDbAccount, createdByOp?: string): Promise<InstanceLayout> {
+  // The engine first: a version that cannot be had leaves nothing behind.
+  const spec = { ...requested, engine_version: await chooseEngineVersion(ctx, requested) };
   const layout = instanceLayout(spec);
   const previous = await loadRecord(ctx.stateDir, spec.port);
   await saveRecord(ctx.stateDir, { spec, installedAt: previous?.installedAt ?? new Date().toISOString() });
@@ -128,7 +132,7 @@ async function installChecked(
   await initializeDataDir(ctx, layout);
   const started = await startInstance(ctx, layout);
   await createAdminAccount(layout, admin);
-  await withAdmin(layout, admin, secrets, async (s) => {
+  const serverVersion = await withAdmin(layout, admin, secrets, async (s) => {
     // Accounts are local to each instance: they must not reach the binlog, or a standby
     // replicating from its master's first event would fail creating them a second time.
     await s.run('disable binlog for account set-up', 'SET SESSION sql_log_bin = 0');
@@ -145,9 +149,11 @@ async function installChecked(
     // catalog sync, table listings and logical dumps never see it.
     for (const ddl of XA_DECISIONS_DDL) await s.run('create the XA decision table', ddl);
     await s.run('grant XA decisions', xaDecisionsGrant(storage.user));
+    return serverVersionOf(s);
   });
-  ctx.logger.info({ port: spec.port, server_id: spec.server_id, admin: admin.user, replication: replication.user, storage: storage.user }, 'mariadb instance installed');
-  return movedAside.length === 0 ? started : { ...started, detail: `directories this install did not create were moved aside to ${movedAside.join(', ')}` };
+  ctx.logger.info({ port: spec.port, server_id: spec.server_id, admin: admin.user, replication: replication.user, storage: storage.user, server_version: serverVersion }, 'mariadb instance installed');
+  const reply = { ...started, server_version: serverVersion };
+  return movedAside.length === 0 ? reply : { ...reply, detail: `directories this install did not create were moved aside to ${movedAside.join(', ')}` };
 }
 
 async function ensureUser(s: { run(what: string, sql: string, values?: unknown[]): Promise<void> }, acct: MariaDbAccount, host: string): Promise<void> {
@@ -161,8 +167,9 @@ async function initializeDataDir(ctx: AgentContext, layout: InstanceLayout): Pro
   if (await exists(marker)) return;
   for (const dir of [layout.dataDir, layout.binlogDir, layout.redoDir, layout.tmpDir]) await emptyDir(dir);
   const started = Date.now();
+  const engine = await engineOf(ctx, layout.port);
   await exec(
-    mariadbTools.installDb,
+    engine.installDb,
     [
       `--defaults-file=${layout.myCnf}`,
       '--user=mysql',
@@ -170,6 +177,8 @@ async function initializeDataDir(ctx: AgentContext, layout: InstanceLayout): Pro
       // root@localhost logs in only through the socket as OS root: no password exists for it.
       '--auth-root-authentication-method=socket',
       '--skip-name-resolve',
+      // The engine's own mariadbd, system tables and messages (the script passes what it does not know to mariadbd).
+      ...engine.serverOptions,
     ],
     { timeoutMs: 180_000, cwd: layout.instanceDir },
   );

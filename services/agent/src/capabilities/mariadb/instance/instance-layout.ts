@@ -184,8 +184,11 @@ export async function moveContents(dir: string, target: string): Promise<void> {
 // ---- the agent's records: registry and admin secret ---------------------------------------
 
 export interface InstanceRecord {
+  /** spec.engine_version: the engine version it runs (engine.ts); absent in records of older agents. */
   spec: MariaDbInstanceSpec;
   installedAt: string;
+  /** An UpgradeEngine under way (upgrade-engine.ts): its op and the version measured before it. */
+  engineUpgrade?: { opId: string; versionBefore: string };
 }
 
 function registryFile(stateDir: string, port: number): string {
@@ -228,10 +231,11 @@ export async function loadAdminAccount(layout: InstanceLayout): Promise<MariaDbA
   return JSON.parse(await readFile(layout.adminFile, 'utf8')) as MariaDbAccount;
 }
 
-/** Debian's MariaDB client-side tools (the server binary comes from ctx.engines.mariadbd). */
+/**
+ * Debian's MariaDB command-line client, which speaks to any 10.11 server. Everything that
+ * must match the server's version (mariadbd, mariadb-install-db, mariadb-upgrade, mariabackup,
+ * mbstream) comes from the instance's engine (engine.ts).
+ */
 export const mariadbTools = {
-  installDb: '/usr/bin/mariadb-install-db',
   client: '/usr/bin/mariadb',
-  backup: '/usr/bin/mariabackup',
-  mbstream: '/usr/bin/mbstream',
 };

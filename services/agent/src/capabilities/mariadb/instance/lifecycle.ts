@@ -9,6 +9,7 @@ import type { AgentContext } from '../../../capability';
 import { processAlive, spawnDetached } from '../../../ops/exec';
 import { dropRecord, instanceLayout, loadRecord, mysqlUser, requireRecord, type InstanceLayout } from './instance-layout';
 import type { MariaDbInstanceReply } from '@kcm/agent-api';
+import { engineOf } from './engine';
 
 const START_TIMEOUT_MS = 90_000;
 const STOP_GRACE_MS = 60_000;
@@ -66,8 +67,11 @@ export async function startInstance(ctx: AgentContext, layout: InstanceLayout): 
   if (!pid) {
     await rm(layout.pidFile, { force: true });
     await rm(layout.socket, { force: true });
-    pid = spawnDetached(ctx.engines.mariadbd, [`--defaults-file=${layout.myCnf}`], { logFile: layout.stdoutLog, runAs: mysqlUser(), cwd: layout.instanceDir });
-    ctx.logger.info({ port: layout.port, pid }, 'mariadbd started');
+    // The engine its record names (engine.ts): a restart never changes an instance's version.
+    const engine = await engineOf(ctx, layout.port);
+    // --defaults-file first (mariadbd requires it; runningPid finds the instance by it).
+    pid = spawnDetached(engine.mariadbd, [`--defaults-file=${layout.myCnf}`, ...engine.serverOptions], { logFile: layout.stdoutLog, runAs: mysqlUser(), cwd: layout.instanceDir });
+    ctx.logger.info({ port: layout.port, pid, engine: engine.version }, 'mariadbd started');
   }
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {

@@ -13,6 +13,7 @@ import type { AgentContext } from '../../../capability';
 import { exec, ExecError, spawnPiped } from '../../../ops/exec';
 import type { MariaDbAccount, MariaDbInstanceSpec, MariaDbRestoreFullBackupReply, MariaDbRestoreFullBackupRequest } from '@kcm/agent-api';
 import { CLUSTER_DATABASES_PATTERN, markInitialized, prepareInstanceFiles, STORAGE_PRIVILEGES, unmarkInitialized } from '../instance/install';
+import { engineOf } from '../instance/engine';
 import { checkAccount, checkSpec, chownTree, emptyDir, mariadbTools, mysqlUser, type InstanceLayout } from '../instance/instance-layout';
 import { startInstance, stopInstance } from '../instance/lifecycle';
 import { backupGtid } from '../backup/rebuild';
@@ -43,20 +44,22 @@ async function restoreInto(
   objects: ReturnType<typeof checkStoredObject>[],
 ): Promise<MariaDbRestoreFullBackupReply> {
   const layout = await prepareInstanceFiles(ctx, spec, accounts.admin);
+  // The engine the restored instance runs: its own mariabackup and mbstream read the backup.
+  const engine = await engineOf(ctx, spec.port);
 
   const staging = path.join(layout.instanceDir, 'restore');
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { mode: 0o700 });
   const started = Date.now();
-  const bytes = await extractStoredStream(objects, staging);
-  await exec(mariadbTools.backup, ['--prepare', `--target-dir=${staging}`], { timeoutMs: RESTORE_TIMEOUT_MS, cwd: layout.instanceDir });
+  const bytes = await extractStoredStream(objects, staging, engine.mbstream);
+  await exec(engine.backup, ['--prepare', `--target-dir=${staging}`], { timeoutMs: RESTORE_TIMEOUT_MS, cwd: layout.instanceDir });
   const gtid = await backupGtid(staging);
   ctx.logger.info({ port: spec.port, bytes, gtid, ms: Date.now() - started }, 'backup read back from storage and prepared');
 
   await stopInstance(ctx, layout);
   await unmarkInitialized(layout); // the supervisor must not start a half-swapped data dir
   for (const dir of [layout.dataDir, layout.redoDir, layout.binlogDir, layout.tmpDir]) await emptyDir(dir);
-  await exec(mariadbTools.backup, [`--defaults-file=${layout.myCnf}`, '--move-back', `--target-dir=${staging}`], { timeoutMs: RESTORE_TIMEOUT_MS, cwd: layout.instanceDir });
+  await exec(engine.backup, [`--defaults-file=${layout.myCnf}`, '--move-back', `--target-dir=${staging}`], { timeoutMs: RESTORE_TIMEOUT_MS, cwd: layout.instanceDir });
   const mysql = mysqlUser();
   for (const dir of [layout.dataDir, layout.redoDir, layout.binlogDir]) await chownTree(dir, mysql);
   await rm(staging, { recursive: true, force: true });
@@ -85,12 +88,12 @@ async function restoreInto(
  * is relayed by this process: a child's stdout handed to another child as stdin is also
  * read by Node itself from the moment it exists, which would take bytes from mbstream.)
  */
-async function extractStoredStream(objects: ReturnType<typeof checkStoredObject>[], dir: string): Promise<number> {
+async function extractStoredStream(objects: ReturnType<typeof checkStoredObject>[], dir: string, mbstream: string): Promise<number> {
   const compressions = new Set(objects.map((o, i) => checkCompression(o.compression, `objects[${i}].compression`)));
   if (compressions.size > 1) throw new Error('the objects of one backup stream must share one compression');
   const compressed = [...compressions][0] === 'zstd';
   const unzstd = compressed ? spawnDecompressor() : undefined;
-  const extract = spawnPiped(mariadbTools.mbstream, ['-x', '-C', dir], { input: 'pipe', output: 'ignore', timeoutMs: RESTORE_TIMEOUT_MS });
+  const extract = spawnPiped(mbstream, ['-x', '-C', dir], { input: 'pipe', output: 'ignore', timeoutMs: RESTORE_TIMEOUT_MS });
   const relayed = unzstd ? pipeline(unzstd.stdout, extract.stdin) : Promise.resolve();
   relayed.catch(() => {}); // a dead end is reported by its process's `done`
   const input = unzstd ? unzstd.stdin : extract.stdin;
