@@ -19,6 +19,7 @@ export * from './contract/shard-data';
 export { parseValues, stringifyValues } from './values';
 export * from './contract/passwords';
 export * from './contract/host-probe';
+export * from './contract/shard-routing';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { activeTls, channelCredentials, serverCredentials, useInsecure, useTls } from './credentials';
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
@@ -66,6 +67,7 @@ export {
   type MariaDbLogicalAgentApi,
   type CatalogDumpAgentApi,
   type PostgresAgentApi,
+  type ShardRoutingAgentApi,
   type WithAgent,
 } from './pool';
 export { MariaDbHaAgentClient, type MariaDbHaDeadlines } from './clients/mariadb-ha-client';
@@ -78,4 +80,5 @@ export { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
 export { TableMoveAgentClient, type ForeignTableRef } from './clients/table-move-client';
 export { ShardDataAgentClient } from './clients/shard-data-client';
 export { RelationSwitchAgentClient } from './clients/relation-switch-client';
+export { ShardRoutingAgentClient } from './clients/shard-routing-client';
 export { serveBeats, watchIntervalOf, WATCH_INTERVAL_DEFAULT_MS } from './beats';

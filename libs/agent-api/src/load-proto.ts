@@ -11,7 +11,7 @@ import * as protoLoader from '@grpc/proto-loader';
 export const AGENT_PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true };
 
 /** The agent protos, by file name under proto/. */
-export const AGENT_PROTO_FILES = ['agent.proto', 'agent-mariadb.proto', 'agent-postgres.proto', 'agent-cgroup.proto', 'agent-mariadb-ha.proto', 'agent-storage.proto', 'agent-mariadb-restore.proto', 'agent-mariadb-logical.proto', 'agent-mariadb-tables.proto', 'agent-table-move.proto', 'agent-shard-data.proto', 'agent-passwords.proto', 'agent-host-probe.proto'] as const;
+export const AGENT_PROTO_FILES = ['agent.proto', 'agent-mariadb.proto', 'agent-postgres.proto', 'agent-cgroup.proto', 'agent-mariadb-ha.proto', 'agent-storage.proto', 'agent-mariadb-restore.proto', 'agent-mariadb-logical.proto', 'agent-mariadb-tables.proto', 'agent-table-move.proto', 'agent-shard-data.proto', 'agent-passwords.proto', 'agent-host-probe.proto', 'agent-shard-routing.proto'] as const;
 
 export function agentProtoPath(protoFile: string): string {
   return fileURLToPath(new URL(`../../../proto/${protoFile}`, import.meta.url));

@@ -30,6 +30,7 @@ import { RelationSwitchAgentClient } from './clients/relation-switch-client';
 import { MariaDbTablesAgentClient } from './clients/mariadb-tables-client';
 import { MariaDbLogicalAgentClient } from './clients/mariadb-logical-client';
 import { CatalogDumpAgentClient } from './clients/storage-client';
+import { ShardRoutingAgentClient } from './clients/shard-routing-client';
 import { AgentUnreachableError, isAgentUnreachable } from './errors';
 import { channelConnecting, renewChannel } from './shared-channels';
 
@@ -52,6 +53,7 @@ export type RelationSwitchAgentApi = ClientApi<RelationSwitchAgentClient>;
 export type MariaDbTablesAgentApi = ClientApi<MariaDbTablesAgentClient>;
 export type MariaDbLogicalAgentApi = ClientApi<MariaDbLogicalAgentClient>;
 export type CatalogDumpAgentApi = ClientApi<CatalogDumpAgentClient>;
+export type ShardRoutingAgentApi = ClientApi<ShardRoutingAgentClient>;
 
 /** Runs `use` with the agent of a host; the client must not be kept after `use` settles. */
 export type WithAgent = <T>(hostaddr: string, use: (agent: AgentApi) => Promise<T>) => Promise<T>;
@@ -92,6 +94,8 @@ export interface Agents {
   mariadbLogical(hostaddr: string): MariaDbLogicalAgentApi;
   /** A compute host's PostgreSQL catalog, dumped by a backup and put back by a restore. */
   catalogDump(hostaddr: string): CatalogDumpAgentApi;
+  /** Holding a shard on a compute host's instances while its master changes (docs/ride-through.md). */
+  shardRouting(hostaddr: string): ShardRoutingAgentApi;
   /** Where the agent of `hostaddr` listens; agents pass it to each other (backup streams). */
   agentAddress(hostaddr: string): string;
   close(): void;
@@ -112,6 +116,7 @@ interface ClientKinds {
   relationSwitch: RelationSwitchAgentClient;
   mariadbTables: MariaDbTablesAgentClient;
   catalogDump: CatalogDumpAgentClient;
+  shardRouting: ShardRoutingAgentClient;
 }
 type Kind = keyof ClientKinds;
 type Closeable = { close(): void };
@@ -228,6 +233,10 @@ export class AgentPool implements Agents {
     return this.view('catalogDump', hostaddr);
   }
 
+  shardRouting(hostaddr: string): ShardRoutingAgentClient {
+    return this.view('shardRouting', hostaddr);
+  }
+
   /** `<hostaddr>:<agent_port>`, an IPv6 address in brackets. */
   agentAddress(hostaddr: string): string {
     return `${hostaddr.includes(':') ? `[${hostaddr}]` : hostaddr}:${this.agentPort}`;
@@ -254,6 +263,7 @@ export class AgentPool implements Agents {
       relationSwitch: () => new RelationSwitchAgentClient(address),
       mariadbTables: () => new MariaDbTablesAgentClient(address),
       catalogDump: () => new CatalogDumpAgentClient(address),
+      shardRouting: () => new ShardRoutingAgentClient(address),
     };
     return made[kind]();
   }

@@ -73,7 +73,7 @@ function kindOfField(f: FieldDescriptor): string {
 const repeated = (shape: Shape): Shape => (typeof shape === 'string' ? `repeated ${shape}` : { message: `repeated ${shape.message}`, fields: shape.fields });
 
 const contractDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '../src/contract');
-const contractFiles = ['agent.ts', 'mariadb.ts', 'postgres.ts', 'cgroup.ts', 'mariadb-ha.ts', 'storage.ts', 'mariadb-restore.ts', 'mariadb-logical.ts', 'mariadb-tables.ts', 'table-move.ts', 'shard-data.ts', 'passwords.ts', 'host-probe.ts'].map((f) => path.join(contractDir, f));
+const contractFiles = ['agent.ts', 'mariadb.ts', 'postgres.ts', 'cgroup.ts', 'mariadb-ha.ts', 'storage.ts', 'mariadb-restore.ts', 'mariadb-logical.ts', 'mariadb-tables.ts', 'table-move.ts', 'shard-data.ts', 'passwords.ts', 'host-probe.ts', 'shard-routing.ts'].map((f) => path.join(contractDir, f));
 
 /** The exported interfaces of src/contract/, by name, with the checker that reads them. */
 function contractInterfaces() {

@@ -13,6 +13,7 @@ import { relationSwitchCapability } from './table-move/parent-switch';
 import { passwordsCapability } from './passwords/index';
 import { hostProbeCapability } from './host-probe/index';
 import { shardDataCapability } from './shard-data/index';
+import { shardRoutingCapability } from './shard-routing/index';
 
 export const capabilityModules: CapabilityModule[] = [
   postgresCapability,
@@ -26,4 +27,5 @@ export const capabilityModules: CapabilityModule[] = [
   passwordsCapability,
   hostProbeCapability,
   shardDataCapability,
+  shardRoutingCapability,
 ];

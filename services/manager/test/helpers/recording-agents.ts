@@ -20,6 +20,7 @@ import {
   type MariaDbTablesAgentApi,
   type MariaDbLogicalAgentApi,
   type CatalogDumpAgentApi,
+  type ShardRoutingAgentApi,
   type MariaDbInstanceReply,
   type MariaDbProbeReply,
   type MariaDbRebuildReply,
@@ -227,6 +228,8 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     mariadbTables: unfaked<MariaDbTablesAgentApi>('MariaDbTablesAgent'),
     mariadbLogical: unfaked<MariaDbLogicalAgentApi>('MariaDbLogicalAgent'),
     catalogDump: unfaked<CatalogDumpAgentApi>('CatalogDumpAgent'),
+    // UNIMPLEMENTED, as an older agent answers: a switch goes on without the holds.
+    shardRouting: unfaked<ShardRoutingAgentApi>('ShardRoutingAgent'),
     agentAddress,
     close: () => {},
   };
