@@ -90,6 +90,14 @@ export const managerConfigSchema = z.object({
   manualSwitchMaxBehindTrx: z.number().int().min(0).default(1_000),
   /** How long manual_switch holds writes waiting for the standby to catch up before it gives up and lets them go. */
   manualSwitchCatchUpMs: z.number().int().positive().default(5_000),
+  /**
+   * A master change (manual_switch, failover) holds the shard on every compute node first:
+   * statements for it wait there, at most this long (the hold's own deadline on the compute
+   * node, so a manager that dies mid-switch never wedges one), instead of failing (docs/ride-through.md).
+   */
+  switchHoldMs: z.number().int().positive().max(120_000).default(10_000),
+  /** A planned switch gives transactions already open on the shard this long to end before it ends them. */
+  switchDrainMs: z.number().int().min(0).max(60_000).default(1_000),
   /** Table moves (expand_cluster, repartition_tables): rows per copy chunk (one target transaction each). */
   moveChunkRows: z.number().int().min(1).max(100_000).default(2_000),
   /** Table moves: the copy's rate limit in rows/s (0 = none), so the shards' own traffic is not starved. */
