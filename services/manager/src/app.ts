@@ -210,7 +210,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const engineAgents = agents;
   // Internal job types (submitted by the leader, not accepted from Emit) run like the others.
   const table = jobTable({
-    manualSwitch: { maxBehindTrx: config.manualSwitchMaxBehindTrx, catchUpMs: config.manualSwitchCatchUpMs },
+    manualSwitch: { maxBehindTrx: config.manualSwitchMaxBehindTrx, catchUpMs: config.manualSwitchCatchUpMs, hold: { holdMs: config.switchHoldMs, drainMs: config.switchDrainMs } },
     ...opts.jobs,
     raft,
     keepFinishedJobs: config.finishedJobsKept,
@@ -221,7 +221,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const masterLeases = new MasterLeaseKeeper({ store: observedStore, agents: engineAgents, logger: logger.child({ component: 'master-leases' }),
     // A third of the lease at most often: three renewals may be lost before one runs out, at one call per host a round.
     intervalMs: Math.max(config.failureDetectIntervalMs, Math.floor(config.masterLeaseMs / 3)), leaseMs: config.masterLeaseMs, electionTimeoutMs: 2 * config.electionTick * config.tickMs });
-  const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob({ leases: masterLeases })], [SHARD_REJOIN, shardRejoinJob]]);
+  const registry = new Map([...registryOf(table), [SHARD_FAILOVER, shardFailoverJob({ leases: masterLeases, holdMs: config.switchHoldMs })], [SHARD_REJOIN, shardRejoinJob]]);
 
   // The runner's own commits share Raft rounds with the next submission (see jobs/framework/commit-pacer.ts).
   const pacer = new CommitPacer(observedStore);

@@ -10,6 +10,11 @@
 // re-points compute nodes to the new master and never back to the old one):
 //   fence old master -> choose candidate -> promote candidate -> commit topology ->
 //   re-point standbys -> re-point compute nodes.
+// The first step holds the shard on every compute node before it fences (compute-holds.ts,
+// docs/ride-through.md): statements issued meanwhile wait there, bounded by the hold's own
+// deadline (switchHoldMs), instead of retrying connections to the dead master; the last step
+// releases them once the compute nodes are re-pointed. A job that fails in between leaves
+// them to their deadline.
 // The old master rejoins in a shard_rejoin job of its own, which the detector submits once
 // its agent answers, under a lock of its own (`rejoin:cluster:<id>`): its restart and maybe
 // a rebuild from a copy take seconds, and while they run the cluster lock stays free, so
@@ -19,6 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KcmError } from '@kcm/protocol';
 import type { JobDefinition, JobStep } from '../framework/workflow';
 import { chooseCandidate, surveyStandbys, type CandidateChoice } from './choose-candidate';
+import { DEFAULT_SHARD_HOLD, describeHolds, holdShardOnComputes, releaseShardOnComputes, type ShardHolds } from './compute-holds';
 import { FENCED_BY_METADATA_ONLY, fenceNode, type FenceOutcome } from './fence';
 import { commitNewMaster, preparedXaOn, promoteNode, repointStandbys, type PromoteOutcome, type RepointOutcome } from './promote';
 import { rejoinFencedNode, type RejoinOutcome } from './rejoin';
@@ -46,10 +52,12 @@ type Timed<T> = T & { ms: number };
 export interface FailoverDeps {
   /** The leader's leases on shard masters (leader/master-leases.ts). */
   leases: MasterLeaseClock;
+  /** The compute nodes' hold on the shard (manager config switchHoldMs; default DEFAULT_SHARD_HOLD's). */
+  holdMs?: number;
 }
 
 interface FailoverOutputs {
-  'fence old master': Timed<FenceOutcome & { lease_wait_ms: number }>;
+  'fence old master': Timed<FenceOutcome & { lease_wait_ms: number; compute_holds?: ShardHolds }>;
   'choose candidate': Timed<CandidateChoice>;
   'promote candidate': Timed<PromoteOutcome>;
   'commit topology': Timed<{ master_node_id: string; duplicate: boolean }>;
@@ -77,15 +85,21 @@ function failoverSteps(deps: FailoverDeps): Step[] {
           if (shard.masterNodeId === old.id) {
             chooseCandidate(await surveyStandbys(ctx.agents, Object.values(shard.nodes).filter((n) => n.id !== old.id)));
           }
-          const fenced = await fenceNode(ctx, { ...ids(ctx.jobId, ctx.paras), op: opId(ctx.jobId, 'fence', `node-${old.id}`) }, old, { stop: true, reason: `failed master: ${ctx.paras.reason}` });
-          if (fenced.how !== FENCED_BY_METADATA_ONLY) return { ...fenced, lease_wait_ms: 0 };
+          // Beside the fence, not before it: the master is gone, and whatever was open on it with
+          // it (no drain); a compute host slow to answer must not delay the fence.
+          const holding = holdShardOnComputes(ctx.agents, shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id).cluster, shard.id, { holdMs: deps.holdMs ?? DEFAULT_SHARD_HOLD.holdMs, drainMs: 0 }, ctx.logger);
+          const [fenced, holds] = await Promise.all([
+            fenceNode(ctx, { ...ids(ctx.jobId, ctx.paras), op: opId(ctx.jobId, 'fence', `node-${old.id}`) }, old, { stop: true, reason: `failed master: ${ctx.paras.reason}` }),
+            holding,
+          ]);
+          if (fenced.how !== FENCED_BY_METADATA_ONLY) return { ...fenced, lease_wait_ms: 0, compute_holds: holds };
           // Its agent cannot be reached, so nobody killed it: it may still be running, cut off.
           // No one renews its lease since the fence was recorded; once the lease has run out its
           // agent has fenced it, or its host still reaches every standby (then they did not lose
           // it and this failover would not have been submitted). Only then may another take writes.
           const waitMs = deps.leases.msUntilLeaseEnds(old.id);
           await sleep(waitMs, undefined, { signal: ctx.signal }); // a leader that loses office stops waiting
-          return { ...fenced, how: `${fenced.how}; its lease ran out`, lease_wait_ms: waitMs };
+          return { ...fenced, how: `${fenced.how}; its lease ran out`, lease_wait_ms: waitMs, compute_holds: holds };
         }),
     },
     {
@@ -137,7 +151,12 @@ function failoverSteps(deps: FailoverDeps): Step[] {
       name: 're-point compute nodes',
       run: (ctx) => {
         const view = () => shardView(ctx.state(), ctx.paras.cluster_id, ctx.paras.shard_id);
-        return timed(() => repointComputes(ctx.agents, ctx.secrets, ctx.jobId, () => view().cluster, ctx.signal, { oldMaster: nodeOf(view().shard, ctx.paras.failed_node_id) }));
+        return timed(async () => {
+          const repointed = await repointComputes(ctx.agents, ctx.secrets, ctx.jobId, () => view().cluster, ctx.signal, { oldMaster: nodeOf(view().shard, ctx.paras.failed_node_id) });
+          const holds = ctx.outputs['fence old master'].compute_holds;
+          if (holds) await releaseShardOnComputes(ctx.agents, holds, ctx.logger);
+          return repointed;
+        });
       },
     },
   ];
@@ -176,6 +195,9 @@ export interface ShardFailoverResult {
   compute_nodes_repointed: string[];
   /** Per compute host: its connections to the old master closed (`N closed`), or why not. */
   compute_connections_to_old_master_cut: Record<string, string>;
+  /** Compute nodes that held the shard's statements through the failover, and those that could not (with why). */
+  comps_held: string;
+  comps_not_held: string;
   /** Each step's duration (ms), by step name, and their sum. */
   step_ms: Record<string, number>;
   total_ms: number;
@@ -208,6 +230,8 @@ export function shardFailoverJob(deps: FailoverDeps): JobDefinition<ShardFailove
         standbys_not_repointed: o['re-point standbys'].failed.map((f) => f.error),
         compute_nodes_repointed: o['re-point compute nodes'].comps.map(addr),
         compute_connections_to_old_master_cut: o['re-point compute nodes'].connections_cut ?? {},
+        comps_held: o['fence old master'].compute_holds ? describeHolds(o['fence old master'].compute_holds).comps_held : '',
+        comps_not_held: o['fence old master'].compute_holds ? describeHolds(o['fence old master'].compute_holds).comps_not_held : '',
         step_ms: stepMs,
         total_ms: Object.values(stepMs).reduce((a, b) => a + b, 0),
       };

@@ -8,9 +8,12 @@
 // it than manualSwitchMaxBehindTrx.
 //
 // The hot path is one step, so no Raft commit of a step output lands inside the stall:
+//   the shard held on every compute node (statements for it wait there; open transactions
+//   get switchDrainMs to end: compute-holds.ts, docs/ride-through.md) ->
 //   old master read-only (Fence without stop) -> standby reaches the old master's
 //   gtid_binlog_pos (bounded) -> promote it -> commit the topology -> re-point the old
-//   master, the other standbys and the compute nodes at it, all at once.
+//   master, the other standbys and the compute nodes at it, all at once -> the holds released
+//   (also when the switch fails: the waiting statements then run on the old master).
 // The topology is committed before the compute nodes are re-pointed, since the leader's
 // catalog sync points them at the master the metadata names: the other order could undo
 // the re-point. The compute nodes are not made to wait for the standbys: a write that
@@ -32,6 +35,7 @@ import { CommandKind } from '../../meta/commands';
 import { orThrow } from '../framework/errors';
 import { opId } from '../instance-ops';
 import type { JobOf, StepContext } from '../framework/workflow';
+import { cutEndedSessions, DEFAULT_SHARD_HOLD, describeHolds, holdShardOnComputes, releaseShardOnComputes, type ShardHoldLimits, type ShardHolds } from './compute-holds';
 import { commitNewMaster, promoteNode, repointStandbys } from './promote';
 import { repointComputes } from './repoint-computes';
 import { shardView, where } from './shard-view';
@@ -43,9 +47,11 @@ export interface ManualSwitchLimits {
   maxBehindTrx: number;
   /** How long writes may be held waiting for the standby to reach the master's position. */
   catchUpMs: number;
+  /** The compute nodes' hold on the shard (config switchHoldMs, switchDrainMs); default DEFAULT_SHARD_HOLD. */
+  hold?: ShardHoldLimits;
 }
 
-export const DEFAULT_MANUAL_SWITCH_LIMITS: ManualSwitchLimits = { maxBehindTrx: 1_000, catchUpMs: 5_000 };
+export const DEFAULT_MANUAL_SWITCH_LIMITS: ManualSwitchLimits = { maxBehindTrx: 1_000, catchUpMs: 5_000, hold: DEFAULT_SHARD_HOLD };
 
 const asIpPort = (n: { hostaddr: string; port: number }) => `${n.hostaddr}_${n.port}`;
 
@@ -127,8 +133,11 @@ function checkStandby(p: SwitchParas, master: MariaDbHaStatusReply, standby: Mar
   return behind;
 }
 
+/** Beyond the protocol's fields: which compute nodes held the shard, which did not and why, and what the drain ended. */
+export type SwitchResult = ManualSwitchResult & ReturnType<typeof describeHolds> & { sessions_cut: Record<string, string> };
+
 interface SwitchOutput {
-  result: ManualSwitchResult;
+  result: SwitchResult;
 }
 
 /** Gives writes back to the old master after a switch that stopped before the promotion. */
@@ -142,7 +151,11 @@ async function releaseOldMaster(agents: Agents, run: string, target: SwitchTarge
   }
 }
 
-async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limits: ManualSwitchLimits): Promise<SwitchOutput> {
+/**
+ * The switch itself (the 'switch master' step), also for other jobs that move a master the
+ * same way (upgrade_cluster): the shard is held on the compute nodes for the whole of it.
+ */
+export async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limits: ManualSwitchLimits): Promise<SwitchOutput> {
   // Agents answer a repeated op_id with its first result without acting. Each run of this
   // step acts again: a run after a crash that had given writes back to the old master must
   // really make it read-only again, not be told it did.
@@ -170,58 +183,75 @@ async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limit
   let gtidPos = '';
   let standbysRepointed: string[] = [];
   let standbysFailed: string[] = [];
+  let compsRepointed: string[] = [];
 
+  // Before the old master stops taking writes: from here statements for the shard wait on
+  // the compute nodes (a re-run after the commit has nothing left to hold them for).
+  let holds: ShardHolds = { shardId: p.shard_id, held: [], notHeld: [] };
+  let sessionsCut: Record<string, string> = Object.create(null);
   if (!committed) {
-    const assignNow = await ha(assign).replicationStatus(assign.port);
-    const promotedEarlier = assignNow.answering && !assignNow.is_replica && !assignNow.read_only;
-    if (!promotedEarlier) {
-      started = mark = performance.now();
-      const held = await ha(old).fence(opId(run, 'hold-writes', `node-${old.id}`), old.port, false);
-      lap('hold writes on the old master');
-      if (!held.made_read_only) {
-        const undo = await releaseOldMaster(ctx.agents, run, target);
-        throw KcmError.of('INSTANCE_FAILED', `${where(old)} could not be made read-only to hold writes; ${undo}`);
+    started = mark = performance.now();
+    holds = await holdShardOnComputes(ctx.agents, view.cluster, p.shard_id, limits.hold ?? DEFAULT_SHARD_HOLD, ctx.logger);
+    sessionsCut = await cutEndedSessions(ctx.agents, holds, old);
+    lap('hold the shard on the compute nodes');
+  }
+  try {
+    if (!committed) {
+      const assignNow = await ha(assign).replicationStatus(assign.port);
+      const promotedEarlier = assignNow.answering && !assignNow.is_replica && !assignNow.read_only;
+      if (!promotedEarlier) {
+        const held = await ha(old).fence(opId(run, 'hold-writes', `node-${old.id}`), old.port, false);
+        lap('hold writes on the old master');
+        if (!held.made_read_only) {
+          const undo = await releaseOldMaster(ctx.agents, run, target);
+          throw KcmError.of('INSTANCE_FAILED', `${where(old)} could not be made read-only to hold writes; ${undo}`);
+        }
+        gtidPos = held.gtid_binlog_pos;
+        try {
+          const caught = await ha(assign).waitForGtid(assign.port, gtidPos, limits.catchUpMs);
+          if (!caught.reached) throw KcmError.of('TIMEOUT', `${where(assign)} did not reach ${gtidPos} within ${limits.catchUpMs} ms (at ${caught.gtid_current_pos})`);
+          lap('standby caught up');
+        } catch (err) {
+          const undo = await releaseOldMaster(ctx.agents, run, target);
+          const message = `${(err as Error).message}; ${undo}`;
+          throw err instanceof KcmError ? KcmError.of(err.errorName, message, { cause: err }) : new Error(message, { cause: err });
+        }
       }
-      gtidPos = held.gtid_binlog_pos;
-      try {
-        const caught = await ha(assign).waitForGtid(assign.port, gtidPos, limits.catchUpMs);
-        if (!caught.reached) throw KcmError.of('TIMEOUT', `${where(assign)} did not reach ${gtidPos} within ${limits.catchUpMs} ms (at ${caught.gtid_current_pos})`);
-        lap('standby caught up');
-      } catch (err) {
-        const undo = await releaseOldMaster(ctx.agents, run, target);
-        const message = `${(err as Error).message}; ${undo}`;
-        throw err instanceof KcmError ? KcmError.of(err.errorName, message, { cause: err }) : new Error(message, { cause: err });
-      }
+      const promoted = await promoteNode(ctx.agents, run, target.cluster, assign);
+      gtidPos ||= promoted.gtid_current_pos;
+      lap('promote the standby');
+      await commitNewMaster(ctx, { jobId: ctx.jobId, clusterId: p.cluster_id, shardId: p.shard_id }, old, assign, {
+        fenceOldMaster: false,
+        reason: 'manual_switch',
+        successorGtid: promoted.gtid_current_pos,
+      });
+      lap('commit the topology');
     }
-    const promoted = await promoteNode(ctx.agents, run, target.cluster, assign);
-    gtidPos ||= promoted.gtid_current_pos;
-    lap('promote the standby');
-    await commitNewMaster(ctx, { jobId: ctx.jobId, clusterId: p.cluster_id, shardId: p.shard_id }, old, assign, {
-      fenceOldMaster: false,
-      reason: 'manual_switch',
-      successorGtid: promoted.gtid_current_pos,
-    });
-    lap('commit the topology');
+    // Standbys and compute nodes at once: a client write that reaches the new master before a
+    // standby is attached waits for its acknowledgement (semi-sync acks a waiting transaction
+    // once a standby connects and reaches it), it does not fail; one after the other made the
+    // stall their sum.
+    const [repointed, comps] = await Promise.all([
+      repointStandbys(ctx.agents, ctx.secrets, run, target.cluster, assign, [old, ...target.others].filter((n) => n.id === old.id || !n.fenced)),
+      repointComputes(ctx.agents, ctx.secrets, run, () => clusterOfStep(ctx, p.cluster_id), ctx.signal),
+    ]);
+    lap('re-point the standbys and the compute nodes');
+    compsRepointed = comps.comps.map((c) => c.comp_id);
+    standbysRepointed = repointed.repointed.map(asIpPort);
+    standbysFailed = repointed.failed.map((f) => f.error);
+    if (repointed.failed.some((f) => f.node_id === old.id)) {
+      // The old master is read-only on every start (Fence wrote its role), but not a standby:
+      // recorded fenced, so the rejoin path takes it on, as after a failover.
+      orThrow(
+        await ctx.propose({ kind: CommandKind.NodeFenceSet, at: ctx.now(), clusterId: p.cluster_id, shardId: p.shard_id, nodeId: old.id, fenced: true, jobId: ctx.jobId, reason: 'manual_switch: could not be re-pointed as a standby' }),
+      );
+    }
+  } finally {
+    await releaseShardOnComputes(ctx.agents, holds, ctx.logger);
   }
-  // Standbys and compute nodes at once: a client write that reaches the new master before a
-  // standby is attached waits for its acknowledgement (semi-sync acks a waiting transaction
-  // once a standby connects and reaches it), it does not fail; one after the other made the
-  // stall their sum.
-  const [repointed, comps] = await Promise.all([
-    repointStandbys(ctx.agents, ctx.secrets, run, target.cluster, assign, [old, ...target.others].filter((n) => n.id === old.id || !n.fenced)),
-    repointComputes(ctx.agents, ctx.secrets, run, () => clusterOfStep(ctx, p.cluster_id), ctx.signal),
-  ]);
-  lap('re-point the standbys and the compute nodes');
+  if (holds.held.length > 0) lap('release the holds');
+  // Until the compute nodes' statements go on, on the new master.
   const stallMs = Math.round(performance.now() - started);
-  standbysRepointed = repointed.repointed.map(asIpPort);
-  standbysFailed = repointed.failed.map((f) => f.error);
-  if (repointed.failed.some((f) => f.node_id === old.id)) {
-    // The old master is read-only on every start (Fence wrote its role), but not a standby:
-    // recorded fenced, so the rejoin path takes it on, as after a failover.
-    orThrow(
-      await ctx.propose({ kind: CommandKind.NodeFenceSet, at: ctx.now(), clusterId: p.cluster_id, shardId: p.shard_id, nodeId: old.id, fenced: true, jobId: ctx.jobId, reason: 'manual_switch: could not be re-pointed as a standby' }),
-    );
-  }
   const cluster = clusterOfStep(ctx, p.cluster_id);
   return {
     result: {
@@ -230,12 +260,15 @@ async function switchMaster(ctx: StepContext<SwitchParas>, p: SwitchParas, limit
       old_master: asIpPort(old),
       new_master: asIpPort(assign),
       gtid_pos: gtidPos,
-      // From the moment the old master turned read-only to the compute nodes reaching the new one.
+      // From the moment the shard was held on the compute nodes (the old master turned read-only
+      // right after) to the compute nodes' statements going on, on the new master.
       write_stall_ms: String(stallMs),
       standbys_repointed: standbysRepointed.join(','),
       standbys_failed: standbysFailed.join('; '),
-      comps_repointed: comps.comps.map((c) => cluster.comps[c.comp_id]?.name ?? `comp_${c.comp_id}`).join(','),
+      comps_repointed: compsRepointed.map((id) => cluster.comps[id]?.name ?? `comp_${id}`).join(','),
       list_step: steps,
+      ...describeHolds(holds),
+      sessions_cut: sessionsCut,
     },
   };
 }

@@ -81,10 +81,13 @@ describe('manual_switch', () => {
       cluster_id: h.cluster.id, shard_id: '1', old_master: ipPort(h.master), new_master: ipPort(h.assign), gtid_pos: '0-1-500', standbys_failed: '',
       comps_repointed: comps.map((c) => c.name).join(','),
     });
-    const result = status.attachment as { write_stall_ms: string; list_step: { step: string; ms: string }[] };
+    const result = status.attachment as { write_stall_ms: string; list_step: { step: string; ms: string }[]; comps_held: string; comps_not_held: string };
     expect(Number(result.write_stall_ms)).toBeGreaterThanOrEqual(0);
+    // These agents answer HoldShard UNIMPLEMENTED, as an older kcm does: the switch went on without the holds and says so.
+    expect(result.comps_held).toBe('');
+    expect(result.comps_not_held.split('; ').sort()).toEqual(comps.map((c) => `${c.name} (its agent does not know HoldShard (an older kcm))`).sort());
     expect(result.list_step.map((s) => s.step)).toEqual([
-      'hold writes on the old master', 'standby caught up', 'promote the standby', 'commit the topology', 're-point the standbys and the compute nodes',
+      'hold the shard on the compute nodes', 'hold writes on the old master', 'standby caught up', 'promote the standby', 'commit the topology', 're-point the standbys and the compute nodes',
     ]);
   });
 
