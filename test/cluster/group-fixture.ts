@@ -25,6 +25,8 @@ export interface GroupFixtureOptions {
   managerConfig?: GroupOptions['managerConfig'];
   /** How the hosts are registered: port ranges, which are computer machines too (default machines.ts's). */
   machines?: Omit<MachineOptions, 'hosts'>;
+  /** Called with the group before any process starts (e.g. to run some from another build's checkout: ManagedProcess.root). */
+  beforeStart?: (group: LocalGroup) => void;
 }
 
 export interface GroupFixture {
@@ -90,6 +92,7 @@ export async function startGroupFixture(opts: GroupFixtureOptions): Promise<Grou
     await removeCgroupsOf(opts.hosts);
   };
   try {
+    opts.beforeStart?.(group);
     await group.start();
     await group.waitForLeader();
     await registerMachines({ runJob, dirs }, { ...opts.machines, hosts: opts.hosts });

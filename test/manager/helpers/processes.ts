@@ -44,6 +44,12 @@ export class ManagedProcess {
   private child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
   stopped = false;
+  /**
+   * The kcm checkout the process runs from: its main script (the first argument, a path in
+   * this checkout) is taken from there, and it runs there. Another build's checkout
+   * (test/upgrade/previous-build.ts) makes a process of that build; the next start() uses it.
+   */
+  root = REPO_ROOT;
 
   constructor(
     readonly name: string,
@@ -64,7 +70,9 @@ export class ManagedProcess {
     const fd = openSync(this.logFile, 'a');
     // Extra node flags for every process, e.g. KCM_TEST_NODE_ARGS=--cpu-prof to profile a run.
     const nodeArgs = (process.env.KCM_TEST_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
-    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...this.args], { cwd: REPO_ROOT, stdio: ['ignore', fd, fd], env: { ...process.env, KCM_LOG_LEVEL: 'info' } });
+    const [main, ...rest] = this.args;
+    const script = this.root === REPO_ROOT ? main : path.join(this.root, path.relative(REPO_ROOT, main));
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...rest], { cwd: this.root, stdio: ['ignore', fd, fd], env: { ...process.env, KCM_LOG_LEVEL: 'info' } });
     closeSync(fd);
     this.child = child;
     this.stopped = false;
