@@ -68,7 +68,7 @@ describe('this build and the previous one, mixed', () => {
 
   const allOnline = async () => {
     const d = await c.detail();
-    const statuses = [...d.list_shard.flatMap((s) => s.list_node.map((n) => n.status)), ...(d.list_comp as { status: string }[]).map((x) => x.status)];
+    const statuses = [...d.list_shard.flatMap((s) => s.list_node.map((n) => n.status)), ...(d.list_comp as unknown as { status: string }[]).map((x) => x.status)];
     return statuses.length >= 4 && statuses.every((s) => s === 'online');
   };
 
