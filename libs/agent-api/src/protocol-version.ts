@@ -138,7 +138,11 @@ export function protocolClientInterceptor(address: string, identity: ProtocolIde
     const record = (md: grpc.Metadata): PeerProtocol => {
       recorded = true;
       const stated = protocolOfMetadata(md);
-      seenByAddress.set(address, { protocol: stated.protocol, kcmVersion: firstValue(md, VERSION_METADATA_KEY) ?? '', accepted: stated.ok, seenAtMs: Date.now() });
+      const kcmVersion = firstValue(md, VERSION_METADATA_KEY) ?? '';
+      const known = seenByAddress.get(address);
+      // The same answer as last time (nearly every call): no new object per reply.
+      if (known && known.protocol === stated.protocol && known.kcmVersion === kcmVersion) known.seenAtMs = Date.now();
+      else seenByAddress.set(address, { protocol: stated.protocol, kcmVersion, accepted: stated.ok, seenAtMs: Date.now() });
       if (!stated.ok) {
         refusal = protocolRefusal({ kind: identity.peerKind, name: address }, identity.self(), stated);
         warnOnce(warn, `client ${address} ${stated.stated}`, { peer: address, rpc: options.method_definition.path, peer_protocol: stated.stated, protocol: KCM_PROTOCOL }, `refused a kcm protocol this build does not talk to: ${refusal}`);
