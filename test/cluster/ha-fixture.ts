@@ -23,6 +23,8 @@ export interface HaCluster {
   master(): StorageNodeRecord;
   nodes(): StorageNodeRecord[];
   comp(): { host: string; port: number };
+  /** Every compute node of the cluster. */
+  comps(): { host: string; port: number }[];
   status(n: StorageNodeRecord, checkMasterMs?: number): Promise<MariaDbHaStatusReply>;
   storageQuery<T>(n: StorageNodeRecord, sql: string): Promise<T[]>;
   close(): void;
@@ -33,8 +35,10 @@ export async function registerMachines(f: ClusterFixture, computerHosts: readonl
   await registerHostMachines(f, { computerHosts });
 }
 
-export async function createHaCluster(f: ClusterFixture, computerHost: string): Promise<HaCluster> {
-  const reply = await f.runJob('create_cluster', clusterParas({ nick_name: 'ha', computer_iplists: [computerHost] }), 300_000);
+/** One compute node on computerHost, or one on each host of a list. */
+export async function createHaCluster(f: ClusterFixture, computerHost: string | readonly string[]): Promise<HaCluster> {
+  const computerHosts = typeof computerHost === 'string' ? [computerHost] : [...computerHost];
+  const reply = await f.runJob('create_cluster', clusterParas({ nick_name: 'ha', computer_iplists: computerHosts, comps: String(computerHosts.length) }), 300_000);
   if (reply.status !== 'done') throw new Error(`create_cluster: ${reply.error_info}`);
   const att = reply.attachment as { cluster_id: string; computer_user: string; computer_pwd: string };
   const clients = new Map<string, MariaDbHaAgentClient>();
@@ -55,6 +59,7 @@ export async function createHaCluster(f: ClusterFixture, computerHost: string): 
       const c = Object.values(cluster().comps)[0];
       return { host: c.hostaddr, port: c.port };
     },
+    comps: () => Object.values(cluster().comps).map((c) => ({ host: c.hostaddr, port: c.port })),
     status: (n, checkMasterMs = 0) => haOf(n.hostaddr).replicationStatus(n.port, checkMasterMs),
     async storageQuery<T>(n: StorageNodeRecord, sql: string) {
       const c = await mysql.createConnection({ host: n.hostaddr, port: n.port, ...openTestAccounts(cluster().accounts).storage, connectTimeout: 3000 });
@@ -70,21 +75,23 @@ export async function createHaCluster(f: ClusterFixture, computerHost: string): 
   };
   await ha.storageQuery(ha.master(), 'CREATE DATABASE IF NOT EXISTS `postgres_$$_public`');
   await ha.storageQuery(ha.master(), `CREATE TABLE ${TABLE} (id INT PRIMARY KEY, at BIGINT NOT NULL) ENGINE=InnoDB`);
-  await waitUntil('ha_orders on the compute node', async () => {
-    const c = await pgClient(ha);
-    try {
-      const { rows } = await c.query(`SELECT 1 FROM information_schema.foreign_tables WHERE foreign_table_name = 'ha_orders'`);
-      return rows.length === 1 ? true : undefined;
-    } finally {
-      await c.end();
-    }
-  }, 20_000);
+  for (const comp of ha.comps()) {
+    await waitUntil(`ha_orders on the compute node ${comp.host}:${comp.port}`, async () => {
+      const c = await pgClient(ha, { comp });
+      try {
+        const { rows } = await c.query(`SELECT 1 FROM information_schema.foreign_tables WHERE foreign_table_name = 'ha_orders'`);
+        return rows.length === 1 ? true : undefined;
+      } finally {
+        await c.end();
+      }
+    }, 20_000);
+  }
   return ha;
 }
 
-/** A client of the compute node; `patient` ones set no statement timeout (an application that waits for every answer). */
-export async function pgClient(ha: HaCluster, opts: { patient?: boolean } = {}): Promise<pg.Client> {
-  const c = new pg.Client({ ...ha.comp(), ...ha.computer, database: 'postgres', connectionTimeoutMillis: 3000, ...(opts.patient ? {} : { query_timeout: 5000 }) });
+/** A client of the (first, or the given) compute node; `patient` ones set no statement timeout (an application that waits for every answer). */
+export async function pgClient(ha: HaCluster, opts: { patient?: boolean; comp?: { host: string; port: number } } = {}): Promise<pg.Client> {
+  const c = new pg.Client({ ...(opts.comp ?? ha.comp()), ...ha.computer, database: 'postgres', connectionTimeoutMillis: 3000, ...(opts.patient ? {} : { query_timeout: 5000 }) });
   c.on('error', () => {});
   await c.connect();
   return c;
@@ -148,4 +155,109 @@ export function haJobs(f: ClusterFixture, jobType: string): JobRecord[] {
 export async function idsOn(ha: HaCluster, n: StorageNodeRecord): Promise<Set<number>> {
   const rows = await ha.storageQuery<{ id: number }>(n, `SELECT id FROM ${TABLE}`);
   return new Set(rows.map((r) => Number(r.id)));
+}
+
+/** One statement a ClientLoad client sent: when, how long it took, and its error if it failed. */
+export interface ClientOp {
+  client: number;
+  kind: 'insert' | 'select';
+  id: number;
+  sentAt: number;
+  doneAt: number;
+  error?: string;
+}
+
+/**
+ * Several patient clients (an application that waits for every answer), spread over every
+ * compute node, each inserting a row and reading it back by its key, one statement after
+ * another. Every statement is recorded (ClientOp); a client keeps its session after a
+ * statement's error, as an application would (it reconnects only when the session broke).
+ */
+export class ClientLoad {
+  readonly ops: ClientOp[] = [];
+  private stopped = false;
+  private loops: Promise<void>[] = [];
+
+  constructor(private readonly ha: HaCluster, readonly clients: number, private readonly firstId = 1) {}
+
+  start(): void {
+    const comps = this.ha.comps();
+    for (let i = 0; i < this.clients; i++) this.loops.push(this.run(i, comps[i % comps.length]));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.loops);
+  }
+
+  /** Ids whose INSERT was acknowledged. */
+  acked(): number[] {
+    return this.ops.filter((o) => o.kind === 'insert' && !o.error).map((o) => o.id);
+  }
+
+  errors(): ClientOp[] {
+    return this.ops.filter((o) => o.error !== undefined);
+  }
+
+  /** The first statement acknowledged that was sent at or after t. */
+  firstAckSentAfter(t: number): ClientOp | undefined {
+    return this.ops.find((o) => !o.error && o.sentAt >= t);
+  }
+
+  private async run(client: number, comp: { host: string; port: number }): Promise<void> {
+    let session: pg.Client | undefined;
+    // Ids of client i: firstId + i, + clients, ...: no two clients insert the same one.
+    for (let n = 0; !this.stopped; n++) {
+      const id = this.firstId + client + n * this.clients;
+      try {
+        session ??= await patientClient(this.ha, comp);
+      } catch {
+        await new Promise((r) => setTimeout(r, 50));
+        continue;
+      }
+      for (const kind of ['insert', 'select'] as const) {
+        const op: ClientOp = { client, kind, id, sentAt: Date.now(), doneAt: 0 };
+        try {
+          if (kind === 'insert') await session.query('INSERT INTO public.ha_orders (id, at) VALUES ($1, $2)', [id, op.sentAt]);
+          else await session.query('SELECT at FROM public.ha_orders WHERE id = $1', [id]);
+        } catch (err) {
+          op.error = (err as Error).message;
+        }
+        op.doneAt = Date.now();
+        this.ops.push(op);
+        if (op.error && /Connection terminated|ECONNRESET|not queryable/.test(op.error)) {
+          await session.end().catch(() => {});
+          session = undefined;
+          break;
+        }
+      }
+    }
+    await session?.end().catch(() => {});
+  }
+}
+
+/** No statement timeout below the compute nodes' own bound on a wait (10 s): 30 s guards a test from hanging only. */
+async function patientClient(ha: HaCluster, comp: { host: string; port: number }): Promise<pg.Client> {
+  const c = new pg.Client({ ...comp, ...ha.computer, database: 'postgres', connectionTimeoutMillis: 5000, query_timeout: 30_000 });
+  c.on('error', () => {});
+  await c.connect();
+  return c;
+}
+
+const percentileOf = (values: number[], p: number): number => {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+};
+
+/**
+ * What the clients saw of [from, to] (a switch, a failover): the latency of every statement
+ * in flight at any time in it, p50/p99, and each client's longest.
+ */
+export function clientStall(ops: readonly ClientOp[], from: number, to: number): { n: number; p50: number; p99: number; max: number; longestPerClient: number[] } {
+  const during = ops.filter((o) => o.sentAt <= to && o.doneAt >= from);
+  const latencies = during.map((o) => o.doneAt - o.sentAt);
+  const perClient = new Map<number, number>();
+  for (const o of during) perClient.set(o.client, Math.max(perClient.get(o.client) ?? 0, o.doneAt - o.sentAt));
+  return { n: during.length, p50: percentileOf(latencies, 50), p99: percentileOf(latencies, 99), max: Math.max(0, ...latencies), longestPerClient: [...perClient.values()] };
 }

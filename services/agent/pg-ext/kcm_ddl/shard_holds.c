@@ -13,7 +13,7 @@
  *   hold is released or its deadline passes, then accepts invalidation messages, so mysql_fdw
  *   sees the re-pointed foreign server and connects to the new master.
  * - kcm_shard_hold(shard, hold_ms, drain_ms) sets the hold, then waits up to drain_ms for every
- *   transaction working on that shard to end. What is still open at the bound is marked ended:
+ *   transaction working on that shard to end. A transaction block still open at the bound is marked ended:
  *   its next statement and its COMMIT fail with "rolled back because shard N switched master"
  *   (the manager closes the compute hosts' connections to the old master, which rolls back
  *   the shard side). A transaction already committing is waited for, never ended half-way.
@@ -75,6 +75,7 @@ typedef struct BackendShards
 	int			pid;			/* 0: unused */
 	int			n;
 	bool		many;			/* more shards than tracked: on every shard */
+	bool		in_block;		/* a transaction block: only such a transaction is ever ended by a drain */
 	bool		committing;		/* past its last check before COMMIT: a drain waits for it */
 	bool		ended;			/* a drain ended its transaction */
 	int32		ended_shard;
@@ -174,6 +175,7 @@ forget_mine(void)
 	{
 		me->n = 0;
 		me->many = false;
+		me->in_block = false;
 		me->committing = false;
 		me->ended = false;
 	}
@@ -398,6 +400,7 @@ enter_or_find_hold(BackendShards *me, StatementShard *shards, int n, bool *ended
 	}
 	*ended = me->ended;
 	*ended_shard = me->ended_shard;
+	me->in_block |= IsTransactionBlock();
 	for (int i = 0; i < n && !*ended && blocked < 0; i++)
 		if (!works_on(me, shards[i].shard) && hold_on(shards[i].shard, now) != NULL)
 			blocked = shards[i].shard;
@@ -671,27 +674,36 @@ require_state(void)
 				 errmsg("kcm: shard holds need kcm_ddl in shared_preload_libraries (and a restart after it was added)")));
 }
 
-/* Backends other than this one whose transaction works on shard and is not ended; committing ones counted apart. */
-static int
-busy_on(int32 shard, int *committing)
+typedef struct Busy
 {
-	int			busy = 0;
+	int			blocks;			/* transaction blocks working on the shard, not committing */
+	int			committing;		/* transactions committing */
+	int			statements;		/* single statements (autocommit) in flight on it */
+} Busy;
 
-	*committing = 0;
+/* What is under way on shard in backends other than this one, not ended. Under the mutex. */
+static Busy
+busy_on(int32 shard)
+{
+	Busy		busy = {0, 0, 0};
+
 	for (int i = 0; i < state->n_backends; i++)
 	{
 		BackendShards *b = &state->backends[i];
 
 		if (b->pid == 0 || b->pid == MyProcPid || b->ended || !works_on(b, shard))
 			continue;
-		busy++;
 		if (b->committing)
-			(*committing)++;
+			busy.committing++;
+		else if (b->in_block)
+			busy.blocks++;
+		else
+			busy.statements++;
 	}
 	return busy;
 }
 
-/* Ends (marks) every transaction on shard not committing; returns how many. Under the mutex. */
+/* Ends (marks) every transaction block on shard not committing; returns how many. Under the mutex. */
 static int
 end_open_transactions(int32 shard)
 {
@@ -701,7 +713,7 @@ end_open_transactions(int32 shard)
 	{
 		BackendShards *b = &state->backends[i];
 
-		if (b->pid == 0 || b->pid == MyProcPid || b->ended || b->committing || !works_on(b, shard))
+		if (b->pid == 0 || b->pid == MyProcPid || b->ended || b->committing || !b->in_block || !works_on(b, shard))
 			continue;
 		b->ended = true;
 		b->ended_shard = shard;
@@ -746,22 +758,27 @@ kcm_shard_hold(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("kcm: more than %d shards held at once", MAX_HOLDS)));
 	for (;;)
 	{
-		int			committing;
-		int			busy;
 		TimestampTz now = GetCurrentTimestamp();
+		Busy		busy;
 
 		SpinLockAcquire(&state->mutex);
-		busy = busy_on(shard, &committing);
-		if (busy > committing && now >= drain_until)
+		busy = busy_on(shard);
+		if (busy.blocks > 0 && now >= drain_until)
 		{
 			ended += end_open_transactions(shard);
-			busy = committing;
+			busy.blocks = 0;
 		}
 		SpinLockRelease(&state->mutex);
 		if (open_at_start < 0)
-			open_at_start = busy;
-		/* A commit under way is waited for until the hold's own deadline, never cut half-way. */
-		if (busy == 0 || now >= until)
+			open_at_start = busy.blocks + busy.committing + busy.statements;
+		if (busy.blocks + busy.committing + busy.statements == 0 || now >= until)
+			break;
+		/*
+		 * Past the bound: a commit under way is waited for (until the hold's own deadline), never
+		 * cut half-way; a single statement in flight is left to finish on its own (it is not a
+		 * transaction that could be ended: it commits where it runs, or its connection is lost).
+		 */
+		if (now >= drain_until && busy.committing == 0)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 5, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

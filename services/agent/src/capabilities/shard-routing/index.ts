@@ -22,8 +22,9 @@ import {
 } from '@kcm/agent-api';
 import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
-import { withAdmin, type AdminClient } from '../postgres/admin-session';
-import { InstanceRegistry } from '../postgres/layout';
+import pg from 'pg';
+import type { AdminClient } from '../postgres/admin-session';
+import { ADMIN_ROLE, InstanceRegistry, socketDir, type PostgresInstance } from '../postgres/layout';
 
 /** The hold's deadline may not pass this: kcm_ddl refuses longer ones too. */
 export const MAX_HOLD_MS = 120_000;
@@ -34,6 +35,21 @@ const DECLARE_FUNCTIONS = [
   `CREATE FUNCTION pg_temp.kcm_shard_hold(int, int, int) RETURNS text AS 'kcm_ddl', 'kcm_shard_hold' LANGUAGE C STRICT`,
   `CREATE FUNCTION pg_temp.kcm_shard_release(int) RETURNS bool AS 'kcm_ddl', 'kcm_shard_release' LANGUAGE C STRICT`,
 ];
+
+/** What the hold's session shows in pg_stat_activity while it drains (any role may read an application_name). */
+export const HOLD_APPLICATION_NAME = 'kcm-agent-shard-hold';
+
+/** The agent's superuser session over the instance's socket (admin-session.ts), named for what it does. */
+async function withHoldSession<T>(instance: PostgresInstance, work: (db: AdminClient) => Promise<T>): Promise<T> {
+  const db = new pg.Client({ host: socketDir(instance), port: instance.port, user: ADMIN_ROLE, database: 'postgres', connectionTimeoutMillis: 10_000, application_name: HOLD_APPLICATION_NAME });
+  db.on('error', () => {});
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end().catch(() => {});
+  }
+}
 
 function checkShardId(shardId: string): number {
   if (!SHARD_ID.test(shardId)) throw new AgentFailure('invalid_argument', `shard_id ${JSON.stringify(shardId)} is not a kcm shard id (decimal digits)`);
@@ -63,7 +79,7 @@ async function holdShard(registry: InstanceRegistry, req: HoldShardRequest): Pro
     throw new AgentFailure('invalid_argument', `drain_ms ${req.drain_ms} is not between 0 and hold_ms ${req.hold_ms}`);
   }
   const instance = await registry.get(req.port);
-  return withAdmin(instance, 'postgres', async (db) => {
+  return withHoldSession(instance, async (db) => {
     await declareFunctions(db, req.port);
     const { rows } = await db.query<{ outcome: string }>('SELECT pg_temp.kcm_shard_hold($1, $2, $3) AS outcome', [shard, req.hold_ms, req.drain_ms]);
     const outcome = JSON.parse(rows[0].outcome) as HoldShardReply;
@@ -74,7 +90,7 @@ async function holdShard(registry: InstanceRegistry, req: HoldShardRequest): Pro
 async function releaseShard(registry: InstanceRegistry, req: ReleaseShardRequest): Promise<ReleaseShardReply> {
   const shard = checkShardId(req.shard_id);
   const instance = await registry.get(req.port);
-  return withAdmin(instance, 'postgres', async (db) => {
+  return withHoldSession(instance, async (db) => {
     await declareFunctions(db, req.port);
     const { rows } = await db.query<{ was_held: boolean }>('SELECT pg_temp.kcm_shard_release($1) AS was_held', [shard]);
     return { was_held: rows[0].was_held };

@@ -25,6 +25,8 @@ interface CompHold {
   comp: string;
   hostaddr: string;
   port: number;
+  /** Transactions working on the shard on this node when the hold started. */
+  openAtStart: number;
   /** Transactions the drain ended on this node (their shard sessions are closed by cutEndedSessions). */
   ended: number;
 }
@@ -45,7 +47,7 @@ export async function holdShardOnComputes(agents: Agents, cluster: ClusterRecord
     Object.values(cluster.comps).map(async (comp) => {
       try {
         const reply = await agents.shardRouting(comp.hostaddr).holdShard(comp.port, shardId, limits.holdMs, Math.min(limits.drainMs, limits.holdMs));
-        holds.held.push({ comp: compName(comp), hostaddr: comp.hostaddr, port: comp.port, ended: reply.ended });
+        holds.held.push({ comp: compName(comp), hostaddr: comp.hostaddr, port: comp.port, openAtStart: reply.open_at_start, ended: reply.ended });
       } catch (err) {
         const why = isUnimplemented(err) ? 'its agent does not know HoldShard (an older kcm)' : (err as Error).message;
         holds.notHeld.push({ comp: compName(comp), why });
@@ -88,10 +90,11 @@ export async function releaseShardOnComputes(agents: Agents, holds: ShardHolds, 
 }
 
 /** For results: "comp_1,comp_2" and "comp_3 (why); ..." */
-export function describeHolds(holds: ShardHolds): { comps_held: string; comps_not_held: string; transactions_ended: number } {
+export function describeHolds(holds: ShardHolds): { comps_held: string; comps_not_held: string; transactions_open_at_hold: number; transactions_ended: number } {
   return {
     comps_held: holds.held.map((h) => h.comp).join(','),
     comps_not_held: holds.notHeld.map((n) => `${n.comp} (${n.why})`).join('; '),
+    transactions_open_at_hold: holds.held.reduce((sum, h) => sum + h.openAtStart, 0),
     transactions_ended: holds.held.reduce((sum, h) => sum + h.ended, 0),
   };
 }
