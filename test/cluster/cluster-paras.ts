@@ -5,8 +5,11 @@
 import type { ParasInputOf } from '@kcm/protocol';
 import { HOSTS } from './cluster-fixture';
 
-/** create_cluster's paras as sent, every field present. */
-export type CreateClusterParas = Required<ParasInputOf<'create_cluster'>>;
+/** Paras a test names only when its case is about them (engine versions: the manager's defaults otherwise). */
+type OptionalParas = 'storage_version' | 'computer_version';
+
+/** create_cluster's paras as sent, every field present but the engine versions. */
+export type CreateClusterParas = Required<Omit<ParasInputOf<'create_cluster'>, OptionalParas>> & Pick<ParasInputOf<'create_cluster'>, OptionalParas>;
 
 /**
  * create_cluster paras: the test default with `overrides` over it. The storage nodes go on

@@ -100,7 +100,7 @@ describe('create_cluster and delete_cluster on real engines (2 shards x 3 nodes,
     try {
       const reply = await f.runJob('create_cluster', { ...CREATE_PARAS, shards: '1', comps: '1', computer_iplists: [HOSTS[2]] }, 180_000);
       expect(reply.status).toBe('failed');
-      expect(reply.error_info).toMatch(/step 4 of 7 \(install compute nodes\) failed: comp_\d+ on 127\.0\.2\.3:55220: .*cannot traverse/);
+      expect(reply.error_info).toMatch(/step 5 of 8 \(install compute nodes\) failed: comp_\d+ on 127\.0\.2\.3:55220: .*cannot traverse/);
     } finally {
       await chmod(closed, 0o755);
     }

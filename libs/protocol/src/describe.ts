@@ -110,7 +110,8 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
   set_machine: { summary: 'Mark a machine online (running) or offline (dead).' },
   create_cluster: {
     summary: 'Create a cluster of shards (MariaDB) and compute nodes (PostgreSQL).',
-    notes: ['fullsync_level <= nodes - 1', 'install_proxysql "1" requires shards "1"'],
+    notes: ['fullsync_level <= nodes - 1', 'install_proxysql "1" requires shards "1"', 'storage_version and computer_version default to the manager\'s defaultStorageVersion and defaultComputerVersion'],
+    fields: { storage_version: 'MariaDB version the storage nodes run, e.g. 10.11.19 (beyond the spec)', computer_version: 'PostgreSQL version the compute nodes run, e.g. 15.20 (beyond the spec)' },
   },
   delete_cluster: {
     summary: 'Delete a cluster, its shards and compute nodes.',

@@ -396,3 +396,12 @@ export type RepartitionTablesResult = {
   blocked_ms_max: string;
   list_table: { source: string; target: string; table: string; old_table: string; rows_copied: string; rows_resynced: string; rows_verified: string; copy_ms: string; blocked_ms: string }[];
 };
+
+/**
+ * get_cluster_detail (sync, beyond the spec's fields; issue 31): the engine versions. Each
+ * node's and compute node's `engine_version` is what kcm last measured it running ("unknown"
+ * for instances recorded before engines were versioned); the cluster's storage_version and
+ * computer_version are what its next instances get ('' = each host's default).
+ */
+export type ClusterDetailEngineVersions = { storage_version: string; computer_version: string };
+export type InstanceEngineVersion = { engine_version: string };

@@ -211,6 +211,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   // Internal job types (submitted by the leader, not accepted from Emit) run like the others.
   const table = jobTable({
     manualSwitch: { maxBehindTrx: config.manualSwitchMaxBehindTrx, catchUpMs: config.manualSwitchCatchUpMs, hold: { holdMs: config.switchHoldMs, drainMs: config.switchDrainMs } },
+    engineVersions: { storage: config.defaultStorageVersion, computer: config.defaultComputerVersion },
     ...opts.jobs,
     raft,
     keepFinishedJobs: config.finishedJobsKept,

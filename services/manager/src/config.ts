@@ -121,6 +121,14 @@ export const managerConfigSchema = z.object({
   /** A standby lagging more than this (seconds) is not a full backup's source; the master is used only when no standby qualifies. */
   backupMaxReplicaDelayS: z.number().int().min(0).default(60),
   /**
+   * Engine versions of a create_cluster that names none (docs/engine-versions.md), e.g.
+   * "10.11.19" and "15.20". '' (the default): the version each chosen host has installed from
+   * Debian (the first host's, then the same on every other), which its apt sources still
+   * carry; a pinned version stops being fetchable once Debian replaces it in the archive.
+   */
+  defaultStorageVersion: z.string().regex(/^(\d+\.\d+\.\d+)?$/, 'a MariaDB version like 10.11.19, or empty').default(''),
+  defaultComputerVersion: z.string().regex(/^(\d+\.\d+)?$/, 'a PostgreSQL version like 15.20, or empty').default(''),
+  /**
    * 32 random bytes (mode 0600), the same file on every member: generated database passwords
    * are sealed with it (AES-256-GCM) before they enter the Raft log (secrets/secret-box.ts).
    * Required unless `insecure`. A metadata backup restores only with the same key.

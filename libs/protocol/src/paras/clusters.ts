@@ -12,6 +12,7 @@ import {
   portString,
   textString,
 } from '../formats';
+import { computerVersionString, storageVersionString } from './upgrade';
 
 export const HA_MODES = ['rbr', 'mgr'] as const;
 export const CPU_LIMIT_MODES = ['share', 'quota'] as const;
@@ -44,6 +45,10 @@ export const createClusterParas = z
     storage_iplists: hostAddressList().default([]),
     computer_iplists: hostAddressList().default([]),
     install_proxysql: enumString(ZERO_ONE).default('0'),
+    // Beyond the spec (issue 31): the engine versions the cluster's instances run; absent =
+    // the manager's defaults (config defaultStorageVersion / defaultComputerVersion).
+    storage_version: storageVersionString().optional(),
+    computer_version: computerVersionString().optional(),
   })
   .superRefine((p, ctx) => {
     if (typeof p.nodes === 'number' && typeof p.fullsync_level === 'number' && p.fullsync_level > p.nodes - 1) {

@@ -28,6 +28,7 @@ import { previewPorts, removalPlan } from './dry-run';
 import { candidatesFor, carryLoad, computeDemand, placeComps, placementReport, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackJob, wholeClusterPlan } from './rollback';
 import type { JobOf, StepContext } from './framework/workflow';
+import { NO_ENGINE_DEFAULTS, prepareEngineOnHosts, recordEngineVersions, recordMeasuredVersions, type EngineVersionDefaults } from './engine-versions';
 
 type CreateParas = ParasOf<'create_cluster'>;
 /** cluster_id is always there: resolve() fills it in from cluster_name at submission. */
@@ -48,7 +49,7 @@ export function planCluster(p: CreateParas, state: MetaState): ClusterPlan {
   return { shards, comps: placeComps(computer, p.comps, 'computer_iplists') };
 }
 
-function optionsOf(p: CreateParas): ClusterOptions {
+function optionsOf(p: CreateParas, engines: EngineVersionDefaults = NO_ENGINE_DEFAULTS): ClusterOptions {
   return {
     haMode: 'rbr',
     maxStorageSizeGb: p.max_storage_size,
@@ -59,6 +60,9 @@ function optionsOf(p: CreateParas): ClusterOptions {
     rocksdbBlockCacheSizeMb: p.rocksdb_block_cache_size_M,
     dbcfg: p.dbcfg === '1' ? 1 : 0,
     fullsyncLevel: p.fullsync_level,
+    // '' = each host's installed build, resolved by 'prepare engines'.
+    storageVersion: p.storage_version ?? engines.storage,
+    computerVersion: p.computer_version ?? engines.computer,
   };
 }
 
@@ -118,6 +122,8 @@ function createResult(cluster: ClusterRecord, state: MetaState): CreateClusterRe
 
 interface CreateOutputs {
   'plan placement': { clusterId: string; clusterName: string; unspreadShards: string[] };
+  /** The versions every chosen host has in its engine cache ('': no agent could say, all older ones). */
+  'prepare engines': { storageVersion: string; computerVersion: string };
   'install storage nodes': null;
   'set up replication': null;
   'install compute nodes': null;
@@ -128,7 +134,8 @@ interface CreateOutputs {
 
 const createdCluster = (ctx: StepContext<CreateParas, CreateOutputs>) => clusterOfStep(ctx, ctx.outputs['plan placement'].clusterId);
 
-export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
+/** create_cluster, with the engine versions a request naming none gets (manager config). */
+export const createClusterJob = (engines: EngineVersionDefaults = NO_ENGINE_DEFAULTS): JobOf<'create_cluster', CreateOutputs> => ({
   jobType: 'create_cluster',
   validate: validateCreate,
   dryRunPlan(p, state) {
@@ -150,7 +157,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
                 at: ctx.now(),
                 jobId: ctx.jobId,
                 nickName: p.nick_name,
-                options: optionsOf(p),
+                options: optionsOf(p, engines),
                 accounts: generateClusterAccounts(ctx.secrets),
                 placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
               }),
@@ -162,10 +169,32 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       },
     },
     {
+      // Every chosen host fetches the versions before anything is installed: a version one of
+      // them cannot have fails the job here, with nothing installed (the rollback returns the ports).
+      name: 'prepare engines',
+      async run(ctx) {
+        const cluster = createdCluster(ctx);
+        const asked = { storage: cluster.options.storageVersion ?? '', computer: cluster.options.computerVersion ?? '' };
+        const [storageVersion, computerVersion] = await Promise.all([
+          prepareEngineOnHosts(ctx, ctx.jobId, 'mariadb', asked.storage, storageNodes(cluster).map(({ node }) => node.hostaddr)),
+          prepareEngineOnHosts(ctx, ctx.jobId, 'postgres', asked.computer, Object.values(cluster.comps).map((c) => c.hostaddr)),
+        ]);
+        if (storageVersion !== asked.storage || computerVersion !== asked.computer) {
+          // The hosts' default, resolved: what the cluster's later instances get too. Skipped
+          // (they get each agent's default) while a manager of the group is older.
+          await recordEngineVersions(ctx, { clusterId: cluster.id, storageVersion, computerVersion }).catch((err: Error) =>
+            ctx.logger.warn({ clusterId: cluster.id, err: err.message }, 'cluster engine versions not recorded'),
+          );
+        }
+        return { storageVersion, computerVersion };
+      },
+    },
+    {
       name: 'install storage nodes',
       async run(ctx) {
         const cluster = createdCluster(ctx);
-        await forEachInstance(storageNodes(cluster), ({ node }) => `storage node ${node.id} on ${node.hostaddr}:${node.port}`, ({ node }) => installStorageNode(ctx.agents, ctx.secrets, ctx.jobId, cluster, node));
+        const version = ctx.outputs['prepare engines'].storageVersion;
+        await forEachInstance(storageNodes(cluster), ({ node }) => `storage node ${node.id} on ${node.hostaddr}:${node.port}`, ({ node }) => installStorageNode(ctx.agents, ctx.secrets, ctx.jobId, cluster, node, version));
         return null;
       },
     },
@@ -181,7 +210,8 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'install compute nodes',
       async run(ctx) {
         const cluster = createdCluster(ctx);
-        await forEachInstance(Object.values(cluster.comps), (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (comp) => installComp(ctx.agents, ctx.secrets, ctx.jobId, cluster, comp));
+        const version = ctx.outputs['prepare engines'].computerVersion;
+        await forEachInstance(Object.values(cluster.comps), (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (comp) => installComp(ctx.agents, ctx.secrets, ctx.jobId, cluster, comp, version));
         return null;
       },
     },
@@ -212,6 +242,8 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
       name: 'mark cluster ready',
       async run(ctx) {
         const cluster = createdCluster(ctx);
+        // What each instance runs, as measured (get_cluster_detail's engine_version).
+        await recordMeasuredVersions(ctx, cluster, { nodes: storageNodes(cluster).map(({ node }) => node), comps: Object.values(cluster.comps) });
         orThrow(await ctx.propose({ kind: CommandKind.ClusterStatusSet, at: ctx.now(), clusterId: cluster.id, status: 'ready' }));
         return createResult(clusterOfStep(ctx, cluster.id), ctx.state());
       },
@@ -225,7 +257,7 @@ export const createCluster: JobOf<'create_cluster', CreateOutputs> = {
     // Ports are returned per instance, only once it is gone from its host (rollback.ts).
     return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now, secrets: ctx.secrets }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
   },
-};
+});
 
 interface DeleteSnapshot {
   clusterId: string;

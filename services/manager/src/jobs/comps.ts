@@ -13,6 +13,7 @@ import { candidatesFor, computeDemand, placeComps } from './placement';
 import { rollBackGrowJob } from './rollback';
 import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
 import type { JobOf, StepContext } from './framework/workflow';
+import { recordMeasuredVersions } from './engine-versions';
 
 type AddParas = ParasOf<'add_comps'>;
 type DeleteParas = ParasOf<'delete_comp'>;
@@ -71,6 +72,7 @@ export const addComps: JobOf<'add_comps', AddOutputs> = {
       async run(ctx) {
         const { cluster, comps } = newCompsOf(ctx);
         await forEachInstance(comps, (c) => `${c.name} on ${c.hostaddr}:${c.port}`, (c) => installComp(ctx.agents, ctx.secrets, ctx.jobId, cluster, c));
+        await recordMeasuredVersions(ctx, cluster, { comps });
         return null;
       },
     },

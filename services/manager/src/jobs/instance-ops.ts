@@ -21,8 +21,12 @@ export function storageNodes(cluster: ClusterRecord): { shard: ShardRecord; node
   return Object.values(cluster.shards).flatMap((shard) => Object.values(shard.nodes).map((node) => ({ shard, node })));
 }
 
-/** The MariaDB instance spec of a storage node: its place plus the cluster's create_cluster options. */
-export function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
+/**
+ * The MariaDB instance spec of a storage node: its place plus the cluster's create_cluster
+ * options, and the engine version it runs: the cluster's current one unless named ('': the
+ * agent's default, for clusters created before engines were versioned).
+ */
+export function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord, engineVersion = cluster.options.storageVersion ?? '') {
   const o = cluster.options;
   return {
     port: node.port,
@@ -34,15 +38,16 @@ export function instanceSpec(cluster: ClusterRecord, node: StorageNodeRecord) {
     max_connections: o.maxConnections,
     dbcfg: o.dbcfg,
     fullsync_level: o.fullsyncLevel,
+    engine_version: engineVersion,
   };
 }
 
 /** mariadb-install-db, my.cnf, the three accounts, started. The storage account may use every `D_$$_S` database. */
-export async function installStorageNode(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord): Promise<number> {
+export async function installStorageNode(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, node: StorageNodeRecord, engineVersion?: string): Promise<number> {
   const [admin, replication, storage] = (['admin', 'replication', 'storage'] as const).map((role) => liveAccount(secrets, cluster, role));
   const reply = await agents.mariadb(node.hostaddr).install({
     op_id: opId(jobId, 'install', `node-${node.id}`),
-    spec: instanceSpec(cluster, node),
+    spec: instanceSpec(cluster, node, engineVersion),
     admin,
     replication,
     storage,
@@ -85,8 +90,8 @@ export async function setUpShardReplication(agents: Agents, secrets: SecretBox, 
   );
 }
 
-/** initdb, the computer account, mysql_fdw, started. */
-export async function installComp(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, comp: CompRecord): Promise<number> {
+/** initdb, the computer account, mysql_fdw, started; on the cluster's PostgreSQL version unless `engineVersion` names one. */
+export async function installComp(agents: Agents, secrets: SecretBox, jobId: string, cluster: ClusterRecord, comp: CompRecord, engineVersion = cluster.options.computerVersion ?? ''): Promise<number> {
   const computer = liveAccount(secrets, cluster, 'computer');
   const reply = await agents.postgres(comp.hostaddr).install({
     op_id: opId(jobId, 'install', `comp-${comp.id}`),
@@ -95,6 +100,7 @@ export async function installComp(agents: Agents, secrets: SecretBox, jobId: str
     user: computer.user,
     password: computer.password,
     variables: { max_connections: String(cluster.options.maxConnections) },
+    engine_version: engineVersion,
   });
   return reply.pid;
 }

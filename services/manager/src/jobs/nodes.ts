@@ -24,6 +24,7 @@ import { takeOutInstanceSteps, type TakeOutOutputs } from './take-out-instance';
 import type { JobOf } from './framework/workflow';
 import { liveAccount } from '../secrets/live-accounts';
 import type { SecretBox } from '../secrets/secret-box';
+import { recordMeasuredVersions } from './engine-versions';
 
 type AddParas = ParasOf<'add_nodes'>;
 type DeleteParas = ParasOf<'delete_nodes'>;
@@ -214,6 +215,7 @@ export const addNodes: JobOf<'add_nodes', AddOutputs> = {
             }
           }
         });
+        await recordMeasuredVersions(ctx, cluster, { nodes: shards.flatMap((s) => Object.values(s.nodes).filter((n) => n.placedByJob === ctx.jobId)) });
         return null;
       },
     },
@@ -281,6 +283,8 @@ export const rebuildNode: JobOf<'rebuild_node', RebuildOutputs> = {
             throw KcmError.of(errorNameOf(err, 'INSTANCE_FAILED'), `rebuilding ${node.hostaddr}:${node.port} (${shard.name}): ${(err as Error).message}`, { cause: err });
           }
         }
+        // A rebuilt node runs the cluster's current version, whatever it ran before.
+        await recordMeasuredVersions(ctx, cluster, { nodes: targets.map((t) => t.node) });
         return copies;
       },
     },

@@ -8,7 +8,8 @@ import { createToken, deleteToken } from './tokens';
 import { cancelJobJob } from './cancel';
 import type { AsyncJobType, ParasOf, ResultOf } from '@kcm/protocol';
 import type { RaftNode } from '@kcm/raft';
-import { createCluster, deleteCluster } from './cluster';
+import { createClusterJob, deleteCluster } from './cluster';
+import type { EngineVersionDefaults } from './engine-versions';
 import { clusterRestore } from './cluster-restore';
 import { updateInstanceCgroup } from './cgroup';
 import { addComps, deleteComp } from './comps';
@@ -48,6 +49,8 @@ export interface JobTableOptions extends Omit<RaftMissionDeps, 'raft'> {
   keepFinishedJobs?: number;
   /** Table moves: the copy's limits (config move*). */
   moves?: MoveDeps;
+  /** Engine versions of a create_cluster naming none (config defaultStorageVersion, defaultComputerVersion). */
+  engineVersions?: EngineVersionDefaults;
 }
 
 export function jobTable(options: JobTableOptions): JobTable {
@@ -62,7 +65,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     create_machine: createMachine,
     delete_machine: deleteMachine,
     set_machine: setMachine,
-    create_cluster: createCluster,
+    create_cluster: createClusterJob(options.engineVersions),
     delete_cluster: deleteCluster,
     add_shards: addShards,
     delete_shards: deleteShardsJob(),

@@ -20,6 +20,7 @@ import { candidatesFor, placeShards, storageDemand, type ShardPlacement } from '
 import { rollBackGrowJob } from './rollback';
 import type { JobOf, StepContext } from './framework/workflow';
 import { previewPorts } from './dry-run';
+import { recordMeasuredVersions } from './engine-versions';
 
 type AddParas = ParasOf<'add_shards'>;
 type DeleteParas = ParasOf<'delete_shards'>;
@@ -92,6 +93,7 @@ export const addShards: JobOf<'add_shards', AddOutputs> = {
         const { cluster, shards } = newShardsOf(ctx);
         const nodes = shards.flatMap((s) => Object.values(s.nodes));
         await forEachInstance(nodes, (n) => `storage node ${n.id} on ${n.hostaddr}:${n.port}`, (n) => installStorageNode(ctx.agents, ctx.secrets, ctx.jobId, cluster, n));
+        await recordMeasuredVersions(ctx, cluster, { nodes });
         return null;
       },
     },

@@ -52,6 +52,8 @@ export const CommandKind = {
   PasswordRotationFinished: 35,
   // Host facts measured by the leader's host-facts refresher (meta/machines.ts).
   MachineFactsMeasured: 36,
+  // Engine versions of a cluster's instances (meta/engine-versions.ts).
+  EngineVersionsRecorded: 37,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 

@@ -16,6 +16,7 @@ import type { BinlogArchived } from './binlog-archive';
 import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 import type { TokenCreated, TokenDeleted } from './tokens';
 import type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './password-rotation';
+import type { EngineVersionsRecorded } from './engine-versions';
 
 // Every command type is declared by its domain, beside its apply; they are named here too,
 // so that code outside meta/ has one place to take a command from.
@@ -32,6 +33,7 @@ export type { BinlogArchived } from './binlog-archive';
 export type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 export type { TokenCreated, TokenDeleted } from './tokens';
 export type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './password-rotation';
+export type { EngineVersionsRecorded } from './engine-versions';
 
 export type Command =
   | PasswordRotationStarted
@@ -65,7 +67,8 @@ export type Command =
   | BinlogArchived
   | LogicalBackupScheduled
   | LogicalBackupRunClaimed
-  | LogicalBackupRunFinished;
+  | LogicalBackupRunFinished
+  | EngineVersionsRecorded;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

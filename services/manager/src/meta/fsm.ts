@@ -1,6 +1,7 @@
 // The metadata state machine: one apply switch over the numbered command kinds.
 
 import { applyBinlogArchived } from './binlog-archive';
+import { applyEngineVersionsRecorded } from './engine-versions';
 import { applyClusterCreated, applyClusterDeleted, applyClusterStatusSet, applyInstancesPlaced, applyInstancesRemoved } from './clusters';
 import { CommandKind, type Command, type LoggedCommand } from './commands';
 import { applyJobCancelRequested, applyJobFinished, applyJobProgress, applyJobStarted, applyJobStepDone, applyJobSubmitted } from './jobs';
@@ -120,6 +121,8 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyPasswordRotationFinished(state, cmd);
     case CommandKind.MachineFactsMeasured:
       return applyMachineFactsMeasured(state, cmd);
+    case CommandKind.EngineVersionsRecorded:
+      return applyEngineVersionsRecorded(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): never guess, never skip it
       // (apply-stop.ts). The compiler checks that every kind has its case above.

@@ -135,6 +135,13 @@ export interface ClusterOptions {
   rocksdbBlockCacheSizeMb: number;
   dbcfg: 0 | 1;
   fullsyncLevel: number;
+  /**
+   * Engine versions the cluster's next instances get (create_cluster's storage_version and
+   * computer_version, or the manager's defaults; upgrade_cluster moves them). '' or absent:
+   * each agent's default (clusters created before engines were versioned).
+   */
+  storageVersion?: string;
+  computerVersion?: string;
 }
 
 export interface StorageNodeRecord {
@@ -154,6 +161,8 @@ export interface StorageNodeRecord {
    * stopped) and is left out of routing and restarts until it rejoins as a standby.
    */
   fenced?: NodeFence;
+  /** The MariaDB version it was last measured running (meta/engine-versions.ts); absent = unknown. */
+  engineVersion?: string;
 }
 
 export interface NodeFence {
@@ -192,6 +201,8 @@ export interface CompRecord {
   compDatadir: string;
   /** The add_comps job that placed it (absent for a create_cluster's own compute nodes). */
   placedByJob?: string;
+  /** The PostgreSQL version it was last measured running (meta/engine-versions.ts); absent = unknown. */
+  engineVersion?: string;
 }
 
 export interface ClusterRecord {

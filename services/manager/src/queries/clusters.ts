@@ -5,7 +5,8 @@
 // (cluster-status.ts).
 
 import { catalogErrorOf, type MariaDbAgentClient, type Agents } from '@kcm/agent-api';
-import { KcmError, type ValidRequest } from '@kcm/protocol';
+import { KcmError, type ClusterDetailEngineVersions, type InstanceEngineVersion, type ValidRequest } from '@kcm/protocol';
+import { nodeEngineVersion } from '../meta/engine-versions';
 import { clusterByReference } from '../jobs/cluster-lookup';
 import type { QueryHandler } from '../submit/manager-service';
 import type { CompRecord, MetaState, StorageNodeRecord } from '../meta/state';
@@ -113,6 +114,8 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
               restarts: String(probe?.supervisor_restarts ?? 0),
               // A replaced master kept out of service until it rejoins (shard HA): why, or ''.
               fenced: n.fenced ? n.fenced.reason : '',
+              // The MariaDB version kcm measured it running (install, rebuild, upgrade); "unknown" before that.
+              ...({ engine_version: nodeEngineVersion(n) } satisfies InstanceEngineVersion),
             };
           }),
         ),
@@ -123,7 +126,8 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
         const m = await probeComp(deps, measurements, c);
         measured.push(m);
         const { status, restarts } = m.value;
-        return { comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status, restarts: String(restarts) };
+        const engine: InstanceEngineVersion = { engine_version: nodeEngineVersion(c) };
+        return { comp_id: c.id, comp_name: c.name, hostaddr: c.hostaddr, port: String(c.port), status, restarts: String(restarts), ...engine };
       }),
     ),
   ]);
@@ -134,6 +138,8 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
     status: measuredClusterStatus(cluster.status, [...list_shard.flatMap((s) => s.list_node.map((n) => n.status)), ...list_comp.map((c) => c.status)]),
     shards: String(shards.length),
     comps: String(comps.length),
+    // What the cluster's next instances get (create_cluster, upgrade_cluster); '' = each host's default.
+    ...({ storage_version: cluster.options.storageVersion ?? '', computer_version: cluster.options.computerVersion ?? '' } satisfies ClusterDetailEngineVersions),
     list_shard,
     list_comp,
     // How old the oldest measurement in this reply is (ms); see clusterSummary.

@@ -32,7 +32,8 @@ describe('cluster jobs against recording agents', () => {
       storage_user: cluster.accounts.storage.user, storage_pwd: openTestAccounts(cluster.accounts).storage.password,
     });
     const order = [...new Set(calls.map((c) => c.method))];
-    expect(order).toEqual(['mariadb.install', 'mariadb.replication', 'pg.install', 'pg.sync', 'mariadb.probe', 'pg.probe', 'cgroup.set']);
+    // Every host fetches the engine versions before anything is installed; the versions the instances run are measured last.
+    expect(order).toEqual(['mariadb.prepareEngine', 'pg.prepareEngine', 'mariadb.install', 'mariadb.replication', 'pg.install', 'pg.sync', 'mariadb.probe', 'pg.probe', 'cgroup.set', 'mariadb.variables']);
     for (const shard of Object.values(cluster.shards)) {
       const repl = calls.filter((c) => c.method === 'mariadb.replication' && Object.keys(shard.nodes).some((id) => c.request.op_id.endsWith(`node-${id}`)));
       expect(repl.map((c) => c.request.role)).toEqual(['master', 'standby', 'standby']);
@@ -55,7 +56,7 @@ describe('cluster jobs against recording agents', () => {
     const status = await run('create_cluster', createParas());
     await close();
     expect(status).toMatchObject({ status: 'failed', errorCode: 2001 });
-    expect(status.errorInfo).toMatch(/^step 4 of 7 \(install compute nodes\) failed: comp_\d+ on 10\.0\.0\.2:6000: pg\.install failed on 10\.0\.0\.2$/);
+    expect(status.errorInfo).toMatch(/^step 5 of 8 \(install compute nodes\) failed: comp_\d+ on 10\.0\.0\.2:6000: pg\.install failed on 10\.0\.0\.2$/);
     expect(calls.filter((c) => c.method === 'mariadb.remove')).toHaveLength(6);
     expect(calls.filter((c) => c.method === 'pg.remove')).toHaveLength(2);
     expect(store.s.clusters).toEqual({});

@@ -18,7 +18,8 @@ describe('add_comps and delete_comp', () => {
       cluster_id: cluster.id, cluster_name: cluster.name, shards: '2', comps: '4',
       list_comp: added.map((c) => ({ comp_id: c.id, comp_name: `comp_${c.id}`, hostaddr: c.hostaddr, port: String(c.port) })),
     });
-    expect(methods(h.calls)).toEqual(['pg.install', 'pg.sync', 'pg.probe', 'cgroup.set']);
+    // pg.probe also measures the version each new compute node runs, right after its install.
+    expect(methods(h.calls)).toEqual(['pg.install', 'pg.probe', 'pg.sync', 'cgroup.set']);
     for (const c of h.calls.filter((c) => c.method === 'pg.install')) expect(c.request).toMatchObject(openTestAccounts(cluster.accounts).computer);
     const syncs = h.calls.filter((c) => c.method === 'pg.sync');
     expect(syncs.map((c) => c.request.port).sort()).toEqual(added.map((c) => c.port).sort());

@@ -11,7 +11,7 @@ describe('add_nodes', () => {
     const status = await h.run('add_nodes', { cluster_id: cluster.id, nodes: '1', storage_iplists: [] });
     await h.close();
     expect(status.status, status.errorInfo).toBe('done');
-    expect(methods(h.calls)).toEqual(['mariadb.seed', 'mariadb.probe', 'cgroup.set']);
+    expect(methods(h.calls)).toEqual(['mariadb.seed', 'mariadb.variables', 'mariadb.probe', 'cgroup.set']);
     const seeds = h.calls.filter((c) => c.method === 'mariadb.seed');
     expect(seeds).toHaveLength(2);
     for (const shard of Object.values(cluster.shards)) {
@@ -105,7 +105,7 @@ describe('rebuild_node', () => {
     });
     await h.close();
     expect(status.status, status.errorInfo).toBe('done');
-    expect(methods(h.calls)).toEqual(['mariadb.rebuild', 'mariadb.probe', 'cgroup.set']);
+    expect(methods(h.calls)).toEqual(['mariadb.rebuild', 'mariadb.variables', 'mariadb.probe', 'cgroup.set']);
     const rebuild = h.calls[0].request;
     expect(rebuild).toMatchObject({ allow_pull_from_master: false, allow_replica_delay_s: 60, pv_limit_mb: 20, need_backup: true, spec: { port: target.port } });
     expect(rebuild.sources.map((s: { port: number; is_master: boolean }) => [s.port, s.is_master]).sort()).toEqual(

@@ -30,7 +30,7 @@ describe('a rollback that cannot reach a host is recorded and finished later', (
     const { store, status } = await clusterWithDeadHost();
     expect(status).toMatchObject({ status: 'failed', errorCode: 2000 });
     expect(status.errorInfo).toMatch(
-      /^step 4 of 7 \(install compute nodes\) failed: comp_\d+ on 10\.0\.0\.3:6000: agent at 10\.0\.0\.3:58100 is unreachable: .*; rollback incomplete: agent 10\.0\.0\.3 unreachable; storage node \d+ at 10\.0\.0\.3:5000, storage node \d+ at 10\.0\.0\.3:5001 and compute node \d+ at 10\.0\.0\.3:6000 will be removed when it answers$/,
+      /^step 5 of 8 \(install compute nodes\) failed: comp_\d+ on 10\.0\.0\.3:6000: agent at 10\.0\.0\.3:58100 is unreachable: .*; rollback incomplete: agent 10\.0\.0\.3 unreachable; storage node \d+ at 10\.0\.0\.3:5000, storage node \d+ at 10\.0\.0\.3:5001 and compute node \d+ at 10\.0\.0\.3:6000 will be removed when it answers$/,
     );
     const [cluster] = Object.values(store.s.clusters);
     expect(cluster.status).toBe('creating');

@@ -13,7 +13,7 @@ describe('add_shards', () => {
     expect(status.status, status.errorInfo).toBe('done');
     const added = Object.values(cluster.shards).find((s) => s.placedByJob === status.jobId)!;
     expect(status.attachment).toEqual({ cluster_id: cluster.id, cluster_name: cluster.name, shards: '3', comps: '2', list_shard: [{ shard_id: added.id, shard_name: `shard_${added.id}` }] });
-    expect(methods(h.calls)).toEqual(['mariadb.install', 'mariadb.replication', 'mariadb.probe', 'cgroup.set', 'pg.sync']);
+    expect(methods(h.calls)).toEqual(['mariadb.install', 'mariadb.variables', 'mariadb.replication', 'mariadb.probe', 'cgroup.set', 'pg.sync']);
     expect(h.calls.filter((c) => c.method === 'mariadb.install').map((c) => c.request.spec.port).sort()).toEqual(Object.values(added.nodes).map((n) => n.port).sort());
     expect(h.calls.filter((c) => c.method === 'mariadb.replication').map((c) => c.request.role)).toEqual(['master', 'standby', 'standby']);
     // The least loaded machine (10.0.0.4 holds nothing yet) gets one of the new replicas.
