@@ -51,6 +51,8 @@ export type {
   RestoredCatalogResult,
   ExpandClusterResult,
   RepartitionTablesResult,
+  ClusterDetailEngineVersions,
+  InstanceEngineVersion,
 } from './results';
 export { ERROR_CATALOG, KcmError, errorEntry, errorEntryByCode, type ErrorName, type ErrorEntry } from './errors';
 export { acceptReply, doneReply, statusReply, errorReply, JOB_STATUSES, type JobStatus, type ReplyEnvelope } from './replies';
