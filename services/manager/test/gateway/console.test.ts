@@ -3,6 +3,7 @@
 // history with progress, newest first) and get_meta_mode (members, leader, term).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KCM_PROTOCOL, KCM_VERSION } from '@kcm/common';
 import { CommandKind } from '../../src/meta/commands';
 import { startInProcessManager, type InProcessManager } from '../helpers/in-process-manager';
 import { authHeader } from '../../../../test/helpers/tokens';
@@ -65,11 +66,11 @@ describe('the web console at /ui/', () => {
     expect(jobs[2]).toMatchObject({ status: 'ongoing', step: '2', steps: '3', step_name: 'install storage nodes', done: '2', total: '3', elapsed_ms: '12500', submitted_by: 'test-operator' });
   });
 
-  it('get_meta_mode names the members, the leader and the term', async () => {
+  it('get_meta_mode names the members, the leader and the term, and each member\'s kcm protocol and release', async () => {
     const { reply } = await m.emit(query('get_meta_mode'), authHeader('viewer'));
     const member = m.manager.config.member;
     expect(reply.attachment).toMatchObject({ mode: 'no_rep', leader: member, term: String(m.manager.raft.status().term), answered_by: member });
-    expect((reply.attachment as { list_member: unknown[] }).list_member).toEqual([{ member, role: 'leader', match: expect.stringMatching(/^\d+$/), replication: 'replicate' }]);
+    expect((reply.attachment as { list_member: unknown[] }).list_member).toEqual([{ member, role: 'leader', match: expect.stringMatching(/^\d+$/), replication: 'replicate', protocol: String(KCM_PROTOCOL), kcm_version: KCM_VERSION }]);
   });
 
   it('answers the data queries only with a token', async () => {
