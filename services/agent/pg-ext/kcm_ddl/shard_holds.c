@@ -16,7 +16,8 @@
  *   transaction working on that shard to end. A transaction block still open at the bound is marked ended:
  *   its next statement and its COMMIT fail with "rolled back because shard N switched master"
  *   (the manager closes the compute hosts' connections to the old master, which rolls back
- *   the shard side). A transaction already committing is waited for, never ended half-way.
+ *   the shard side). A transaction already committing is never ended half-way, and a single
+ *   statement in flight (autocommit) is not a transaction to end: both are left to finish.
  * - kcm_shard_release(shard) ends the hold and wakes the waiters.
  * - Before a statement, a cached connection whose socket is already at EOF (its master was
  *   killed) is closed instead of used; a connect refused by a dead master waits, bounded by
@@ -771,14 +772,13 @@ kcm_shard_hold(PG_FUNCTION_ARGS)
 		SpinLockRelease(&state->mutex);
 		if (open_at_start < 0)
 			open_at_start = busy.blocks + busy.committing + busy.statements;
-		if (busy.blocks + busy.committing + busy.statements == 0 || now >= until)
-			break;
 		/*
-		 * Past the bound: a commit under way is waited for (until the hold's own deadline), never
-		 * cut half-way; a single statement in flight is left to finish on its own (it is not a
-		 * transaction that could be ended: it commits where it runs, or its connection is lost).
+		 * Past the bound, what is left is not waited for: a commit under way is never ended
+		 * half-way (it completes on the old master before its writes stop, or the read-only
+		 * master refuses it and its client is told), and a single statement in flight is no
+		 * transaction that could be ended: it commits where it runs, or its connection is lost.
 		 */
-		if (now >= drain_until && busy.committing == 0)
+		if (busy.blocks + busy.committing + busy.statements == 0 || now >= drain_until)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 5, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
