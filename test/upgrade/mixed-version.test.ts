@@ -18,7 +18,7 @@ import { waitFor } from '../manager/helpers/processes';
 import { startGroupCluster, type GroupCluster } from '../cluster/group-cluster';
 import { clusterParas } from '../cluster/cluster-paras';
 import { previousBuild, type PreviousBuild } from './previous-build';
-import { databaseServerPids, metaMode, restartAgent, rollManagers, THIS_BUILD } from './rolling';
+import { databaseServerPids, everyNodeOnline, metaMode, restartAgent, rollManagers, THIS_BUILD } from './rolling';
 
 const MEMBERS = ['127.0.1.151:58451', '127.0.1.152:58451', '127.0.1.153:58451'];
 const HOSTS = ['127.0.2.151', '127.0.2.152', '127.0.2.153'];
@@ -66,11 +66,7 @@ describe('this build and the previous one, mixed', () => {
     await c?.close();
   }, 60_000);
 
-  const allOnline = async () => {
-    const d = await c.detail();
-    const statuses = [...d.list_shard.flatMap((s) => s.list_node.map((n) => n.status)), ...(d.list_comp as unknown as { status: string }[]).map((x) => x.status)];
-    return statuses.length >= 4 && statuses.every((s) => s === 'online');
-  };
+  const allOnline = () => everyNodeOnline(c, 3);
 
   it("1. the previous build's managers ran create_cluster on this build's agents", async () => {
     console.log(`previous build ${previous.commit.slice(0, 7)} at ${previous.root} (packages ${previous.packages})`);

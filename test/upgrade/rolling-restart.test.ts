@@ -12,7 +12,7 @@ import { KCM_PROTOCOL, KCM_VERSION } from '@kcm/common';
 import { waitForJobEnd } from '../helpers/emit-client';
 import { waitFor } from '../manager/helpers/processes';
 import { startGroupCluster, type GroupCluster } from '../cluster/group-cluster';
-import { databaseServerPids, metaMode, restartAgent, rollManagers } from './rolling';
+import { databaseServerPids, everyNodeOnline, metaMode, restartAgent, rollManagers } from './rolling';
 import { SteadyLoad } from './steady-load';
 
 const MEMBERS = ['127.0.1.141:58441', '127.0.1.142:58441', '127.0.1.143:58441'];
@@ -40,12 +40,7 @@ describe('a rolling restart of every agent and every manager under load', () => 
   }, 60_000);
 
   /** Every storage and compute node measured online. */
-  const allOnline = async () => {
-    const d = await c.detail();
-    const nodes = d.list_shard.flatMap((s) => s.list_node.map((n) => n.status));
-    const comps = (d.list_comp as { status?: string }[]).map((x) => x.status ?? 'online');
-    return nodes.length === 3 && [...nodes, ...comps].every((s) => s === 'online');
-  };
+  const allOnline = () => everyNodeOnline(c, 3);
 
   it('no client request fails, every job is done, no database server restarts, every kcm process did', async () => {
     const servers = databaseServerPids(c.group.dir);

@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { emitRaw, findLeader } from '../helpers/emit-client';
 import type { GroupFixture } from '../cluster/group-fixture';
+import type { GroupCluster } from '../cluster/group-cluster';
 import { STARTUP_TIMEOUT_MS, type LocalGroup } from '../manager/helpers/group';
 import { REPO_ROOT, waitFor } from '../manager/helpers/processes';
 
@@ -114,3 +115,11 @@ export async function rollManagers(g: GroupFixture, root: string | undefined, on
 
 /** This checkout: ManagedProcess.root for this build's processes. */
 export const THIS_BUILD = REPO_ROOT;
+
+/** get_cluster_detail measures every storage node (at least `nodes`) and every compute node online. */
+export async function everyNodeOnline(c: GroupCluster, nodes: number): Promise<boolean> {
+  const d = await c.detail();
+  const storage = d.list_shard.flatMap((s) => s.list_node.map((n) => n.status));
+  const compute = (d.list_comp as unknown as { status: string }[]).map((x) => x.status);
+  return storage.length >= nodes && compute.length > 0 && [...storage, ...compute].every((s) => s === 'online');
+}
