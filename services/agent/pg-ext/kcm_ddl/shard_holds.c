@@ -306,40 +306,29 @@ add_relation(StatementShard *out, int n, Oid relid, Oid userid)
 	return n + 1;
 }
 
-/* The foreign tables a statement reaches (with a write's partitions, as shard_transactions_join). */
-static int
-statement_shards(PlannedStmt *stmt, StatementShard *out)
-{
-	bool		writes = stmt->commandType != CMD_SELECT || stmt->rowMarks != NIL || stmt->hasModifyingCTE;
-	int			n = 0;
-	ListCell   *lc;
-
-	foreach(lc, stmt->rtable)
-	{
-		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-		Oid			userid = rte->checkAsUser ? rte->checkAsUser : GetUserId();
-
-		if (rte->rtekind != RTE_RELATION)
-			continue;
-		if (rte->relkind == RELKIND_FOREIGN_TABLE)
-			n = add_relation(out, n, rte->relid, userid);
-		else if (rte->relkind == RELKIND_PARTITIONED_TABLE && writes)
-		{
-			ListCell   *child;
-
-			foreach(child, find_all_inheritors(rte->relid, NoLock, NULL))
-				if (get_rel_relkind(lfirst_oid(child)) == RELKIND_FOREIGN_TABLE)
-					n = add_relation(out, n, lfirst_oid(child), userid);
-		}
-	}
-	return n;
-}
-
 typedef struct QueryShards
 {
 	StatementShard *out;
 	int			n;
 } QueryShards;
+
+static void
+add_visited(Oid relid, Oid userid, void *arg)
+{
+	QueryShards *q = (QueryShards *) arg;
+
+	q->n = add_relation(q->out, q->n, relid, userid);
+}
+
+/* The foreign tables a planned statement reaches (those its shard transaction joins). */
+static int
+statement_shards(PlannedStmt *stmt, StatementShard *out)
+{
+	QueryShards q = {out, 0};
+
+	shard_transactions_each_foreign_table(stmt, add_visited, &q);
+	return q.n;
+}
 
 /* Every foreign table a query names, in subqueries, CTEs and sublinks too (before planning expands partitions). */
 static bool

@@ -441,12 +441,44 @@ single_row_insert(PlannedStmt *stmt)
 }
 
 void
+shard_transactions_each_foreign_table(PlannedStmt *stmt, foreign_table_visitor visit, void *arg)
+{
+	bool		writes = stmt->commandType != CMD_SELECT || stmt->rowMarks != NIL || stmt->hasModifyingCTE;
+	ListCell   *lc;
+
+	foreach(lc, stmt->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		Oid			userid = rte->checkAsUser ? rte->checkAsUser : GetUserId();
+
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		if (rte->relkind == RELKIND_FOREIGN_TABLE)
+			visit(rte->relid, userid, arg);
+		else if (rte->relkind == RELKIND_PARTITIONED_TABLE && writes)
+		{
+			/* Rows routed into partitions at run time reach shards the range table does not name. */
+			ListCell   *child;
+
+			foreach(child, find_all_inheritors(rte->relid, NoLock, NULL))
+				if (get_rel_relkind(lfirst_oid(child)) == RELKIND_FOREIGN_TABLE)
+					visit(lfirst_oid(child), userid, arg);
+		}
+	}
+}
+
+static void
+join_visited(Oid relid, Oid userid, void *arg)
+{
+	*(uint64 *) arg |= shard_bit(join(relid, userid));
+}
+
+void
 shard_transactions_join(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
 	bool		writes = stmt->commandType != CMD_SELECT || stmt->rowMarks != NIL || stmt->hasModifyingCTE;
 	uint64		shards = 0;
-	ListCell   *lc;
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -457,25 +489,7 @@ shard_transactions_join(QueryDesc *queryDesc, int eflags)
 			shard_transactions_bind();
 		return;
 	}
-	foreach(lc, stmt->rtable)
-	{
-		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-		Oid			userid = rte->checkAsUser ? rte->checkAsUser : GetUserId();
-
-		if (rte->rtekind != RTE_RELATION)
-			continue;
-		if (rte->relkind == RELKIND_FOREIGN_TABLE)
-			shards |= shard_bit(join(rte->relid, userid));
-		else if (rte->relkind == RELKIND_PARTITIONED_TABLE && writes)
-		{
-			/* Rows routed into partitions at run time reach shards the range table does not name. */
-			ListCell   *child;
-
-			foreach(child, find_all_inheritors(rte->relid, NoLock, NULL))
-				if (get_rel_relkind(lfirst_oid(child)) == RELKIND_FOREIGN_TABLE)
-					shards |= shard_bit(join(lfirst_oid(child), userid));
-		}
-	}
+	shard_transactions_each_foreign_table(stmt, join_visited, &shards);
 	if (!writes || shards == 0)
 		return;
 	if (stmt->hasModifyingCTE || n_pending == MAX_PARTICIPANTS)
