@@ -36,7 +36,8 @@ async function prepareOn(agents: Agents, kind: EngineKind, host: string, op: str
     if (isUnimplemented(err)) return undefined; // an agent older than versioned engines: it runs what it has
     if (err instanceof AgentCallError && err.code === grpc.status.INVALID_ARGUMENT) {
       // The host's apt sources lack the version: the agent's message names what they have.
-      throw KcmError.of('INVALID_PARAS', `${PARA_OF[kind]}: ${err.message} (host ${host})`, { field: PARA_OF[kind] });
+      const reason = err.message.replace(/^\d+ [A-Z_]+: /, ''); // grpc's "3 INVALID_ARGUMENT: " prefix
+      throw KcmError.of('INVALID_PARAS', `${PARA_OF[kind]}: ${reason} (host ${host})`, { field: PARA_OF[kind] });
     }
     throw err;
   }

@@ -23,6 +23,15 @@ import { withAdmin } from './sql';
 
 const UPGRADE_TIMEOUT_MS = 30 * 60_000;
 
+/** mariadb-upgrade's output in one line: its verdict, or the phases it ran and how it ended. */
+function summaryOf(stdout: string): string {
+  const lines = stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+  const verdict = lines.find((l) => /no need to run/i.test(l));
+  if (verdict) return verdict;
+  const phases = lines.filter((l) => /^Phase \d+\/\d+/.test(l)).length;
+  return `${phases} phases run, ${lines[lines.length - 1] ?? 'no output'}`;
+}
+
 async function measuredVersion(layout: InstanceLayout): Promise<string> {
   return withAdmin(layout, await loadAdminAccount(layout), [], serverVersionOf);
 }
@@ -56,11 +65,15 @@ export async function upgradeEngine(ctx: AgentContext, req: MariaDbUpgradeEngine
   }
   const started = await startInstance(ctx, layout);
   // The new version's own tool, as root over the socket (unix_socket auth: no password);
-  // nothing it changes reaches the binlog, so a standby gains no GTIDs of its own.
-  await exec(engine.upgrade, ['--no-defaults', `--socket=${layout.socket}`, '--user=root', '--skip-write-binlog', '--silent'], {
+  // nothing it changes reaches the binlog, so a standby gains no GTIDs of its own. Without
+  // --force it decides itself what a move needs: within one series (10.11.x to 10.11.y) it
+  // says there is nothing to do, which MariaDB documents as right for such a move. Its
+  // verdict goes into the reply's detail.
+  const tool = await exec(engine.upgrade, ['--no-defaults', `--socket=${layout.socket}`, '--user=root', '--skip-write-binlog'], {
     timeoutMs: UPGRADE_TIMEOUT_MS,
     cwd: layout.instanceDir,
   });
+  details.push(`mariadb-upgrade ${req.version}: ${summaryOf(tool.stdout)}`);
   const versionAfter = await measuredVersion(layout);
   const { engineUpgrade: _done, ...finished } = record;
   await saveRecord(ctx.stateDir, finished);
