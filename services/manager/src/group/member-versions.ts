@@ -38,11 +38,13 @@ export interface MemberVersionsOptions {
   members(): readonly string[];
   identity: ProtocolIdentity;
   logger: Logger;
-  /** How often every member is asked (ms); default 2000. */
+  /** How often a member that answered is asked again (ms); default 2000. One that has not answered yet is asked every 250 ms. */
   intervalMs?: number;
   /** Deadline of one Describe (ms); default 1500. */
   deadlineMs?: number;
 }
+
+const UNANSWERED_RETRY_MS = 250;
 
 export class MemberVersions implements GroupProtocol {
   private readonly known = new Map<string, MemberVersion>();
@@ -55,7 +57,8 @@ export class MemberVersions implements GroupProtocol {
   start(): void {
     if (this.timer) return;
     void this.refresh();
-    this.timer = setInterval(() => void this.refresh(), this.opts.intervalMs ?? 2000);
+    // Until a member answers, the gate refuses new command kinds for it: ask it again soon.
+    this.timer = setInterval(() => void this.refreshDue(), UNANSWERED_RETRY_MS);
     this.timer.unref();
   }
 
@@ -86,7 +89,18 @@ export class MemberVersions implements GroupProtocol {
     );
   }
 
-  private async askAll(): Promise<void> {
+  /** Asks the members not answered yet, and the others once their interval has passed. */
+  private refreshDue(): Promise<void> {
+    const answeredBefore = Date.now() - (this.opts.intervalMs ?? 2000);
+    const due = (m: string) => {
+      const known = this.known.get(m);
+      return known?.protocol === undefined || known.answeredAtMs <= answeredBefore;
+    };
+    this.refreshing ??= this.askAll(due).finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async askAll(due: (member: string) => boolean = () => true): Promise<void> {
     const members = this.opts.members().filter((m) => m !== this.opts.self);
     const current = new Set(members);
     for (const [member, d] of this.describers) {
@@ -95,7 +109,7 @@ export class MemberVersions implements GroupProtocol {
       this.describers.delete(member);
       this.known.delete(member);
     }
-    await Promise.all(members.map((member) => this.ask(member)));
+    await Promise.all(members.filter(due).map((member) => this.ask(member)));
   }
 
   private async ask(member: string): Promise<void> {
