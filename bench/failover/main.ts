@@ -2,8 +2,10 @@
 //
 // Shard high availability figures on real engines (issue 15): a one-member manager, three
 // agents on 127.0.2.1-3 (test/cluster/cluster-fixture.ts), a cluster of 1 shard x 3 MariaDB
-// nodes + 1 compute node, and one client inserting rows through the compute node, one after
-// another, the whole time.
+// nodes + 2 compute nodes, one client inserting rows through the first compute node, one after
+// another, the whole time, and beside it 4 patient clients (ClientLoad) inserting and reading
+// back by key through both compute nodes: what an application sees of each kill and each
+// switchover (its errors, and the latency of its statements during it: docs/ride-through.md).
 //
 //  1. `--kills` times: SIGKILL the current master's mariadbd and measure kill -> the first
 //     insert acknowledged through the compute node after it. Before each kill the shard has
@@ -14,6 +16,9 @@
 //     must be answered by a failover.
 //  2. `--switches` times: manual_switch to a standby under the same load; its reported
 //     write_stall_ms, and the longest run of failed inserts the client saw.
+//  Per kill and per switchover: the ClientLoad clients' errors (a switchover's target is 0; a
+//  kill's are the statements in flight at it) and the p50/p99 latency of their statements in
+//  flight during it (kill or switch start -> the job done).
 //  3. Acknowledged inserts lost: every id the client was told committed, looked up on the
 //     final master (must be 0).
 //
@@ -23,7 +28,7 @@
 import { parseArgs } from 'node:util';
 import type { StorageNodeRecord } from '@kcm/manager';
 import { startClusterFixture, waitUntil, HOSTS, type ClusterFixture } from '../../test/cluster/cluster-fixture';
-import { createHaCluster, haJobs, InsertLoad, mariadbdPid, registerMachines, TABLE, type HaCluster } from '../../test/cluster/ha-fixture';
+import { ClientLoad, clientStall, createHaCluster, haJobs, InsertLoad, mariadbdPid, registerMachines, TABLE, type HaCluster } from '../../test/cluster/ha-fixture';
 import { longestGap } from '../../test/cluster/write-gaps';
 
 const { values: flags } = parseArgs({
@@ -43,6 +48,23 @@ const percentile = (values: number[], p: number): number => {
 const summary = (values: number[]) =>
   values.length === 0 ? 'no samples' : `p50 ${percentile(values, 50)} ms, p95 ${percentile(values, 95)} ms, p99 ${percentile(values, 99)} ms, max ${Math.max(...values)} ms (n=${values.length})`;
 const ipPort = (n: { hostaddr: string; port: number }) => `${n.hostaddr}_${n.port}`;
+
+/** The ClientLoad clients (several sessions over both compute nodes). */
+const CLIENTS = 4;
+
+interface ClientFigures {
+  errors: number;
+  p50: number;
+  p99: number;
+}
+
+/** What the clients saw of [from, to]: statements sent in it that failed, and the latency of those in flight. */
+function clientFigures(clients: ClientLoad, from: number, to: number): ClientFigures & { text: string } {
+  const errors = clients.errors().filter((o) => o.sentAt >= from - 1000 && o.sentAt <= to);
+  const stall = clientStall(clients.ops, from, to);
+  const kinds = [...new Set(errors.map((e) => e.error))].map((e) => e?.slice(0, 120)).join(' | ');
+  return { errors: errors.length, p50: stall.p50, p99: stall.p99, text: `clients: ${errors.length} errors${kinds ? ` (${kinds})` : ''}, stall p50 ${stall.p50} ms, p99 ${stall.p99} ms, max ${stall.max} ms` };
+}
 
 /**
  * Kill -> the first acknowledged insert that was sent after the kill (the row's `at` is
@@ -79,8 +101,9 @@ const FAILOVER_SUBMIT_WITHIN_MS = 15_000;
 
 
 
-async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
+async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, clients: ClientLoad, rounds: number) {
   const kills: { at: number; failover: boolean }[] = [];
+  const seen: ClientFigures[] = [];
   const failures: string[] = [];
   /** The failover job's own 'fence old master' step: a fence that waits out a killed master's crash recovery shows here. */
   const fenceSteps: number[] = [];
@@ -123,7 +146,11 @@ async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, ro
       const attachment = job.result?.attachment as { step_ms?: Record<string, number>; old_master?: { fenced?: string } } | undefined;
       const fenceMs = attachment?.step_ms?.['fence old master'];
       if (typeof fenceMs === 'number') fenceSteps.push(fenceMs);
-      console.log(`kill ${round}${quick ? ` (${quickKillAfterMs.at(-1)} ms after the last failover)` : ''}: ${ipPort(victim)} -> ${ipPort(ha.master())}, first write after ${resumedAt - killedAt} ms, fence ${fenceMs} ms (${attachment?.old_master?.fenced}), steps ${JSON.stringify(attachment?.step_ms ?? {})}, failover ${job.status}${job.status === 'failed' ? `: ${job.result?.errorInfo}` : ''}`);
+      const doneAt = Date.now();
+      await waitUntil(`round ${round}: every client answered after the failover`, async () => (new Set(clients.ops.filter((o) => !o.error && o.sentAt > doneAt).map((o) => o.client)).size === CLIENTS ? true : undefined), 30_000, 20);
+      const figures = clientFigures(clients, killedAt, doneAt);
+      seen.push(figures);
+      console.log(`kill ${round}${quick ? ` (${quickKillAfterMs.at(-1)} ms after the last failover)` : ''}: ${ipPort(victim)} -> ${ipPort(ha.master())}, first write after ${resumedAt - killedAt} ms, fence ${fenceMs} ms (${attachment?.old_master?.fenced}), steps ${JSON.stringify(attachment?.step_ms ?? {})}, failover ${job.status}${job.status === 'failed' ? `: ${job.result?.errorInfo}` : ''}; ${figures.text}`);
       if (job.status !== 'done') failures.push(`kill ${round}: ${job.result?.errorInfo}`);
     } catch (err) {
       failures.push(`kill ${round}: ${(err as Error).message}`);
@@ -131,7 +158,7 @@ async function killRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, ro
       if (!flags['keep-going']) break;
     }
   }
-  return { kills, failures, restartedInPlace, fenceSteps, quickKillAfterMs };
+  return { kills, failures, restartedInPlace, fenceSteps, quickKillAfterMs, seen };
 }
 
 /** The highest sequence number of a GTID position (one domain here): how far a node is. */
@@ -139,7 +166,8 @@ function sequenceOf(pos: string): number {
   return Math.max(0, ...pos.split(',').filter(Boolean).map((g) => Number(g.trim().split('-')[2] ?? 0)));
 }
 
-async function switchRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, rounds: number) {
+async function switchRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, clients: ClientLoad, rounds: number) {
+  const seen: ClientFigures[] = [];
   const stalls: number[] = [];
   const clientGaps: number[] = [];
   const failures: string[] = [];
@@ -164,13 +192,17 @@ async function switchRounds(f: ClusterFixture, ha: HaCluster, load: InsertLoad, 
       continue;
     }
     await waitUntil(`switch ${round}: a write after it`, async () => load.firstAckAfter(ended), 30_000, 20);
-    const stall = Number((reply.attachment as { write_stall_ms: string }).write_stall_ms);
+    await waitUntil(`switch ${round}: every client answered after it`, async () => (new Set(clients.ops.filter((o) => !o.error && o.sentAt > ended).map((o) => o.client)).size === CLIENTS ? true : undefined), 30_000, 20);
+    const result = reply.attachment as { write_stall_ms: string; comps_held?: string; comps_not_held?: string };
+    const stall = Number(result.write_stall_ms);
     const gap = longestGap(load, started, ended);
+    const figures = clientFigures(clients, started, ended);
     stalls.push(stall);
     clientGaps.push(gap);
-    console.log(`switch ${round}: ${ipPort(master)} -> ${ipPort(assign)}, write_stall_ms ${stall}, longest client gap ${gap} ms`);
+    seen.push(figures);
+    console.log(`switch ${round}: ${ipPort(master)} -> ${ipPort(assign)}, write_stall_ms ${stall}, longest client gap ${gap} ms, held on ${result.comps_held || 'no compute node'}${result.comps_not_held ? `, not held on ${result.comps_not_held}` : ''}; ${figures.text}`);
   }
-  return { stalls, clientGaps, failures };
+  return { stalls, clientGaps, failures, seen };
 }
 
 async function main(): Promise<void> {
@@ -187,21 +219,26 @@ async function main(): Promise<void> {
     });
   }
   try {
-    await registerMachines(f, [2]);
-    ha = await createHaCluster(f, HOSTS[2]);
+    await registerMachines(f, [1, 2]);
+    ha = await createHaCluster(f, [HOSTS[1], HOSTS[2]]);
     const load = new InsertLoad(ha);
+    const clients = new ClientLoad(ha, CLIENTS, 100_000_000);
     load.start();
-    const killed = await killRounds(f, ha, load, kills);
-    const switched = await switchRounds(f, ha, load, switches);
-    await load.stop();
+    clients.start();
+    const killed = await killRounds(f, ha, load, clients, kills);
+    const switched = await switchRounds(f, ha, load, clients, switches);
+    await Promise.all([load.stop(), clients.stop()]);
     await waitUntil('the shard healthy at the end', () => shardHealthy(ha!), 120_000, 250);
     const rows = await ha.storageQuery<{ id: number; at: number }>(ha.master(), `SELECT id, at FROM ${TABLE}`);
     const sentAt = new Map(rows.map((r) => [Number(r.id), Number(r.at)]));
-    const lost = load.acked.filter((a) => !sentAt.has(a.id)).map((a) => a.id);
+    const lost = [...load.acked.map((a) => a.id), ...clients.acked()].filter((id) => !sentAt.has(id));
     const byFailover = recoveryTimes(killed.kills.filter((k) => k.failover), load, sentAt);
     const inPlace = recoveryTimes(killed.kills.filter((k) => !k.failover), load, sentAt);
 
-    console.log('\n== bench/failover (1 shard x 3 MariaDB nodes + 1 compute node, inserts through the compute node) ==');
+    const sum = (figures: ClientFigures[], key: keyof ClientFigures) => figures.map((x) => x[key]);
+    console.log('\n== bench/failover (1 shard x 3 MariaDB nodes + 2 compute nodes, inserts through the compute nodes) ==');
+    console.log(`${CLIENTS} clients, per switchover: errors ${sum(switched.seen, 'errors').join(',') || '-'} (total ${sum(switched.seen, 'errors').reduce((a, b) => a + b, 0)}); each switchover's client stall p50: ${summary(sum(switched.seen, 'p50'))}; its p99: ${summary(sum(switched.seen, 'p99'))}`);
+    console.log(`${CLIENTS} clients, per failover: errors ${sum(killed.seen, 'errors').join(',') || '-'} (statements in flight at the kill); each failover's client stall p50: ${summary(sum(killed.seen, 'p50'))}; its p99: ${summary(sum(killed.seen, 'p99'))}`);
     console.log(`master SIGKILL -> first successful write through the compute node (insert sent after the kill), all kills: ${summary([...byFailover, ...inPlace])}`);
     console.log(`  kills answered by a failover: ${summary(byFailover)}`);
     console.log(`  kills the detector missed (the agent restarted the master in place): ${summary(inPlace)}`);
@@ -209,7 +246,7 @@ async function main(): Promise<void> {
     console.log(`kills answered by a failover: ${killed.kills.filter((k) => k.failover).length} of ${killed.kills.length}`);
     console.log(`failover job's 'fence old master' step, ms: ${summary(killed.fenceSteps)}`);
     console.log(`manual_switch write_stall_ms (reported by the job): ${summary(switched.stalls)}`);
-    console.log(`manual_switch longest run of failed inserts at the client: ${summary(switched.clientGaps)}`);
+    console.log(`manual_switch longest gap between acknowledged inserts at the inserting client: ${summary(switched.clientGaps)}`);
     console.log(`inserts acknowledged: ${load.acked.length}, acknowledged inserts lost: ${lost.length}${lost.length ? ` (ids ${lost.slice(0, 20).join(',')})` : ''}`);
     console.log(`failed inserts (retried with new ids): ${load.failures}`);
     for (const failure of [...killed.failures, ...switched.failures]) console.log(`round that did not complete: ${failure}`);
