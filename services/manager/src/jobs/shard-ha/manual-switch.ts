@@ -136,7 +136,7 @@ function checkStandby(p: SwitchParas, master: MariaDbHaStatusReply, standby: Mar
 /** Beyond the protocol's fields: which compute nodes held the shard, which did not and why, and what the drain ended. */
 export type SwitchResult = ManualSwitchResult & ReturnType<typeof describeHolds> & { sessions_cut: Record<string, string> };
 
-interface SwitchOutput {
+export interface SwitchOutput {
   result: SwitchResult;
 }
 
