@@ -12,7 +12,9 @@ import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgent } from '@kcm/agent';
 import { MariaDbAgentClient, PostgresAgentClient } from '@kcm/agent-api';
+import { silentLogger } from '@kcm/common';
 import { CommandKind, type ClusterRecord, type StorageNodeRecord } from '@kcm/manager';
 import { emit, emitRaw } from '../helpers/emit-client';
 import { openTestAccounts } from '../helpers/secrets';
@@ -154,8 +156,12 @@ describe('engine versions side by side on one host (real MariaDB and PostgreSQL 
     }
   });
 
-  it('a storage node killed with SIGKILL is restarted by its agent from the same version', async () => {
-    const standby = nodesOf(older).find((n) => n.id !== masterOf(older).id)!;
+  it('after its agent restarts, a storage node killed with SIGKILL is brought back from the same version', async () => {
+    const standby = nodesOf(older).find((n) => n.id !== masterOf(older).id && n.hostaddr === HOSTS[2])!;
+    // A new agent process reads the instance's version from its record, as after a host restart.
+    const i = f.agents.findIndex((a) => a.address.startsWith(`${standby.hostaddr}:`));
+    await f.agents[i].stop();
+    f.agents[i] = await startAgent({ hostaddr: standby.hostaddr, port: f.agentPort, logger: silentLogger(), stateDir: path.join(f.tmp, `agent-${standby.hostaddr}`) });
     const killed = await mariadbdPid(standby);
     process.kill(killed, 'SIGKILL');
     const back = await waitUntil('the killed standby restarted', async () => {
@@ -164,6 +170,27 @@ describe('engine versions side by side on one host (real MariaDB and PostgreSQL 
     }, 60_000);
     expect(await exe(back)).toBe(mariadbdOf(mariadb.older));
   }, 90_000);
+
+  it(`rebuild_node copies a standby of the ${mariadb.older} cluster with that version's mariabackup; it runs ${mariadb.older} after`, async () => {
+    const master = masterOf(older);
+    const victim = nodesOf(older).find((n) => n.id !== master.id && n.hostaddr === HOSTS[2])!;
+    const source = nodesOf(older).find((n) => n.id !== master.id && n.id !== victim.id)!;
+    const before = await mariadbdPid(victim);
+    const reply = await f.runJob('rebuild_node', {
+      cluster_id: older.id, allow_pull_from_master: '0', allow_replica_delay: '30',
+      rb_nodes: [{ hostaddr: victim.hostaddr, port: String(victim.port), need_backup: '0', pv_limit: '0' }],
+    }, 180_000);
+    expect(reply.status, reply.error_info).toBe('done');
+    expect((reply.attachment as { list_node: { source: string }[] }).list_node[0].source).toBe(`${source.hostaddr}:${source.port}`);
+    const pid = await mariadbdPid(victim);
+    expect(pid).not.toBe(before);
+    expect(await exe(pid)).toBe(mariadbdOf(mariadb.older));
+    const conn = await mysqlAs(older, 'replication', victim);
+    const [[slave]] = (await conn.query('SHOW SLAVE STATUS')) as unknown as [Record<string, string>[]];
+    await conn.end();
+    expect(slave).toMatchObject({ Master_Host: master.hostaddr, Slave_IO_Running: 'Yes', Slave_SQL_Running: 'Yes' });
+    expect((await detail(older)).list_shard[0].list_node.find((n) => n.node_id === victim.id)!.engine_version).toBe(mariadb.older);
+  }, 200_000);
 
   it(`UpgradeEngine moves a standby to ${mariadb.newer}: mariadb-upgrade run, its rows kept, replication running, idempotent by op_id`, async () => {
     const master = masterOf(older);
