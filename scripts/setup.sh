@@ -36,6 +36,21 @@ if [ ${#missing[@]} -gt 0 ] || [ ${#missing_optional[@]} -gt 0 ]; then
   done
 fi
 
+# Every instance runs from a versioned engine directory that its agent fetches with `apt-get
+# download` (docs/engine-versions.md); an install naming no version gets the installed build.
+# So the apt lists must name the installed builds: an image may come without lists, or stale.
+for pkg in mariadb-server-core postgresql-15; do
+  installed="$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || true)"
+  listed="$(apt-cache madison "$pkg" 2>/dev/null || true)"
+  if [ -n "$installed" ] && ! grep -qF "| $installed |" <<<"$listed"; then
+    echo "setup: refreshing the apt lists: they do not name the installed $pkg $installed, which kcm's agents fetch"
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    break
+  fi
+done
+
 # kcm_ddl, the compute nodes' DDL extension: built with PGXS and installed next to
 # PostgreSQL whenever its sources are newer than the installed library.
 kcm_ddl_dir=services/agent/pg-ext/kcm_ddl
