@@ -3,7 +3,7 @@
 // by several agents only ever shows complete engine directories. (The real fetch of real
 // builds runs in test/cluster/engine-versions.test.ts.)
 
-import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -124,6 +124,15 @@ describe('the engine cache', () => {
     const cache = new EngineCache(cacheDir, system, fakeDebian({ failUnpack: true }));
     await expect(cache.ensure('mariadb', '10.11.18')).rejects.toThrow(/dpkg -x .* failed/);
     expect(await readdir(cacheDir)).toEqual([]);
+  });
+
+  it('a fetch directory an agent killed mid-fetch left hours ago is swept by the next fetch; a recent one is left to its fetch', async () => {
+    await mkdir(path.join(cacheDir, '.fetch-mariadb-10.11.18-dead'), { recursive: true });
+    await mkdir(path.join(cacheDir, '.fetch-mariadb-10.11.19-live'), { recursive: true });
+    const hoursAgo = new Date(Date.now() - 7 * 3600_000);
+    await utimes(path.join(cacheDir, '.fetch-mariadb-10.11.18-dead'), hoursAgo, hoursAgo);
+    await new EngineCache(cacheDir, system, fakeDebian()).ensure('mariadb', '10.11.18');
+    expect((await readdir(cacheDir)).sort()).toEqual(['.fetch-mariadb-10.11.19-live', 'mariadb-10.11.18']);
   });
 
   it('a version the sources lack fails with one error naming it and the available ones, downloading nothing', async () => {

@@ -31,6 +31,8 @@ import {
 export const DEFAULT_ENGINE_CACHE = '/var/cache/kcm/engines';
 const MARKER = 'kcm-engine.json';
 const FETCH_TIMEOUT_MS = 10 * 60_000;
+/** A fetch directory older than this belongs to an agent that died mid-fetch (no live fetch lasts it). */
+const ABANDONED_FETCH_MS = 6 * 3600_000;
 
 /** What kcm-engine.json records about one unpacked engine. */
 export interface CachedEngine {
@@ -140,6 +142,7 @@ export class EngineCache {
       throw err;
     }
     await this.makeCacheDir();
+    await this.sweepAbandonedFetches();
     const work = await mkdtemp(path.join(this.dir, `.fetch-${engineDirName(kind, version)}-`));
     try {
       const debs = path.join(work, 'debs');
@@ -170,6 +173,16 @@ export class EngineCache {
       return cached;
     } finally {
       await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** Deletes what agents killed mid-fetch left (each up to ~100 MB unpacked). */
+  private async sweepAbandonedFetches(now = Date.now()): Promise<void> {
+    for (const entry of await readdir(this.dir).catch(() => [] as string[])) {
+      if (!entry.startsWith('.fetch-')) continue;
+      const dir = path.join(this.dir, entry);
+      const st = await stat(dir).catch(() => undefined);
+      if (st && now - st.mtimeMs > ABANDONED_FETCH_MS) await rm(dir, { recursive: true, force: true });
     }
   }
 
