@@ -83,5 +83,6 @@ export { ipPortString, parseIpPort, MAX_NOSWITCH_TIMEOUT_S, NOSWITCH_TYPES, type
 export type { ManualBackupClusterResult, ShardBackupResult, CatalogBackupResult, CreateBackupStorageResult } from './results';
 export { BACKUP_STORAGE_TYPES } from './paras/backup-storage';
 export { CLUSTER_ACCOUNTS, type ClusterAccountName } from './paras/passwords';
-export type { RotateClusterPasswordsResult } from './results';
+export type { RotateClusterPasswordsResult, UpgradeClusterResult, UpgradedInstance } from './results';
+export { parseStorageVersion, parseComputerVersion } from './paras/upgrade';
 export { ROLES, REQUIRED_ROLE, TOKEN_NAME_PATTERN, TOKEN_NAME_RULE, isRole, roleAllows, forbiddenReason, type Role, type Identity } from './roles';

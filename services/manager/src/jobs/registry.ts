@@ -30,6 +30,7 @@ import { expandClusterJob } from './moves/expand';
 import type { MoveDeps } from './moves/engine';
 import { rotateClusterPasswords } from './passwords';
 import { repartitionTablesJob } from './repartition/job';
+import { upgradeClusterJob } from './upgrade/upgrade-cluster';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -90,7 +91,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     delete_token: deleteToken,
     cancel_job: cancelJobJob(options.keepFinishedJobs),
     rotate_cluster_passwords: rotateClusterPasswords,
-    upgrade_cluster: 'unsupported',
+    upgrade_cluster: upgradeClusterJob(options.manualSwitch),
   } satisfies JobTable;
 }
 
