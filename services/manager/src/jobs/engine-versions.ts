@@ -82,7 +82,8 @@ export async function measureStorageVersion(agents: Agents, node: Pick<StorageNo
 
 /** What a compute node's server answers for version() ("PostgreSQL 15.20 (Debian ...)" -> "15.20"); '' when it does not say. */
 export async function measureComputerVersion(agents: Agents, comp: Pick<CompRecord, 'hostaddr' | 'port'>): Promise<string> {
-  const probe = await agents.postgres(comp.hostaddr).probe(comp.port);
+  // The probe client: a probe's short deadline, not a command's.
+  const probe = await agents.postgresProbe(comp.hostaddr).probe(comp.port);
   return /PostgreSQL (\d+\.\d+)/.exec(probe.version)?.[1] ?? '';
 }
 
