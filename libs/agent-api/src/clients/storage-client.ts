@@ -12,6 +12,7 @@ import {
   type PgSchemaDumpReply,
   type PgSchemaRestoreReply,
   type PgSchemaRestoreRequest,
+  type S3Target,
   type StorageChunk,
   type StorageObjectInfo,
   type StorageOpenReply,
@@ -41,8 +42,9 @@ export class StorageAgentClient {
     this.deadlines = { ...DEFAULT_DEADLINES, ...deadlines };
   }
 
-  open(root: string): Promise<StorageOpenReply> {
-    return callUnary(this.client, this.address, 'Open', { root }, this.deadlines.commandMs);
+  /** `s3`: the bucket an s3 root names (the agent keeps it for the root's later calls). */
+  open(root: string, s3?: S3Target): Promise<StorageOpenReply> {
+    return callUnary(this.client, this.address, 'Open', { root, ...(s3 ? { s3 } : {}) }, this.deadlines.commandMs);
   }
 
   /** A physical backup of `req.source` into `req.key`; the same op_id joins or returns the first attempt. */

@@ -9,6 +9,18 @@ export const BackupStorageAgentService = loadAgentService('agent-storage.proto',
 
 export interface StorageOpenRequest {
   root: string;
+  /** stype s3: the bucket the root names (kept in the agent's memory only). */
+  s3?: S3Target | null;
+}
+
+/** An S3-compatible bucket (proto/agent-storage.proto S3Target). */
+export interface S3Target {
+  endpoint: string;
+  region: string;
+  bucket: string;
+  prefix: string;
+  access_key_id: string;
+  secret_access_key: string;
 }
 
 export interface StorageOpenReply {

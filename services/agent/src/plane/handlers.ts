@@ -13,7 +13,8 @@ import { checkCompression, sendCompressedPiped } from '../capabilities/mariadb/b
 import { checkPort } from '../capabilities/mariadb/instance/instance-layout';
 import { layoutOf } from '../capabilities/mariadb/instance/lifecycle';
 import { GATHER_BYTES, gathered, rateLimited } from '../capabilities/mariadb/backup/rate-limit';
-import { checkKey, FsObjectStore } from '../capabilities/storage/object-store';
+import { checkKey } from '../capabilities/storage/object-store';
+import { storeFor } from '../capabilities/storage/store';
 
 const MB = 1024 * 1024;
 /** Bytes of a stored object read per frame. */
@@ -104,7 +105,7 @@ export async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink:
 }
 
 async function sendObject(_ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<void> {
-  const store = new FsObjectStore(stringField(request, 'root'));
+  const store = storeFor(stringField(request, 'root'));
   const key = checkKey(stringField(request, 'key'));
   try {
     for await (const data of store.read(key, READ_BYTES)) {

@@ -23,7 +23,9 @@ import {
 } from '@kcm/agent-api';
 import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
-import { checkKey, checkPrefix, FsObjectStore, type ObjectWriter } from './object-store';
+import { checkKey, checkPrefix } from './object-store';
+import { storeFor, type ObjectStore, type StoreWriter } from './store';
+import { isS3Root, openS3Root, setSpoolRoot } from './s3/targets';
 import { pullBackup } from './pull-backup';
 import { sendBackup, type PlaneSink } from '../../plane/handlers';
 import { dumpPgSchema } from './catalog-dump';
@@ -31,14 +33,14 @@ import { restorePgSchema } from './catalog-restore';
 
 function putHandler(ctx: AgentContext): grpc.handleClientStreamingCall<StoragePutMessage, StorageObjectInfo> {
   return (call, callback) => {
-    let writer: ObjectWriter | undefined;
+    let writer: StoreWriter | undefined;
     let meta: Record<string, string> = {};
     let committed = false;
     const run = async (): Promise<StorageObjectInfo> => {
       for await (const message of call as AsyncIterable<StoragePutMessage>) {
         if (!writer) {
           if (!message.header) throw new AgentFailure('invalid_argument', 'the first Put message must carry the header (root, key)');
-          writer = await new FsObjectStore(message.header.root).writer(checkKey(message.header.key));
+          writer = await storeFor(message.header.root).writer(checkKey(message.header.key));
           meta = message.header.meta;
         } else if (message.header) {
           throw new AgentFailure('invalid_argument', 'only the first Put message may carry a header');
@@ -72,7 +74,7 @@ function getHandler(ctx: AgentContext): grpc.handleServerStreamingCall<StorageOb
     const send = async () => {
       let cancelled = false;
       call.on('cancelled', () => (cancelled = true));
-      for await (const data of new FsObjectStore(call.request.root).read(checkKey(call.request.key))) {
+      for await (const data of storeFor(call.request.root).read(checkKey(call.request.key))) {
         if (cancelled) return;
         if (!call.write({ data })) await new Promise((r) => {
           call.once('drain', r);
@@ -90,6 +92,13 @@ function getHandler(ctx: AgentContext): grpc.handleServerStreamingCall<StorageOb
   };
 }
 
+/** Open: an s3 root comes with its bucket (kept for the root's later calls); any other root is a directory. */
+function openStore(req: StorageOpenRequest): ObjectStore {
+  if (req.s3) return openS3Root(req.root, req.s3);
+  if (isS3Root(req.root)) throw new AgentFailure('invalid_argument', `opening s3 root ${req.root} needs its bucket (s3)`);
+  return storeFor(req.root);
+}
+
 function requireOpId(opId: string): string {
   if (!opId) throw new AgentFailure('invalid_argument', 'op_id is required');
   return opId;
@@ -100,22 +109,23 @@ export const storageCapability: CapabilityModule = {
   register(server: grpc.Server, ctx: AgentContext): void {
     const log = ctx.logger.child({ capability: 'storage' });
     const logged = { ...ctx, logger: log };
+    setSpoolRoot(ctx.stateDir);
     // A source instance on this host is backed up by this agent itself (pull-backup.ts localBackupBytes).
     const localBackup = { hostaddr: ctx.hostaddr, run: (request: PlaneBackupRequest, sink: PlaneSink) => sendBackup(ctx, request, sink) };
     server.addService(BackupStorageAgentService.service, {
-      Open: unary(log, 'Storage.Open', async (req: StorageOpenRequest) => new FsObjectStore(req.root).open()),
+      Open: unary(log, 'Storage.Open', async (req: StorageOpenRequest) => openStore(req).open()),
       PullBackup: unary(log, 'Storage.PullBackup', async (req: StoragePullBackupRequest) =>
-        ctx.ops.run(`storage.pull.${requireOpId(req.op_id)}`, async () => pullBackup(new FsObjectStore(req.root), { ...req, key: checkKey(req.key) }, log, localBackup)),
+        ctx.ops.run(`storage.pull.${requireOpId(req.op_id)}`, async () => pullBackup(storeFor(req.root), { ...req, key: checkKey(req.key) }, log, localBackup)),
       ),
       Put: putHandler(logged),
       Get: getHandler(logged),
-      Verify: unary(log, 'Storage.Verify', async (req: StorageObjectRequest) => new FsObjectStore(req.root).verify(checkKey(req.key))),
-      List: unary(log, 'Storage.List', async (req: StorageListRequest) => ({ objects: await new FsObjectStore(req.root).list(checkPrefix(req.prefix)) })),
+      Verify: unary(log, 'Storage.Verify', async (req: StorageObjectRequest) => storeFor(req.root).verify(checkKey(req.key))),
+      List: unary(log, 'Storage.List', async (req: StorageListRequest) => ({ objects: await storeFor(req.root).list(checkPrefix(req.prefix)) })),
       Delete: unary(log, 'Storage.Delete', async (req: StorageDeleteRequest) =>
         ctx.ops.run(`storage.delete.${requireOpId(req.op_id)}`, async () => {
           // An empty prefix would name every object of the storage: refused, never a wipe by omission.
           if (!req.prefix) throw new AgentFailure('invalid_argument', 'Delete needs a non-empty prefix');
-          return { deleted: await new FsObjectStore(req.root).delete(checkPrefix(req.prefix)) };
+          return { deleted: await storeFor(req.root).delete(checkPrefix(req.prefix)) };
         }),
       ),
     });

@@ -15,7 +15,7 @@
 import { AgentFailure, planeEnabled, type PlaneBackupFacts, type PlaneBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
-import type { FsObjectStore } from './object-store';
+import type { ObjectStore } from './store';
 import { checkCompression, type BackupCompression } from '../mariadb/backup/backup-compression';
 import { backupBytesOf, type BackupBytes } from '../../plane/backup-bytes';
 import type { PlaneSink } from '../../plane/handlers';
@@ -74,7 +74,7 @@ function localBackupBytes(run: LocalBackupRun, request: PlaneBackupRequest): Bac
  * PullBackup. `local` takes the backup in this agent when the source instance is on its host
  * (localBackupBytes); any other source is pulled over its agent's data plane (or gRPC).
  */
-export async function pullBackup(store: FsObjectStore, req: StoragePullBackupRequest, logger: Logger, local?: { hostaddr: string; run: LocalBackupRun }): Promise<StoragePullBackupReply> {
+export async function pullBackup(store: ObjectStore, req: StoragePullBackupRequest, logger: Logger, local?: { hostaddr: string; run: LocalBackupRun }): Promise<StoragePullBackupReply> {
   const source = req.source;
   if (!source || !AGENT_ADDRESS.test(source.agent_address)) throw new AgentFailure('invalid_argument', `source.agent_address ${JSON.stringify(source?.agent_address)} must be host:port`);
   if (!Number.isInteger(source.port) || source.port < 1 || source.port > 65535) throw new AgentFailure('invalid_argument', `source.port ${source.port} is not a TCP port`);
