@@ -176,6 +176,25 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
     ],
     fields: { storage_version: 'MariaDB version every storage node runs afterwards, e.g. 10.11.19', computer_version: 'PostgreSQL version every compute node runs afterwards, e.g. 15.20' },
   },
+  set_backup_policy: {
+    summary: 'Back up a cluster on a schedule and expire what its retention no longer needs (beyond the spec).',
+    notes: [
+      'one policy per cluster: setting it again replaces it, keeping its last run (a period that ran does not run again)',
+      'a full backup runs once per period of full_every_hours, at the first moment of the period inside the window',
+      'retention: every set of the last keep_days days and the newest one before them, and the newest keep_sets sets; binlogs from the oldest kept set on',
+      'get_cluster_detail shows the policy, its last run and the restorable window',
+    ],
+    fields: {
+      full_every_hours: 'hours between full backups (default 24)',
+      window: 'daily window HH:MM:SS-HH:MM:SS (manager local time) a backup may start in (default all day)',
+      keep_days: 'point-in-time restore stays possible to any moment of the last keep_days days',
+      keep_sets: 'the newest keep_sets full backups are kept',
+      storage_name: 'backup storage of the policy\'s backups (default: the first registered)',
+    },
+  },
+  delete_backup_policy: {
+    summary: 'Stop backing up a cluster on a schedule; its backup sets and binlogs stay (beyond the spec).',
+  },
   cancel_job: {
     summary: 'Stop a job (beyond the spec): a waiting job never runs; a running one stops at its next step boundary and rolls back what it created.',
     notes: ['the canceled job ends failed with CANCELED (2004)', 'a job that already ended is refused (CONFLICT)'],

@@ -84,5 +84,6 @@ export type { ManualBackupClusterResult, ShardBackupResult, CatalogBackupResult,
 export { BACKUP_STORAGE_TYPES } from './paras/backup-storage';
 export { CLUSTER_ACCOUNTS, type ClusterAccountName } from './paras/passwords';
 export type { RotateClusterPasswordsResult, UpgradeClusterResult, UpgradedInstance } from './results';
+export type { BackupPolicyResult } from './results';
 export { parseStorageVersion, parseComputerVersion } from './paras/upgrade';
 export { ROLES, REQUIRED_ROLE, TOKEN_NAME_PATTERN, TOKEN_NAME_RULE, isRole, roleAllows, forbiddenReason, type Role, type Identity } from './roles';

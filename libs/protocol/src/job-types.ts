@@ -61,6 +61,9 @@ export const JOB_TYPES = [
   'rotate_cluster_passwords',
   // move a cluster to other engine versions while it serves (beyond the spec's list, issue 31)
   'upgrade_cluster',
+  // full backups on a schedule with a retention, per cluster (beyond the spec's list, issue 33)
+  'set_backup_policy',
+  'delete_backup_policy',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -116,6 +119,8 @@ export const JOB_MODES = Object.freeze({
   list_jobs: 'sync',
   rotate_cluster_passwords: 'async',
   upgrade_cluster: 'async',
+  set_backup_policy: 'async',
+  delete_backup_policy: 'async',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

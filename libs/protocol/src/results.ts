@@ -298,7 +298,22 @@ export type JobResults = EveryAsyncJobType<{
   cancel_job: CancelJobResult;
   rotate_cluster_passwords: RotateClusterPasswordsResult;
   upgrade_cluster: UpgradeClusterResult;
+  set_backup_policy: BackupPolicyResult;
+  delete_backup_policy: EmptyResult;
 }>;
+
+/**
+ * set_backup_policy, and `backup_policy` of get_cluster_detail: the policy as it stands, every
+ * number as a string like every other result; keep_days/keep_sets absent when not set.
+ */
+export type BackupPolicyResult = {
+  cluster_id: string;
+  full_every_hours: string;
+  window: string;
+  keep_days?: string;
+  keep_sets?: string;
+  storage: string;
+};
 
 /**
  * rotate_cluster_passwords: the accounts that got new passwords, and the new passwords of

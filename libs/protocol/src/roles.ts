@@ -71,6 +71,8 @@ export const REQUIRED_ROLE = Object.freeze({
   // and those are shown only to the cluster's creator and to admins.
   rotate_cluster_passwords: 'admin',
   upgrade_cluster: 'operator',
+  set_backup_policy: 'operator',
+  delete_backup_policy: 'operator',
 } as const satisfies Record<JobType, Role>);
 
 /** A token's name: what logs, job records and the audit trail show instead of the token. */

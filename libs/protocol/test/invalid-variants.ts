@@ -199,4 +199,9 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     missing('cluster_id'), wrongType('storage_version', 10.11), broken('storage_version', '10.6.18', 'another series'), broken('storage_version', '10.11', 'no patch level'),
     broken('computer_version', '16.1', 'another major'), broken('computer_version', '15.x', 'not a number'), broken('storage_version', undefined, 'no version at all', { storage_version: undefined, computer_version: undefined }),
   ],
+  set_backup_policy: [
+    missing('cluster_id'), wrongType('keep_days', 7), broken('window', '02:00-04:00', 'no seconds'), broken('full_every_hours', '0', 'no period'),
+    broken('keep_sets', '0', 'keeps nothing'), broken('storage_name', '-x', 'not a storage name'), broken('keep_days', undefined, 'no retention at all', { keep_days: undefined, keep_sets: undefined }),
+  ],
+  delete_backup_policy: [missing('cluster_id'), wrongType('cluster_id', 1), broken('cluster_id', 'c1', 'a name, not an id')],
 };

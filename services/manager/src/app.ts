@@ -10,6 +10,8 @@ import { AgentPool, callerGuard, channelCredentials, protocolClientInterceptor, 
 import { managerProtocolIdentity, MemberVersions } from './group/member-versions';
 import { memberServiceDefinition, memberServiceImplementation } from './group/member-describe';
 import { commandProtocolGate } from './group/protocol-gate';
+import type { ValidRequest } from '@kcm/protocol';
+import { openBackupStorage } from './backup/storage';
 import type { ManagerConfig } from './config';
 import { buildGateway, requestBoundTokens } from './gateway';
 import { tokenDirectory } from './auth/token-directory';
@@ -19,6 +21,7 @@ import { HostFactsRefresher } from './leader/host-facts-refresher';
 import { BinlogArchiver } from './leader/binlog-archiver';
 import { CatalogSync } from './leader/catalog-sync';
 import { LogicalBackupScheduler } from './leader/logical-backup-scheduler';
+import { BackupPolicyScheduler } from './leader/backup-policy-scheduler';
 import { openLogicalStorage } from './backup/logical-storage';
 import { InDoubtResolver } from './leader/in-doubt-resolver';
 import { InstanceReconciler } from './leader/instance-reconciler';
@@ -54,6 +57,8 @@ export interface Manager {
   leadership: Leadership;
   /** Finishes recorded rollbacks while this member leads (tests pause it to reach a state). */
   rollbacks: RollbackFinisher;
+  /** Runs the backup policies while this member leads (tests run a round with runDue). */
+  backupPolicies: BackupPolicyScheduler;
   /** Runs the jobs while this member leads (tests stop it to look at a settled state). */
   runner: JobRunner;
   /** What the gateway serves: submissions (forwarded to the leader), job status, queries. */
@@ -94,7 +99,7 @@ export interface BuildOptions {
   leaderServices?: readonly LeaderServiceName[];
 }
 
-export const LEADER_SERVICES = ['job runner', 'health monitor', 'host facts', 'catalog sync', 'instance reconciler', 'rollback finisher', 'master leases', 'shard failure detector', 'in-doubt resolver', 'binlog archiver', 'logical backups'] as const;
+export const LEADER_SERVICES = ['job runner', 'health monitor', 'host facts', 'catalog sync', 'instance reconciler', 'rollback finisher', 'master leases', 'shard failure detector', 'in-doubt resolver', 'binlog archiver', 'logical backups', 'backup policies'] as const;
 export type LeaderServiceName = (typeof LEADER_SERVICES)[number];
 
 export async function buildManager(config: ManagerConfig, opts: BuildOptions = {}): Promise<Manager> {
@@ -263,6 +268,19 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     store: observedStore, agents: engineAgents, logger: logger.child({ component: 'binlog-archiver' }), now,
     intervalMs: config.binlogArchiveIntervalMs, onLag: (s) => metrics.observeBinlogArchiveLag(s),
   });
+  // The policies' backup jobs are submitted through this member's own job service (set below, once it exists).
+  let submitPolicyRun: ((req: ValidRequest) => Promise<{ jobId: string }>) | undefined;
+  const backupPolicies = new BackupPolicyScheduler({
+    store: observedStore,
+    submit: (req) => {
+      if (!submitPolicyRun) throw new Error('the job service is not built yet');
+      return submitPolicyRun(req);
+    },
+    openStorage: opts.jobs?.backup?.openStorage ?? openBackupStorage,
+    member: config.member,
+    now,
+    logger: logger.child({ component: 'backup-policy' }),
+  });
   const leaderServices: (LeaderService & { name: LeaderServiceName })[] = [
     { name: 'job runner', start: () => activeRunner.start(), stop: () => activeRunner.stop() },
     { name: 'health monitor', start: () => activeMonitor.start(), stop: () => activeMonitor.stop() },
@@ -275,6 +293,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     { name: 'in-doubt resolver', start: () => inDoubtResolver.start(), stop: () => inDoubtResolver.stop() },
     { name: 'binlog archiver', start: () => binlogArchiver.start(), stop: () => binlogArchiver.stop() },
     { name: 'logical backups', start: () => activeLogicalBackups.start(), stop: () => activeLogicalBackups.stop() },
+    { name: 'backup policies', start: () => backupPolicies.start(), stop: () => backupPolicies.stop() },
   ];
   const wanted = new Set<LeaderServiceName>(opts.leaderServices ?? LEADER_SERVICES);
   const leadership = new Leadership(
@@ -309,6 +328,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     maxJobsPerCluster: config.maxJobsPerCluster,
     now,
   });
+  submitPolicyRun = (req) => local.submitJob(req);
   const service = new RoutingService({
     local,
     self: config.member,
@@ -334,6 +354,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     store,
     leadership,
     rollbacks,
+    backupPolicies,
     runner: activeRunner,
     service,
     logger,

@@ -24,6 +24,7 @@ import { createBackupStorageParas, deleteBackupStorageParas } from './backup-sto
 import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
 import { rotateClusterPasswordsParas } from './passwords';
 import { upgradeClusterParas } from './upgrade';
+import { deleteBackupPolicyParas, setBackupPolicyParas } from './backup-policy';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -66,6 +67,8 @@ export const PARAS_SCHEMAS = {
   list_jobs: listJobsParas,
   rotate_cluster_passwords: rotateClusterPasswordsParas,
   upgrade_cluster: upgradeClusterParas,
+  set_backup_policy: setBackupPolicyParas,
+  delete_backup_policy: deleteBackupPolicyParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

@@ -239,8 +239,10 @@ export function manualBackupClusterJob(deps: BackupJobDeps): JobOf<'manual_backu
     validate(p, state) {
       if (p.cluster_id !== METADATA_CLUSTER_ID) readyCluster(state, p.cluster_id);
       if (!defaultBackupStorage(state)) throw KcmError.of('CONFLICT', 'no backup storage is registered; register one with create_backup_storage first');
+      // Only a backup policy's run names a storage (Emit's paras have no storage_name).
+      if (p.storage_name !== undefined && !own(state.backupStorages, p.storage_name)) throw KcmError.of('NOT_FOUND', `backup storage ${p.storage_name} of the cluster's backup policy no longer exists`);
     },
-    resolve: (p, state) => ({ ...p, storage_name: defaultBackupStorage(state)?.name }),
+    resolve: (p, state) => ({ ...p, storage_name: p.storage_name ?? defaultBackupStorage(state)?.name }),
     // A cluster's backup runs in the cluster's queue (no delete or shrink under it); metadata
     // backups in their own.
     lockKey: (p) => (p.cluster_id === METADATA_CLUSTER_ID ? 'metadata-backup' : `cluster:${p.cluster_id}`),

@@ -31,6 +31,7 @@ import type { MoveDeps } from './moves/engine';
 import { rotateClusterPasswords } from './passwords';
 import { repartitionTablesJob } from './repartition/job';
 import { upgradeClusterJob } from './upgrade/upgrade-cluster';
+import { deleteBackupPolicy, setBackupPolicy } from './backup-policy';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -92,6 +93,8 @@ export function jobTable(options: JobTableOptions): JobTable {
     cancel_job: cancelJobJob(options.keepFinishedJobs),
     rotate_cluster_passwords: rotateClusterPasswords,
     upgrade_cluster: upgradeClusterJob(options.manualSwitch),
+    set_backup_policy: setBackupPolicy,
+    delete_backup_policy: deleteBackupPolicy,
   } satisfies JobTable;
 }
 

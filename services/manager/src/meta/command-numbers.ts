@@ -54,6 +54,13 @@ export const CommandKind = {
   MachineFactsMeasured: 36,
   // Engine versions of a cluster's instances (meta/engine-versions.ts).
   EngineVersionsRecorded: 37,
+  // Backup policies and retention (meta/backup-policies.ts).
+  BackupPolicySet: 38,
+  BackupPolicyRemoved: 39,
+  BackupPolicyRunClaimed: 40,
+  BackupPolicyRunSubmitted: 41,
+  BackupsExpired: 42,
+  BackupDeletionsDone: 43,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 

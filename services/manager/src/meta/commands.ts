@@ -17,6 +17,7 @@ import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupSc
 import type { TokenCreated, TokenDeleted } from './tokens';
 import type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './password-rotation';
 import type { EngineVersionsRecorded } from './engine-versions';
+import type { BackupDeletionsDone, BackupPolicyRemoved, BackupPolicyRunClaimed, BackupPolicyRunSubmitted, BackupPolicySet, BackupsExpired } from './backup-policies';
 
 // Every command type is declared by its domain, beside its apply; they are named here too,
 // so that code outside meta/ has one place to take a command from.
@@ -34,6 +35,7 @@ export type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupSc
 export type { TokenCreated, TokenDeleted } from './tokens';
 export type { PasswordRotationApplied, PasswordRotationFinished, PasswordRotationStarted } from './password-rotation';
 export type { EngineVersionsRecorded } from './engine-versions';
+export type { BackupDeletionsDone, BackupPolicyRemoved, BackupPolicyRunClaimed, BackupPolicyRunSubmitted, BackupPolicySet, BackupsExpired } from './backup-policies';
 
 export type Command =
   | PasswordRotationStarted
@@ -68,7 +70,13 @@ export type Command =
   | LogicalBackupScheduled
   | LogicalBackupRunClaimed
   | LogicalBackupRunFinished
-  | EngineVersionsRecorded;
+  | EngineVersionsRecorded
+  | BackupPolicySet
+  | BackupPolicyRemoved
+  | BackupPolicyRunClaimed
+  | BackupPolicyRunSubmitted
+  | BackupsExpired
+  | BackupDeletionsDone;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

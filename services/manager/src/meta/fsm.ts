@@ -15,6 +15,7 @@ import { applyRollbackInstancesRemoved, applyRollbackRecorded, dropPendingRollba
 import type { MetaState } from './state';
 import { applyNodeFenceSet, applyShardMasterChanged } from './shard-ha';
 import { applyTokenCreated, applyTokenDeleted } from './tokens';
+import { applyBackupDeletionsDone, applyBackupPolicyRemoved, applyBackupPolicyRunClaimed, applyBackupPolicyRunSubmitted, applyBackupPolicySet, applyBackupsExpired } from './backup-policies';
 import { applyBackupSetRecorded, applyBackupStorageCreated, applyBackupStorageDeleted } from './backup';
 
 /** Every kind applyCommand knows; CommandBatch only as a whole entry, never inside one. */
@@ -123,6 +124,18 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyMachineFactsMeasured(state, cmd);
     case CommandKind.EngineVersionsRecorded:
       return applyEngineVersionsRecorded(state, cmd);
+    case CommandKind.BackupPolicySet:
+      return applyBackupPolicySet(state, cmd);
+    case CommandKind.BackupPolicyRemoved:
+      return applyBackupPolicyRemoved(state, cmd);
+    case CommandKind.BackupPolicyRunClaimed:
+      return applyBackupPolicyRunClaimed(state, cmd);
+    case CommandKind.BackupPolicyRunSubmitted:
+      return applyBackupPolicyRunSubmitted(state, cmd);
+    case CommandKind.BackupsExpired:
+      return applyBackupsExpired(state, cmd);
+    case CommandKind.BackupDeletionsDone:
+      return applyBackupDeletionsDone(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): never guess, never skip it
       // (apply-stop.ts). The compiler checks that every kind has its case above.

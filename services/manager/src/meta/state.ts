@@ -5,6 +5,7 @@
 import type { Role } from '@kcm/protocol';
 import { dict, type Dict } from './dict';
 import { emptyAuditState, type AuditState } from './audit';
+import { backupPolicyStateWithDicts, emptyBackupPolicyState, type BackupPolicyState } from './backup-policy-records';
 import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backup-records';
 
 export type MachineType = 'storage' | 'computer';
@@ -304,6 +305,8 @@ export interface MetaState {
   backupSets: Dict<BackupSetRecord>;
   /** Daily logical backup schedules, their runs and backup sets (meta/logical-backups.ts). */
   logicalBackups: LogicalBackupState;
+  /** Backup policies, their runs, and the objects expiry still has to delete (meta/backup-policies.ts). */
+  backupPolicies: BackupPolicyState;
   /** Emit tokens made by create_token, by name: only their SHA-256 (meta/tokens.ts). */
   tokens: Dict<TokenRecord>;
   /** The audit trail's tip and newest records (meta/audit.ts). */
@@ -433,6 +436,7 @@ export function emptyMetaState(): MetaState {
     backupSets: dict(),
     binlogArchives: dict(),
     logicalBackups: emptyLogicalBackupState(),
+    backupPolicies: emptyBackupPolicyState(),
     tokens: dict(),
     audit: emptyAuditState(),
   };
@@ -489,6 +493,7 @@ export function* withDictsInSteps(state: MetaState, jobList?: JobRecord[]): Gene
   state.backupSets = dict(state.backupSets ?? {});
   state.binlogArchives = dict(state.binlogArchives ?? {});
   state.logicalBackups = logicalBackupStateWithDicts(state.logicalBackups);
+  state.backupPolicies = backupPolicyStateWithDicts(state.backupPolicies);
   state.tokens = dict(state.tokens ?? {});
   state.audit = state.audit ?? emptyAuditState();
   return state;

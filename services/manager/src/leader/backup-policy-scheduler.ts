@@ -1,0 +1,172 @@
+// Leader-only: runs the backup policies (meta/backup-policies.ts, docs/backup-policies.md).
+// Every round, for each policy:
+//  - a period (full_every_hours long, counted from the epoch) whose backup has not run is
+//    due at the first round inside the daily window; its run is claimed in the replicated
+//    state, then its manual_backup_cluster job is submitted under a request id made of the
+//    cluster and the period (the same on every leader: a retried submission returns the job
+//    already made), then the job id is recorded. A claim whose job was never recorded (its
+//    leader died) is submitted by the next leader: a leader change neither loses nor doubles
+//    a run. The job shows in list_jobs like any other backup.
+//  - expiry (backup/retention.ts): the sets and binlogs outside the retention leave the state
+//    and are queued for deletion; then every queued object is deleted from its storage.
+// Binlog archiving is not touched: it stays continuous (leader/binlog-archiver.ts).
+
+import type { Logger } from '@kcm/common';
+import { parseRequest, type ValidRequest } from '@kcm/protocol';
+import { backupSetPrefix } from '../jobs/backup';
+import type { BackupStorageOpener } from '../jobs/backup-storage';
+import { CommandKind } from '../meta/commands';
+import { allPolicies, pendingDeletions, policyOfCluster, policyRunRequestId, type BackupPolicyRecord } from '../meta/backup-policies';
+import { own } from '../meta/dict';
+import type { MetaState } from '../meta/state';
+import type { Clock, MetaStore } from '../meta/store';
+import { openWindowAt } from '../backup/logical-window';
+import { retentionPlan } from '../backup/retention';
+import { PeriodicRounds } from './periodic-rounds';
+
+export const DEFAULT_BACKUP_POLICY_INTERVAL_MS = 30_000;
+/** The user name the policy's jobs are submitted under (list_jobs, the audit trail). */
+export const POLICY_SUBMITTER = 'backup-policy';
+
+/** The start (ms) of the period a policy is due to back up at `nowMs`, if any: inside the window, not run yet. */
+export function duePeriod(policy: Pick<BackupPolicyRecord, 'fullEveryHours' | 'startSecond' | 'endSecond' | 'lastRun'>, nowMs: number): number | undefined {
+  const periodMs = policy.fullEveryHours * 3_600_000;
+  const periodStart = Math.floor(nowMs / periodMs) * periodMs;
+  // Also when the clock went back: a period at or before the last one never runs again.
+  if (policy.lastRun && policy.lastRun.periodStart >= periodStart) return undefined;
+  return openWindowAt(nowMs, policy) ? periodStart : undefined;
+}
+
+/** A cluster_restore reading the cluster's backups is under way: expiry waits for it. */
+function restoreReading(state: MetaState, clusterId: string): boolean {
+  for (const queue of Object.values(state.runQueues)) {
+    for (const id of queue) {
+      const job = state.jobs[id];
+      if (job?.jobType === 'cluster_restore' && (job.paras as { src_cluster_id?: string }).src_cluster_id === clusterId) return true;
+    }
+  }
+  return false;
+}
+
+export interface BackupPolicySchedulerOptions {
+  store: MetaStore;
+  /** Submits a job as Emit does (the manager's own service): validated, committed, run by the runner. */
+  submit(req: ValidRequest): Promise<{ jobId: string }>;
+  openStorage: BackupStorageOpener;
+  /** This member's name, recorded with each claim. */
+  member: string;
+  now: Clock;
+  logger: Logger;
+  intervalMs?: number;
+}
+
+export class BackupPolicyScheduler {
+  private readonly loop: PeriodicRounds;
+
+  constructor(private readonly opts: BackupPolicySchedulerOptions) {
+    this.loop = new PeriodicRounds(() => this.round(), opts.intervalMs ?? DEFAULT_BACKUP_POLICY_INTERVAL_MS);
+  }
+
+  start(): void {
+    this.loop.start({ runAtOnce: true });
+  }
+
+  /** Waits for the round under way: a claim it made is finished by the next leader. */
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** One round now (a round under way is joined). */
+  runDue(): Promise<void> {
+    return this.loop.run();
+  }
+
+  private async round(): Promise<void> {
+    for (const policy of allPolicies(this.opts.store.state())) {
+      try {
+        await this.runBackup(policy.clusterId);
+        await this.expire(policy.clusterId);
+      } catch (err) {
+        this.opts.logger.warn({ err, cluster: policy.clusterId }, 'backup policy round did not finish; the next round carries on');
+      }
+    }
+    await this.deletePending();
+  }
+
+  private async runBackup(clusterId: string): Promise<void> {
+    const { store, now } = this.opts;
+    let policy = policyOfCluster(store.state(), clusterId);
+    const cluster = own(store.state().clusters, clusterId);
+    if (!policy || !cluster || cluster.status !== 'ready') return;
+    if (!policy.lastRun || policy.lastRun.jobId !== null) {
+      const periodStart = duePeriod(policy, now());
+      if (periodStart === undefined) return;
+      const claim = await store.propose({ kind: CommandKind.BackupPolicyRunClaimed, at: now(), clusterId, periodStart, claimedBy: this.opts.member });
+      if (!claim.ok) {
+        this.opts.logger.info({ cluster: clusterId, refusal: claim.message }, 'backup policy run not claimed');
+        return;
+      }
+      policy = policyOfCluster(store.state(), clusterId);
+    }
+    const run = policy?.lastRun;
+    if (!policy || !run || run.jobId !== null) return;
+    const { jobId } = await this.opts.submit(this.backupRequest(policy, run.periodStart));
+    const recorded = await store.propose({ kind: CommandKind.BackupPolicyRunSubmitted, at: now(), clusterId, periodStart: run.periodStart, jobId });
+    this.opts.logger.info({ cluster: clusterId, period: new Date(run.periodStart).toISOString(), job: jobId, recorded: recorded.ok }, 'backup policy run submitted');
+  }
+
+  private backupRequest(policy: BackupPolicyRecord, periodStart: number): ValidRequest {
+    const parsed = parseRequest({
+      version: '1.0',
+      job_type: 'manual_backup_cluster',
+      timestamp: String(Math.floor(this.opts.now() / 1000)),
+      user_name: POLICY_SUBMITTER,
+      request_id: policyRunRequestId(policy.clusterId, periodStart),
+      paras: { cluster_id: policy.clusterId },
+    });
+    if (!parsed.ok) throw parsed.error;
+    // The policy's storage travels in the paras the job commits (manual_backup_cluster's resolve keeps it).
+    if (policy.storageName !== null) (parsed.request.paras as Record<string, unknown>).storage_name = policy.storageName;
+    return parsed.request;
+  }
+
+  private async expire(clusterId: string): Promise<void> {
+    const { store, now } = this.opts;
+    const state = store.state();
+    const policy = policyOfCluster(state, clusterId);
+    if (!policy || restoreReading(state, clusterId)) return;
+    const plan = retentionPlan(state, policy, now());
+    if (plan.expiredSets.length === 0 && plan.expiredBinlogs.length === 0) return;
+    const outcome = await store.propose({
+      kind: CommandKind.BackupsExpired,
+      at: now(),
+      clusterId,
+      sets: plan.expiredSets.map((s) => ({ id: s.id, prefix: backupSetPrefix(clusterId, s.id) })),
+      binlogs: plan.expiredBinlogs.map((b) => ({ shardId: b.shardId, keys: b.files.map((f) => f.key) })),
+    });
+    this.opts.logger.info({ cluster: clusterId, sets: plan.expiredSets.map((s) => s.id), binlogs: plan.expiredBinlogs.reduce((n, b) => n + b.files.length, 0), ok: outcome.ok }, 'backups outside the retention expired');
+  }
+
+  /** Deletes the objects expiry queued; one that cannot be deleted now stays queued for the next round. */
+  private async deletePending(): Promise<void> {
+    const { store, now } = this.opts;
+    const done: string[] = [];
+    for (const pending of pendingDeletions(store.state())) {
+      const record = own(store.state().backupStorages, pending.storageName);
+      if (!record) {
+        done.push(pending.prefix); // the storage was forgotten: nothing of it is kcm's to delete any more
+        continue;
+      }
+      const storage = this.opts.openStorage(record);
+      try {
+        await storage.delete(`expire:${pending.prefix}`, pending.prefix);
+        done.push(pending.prefix);
+      } catch (err) {
+        this.opts.logger.warn({ err, storage: pending.storageName, what: pending.what }, 'expired backup object not deleted yet; retried next round');
+      } finally {
+        storage.close();
+      }
+    }
+    if (done.length > 0) await store.propose({ kind: CommandKind.BackupDeletionsDone, at: now(), prefixes: done });
+  }
+}
