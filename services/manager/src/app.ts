@@ -22,6 +22,7 @@ import { BinlogArchiver } from './leader/binlog-archiver';
 import { CatalogSync } from './leader/catalog-sync';
 import { LogicalBackupScheduler } from './leader/logical-backup-scheduler';
 import { BackupPolicyScheduler } from './leader/backup-policy-scheduler';
+import { registerBackupPolicyMetrics } from './backup/policy-metrics';
 import { openLogicalStorage } from './backup/logical-storage';
 import { InDoubtResolver } from './leader/in-doubt-resolver';
 import { InstanceReconciler } from './leader/instance-reconciler';
@@ -180,6 +181,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   });
   peers.learnConf(raft.status().conf);
   registerApplyStopMetric(promRegistry, () => sm.applyStop);
+  registerBackupPolicyMetrics(promRegistry, { state: () => sm.state, now });
   // The driver has stopped this member (it logged why): say it once more in the manager's own
   // words when the cause is a command kind this kcm does not know (meta/apply-stop.ts).
   raft.on('fatal', (err) => {

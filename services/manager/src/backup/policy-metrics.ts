@@ -1,0 +1,47 @@
+// Metrics of the backup policies (docs/backup-policies.md), read from the replicated state at
+// scrape time, so every member exports the same values (alert rules take max by cluster_id).
+// deploy/prometheus/kcm-alerts.yml alerts on a policy whose newest backup is older than its
+// allowed age (a period missed) and on expired objects its storage keeps refusing to delete.
+
+import { Gauge, type Registry } from 'prom-client';
+import { backupSetsOf } from '../meta/backup';
+import { allPolicies, pendingDeletions } from '../meta/backup-policies';
+import type { MetaState } from '../meta/state';
+
+/** One period, plus a day for the daily window to come round again: older than this, a run was missed. */
+export const allowedBackupAgeSeconds = (fullEveryHours: number): number => fullEveryHours * 3600 + 86_400;
+
+export function registerBackupPolicyMetrics(registry: Registry, sources: { state: () => MetaState; now: () => number }): void {
+  new Gauge({
+    name: 'kcm_backup_policy_backup_age_seconds',
+    help: 'Age of the newest stored full backup of each cluster with a backup policy (since the policy was set, when it has none yet)',
+    labelNames: ['cluster_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const state = sources.state();
+      for (const policy of allPolicies(state)) {
+        const newest = backupSetsOf(state, policy.clusterId).at(-1)?.finishedAt ?? policy.setAt;
+        this.set({ cluster_id: policy.clusterId }, Math.max(0, (sources.now() - newest) / 1000));
+      }
+    },
+  });
+  new Gauge({
+    name: 'kcm_backup_policy_allowed_age_seconds',
+    help: 'The age its newest full backup may reach before a backup policy has missed a period: full_every_hours plus a day',
+    labelNames: ['cluster_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const policy of allPolicies(sources.state())) this.set({ cluster_id: policy.clusterId }, allowedBackupAgeSeconds(policy.fullEveryHours));
+    },
+  });
+  new Gauge({
+    name: 'kcm_backup_expired_objects_pending',
+    help: 'Objects (backup sets, archived binlogs) that expiry removed from the state and the leader has not deleted from their storage yet',
+    registers: [registry],
+    collect() {
+      this.set(pendingDeletions(sources.state()).length);
+    },
+  });
+}
