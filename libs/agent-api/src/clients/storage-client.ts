@@ -93,8 +93,9 @@ export class StorageAgentClient {
     }
   }
 
-  verify(root: string, key: string): Promise<StorageVerifyReply> {
-    return callUnary(this.client, this.address, 'Verify', { root, key }, this.deadlines.transferMs);
+  /** With `dataKey`, every sealed record's tag is checked too (docs/backup-encryption.md). */
+  verify(root: string, key: string, dataKey?: Buffer): Promise<StorageVerifyReply> {
+    return callUnary(this.client, this.address, 'Verify', { root, key, ...(dataKey ? { data_key: dataKey } : {}) }, this.deadlines.transferMs);
   }
 
   async list(root: string, prefix: string): Promise<StorageObjectInfo[]> {

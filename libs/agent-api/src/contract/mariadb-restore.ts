@@ -46,6 +46,8 @@ export interface MariaDbStoredObject {
   key: string;
   /** How the object is compressed: '' or absent (none), 'zstd' (a backup set that recorded it). */
   compression?: string;
+  /** Set (32 bytes): the object is sealed with this data key (docs/backup-encryption.md); a reader opens it, a writer seals with it. */
+  data_key?: Buffer;
 }
 
 export interface MariaDbArchiveBinlogRequest {
@@ -53,12 +55,16 @@ export interface MariaDbArchiveBinlogRequest {
   port: number;
   name: string;
   target: MariaDbStoredObject;
+  /** Recorded in the manifest beside the file's summary (a sealed binlog's wrapped data key). */
+  meta?: { [name: string]: string };
 }
 
 export interface MariaDbArchiveBinlogReply {
   file: MariaDbBinlogFile;
   sha256: string;
   bytes: number;
+  /** The stored object's manifest meta (a sealed binlog's wrapped data key). */
+  meta?: { [name: string]: string };
 }
 
 export interface MariaDbRestoreFullBackupRequest {

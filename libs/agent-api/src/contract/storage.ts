@@ -49,6 +49,8 @@ export interface StoragePullBackupRequest {
   meta: { [name: string]: string };
   /** 'zstd': the source compresses the stream (over the data plane, or a source on the storage agent's own host); '' or absent: none. */
   compression?: string;
+  /** Set (32 bytes): the source seals the (zstd) stream with this data key before it leaves its host; `--insecure` agents seal on the storage agent (docs/backup-encryption.md). */
+  data_key?: Buffer;
 }
 
 export interface StoragePullBackupReply {
@@ -77,6 +79,8 @@ export interface StoragePutMessage {
 export interface StorageObjectRequest {
   root: string;
   key: string;
+  /** Verify only: the object's data key, to check every sealed record's tag too (docs/backup-encryption.md). */
+  data_key?: Buffer;
 }
 
 export interface StorageChunk {

@@ -30,6 +30,11 @@ export interface PlaneBackupRequest extends PlaneRequestBase {
    * which the receiver can no longer read from the bytes. Absent: the mbstream as it is.
    */
   compress?: 'zstd';
+  /**
+   * Base64 of a 32-byte data key: the agent seals what it sends with it (after compressing)
+   * before it crosses the socket (docs/backup-encryption.md). Asked only with compress.
+   */
+  seal_key?: string;
 }
 
 /** A stored object of an `fs` backup storage, checked against its sha256 as it is read. */

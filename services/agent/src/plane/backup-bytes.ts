@@ -23,14 +23,15 @@ export interface BackupBytes {
 /**
  * The source's backup stream, over the data plane or gRPC; `stop` ends it early. `compress`
  * is honoured over the data plane only (`--insecure` agents stream the mbstream as it is):
- * callers look at `compressed`.
+ * callers look at `compressed`. `sealKey` (base64 data key, with compress only) has the source
+ * seal what it sends (docs/backup-encryption.md).
  */
-export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number, compress: BackupCompression = ''): BackupBytes & { compressed: BackupCompression } {
+export function backupBytesOf(source: MariaDbBackupSource, pvLimitMb: number, compress: BackupCompression = '', sealKey?: string): BackupBytes & { compressed: BackupCompression } {
   if (planeEnabled()) {
     let facts: PlaneBackupFacts | undefined;
     let reception: PlaneReception | undefined;
     let stopped = false;
-    const request = { op: 'backup' as const, port: source.port, pv_limit_mb: pvLimitMb, ...(compress ? { compress } : {}) };
+    const request = { op: 'backup' as const, port: source.port, pv_limit_mb: pvLimitMb, ...(compress ? { compress } : {}), ...(sealKey ? { seal_key: sealKey } : {}) };
     return {
       each: (onData) => {
         // 'data' events, not async iteration: a receiver spends less CPU per GB (planeReceive).

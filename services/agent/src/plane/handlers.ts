@@ -4,6 +4,7 @@
 // storage's Get rpc). Each handler sends bytes through the sink and returns on success; what
 // it throws becomes the end frame's status.
 
+import { DATA_KEY_BYTES, ObjectSealer } from '../capabilities/storage/sealed-stream';
 import type { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { AgentFailure, agentStatusOf, type PlaneBackupFacts, type PlaneRequest } from '@kcm/agent-api';
@@ -49,6 +50,15 @@ function stringField(request: object, name: string): string {
   return value;
 }
 
+/** The sealer a backup request asks for with its seal_key (base64 of a 32-byte data key), if any. */
+function sealerOf(request: PlaneRequest): ObjectSealer | undefined {
+  const key = (request as { seal_key?: unknown }).seal_key;
+  if (key === undefined || key === '') return undefined;
+  const bytes = typeof key === 'string' ? Buffer.from(key, 'base64') : Buffer.alloc(0);
+  if (bytes.length !== DATA_KEY_BYTES) throw new AgentFailure('invalid_argument', `seal_key must be the base64 of ${DATA_KEY_BYTES} bytes`);
+  return new ObjectSealer(bytes);
+}
+
 export async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink: PlaneSink): Promise<PlaneBackupFacts | void> {
   const port = intField(request, 'port', 1, 65535);
   const limitMb = intField(request, 'pv_limit_mb', 0, 1_000_000);
@@ -59,6 +69,9 @@ export async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink:
     throw new AgentFailure('invalid_argument', (err as Error).message);
   }
   const started = Date.now();
+  // Sealed here, on the source's host, before any byte crosses the socket (docs/backup-encryption.md).
+  const sealer = sealerOf(request);
+  if (sealer && compress !== 'zstd') throw new AgentFailure('invalid_argument', 'seal_key needs compress zstd (the receiver reads the position from the end frame, not from sealed bytes)');
   if (compress === 'zstd') {
     // mariabackup writes into zstd: directly without a limit, through the agent's relay at the limit with one.
     const { tmpDir } = await layoutOf(ctx, checkPort(port));
@@ -75,10 +88,11 @@ export async function sendBackup(ctx: AgentContext, request: PlaneRequest, sink:
       let sendWaitMs = 0;
       const send = async (data: readonly Buffer[]) => {
         const before = performance.now();
-        await sink.send(data);
+        await sink.send(sealer ? data.flatMap((piece) => sealer.push(piece)) : data);
         sendWaitMs += performance.now() - before;
       };
       const facts = await sendCompressedPiped(start, tmpDir, send, sink.signal, limitMb * MB);
+      if (sealer) await sink.send(sealer.end());
       ctx.logger.info({ port, raw_bytes: facts.raw_bytes, ms: Date.now() - started, backup_tool_ms: backupMs, send_wait_ms: Math.round(sendWaitMs) }, 'compressed backup streamed over the data plane');
       return facts;
     } catch (err) {

@@ -6,12 +6,13 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { AgentCallError, catalogErrorOf, StorageAgentClient } from '@kcm/agent-api';
 import { startAgent, type RunningAgent } from '../../src/index';
 import { gtidOfBackup, MbstreamSniffer } from '../../src/capabilities/storage/mbstream-sniffer';
+import { sealAll } from '../../src/capabilities/storage/sealed-stream';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -122,6 +123,22 @@ describe('backup storage agent (stype fs)', () => {
     await expect(pulledElsewhere).rejects.toThrow(/backup of 127\.0\.0\.2:57999 into cluster-9\/set-1\/shard_1\.mbstream failed: .*57999/);
     expect(await readdir(path.join(root, 'cluster-9/set-1'))).toEqual([]);
     await expect(client.pullBackup({ op_id: '', root, key: 'k', source, pv_limit_mb: 0, meta: {} })).rejects.toThrow(/op_id is required/);
+  });
+
+  it('Verify with a sealed object\'s data key checks every record\'s tag: a byte altered with its manifest rewritten passes the sha256 and fails the tags', async () => {
+    const dataKey = randomBytes(32);
+    const key = 'cluster-3/set-1/shard_1.mbstream';
+    await client.put(root, key, sealAll(dataKey, randomBytes(3 * 1024 * 1024)));
+    expect(await client.verify(root, key, dataKey)).toMatchObject({ ok: true, problem: '' });
+    const file = path.join(root, key);
+    const altered = await readFile(file);
+    altered[2 * 1024 * 1024] ^= 0x01;
+    await writeFile(file, altered);
+    const manifest = JSON.parse(await readFile(`${file}.manifest.json`, 'utf8'));
+    await writeFile(`${file}.manifest.json`, JSON.stringify({ ...manifest, sha256: sha(altered) }));
+    expect(await client.verify(root, key)).toMatchObject({ ok: true });
+    expect(await client.verify(root, key, dataKey)).toMatchObject({ ok: false, problem: expect.stringMatching(/^its sealed records do not authenticate: record 1 fails authentication/) });
+    expect(await client.verify(root, key, randomBytes(32))).toMatchObject({ ok: false, problem: expect.stringMatching(/record 0 fails authentication/) });
   });
 
   it('refuses keys and roots that could leave the storage', async () => {

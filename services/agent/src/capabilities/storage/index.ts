@@ -27,6 +27,7 @@ import { checkKey, checkPrefix } from './object-store';
 import { storeFor, type ObjectStore, type StoreWriter } from './store';
 import { isS3Root, openS3Root, setSpoolRoot } from './s3/targets';
 import { pullBackup } from './pull-backup';
+import { verifyObject } from './sealed-verify';
 import { sendBackup, type PlaneSink } from '../../plane/handlers';
 import { dumpPgSchema } from './catalog-dump';
 import { restorePgSchema } from './catalog-restore';
@@ -119,7 +120,8 @@ export const storageCapability: CapabilityModule = {
       ),
       Put: putHandler(logged),
       Get: getHandler(logged),
-      Verify: unary(log, 'Storage.Verify', async (req: StorageObjectRequest) => storeFor(req.root).verify(checkKey(req.key))),
+      // With the object's data key: every record's tag too (sealed-verify.ts).
+      Verify: unary(log, 'Storage.Verify', async (req: StorageObjectRequest) => verifyObject(storeFor(req.root), checkKey(req.key), req.data_key)),
       List: unary(log, 'Storage.List', async (req: StorageListRequest) => ({ objects: await storeFor(req.root).list(checkPrefix(req.prefix)) })),
       Delete: unary(log, 'Storage.Delete', async (req: StorageDeleteRequest) =>
         ctx.ops.run(`storage.delete.${requireOpId(req.op_id)}`, async () => {

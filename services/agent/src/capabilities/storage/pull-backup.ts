@@ -15,6 +15,7 @@
 import { AgentFailure, planeEnabled, type PlaneBackupFacts, type PlaneBackupRequest, type StoragePullBackupReply, type StoragePullBackupRequest } from '@kcm/agent-api';
 import type { Logger } from '@kcm/common';
 import { gtidOfBackup, MbstreamSniffer } from './mbstream-sniffer';
+import { ObjectSealer } from './sealed-stream';
 import type { ObjectStore } from './store';
 import { checkCompression, type BackupCompression } from '../mariadb/backup/backup-compression';
 import { backupBytesOf, type BackupBytes } from '../../plane/backup-bytes';
@@ -85,16 +86,24 @@ export async function pullBackup(store: ObjectStore, req: StoragePullBackupReque
   } catch (err) {
     throw new AgentFailure('invalid_argument', (err as Error).message);
   }
+  // A sealed backup is always compressed: the position then comes in the source's end frame,
+  // since nothing here can read it from sealed bytes (docs/backup-encryption.md).
+  const sealKey = sealKeyOf(req.data_key);
+  if (sealKey) asked = 'zstd';
   const writer = await store.writer(req.key);
   const sniffer = new MbstreamSniffer();
   const started = Date.now();
   const onThisHost = local !== undefined && source.hostaddr === local.hostaddr;
   const stream = onThisHost
-    ? localBackupBytes(local.run, { v: 1, op: 'backup', port: source.port, pv_limit_mb: req.pv_limit_mb, ...(asked ? { compress: asked } : {}) })
-    : backupBytesOf(source, req.pv_limit_mb, asked);
+    ? localBackupBytes(local.run, { v: 1, op: 'backup', port: source.port, pv_limit_mb: req.pv_limit_mb, ...(asked ? { compress: asked } : {}), ...(sealKey ? { seal_key: sealKey } : {}) })
+    : backupBytesOf(source, req.pv_limit_mb, asked, sealKey);
   const compression = stream.compressed;
+  // `--insecure` agents (gRPC, no data plane, no TLS) stream the mbstream as it is: the bytes
+  // crossed the network in clear anyway, so they are sealed here, before they are stored.
+  const sealedHere = sealKey && !compression ? new ObjectSealer(Buffer.from(sealKey, 'base64')) : undefined;
   let inFlight: Promise<void> = Promise.resolve();
   let firstByteMs: number | undefined;
+  let receivedBytes = 0;
   try {
     // Receiving and writing overlap: while one batch goes to disk, the next is received (a
     // write awaited per message left the network idle during each disk write, and the disk
@@ -116,14 +125,18 @@ export async function pullBackup(store: ObjectStore, req: StoragePullBackupReque
     };
     await stream.each((data) => {
       firstByteMs ??= Date.now() - started;
+      receivedBytes += data.length;
       if (!compression) sniffer.push(data); // a compressed stream's position comes from its source
-      gathered.push(data);
-      gatheredBytes += data.length;
+      for (const piece of sealedHere ? sealedHere.push(data) : [data]) {
+        gathered.push(piece);
+        gatheredBytes += piece.length;
+      }
       // The stream waits only while a full batch waits for the previous write.
       return gatheredBytes >= WRITE_BATCH_BYTES ? flush() : undefined;
     });
     const lastByteMs = Date.now() - started;
-    if (gatheredBytes > 0) await flush();
+    if (sealedHere) gathered.push(...sealedHere.end());
+    if (gathered.length > 0) await flush();
     await inFlight;
     const facts = compression ? stream.facts() : undefined;
     if (compression && !facts) throw new AgentFailure('instance_failed', `the compressed backup stream of ${source.hostaddr}:${source.port} ended without its size and position`);
@@ -132,8 +145,12 @@ export async function pullBackup(store: ObjectStore, req: StoragePullBackupReque
       const problem = compression ? facts!.problem : sniffer.problem;
       throw new AgentFailure('instance_failed', `the backup stream of ${source.hostaddr}:${source.port} carried no GTID position${problem ? ` (${problem})` : ''}`);
     }
-    const rawBytes = compression ? facts!.raw_bytes : writer.bytes;
-    const meta = { ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream', ...(compression ? { compression, raw_bytes: String(rawBytes) } : {}) };
+    const rawBytes = compression ? facts!.raw_bytes : receivedBytes;
+    const meta = {
+      ...req.meta, gtid_pos: gtid, source: `${source.hostaddr}:${source.port}`, format: 'mbstream', ...(compression ? { compression, raw_bytes: String(rawBytes) } : {}),
+      // Where it was sealed: the manager refuses a reply without it (an agent from before encryption stored it in clear).
+      ...(sealKey ? { sealed_at: sealedHere ? 'storage' : 'source' } : {}),
+    };
     const commitStartMs = Date.now() - started;
     const object = await writer.commit(meta);
     const transferMs = Date.now() - started;
@@ -149,4 +166,11 @@ export async function pullBackup(store: ObjectStore, req: StoragePullBackupReque
     if (err instanceof AgentFailure) throw err;
     throw new AgentFailure('instance_failed', `backup of ${source.hostaddr}:${source.port} into ${req.key} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
+}
+
+/** The base64 seal_key of a PullBackup's data_key (32 bytes), or undefined when it has none. */
+function sealKeyOf(dataKey: Buffer | Uint8Array | undefined): string | undefined {
+  if (!dataKey || dataKey.length === 0) return undefined;
+  if (dataKey.length !== 32) throw new AgentFailure('invalid_argument', 'data_key must be 32 bytes');
+  return Buffer.from(dataKey).toString('base64');
 }

@@ -11,6 +11,7 @@ import { closedBinlogPath } from './binlog-files';
 import { checkPort } from '../instance/instance-layout';
 import { layoutOf } from '../instance/lifecycle';
 import { checkStoredObject, putStoredObject } from './storage-objects';
+import { sealedBytesOf } from '../../storage/sealed-stream';
 
 const CHUNK_BYTES = 256 * 1024;
 
@@ -38,13 +39,16 @@ export async function archiveBinlog(ctx: AgentContext, req: MariaDbArchiveBinlog
   const target = checkStoredObject(req.target, 'target');
   const { file, summary } = await closedBinlogPath(layout, req.name);
   const meta = {
+    ...req.meta,
     binlog: summary.name,
     start_gtid_state: summary.start_gtid_state,
     first_event_time: String(summary.first_event_time),
     last_event_time: String(summary.last_event_time),
   };
   const stored = await putStoredObject(target, meta, createReadStream(file, { highWaterMark: CHUNK_BYTES }));
-  if (stored.bytes !== summary.size) throw new Error(`storage stored ${stored.bytes} bytes of ${summary.name}, the file has ${summary.size}`);
+  // A sealed binlog is its file plus the format's header and one tag per record.
+  const expected = target.data_key?.length ? sealedBytesOf(summary.size) : summary.size;
+  if (stored.bytes !== expected) throw new Error(`storage stored ${stored.bytes} bytes of ${summary.name}, expected ${expected} (the file has ${summary.size})`);
   ctx.logger.info({ port: layout.port, binlog: summary.name, key: target.key, bytes: stored.bytes }, 'binlog archived');
-  return { file: summary, sha256: stored.sha256, bytes: stored.bytes };
+  return { file: summary, sha256: stored.sha256, bytes: stored.bytes, meta: stored.meta };
 }

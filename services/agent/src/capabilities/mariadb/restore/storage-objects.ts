@@ -4,6 +4,7 @@
 
 import type { Readable } from 'node:stream';
 import { planeEnabled, planeStream, StorageAgentClient, type MariaDbStoredObject, type StorageObjectInfo } from '@kcm/agent-api';
+import { DATA_KEY_BYTES, ObjectOpener, ObjectSealer, SealBroken } from '../../storage/sealed-stream';
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.-]{1,255}:\d{1,5}$|^\[[0-9A-Fa-f:]+\]:\d{1,5}$/;
 const KEY = /^[A-Za-z0-9._=-]+(\/[A-Za-z0-9._=-]+)*$/;
@@ -23,6 +24,40 @@ export function checkStoredObject(obj: MariaDbStoredObject | undefined | null, f
  * authorises it), else its Get rpc.
  */
 export async function* readStoredObject(obj: MariaDbStoredObject): AsyncGenerator<Buffer> {
+  const dataKey = dataKeyOf(obj);
+  if (!dataKey) {
+    yield* readStoredBytes(obj);
+    return;
+  }
+  // A sealed object: only records whose tag verified come out, and a failed tag or a missing
+  // last record fails the read (docs/backup-encryption.md). Callers stage what they read and
+  // use nothing of a read that failed, so nothing of a broken object reaches an instance.
+  const opener = new ObjectOpener(dataKey);
+  try {
+    for await (const sealed of readStoredBytes(obj)) yield* opener.push(sealed);
+    yield* opener.end();
+  } catch (err) {
+    if (err instanceof SealBroken) throw new Error(`${obj.key} on storage ${obj.storage_agent_address} is refused: ${err.message}`, { cause: err });
+    throw err;
+  }
+}
+
+/** The 32-byte data key of a sealed object, or undefined for one stored in clear. */
+function dataKeyOf(obj: MariaDbStoredObject): Buffer | undefined {
+  if (!obj.data_key || obj.data_key.length === 0) return undefined;
+  if (obj.data_key.length !== DATA_KEY_BYTES) throw new Error(`${obj.key}: data_key must be ${DATA_KEY_BYTES} bytes`);
+  return Buffer.from(obj.data_key);
+}
+
+/** Sealed with the target's data key, when it has one, on the way out of this host. */
+async function* sealedWith(dataKey: Buffer, data: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  const sealer = new ObjectSealer(dataKey);
+  for await (const piece of data) yield* sealer.push(piece);
+  yield* sealer.end();
+}
+
+/** The stored bytes as they are. */
+async function* readStoredBytes(obj: MariaDbStoredObject): AsyncGenerator<Buffer> {
   if (planeEnabled()) {
     try {
       yield* planeStream(obj.storage_agent_address, { op: 'get', root: obj.root, key: obj.key });
@@ -41,11 +76,15 @@ export async function* readStoredObject(obj: MariaDbStoredObject): AsyncGenerato
   }
 }
 
-/** Stores a stream under obj.key with meta (the storage replaces an object of the same key whole). */
+/**
+ * Stores a stream under obj.key with meta (the storage replaces an object of the same key
+ * whole); sealed here first when obj has a data key.
+ */
 export async function putStoredObject(obj: MariaDbStoredObject, meta: Record<string, string>, data: Readable): Promise<StorageObjectInfo> {
   const client = new StorageAgentClient(obj.storage_agent_address);
+  const dataKey = dataKeyOf(obj);
   try {
-    return await client.put(obj.root, obj.key, data as AsyncIterable<Uint8Array>, meta);
+    return await client.put(obj.root, obj.key, dataKey ? sealedWith(dataKey, data as AsyncIterable<Buffer>) : (data as AsyncIterable<Uint8Array>), meta);
   } catch (err) {
     throw new Error(`storing ${obj.key} on storage ${obj.storage_agent_address} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   } finally {
