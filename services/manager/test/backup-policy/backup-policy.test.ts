@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { BackupPolicyScheduler } from '../../src/leader/backup-policy-scheduler';
+import { keptSets } from '../../src/backup/retention';
 import { policyOfCluster, policyRunRequestId } from '../../src/meta/backup-policies';
 import { CommandKind } from '../../src/meta/commands';
 import type { BackupStorage } from '../../src/backup/storage';
@@ -153,5 +154,42 @@ describe('backup policy retention', () => {
     // A second round expires nothing more.
     await p.scheduler().runDue();
     expect(p.storage.deleted).toHaveLength(2 + 13 * shards.length);
+  });
+});
+
+describe('set_backup_policy and delete_backup_policy', () => {
+  it('refuse what they cannot do with an error naming the field, and change nothing', async () => {
+    const h = await startHarness();
+    const cluster = await h.readyCluster();
+    // No storage registered yet: a policy would have nowhere to put its backups.
+    expect(await h.refusal('set_backup_policy', { cluster_id: cluster.id, keep_days: '7' })).toEqual(['CONFLICT', expect.stringMatching(/^paras\.storage_name: no backup storage is registered/)]);
+    await h.store.propose({ kind: CommandKind.BackupStorageCreated, at: 0, name: 'bk', stype: 'fs', hostaddr: '10.0.0.4', port: 58100, path: '/backups' });
+    expect(await h.refusal('set_backup_policy', { cluster_id: cluster.id, keep_days: '7', storage_name: 'nope' })).toEqual(['NOT_FOUND', expect.stringMatching(/^paras\.storage_name: backup storage nope does not exist/)]);
+    expect(await h.refusal('set_backup_policy', { cluster_id: '999', keep_days: '7' })).toEqual(['NOT_FOUND', expect.stringMatching(/paras\.cluster_id/)]);
+    // A policy without a retention is refused by its paras schema (libs/protocol/test/invalid-variants.ts).
+    expect(await h.refusal('delete_backup_policy', { cluster_id: cluster.id })).toEqual(['NOT_FOUND', `paras.cluster_id: cluster ${cluster.id} has no backup policy`]);
+    expect(policyOfCluster(h.store.s, cluster.id)).toBeUndefined();
+
+    const set = await h.run('set_backup_policy', { cluster_id: cluster.id, keep_days: '7', keep_sets: '2', full_every_hours: '6', window: '22:00:00-02:00:00' });
+    expect(set.status, set.errorInfo).toBe('done');
+    expect(set.attachment).toEqual({ cluster_id: cluster.id, full_every_hours: '6', window: '22:00:00-02:00:00', keep_days: '7', keep_sets: '2', storage: 'bk' });
+    expect(policyOfCluster(h.store.s, cluster.id)).toMatchObject({ fullEveryHours: 6, startSecond: 22 * 3600, endSecond: 2 * 3600, keepDays: 7, keepSets: 2, storageName: null });
+    const removed = await h.run('delete_backup_policy', { cluster_id: cluster.id });
+    expect(removed.status, removed.errorInfo).toBe('done');
+    expect(policyOfCluster(h.store.s, cluster.id)).toBeUndefined();
+  });
+});
+
+describe('keptSets', () => {
+  const set = (id: string, daysAgo: number, now: number) => ({ id, finishedAt: now - daysAgo * DAY }) as BackupSetRecord;
+  const now = Date.UTC(2026, 0, 20);
+  const sets = [set('a', 30, now), set('b', 20, now), set('c', 9, now), set('d', 6, now), set('e', 1, now)];
+  const ids = (kept: BackupSetRecord[]) => kept.map((s) => s.id);
+  it('keep_days keeps the sets inside it and the newest before it; keep_sets the newest n; both keep the union', () => {
+    expect(ids(keptSets(sets, { keepDays: 7, keepSets: null }, now))).toEqual(['c', 'd', 'e']);
+    expect(ids(keptSets(sets, { keepDays: null, keepSets: 1 }, now))).toEqual(['e']);
+    expect(ids(keptSets(sets, { keepDays: 7, keepSets: 4 }, now))).toEqual(['b', 'c', 'd', 'e']);
+    // Every set older than the retention: the newest of them is still kept (restore to its first moment).
+    expect(ids(keptSets(sets.slice(0, 2), { keepDays: 7, keepSets: null }, now))).toEqual(['b']);
   });
 });
