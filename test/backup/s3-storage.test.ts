@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openS3Root, s3RootOf, setSpoolRoot } from '../../services/agent/src/capabilities/storage/s3/targets';
+import { openS3Root } from '../../services/agent/src/capabilities/storage/s3/targets';
 import type { S3ObjectStore } from '../../services/agent/src/capabilities/storage/s3/s3-store';
 import type { S3ObjectWriter } from '../../services/agent/src/capabilities/storage/s3/s3-writer';
 import { startS3StandIn, storedParts, type S3StandIn } from '../../services/agent/test/storage/s3-stand-in';
@@ -54,9 +54,8 @@ describe('s3 backup storage through the s3rver stand-in: multipart, integrity, r
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(tmpdir(), 'kcm-s3-'));
     standIn = await startS3StandIn(ADDRESS, PORT, path.join(tmp, 'stand-in'));
-    setSpoolRoot(path.join(tmp, 'agent-state'));
     const target = { endpoint: standIn.endpoint, region: '', bucket: standIn.bucket, prefix: 'kcm/test', ...standIn.credentials };
-    store = openS3Root(s3RootOf(target), target);
+    store = await openS3Root(path.join(tmp, 'spool'), target);
     store.writerOptions = { basePartBytes: PART, retryWindowMs: 120_000 };
     await store.open();
   });
@@ -79,7 +78,7 @@ describe('s3 backup storage through the s3rver stand-in: multipart, integrity, r
     expect((await store.verify(info.key)).ok).toBe(true);
     expect((await store.list('cluster_1/')).map((o) => o.key)).toEqual([info.key]);
     // Nothing left on the agent's disk once committed.
-    expect(await readdir(path.join(tmp, 'agent-state', 's3-uploads'))).toEqual([]);
+    expect(await readdir(path.join(tmp, 'spool', 's3-uploads'))).toEqual([]);
   });
 
   it('a byte flipped in the bucket: verify says so and a read fails at its end', async () => {

@@ -82,6 +82,7 @@ export { MIN_NODES_PER_SHARD } from './paras/clusters';
 export { ipPortString, parseIpPort, MAX_NOSWITCH_TIMEOUT_S, NOSWITCH_TYPES, type IpPort } from './paras/shard-ha';
 export type { ManualBackupClusterResult, ShardBackupResult, CatalogBackupResult, CreateBackupStorageResult } from './results';
 export { BACKUP_STORAGE_TYPES } from './paras/backup-storage';
+export { DEFAULT_S3_REGION, S3_PARAS, S3_REQUIRED_PARAS } from './paras/s3-storage-fields';
 export { CLUSTER_ACCOUNTS, type ClusterAccountName } from './paras/passwords';
 export type { RotateClusterPasswordsResult, UpgradeClusterResult, UpgradedInstance } from './results';
 export type { BackupPolicyResult } from './results';

@@ -174,7 +174,7 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     broken('timeout', undefined, 'type 1 needs a timeout'), broken('shard_id', 'shard_1', 'a name, not an id'),
   ],
   create_backup_storage: [
-    missing('path'), missing('hostaddr'), wrongType('stype', 's3'), wrongType('port', 58100),
+    missing('path'), missing('hostaddr'), wrongType('stype', 'gcs'), wrongType('port', 58100),
     broken('path', 'backups', 'relative path'), broken('path', '/', 'the root directory'), broken('path', '/srv/../etc', 'a .. segment'),
     broken('name', 'my storage', 'space in name'), broken('hostaddr', '127.0.2.1:58100', 'port in address'), broken('port', '70000', 'not a port'),
   ],

@@ -44,6 +44,7 @@ import { RaftMetaStore } from './group/raft-meta-store';
 import { RollbackFinisher } from './leader/rollback-finisher';
 import { RoutingService } from './submit/routing-service';
 import { secretBoxFor } from './secrets/secret-box';
+import { setBackupStorageSecrets } from './backup/storage';
 import { ShardFailureDetector } from './leader/shard-failure-detector';
 import { SHARD_FAILOVER, SHARD_REJOIN, shardFailoverJob, shardRejoinJob } from './jobs/shard-ha/failover-job';
 import { MasterLeaseKeeper } from './leader/master-leases';
@@ -108,6 +109,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   const logger = opts.logger ?? createLogger({ name: 'manager', level: config.logLevel, base: { member: config.member } });
   // Refuses to build without a secrets key (unless insecure): passwords are never kept in clear.
   const secrets = secretBoxFor(config);
+  // An s3 storage's secret key is opened where a storage is opened (backup/storage.ts).
+  setBackupStorageSecrets(secrets);
   if (!secrets.sealsForReal) logger.warn('insecure mode without secretsKeyFile: generated database passwords are stored unencrypted in the Raft log and state');
   const promRegistry = new Registry();
   collectDefaultMetrics({ register: promRegistry });

@@ -4,9 +4,13 @@
  */
 import { z } from 'zod';
 import { absolutePathString, enumString, formatted, hostAddressString, portString, type Parsed } from '../formats';
+import { s3StorageFields } from './s3-storage-fields';
 
-/** `fs`: a directory on a host whose kcm agent (at hostaddr:port) stores and serves the backups. */
-export const BACKUP_STORAGE_TYPES = ['fs'] as const;
+/**
+ * `fs`: a directory on a host whose kcm agent (at hostaddr:port) stores and serves the backups.
+ * `s3`: an S3-compatible bucket that the agent at hostaddr:port writes to and reads from (docs/backup-s3.md).
+ */
+export const BACKUP_STORAGE_TYPES = ['fs', 's3'] as const;
 
 const STORAGE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 export function parseStorageName(s: string): Parsed<string> {
@@ -17,10 +21,12 @@ const storageNameString = () => formatted(parseStorageName, 'storage name [A-Za-
 export const createBackupStorageParas = z.object({
   name: storageNameString(),
   stype: enumString(BACKUP_STORAGE_TYPES),
+  /** stype s3 only: endpoint, bucket, prefix, region, access_key_id, secret_access_key (s3-storage-fields.ts). */
+  ...s3StorageFields,
   hostaddr: hostAddressString(),
   /** The port of the storage host's kcm agent. */
   port: portString(),
-  /** The directory on hostaddr that holds the backups (created if missing). */
+  /** fs: the directory on hostaddr that holds the backups; s3: where its agent spools the parts of uploads under way (created if missing). */
   path: absolutePathString().refine((p) => p !== '/', { message: 'must not be /' }),
 });
 

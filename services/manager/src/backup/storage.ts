@@ -8,6 +8,8 @@
 import { KcmError } from '@kcm/protocol';
 import { isAgentUnreachable, StorageAgentClient, type MariaDbBackupSource, type StorageObjectInfo } from '@kcm/agent-api';
 import type { BackupStorageRecord } from '../meta/state';
+import type { SecretBox } from '../secrets/secret-box';
+import { s3TargetOf } from './s3-paras';
 
 /** One stored object as its checksum record describes it. */
 export interface StoredObject {
@@ -84,8 +86,10 @@ export function openBackupStorage(record: BackupStorageRecord): BackupStorage {
   switch (record.stype) {
     case 'fs':
       return new AgentFsStorage(record);
+    case 's3':
+      return new AgentS3Storage(record);
     default:
-      throw KcmError.of('UNSUPPORTED', `backup storage ${record.name}: stype ${JSON.stringify(record.stype)} is not supported (supported: fs)`);
+      throw KcmError.of('UNSUPPORTED', `backup storage ${record.name}: stype ${JSON.stringify(record.stype)} is not supported (supported: fs, s3)`);
   }
 }
 
@@ -114,7 +118,7 @@ const objectOf = (o: StorageObjectInfo): StoredObject => ({ key: o.key, bytes: o
 
 /** stype `fs`: a directory (record.path) on record.hostaddr, through the BackupStorageAgent at hostaddr:port. */
 class AgentFsStorage implements BackupStorage {
-  private readonly client: StorageAgentClient;
+  protected readonly client: StorageAgentClient;
 
   constructor(readonly record: BackupStorageRecord) {
     this.client = new StorageAgentClient(storageAddress(record));
@@ -158,5 +162,69 @@ class AgentFsStorage implements BackupStorage {
 
   close(): void {
     this.client.close();
+  }
+}
+
+/** The SecretBox that opens an s3 storage's sealed secret key (the same key on every member); set once when a manager is built. */
+let storageSecrets: SecretBox | undefined;
+
+export function setBackupStorageSecrets(box: SecretBox): void {
+  storageSecrets = box;
+}
+
+/**
+ * stype `s3`: a bucket, written and read by the BackupStorageAgent at hostaddr:port (record.path
+ * is where that agent spools uploads). Every call first opens the storage on that agent, which
+ * is when the agent gets the bucket's credentials (kept in its memory only): an agent that
+ * restarted since is simply told again. Then the same rpcs as `fs`, on the same root.
+ */
+class AgentS3Storage extends AgentFsStorage {
+  private opened: Promise<{ freeBytes: number }> | undefined;
+
+  override open(): Promise<{ freeBytes: number }> {
+    const s3 = this.record.s3;
+    if (!s3) throw KcmError.of('INTERNAL', `backup storage ${this.record.name} is stype s3 but has no bucket recorded`);
+    if (!storageSecrets) throw KcmError.of('INTERNAL', 'no secrets box to open the s3 secret key with (setBackupStorageSecrets)');
+    this.opened = this.client.open(this.record.path, s3TargetOf(s3, storageSecrets)).then((r) => ({ freeBytes: r.free_bytes }));
+    this.opened.catch(() => (this.opened = undefined));
+    return this.opened;
+  }
+
+  private ready(): Promise<unknown> {
+    return this.opened ?? this.open();
+  }
+
+  override async storePhysicalBackup(...args: Parameters<AgentFsStorage['storePhysicalBackup']>): Promise<StoredPhysicalBackup> {
+    await this.ready();
+    return super.storePhysicalBackup(...args);
+  }
+
+  override async put(...args: Parameters<AgentFsStorage['put']>): Promise<StoredObject> {
+    await this.ready();
+    return super.put(...args);
+  }
+
+  override async *get(key: string): AsyncGenerator<Buffer> {
+    await this.ready();
+    yield* super.get(key);
+  }
+
+  override async verify(key: string): Promise<ObjectCheck> {
+    await this.ready();
+    return super.verify(key);
+  }
+
+  override async list(prefix: string): Promise<StoredObject[]> {
+    await this.ready();
+    return super.list(prefix);
+  }
+
+  override async delete(opId: string, prefix: string): Promise<number> {
+    await this.ready();
+    return super.delete(opId, prefix);
+  }
+
+  override locate(key: string): ObjectLocation {
+    return { ...super.locate(key), stype: 's3' };
   }
 }

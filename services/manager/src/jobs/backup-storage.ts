@@ -8,6 +8,7 @@ import { own } from '../meta/dict';
 import type { BackupStorageRecord, MetaState } from '../meta/state';
 import type { BackupStorage } from '../backup/storage';
 import { orThrow } from './framework/errors';
+import { checkS3Paras, s3RecordOf, sealS3Paras } from '../backup/s3-paras';
 import type { JobOf } from './framework/workflow';
 
 type CreateParas = ParasOf<'create_backup_storage'>;
@@ -23,6 +24,7 @@ function sameStorage(record: BackupStorageRecord, p: CreateParas): boolean {
 }
 
 function checkCreate(p: CreateParas, state: MetaState): void {
+  checkS3Paras(p);
   const existing = own(state.backupStorages, p.name);
   if (existing) throw KcmError.of('CONFLICT', `paras.name: backup storage ${p.name} already exists (${existing.stype} ${existing.hostaddr}:${existing.port} ${existing.path})`, { field: 'paras.name' });
   const samePlace = Object.values(state.backupStorages).find((s) => s.hostaddr === p.hostaddr && s.path === p.path);
@@ -38,12 +40,13 @@ export function createBackupStorageJob(openStorage: BackupStorageOpener): JobOf<
   return {
     jobType: 'create_backup_storage',
     validate: checkCreate,
+    sealParas: sealS3Paras,
     lockKey: () => STORAGE_LOCK,
     steps: (p) => [
       {
         name: 'open storage',
         async run() {
-          const storage = openStorage({ name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: Number(p.port), path: p.path, createdAt: 0 });
+          const storage = openStorage({ name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: Number(p.port), path: p.path, createdAt: 0, ...s3RecordOf(p) });
           try {
             return await storage.open();
           } finally {
@@ -56,7 +59,7 @@ export function createBackupStorageJob(openStorage: BackupStorageOpener): JobOf<
         async run(ctx) {
           const existing = own(ctx.state().backupStorages, p.name);
           if (existing && sameStorage(existing, p)) return null; // re-run after a crash: recorded already
-          orThrow(await ctx.propose({ kind: CommandKind.BackupStorageCreated, at: ctx.now(), name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: Number(p.port), path: p.path }));
+          orThrow(await ctx.propose({ kind: CommandKind.BackupStorageCreated, at: ctx.now(), name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: Number(p.port), path: p.path, ...s3RecordOf(p) }));
           return null;
         },
       },

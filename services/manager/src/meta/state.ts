@@ -324,11 +324,25 @@ export interface TokenRecord {
   createdBy: string;
 }
 
+/** An s3 storage's bucket (docs/backup-s3.md); the secret key only sealed. */
+export interface S3StorageRecord {
+  endpoint: string;
+  bucket: string;
+  /** Key prefix in the bucket; '' for none. */
+  prefix: string;
+  region: string;
+  accessKeyId: string;
+  /** secrets/secret-box.ts: opened only for the agent's Open call, never logged or returned. */
+  sealedSecretAccessKey: string;
+}
+
 /** Where backup sets are kept; get_backup_storage reports {hostaddr, name, port, stype}. */
 export interface BackupStorageRecord {
   name: string;
-  /** `fs`: a directory on hostaddr, served by the agent listening on hostaddr:port. */
-  stype: 'fs';
+  /** `fs`: a directory on hostaddr, served by the agent listening on hostaddr:port; `s3`: a bucket that agent writes to. */
+  stype: 'fs' | 's3';
+  /** stype s3: the bucket; path is then where that agent spools uploads. */
+  s3?: S3StorageRecord;
   hostaddr: string;
   port: number;
   /** The directory on hostaddr (stype fs). */

@@ -18,6 +18,8 @@ export function backupStorageList(state: MetaState): Record<string, unknown> {
       port: String(s.port),
       stype: s.stype,
       path: s.path,
+      // stype s3: the bucket, never its credentials (the secret key is sealed and stays so).
+      ...(s.s3 ? { endpoint: s.s3.endpoint, bucket: s.s3.bucket, prefix: s.s3.prefix, region: s.s3.region } : {}),
       backup_sets: String(Object.values(state.backupSets).filter((b) => b.storageName === s.name).length),
       // Logical backup sets with a part kept here (logical_backup; beyond the spec's fields, like backup_sets).
       logical_backup_sets: String(Object.values(state.logicalBackups.sets).filter((set) => set.parts.some((p) => p.storage === s.name)).length),

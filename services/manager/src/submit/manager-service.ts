@@ -66,7 +66,8 @@ export class ManagerService implements JobService {
       at: now,
       jobType: req.jobType,
       sentJobType: req.sentJobType,
-      paras: resolved,
+      // Secrets in paras (an S3 secret key) enter the log sealed.
+      paras: def.sealParas ? def.sealParas(resolved, this.deps.secrets) : resolved,
       requestId: requestId ?? null,
       ...(digest === undefined ? {} : { requestDigest: digest }),
       lockKey: def.lockKey(resolved, this.deps.store.state()),

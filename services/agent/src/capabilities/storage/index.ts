@@ -25,7 +25,7 @@ import type { AgentContext, CapabilityModule } from '../../capability';
 import { unary } from '../../grpc-unary';
 import { checkKey, checkPrefix } from './object-store';
 import { storeFor, type ObjectStore, type StoreWriter } from './store';
-import { isS3Root, openS3Root, setSpoolRoot } from './s3/targets';
+import { openS3Root } from './s3/targets';
 import { pullBackup } from './pull-backup';
 import { verifyObject } from './sealed-verify';
 import { sendBackup, type PlaneSink } from '../../plane/handlers';
@@ -93,11 +93,9 @@ function getHandler(ctx: AgentContext): grpc.handleServerStreamingCall<StorageOb
   };
 }
 
-/** Open: an s3 root comes with its bucket (kept for the root's later calls); any other root is a directory. */
-function openStore(req: StorageOpenRequest): ObjectStore {
-  if (req.s3) return openS3Root(req.root, req.s3);
-  if (isS3Root(req.root)) throw new AgentFailure('invalid_argument', `opening s3 root ${req.root} needs its bucket (s3)`);
-  return storeFor(req.root);
+/** Open: an s3 storage's root comes with its bucket (kept for the root's later calls); any other root is a directory. */
+async function openStore(req: StorageOpenRequest): Promise<ObjectStore> {
+  return req.s3 ? openS3Root(req.root, req.s3) : storeFor(req.root);
 }
 
 function requireOpId(opId: string): string {
@@ -110,11 +108,10 @@ export const storageCapability: CapabilityModule = {
   register(server: grpc.Server, ctx: AgentContext): void {
     const log = ctx.logger.child({ capability: 'storage' });
     const logged = { ...ctx, logger: log };
-    setSpoolRoot(ctx.stateDir);
     // A source instance on this host is backed up by this agent itself (pull-backup.ts localBackupBytes).
     const localBackup = { hostaddr: ctx.hostaddr, run: (request: PlaneBackupRequest, sink: PlaneSink) => sendBackup(ctx, request, sink) };
     server.addService(BackupStorageAgentService.service, {
-      Open: unary(log, 'Storage.Open', async (req: StorageOpenRequest) => openStore(req).open()),
+      Open: unary(log, 'Storage.Open', async (req: StorageOpenRequest) => (await openStore(req)).open()),
       PullBackup: unary(log, 'Storage.PullBackup', async (req: StoragePullBackupRequest) =>
         ctx.ops.run(`storage.pull.${requireOpId(req.op_id)}`, async () => pullBackup(storeFor(req.root), { ...req, key: checkKey(req.key) }, log, localBackup)),
       ),

@@ -78,6 +78,11 @@ export interface JobDefinition<P = any, O extends object = any, R = unknown> {
    * lock key and the steps use (delete_cluster by cluster_name). Absent: the paras as sent.
    */
   resolve?(paras: P, state: MetaState): P;
+  /**
+   * The paras with their secrets sealed (an S3 secret key), by the submitting member before
+   * they enter the log (secrets/secret-box.ts): the job's steps see them sealed. Absent: none.
+   */
+  sealParas?(paras: P, secrets: SecretBox): P;
   /** Jobs with the same key run one at a time in submission order (e.g. `cluster:7`); `state` is the one validate saw. */
   lockKey(paras: P, state: MetaState): string | null;
   steps(paras: P): JobStep<P, O>[];

@@ -29,10 +29,10 @@ export class S3ObjectStore implements ObjectStore, S3Place {
   /** Options a test sets (a smaller part size, a shorter retry window). */
   writerOptions: S3WriterOptions = {};
 
+  /** `root`: the storage's directory on this host, where uploads spool their parts. */
   constructor(
     readonly root: string,
     readonly target: S3Target,
-    readonly spoolRoot: string,
   ) {
     this.client = new S3Client({
       endpoint: target.endpoint,
@@ -65,7 +65,7 @@ export class S3ObjectStore implements ObjectStore, S3Place {
 
   /** Where uploads of this root spool their parts on this host. */
   spoolDirOf(key: string): string {
-    return path.join(this.spoolRoot, 's3-uploads', createHash('sha256').update(`${this.root}\0${key}`).digest('hex').slice(0, 32));
+    return path.join(this.root, 's3-uploads', createHash('sha256').update(`${this.root}\0${key}`).digest('hex').slice(0, 32));
   }
 
   close(): void {
@@ -76,7 +76,7 @@ export class S3ObjectStore implements ObjectStore, S3Place {
   failure(what: string, err: unknown): AgentFailure {
     if (err instanceof AgentFailure) return err;
     const { kind, text } = describeS3Error(err);
-    return new AgentFailure(kind, `s3 storage ${this.root}: ${what} failed: ${text}`, { cause: err });
+    return new AgentFailure(kind, `s3 storage ${this.target.bucket}/${this.target.prefix} at ${this.target.endpoint}: ${what} failed: ${text}`, { cause: err });
   }
 
   async open(): Promise<{ root: string; free_bytes: number }> {
