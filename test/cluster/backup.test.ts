@@ -107,7 +107,9 @@ describe('manual_backup_cluster on real engines (2 shards x 3 nodes, 1 compute n
   it('is refused until a backup storage is registered; create_backup_storage registers one on a host agent and get_backup_storage lists it', async () => {
     const refused = await emit(MEMBER, 'manual_backup_cluster', { cluster_id: cluster.id }).catch((e: { reply: { error_info: string } }) => e.reply);
     expect(refused.error_info).toMatch(/no backup storage is registered/);
-    const reply = await f.runJob('create_backup_storage', { name: 'local', stype: 'fs', hostaddr: HOSTS[0], port: String(AGENT_PORT), path: root });
+    // In clear (encryption off): these tests read the stored objects' own format; the sealed
+    // format is what restore-drill.test.ts checks (docs/backup-encryption.md).
+    const reply = await f.runJob('create_backup_storage', { name: 'local', stype: 'fs', hostaddr: HOSTS[0], port: String(AGENT_PORT), path: root, encryption: 'off' });
     expect(reply.status, reply.error_info).toBe('done');
     expect(Number((reply.attachment as { free_bytes: string }).free_bytes)).toBeGreaterThan(0);
     const listed = await emit(MEMBER, 'get_backup_storage');

@@ -6,9 +6,14 @@
 // after T absent), on its masters and standbys, and its compute node serves the rows and
 // the views and functions made on the source's compute node.
 // Before that, the same restore from a backup set whose file was altered is refused before
-// anything is written.
+// anything is written, also when the manifest was rewritten to match (the sealed records'
+// tags catch it). The storage encrypts (the default): a byte search over its directory finds
+// none of the rows, which its objects hold once opened with their keys. The restore that
+// succeeds comes after a key rotation, of the set made before it.
 
-import { readFile, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
@@ -19,7 +24,9 @@ import { sleep } from '../manager/helpers/processes';
 import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
-import { openTestAccounts } from '../helpers/secrets';
+import { openTestAccounts, testSecretBox } from '../helpers/secrets';
+import { openKek, unwrapDataKey } from '../../services/manager/src/secrets/backup-keys';
+import { openAll } from '../../services/agent/src/capabilities/storage/sealed-stream';
 
 const AGENT_PORT = 58160;
 const MEMBER = '127.0.1.72:58172';
@@ -173,6 +180,34 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     }
   }, 120_000);
 
+  it('a flipped byte in a sealed object whose manifest was rewritten to match is refused by its tags before anything is written', async () => {
+    // Someone who can write the storage directory alters a byte and the manifest's sha256:
+    // only the sealed records' tags can tell (docs/backup-encryption.md).
+    const file = path.join(f.tmp, 'backups', backupKeys[0]);
+    const manifestFile = `${file}.manifest.json`;
+    const [original, manifest] = await Promise.all([readFile(file), readFile(manifestFile, 'utf8')]);
+    expect(JSON.parse(manifest).meta).toMatchObject({ enc: 'kcmseal1-aes-256-gcm', enc_kek_id: expect.stringMatching(/^kek_/) });
+    const altered = Buffer.from(original);
+    altered[Math.floor(altered.length / 2)] ^= 0x01;
+    await writeFile(file, altered);
+    await writeFile(manifestFile, JSON.stringify({ ...JSON.parse(manifest), sha256: createHash('sha256').update(altered).digest('hex') }));
+    const before = await Promise.all([0, 1].map((i) => onShard(dst, masterOf(dst, i), async (c) => (await c.query('SELECT @@gtid_binlog_pos AS pos'))[0])));
+    try {
+      const reply = await submitRestore();
+      expect(reply.status).toBe('failed');
+      expect(reply.error_info).toMatch(/step 1 of \d+ \(verify the backup set and the empty destination\) failed: .*backup set refused.*shard_\d+\.mbstream: its sealed records do not authenticate: record \d+ .*fails authentication/);
+    } finally {
+      await writeFile(file, original);
+      await writeFile(manifestFile, manifest);
+    }
+    // Nothing was written: the destination's masters hold no table and are where they were.
+    for (const i of [0, 1]) {
+      const tables = await onShard(dst, masterOf(dst, i), async (c) => (await c.query(`SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE '%\\_$$\\_%'`))[0] as { n: number }[]);
+      expect(Number(tables[0].n)).toBe(0);
+      expect(await onShard(dst, masterOf(dst, i), async (c) => (await c.query('SELECT @@gtid_binlog_pos AS pos'))[0])).toEqual(before[i]);
+    }
+  }, 120_000);
+
   /** Submits the restore once the source's archive reaches T (archiving runs every few seconds). */
   async function submitRestore() {
     const paras = { src_cluster_id: src.id, dst_cluster_id: dst.id, restore_time: String(restoreTime) };
@@ -185,7 +220,20 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     }
   }
 
-  it('cluster_restore to T ends done; each table equals the source as of T on every destination node', async () => {
+  it('rotate_backup_key makes a new key active; the old one stays, and cannot be retired while the backup set needs it', async () => {
+    const before = f.manager.store.state().backupStorages.drill.encryption!;
+    const rotated = await runJob('rotate_backup_key', { name: 'drill' }, 30_000);
+    expect(rotated.status, rotated.error_info).toBe('done');
+    const after = f.manager.store.state().backupStorages.drill.encryption!;
+    expect(after.activeKekId).not.toBe(before.activeKekId);
+    expect(rotated.attachment).toEqual({ name: 'drill', active_kek_id: after.activeKekId, kek_ids: `${before.activeKekId},${after.activeKekId}` });
+    const set = Object.values(f.manager.store.state().backupSets).find((s) => s.clusterId === src.id)!;
+    expect(set.shards.map((s) => s.sealed?.kekId)).toEqual([before.activeKekId, before.activeKekId]);
+    const retire = await emitRaw(MEMBER, 'rotate_backup_key', { name: 'drill', retire_kek_id: before.activeKekId });
+    expect(retire.error_info).toMatch(/paras\.retire_kek_id: \d+ kept object\(s\) of backup storage drill need kek_[0-9a-f]{8} to be restored/);
+  }, 60_000);
+
+  it('cluster_restore to T (of the set made before the rotation) ends done; each table equals the source as of T on every destination node', async () => {
     const started = Date.now();
     const reply = await submitRestore();
     console.log(`cluster_restore (2 shards x 3 nodes) took ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -218,5 +266,30 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     // The compute catalog came back too, owned by the destination's compute account, over the restored rows.
     const restored = await onComp(compOf(dst), async (c) => (await c.query(`SELECT (SELECT count(*)::int FROM public.recent_orders) AS recent, public.twice(21) AS twice, (SELECT viewowner FROM pg_views WHERE viewname = 'recent_orders') AS owner`)).rows[0]);
     expect(restored).toEqual({ recent: 20, twice: 42, owner: computer.user });
+  }, 60_000);
+
+  it('a byte search over the whole storage directory finds none of the rows, which the same objects hold once opened with their keys', async () => {
+    const root = path.join(f.tmp, 'backups');
+    const files = (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+    const markers = TABLES.flatMap(([table]) => Array.from({ length: 40 }, (_, i) => Buffer.from(`${table}-${i + 1}`)));
+    const stored = await Promise.all(files.map((file) => readFile(file)));
+    const found = markers.filter((m) => stored.some((bytes) => bytes.includes(m))).map(String);
+    expect(files.filter((file) => file.includes('/binlogs/')).length).toBeGreaterThan(0);
+    expect(found).toEqual([]);
+    // The search can find them: the first shard's backup and its archived binlogs, opened
+    // with their data keys (unwrapped by the storage's KEK) and decompressed, hold its rows.
+    const state = f.manager.store.state();
+    const storage = state.backupStorages.drill;
+    const open = (sealed: { kekId: string; wrappedKey: string } | undefined, bytes: Buffer) => {
+      const kek = openKek(testSecretBox(), storage.encryption!.keks.find((k) => k.id === sealed!.kekId)!.sealed);
+      return openAll(unwrapDataKey(kek, sealed!.kekId, sealed!.wrappedKey), bytes);
+    };
+    const set = Object.values(state.backupSets).find((s) => s.clusterId === src.id)!;
+    const shard = set.shards[0];
+    const mbstream = execFileSync('zstd', ['-d', '-c'], { input: open(shard.sealed, await readFile(path.join(root, shard.key))), maxBuffer: 1 << 30 });
+    expect(mbstream.includes(Buffer.from('orders-20'))).toBe(true);
+    const archive = Object.values(state.binlogArchives).find((a) => a.clusterId === src.id && a.shardId === shard.shardId)!;
+    const binlogs = Buffer.concat(await Promise.all(archive.files.map(async (b) => open(b.sealed, await readFile(path.join(root, b.key))))));
+    expect(binlogs.includes(Buffer.from('orders-25'))).toBe(true);
   }, 60_000);
 });

@@ -208,11 +208,20 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
   create_backup_storage: {
     summary: 'Register a backup storage: a directory on a host whose kcm agent stores and serves backups (beyond the spec).',
     notes: ['the agent at hostaddr:port must answer and the directory must be writable (s3: the bucket must answer and take a probe object)', 'full backups go to the storage registered first'],
-    fields: { name: 'unique name of the storage', stype: 'fs (a directory on the host) or s3 (an S3-compatible bucket the host\'s agent writes to, docs/backup-s3.md)', hostaddr: 'host of the storage (s3: of the agent that writes to the bucket)', port: "port of the storage host's kcm agent", path: 'fs: directory on the host that holds the backups; s3: directory where the agent spools uploads', endpoint: 's3: http(s)://host[:port] of the S3-compatible service', bucket: 's3: the bucket (must exist)', prefix: 's3: key prefix inside the bucket (default none)', region: 's3: default us-east-1', access_key_id: 's3: access key id', secret_access_key: 's3: secret key, sealed before it is stored, never shown' },
+    fields: { name: 'unique name of the storage', stype: 'fs (a directory on the host) or s3 (an S3-compatible bucket the host\'s agent writes to, docs/backup-s3.md)', hostaddr: 'host of the storage (s3: of the agent that writes to the bucket)', port: "port of the storage host's kcm agent", path: 'fs: directory on the host that holds the backups; s3: directory where the agent spools uploads', endpoint: 's3: http(s)://host[:port] of the S3-compatible service', bucket: 's3: the bucket (must exist)', prefix: 's3: key prefix inside the bucket (default none)', region: 's3: default us-east-1', access_key_id: 's3: access key id', secret_access_key: 's3: secret key, sealed before it is stored, never shown', encryption: 'on (default): every object sealed at its source with its own key (docs/backup-encryption.md); off: stored in clear' },
   },
   delete_backup_storage: {
     summary: 'Forget a backup storage that holds no backup set (beyond the spec).',
     fields: { name: 'name of the storage' },
+  },
+  rotate_backup_key: {
+    summary: 'A new key-encryption key for a storage\'s new backup objects; old objects keep theirs (beyond the spec).',
+    notes: [
+      'old keys stay and still open the objects they wrap; retire one with retire_kek_id once nothing kept needs it',
+      'retiring the active key, or one a kept backup set or archived binlog needs, is refused (CONFLICT)',
+      'a storage with encryption off has no key to rotate (CONFLICT)',
+    ],
+    fields: { name: 'name of the storage', retire_kek_id: 'retire this old key instead of rotating' },
   },
   create_token: {
     summary: 'Make an Emit token with a role; the reply carries the token once, kcm keeps only its SHA-256 (beyond the spec).',

@@ -48,6 +48,8 @@ export const JOB_TYPES = [
   // backup storage (beyond the spec's list: where full backups go, issue 14)
   'create_backup_storage',
   'delete_backup_storage',
+  // a new key-encryption key for a storage's new objects, or an old one retired (issue 33)
+  'rotate_backup_key',
   // tokens and the audit trail (beyond the spec's list: authentication with roles, issue 16)
   'create_token',
   'delete_token',
@@ -111,6 +113,7 @@ export const JOB_MODES = Object.freeze({
   set_noswitch: 'async', // a write to the replicated state, so it takes the one path every write takes: a job
   create_backup_storage: 'async',
   delete_backup_storage: 'async',
+  rotate_backup_key: 'async',
   create_token: 'async',
   delete_token: 'async',
   list_tokens: 'sync',

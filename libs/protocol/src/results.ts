@@ -248,6 +248,15 @@ export type CreateBackupStorageResult = {
   port: string;
   path: string;
   free_bytes: string;
+  /** "on" or "off" (docs/backup-encryption.md). */
+  encryption: string;
+};
+
+/** rotate_backup_key: the storage's keys after it (oldest first, comma-separated) and the one new objects are wrapped with. */
+export type RotateBackupKeyResult = {
+  name: string;
+  active_kek_id: string;
+  kek_ids: string;
 };
 
 /** logical_backup: the daily schedules it set (object type, and each object with its window). */
@@ -293,6 +302,7 @@ export type JobResults = EveryAsyncJobType<{
   set_noswitch: SetNoswitchResult;
   create_backup_storage: CreateBackupStorageResult;
   delete_backup_storage: EmptyResult;
+  rotate_backup_key: RotateBackupKeyResult;
   create_token: TokenResult;
   delete_token: EmptyResult;
   cancel_job: CancelJobResult;

@@ -60,6 +60,7 @@ export const REQUIRED_ROLE = Object.freeze({
   set_noswitch: 'operator',
   create_backup_storage: 'admin',
   delete_backup_storage: 'admin',
+  rotate_backup_key: 'admin',
   create_token: 'admin',
   delete_token: 'admin',
   cancel_job: 'operator',

@@ -179,6 +179,7 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
     broken('name', 'my storage', 'space in name'), broken('hostaddr', '127.0.2.1:58100', 'port in address'), broken('port', '70000', 'not a port'),
   ],
   delete_backup_storage: [missing('name'), wrongType('name', 1), broken('name', '../x', 'unsafe characters')],
+  rotate_backup_key: [missing('name'), wrongType('name', 1), broken('retire_kek_id', 'kek_12', 'not a key id')],
   create_token: [
     missing('name'), missing('role'), wrongType('role', 'root'), wrongType('name', 5),
     broken('name', '-x', 'starts with -'), broken('token_sha256', 'ABC', 'not a SHA-256'),

@@ -270,7 +270,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   });
   const activeLogicalBackups = logicalBackups;
   const binlogArchiver = new BinlogArchiver({
-    store: observedStore, agents: engineAgents, logger: logger.child({ component: 'binlog-archiver' }), now,
+    store: observedStore, agents: engineAgents, logger: logger.child({ component: 'binlog-archiver' }), now, secrets,
     intervalMs: config.binlogArchiveIntervalMs, onLag: (s) => metrics.observeBinlogArchiveLag(s),
   });
   // The policies' backup jobs are submitted through this member's own job service (set below, once it exists).

@@ -11,6 +11,7 @@ import { archiveCoversUntil, shardArchive } from '../src/meta/binlog-archive';
 import { CommandKind } from '../src/meta/commands';
 import { cluster } from './helpers/cluster-state';
 import { LocalStore } from './helpers/local-store';
+import { SecretBox } from '../src/secrets/secret-box';
 
 /** A mariadbd's binlogs: files in order, the last one open. */
 class FakeMaster {
@@ -70,7 +71,7 @@ function setUp() {
   store.s.backupStorages['main'] = { name: 'main', stype: 'fs', hostaddr: 'h9', port: 58100, path: '/backups', createdAt: 0 };
   const masters = new Map([['h1:57001', new FakeMaster(11, clock)], ['h2:57002', new FakeMaster(12, clock)]]);
   const { agents, archived } = fakeAgents(masters);
-  const archiver = new BinlogArchiver({ store, agents, logger: silentLogger(), now: clock, idleFlushMs: 60_000 });
+  const archiver = new BinlogArchiver({ store, agents, logger: silentLogger(), now: clock, idleFlushMs: 60_000, secrets: SecretBox.unkeyed() });
   return { store, masters, archived, archiver, advance: (ms: number) => (nowMs += ms), clock };
 }
 

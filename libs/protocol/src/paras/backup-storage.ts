@@ -12,6 +12,9 @@ import { s3StorageFields } from './s3-storage-fields';
  */
 export const BACKUP_STORAGE_TYPES = ['fs', 's3'] as const;
 
+/** Backups sealed at their source with per-object keys ("on", the default), or stored in clear ("off"). */
+export const BACKUP_ENCRYPTION_MODES = ['on', 'off'] as const;
+
 const STORAGE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 export function parseStorageName(s: string): Parsed<string> {
   return STORAGE_NAME.test(s) ? { ok: true, value: s } : { ok: false, rule: 'must be 1-64 ASCII letters, digits, _ or - (not starting with -)' };
@@ -28,6 +31,8 @@ export const createBackupStorageParas = z.object({
   port: portString(),
   /** fs: the directory on hostaddr that holds the backups; s3: where its agent spools the parts of uploads under way (created if missing). */
   path: absolutePathString().refine((p) => p !== '/', { message: 'must not be /' }),
+  /** Encryption at rest of every object stored there (docs/backup-encryption.md): "on" (default) or "off". */
+  encryption: enumString(BACKUP_ENCRYPTION_MODES).optional(),
 });
 
 export const deleteBackupStorageParas = z.object({

@@ -21,6 +21,7 @@ import { raftMissionParas } from './raft-mission';
 import { manualSwitchParas, setNoswitchParas } from './shard-ha';
 import { cancelJobParas, getStatusParas, listJobsParas } from './status';
 import { createBackupStorageParas, deleteBackupStorageParas } from './backup-storage';
+import { rotateBackupKeyParas } from './backup-keys';
 import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
 import { rotateClusterPasswordsParas } from './passwords';
 import { upgradeClusterParas } from './upgrade';
@@ -59,6 +60,7 @@ export const PARAS_SCHEMAS = {
   set_noswitch: setNoswitchParas,
   create_backup_storage: createBackupStorageParas,
   delete_backup_storage: deleteBackupStorageParas,
+  rotate_backup_key: rotateBackupKeyParas,
   create_token: createTokenParas,
   delete_token: deleteTokenParas,
   list_tokens: noParas,

@@ -69,12 +69,16 @@ export interface BackupStorage {
    * opId again (a resumed job) joins the first attempt or returns its result.
    * `compression` 'zstd' asks for the stream compressed at its source; what was done is in
    * the result (an implementation or a path that cannot compress stores it as it is).
+   * `dataKey`: the source seals the stream with it before it leaves its host
+   * (docs/backup-encryption.md; compressed then), or, from `--insecure` agents with no
+   * data plane, the storage agent before it stores it; an agent that cannot seal fails.
    */
-  storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta?: Record<string, string>, compression?: '' | 'zstd'): Promise<StoredPhysicalBackup>;
+  storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta?: Record<string, string>, compression?: '' | 'zstd', dataKey?: Buffer): Promise<StoredPhysicalBackup>;
   put(key: string, data: Uint8Array | AsyncIterable<Uint8Array>, meta?: Record<string, string>): Promise<StoredObject>;
   /** The bytes of an object; throws at the end if they do not match its checksum. */
   get(key: string): AsyncIterable<Buffer>;
-  verify(key: string): Promise<ObjectCheck>;
+  /** With `dataKey` (a sealed object's), every record's tag is checked too, where the object is (docs/backup-encryption.md). */
+  verify(key: string, dataKey?: Buffer): Promise<ObjectCheck>;
   list(prefix: string): Promise<StoredObject[]>;
   delete(opId: string, prefix: string): Promise<number>;
   locate(key: string): ObjectLocation;
@@ -94,15 +98,16 @@ export function openBackupStorage(record: BackupStorageRecord): BackupStorage {
 }
 
 /**
- * Verifies every key before anything is restored from them; throws DATA_CHECK_FAILED naming
+ * Verifies every key before anything is restored from them (a sealed one's record tags too,
+ * given its data key in dataKeys); throws DATA_CHECK_FAILED naming
  * each object whose bytes no longer match its checksum (or that is missing), or
  * AGENT_UNREACHABLE at once when the storage's agent does not answer: nothing is known of
  * the objects then, and a retry may find them whole.
  */
-export async function requireIntact(storage: BackupStorage, keys: readonly string[]): Promise<void> {
+export async function requireIntact(storage: BackupStorage, keys: readonly string[], dataKeys?: ReadonlyMap<string, Buffer>): Promise<void> {
   const bad: string[] = [];
   for (const key of keys) {
-    const check = await storage.verify(key).catch((err: unknown): ObjectCheck => {
+    const check = await storage.verify(key, dataKeys?.get(key)).catch((err: unknown): ObjectCheck => {
       if (isAgentUnreachable(err)) throw KcmError.of('AGENT_UNREACHABLE', `backup storage ${storage.record.name}: could not verify ${key}: ${(err as Error).message}`, { cause: err });
       return { key, ok: false, problem: err instanceof Error ? err.message : String(err) };
     });
@@ -128,8 +133,8 @@ class AgentFsStorage implements BackupStorage {
     return { freeBytes: (await this.client.open(this.record.path)).free_bytes };
   }
 
-  async storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta: Record<string, string> = {}, compression: '' | 'zstd' = ''): Promise<StoredPhysicalBackup> {
-    const reply = await this.client.pullBackup({ op_id: opId, root: this.record.path, key, source, pv_limit_mb: pvLimitMb, meta, compression });
+  async storePhysicalBackup(opId: string, key: string, source: MariaDbBackupSource, pvLimitMb: number, meta: Record<string, string> = {}, compression: '' | 'zstd' = '', dataKey?: Buffer): Promise<StoredPhysicalBackup> {
+    const reply = await this.client.pullBackup({ op_id: opId, root: this.record.path, key, source, pv_limit_mb: pvLimitMb, meta, compression, ...(dataKey ? { data_key: dataKey } : {}) });
     // An agent from before compression answers neither field: it stored the mbstream as it is.
     const stored = reply.compression === 'zstd' ? 'zstd' : '';
     return { object: objectOf(reply.object), gtidPos: reply.gtid_pos, transferMs: reply.transfer_ms, rawBytes: stored ? reply.raw_bytes : reply.object.bytes, compression: stored };
@@ -143,8 +148,8 @@ class AgentFsStorage implements BackupStorage {
     return this.client.get(this.record.path, key);
   }
 
-  async verify(key: string): Promise<ObjectCheck> {
-    const reply = await this.client.verify(this.record.path, key);
+  async verify(key: string, dataKey?: Buffer): Promise<ObjectCheck> {
+    const reply = await this.client.verify(this.record.path, key, dataKey);
     return { key, ok: reply.ok, problem: reply.problem };
   }
 
@@ -209,9 +214,9 @@ class AgentS3Storage extends AgentFsStorage {
     yield* super.get(key);
   }
 
-  override async verify(key: string): Promise<ObjectCheck> {
+  override async verify(key: string, dataKey?: Buffer): Promise<ObjectCheck> {
     await this.ready();
-    return super.verify(key);
+    return super.verify(key, dataKey);
   }
 
   override async list(prefix: string): Promise<StoredObject[]> {

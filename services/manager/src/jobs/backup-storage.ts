@@ -5,7 +5,9 @@
 import { KcmError, type ParasOf } from '@kcm/protocol';
 import { CommandKind } from '../meta/commands';
 import { own } from '../meta/dict';
-import type { BackupStorageRecord, MetaState } from '../meta/state';
+import type { BackupStorageRecord, MetaState, StorageEncryption } from '../meta/state';
+import { newKekId, newSealedKek } from '../secrets/backup-keys';
+import type { SecretBox } from '../secrets/secret-box';
 import type { BackupStorage } from '../backup/storage';
 import { orThrow } from './framework/errors';
 import { checkS3Paras, s3RecordOf, sealS3Paras } from '../backup/s3-paras';
@@ -29,6 +31,12 @@ function checkCreate(p: CreateParas, state: MetaState): void {
   if (existing) throw KcmError.of('CONFLICT', `paras.name: backup storage ${p.name} already exists (${existing.stype} ${existing.hostaddr}:${existing.port} ${existing.path})`, { field: 'paras.name' });
   const samePlace = Object.values(state.backupStorages).find((s) => s.hostaddr === p.hostaddr && s.path === p.path);
   if (samePlace) throw KcmError.of('CONFLICT', `paras.path: ${p.path} on ${p.hostaddr} is already backup storage ${samePlace.name}`, { field: 'paras.path' });
+}
+
+/** A new storage's encryption: one KEK, active (secrets/backup-keys.ts). */
+function firstKek(box: SecretBox, at: number): StorageEncryption {
+  const id = newKekId();
+  return { activeKekId: id, keks: [{ id, sealed: newSealedKek(box), createdAt: at }] };
 }
 
 interface CreateOutputs {
@@ -59,12 +67,14 @@ export function createBackupStorageJob(openStorage: BackupStorageOpener): JobOf<
         async run(ctx) {
           const existing = own(ctx.state().backupStorages, p.name);
           if (existing && sameStorage(existing, p)) return null; // re-run after a crash: recorded already
-          orThrow(await ctx.propose({ kind: CommandKind.BackupStorageCreated, at: ctx.now(), name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: Number(p.port), path: p.path, ...s3RecordOf(p) }));
+          // Encryption on (the default): the storage's first KEK, made here and sealed before it enters the log.
+          const encryption = p.encryption === 'off' ? undefined : firstKek(ctx.secrets, ctx.now());
+          orThrow(await ctx.propose({ kind: CommandKind.BackupStorageCreated, at: ctx.now(), name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: Number(p.port), path: p.path, ...s3RecordOf(p), ...(encryption ? { encryption } : {}) }));
           return null;
         },
       },
     ],
-    result: (o, p) => ({ name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: String(p.port), path: p.path, free_bytes: String(o['open storage'].freeBytes) }),
+    result: (o, p) => ({ name: p.name, stype: p.stype, hostaddr: p.hostaddr, port: String(p.port), path: p.path, free_bytes: String(o['open storage'].freeBytes), encryption: p.encryption ?? 'on' }),
   };
 }
 

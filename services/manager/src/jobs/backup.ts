@@ -23,6 +23,7 @@ import { own } from '../meta/dict';
 import type { BackupObjectRecord, BackupSetRecord, BackupStorageRecord, CatalogBackupRecord, MetaState, ShardBackupRecord, ShardRecord } from '../meta/state';
 import { metadataBackupImage } from '../backup/metadata-image';
 import type { BackupStorage } from '../backup/storage';
+import { newSealing, sealedRefOf } from '../backup/sealing';
 import type { BackupStorageOpener } from './backup-storage';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
 import { errorNameOf, orThrow } from './framework/errors';
@@ -127,12 +128,18 @@ async function backUpShards(ctx: StepContext<BackupParas, BackupOutputs>, deps: 
       shards.map(async (shard): Promise<ShardBackupRecord> => {
         const source = await chooseShardBackupSource(ctx.agents, shard, deps.maxReplicaDelayS);
         const key = `${backupSetPrefix(cluster.id, ctx.jobId)}shard_${shard.id}.mbstream`;
+        // Encryption at rest: a data key of this object only, sealed in at the source (docs/backup-encryption.md).
+        const sealing = newSealing(ctx.secrets, storage.record);
         ctx.logger.info({ job: ctx.jobId, shard: shard.id, source: `${source.hostaddr}:${source.port}`, master: source.is_master, key }, 'backing up shard');
         const stored = await storage.storePhysicalBackup(opId(ctx.jobId, 'backup', `shard-${shard.id}`), key, source, deps.pvLimitMb, {
           cluster_id: cluster.id,
           shard_id: shard.id,
           backup_id: ctx.jobId,
-        }, deps.compression ?? '');
+          ...sealing?.meta,
+        }, sealing ? 'zstd' : deps.compression ?? '', sealing?.dataKey);
+        // Whatever the storage's kind, an object the job asked sealed carries where it was sealed:
+        // one without it was stored in clear by an agent from before encryption.
+        if (sealing && !stored.object.meta.sealed_at) throw KcmError.of('UNSUPPORTED', `shard ${shard.name}: backup storage ${storage.record.name} encrypts, and ${key} was stored without being sealed (an agent from before encryption?)`);
         await ctx.progress(++done, shards.length).catch(() => {});
         return {
           shardId: shard.id,
@@ -147,6 +154,9 @@ async function backUpShards(ctx: StepContext<BackupParas, BackupOutputs>, deps: 
           transferMs: stored.transferMs,
           storedAt: ctx.now(),
           ...(stored.compression ? { compression: stored.compression, rawBytes: stored.rawBytes } : {}),
+          // From the manifest, not `sealing`: a resumed job's PullBackup answers with the first
+          // attempt's object, sealed with the first attempt's data key.
+          ...sealedRefOf(stored.object.meta),
         };
       }),
     );

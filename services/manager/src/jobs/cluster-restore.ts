@@ -22,10 +22,11 @@
 import type { Agents, PgSchemaRestoreReply, PgSchemaRestoreRequest } from '@kcm/agent-api';
 import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredCatalogResult, type RestoredShardResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact } from '../backup/storage';
+import { dataKeyOf } from '../backup/sealing';
 import { newestFullBackupBefore } from '../meta/backup';
 import { archiveCoversUntil, binlogsToReplay, shardArchive } from '../meta/binlog-archive';
 import { own } from '../meta/dict';
-import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, CatalogBackupRecord, ClusterRecord, CompRecord, MetaState, ShardBackupRecord, ShardRecord } from '../meta/state';
+import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, CatalogBackupRecord, ClusterRecord, CompRecord, MetaState, SealedObjectRef, ShardBackupRecord, ShardRecord } from '../meta/state';
 import { readyCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
 import { errorNameOf } from './framework/errors';
 import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
@@ -129,17 +130,24 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
       async run(ctx) {
         const plan = restorePlan(ctx.state(), p);
         // Every object first: an altered or missing file refuses the restore before anything is written.
+        // A sealed object's tags are checked too, where it is stored: one altered together with
+        // its manifest fails here, before any shard is touched (docs/backup-encryption.md).
         const byStorage = new Map<string, string[]>();
-        const want = (storageName: string, key: string) => byStorage.set(storageName, [...(byStorage.get(storageName) ?? []), key]);
+        const dataKeys = new Map<string, Buffer>();
+        const want = (storageName: string, key: string, sealed?: SealedObjectRef) => {
+          byStorage.set(storageName, [...(byStorage.get(storageName) ?? []), key]);
+          const dataKey = dataKeyOf(ctx.secrets, storageOf(ctx.state(), storageName), sealed);
+          if (dataKey) dataKeys.set(`${storageName}/${key}`, dataKey);
+        };
         for (const s of plan.shards) {
-          want(plan.set.storageName, s.src.key);
-          for (const b of s.binlogs) want(b.storageName, b.key);
+          want(plan.set.storageName, s.src.key, s.src.sealed);
+          for (const b of s.binlogs) want(b.storageName, b.key, b.sealed);
         }
         for (const c of plan.set.catalog) want(plan.set.storageName, c.key);
         for (const [name, keys] of byStorage) {
           const storage = openBackupStorage(storageOf(ctx.state(), name));
           try {
-            await requireIntact(storage, keys);
+            await requireIntact(storage, keys, new Map(keys.flatMap((k) => (dataKeys.has(`${name}/${k}`) ? [[k, dataKeys.get(`${name}/${k}`)!] as const] : []))));
           } finally {
             storage.close();
           }
@@ -165,13 +173,15 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
           await forEachInstance(plan.shards, (s) => s.dst.name, async ({ src, dst }) => {
             const master = masterOf(dst);
             const where = storage.locate(src.key);
+            // A sealed backup is opened by the destination's agent, which uses no record whose tag failed.
+            const dataKey = dataKeyOf(ctx.secrets, storage.record, src.sealed);
             const reply = await ctx.agents.mariadbRestore(master.hostaddr).restoreFullBackup({
               op_id: opId(ctx.jobId, 'restore', `node-${master.id}`),
               spec: instanceSpec(plan.dst, master),
               admin: liveAccount(ctx.secrets, plan.dst, 'admin'),
               replication: liveAccount(ctx.secrets, plan.dst, 'replication'),
               storage: liveAccount(ctx.secrets, plan.dst, 'storage'),
-              objects: [{ storage_agent_address: where.address, root: where.root, key: where.key, compression: src.compression ?? '' }],
+              objects: [{ storage_agent_address: where.address, root: where.root, key: where.key, compression: src.compression ?? '', ...(dataKey ? { data_key: dataKey } : {}) }],
             });
             gtids[dst.id] = { srcShardId: src.shardId, gtid: reply.gtid_pos };
           });
@@ -211,7 +221,8 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
               const where = openBackupStorage(storage);
               try {
                 const at = where.locate(b.key);
-                return { storage_agent_address: at.address, root: at.root, key: at.key };
+                const dataKey = dataKeyOf(ctx.secrets, storage, b.sealed);
+                return { storage_agent_address: at.address, root: at.root, key: at.key, ...(dataKey ? { data_key: dataKey } : {}) };
               } finally {
                 where.close();
               }

@@ -25,6 +25,7 @@ import type { JobRegistry } from './framework/runner';
 import { openBackupStorage } from '../backup/storage';
 import { manualBackupClusterJob, type BackupJobDeps } from './backup';
 import { createBackupStorageJob, deleteBackupStorage } from './backup-storage';
+import { rotateBackupKey } from './backup-keys';
 import { openLogicalStorage } from '../backup/logical-storage';
 import { expandClusterJob } from './moves/expand';
 import type { MoveDeps } from './moves/engine';
@@ -88,6 +89,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     set_noswitch: setNoswitch,
     create_backup_storage: createBackupStorageJob(backup.openStorage),
     delete_backup_storage: deleteBackupStorage,
+    rotate_backup_key: rotateBackupKey,
     create_token: createToken,
     delete_token: deleteToken,
     cancel_job: cancelJobJob(options.keepFinishedJobs),

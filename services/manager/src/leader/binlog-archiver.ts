@@ -12,6 +12,8 @@
 import type { Logger } from '@kcm/common';
 import { gtidCovers, type MariaDbBinlogFile, type MariaDbRestoreAgentClient } from '@kcm/agent-api';
 import { storageAddress } from '../backup/storage';
+import { newSealing, sealedRefOf } from '../backup/sealing';
+import type { SecretBox } from '../secrets/secret-box';
 import { orThrow } from '../jobs/framework/errors';
 import { defaultBackupStorage } from '../meta/backup';
 import { archiveCoversUntil, archivedUpTo, shardArchive } from '../meta/binlog-archive';
@@ -33,6 +35,8 @@ export interface BinlogArchiverOptions {
   agents: ArchiveAgents;
   logger: Logger;
   now: Clock;
+  /** Opens the storage's KEK to wrap each archived binlog's data key (docs/backup-encryption.md). */
+  secrets: SecretBox;
   intervalMs?: number;
   /** A master with no new writes is flushed this often anyway, so its archive keeps up with the clock. */
   idleFlushMs?: number;
@@ -98,12 +102,18 @@ export class BinlogArchiver {
         if (archive?.files.some((f) => f.key === objectKey)) continue;
         // Older than the archive in both GTIDs and time: the old master's history as a new master replicated it.
         if (gtidCovers(archivedUpTo(archive), endGtidState) && file.last_event_time <= archiveCoversUntil(archive)) continue;
+        // Encryption at rest: the master's agent seals the file with a data key of its own (docs/backup-encryption.md).
+        const sealing = newSealing(this.opts.secrets, storage);
         const stored = await this.opts.agents.mariadbRestore(master.hostaddr).archiveBinlog({
           op_id: `archive:${objectKey}`,
           port: master.port,
           name: file.name,
-          target: { storage_agent_address: storageAddress(storage), root: storage.path, key: objectKey },
+          target: { storage_agent_address: storageAddress(storage), root: storage.path, key: objectKey, ...(sealing ? { data_key: sealing.dataKey } : {}) },
+          ...(sealing ? { meta: sealing.meta } : {}),
         });
+        // From what was stored: a retried archive answers with its first attempt's object and key.
+        const sealed = sealedRefOf(stored.meta ?? {});
+        if (sealing && !sealed.sealed) throw new Error(`${storage.name} encrypts, and the agent of ${master.hostaddr} stored ${objectKey} without sealing it (an agent from before encryption?)`);
         orThrow(
           await this.opts.store.propose({
             kind: CommandKind.BinlogArchived,
@@ -113,7 +123,7 @@ export class BinlogArchiver {
             file: {
               key: objectKey, storageName: storage.name, name: file.name, serverId: files.server_id, hostaddr: master.hostaddr, port: master.port,
               bytes: stored.bytes, sha256: stored.sha256, startGtidState: file.start_gtid_state, endGtidState,
-              firstEventTime: file.first_event_time, lastEventTime: file.last_event_time, archivedAt: this.opts.now(),
+              firstEventTime: file.first_event_time, lastEventTime: file.last_event_time, archivedAt: this.opts.now(), ...sealed,
             },
           }),
         );

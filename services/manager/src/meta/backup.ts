@@ -26,7 +26,7 @@ export function applyBackupStorageCreated(state: MetaState, cmd: BackupStorageCr
   if (own(state.backupStorages, cmd.name)) return refused('CONFLICT', `backup storage ${cmd.name} already exists`);
   const same = Object.values(state.backupStorages).find((s) => s.hostaddr === cmd.hostaddr && s.path === cmd.path);
   if (same) return refused('CONFLICT', `backup storage ${same.name} already uses ${cmd.path} on ${cmd.hostaddr}`);
-  state.backupStorages[cmd.name] = { name: cmd.name, stype: cmd.stype, hostaddr: cmd.hostaddr, port: cmd.port, path: cmd.path, createdAt: cmd.at, ...(cmd.s3 ? { s3: { ...cmd.s3 } } : {}) };
+  state.backupStorages[cmd.name] = { name: cmd.name, stype: cmd.stype, hostaddr: cmd.hostaddr, port: cmd.port, path: cmd.path, createdAt: cmd.at, ...(cmd.s3 ? { s3: { ...cmd.s3 } } : {}), ...(cmd.encryption ? { encryption: cmd.encryption } : {}) };
   return accepted(null);
 }
 

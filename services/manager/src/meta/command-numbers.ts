@@ -61,6 +61,9 @@ export const CommandKind = {
   BackupPolicyRunSubmitted: 41,
   BackupsExpired: 42,
   BackupDeletionsDone: 43,
+  // Key-encryption keys of backup storages (meta/backup-keys.ts).
+  BackupKekAdded: 44,
+  BackupKekRetired: 45,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 

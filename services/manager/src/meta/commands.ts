@@ -12,6 +12,7 @@ import type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 import type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 import type { NoSwitchSet } from './noswitch';
 import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
+import type { BackupKekAdded, BackupKekRetired } from './backup-keys';
 import type { BinlogArchived } from './binlog-archive';
 import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 import type { TokenCreated, TokenDeleted } from './tokens';
@@ -30,6 +31,7 @@ export type { RollbackInstancesRemoved, RollbackRecorded } from './rollbacks';
 export type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 export type { NoSwitchSet } from './noswitch';
 export type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
+export type { BackupKekAdded, BackupKekRetired } from './backup-keys';
 export type { BinlogArchived } from './binlog-archive';
 export type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 export type { TokenCreated, TokenDeleted } from './tokens';
@@ -76,7 +78,9 @@ export type Command =
   | BackupPolicyRunClaimed
   | BackupPolicyRunSubmitted
   | BackupsExpired
-  | BackupDeletionsDone;
+  | BackupDeletionsDone
+  | BackupKekAdded
+  | BackupKekRetired;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

@@ -17,6 +17,7 @@ import { applyNodeFenceSet, applyShardMasterChanged } from './shard-ha';
 import { applyTokenCreated, applyTokenDeleted } from './tokens';
 import { applyBackupDeletionsDone, applyBackupPolicyRemoved, applyBackupPolicyRunClaimed, applyBackupPolicyRunSubmitted, applyBackupPolicySet, applyBackupsExpired } from './backup-policies';
 import { applyBackupSetRecorded, applyBackupStorageCreated, applyBackupStorageDeleted } from './backup';
+import { applyBackupKekAdded, applyBackupKekRetired } from './backup-keys';
 
 /** Every kind applyCommand knows; CommandBatch only as a whole entry, never inside one. */
 const COMMAND_KINDS: ReadonlySet<unknown> = new Set<unknown>(Object.values(CommandKind).filter((kind) => kind !== CommandKind.CommandBatch));
@@ -136,6 +137,10 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyBackupsExpired(state, cmd);
     case CommandKind.BackupDeletionsDone:
       return applyBackupDeletionsDone(state, cmd);
+    case CommandKind.BackupKekAdded:
+      return applyBackupKekAdded(state, cmd);
+    case CommandKind.BackupKekRetired:
+      return applyBackupKekRetired(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): never guess, never skip it
       // (apply-stop.ts). The compiler checks that every kind has its case above.

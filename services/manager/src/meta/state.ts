@@ -348,6 +348,28 @@ export interface BackupStorageRecord {
   /** The directory on hostaddr (stype fs). */
   path: string;
   createdAt: number;
+  /** Encryption at rest (docs/backup-encryption.md); absent: objects are stored in clear. */
+  encryption?: StorageEncryption;
+}
+
+/** A storage's key-encryption keys: new objects are wrapped with the active one; the others stay for restores until retired. */
+export interface StorageEncryption {
+  activeKekId: string;
+  /** Oldest first; a retired KEK is removed (rotate_backup_key). */
+  keks: BackupKekRecord[];
+}
+
+export interface BackupKekRecord {
+  id: string;
+  /** The 32-byte KEK, base64, sealed by the managers' SecretBox (never in clear in the state). */
+  sealed: string;
+  createdAt: number;
+}
+
+/** How a stored object is sealed: its data key, wrapped by the storage's KEK kekId (secrets/backup-keys.ts). */
+export interface SealedObjectRef {
+  kekId: string;
+  wrappedKey: string;
 }
 
 /** One stored file of a backup set, with the checksum it was written with. */
@@ -374,6 +396,8 @@ export interface ShardBackupRecord extends BackupObjectRecord {
   compression?: 'zstd';
   /** Bytes of the mbstream before compression (absent: `bytes`, nothing was compressed). */
   rawBytes?: number;
+  /** Sealed at its source (docs/backup-encryption.md); absent: stored in clear. */
+  sealed?: SealedObjectRef;
 }
 
 /** A compute node's schema dump (pg_dump --schema-only) of one cluster database. */
@@ -422,6 +446,8 @@ export interface ArchivedBinlogRecord {
   lastEventTime: number;
   /** Proposer's clock when it was stored (ms). */
   archivedAt: number;
+  /** Sealed on the master's host (docs/backup-encryption.md); absent: stored in clear. */
+  sealed?: SealedObjectRef;
 }
 
 /**

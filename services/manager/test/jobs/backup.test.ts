@@ -19,24 +19,26 @@ import { until } from '../helpers/local-store';
 import { stepServices } from '../helpers/step-services';
 import { AGENT_PORT, request, startHarness } from './grow-harness';
 import { testSecretBox } from '../../../../test/helpers/secrets';
+import { openKek, unwrapDataKey } from '../../src/secrets/backup-keys';
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 /** A storage that keeps objects in memory and records each physical backup it was asked for. */
 function memoryStorages() {
   const objects = new Map<string, StoredObject>();
-  const pulls: { opId: string; key: string; source: MariaDbBackupSource; pvLimitMb: number; compression?: string }[] = [];
+  const pulls: { opId: string; key: string; source: MariaDbBackupSource; pvLimitMb: number; compression?: string; meta?: Record<string, string>; dataKey?: Buffer }[] = [];
   const deletes: string[] = [];
   let failPullOf: string | undefined;
   const hooks: { duringPull?: () => Promise<void> } = {};
   const open = (record: BackupStorageRecord): BackupStorage => ({
     record,
     open: async () => ({ freeBytes: 1e12 }),
-    async storePhysicalBackup(opId, key, source, pvLimitMb, _meta, compression = '') {
-      pulls.push({ opId, key, source, pvLimitMb, compression });
+    async storePhysicalBackup(opId, key, source, pvLimitMb, meta = {}, compression = '', dataKey = undefined) {
+      pulls.push({ opId, key, source, pvLimitMb, compression, meta, dataKey });
       await hooks.duringPull?.();
       if (failPullOf && key.includes(failPullOf)) throw new Error(`mariabackup failed on ${source.hostaddr}:${source.port}`);
-      const object = { key, bytes: 5000, sha256: sha(Buffer.from(key)), createdAtMs: 0, meta: { gtid_pos: '0-1-42', source: `${source.hostaddr}:${source.port}` } };
+      // The manifest keeps what the job gave (a sealed object's wrapped key), as the storage agent does.
+      const object = { key, bytes: 5000, sha256: sha(Buffer.from(key)), createdAtMs: 0, meta: { ...meta, ...(dataKey ? { sealed_at: 'source' } : {}), gtid_pos: '0-1-42', source: `${source.hostaddr}:${source.port}` } };
       objects.set(`${record.name}:${key}`, object);
       return { object, gtidPos: '0-1-42', transferMs: 7, rawBytes: compression ? 8000 : 5000, compression };
     },
@@ -112,7 +114,7 @@ describe('create_backup_storage and delete_backup_storage', () => {
     const b = await backupHarness(() => standbyProbe(0));
     const created = await b.run('create_backup_storage', b.storage);
     expect(created.status, created.errorInfo).toBe('done');
-    expect(created.attachment).toEqual({ name: 'local', stype: 'fs', hostaddr: '10.0.0.9', port: '58100', path: '/backups', free_bytes: '1000000000000' });
+    expect(created.attachment).toEqual({ name: 'local', stype: 'fs', hostaddr: '10.0.0.9', port: '58100', path: '/backups', free_bytes: '1000000000000', encryption: 'on' });
     const listed = { attachment: await b.service.runQuery(request("get_backup_storage", {})) };
     expect(listed.attachment).toMatchObject({ list_backup_storage: [{ hostaddr: '10.0.0.9', name: 'local', port: '58100', stype: 'fs', path: '/backups' }] });
     expect(await b.refusal('create_backup_storage', b.storage)).toEqual(['CONFLICT', expect.stringMatching(/^paras\.name: backup storage local already exists/)]);
@@ -228,6 +230,29 @@ describe('manual_backup_cluster', () => {
     const set = b.h.store.s.backupSets[done.jobId];
     expect(set.shards.map((s) => [s.compression, s.bytes, s.rawBytes])).toEqual([['zstd', 5000, 8000], ['zstd', 5000, 8000]]);
     expect(set.catalog.map((c) => [c.database, c.key.endsWith('/catalog/shop.sql'), c.format])).toEqual([['shop', true, undefined]]);
+    await b.runner.stop();
+  });
+
+  it('encryption on (the default): each shard is sealed at its source with its own data key, wrapped by the storage\'s sealed KEK in the manifest and the set; off: in clear', async () => {
+    const b = await backupHarness(() => standbyProbe(0));
+    await b.run('create_backup_storage', b.storage);
+    const encryption = b.h.store.s.backupStorages.local.encryption!;
+    expect(encryption.keks).toHaveLength(1);
+    expect(encryption.keks[0]).toMatchObject({ id: encryption.activeKekId, sealed: expect.stringMatching(/^kcm-sealed:v1:/) });
+    const done = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
+    expect(done.status, done.errorInfo).toBe('done');
+    const kek = openKek(testSecretBox(), encryption.keks[0].sealed);
+    const set = b.h.store.s.backupSets[done.jobId];
+    for (const [i, pull] of b.storages.pulls.entries()) {
+      expect(pull.compression).toBe('zstd'); // a sealed stream's position comes from the source's end frame
+      expect(pull.meta).toMatchObject({ enc: 'kcmseal1-aes-256-gcm', enc_kek_id: encryption.activeKekId });
+      expect(set.shards[i].sealed).toEqual({ kekId: encryption.activeKekId, wrappedKey: pull.meta!.enc_wrapped_key });
+      expect(unwrapDataKey(kek, encryption.activeKekId, pull.meta!.enc_wrapped_key).equals(pull.dataKey!)).toBe(true);
+    }
+    expect(b.storages.pulls[0].dataKey!.equals(b.storages.pulls[1].dataKey!)).toBe(false);
+
+    await b.run('create_backup_storage', { ...b.storage, name: 'clear', path: '/clear', encryption: 'off' });
+    expect(b.h.store.s.backupStorages.clear.encryption).toBeUndefined();
     await b.runner.stop();
   });
 });
