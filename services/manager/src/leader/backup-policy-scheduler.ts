@@ -11,6 +11,7 @@
 //    and are queued for deletion; then every queued object is deleted from its storage.
 // Binlog archiving is not touched: it stays continuous (leader/binlog-archiver.ts).
 
+import { createHash } from 'node:crypto';
 import type { Logger } from '@kcm/common';
 import { parseRequest, type ValidRequest } from '@kcm/protocol';
 import { backupSetPrefix } from '../jobs/backup';
@@ -159,7 +160,8 @@ export class BackupPolicyScheduler {
       }
       const storage = this.opts.openStorage(record);
       try {
-        await storage.delete(`expire:${pending.prefix}`, pending.prefix);
+        // An agent op id is [A-Za-z0-9_.:-]: the prefix (with its slashes) goes in as its digest.
+        await storage.delete(`expire:${createHash('sha256').update(pending.prefix).digest('hex').slice(0, 40)}`, pending.prefix);
         done.push(pending.prefix);
       } catch (err) {
         this.opts.logger.warn({ err, storage: pending.storageName, what: pending.what }, 'expired backup object not deleted yet; retried next round');
