@@ -173,7 +173,6 @@ describe('the ShardDataAgent service on real mariadbd', () => {
     const tail = await atSource.catchUpTail('move-items', at, 10_000);
     // The running catch-up may have applied the UPDATE before the tail was asked for (a CI
     // run on a loaded machine saw tail_rows 0): what the tail guarantees is the position and the row.
-    expect(tail.tail_rows).toBeGreaterThanOrEqual(0);
     expect(tail.state.applied).toEqual(at);
     expect(await onTarget(`SELECT note FROM \`${DB}\`.items WHERE code = 0x0a0b AND id = 7`)).toEqual([{ note: 'in the hold' }]);
     const same = await atTarget.compare({ sources: [table(sourceLogin(), 'items')], target: table(targetLogin(), 'items'), shape: ITEMS_SHAPE, chunk_rows: 3000 }, null);
