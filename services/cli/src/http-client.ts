@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ReplyEnvelope, RequestEnvelope } from '@kcm/protocol';
 
-export const DEFAULT_URL = 'http://127.0.1.1:58000';
+/** `make run`'s three managers: a command goes to the next when one is down or restarting (rolling upgrades). */
+export const DEFAULT_URL = 'http://127.0.1.1:58000,http://127.0.1.2:58000,http://127.0.1.3:58000';
 export const EMIT_PATH = '/HttpService/Emit';
 
 export class TransportError extends Error {

@@ -63,7 +63,8 @@ function localFlags(record: DeploymentRecord, defaultDir: string, cwd: string): 
 
 export function tryLines(record: DeploymentRecord, defaultDir: string, cwd: string): string[] {
   const url = record.managers[0].url;
-  const urlFlag = url === DEFAULT_URL ? '' : ` --url ${url}`;
+  const every = record.managers.map((m) => m.url).join(',');
+  const urlFlag = every === DEFAULT_URL ? '' : ` --url ${every}`;
   const body = JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'me', paras: {} });
   const lines = [
     'Try:',
