@@ -43,7 +43,7 @@ import { archiveCoversUntil, shardArchive, type ClusterRecord } from '@kcm/manag
 import { computerPorts, HOSTS, startClusterFixture, storagePorts, waitUntil, type ClusterFixture } from '../../test/cluster/cluster-fixture';
 import { clusterParas } from '../../test/cluster/cluster-paras';
 import { emitRaw, waitForJobEnd } from '../../test/helpers/emit-client';
-import { rawMariabackupToFile } from './raw-backup';
+import { rawMariabackupToFile, scriptedOffHost } from './raw-backup';
 import { ArchiveLagSampler, createTicksTable, DB, loadPayload, quantile, TickWriter, withComp, type Endpoint } from './workload';
 import { openTestAccounts } from '../../test/helpers/secrets';
 
@@ -57,6 +57,8 @@ const { values: flags } = parseArgs({
     'in-process-agents': { type: 'boolean', default: false },
     // No node of the source shard on the storage's host: the copy always crosses the data plane.
     'source-apart': { type: 'boolean', default: false },
+    // The storage's encryption at rest (docs/backup-encryption.md): on (the default) or off.
+    encryption: { type: 'string', default: 'on' },
     keep: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
   },
@@ -68,6 +70,7 @@ const pvLimitMb = Number(flags['pv-limit-mb']);
 for (const [name, v] of [['size-mb', sizeMb], ['baseline-s', baselineS], ['pause-ms', pauseMs], ['pv-limit-mb', pvLimitMb], ['nodes', Number(flags.nodes)]] as const) {
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a number >= 0`);
 }
+if (flags.encryption !== 'on' && flags.encryption !== 'off') throw new Error('--encryption must be on or off');
 if (flags.keep) process.env.KCM_TEST_KEEP_DIR = '1';
 // Each process agent writes a V8 CPU profile into DIR when it exits on SIGTERM (below);
 // the backup's window on the monotonic clock is printed, so profile-summary.ts can cut it out.
@@ -76,6 +79,8 @@ if (cpuProfDir) process.env.KCM_TEST_NODE_ARGS = `${process.env.KCM_TEST_NODE_AR
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const AGENT_PORT = 58185;
+/** The scripted off-host pipeline's TLS listener on the storage host (beside the agents' fixed ports). */
+const SCRIPTED_TLS_PORT = 58189;
 const MEMBER = '127.0.1.78:58178';
 const MB = 1024 * 1024;
 const CLUSTER_PARAS = clusterParas({ nodes: flags.nodes, innodb_size: '128' });
@@ -208,7 +213,7 @@ async function main(): Promise<void> {
         await job(f, 'create_machine', { hostaddr: host, machine_type: type, port_range: `${range.low}-${range.high}`, rack_id: 'r1', ...f.dirs(i), total_mem: '4096', total_cpu_cores: '2' }, 60_000);
       }
     }
-    await job(f, 'create_backup_storage', { name: 'bench', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(f.tmp, 'backups') }, 30_000);
+    await job(f, 'create_backup_storage', { name: 'bench', stype: 'fs', hostaddr: HOSTS[2], port: String(AGENT_PORT), path: path.join(f.tmp, 'backups'), encryption: flags.encryption }, 30_000);
     log(`creating the source and destination clusters (1 shard x ${flags.nodes} nodes, 1 compute node each)`);
     const [a, b] = await Promise.all([
       job(f, 'create_cluster', { ...CLUSTER_PARAS, nick_name: 'bench-source', computer_iplists: [HOSTS[0]], ...(flags['source-apart'] ? { storage_iplists: [HOSTS[0], HOSTS[1]] } : {}) }, 300_000),
@@ -291,6 +296,8 @@ async function main(): Promise<void> {
 
     log('raw mariabackup | zstd | file of the same node');
     const rawZstd = await rawMariabackupToFile(node, path.join(f.tmp, 'raw-backup.mbstream.zst'), true).catch((err: unknown) => why(err));
+    log(`scripted off-host: mariabackup | zstd | TLS socket (socat) | file on the storage host ${HOSTS[2]}`);
+    const offHost = await scriptedOffHost(node, HOSTS[2], SCRIPTED_TLS_PORT, f.tmp).catch((err: unknown) => why(err));
 
     figures.push(`backup set: ${fmt(backupBytes / MB)} MB mbstream of shard ${shardBackup.shardId}, stored ${shardBackup.compression ?? 'uncompressed'} as ${fmt(storedBytes / MB)} MB (ratio ${fmt(storedBytes / backupBytes, 2)})`);
     figures.push(`  taken from ${shardBackup.sourceWasMaster ? 'the master' : 'a standby'} ${shardBackup.sourceHostaddr}:${shardBackup.sourcePort}, stream limit ${pvLimitMb === 0 ? 'none' : `${pvLimitMb} MB/s`}`);
@@ -307,10 +314,17 @@ async function main(): Promise<void> {
       const beforeMbS = rawBefore.bytes / MB / (rawBefore.ms / 1000);
       figures.push(`  raw copy before the job ${fmt(beforeMbS)} MB/s (${fmt(rawBefore.bytes / MB)} MB in ${fmt(rawBefore.ms / 1000)} s, ${sameNode ? 'the same node' : `another node, ${firstStandby.hostaddr}:${firstStandby.port}`})   job / that ${fmt(managedJobMbS / beforeMbS, 2)}x   stream / that ${fmt(managedStreamMbS / beforeMbS, 2)}x`);
     }
+    // The baseline of issue 33: what a user would script for an off-host backup, and the local floor.
+    const encrypted = shardBackup.sealed ? 'on' : 'off';
+    if (typeof offHost === 'string') figures.push(`  scripted off-host mariabackup|zstd|TLS|file: not measured: ${offHost}`);
+    else {
+      const oMbS = offHost.bytes / MB / (offHost.ms / 1000);
+      figures.push(`  job / scripted off-host (mariabackup|zstd --fast=1|socat TLS|file on ${HOSTS[2]}, ${fmt(oMbS)} MB/s, ${fmt(offHost.bytes / MB)} MB in ${fmt(offHost.ms / 1000)} s)   job ${fmt(managedJobMbS / oMbS, 2)}x   stream ${fmt(managedStreamMbS / oMbS, 2)}x   encryption ${encrypted}   (target >= 0.9x with encryption on)`);
+    }
     if (typeof rawZstd === 'string') figures.push(`  raw mariabackup|zstd|file: not measured: ${rawZstd}`);
     else {
       const zMbS = rawZstd.bytes / MB / (rawZstd.ms / 1000);
-      figures.push(`  raw mariabackup|zstd|file (the pipeline without the agents, after the job) ${fmt(zMbS)} MB/s (${fmt(rawZstd.bytes / MB)} MB in ${fmt(rawZstd.ms / 1000)} s)   job / that ${fmt(managedJobMbS / zMbS, 2)}x   stream / that ${fmt(managedStreamMbS / zMbS, 2)}x`);
+      figures.push(`  job / local zstd: raw mariabackup|zstd|file (the local floor, after the job) ${fmt(zMbS)} MB/s (${fmt(rawZstd.bytes / MB)} MB in ${fmt(rawZstd.ms / 1000)} s)   job / that ${fmt(managedJobMbS / zMbS, 2)}x   stream / that ${fmt(managedStreamMbS / zMbS, 2)}x`);
     }
     if (cpuProfDir) figures.push(`  cpu profiles in ${cpuProfDir}; the job on the monotonic clock: ${backupWindowFromUs}-${backupWindowToUs} us (npx tsx bench/backup/profile-summary.ts <file.cpuprofile> ${backupWindowFromUs} ${backupWindowToUs}); agent pids ${(await Promise.all([...f.processAgents].map(async ([host, a]) => `${host}=${await a.listeningPid()}`))).join(' ')}`);
     if (agentCpuBefore.size > 0) {

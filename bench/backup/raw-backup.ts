@@ -4,7 +4,8 @@
 // gRPC hop, no rate limit and no checksum.
 
 import { spawn } from 'node:child_process';
-import { open, rm, stat } from 'node:fs/promises';
+import { open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { instanceLayout, rawBytesOfZstdSummary, systemMariaDbEngine, zstdTool } from '@kcm/agent';
 
 export interface NodeDirs {
@@ -58,4 +59,56 @@ export async function rawMariabackupToFile(node: NodeDirs, file: string, through
     await out.close();
     await rm(file, { force: true });
   }
+}
+
+/**
+ * What a user would script for an off-host backup (issue 33): `mariabackup --stream | zstd
+ * --fast=1 -T2 | socat - OPENSSL:<storage host>` into `socat OPENSSL-LISTEN ... CREATE:<file>`
+ * on the storage host, the file fsynced at the end. TLS with a throwaway self-signed
+ * certificate (made in `dir`), no verification: the cipher work of a TLS hop, nothing more.
+ * `bytes` is mariabackup's (zstd's input), as for the other copies.
+ */
+export async function scriptedOffHost(node: NodeDirs, storageHost: string, tlsPort: number, dir: string): Promise<RawBackup> {
+  const layout = instanceLayout({ port: node.port, datadir: node.datadir, logdir: node.logdir, wal_log_dir: node.walLogDir });
+  const pem = path.join(dir, 'bench-tls.pem');
+  const file = path.join(dir, 'scripted-off-host.mbstream.zst');
+  await exited(spawn('/usr/bin/openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${pem}.key`, '-out', `${pem}.crt`, '-days', '1', '-subj', '/CN=bench'], { stdio: 'ignore' }), 'openssl req');
+  await writeFile(pem, Buffer.concat([await readFile(`${pem}.key`), await readFile(`${pem}.crt`)]), { mode: 0o600 });
+  const receiver = spawn('/usr/bin/socat', ['-u', `OPENSSL-LISTEN:${tlsPort},bind=${storageHost},reuseaddr,cert=${pem},verify=0`, `CREATE:${file}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const received = exited(receiver, 'socat (receiver)');
+  await new Promise((r) => setTimeout(r, 300)); // the listener is up
+  const started = performance.now();
+  try {
+    const sender = spawn('/usr/bin/socat', ['-u', 'STDIN', `OPENSSL:${storageHost}:${tlsPort},verify=0`], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const zstd = spawn(zstdTool, ['--fast=1', '-T2', '-c', '-vv', '--no-progress'], { stdio: ['pipe', sender.stdin!, 'pipe'] });
+    sender.stdin!.destroy();
+    let zstdLog = '';
+    zstd.stderr!.on('data', (d: Buffer) => (zstdLog += d.toString()));
+    const backup = spawn(
+      systemMariaDbEngine().backup,
+      [`--defaults-file=${layout.myCnf}`, '--backup', '--stream=mbstream', `--target-dir=${layout.tmpDir}`, '--user=root', `--socket=${layout.socket}`, '--slave-info'],
+      { stdio: ['ignore', zstd.stdin!, 'ignore'], cwd: layout.instanceDir },
+    );
+    zstd.stdin!.destroy();
+    await Promise.all([exited(backup, 'mariabackup'), exited(zstd, 'zstd'), exited(sender, 'socat (sender)'), received]);
+    const out = await open(file, 'r');
+    try {
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    return { bytes: rawBytesOfZstdSummary(zstdLog) ?? NaN, ms: performance.now() - started };
+  } finally {
+    receiver.kill();
+    await rm(file, { force: true });
+  }
+}
+
+function exited(child: ReturnType<typeof spawn>, what: string): Promise<void> {
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-1000)));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} exited ${code}: ${stderr.trim().split('\n').slice(-2).join(' | ')}`))));
+  });
 }
