@@ -3,10 +3,15 @@
 // that KEK's id, and the KEK itself is kept sealed. A rotation adds a KEK for new objects;
 // an old one is retired only when no kept object needs it.
 
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newDataKey, newSealedKek, openKek, SEAL_META, unwrapDataKey, wrapDataKey } from '../src/secrets/backup-keys';
 import { SecretBox } from '../src/secrets/secret-box';
+import { sealAll } from '../../agent/src/capabilities/storage/sealed-stream';
 import { applyBackupKekAdded, applyBackupKekRetired, whyKekStays } from '../src/meta/backup-keys';
 import { applyBackupStorageCreated } from '../src/meta/backup';
 import { CommandKind } from '../src/meta/commands';
@@ -65,5 +70,23 @@ describe('rotating and retiring a storage\'s key-encryption keys (meta/backup-ke
     expect(whyKekStays(state, 'b', 'kek_00000003')).toMatch(/cluster_1\/binlogs\/x/);
     applyBackupStorageCreated(state, { kind: CommandKind.BackupStorageCreated, at: 1, name: 'clear', stype: 'fs', hostaddr: '10.0.0.9', port: 1, path: '/c' });
     expect(applyBackupKekAdded(state, { kind: CommandKind.BackupKekAdded, at: 2, storageName: 'clear', kek: kek('kek_00000005') })).toMatchObject({ ok: false, refusal: 'CONFLICT' });
+  });
+});
+
+describe('decrypting by hand (scripts/backup-open.mjs, docs/backup-encryption.md)', () => {
+  it('with the KEK and the object\'s manifest, as the storage keeps them, the script gives back the plaintext', async () => {
+    const kek = randomBytes(32);
+    const { dataKey, meta } = newDataKey(kek, 'kek_0000000b');
+    const plain = randomBytes(2 * 1024 * 1024 + 5);
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-open-'));
+    try {
+      const manifest = path.join(dir, 'shard_1.mbstream.manifest.json');
+      await writeFile(manifest, JSON.stringify({ key: 'shard_1.mbstream', meta }));
+      const script = path.join(__dirname, '../../../scripts/backup-open.mjs');
+      const out = execFileSync('node', [script, '--kek', kek.toString('base64'), '--manifest', manifest], { input: sealAll(dataKey, plain), maxBuffer: 64 * 1024 * 1024 });
+      expect(out.equals(plain)).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
