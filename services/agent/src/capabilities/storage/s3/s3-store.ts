@@ -83,14 +83,14 @@ export class S3ObjectStore implements ObjectStore, S3Place {
     try {
       await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
     } catch (err) {
-      throw this.failure(`bucket ${this.bucket} at ${this.target.endpoint} did not answer`, err);
+      throw this.failure('asking whether the bucket answers (HeadBucket)', err);
     }
     const probe = this.objectKey(`.kcm-write-check-${randomBytes(4).toString('hex')}`);
     try {
       await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: probe, Body: 'ok' }));
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: probe }));
     } catch (err) {
-      throw this.failure(`writing a probe object into bucket ${this.bucket}`, err);
+      throw this.failure('writing a probe object into the bucket', err);
     }
     // A bucket has no free-space figure.
     return { root: this.root, free_bytes: -1 };
