@@ -84,7 +84,6 @@ describe('a backup policy on real engines: one run per period, expiry deletes on
 
   it('set_backup_policy keeping one set: its period runs once through the leader, expiry deletes the older set and the binlogs the new one holds', async () => {
     const manualSet = setsOf()[0];
-    const filesBefore = archive();
     const policy = await f.runJob('set_backup_policy', { cluster_id: cluster.id, keep_sets: '1' }, 30_000);
     expect(policy.status, policy.error_info).toBe('done');
     await f.manager.backupPolicies.runDue();
@@ -93,6 +92,9 @@ describe('a backup policy on real engines: one run per period, expiry deletes on
     const policySet = await waitUntil('the policy\'s backup set recorded', async () => state().backupSets[run.jobId!], 180_000);
     expect(state().jobs[run.jobId!]).toMatchObject({ jobType: 'manual_backup_cluster', requestId: `backup-policy:${cluster.id}:${run.periodStart}` });
 
+    // Rows after the policy's set, in a closed binlog it does not hold: expiry must keep it.
+    await writeAndArchive(21, 26);
+    const filesBefore = archive();
     // The next round: the same period does not run again; expiry removes the hand-made set.
     await f.manager.backupPolicies.runDue();
     const jobs = Object.values(state().jobs).filter((j) => j.jobType === 'manual_backup_cluster' && j.paras.cluster_id === cluster.id);
@@ -107,12 +109,13 @@ describe('a backup policy on real engines: one run per period, expiry deletes on
     const gone = filesBefore.filter((b) => !kept.has(b.key));
     expect(gone.length).toBeGreaterThan(0);
     for (const b of gone) expect(await exists(path.join(root, b.key))).toBe(false);
+    expect(archive().length).toBeGreaterThan(0);
     for (const b of archive()) expect(await exists(path.join(root, b.key))).toBe(true);
     console.log(`policy run: job ${run.jobId}, expired set ${manualSet.id} and ${gone.length} of ${filesBefore.length} binlogs; storage holds ${(await readdir(root, { recursive: true })).length} entries`);
   }, 300_000);
 
   it('get_cluster_detail shows the policy, its last run done, and a restorable window from the kept set to the archive\'s end', async () => {
-    await writeAndArchive(21, 31);
+    await writeAndArchive(26, 31);
     const detail = (await emit(MEMBER, 'get_cluster_detail', { cluster_id: cluster.id })).attachment!;
     const kept = setsOf()[0];
     expect(detail.backup_policy).toMatchObject({ cluster_id: cluster.id, keep_sets: '1', full_every_hours: '24', storage: 'policy' });
