@@ -3,10 +3,14 @@
 // does not prove), on 127.0.5.2. create_backup_storage checks the bucket answers before it
 // records anything and seals the secret key; a full backup of a 1-shard cluster and its
 // archived binlogs go into the bucket; cluster_restore reads them back into a new cluster
-// and the rows are there. (The cut connection in the middle of an upload is
-// test/backup/s3-storage.test.ts, on the same agent code.)
+// and the rows are there. Then a backup whose upload is cut (iptables) after its first part:
+// it resumes at the part it was on, every part stored once under one upload id.
 
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterRecord } from '@kcm/manager';
@@ -24,6 +28,15 @@ const STAND_IN = { address: '127.0.5.2', port: 59420 };
 const DB = 'postgres_$$_public';
 /** Sent once with a wrong secret: it must appear nowhere kcm keeps or says anything. */
 const WRONG_SECRET = 'not-the-secret-5c1e';
+const run = promisify(execFile);
+/** Cuts every connection to the stand-in: a reset for each packet sent to its port. */
+const CUT = ['OUTPUT', '-d', STAND_IN.address, '-p', 'tcp', '--dport', String(STAND_IN.port), '-j', 'REJECT', '--reject-with', 'tcp-reset'];
+/** Packets the cut rejected so far (iptables' counter of the rule). */
+async function rejectedPackets(): Promise<number> {
+  const { stdout } = await run('iptables', ['-L', 'OUTPUT', '-v', '-x', '-n']);
+  const line = stdout.split('\n').find((l) => l.includes('REJECT') && l.includes(STAND_IN.address) && l.includes(`dpt:${STAND_IN.port}`));
+  return line ? Number(line.trim().split(/\s+/)[0]) : 0;
+}
 
 describe('s3 backup storage on real engines through the s3rver stand-in: backup, archived binlogs, restore', () => {
   let f: ClusterFixture;
@@ -63,6 +76,7 @@ describe('s3 backup storage on real engines through the s3rver stand-in: backup,
   }, 120_000);
 
   afterAll(async () => {
+    await run('iptables', ['-D', ...CUT]).catch(() => {});
     await f?.close();
     await standIn?.close();
   }, 120_000);
@@ -145,5 +159,48 @@ describe('s3 backup storage on real engines through the s3rver stand-in: backup,
     const binlogs = standIn.requests.filter((r) => r.method === 'PUT' && r.status === 200 && /binlog/.test(r.key) && r.key.endsWith('.manifest.json'));
     console.log(`restored ${expected.n} rows from the s3 stand-in: ${binlogs.length} archived binlog object(s) in the bucket`);
     expect(binlogs.length).toBeGreaterThan(0);
+  }, 400_000);
+
+  it('a backup whose upload is cut (iptables REJECT with tcp-reset on the stand-in\'s port) after its first part resumes: every part stored once, one upload id, the failed attempts in its manifest', async () => {
+    // 40 MB of random bytes (zstd cannot shrink them): the stored object spans five or more 8 MiB parts.
+    await onMaster(src, async (c) => {
+      await c.query(`CREATE TABLE \`${DB}\`.blobs (id INT PRIMARY KEY, b LONGBLOB NOT NULL) ENGINE=InnoDB`);
+      for (let i = 0; i < 40; i++) await c.query(`INSERT INTO \`${DB}\`.blobs (id, b) VALUES (?, ?)`, [i, randomBytes(1024 * 1024)]);
+    });
+    const seen = standIn.requests.length;
+    const firstPart = () => standIn.requests.slice(seen).find((r) => r.method === 'PUT' && r.partNumber === 1 && r.status === 200 && r.key.endsWith('.mbstream'));
+    const ack = await emitRaw(MEMBER, 'manual_backup_cluster', { cluster_id: src.id });
+    expect(ack.error_code, ack.error_info).toBe('0');
+    let cut = false;
+    try {
+      for (let i = 0; !firstPart(); i++) {
+        if (i > 30_000) throw new Error('no part 1 of the backup reached the stand-in');
+        await sleep(10);
+      }
+      await run('iptables', ['-I', ...CUT]);
+      cut = true;
+      // Evidence that the upload met the cut: the rule rejected the agent's packets.
+      for (let i = 0; (await rejectedPackets()) === 0; i++) {
+        if (i > 600) throw new Error('the cut rejected no packet');
+        await sleep(100);
+      }
+      await sleep(1500); // a few retries against the cut, backing off
+      await run('iptables', ['-D', ...CUT]);
+      cut = false;
+    } finally {
+      if (cut) await run('iptables', ['-D', ...CUT]).catch(() => {});
+    }
+    const reply = await waitForJobEnd([MEMBER], ack.job_id, 300_000);
+    expect(reply.status, reply.error_info).toBe('done');
+    const key = firstPart()!.key;
+    const parts = standIn.requests.slice(seen).filter((r) => r.method === 'PUT' && r.key === key && r.partNumber !== undefined && r.status === 200);
+    const numbers = parts.map((r) => r.partNumber!);
+    const manifest = JSON.parse(await readFile(path.join(standIn.directory, standIn.bucket, `${key}.manifest.json._S3rver_object`), 'utf8')) as { upload: { parts: { attempts: number }[]; failed_attempts: number } };
+    console.log(`cut backup: parts stored ${numbers.join(',')} (upload ${parts[0].uploadId}); failed attempts ${manifest.upload.failed_attempts}; attempts per part ${manifest.upload.parts.map((p, i) => `${i + 1}:${p.attempts}`).join(' ')}`);
+    expect(numbers.length).toBeGreaterThanOrEqual(3);
+    expect(numbers).toEqual(numbers.map((_, i) => i + 1)); // 1..n, each once: never restarted at part 1
+    expect(new Set(parts.map((r) => r.uploadId)).size).toBe(1);
+    expect(manifest.upload.failed_attempts).toBeGreaterThan(0);
+    expect(manifest.upload.parts.some((p) => p.attempts > 1)).toBe(true);
   }, 400_000);
 });
