@@ -5,7 +5,7 @@
 // directory. (The cut connection is test/backup/s3-storage.test.ts, a system test: iptables.)
 
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +71,16 @@ describe('s3 store through the s3rver stand-in', () => {
     await writer.abort();
     expect(await store.list('c_1/')).toEqual([]);
     await expect(store.info('c_1/b_2/shard_1.mbstream')).rejects.toThrow(/no object/);
+  });
+
+  it('after an agent restart (the bucket forgotten), an s3 storage\'s root is refused until opened again, never taken for an fs directory', async () => {
+    // What a restarted agent finds: the marker Open left in the root, no bucket in memory.
+    const other = path.join(tmp, 'spool-of-a-restarted-agent');
+    await mkdir(other, { recursive: true });
+    await writeFile(path.join(other, '.kcm-s3-storage.json'), JSON.stringify({ endpoint: standIn.endpoint, bucket: standIn.bucket, prefix: 'kcm' }));
+    expect(() => storeFor(other)).toThrow(/was not opened on this agent since it started/);
+    const reopened = await openS3Root(other, { endpoint: standIn.endpoint, region: '', bucket: standIn.bucket, prefix: 'kcm', ...standIn.credentials });
+    expect(storeFor(other)).toBe(reopened);
   });
 
   it('an empty object is stored and read back', async () => {
