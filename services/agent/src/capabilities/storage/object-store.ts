@@ -11,6 +11,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, type FileHand
 import path from 'node:path';
 import { AgentFailure, type StorageObjectInfo, type StorageVerifyReply } from '@kcm/agent-api';
 import { fullDiskOr } from '../../ops/disk-space';
+import { checkedAgainstManifest } from './store-types';
 
 const MANIFEST_SUFFIX = '.manifest.json';
 const PARTIAL_MARK = '.partial-';
@@ -248,17 +249,7 @@ export class FsObjectStore {
   /** The object's bytes, checked against the manifest as they are read: a mismatch fails the stream at its end. */
   async *read(key: string, chunkBytes = 256 * 1024): AsyncGenerator<Buffer> {
     const manifest = await this.manifest(key);
-    const hash = createHash('sha256');
-    let bytes = 0;
-    for await (const chunk of createReadStream(this.dataPath(key), { highWaterMark: chunkBytes }) as AsyncIterable<Buffer>) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      yield chunk;
-    }
-    const actual = hash.digest('hex');
-    if (bytes !== manifest.bytes || actual !== manifest.sha256) {
-      throw new AgentFailure('failed_precondition', `object ${key} in storage ${this.root} is corrupt: ${bytes} bytes with sha256 ${actual}, manifest says ${manifest.bytes} bytes with sha256 ${manifest.sha256}`);
-    }
+    yield* checkedAgainstManifest(createReadStream(this.dataPath(key), { highWaterMark: chunkBytes }) as AsyncIterable<Buffer>, manifest, key, this.root);
   }
 
   async verify(key: string): Promise<StorageVerifyReply> {

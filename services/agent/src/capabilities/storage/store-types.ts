@@ -1,6 +1,7 @@
 // The interface both backup storage backends implement (store.ts picks one per root).
 
-import type { StorageObjectInfo, StorageVerifyReply } from '@kcm/agent-api';
+import { createHash } from 'node:crypto';
+import { AgentFailure, type StorageObjectInfo, type StorageVerifyReply } from '@kcm/agent-api';
 
 /** An object being written; it exists only once commit() returned (abort() leaves nothing). */
 export interface StoreWriter {
@@ -27,4 +28,22 @@ export interface ObjectStore {
   verify(key: string): Promise<StorageVerifyReply>;
   list(prefix: string): Promise<StorageObjectInfo[]>;
   delete(prefix: string): Promise<number>;
+}
+
+/**
+ * `chunks` passed through, hashed as they go: when they end, their size and sha256 must be
+ * what the manifest recorded at write time, else the stream fails there (every backend's read()).
+ */
+export async function* checkedAgainstManifest(chunks: AsyncIterable<Buffer>, manifest: { bytes: number; sha256: string }, key: string, root: string): AsyncGenerator<Buffer> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of chunks) {
+    hash.update(chunk);
+    bytes += chunk.length;
+    yield chunk;
+  }
+  const actual = hash.digest('hex');
+  if (bytes !== manifest.bytes || actual !== manifest.sha256) {
+    throw new AgentFailure('failed_precondition', `object ${key} in storage ${root} is corrupt: ${bytes} bytes with sha256 ${actual}, manifest says ${manifest.bytes} bytes with sha256 ${manifest.sha256}`);
+  }
 }

@@ -19,7 +19,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { AgentFailure, type S3Target, type StorageObjectInfo, type StorageVerifyReply } from '@kcm/agent-api';
 import { checkKey, checkPrefix } from '../object-store';
-import type { ObjectStore } from '../store-types';
+import { checkedAgainstManifest, type ObjectStore } from '../store-types';
 import { infoOf, MANIFEST_SUFFIX, type S3Manifest, type S3Place } from './place';
 import { S3ObjectWriter, type S3WriterOptions } from './s3-writer';
 import { describeS3Error } from './s3-errors';
@@ -128,17 +128,7 @@ export class S3ObjectStore implements ObjectStore, S3Place {
     } catch (err) {
       throw this.failure(`reading ${key}`, err);
     }
-    const hash = createHash('sha256');
-    let bytes = 0;
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      yield chunk;
-    }
-    const actual = hash.digest('hex');
-    if (bytes !== manifest.bytes || actual !== manifest.sha256) {
-      throw new AgentFailure('failed_precondition', `object ${key} in storage ${this.root} is corrupt: ${bytes} bytes with sha256 ${actual}, manifest says ${manifest.bytes} bytes with sha256 ${manifest.sha256}`);
-    }
+    yield* checkedAgainstManifest(body as AsyncIterable<Buffer>, manifest, key, this.root);
   }
 
   async verify(key: string): Promise<StorageVerifyReply> {
