@@ -25,6 +25,8 @@ import {
   type MariaDbCutConnectionsReply,
   type MariaDbLeaseRenewal,
   type MariaDbLeaseReply,
+  type MariaDbTableChecksumsReply,
+  type MariaDbResumeApplyReply,
 } from '../contract/mariadb-ha';
 
 export interface MariaDbHaDeadlines {
@@ -109,6 +111,19 @@ export class MariaDbHaAgentClient {
   /** Deletes decision rows older than `older_than_seconds` but those of `keep_gtrids`. */
   pruneXaDecisions(req: MariaDbPruneXaRequest): Promise<MariaDbPruneXaReply> {
     return this.call('PruneXaDecisions', req, this.deadlines.xaMs);
+  }
+
+  /**
+   * Each user table's row count and CHECKSUM TABLE; with holdApply a standby's applying is
+   * stopped first (end it with resumeApply). Reads every row: the command deadline.
+   */
+  tableChecksums(port: number, holdApply: boolean): Promise<MariaDbTableChecksumsReply> {
+    return this.call('TableChecksums', { port, hold_apply: holdApply }, this.deadlines.commandMs);
+  }
+
+  /** START SLAVE SQL_THREAD after a hold; idempotent. */
+  resumeApply(port: number): Promise<MariaDbResumeApplyReply> {
+    return this.call('ResumeApply', { port }, this.deadlines.commandMs);
   }
 
   close(): void {

@@ -200,3 +200,34 @@ export interface MariaDbCutConnectionsRequest {
 export interface MariaDbCutConnectionsReply {
   closed: number;
 }
+
+export interface MariaDbTableChecksumsRequest {
+  port: number;
+  /** Stop the standby's SQL thread first; end the hold with ResumeApply. */
+  hold_apply: boolean;
+}
+
+export interface MariaDbTableChecksum {
+  database: string;
+  table: string;
+  rows: number;
+  /** CHECKSUM TABLE's figure as text (it can pass 2^53); '' when the table has none. */
+  checksum: string;
+}
+
+export interface MariaDbTableChecksumsReply {
+  /** @@gtid_current_pos, read with the figures (what mariabackup records as a backup's position). */
+  gtid_pos: string;
+  /** Sorted by database, then table. */
+  tables: MariaDbTableChecksum[];
+  /** This call stopped the SQL thread. */
+  held: boolean;
+}
+
+export interface MariaDbResumeApplyRequest {
+  port: number;
+}
+
+export interface MariaDbResumeApplyReply {
+  sql_running: boolean;
+}

@@ -96,6 +96,38 @@ describe('MariaDbHaAgent: fence, promote, re-point (real mariadbd)', () => {
     }
   });
 
+  it('TableChecksums holds a standby still at one position while its master commits on; ResumeApply catches it up', async () => {
+    const a = ha[STANDBY_A.agent];
+    const master0 = await status(OLD_MASTER);
+    expect((await a.waitForGtid(STANDBY_A.port, master0.gtid_binlog_pos, 10_000)).reached).toBe(true);
+    const held = await a.tableChecksums(STANDBY_A.port, true);
+    // Only user tables (no mysql.*, no kcm_sys.*), with the figures of the held position.
+    expect(held).toMatchObject({ held: true, gtid_pos: master0.gtid_binlog_pos, tables: [{ database: DB, table: 't', rows: 50 }] });
+    expect(held.tables[0].checksum).toMatch(/^\d+$/);
+    expect(await status(STANDBY_A)).toMatchObject({ sql_running: false, io_running: true, semi_sync_slave_active: true });
+    // The master commits on (a new table); the held standby receives it but applies nothing.
+    const conn = await mysql.createConnection({ host: OLD_MASTER.host, port: OLD_MASTER.port, ...secrets.storage, connectTimeout: 5000 });
+    try {
+      await conn.query(`CREATE TABLE \`${DB}\`.during_hold (id INT PRIMARY KEY) ENGINE=InnoDB`);
+      await conn.query(`INSERT INTO \`${DB}\`.during_hold VALUES (1), (2)`);
+    } finally {
+      await conn.end();
+    }
+    const master1 = await status(OLD_MASTER);
+    while (!gtidCovers((await status(STANDBY_A)).gtid_io_pos, master1.gtid_binlog_pos)) await sleep(50);
+    const still = await a.tableChecksums(STANDBY_A.port, false);
+    expect(still.tables).toEqual(held.tables);
+    expect(still.held).toBe(false);
+    expect((await a.resumeApply(STANDBY_A.port)).sql_running).toBe(true);
+    expect((await a.waitForGtid(STANDBY_A.port, master1.gtid_binlog_pos, 10_000)).reached).toBe(true);
+    const after = await a.tableChecksums(STANDBY_A.port, false);
+    expect(after.tables.map((t) => [t.table, t.rows])).toEqual([['during_hold', 2], ['t', 50]]);
+    expect(after.tables[1].checksum).toBe(held.tables[0].checksum);
+    // Idempotent; and a master has no applying to hold.
+    expect((await a.resumeApply(STANDBY_A.port)).sql_running).toBe(true);
+    await expect(ha[OLD_MASTER.agent].tableChecksums(OLD_MASTER.port, true)).rejects.toThrow(/no standby/);
+  });
+
   it('a SIGKILLed master is seen gone; fenced, it stays stopped and is never restarted by its agent', async () => {
     const before = await status(OLD_MASTER);
     const watching = new AbortController();

@@ -142,6 +142,9 @@ export function recordingAgents(options: RecordingAgentsOptions): { agents: Agen
     pruneXaDecisions: (r) => record(host, 'ha.pruneXaDecisions', r, { deleted: 0 }),
     renewMasterLeases: (r) => record(host, 'ha.renewMasterLeases', r, { fenced_ports: [] }),
     cutConnectionsTo: (h, port) => record(host, 'ha.cutConnectionsTo', { host: h, port }, { closed: 0 }),
+    // One user table, held at the position the backup fakes report ('0-1-42').
+    tableChecksums: (port, holdApply) => record(host, 'ha.tableChecksums', { port, holdApply }, { gtid_pos: '0-1-42', tables: [{ database: 'db', table: 't', rows: 3, checksum: '12345' }], held: holdApply }),
+    resumeApply: (port) => record(host, 'ha.resumeApply', { port }, { sql_running: true }),
     close: () => {},
   });
 

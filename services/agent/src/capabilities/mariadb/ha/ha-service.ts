@@ -6,12 +6,13 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { AgentContext } from '../../../capability';
 import { unary } from '../../../grpc-unary';
-import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest, type MariaDbListXaRequest, type MariaDbDecideXaRequest, type MariaDbFinishXaRequest, type MariaDbPruneXaRequest, type MariaDbLeaseRenewal, type MariaDbCutConnectionsRequest } from '@kcm/agent-api';
+import { MariaDbHaAgentService, serveBeats, type MariaDbFenceRequest, type MariaDbHaStatusReply, type MariaDbHaStatusRequest, type MariaDbHaWatchBeat, type MariaDbHaWatchRequest, type MariaDbPromoteRequest, type MariaDbRepointRequest, type MariaDbWaitForGtidRequest, type MariaDbListXaRequest, type MariaDbDecideXaRequest, type MariaDbFinishXaRequest, type MariaDbPruneXaRequest, type MariaDbLeaseRenewal, type MariaDbCutConnectionsRequest, type MariaDbTableChecksumsRequest, type MariaDbResumeApplyRequest } from '@kcm/agent-api';
 import { fence, killFenced, promote, repointStandby, waitForGtid } from './ha';
 import { replicationStatus } from './ha-status';
 import { layoutOf } from '../instance/lifecycle';
 import { MasterLeases, type InstanceRole } from './master-lease';
 import { cutConnectionsTo } from './cut-connections';
+import { resumeApply, tableChecksums } from './table-checksums';
 import { decideXa, finishXa, listPreparedXa, pruneXaDecisions } from '../instance/xa';
 import type { mariadbSupervision } from '../instance/supervision';
 
@@ -61,5 +62,8 @@ export function registerMariaDbHa(server: grpc.Server, ctx: AgentContext, deps: 
     PruneXaDecisions: unary(log, 'MariaDbHa.PruneXaDecisions', (req: MariaDbPruneXaRequest) => pruneXaDecisions(ctx, req)),
     RenewMasterLeases: unary(log, 'MariaDbHa.RenewMasterLeases', (req: MariaDbLeaseRenewal) => leases.renew(req)),
     CutConnectionsTo: unary(log, 'MariaDbHa.CutConnectionsTo', (req: MariaDbCutConnectionsRequest) => cutConnectionsTo(log, req)),
+    // Not serialised: reading every row can take long, and a fence must not wait behind it.
+    TableChecksums: unary(log, 'MariaDbHa.TableChecksums', (req: MariaDbTableChecksumsRequest) => tableChecksums(ctx, req)),
+    ResumeApply: unary(log, 'MariaDbHa.ResumeApply', (req: MariaDbResumeApplyRequest) => resumeApply(ctx, req)),
   });
 }

@@ -35,6 +35,9 @@ export async function promote(ctx: AgentContext, req: MariaDbPromoteRequest): Pr
       return { gtid_current_pos: facts.gtid_current_pos ?? '', semi_sync_master: facts.semi_sync_master_enabled ?? false, read_only: false, already_master: true, relay_applied: true };
     }
     if (facts.is_replica) await s.run('stop receiving', 'STOP SLAVE IO_THREAD');
+    // Applying held by a backup (TableChecksums) and not stopped by an error: what it received
+    // may be commits the master acknowledged on its semi-sync ack, so apply them first.
+    if (facts.is_replica && !facts.sql_running && !facts.last_sql_error) await s.run('resume held applying', 'START SLAVE SQL_THREAD');
     const deadline = Date.now() + Math.max(0, req.wait_relay_ms);
     facts = await readReplicationFacts(s);
     while (!facts.relay_applied && facts.sql_running && Date.now() < deadline) {
