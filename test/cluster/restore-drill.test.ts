@@ -140,6 +140,19 @@ describe('restore drill: cluster_restore to a point in time between two known wr
     const set = Object.values(f.manager.store.state().backupSets).find((s) => s.clusterId === src.id)!;
     expect(set.shards).toHaveLength(2);
     backupKeys = set.shards.map((s) => s.key);
+    // Checksums at backup time (what a restore drill compares): each shard was backed up from
+    // a standby held at the set's position, and records its user table as of that point; with
+    // nothing written since, the master's CHECKSUM TABLE now is the recorded figure.
+    for (const [table, shardIndex] of TABLES) {
+      const shard = set.shards.find((s) => s.shardId === Object.values(src.shards).sort((a, b) => Number(a.id) - Number(b.id))[shardIndex].id)!;
+      expect(shard.sourceWasMaster).toBe(false);
+      expect(shard.checksumsOmitted).toBeUndefined();
+      const now = await onShard(src, masterOf(src, shardIndex), async (c) => {
+        const [rows] = await c.query(`CHECKSUM TABLE \`${DB}\`.${table}`);
+        return String((rows as { Checksum: string | number }[])[0].Checksum);
+      });
+      expect(shard.tableChecksums).toEqual([{ database: DB, table, rows: 20, checksum: now }]);
+    }
   }, 200_000);
 
   it('writes after the backup, a switch of the first shard\'s master, more writes, a time T, and writes after T', async () => {

@@ -26,6 +26,7 @@ import type { BackupStorage } from '../backup/storage';
 import { newSealing, sealedRefOf } from '../backup/sealing';
 import type { BackupStorageOpener } from './backup-storage';
 import { clusterOfStep, readyCluster } from './cluster-lookup';
+import { backUpHeld, resumeHeldStandbys } from './restore-drill/held-source';
 import { errorNameOf, orThrow } from './framework/errors';
 import { opId } from './instance-ops';
 import type { JobOf, StepContext } from './framework/workflow';
@@ -131,12 +132,17 @@ async function backUpShards(ctx: StepContext<BackupParas, BackupOutputs>, deps: 
         // Encryption at rest: a data key of this object only, sealed in at the source (docs/backup-encryption.md).
         const sealing = newSealing(ctx.secrets, storage.record);
         ctx.logger.info({ job: ctx.jobId, shard: shard.id, source: `${source.hostaddr}:${source.port}`, master: source.is_master, key }, 'backing up shard');
-        const stored = await storage.storePhysicalBackup(opId(ctx.jobId, 'backup', `shard-${shard.id}`), key, source, deps.pvLimitMb, {
-          cluster_id: cluster.id,
-          shard_id: shard.id,
-          backup_id: ctx.jobId,
-          ...sealing?.meta,
-        }, sealing ? 'zstd' : deps.compression ?? '', sealing?.dataKey);
+        // A standby is held still while it is checksummed and backed up (restore-drill/held-source.ts).
+        const held = await backUpHeld(ctx.agents, source, () =>
+          storage.storePhysicalBackup(opId(ctx.jobId, 'backup', `shard-${shard.id}`), key, source, deps.pvLimitMb, {
+            cluster_id: cluster.id,
+            shard_id: shard.id,
+            backup_id: ctx.jobId,
+            ...sealing?.meta,
+          }, sealing ? 'zstd' : deps.compression ?? '', sealing?.dataKey),
+        );
+        const stored = held.stored;
+        if (held.checksumsOmitted) ctx.logger.warn({ job: ctx.jobId, shard: shard.id, why: held.checksumsOmitted }, 'backup recorded without table checksums');
         // Whatever the storage's kind, an object the job asked sealed carries where it was sealed:
         // one without it was stored in clear by an agent from before encryption.
         if (sealing && !stored.object.meta.sealed_at) throw KcmError.of('UNSUPPORTED', `shard ${shard.name}: backup storage ${storage.record.name} encrypts, and ${key} was stored without being sealed (an agent from before encryption?)`);
@@ -157,6 +163,8 @@ async function backUpShards(ctx: StepContext<BackupParas, BackupOutputs>, deps: 
           // From the manifest, not `sealing`: a resumed job's PullBackup answers with the first
           // attempt's object, sealed with the first attempt's data key.
           ...sealedRefOf(stored.object.meta),
+          ...(held.tableChecksums ? { tableChecksums: held.tableChecksums } : {}),
+          ...(held.checksumsOmitted ? { checksumsOmitted: held.checksumsOmitted } : {}),
         };
       }),
     );
@@ -306,11 +314,15 @@ export function manualBackupClusterJob(deps: BackupJobDeps): JobOf<'manual_backu
     // the job's error): they are named by the job id and harmless.
     async rollback(ctx) {
       const prefix = backupSetPrefix(ctx.paras.cluster_id, ctx.jobId);
+      // A standby whose hold this job's finally did not end (its leader died) applies again.
+      const cluster = ctx.paras.cluster_id === METADATA_CLUSTER_ID ? undefined : own(ctx.state().clusters, ctx.paras.cluster_id);
+      const unresumed = cluster ? await resumeHeldStandbys(ctx.agents, cluster) : [];
+      const notResumed = unresumed.length > 0 ? `; applying was not confirmed resumed on ${unresumed.join('; ')}` : '';
       try {
         await withStorage(ctx, deps, (storage) => storage.delete(opId(ctx.jobId, 'drop-partial-backup', 'all'), prefix));
-        return undefined;
+        return notResumed ? notResumed.slice(2) : undefined;
       } catch (err) {
-        return `the files stored so far under ${prefix} were not deleted: ${err instanceof Error ? err.message : String(err)}`;
+        return `the files stored so far under ${prefix} were not deleted: ${err instanceof Error ? err.message : String(err)}${notResumed}`;
       }
     },
   };

@@ -398,6 +398,24 @@ export interface ShardBackupRecord extends BackupObjectRecord {
   rawBytes?: number;
   /** Sealed at its source (docs/backup-encryption.md); absent: stored in clear. */
   sealed?: SealedObjectRef;
+  /**
+   * What a restore drill compares (docs/backup-policies.md, "Restore drills"): each user
+   * table's rows and CHECKSUM TABLE, read on the source standby held at gtidPos while it was
+   * backed up. Absent when the source was the master (nothing holds a master still), in sets
+   * from before drills, or when the backup's position was not the held one (checksumsOmitted).
+   */
+  tableChecksums?: TableChecksumRecord[];
+  /** Why tableChecksums is absent, when a standby was the source. */
+  checksumsOmitted?: string;
+}
+
+/** One user table of a shard at a backup's position. */
+export interface TableChecksumRecord {
+  database: string;
+  table: string;
+  rows: number;
+  /** CHECKSUM TABLE's figure as text ('' for a table without one). */
+  checksum: string;
 }
 
 /** A compute node's schema dump (pg_dump --schema-only) of one cluster database. */

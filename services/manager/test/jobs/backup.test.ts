@@ -73,6 +73,8 @@ async function backupHarness(probes: (host: string, port: number, isMaster: bool
   const storages = memoryStorages();
   const masterOf = (host: string, port: number) => Object.values(cluster.shards).some((s) => s.nodes[s.masterNodeId].hostaddr === host && s.nodes[s.masterNodeId].port === port);
   const dumps: string[] = [];
+  const haCalls: string[] = [];
+  const heldPos = { at: '0-1-42' };
   const dumpOn: DumpCatalog =
     dumpCatalog ??
     (async (address, port) => {
@@ -83,6 +85,17 @@ async function backupHarness(probes: (host: string, port: number, isMaster: bool
     agentAddress: (host: string) => `${host}:${AGENT_PORT}`,
     mariadb: (host: string) => ({ probe: async (port: number) => ({ port, ...probes(host, port, masterOf(host, port)) }) }),
     catalogDump: (host: string) => ({ dumpPgSchema: (port: number) => dumpOn(`${host}:${AGENT_PORT}`, port) }),
+    // A held standby reports one table at heldPos (the fake storage's backups are at 0-1-42).
+    mariadbHa: (host: string) => ({
+      tableChecksums: async (port: number, holdApply: boolean) => {
+        haCalls.push(`hold ${host}:${port} ${holdApply}`);
+        return { gtid_pos: heldPos.at, tables: [{ database: 'shop', table: 'orders', rows: 3, checksum: '4242' }], held: holdApply };
+      },
+      resumeApply: async (port: number) => {
+        haCalls.push(`resume ${host}:${port}`);
+        return { sql_running: true };
+      },
+    }),
   } as never;
   const deps: BackupJobDeps = {
     openStorage: storages.open,
@@ -106,7 +119,7 @@ async function backupHarness(probes: (host: string, port: number, isMaster: bool
       (e: KcmError) => [e.errorName, e.message],
     );
   const storage = { name: 'local', stype: 'fs', hostaddr: '10.0.0.9', port: '58100', path: '/backups' };
-  return { h, cluster, storages, run, refusal, runner, service, dumps, storage };
+  return { h, cluster, storages, run, refusal, runner, service, dumps, storage, haCalls, heldPos };
 }
 
 describe('create_backup_storage and delete_backup_storage', () => {
@@ -177,6 +190,27 @@ describe('manual_backup_cluster', () => {
     expect(set).toMatchObject({ clusterId: b.cluster.id, storageName: 'local' });
     expect(newestFullBackupBefore(b.h.store.s, b.cluster.id, set.finishedAt)?.id).toBe(done.jobId);
     expect(newestFullBackupBefore(b.h.store.s, b.cluster.id, set.finishedAt - 1)).toBeUndefined();
+    // Each standby source was held (checksummed at its position) and resumed after its backup;
+    // the figures are recorded per shard because the backup's position is the held one.
+    for (const pull of b.storages.pulls) {
+      const at = `${pull.source.hostaddr}:${pull.source.port}`;
+      expect(b.haCalls.indexOf(`hold ${at} true`)).toBeGreaterThanOrEqual(0);
+      expect(b.haCalls.indexOf(`resume ${at}`)).toBeGreaterThan(b.haCalls.indexOf(`hold ${at} true`));
+    }
+    expect(set.shards.map((s) => s.tableChecksums)).toEqual(shards.map(() => [{ database: 'shop', table: 'orders', rows: 3, checksum: '4242' }]));
+    await b.runner.stop();
+  });
+
+  it('records no table checksums when the backup is not at the held position, and still resumes the standby', async () => {
+    const b = await backupHarness(() => standbyProbe(0));
+    b.heldPos.at = '0-1-41';
+    await b.run('create_backup_storage', b.storage);
+    const done = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
+    expect(done.status, done.errorInfo).toBe('done');
+    const shards = b.h.store.s.backupSets[done.jobId].shards;
+    expect(shards.every((s) => s.tableChecksums === undefined)).toBe(true);
+    expect(shards[0].checksumsOmitted).toBe("the backup's position 0-1-42 is not the held one 0-1-41");
+    expect(b.haCalls.filter((c) => c.startsWith('resume'))).toHaveLength(b.storages.pulls.length);
     await b.runner.stop();
   });
 
@@ -187,6 +221,9 @@ describe('manual_backup_cluster', () => {
     const viaMaster = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
     expect(viaMaster.status, viaMaster.errorInfo).toBe('done');
     expect(b.storages.pulls.every((p) => p.source.is_master)).toBe(true);
+    // A master is never held: its set has no figures for a drill to compare.
+    expect(b.haCalls.filter((c) => c.startsWith('hold'))).toEqual([]);
+    expect(b.h.store.s.backupSets[viaMaster.jobId].shards.every((s) => s.tableChecksums === undefined && s.checksumsOmitted === undefined)).toBe(true);
     mastersDown = true;
     const failed = await b.run('manual_backup_cluster', { cluster_id: b.cluster.id });
     expect(failed.status).toBe('failed');
@@ -194,6 +231,9 @@ describe('manual_backup_cluster', () => {
     expect(b.h.store.s.backupSets[failed.jobId]).toBeUndefined();
     // What the failed backup stored is deleted, so no file in storage looks like a set.
     expect(b.storages.deletes).toEqual([`cluster_${b.cluster.id}/backup_${failed.jobId}/`]);
+    // The rollback resumes applying on every standby (a hold a dead leader left).
+    const standbys = Object.values(b.cluster.shards).flatMap((sh) => Object.values(sh.nodes).filter((n) => n.id !== sh.masterNodeId));
+    for (const n of standbys) expect(b.haCalls).toContain(`resume ${n.hostaddr}:${n.port}`);
     await b.runner.stop();
   });
 
