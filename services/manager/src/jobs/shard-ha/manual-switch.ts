@@ -38,7 +38,7 @@ import type { JobOf, StepContext } from '../framework/workflow';
 import { cutEndedSessions, DEFAULT_SHARD_HOLD, describeHolds, holdShardOnComputes, releaseShardOnComputes, type ShardHoldLimits, type ShardHolds } from './compute-holds';
 import { commitNewMaster, promoteNode, repointStandbys } from './promote';
 import { repointComputes } from './repoint-computes';
-import { shardView, where } from './shard-view';
+import { shardView, standbyProblem, where } from './shard-view';
 
 type SwitchParas = ParasOf<'manual_switch'>;
 
@@ -119,13 +119,8 @@ function checkStandby(p: SwitchParas, master: MariaDbHaStatusReply, standby: Mar
       field: 'paras.master_hostaddr',
     });
   }
-  if (!standby.answering) refuse(`it does not answer (${standby.reason || 'down'})`);
-  if (!standby.is_replica || standby.master_host !== target.master.hostaddr || standby.master_port !== target.master.port) {
-    refuse(`it does not replicate from ${where(target.master)}${standby.is_replica ? ` but from ${standby.master_host}:${standby.master_port}` : ''}`);
-  }
-  if (!standby.io_running || !standby.sql_running) {
-    refuse(`its replication is stopped (${[standby.last_io_error, standby.last_sql_error].filter(Boolean).join('; ') || 'threads not running'})`);
-  }
+  const unfit = standbyProblem(standby, target.master);
+  if (unfit) refuse(unfit);
   const behind = Math.max(0, gtidProgress(master.gtid_binlog_pos) - gtidProgress(standby.gtid_current_pos));
   if (behind > limits.maxBehindTrx) {
     refuse(`it is ${behind} transactions behind the master (${standby.gtid_current_pos || 'empty'} vs ${master.gtid_binlog_pos}), more than manualSwitchMaxBehindTrx ${limits.maxBehindTrx}`);

@@ -2,6 +2,7 @@
 // from the replicated state now (a resumed step reads what the steps before it committed).
 
 import { KcmError } from '@kcm/protocol';
+import type { MariaDbHaStatusReply } from '@kcm/agent-api';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../../meta/state';
 
 export interface ShardView {
@@ -29,6 +30,16 @@ export function nodeOf(shard: ShardRecord, nodeId: string): StorageNodeRecord {
 }
 
 export const where = (n: { hostaddr: string; port: number }): string => `${n.hostaddr}:${n.port}`;
+
+/** Why a node answering `s` is not a standby of `master` with both replication threads running now; '' when it is. */
+export function standbyProblem(s: MariaDbHaStatusReply, master: { hostaddr: string; port: number }): string {
+  if (!s.answering) return `it does not answer (${s.reason || 'down'})`;
+  if (!s.is_replica || s.master_host !== master.hostaddr || s.master_port !== master.port) {
+    return `it does not replicate from ${where(master)}${s.is_replica ? ` but from ${s.master_host}:${s.master_port}` : ''}`;
+  }
+  if (!s.io_running || !s.sql_running) return `its replication is stopped (${[s.last_io_error, s.last_sql_error].filter(Boolean).join('; ') || 'threads not running'})`;
+  return '';
+}
 
 /** Runs `work` and says how long it took (every HA step reports its duration). */
 export async function timed<T extends object>(work: () => Promise<T>): Promise<T & { ms: number }> {

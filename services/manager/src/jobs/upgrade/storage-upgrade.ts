@@ -10,7 +10,7 @@ import type { UpgradedInstance } from '@kcm/protocol';
 import type { Agents } from '@kcm/agent-api';
 import type { ShardRecord, StorageNodeRecord } from '../../meta/state';
 import { opId } from '../instance-ops';
-import { where } from '../shard-ha/shard-view';
+import { standbyProblem, where } from '../shard-ha/shard-view';
 import { storageVersion } from './engine-prep';
 
 export const asIpPort = (n: { hostaddr: string; port: number }): string => `${n.hostaddr}_${n.port}`;
@@ -20,25 +20,19 @@ export const STANDBY_HEALTH_WITHIN_MS = 120_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Why `node` is not a healthy standby of `master` now, or '' when it is. */
-async function standbyProblem(agents: Agents, node: StorageNodeRecord, master: StorageNodeRecord): Promise<string> {
-  const s = await agents.mariadbHa(node.hostaddr).replicationStatus(node.port);
-  if (!s.answering) return `it does not answer (${s.reason || 'down'})`;
-  if (!s.is_replica || s.master_host !== master.hostaddr || s.master_port !== master.port) {
-    return `it does not replicate from the master ${where(master)}${s.is_replica ? ` but from ${s.master_host}:${s.master_port}` : ''}`;
-  }
-  if (!s.io_running || !s.sql_running) return `its replication is stopped (${[s.last_io_error, s.last_sql_error].filter(Boolean).join('; ') || 'threads not running'})`;
-  return '';
+/** Why `node` is not a healthy standby of `master` now, or '' when it is (as its agent measures it). */
+async function standbyProblemNow(agents: Agents, node: StorageNodeRecord, master: StorageNodeRecord): Promise<string> {
+  return standbyProblem(await agents.mariadbHa(node.hostaddr).replicationStatus(node.port), master);
 }
 
 /** Waits until `node` replicates from `master` and has applied the master's position as of now. */
 async function waitHealthyStandby(agents: Agents, node: StorageNodeRecord, master: StorageNodeRecord, withinMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + withinMs;
-  let problem = await standbyProblem(agents, node, master).catch((err: Error) => err.message);
+  let problem = await standbyProblemNow(agents, node, master).catch((err: Error) => err.message);
   while (problem) {
     if (Date.now() > deadline || signal.aborted) throw new Error(problem);
     await sleep(500);
-    problem = await standbyProblem(agents, node, master).catch((err: Error) => err.message);
+    problem = await standbyProblemNow(agents, node, master).catch((err: Error) => err.message);
   }
   const masterPos = (await agents.mariadbHa(master.hostaddr).replicationStatus(master.port)).gtid_binlog_pos;
   const caught = await agents.mariadbHa(node.hostaddr).waitForGtid(node.port, masterPos, Math.max(1_000, deadline - Date.now()));
@@ -68,7 +62,7 @@ export async function upgradeStandby(ctx: StorageUpgradeContext, shard: ShardRec
     await ctx.record(node, before);
     return { ...base, version_before: node.engineVersion && node.engineVersion !== 'unknown' ? node.engineVersion : before, version_after: before, ms: '0' };
   }
-  const unhealthy = await standbyProblem(ctx.agents, node, master).catch((err: Error) => err.message);
+  const unhealthy = await standbyProblemNow(ctx.agents, node, master).catch((err: Error) => err.message);
   if (unhealthy) throw stopHere(`is not a healthy standby before its upgrade: ${unhealthy}`);
   const started = performance.now();
   try {
