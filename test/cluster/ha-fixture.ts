@@ -173,16 +173,25 @@ export interface ClientOp {
  * another. Every statement is recorded (ClientOp); a client keeps its session after a
  * statement's error, as an application would (it reconnects only when the session broke).
  */
+/** The compute nodes a ClientLoad spreads over, and the account it logs in with. */
+export type ClientLoadTarget = Pick<HaCluster, 'comps' | 'computer'>;
+
 export class ClientLoad {
   readonly ops: ClientOp[] = [];
   private stopped = false;
   private loops: Promise<void>[] = [];
 
-  constructor(private readonly ha: HaCluster, readonly clients: number, private readonly firstId = 1) {}
+  /** `table` has columns (id bigint primary key, at bigint); HaCluster's own by default. */
+  constructor(private readonly ha: ClientLoadTarget, readonly clients: number, private readonly firstId = 1, private readonly table = 'public.ha_orders') {}
+
+  /** The compute node client i talks to. */
+  compOf(client: number): { host: string; port: number } {
+    const comps = this.ha.comps();
+    return comps[client % comps.length];
+  }
 
   start(): void {
-    const comps = this.ha.comps();
-    for (let i = 0; i < this.clients; i++) this.loops.push(this.run(i, comps[i % comps.length]));
+    for (let i = 0; i < this.clients; i++) this.loops.push(this.run(i, this.compOf(i)));
   }
 
   async stop(): Promise<void> {
@@ -215,11 +224,18 @@ export class ClientLoad {
         await new Promise((r) => setTimeout(r, 50));
         continue;
       }
+      let insertedAt: number | undefined;
       for (const kind of ['insert', 'select'] as const) {
         const op: ClientOp = { client, kind, id, sentAt: Date.now(), doneAt: 0 };
         try {
-          if (kind === 'insert') await session.query('INSERT INTO public.ha_orders (id, at) VALUES ($1, $2)', [id, op.sentAt]);
-          else await session.query('SELECT at FROM public.ha_orders WHERE id = $1', [id]);
+          if (kind === 'insert') {
+            await session.query(`INSERT INTO ${this.table} (id, at) VALUES ($1, $2)`, [id, op.sentAt]);
+            insertedAt = op.sentAt;
+          } else {
+            const read = await session.query(`SELECT at FROM ${this.table} WHERE id = $1`, [id]);
+            // An acknowledged insert reads back as written, on the same session.
+            if (insertedAt !== undefined && Number(read.rows[0]?.at) !== insertedAt) throw new Error(`row ${id} read back as ${JSON.stringify(read.rows)}, inserted with at ${insertedAt}`);
+          }
         } catch (err) {
           op.error = (err as Error).message;
         }
@@ -237,7 +253,7 @@ export class ClientLoad {
 }
 
 /** No statement timeout below the compute nodes' own bound on a wait (10 s): 30 s guards a test from hanging only. */
-async function patientClient(ha: HaCluster, comp: { host: string; port: number }): Promise<pg.Client> {
+async function patientClient(ha: ClientLoadTarget, comp: { host: string; port: number }): Promise<pg.Client> {
   const c = new pg.Client({ ...comp, ...ha.computer, database: 'postgres', connectionTimeoutMillis: 5000, query_timeout: 30_000 });
   c.on('error', () => {});
   await c.connect();

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobStatus } from '../helpers/emit-client';
 import { waitFor } from '../manager/helpers/processes';
 import { HOSTS } from './cluster-fixture';
+import { ClientLoad, clientStall } from './ha-fixture';
 import { startGroupCluster, type Endpoint, type GroupCluster } from './group-cluster';
 
 const MEMBERS = ['127.0.1.111:58411', '127.0.1.112:58411', '127.0.1.113:58411'];
@@ -20,70 +21,8 @@ const AGENT_PORT = 58412;
 const OLD = { storage: '10.11.18', computer: '15.18' };
 const NEW = { storage: '10.11.19', computer: '15.20' };
 
-/** A failure a client saw: which compute node, when, and whether the compute node's own restart explains it. */
-interface ClientError {
-  comp: string;
-  at: number;
-  message: string;
-  computeRestart: boolean;
-}
-
 /** The errors a compute node's own stop and start gives its sessions: admin shutdown, cannot connect now, a closed socket. */
-function isComputeRestart(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  if (e.code && /^(57P0[123]|08\d\d\d|ECONNREFUSED|ECONNRESET|EPIPE)$/.test(e.code)) return true;
-  return /Connection terminated|connection (?:is )?(?:closed|ended)|terminating connection|the database system is (?:shutting down|starting up)|Client has encountered a connection error/i.test(e.message ?? '');
-}
-
-/** One client through one compute node: INSERT a row, then read it back by key, over and over. */
-class RowClient {
-  readonly acked: number[] = [];
-  readonly errors: ClientError[] = [];
-  longestMs = 0;
-  private stopped = false;
-  private loop?: Promise<void>;
-
-  constructor(
-    private readonly comp: Endpoint,
-    private readonly account: { user: string; password: string },
-    private nextId: number,
-  ) {}
-
-  start(): void {
-    this.loop = this.run();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.loop;
-  }
-
-  private async run(): Promise<void> {
-    let c: pg.Client | undefined;
-    while (!this.stopped) {
-      const id = this.nextId++;
-      const started = performance.now();
-      try {
-        if (!c) {
-          c = new pg.Client({ host: this.comp.host, port: this.comp.port, ...this.account, database: 'postgres', connectionTimeoutMillis: 5000 });
-          c.on('error', () => {});
-          await c.connect();
-        }
-        await c.query('INSERT INTO up_orders (id, note) VALUES ($1, $2)', [id, `row ${id}`]);
-        this.acked.push(id);
-        const read = await c.query('SELECT note FROM up_orders WHERE id = $1', [id]);
-        if (read.rows[0]?.note !== `row ${id}`) throw new Error(`row ${id} read back as ${JSON.stringify(read.rows)}`);
-        this.longestMs = Math.max(this.longestMs, performance.now() - started);
-      } catch (err) {
-        this.errors.push({ comp: `${this.comp.host}:${this.comp.port}`, at: Date.now(), message: (err as Error).message, computeRestart: isComputeRestart(err) });
-        await c?.end().catch(() => {});
-        c = undefined;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    await c?.end().catch(() => {});
-  }
-}
+const COMPUTE_RESTART = /Connection terminated|connection (?:is )?(?:closed|ended)|terminating connection|the database system is (?:shutting down|starting up)|Client has encountered a connection error|ECONNREFUSED|ECONNRESET|EPIPE|not queryable/i;
 
 describe('upgrade_cluster under a write load, with the manager leader SIGKILLed in the middle', () => {
   let g: GroupCluster;
@@ -127,7 +66,7 @@ describe('upgrade_cluster under a write load, with the manager leader SIGKILLed 
 
     const ddl = new pg.Client({ host: computeNodes[0].host, port: computeNodes[0].port, ...g.computer, database: 'postgres' });
     await ddl.connect();
-    await ddl.query('CREATE TABLE up_orders (id bigint PRIMARY KEY, note varchar(40))');
+    await ddl.query('CREATE TABLE up_orders (id bigint PRIMARY KEY, at bigint NOT NULL)');
     await ddl.end();
     await waitFor('up_orders on the second compute node', async () => {
       const c = new pg.Client({ host: computeNodes[1].host, port: computeNodes[1].port, ...g.computer, database: 'postgres' });
@@ -141,9 +80,10 @@ describe('upgrade_cluster under a write load, with the manager leader SIGKILLed 
       }
     }, 60_000, 300);
 
-    const clients = [0, 1, 2, 3].map((i) => new RowClient(computeNodes[i % 2], g.computer, 1 + i * 10_000_000));
-    for (const c of clients) c.start();
-    await waitFor('every client acknowledged', async () => (clients.every((c) => c.acked.length > 5) ? true : undefined), 60_000, 100);
+    const load = new ClientLoad({ comps: () => computeNodes, computer: g.computer }, 4, 1, 'public.up_orders');
+    load.start();
+    await waitFor('every client acknowledged', async () => ([0, 1, 2, 3].every((c) => load.ops.filter((o) => o.client === c && o.kind === 'insert' && !o.error).length > 5) ? true : undefined), 60_000, 100);
+    const jobStarted = Date.now();
 
     const leader = await g.group.waitForLeader();
     const jobId = await g.submit('upgrade_cluster', { cluster_id: g.clusterId, storage_version: NEW.storage, computer_version: NEW.computer }, [leader]);
@@ -160,7 +100,8 @@ describe('upgrade_cluster under a write load, with the manager leader SIGKILLed 
     await g.group.waitForLeader(MEMBERS.filter((m) => m !== leader), 30_000);
     const done = await g.waitForEnd(jobId, 600_000);
     expect(done.status, done.error_info).toBe('done');
-    for (const c of clients) await c.stop();
+    const jobEnded = Date.now();
+    await load.stop();
     const result = done.attachment as { list_node: { instance: string; version_after: string }[]; list_comp: { version_after: string }[]; list_switch: { write_stall_ms: string }[] };
     console.log(`upgrade_cluster: ${JSON.stringify(result)}`);
     expect(result.list_switch).toHaveLength(1);
@@ -172,14 +113,16 @@ describe('upgrade_cluster under a write load, with the manager leader SIGKILLed 
     // Every acknowledged insert is on the shard's master.
     const master = await g.masterOf(0);
     const onShard = new Set((await g.onNode<{ id: number }>(master, 'SELECT id FROM `postgres_$$_public`.up_orders')).map((r) => Number(r.id)));
-    const acked = clients.flatMap((c) => c.acked);
+    const acked = load.acked();
     const lost = acked.filter((id) => !onShard.has(id));
-    const errors = clients.flatMap((c) => c.errors);
-    const storageSide = errors.filter((e) => !e.computeRestart);
+    const errors = load.errors();
+    const storageSide = errors.filter((e) => !COMPUTE_RESTART.test(e.error!));
+    const restartsAt = (c: { host: string; port: number }) => errors.filter((e) => COMPUTE_RESTART.test(e.error!) && load.compOf(e.client) === c).length;
+    const stall = clientStall(load.ops, jobStarted, jobEnded);
     console.log(
       `clients: ${acked.length} inserts acknowledged, ${lost.length} lost; errors: ${storageSide.length} storage side, ${errors.length - storageSide.length} from a compute node's own restart ` +
-        `(${computeNodes.map((c) => `${c.host}:${c.port} ${errors.filter((e) => e.computeRestart && e.comp === `${c.host}:${c.port}`).length}`).join(', ')}); ` +
-        `longest statement pair per client: ${clients.map((c) => Math.round(c.longestMs)).join(', ')} ms; switchover stall (job): ${result.list_switch[0].write_stall_ms} ms`,
+        `(${computeNodes.map((c) => `${c.host}:${c.port} ${restartsAt(c)}`).join(', ')}); ` +
+        `longest statement per client during the job: ${stall.longestPerClient.join(', ')} ms; switchover stall (job): ${result.list_switch[0].write_stall_ms} ms`,
     );
     expect(lost).toEqual([]);
     expect(storageSide, JSON.stringify(storageSide.slice(0, 5))).toEqual([]);
