@@ -21,15 +21,17 @@ const computeHosts = (cluster: ClusterRecord) => [...new Set(Object.values(clust
 
 /** Refuses unless the group and the cluster's agents can upgrade; fetches the engines; returns `<kind> <version> on <host>` for each host. */
 export async function checkAndPrepare(ctx: StepContext<UpgradeParas, any>, cluster: ClusterRecord, p: UpgradeParas): Promise<string[]> {
-  await requireGroupProtocol(ctx, 2, 'upgrade_cluster', { agentHosts: [...storageHosts(cluster), ...computeHosts(cluster)] });
+  const storage = storageHosts(cluster);
+  const compute = computeHosts(cluster);
+  await requireGroupProtocol(ctx, 2, 'upgrade_cluster', { agentHosts: [...storage, ...compute] });
   const prepared: string[] = [];
   if (p.storage_version !== undefined) {
-    await prepareEngineOnHosts(ctx, ctx.jobId, 'mariadb', p.storage_version, storageHosts(cluster));
-    prepared.push(...storageHosts(cluster).map((h) => `mariadb ${p.storage_version} on ${h}`));
+    await prepareEngineOnHosts(ctx, ctx.jobId, 'mariadb', p.storage_version, storage);
+    prepared.push(...storage.map((h) => `mariadb ${p.storage_version} on ${h}`));
   }
   if (p.computer_version !== undefined) {
-    await prepareEngineOnHosts(ctx, ctx.jobId, 'postgres', p.computer_version, computeHosts(cluster));
-    prepared.push(...computeHosts(cluster).map((h) => `postgres ${p.computer_version} on ${h}`));
+    await prepareEngineOnHosts(ctx, ctx.jobId, 'postgres', p.computer_version, compute);
+    prepared.push(...compute.map((h) => `postgres ${p.computer_version} on ${h}`));
   }
   return prepared;
 }
