@@ -4,9 +4,9 @@
 // arrays. The TypeScript shapes in contract/ state what these options decode; the contract
 // test checks them against the .proto files.
 
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { assetPath } from '@kcm/common';
 
 export const AGENT_PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true };
 
@@ -14,7 +14,7 @@ export const AGENT_PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs:
 export const AGENT_PROTO_FILES = ['agent.proto', 'agent-mariadb.proto', 'agent-postgres.proto', 'agent-cgroup.proto', 'agent-mariadb-ha.proto', 'agent-storage.proto', 'agent-mariadb-restore.proto', 'agent-mariadb-logical.proto', 'agent-mariadb-tables.proto', 'agent-table-move.proto', 'agent-shard-data.proto', 'agent-passwords.proto', 'agent-host-probe.proto', 'agent-shard-routing.proto'] as const;
 
 export function agentProtoPath(protoFile: string): string {
-  return fileURLToPath(new URL(`../../../proto/${protoFile}`, import.meta.url));
+  return assetPath('proto', protoFile);
 }
 
 export function loadAgentService(protoFile: string, serviceName: string): grpc.ServiceClientConstructor {

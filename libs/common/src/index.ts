@@ -10,5 +10,7 @@ export type { BatchDuplex, PipelineOptions } from './pipelined-stream';
 export { OWNER_ONLY_UMASK, useOwnerOnlyUmask, makePrivateDirSync, makeDirWithMode } from './private-files';
 export { CALLS_STARTED_PER_TURN, eachAtMost, startInSlices } from './concurrency';
 export { ONE_SHOT_MYSQL_OPTIONS } from './mysql-connections';
+export { assetPath, isReleaseBundle } from './assets';
+export type { AssetFolder } from './assets';
 export { KCM_PROTOCOL, KCM_PROTOCOL_OLDEST, KCM_VERSION, PROTOCOL_METADATA_KEY, VERSION_METADATA_KEY, protocolRefusal, readPeerProtocol } from './kcm-protocol';
 export type { PeerProtocol, ProtocolParty } from './kcm-protocol';

@@ -1,6 +1,7 @@
 // kcm: the command line client. main(argv, io) is the whole program with its world
 // injected, so tests run it in-process; the bottom of this file wires the real process.
 
+import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { TransportError } from './http-client';
 import { EXIT, UsageError, processIo, type CliIo } from './io';
@@ -63,4 +64,12 @@ export async function runAsCommand(): Promise<void> {
   process.exitCode = await main(process.argv.slice(2), processIo());
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await runAsCommand();
+/** True when this file is the program run: `tsx .../main.ts`, or the release bundle, also through
+ * the /usr/bin/kcm symlink (argv[1] is the link; import.meta.url the file it points to). */
+function runAsProgram(): boolean {
+  const script = process.argv[1];
+  if (!script || !existsSync(script)) return false;
+  return realpathSync(script) === fileURLToPath(import.meta.url);
+}
+
+if (runAsProgram()) await runAsCommand();

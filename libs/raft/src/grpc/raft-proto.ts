@@ -5,13 +5,13 @@
 // SendMessages is the hot path: its requests are (de)serialised by the hand-written
 // codec (codec/message-codec.ts), so that RPC carries Message[] directly.
 
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { assetPath } from '@kcm/common';
 import type { Message } from '../core/types';
 import { decodeMessageBatch, encodeMessageBatch } from '../codec/message-codec';
 
-export const RAFT_PROTO_PATH = fileURLToPath(new URL('../../../../proto/raft.proto', import.meta.url));
+export const RAFT_PROTO_PATH = assetPath('proto', 'raft.proto');
 const SERVICE_NAME = 'kcm.raft.v1.Raft';
 
 export interface ProtoEntry {

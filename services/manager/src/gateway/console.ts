@@ -10,16 +10,20 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { assetPath, isReleaseBundle } from '@kcm/common';
 
 export const CONSOLE_PATH = '/ui/';
-const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
+const CONSOLE_DIR = assetPath('console');
 const LIT_HTML_PATH = `${CONSOLE_PATH}vendor/lit-html/`;
 
-/** The published lit-html package directory (its browser build sits at its top level). */
+/**
+ * The published lit-html package directory (its browser build sits at its top level). A
+ * release bundle has no node_modules for it: the build copies the package to console/lit-html/.
+ */
 function litHtmlDir(): string {
+  if (isReleaseBundle()) return assetPath('console', 'lit-html');
   let dir = path.dirname(createRequire(import.meta.url).resolve('lit-html'));
   // Node resolves the package's "node" build (<package>/node/...): walk up to the package itself.
   while (path.basename(dir) !== 'lit-html' && path.dirname(dir) !== dir) dir = path.dirname(dir);

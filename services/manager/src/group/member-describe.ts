@@ -1,13 +1,12 @@
 // The Member service (proto/manager-member.proto): what a manager says about itself to the
 // other members, and the one call that asks it. Loaded at run time, like forward-proto.ts.
 
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { KCM_PROTOCOL, KCM_VERSION } from '@kcm/common';
+import { KCM_PROTOCOL, KCM_VERSION, assetPath } from '@kcm/common';
 import { channelCredentials, protocolClientInterceptor, type ProtocolIdentity } from '@kcm/agent-api';
 
-const PROTO_PATH = fileURLToPath(new URL('../../../../proto/manager-member.proto', import.meta.url));
+const PROTO_PATH = assetPath('proto', 'manager-member.proto');
 
 export interface DescribeReply {
   member: string;

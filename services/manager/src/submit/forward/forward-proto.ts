@@ -1,12 +1,12 @@
 // Loads proto/manager-forward.proto at run time (no generated code to go stale) and states
 // the TypeScript shapes of its messages beside it, as proto-loader decodes them.
 
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { assetPath } from '@kcm/common';
 import { channelCredentials, protocolClientInterceptor } from '@kcm/agent-api';
 
-const PROTO_PATH = fileURLToPath(new URL('../../../../../proto/manager-forward.proto', import.meta.url));
+const PROTO_PATH = assetPath('proto', 'manager-forward.proto');
 
 export interface SubmitRequest {
   id: number;
