@@ -28,6 +28,7 @@ export function startTls(opts: TlsStartOptions): TlsMaterial | undefined {
     throw new TlsMaterialError(`TLS is required: name the ${missing.join(', ')} file${missing.length > 1 ? 's' : ''} (tls.ca, tls.cert, tls.key), or start with insecure explicitly`);
   }
   const material = loadTlsMaterial(files as TlsFiles, opts.role);
-  useTls(material);
+  // Renewed files are picked up without a restart (reloading.ts); a bad renewal is logged and not used.
+  useTls(material, { warn: opts.warn });
   return material;
 }

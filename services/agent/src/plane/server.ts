@@ -8,13 +8,14 @@
 // manager-role certificate may ask for any transfer, an agent-role one only with a
 // manager's transfer ticket naming it as holder and this agent as a target, unexpired. It
 // exists only with mutual TLS: an `--insecure` agent has no plane (its peers use gRPC), and
-// it starts after the credentials are loaded, like every port of the agent.
+// it starts after the credentials are loaded, like every port of the agent. A certificate
+// renewed on disk is used for the next handshakes (credentials.ts onTlsReloaded).
 
 import type { AddressInfo } from 'node:net';
 import * as tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { activeTls, agentStatusOf, dataFrameHeader, endFrame, MAX_PLANE_REQUEST_BYTES, roleOf, ticketRefusal, type PlaneRequest, type PlaneTrailer, type TlsMaterial } from '@kcm/agent-api';
+import { activeTls, agentStatusOf, dataFrameHeader, endFrame, MAX_PLANE_REQUEST_BYTES, onTlsReloaded, roleOf, ticketRefusal, type PlaneRequest, type PlaneTrailer, type TlsMaterial } from '@kcm/agent-api';
 import type { AgentContext } from '../capability';
 import { planeHandlers, PlaneRefusal, type PlaneSink } from './handlers';
 
@@ -27,6 +28,8 @@ export interface PlaneOptions {
   /** This agent's gRPC address as managers name it (`hostaddr:port`), which tickets must name. */
   self: () => string;
   ctx: AgentContext;
+  /** Told of every transfer served (the agent's /metrics). */
+  onTransfer?(op: string, result: 'ok' | 'failed', bytes: number): void;
 }
 
 export interface RunningPlane {
@@ -46,10 +49,11 @@ export async function startPlane(opts: PlaneOptions): Promise<RunningPlane | und
       open.add(socket);
       socket.once('close', () => open.delete(socket));
       socket.on('error', () => {}); // a peer that goes away; the transfer sees the close
-      serve(socket, material, opts, open.size, log).catch((err: unknown) => log.error({ err }, 'plane connection failed'));
+      serve(socket, activeTls() ?? material, opts, open.size, log).catch((err: unknown) => log.error({ err }, 'plane connection failed'));
     },
   );
   server.on('tlsClientError', () => {}); // refused handshakes (no or foreign certificate) never reach a handler
+  const stopReloads = onTlsReloaded((m) => server.setSecureContext({ ca: m.caPem, cert: m.certPem, key: m.keyPem }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.hostaddr, () => (server.off('error', reject), resolve()));
@@ -61,6 +65,7 @@ export async function startPlane(opts: PlaneOptions): Promise<RunningPlane | und
     address,
     close: () =>
       new Promise<void>((resolve) => {
+        stopReloads();
         for (const s of open) s.destroy();
         server.close(() => resolve());
       }),
@@ -91,6 +96,7 @@ async function serve(socket: tls.TLSSocket, material: TlsMaterial, opts: PlaneOp
   // on also notices a caller that goes away (its end closes the socket, which stops the transfer).
   socket.on('data', () => socket.destroy());
   socket.resume();
+  let sent = 0;
   const sink: PlaneSink = {
     signal: abort.signal,
     async send(data: Buffer | readonly Buffer[]) {
@@ -98,6 +104,7 @@ async function serve(socket: tls.TLSSocket, material: TlsMaterial, opts: PlaneOp
       let length = 0;
       for (const piece of pieces) length += piece.length;
       if (length === 0) return;
+      sent += length;
       if (abort.signal.aborted) throw new Error('the receiver closed the connection');
       socket.cork();
       socket.write(dataFrameHeader(length));
@@ -110,7 +117,9 @@ async function serve(socket: tls.TLSSocket, material: TlsMaterial, opts: PlaneOp
   try {
     const backup = await handler(opts.ctx, request, sink);
     finish({ code: grpc.status.OK, details: '', ...(backup ? { backup } : {}) });
+    opts.onTransfer?.(request.op, 'ok', sent);
   } catch (err) {
+    opts.onTransfer?.(request.op, 'failed', sent);
     if (!abort.signal.aborted) log.error({ err, op: request.op }, 'data plane transfer failed');
     const code = err instanceof PlaneRefusal ? err.code : agentStatusOf(err);
     finish({ code, details: err instanceof Error ? err.message : String(err) });
