@@ -17,6 +17,8 @@ import { InstanceSupervisor } from './capabilities/supervisor';
 import { rejoinCgroup } from './capabilities/cgroup/rejoin';
 import { unary } from './grpc-unary';
 import { startPlane, type RunningPlane } from './plane/server';
+import { createAgentMetrics } from './metrics/agent-metrics';
+import { startMetricsListener, type RunningMetricsListener } from './metrics/metrics-listener';
 
 /** The kcm release this agent reports in Health (its protocol travels in every reply's metadata). */
 export const AGENT_VERSION = KCM_VERSION;
@@ -38,6 +40,11 @@ export interface AgentOptions {
    * it, or an ephemeral one when `port` is 0. Only with mutual TLS.
    */
   planePort?: number;
+  /**
+   * The plain-HTTP /metrics port on hostaddr (metrics/metrics-listener.ts); none when
+   * undefined. kcm-agent's --metrics-port defaults it to the gRPC port + 2.
+   */
+  metricsPort?: number;
 }
 
 export interface RunningAgent {
@@ -45,6 +52,8 @@ export interface RunningAgent {
   address: string;
   /** `host:port` of the data plane; undefined without mutual TLS. */
   planeAddress?: string;
+  /** `host:port` of /metrics; undefined when not asked for. */
+  metricsAddress?: string;
   stop(): Promise<void>;
 }
 
@@ -60,6 +69,7 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
     intervalMs: opts.superviseIntervalMs,
     onRestarted: (kind, port, pid) => rejoinCgroup({ kind: kind === 'mariadb' ? 'mysql' : 'pg', hostaddr: opts.hostaddr, port }, pid),
   });
+  const metrics = createAgentMetrics({ census: () => supervisor.census() });
   const ctx: AgentContext = { hostaddr: opts.hostaddr, logger: opts.logger, engines, stateDir, ops: new OpLedger(path.join(stateDir, 'ops')), supervisor };
   let address = `${opts.hostaddr}:${opts.port}`;
   const health = (): HealthReply => ({ hostaddr: opts.hostaddr, version: AGENT_VERSION, uptime_ms: Date.now() - startedAt, pid: process.pid });
@@ -71,9 +81,13 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => health()),
     Watch: (call: Parameters<typeof serveBeats>[0]) => serveBeats(call, health),
-    HostFacts: unary(opts.logger, 'HostFacts', (req: HostFactsRequest) => hostFacts(req.dirs, debianEnginePaths)),
+    HostFacts: unary(opts.logger, 'HostFacts', (req: HostFactsRequest) => {
+      metrics.noteDataDirs(req.dirs);
+      return hostFacts(req.dirs, debianEnginePaths);
+    }),
     PrepareDirs: unary(opts.logger, 'PrepareDirs', async (req: PrepareDirsRequest) => {
       const reply = await prepareDirs(req.dirs);
+      metrics.noteDataDirs(req.dirs);
       opts.logger.info({ op_id: req.op_id, dirs: req.dirs, problems: reply.problems }, 'prepared directories');
       return reply;
     }),
@@ -87,17 +101,29 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   opts.logger.info({ address }, 'agent listening');
   let plane: RunningPlane | undefined;
   try {
-    plane = await startPlane({ hostaddr: opts.hostaddr, port: opts.planePort ?? (opts.port === 0 ? 0 : port + 1), self: () => address, ctx });
+    plane = await startPlane({ hostaddr: opts.hostaddr, port: opts.planePort ?? (opts.port === 0 ? 0 : port + 1), self: () => address, ctx, onTransfer: (op, result, bytes) => metrics.observeTransfer(op, result, bytes) });
   } catch (err) {
     server.forceShutdown();
     throw new Error(`the data plane of ${address} cannot listen: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  let metricsListener: RunningMetricsListener | undefined;
+  if (opts.metricsPort !== undefined) {
+    try {
+      metricsListener = await startMetricsListener({ hostaddr: opts.hostaddr, port: opts.metricsPort, registry: metrics.registry, logger: opts.logger });
+    } catch (err) {
+      await plane?.close();
+      server.forceShutdown();
+      throw new Error(`the metrics listener of ${address} cannot listen on port ${opts.metricsPort}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
   }
   // After a host or agent restart, this first pass brings back what was running.
   supervisor.start();
   return {
     address,
     planeAddress: plane?.address,
+    metricsAddress: metricsListener?.address,
     stop: async () => {
+      await metricsListener?.close();
       await plane?.close();
       // No restart may begin once stopping; one under way gets a moment to finish, so a
       // server it spawns is not left behind by a caller that cleans up right after.

@@ -39,6 +39,15 @@ export interface SupervisorOptions {
   onRestarted?(kind: SupervisedKind, port: number, pid: number): Promise<unknown>;
 }
 
+export interface InstanceCensus {
+  kind: SupervisedKind;
+  port: number;
+  desired: DesiredRecord['desired'];
+  /** Its server process runs now. */
+  running: boolean;
+  restarts: number;
+}
+
 interface Watch {
   /** Restarts in a row that did not stay up for stableMs, or starts that failed. */
   failures: number;
@@ -94,6 +103,18 @@ export class InstanceSupervisor {
     const record = await this.opts.desired.get(kind, port).catch(() => undefined);
     const at = record?.lastRestartAt ? Date.parse(record.lastRestartAt) : 0;
     return { restarts: record?.restarts ?? 0, desired: record?.desired ?? '', lastRestartAtMs: Number.isFinite(at) ? at : 0 };
+  }
+
+  /**
+   * Every instance with a desired state, with whether its server process runs now (measured
+   * with the engine's own pid check, not read from the record): the agent's /metrics.
+   */
+  async census(): Promise<InstanceCensus[]> {
+    const records = await this.opts.desired.list();
+    return Promise.all(records.map(async (r) => {
+      const pid = (await this.engines.get(r.kind)?.runningPid(r.port).catch(() => 0)) ?? 0;
+      return { kind: r.kind, port: r.port, desired: r.desired, running: pid > 0, restarts: r.restarts };
+    }));
   }
 
   /** One pass over every instance wanted running; a pass still under way makes this a no-op. */
