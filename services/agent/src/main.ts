@@ -24,6 +24,8 @@ const { values } = parseArgs({
     'engine-cache': { type: 'string', default: process.env.KCM_AGENT_ENGINE_CACHE },
     'mariadb-version': { type: 'string', default: process.env.KCM_AGENT_MARIADB_VERSION },
     'postgres-version': { type: 'string', default: process.env.KCM_AGENT_POSTGRES_VERSION },
+    // Plain-HTTP /metrics on the host address (docs/agent-metrics.md); default the gRPC port + 2.
+    'metrics-port': { type: 'string', default: process.env.KCM_AGENT_METRICS_PORT },
   },
 });
 
@@ -42,6 +44,7 @@ const agent = await startAgent({
   stateDir: values['state-dir'],
   engineCacheDir: values['engine-cache'],
   engineDefaults: { mariadb: values['mariadb-version'], postgres: values['postgres-version'] },
+  metricsPort: values['metrics-port'] !== undefined ? Number(values['metrics-port']) : Number(values.port) + 2,
 });
 const shutdown = createShutdown(logger);
 shutdown.add('agent grpc server', () => agent.stop());
