@@ -3,10 +3,12 @@
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { RaftNode } from '@kcm/raft';
+import { activeTls, exportCertExpiry } from '@kcm/agent-api';
 import type { HealthMonitor } from './leader/health-monitor';
 import { archiveCoversUntil } from './meta/binlog-archive';
 import type { InDoubtSummary, XaResolution } from './leader/in-doubt-resolver';
 import type { ShardMasterHealth } from './leader/shard-failure-detector';
+import { SHARD_FAILOVER, type ShardFailoverParas } from './jobs/shard-ha/failover-job';
 import type { JobRecord, JobResultRecord, MetaState } from './meta/state';
 
 export interface ManagerMetrics {
@@ -32,6 +34,8 @@ export function createManagerMetrics(
     /** In-doubt XA branches per cluster after the leader's resolver's latest round (empty on followers). */
     inDoubtXa?: () => InDoubtSummary[];
     now?: () => number;
+    /** This member's name, on its certificate's expiry series. */
+    member?: string;
   },
 ): ManagerMetrics {
   const raftGauge = (name: string, help: string, read: (r: RaftNode) => number) =>
@@ -126,6 +130,29 @@ export function createManagerMetrics(
       for (const m of sources.shardMasters?.() ?? []) this.set({ cluster_id: m.clusterId, shard_id: m.shardId }, m.up ? 1 : 0);
     },
   });
+
+  // Shard failovers (jobs/shard-ha/failover-job.ts) as the leader that finished them counts
+  // them. Every shard's series start at 0 on every member, so the first failover is an increase
+  // Prometheus sees (a series born at 1 has none), and KcmFailoverDone/Failed fire on it.
+  const failovers = new Counter({
+    name: 'kcm_failovers_total',
+    help: 'Shard master failovers finished by this member as leader, by cluster, shard and result (done, failed)',
+    labelNames: ['cluster_id', 'shard_id', 'result'],
+    registers: [registry],
+    collect() {
+      for (const cluster of Object.values(sources.state().clusters)) {
+        for (const shardId of Object.keys(cluster.shards)) for (const result of ['done', 'failed']) this.inc({ cluster_id: cluster.id, shard_id: shardId, result }, 0);
+      }
+    },
+  });
+  const countFailover = (job: JobRecord, outcome: JobResultRecord) => {
+    if (job.jobType !== SHARD_FAILOVER) return;
+    const paras = job.paras as Partial<ShardFailoverParas>;
+    failovers.inc({ cluster_id: String(paras.cluster_id), shard_id: String(paras.shard_id), result: outcome.ok ? 'done' : 'failed' });
+  };
+  // The certificate of this member's gRPC links (Raft, forwarding, agents), renewed without a
+  // restart (libs/agent-api tls/reloading.ts); the HTTPS listener adds use="https" to the family.
+  exportCertExpiry(registry, { member: sources.member ?? '', use: 'grpc' }, () => activeTls()?.cert);
 
   new Gauge({
     name: 'kcm_binlog_archive_lag_seconds',
