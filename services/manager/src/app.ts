@@ -194,7 +194,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   });
 
   let monitor: HealthMonitor | undefined;
-  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), shardMasters: () => failureDetector.masterHealth(), inDoubtXa: () => inDoubtResolver.inDoubt(), now });
+  const metrics = createManagerMetrics(promRegistry, { raft: () => raft, state: () => sm.state, health: () => (leadership.isLeader ? monitor : undefined), shardMasters: () => failureDetector.masterHealth(), inDoubtXa: () => inDoubtResolver.inDoubt(), now, member: config.member });
   const memberVersions = new MemberVersions({ self: config.member, members: () => [...raft.status().conf.voters, ...raft.status().conf.learners], identity: protocolIdentity, logger: logger.child({ component: 'member-versions' }) });
   memberVersions.start();
   // No command kind is proposed that a member of an older build could not apply (group/protocol-gate.ts).
@@ -345,7 +345,13 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   if (config.insecure) logger.warn('INSECURE: Emit is served without authentication (insecure: true / --insecure); never run a real deployment like this');
   else if (config.tokens.length === 0) logger.warn('no tokens in the config: only tokens in the replicated state (create_token) can authenticate');
   const auth = config.insecure ? ({ insecure: true } as const) : { lookup: tokenDirectory(config.tokens, () => sm.state) };
-  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth, member: config.member, registry: promRegistry,
+  // HTTPS unless plain HTTP was asked for (gateway/https-listener.ts); its certificate's expiry on /metrics.
+  const listener = emitListenerOf(config);
+  if (listener.scheme === 'http') logger.warn({ because: listener.because }, 'Emit and the console are served over plain HTTP: bearer tokens and returned passwords cross the network in clear');
+  const https = listener.scheme === 'https'
+    ? { files: listener.files, configKey: listener.from, onServing: (current: () => X509Certificate) => exportCertExpiry(promRegistry, { member: config.member, use: 'https' }, current) }
+    : undefined;
+  const gateway = buildGateway({ service, logger: logger.child({ component: 'gateway' }), auth, member: config.member, registry: promRegistry, https,
     unhealthy: () => (sm.applyStop ? { status: 'apply stopped', reason: sm.applyStop.message } : undefined),
     mintToken: requestBoundTokens(secrets),
     rateLimit: { ratePerSecond: config.emitRatePerSecond, burst: config.emitRateBurst } });
