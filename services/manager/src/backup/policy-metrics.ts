@@ -36,6 +36,19 @@ export function registerBackupPolicyMetrics(registry: Registry, sources: { state
       for (const policy of allPolicies(sources.state())) this.set({ cluster_id: policy.clusterId }, allowedBackupAgeSeconds(policy.fullEveryHours));
     },
   });
+  // Every cluster with a stored full backup, with a policy or not: the dashboard's "last backup".
+  new Gauge({
+    name: 'kcm_backup_last_success_timestamp_seconds',
+    help: 'When the newest stored full backup set of each cluster finished (Unix seconds)',
+    labelNames: ['cluster_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const newest = new Map<string, number>();
+      for (const set of Object.values(sources.state().backupSets)) newest.set(set.clusterId, Math.max(newest.get(set.clusterId) ?? 0, set.finishedAt));
+      for (const [clusterId, finishedAt] of newest) this.set({ cluster_id: clusterId }, finishedAt / 1000);
+    },
+  });
   new Gauge({
     name: 'kcm_backup_expired_objects_pending',
     help: 'Objects (backup sets, archived binlogs) that expiry removed from the state and the leader has not deleted from their storage yet',
