@@ -6,7 +6,9 @@ import { ROLES, TOKEN_NAME_PATTERN, TOKEN_NAME_RULE, parsePeer } from '@kcm/prot
 
 const member = z.string().refine((s) => parsePeer(s).ok, { message: 'must be <host>:<port>' });
 
-export const managerConfigSchema = z.object({
+// Strict: a misspelt key ("dataDirr") is refused by name instead of being ignored while its
+// default silently applies.
+export const managerConfigSchema = z.strictObject({
   /**
    * This member's identity and HTTP address, `<host>:<port>`: the gateway listens here and
    * the Raft transport on the next port (port + 1). raft_mission names members this way.
@@ -28,7 +30,7 @@ export const managerConfigSchema = z.object({
    */
   tokens: z
     .array(
-      z.object({
+      z.strictObject({
         name: z.string().regex(TOKEN_NAME_PATTERN, TOKEN_NAME_RULE),
         role: z.enum(ROLES),
         sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the hex SHA-256 of the token (64 lowercase hex digits)'),
@@ -157,8 +159,9 @@ export type ManagerConfig = z.infer<typeof managerConfigSchema>;
 export function parseManagerConfig(raw: unknown, source = 'config'): ManagerConfig {
   const parsed = managerConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw new Error(`${source}: ${problems}`);
+    // A misspelt key first: its unknown name usually explains the "required" that follows it.
+    const issues = [...parsed.error.issues].sort((a, b) => Number(b.code === 'unrecognized_keys') - Number(a.code === 'unrecognized_keys'));
+    throw new Error(`${source}: ${issues.map(describeIssue).join('; ')}`);
   }
   const config = parsed.data;
   if (!config.join && config.initialMembers.length > 0 && !config.initialMembers.includes(config.member)) {
@@ -167,6 +170,46 @@ export function parseManagerConfig(raw: unknown, source = 'config'): ManagerConf
   return config;
 }
 
+/** One config problem, naming its key: `agentPort: Too big: ...`, `unknown key "dataDirr" (did you mean dataDir?)`. */
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const known = issue.path.length === 0 ? Object.keys(managerConfigSchema.shape) : [];
+    return issue.keys
+      .map((key) => {
+        const near = known.find((k) => k.toLowerCase() === key.toLowerCase() || editDistance(k, key) <= 2);
+        return `unknown key ${JSON.stringify(where ? `${where}.${key}` : key)}${near ? ` (did you mean ${near}?)` : ''}`;
+      })
+      .join('; ');
+  }
+  if (issue.code === 'invalid_type' && issue.input === undefined) return `${where}: required, missing`;
+  return `${where || '(root)'}: ${issue.message}`;
+}
+
+/** Levenshtein distance, for the "did you mean" of a misspelt key. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+/** Reads and checks a config file; every failure is an Error whose message names the file and the problem. */
 export function loadManagerConfig(file: string): ManagerConfig {
-  return parseManagerConfig(JSON.parse(readFileSync(file, 'utf8')), file);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`config ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`config ${file}: not valid JSON (${(err as Error).message})`);
+  }
+  return parseManagerConfig(raw, `config ${file}`);
 }
