@@ -3,6 +3,7 @@
 
 import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { versionLine } from '@kcm/common';
 import { TransportError } from './http-client';
 import { EXIT, UsageError, processIo, type CliIo } from './io';
 import { topHelp } from './help';
@@ -32,6 +33,10 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     if (command === '--help' || command === '-h' || command === 'help') {
       if (rest[0] && Object.hasOwn(COMMANDS, rest[0])) return await COMMANDS[rest[0]]([...rest.slice(1), '--help'], io);
       io.stdout.write(topHelp());
+      return EXIT.ok;
+    }
+    if (command === '--version' || command === 'version') {
+      io.stdout.write(`${versionLine('kcm')}\n`);
       return EXIT.ok;
     }
     if (!Object.hasOwn(COMMANDS, command)) {
