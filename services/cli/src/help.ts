@@ -55,6 +55,7 @@ export function topHelp(): string {
     '  kcm status 12 --wait',
     `  kcm get get_cluster_detail --paras '{"cluster_name":"cluster_1700000000_000001"}'`,
     '',
+    'kcm --version prints this build: kcm <release> (kcm-protocol <n>).',
     'Exit codes: 0 ok; 1 rejected or job failed; 2 usage error; 3 manager unreachable; 4 --wait timed out.',
     `Error codes: ${ERROR_CATALOG.map((e) => `${e.code} ${e.name}`).join(', ')}.`,
     '',
