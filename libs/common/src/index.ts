@@ -12,5 +12,7 @@ export { CALLS_STARTED_PER_TURN, eachAtMost, startInSlices } from './concurrency
 export { ONE_SHOT_MYSQL_OPTIONS } from './mysql-connections';
 export { assetPath, isReleaseBundle } from './assets';
 export type { AssetFolder } from './assets';
+export { EXIT_CONFIG, EXIT_USAGE, checkPort, exitWithConfigError, helpText, parseCommandLine, runCommandLine, versionLine } from './command-line';
+export type { CommandLineOutcome, CommandSpec, OptionSpec, OptionValues } from './command-line';
 export { KCM_PROTOCOL, KCM_PROTOCOL_OLDEST, KCM_VERSION, PROTOCOL_METADATA_KEY, VERSION_METADATA_KEY, protocolRefusal, readPeerProtocol } from './kcm-protocol';
 export type { PeerProtocol, ProtocolParty } from './kcm-protocol';

@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { versionLine } from '@kcm/common';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -20,6 +21,11 @@ describe('the kcm command', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^kcm: send jobs to a kcm manager group/);
+  });
+
+  it('--version prints `kcm <release> (kcm-protocol N)`, exit 0', async () => {
+    const r = await run(path.join(REPO_ROOT, 'node_modules/.bin/kcm'), ['--version']);
+    expect(r).toEqual({ code: 0, stdout: `${versionLine('kcm')}\n`, stderr: '' });
   });
 
   it('passes its arguments through: an unknown command is a usage error (exit 2)', async () => {
