@@ -39,6 +39,10 @@ export interface ClusterFixtureOptions {
   managerConfig?: Record<string, unknown>;
   /** Record every engine-agent call the manager makes in `agentCalls` (evidence that a leader loop had its rounds). */
   recordAgentCalls?: boolean;
+  /** In-process agents serve /metrics at the agent port + 2, as kcm-agent does by default (process agents always do). */
+  agentMetrics?: boolean;
+  /** The manager's clock (buildManager's `clock`), for a test that moves it on. */
+  managerClock?: () => number;
 }
 
 /** One call the manager made to a host's agent: `api` is the Agents accessor (mariadbHa, postgres...). */
@@ -111,10 +115,10 @@ export async function startClusterFixture(options: ClusterFixtureOptions = {}): 
         await agent.listeningPid();
         continue;
       }
-      agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`) }));
+      agents.push(await startAgent({ hostaddr: host, port: agentPort, logger: logger.child({ agent: host }), stateDir: path.join(tmp, `agent-${host}`), metricsPort: options.agentMetrics ? agentPort + 2 : undefined }));
     }
     const config = parseManagerConfig({ member, dataDir: path.join(tmp, 'manager'), agentPort, tickMs: 50, electionTick: 10, tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...options.managerConfig });
-    manager = await buildManager(config, { logger: logger.child({ member }), agents: options.recordAgentCalls ? recordingCalls(new AgentPool(agentPort), agentCalls) : undefined });
+    manager = await buildManager(config, { logger: logger.child({ member }), agents: options.recordAgentCalls ? recordingCalls(new AgentPool(agentPort), agentCalls) : undefined, clock: options.managerClock });
     await manager.listen();
     const deadline = Date.now() + 20_000;
     while (!manager.leadership.isLeader) {
