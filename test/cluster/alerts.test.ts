@@ -1,0 +1,244 @@
+// The DBA's alerts fired against a real local group (issue 34 must-show): Debian's Prometheus
+// scrapes the manager's and the three agents' /metrics every second and evaluates
+// deploy/prometheus/kcm-alerts.yml, and each alert is made to fire by the fault it is about:
+//   - a short-lived certificate: host 3's agent (its own process) gets a 10-day certificate
+//     written over its files; it reloads it without a restart -> KcmCertificateExpiringSoon;
+//   - master killed: the shard master's mariadbd is SIGKILLed -> KcmShardMasterDown, then the
+//     leader's failover -> KcmFailoverDone;
+//   - archive lag forced: iptables rejects every connection to the backup storage's agent ->
+//     the RPO grows past the threshold -> KcmBinlogArchiveLagHigh;
+//   - backup policy missed: a policy whose daily window never opens sees its period pass without
+//     a run; a period is at least an hour and the allowance a day more, so the manager's clock
+//     is moved 26 hours on (its own clock only: the engines and Prometheus keep the real time).
+// The shipped rules are used with two changes a test needs, both asserted to have been made:
+// every `for:` is 0s (the faults do not last minutes), and the RPO threshold is 20 s, not 300.
+// One cluster, 1 shard x 3 nodes (the smallest shard kcm makes), one compute node.
+
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as tls from 'node:tls';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { activeTls, issueCert, loadTlsMaterial } from '@kcm/agent-api';
+import { HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
+import { createHaCluster, haJobs, mariadbdPid, registerMachines, TABLE, type HaCluster } from './ha-fixture';
+import { testCa, testCert } from '../helpers/pki';
+
+const run = promisify(execFile);
+const AGENT_PORT = 58230;
+const METRICS_PORT = AGENT_PORT + 2; // kcm-agent's default: the gRPC port + 2
+const MEMBER = '127.0.1.89:58230';
+const PROMETHEUS = '127.0.1.89:58239';
+const STORAGE_HOST = HOSTS[2];
+const LAG_THRESHOLD_S = 20;
+const deployDir = fileURLToPath(new URL('../../deploy/prometheus/', import.meta.url));
+
+interface PromSample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+async function promQuery(q: string): Promise<PromSample[]> {
+  const res = await fetch(`http://${PROMETHEUS}/api/v1/query?query=${encodeURIComponent(q)}`, { signal: AbortSignal.timeout(3_000) });
+  const body = (await res.json()) as { status: string; data: { result: PromSample[] } };
+  if (body.status !== 'success') throw new Error(`query ${q}: ${JSON.stringify(body)}`);
+  return body.data.result;
+}
+
+/** The alert's series that fired at some evaluation in the last 30 minutes (a short firing is not missed between two polls). */
+const firedSeries = (alertname: string) => promQuery(`max_over_time(ALERTS{alertname="${alertname}",alertstate="firing"}[30m])`).catch(() => []);
+
+/** One value of a /metrics text, by its full series name. */
+async function scrapeValue(address: string, series: string): Promise<number | undefined> {
+  const text = await (await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/** The serial of the certificate a new TLS connection to host:port is served with. */
+function servedSerial(host: string, port: number): Promise<string> {
+  const m = activeTls()!;
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host, port, ca: m.caPem, cert: m.certPem, key: m.keyPem, ALPNProtocols: ['h2'] }, () => {
+      resolve(socket.getPeerX509Certificate()!.serialNumber);
+      socket.destroy();
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** The shipped rules with the test's two changes, each checked to have matched. */
+function testRules(): string {
+  const shipped = readFileSync(path.join(deployDir, 'kcm-alerts.yml'), 'utf8');
+  const lag = '(kcm_binlog_archive_lag_seconds) > 300';
+  expect(shipped).toContain(lag);
+  expect(shipped).toMatch(/for: [1-9]/);
+  return shipped.replace(lag, `(kcm_binlog_archive_lag_seconds) > ${LAG_THRESHOLD_S}`).replace(/for: \S+/g, 'for: 0s');
+}
+
+describe('the DBA alerts fire against a real local group, each from its own fault', () => {
+  let f: ClusterFixture;
+  let ha: HaCluster;
+  let prometheus: ChildProcess | undefined;
+  let clockSkewMs = 0;
+  let writer: { stop: boolean; done?: Promise<void> } = { stop: true };
+  const rejectRules: string[][] = [];
+
+  beforeAll(async () => {
+    f = await startClusterFixture({
+      agentPort: AGENT_PORT,
+      member: MEMBER,
+      processAgentHosts: [STORAGE_HOST],
+      agentMetrics: true,
+      managerClock: () => Date.now() + clockSkewMs,
+      managerConfig: { binlogArchiveIntervalMs: 1000 },
+    });
+    await registerMachines(f, [1]);
+    const storage = await f.runJob('create_backup_storage', { name: 'alerts', stype: 'fs', hostaddr: STORAGE_HOST, port: String(AGENT_PORT), path: path.join(f.tmp, 'backups') }, 30_000);
+    expect(storage.status, storage.error_info).toBe('done');
+    ha = await createHaCluster(f, HOSTS[1]);
+    // A slow steady writer on whatever node is master: a shard with writes has its binlog
+    // closed and archived every round, so the archive's lag is seconds, not the idle flush's minute.
+    writer = { stop: false };
+    writer.done = (async () => {
+      for (let id = 1; !writer.stop; id++) {
+        await ha.storageQuery(ha.master(), `INSERT INTO ${TABLE} (id, at) VALUES (${id}, ${Date.now()})`).catch(() => {});
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+
+    const promDir = path.join(f.tmp, 'prometheus');
+    mkdirSync(promDir);
+    writeFileSync(path.join(promDir, 'kcm-alerts.yml'), testRules());
+    const shipped = readFileSync(path.join(deployDir, 'prometheus.yml'), 'utf8');
+    const targets = [`targets: ['${MEMBER}']`, `targets: [${HOSTS.map((h) => `'${h}:${METRICS_PORT}'`).join(', ')}]`];
+    let n = 0;
+    const config = shipped
+      .replace(/scrape_interval: \S+/, 'scrape_interval: 1s')
+      .replace(/evaluation_interval: \S+/, 'evaluation_interval: 1s')
+      .replace(/targets: \[[^\]]*\]/g, () => targets[n++]);
+    expect(n).toBe(2);
+    writeFileSync(path.join(promDir, 'prometheus.yml'), config);
+    prometheus = spawn('prometheus', [`--config.file=${path.join(promDir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(promDir, 'data')}`, `--web.listen-address=${PROMETHEUS}`], { stdio: 'ignore' });
+    await waitUntil('Prometheus scraping the manager and the three agents', async () => ((await promQuery('up == 1').catch(() => [])).length === 4 ? true : undefined), 60_000, 500);
+  }, 600_000);
+
+  afterAll(async () => {
+    writer.stop = true;
+    await writer.done;
+    for (const rule of rejectRules) await run('iptables', ['-D', 'OUTPUT', ...rule]).catch(() => {});
+    prometheus?.kill('SIGKILL');
+    ha?.close();
+    await f?.close();
+  }, 180_000);
+
+  it('a group in good health fires none of them', async () => {
+    // The archive has caught up with the writer, and every series the rules read is scraped.
+    await waitUntil('the archive lag scraped under the threshold', async () => {
+      const lag = await promQuery('max(kcm_binlog_archive_lag_seconds)');
+      return lag.length === 1 && Number(lag[0].value[1]) < LAG_THRESHOLD_S / 2 ? true : undefined;
+    }, 120_000, 500);
+    expect((await promQuery('kcm_shard_master_up == 1')).length).toBe(1);
+    expect((await promQuery('kcm_failovers_total')).length).toBe(2); // done and failed, both 0
+    expect((await promQuery('kcm_tls_cert_expiry_timestamp_seconds')).length).toBe(4); // the manager's and each agent's
+    expect((await promQuery('ALERTS{alertname=~"KcmShardMasterDown|KcmFailoverDone|KcmFailoverFailed|KcmBinlogArchiveLagHigh|KcmCertificateExpiringSoon|KcmBackupPolicyMissed"}'))).toEqual([]);
+  });
+
+  it('a short-lived certificate written over an agent\'s files is loaded without a restart and fires KcmCertificateExpiringSoon', async () => {
+    const files = testCert('agent', [STORAGE_HOST]);
+    const agentPid = f.processAgents.get(STORAGE_HOST)!.pid;
+    const short = issueCert(testCa(), path.join(f.tmp, 'short-cert'), { name: 'agent-short', role: 'agent', hosts: [STORAGE_HOST], days: 10 });
+    const shortCert = loadTlsMaterial(short, 'agent').cert;
+    copyFileSync(short.key, files.key);
+    copyFileSync(short.cert, files.cert);
+    // The fault landed: new connections to the agent are served the 10-day certificate, by the same process.
+    await waitUntil('the agent serving the short-lived certificate', async () => ((await servedSerial(STORAGE_HOST, AGENT_PORT).catch(() => '')) === shortCert.serialNumber ? true : undefined), 30_000, 500);
+    expect(f.processAgents.get(STORAGE_HOST)!.pid).toBe(agentPid);
+    const expiry = await scrapeValue(`${STORAGE_HOST}:${METRICS_PORT}`, 'kcm_tls_cert_expiry_timestamp_seconds{use="grpc"}');
+    expect(expiry).toBe(Math.floor(Date.parse(shortCert.validTo) / 1000));
+    const fired = await waitUntil('KcmCertificateExpiringSoon firing', async () => {
+      const s = await firedSeries('KcmCertificateExpiringSoon');
+      return s.length > 0 ? s : undefined;
+    }, 60_000, 500);
+    expect(fired.map((s) => [s.metric.instance, s.metric.use])).toEqual([[`${STORAGE_HOST}:${METRICS_PORT}`, 'grpc']]);
+  });
+
+  it('a SIGKILLed shard master fires KcmShardMasterDown, and its failover KcmFailoverDone', async () => {
+    const oldMaster = ha.master();
+    const pid = await mariadbdPid(oldMaster);
+    process.kill(pid, 'SIGKILL');
+    // The fault landed: that mariadbd is gone (or a zombie waiting to be reaped).
+    await waitUntil('the killed mariadbd gone', async () => {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      return stat === '' || stat.split(' ')[2] === 'Z' ? true : undefined;
+    }, 10_000, 100);
+    const down = await waitUntil('KcmShardMasterDown fired', async () => {
+      const s = await firedSeries('KcmShardMasterDown');
+      return s.length > 0 ? s : undefined;
+    }, 60_000, 500);
+    const shardId = Object.keys(ha.cluster().shards)[0];
+    expect(down.map((s) => [s.metric.cluster_id, s.metric.shard_id])).toEqual([[ha.clusterId, shardId]]);
+    const job = await waitUntil('shard_failover ended', async () => haJobs(f, 'shard_failover').find((j) => j.status === 'done' || j.status === 'failed'), 120_000);
+    expect(job.status).toBe('done');
+    expect(ha.master().id).not.toBe(oldMaster.id);
+    const done = await waitUntil('KcmFailoverDone firing', async () => {
+      const s = await promQuery('ALERTS{alertname="KcmFailoverDone",alertstate="firing"}');
+      return s.length > 0 ? s : undefined;
+    }, 60_000, 500);
+    expect(done.map((s) => [s.metric.cluster_id, s.metric.shard_id, s.metric.severity])).toEqual([[ha.clusterId, shardId, 'info']]);
+    expect(await firedSeries('KcmFailoverFailed')).toEqual([]);
+  });
+
+  it('the backup storage cut off from the archiver fires KcmBinlogArchiveLagHigh', async () => {
+    await waitUntil('the archive caught up after the failover', async () => {
+      const lag = await promQuery('max(kcm_binlog_archive_lag_seconds)');
+      return lag.length === 1 && Number(lag[0].value[1]) < LAG_THRESHOLD_S / 2 ? true : undefined;
+    }, 120_000, 500);
+    expect(await promQuery('ALERTS{alertname="KcmBinlogArchiveLagHigh"}')).toEqual([]);
+    // Every new connection to the storage agent's gRPC and data-plane ports is refused (its /metrics stays reachable).
+    for (const port of [AGENT_PORT, AGENT_PORT + 1]) {
+      const rule = ['-d', STORAGE_HOST, '-p', 'tcp', '--dport', String(port), '-j', 'REJECT', '--reject-with', 'tcp-reset'];
+      await run('iptables', ['-I', 'OUTPUT', ...rule]);
+      rejectRules.push(rule);
+    }
+    const fired = await waitUntil('KcmBinlogArchiveLagHigh firing', async () => {
+      const s = await promQuery('ALERTS{alertname="KcmBinlogArchiveLagHigh",alertstate="firing"}');
+      return s.length > 0 ? s : undefined;
+    }, 120_000, 500);
+    expect(fired.map((s) => s.metric.cluster_id)).toEqual([ha.clusterId]);
+    // The fault landed: the rules refused packets, and the lag the manager reports is past the threshold.
+    const { stdout } = await run('iptables', ['-L', 'OUTPUT', '-v', '-n', '-x']);
+    const refused = stdout.split('\n').filter((l) => l.includes('REJECT') && l.includes(STORAGE_HOST)).map((l) => Number(l.trim().split(/\s+/)[0]));
+    expect(refused.length).toBe(2);
+    expect(refused.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    const lag = Number((await promQuery('max(kcm_binlog_archive_lag_seconds)'))[0].value[1]);
+    console.log(`archive lag with the storage cut off: ${lag.toFixed(1)} s (threshold ${LAG_THRESHOLD_S} s); packets refused: ${refused.join(', ')}`);
+    expect(lag).toBeGreaterThan(LAG_THRESHOLD_S);
+    for (const rule of rejectRules.splice(0)) await run('iptables', ['-D', 'OUTPUT', ...rule]);
+  });
+
+  it('a backup policy whose period passed without a run fires KcmBackupPolicyMissed', async () => {
+    // A daily window 8 hours from now (local time), an hour long: it is closed now and 26 hours on.
+    const hhmmss = (ms: number) => new Date(ms).toTimeString().slice(0, 8);
+    const windowStart = Date.now() + 8 * 3_600_000;
+    const set = await f.runJob('set_backup_policy', { cluster_id: ha.clusterId, full_every_hours: '1', window: `${hhmmss(windowStart)}-${hhmmss(windowStart + 3_600_000)}`, keep_days: '7', storage_name: 'alerts' }, 60_000);
+    expect(set.status, set.error_info).toBe('done');
+    expect(await promQuery('ALERTS{alertname="KcmBackupPolicyMissed"}')).toEqual([]);
+    clockSkewMs = 26 * 3_600_000;
+    const fired = await waitUntil('KcmBackupPolicyMissed firing', async () => {
+      const s = await promQuery('ALERTS{alertname="KcmBackupPolicyMissed",alertstate="firing"}');
+      return s.length > 0 ? s : undefined;
+    }, 60_000, 500);
+    expect(fired.map((s) => s.metric.cluster_id)).toEqual([ha.clusterId]);
+    // The fault landed: no backup set of the cluster exists and the policy never ran, 26 hours on by the manager's clock.
+    const state = f.manager.store.state();
+    expect(Object.values(state.backupSets).filter((s) => s.clusterId === ha.clusterId)).toEqual([]);
+    const age = Number((await promQuery(`max(kcm_backup_policy_backup_age_seconds{cluster_id="${ha.clusterId}"})`))[0].value[1]);
+    const allowed = Number((await promQuery(`max(kcm_backup_policy_allowed_age_seconds{cluster_id="${ha.clusterId}"})`))[0].value[1]);
+    console.log(`backup age ${age.toFixed(0)} s > allowed ${allowed} s (full_every_hours 1 plus a day)`);
+    expect(age).toBeGreaterThan(allowed);
+  });
+});
