@@ -3,6 +3,7 @@
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { RaftNode } from '@kcm/raft';
+import { KCM_PROTOCOL, KCM_VERSION } from '@kcm/common';
 import { activeTls, exportCertExpiry } from '@kcm/agent-api';
 import type { HealthMonitor } from './leader/health-monitor';
 import { archiveCoversUntil } from './meta/binlog-archive';
@@ -53,6 +54,12 @@ export function createManagerMetrics(
   raftGauge('kcm_raft_commit_index', 'Highest log index known committed', (r) => r.status().commit);
   raftGauge('kcm_raft_applied_index', 'Highest log index applied to the metadata state', (r) => r.status().applied);
   raftGauge('kcm_raft_members', 'Voting members in the current configuration', (r) => r.status().conf.voters.length);
+  // Which build each member runs, as Prometheus's *_build_info convention has it: a constant 1
+  // whose labels are the facts, so a rolling upgrade shows as two version series side by side.
+  new Gauge({ name: 'kcm_build_info', help: "This member's kcm release and protocol (always 1)", labelNames: ['version', 'protocol'], registers: [registry] }).set(
+    { version: KCM_VERSION, protocol: String(KCM_PROTOCOL) },
+    1,
+  );
 
   const proposals = new Counter({ name: 'kcm_raft_proposals_total', help: 'Metadata commands proposed by this member', labelNames: ['outcome'], registers: [registry] });
   const proposalSeconds = new Histogram({
