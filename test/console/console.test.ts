@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KCM_PROTOCOL, KCM_VERSION } from '@kcm/common';
 import { launchBrowser } from '../helpers/browser';
 import { TEST_TOKENS } from '../helpers/tokens';
 import { emit, waitForJobEnd } from '../helpers/emit-client';
@@ -63,6 +64,8 @@ describe('the web console in a headless browser (real engines)', () => {
     expect(page.url()).toBe(`http://${MEMBER}/ui/#refresh=500`);
     expect(await page.evaluate(() => sessionStorage.getItem('kcm.console.token'))).toBe(TEST_TOKENS.viewer);
     await waitForText('#group [data-leader]', new RegExp(MEMBER.replaceAll('.', '\\.')));
+    // The build of the member serving the page, in the words of `kcm-manager --version` (issue 34).
+    await waitForText('footer [data-build]', new RegExp(`^kcm ${KCM_VERSION.replaceAll('.', '\\.')} \\(kcm-protocol ${KCM_PROTOCOL}\\)$`));
     // Set once: a reload would lose it.
     await page.evaluate(() => Object.assign(window, { __sameDocument: true }));
   });

@@ -18,6 +18,15 @@ export function readFragment(hash) {
 
 export const DEFAULT_REFRESH_MS = 2000;
 
+/**
+ * A member's kcm build as get_meta_mode states it: `kcm 0.2.0 (kcm-protocol 2)`, the words of
+ * `kcm-manager --version`. A member not asked yet has no protocol; one older than 0.2.0 no release.
+ */
+export function buildText(member) {
+  if (!member || !member.protocol) return 'not known yet';
+  return `kcm ${member.kcm_version || 'before 0.2.0'} (kcm-protocol ${member.protocol})`;
+}
+
 /** A request envelope (spec 2.1), as the CLI builds one. */
 export function envelope(jobType, paras = {}, nowMs = Date.now()) {
   return { version: '1.0', job_type: jobType, job_id: '', timestamp: String(Math.floor(nowMs / 1000)), user_name: 'console', paras };

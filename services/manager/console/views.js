@@ -3,7 +3,7 @@
 // those characters. Nothing here builds HTML from strings.
 
 import { html, nothing } from 'lit-html';
-import { formatElapsed, jobFraction, jobProgressText, statusTone } from './format.js';
+import { buildText, formatElapsed, jobFraction, jobProgressText, statusTone } from './format.js';
 
 const badge = (status) => html`<span class="badge ${statusTone(status)}" data-status=${status}>${status}</span>`;
 const failure = (text) => (text ? html`<p class="error" role="alert">${text}</p>` : nothing);
@@ -40,7 +40,15 @@ export function consoleView(model, actions) {
       ${machinesView(model.machines)}
     </div>
     ${clustersView(model.clusters, model.details, model.open, actions.toggleCluster)}
-    ${jobsView(model.jobs)}`;
+    ${jobsView(model.jobs)}
+    ${footerView(model.group.value)}`;
+}
+
+/** The build of the member that answers this console (a rolling upgrade shows each member's in the group table). */
+function footerView(group) {
+  if (!group) return nothing;
+  const answering = (group.list_member ?? []).find((m) => m.member === group.answered_by);
+  return html`<footer class="muted">served by ${group.answered_by ?? 'this member'} · <span data-build>${buildText(answering)}</span></footer>`;
 }
 
 function refreshLine(model) {
@@ -59,10 +67,10 @@ function groupView({ value, error }) {
             <p>mode <b>${value.mode}</b> · term <b data-term>${value.term ?? ''}</b> · leader <b data-leader>${value.leader ?? 'none'}</b>
               <span class="muted">(as seen by ${value.answered_by ?? 'this member'})</span></p>
             <table>
-              <thead><tr><th>member</th><th>role</th><th>log match</th><th>replication</th></tr></thead>
+              <thead><tr><th>member</th><th>role</th><th>log match</th><th>replication</th><th>build</th></tr></thead>
               <tbody>
                 ${(value.list_member ?? []).map(
-                  (m) => html`<tr data-member=${m.member}><td>${m.member}</td><td>${badge(m.role)}</td><td>${m.match}</td><td>${m.replication ? badge(m.replication) : ''}</td></tr>`,
+                  (m) => html`<tr data-member=${m.member}><td>${m.member}</td><td>${badge(m.role)}</td><td>${m.match}</td><td>${m.replication ? badge(m.replication) : ''}</td><td>${buildText(m)}</td></tr>`,
                 )}
               </tbody>
             </table>`

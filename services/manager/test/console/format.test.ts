@@ -13,6 +13,7 @@ interface ConsoleFormat {
   statusTone(status: string): string;
   refusalText(httpStatus: number, reply: unknown, jobType: string): string;
   DEFAULT_REFRESH_MS: number;
+  buildText(member: { protocol: string; kcm_version: string } | undefined): string;
 }
 
 const format = (await import(new URL('../../console/format.js', import.meta.url).href)) as ConsoleFormat;
@@ -63,5 +64,12 @@ describe('console format helpers', () => {
     );
     expect(format.refusalText(403, { error_code: '3001', error_info: 'viewer may not' }, 'list_tokens')).toBe('This token may not run list_tokens (403): viewer may not.');
     expect(format.refusalText(502, null, 'get_meta_mode')).toBe('get_meta_mode: HTTP 502');
+  });
+
+  it('name a member\'s build in the words of kcm-manager --version', () => {
+    expect(format.buildText({ protocol: '2', kcm_version: '0.2.0' })).toBe('kcm 0.2.0 (kcm-protocol 2)');
+    expect(format.buildText({ protocol: '1', kcm_version: '' })).toBe('kcm before 0.2.0 (kcm-protocol 1)');
+    expect(format.buildText({ protocol: '', kcm_version: '' })).toBe('not known yet');
+    expect(format.buildText(undefined)).toBe('not known yet');
   });
 });
