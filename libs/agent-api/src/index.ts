@@ -23,7 +23,7 @@ export * from './contract/shard-routing';
 export { AGENT_PROTO_FILES, AGENT_PROTO_OPTIONS, agentProtoPath, loadAgentService } from './load-proto';
 export { activeTls, channelCredentials, onTlsReloaded, reloadTlsNow, serverCredentials, useInsecure, useTls } from './credentials';
 export { CERT_EXPIRY_METRIC, exportCertExpiry } from './tls/expiry-metric';
-export { ReloadingTlsMaterial, TLS_RELOAD_CHECK_MS } from './tls/reloading';
+export { ReloadingTlsMaterial, TLS_RELOAD_CHECK_MS, filesSignature } from './tls/reloading';
 export { TlsMaterialError, issuedByOneOf, loadTlsMaterial, roleOf, ROLE_URI_PREFIX, type TlsFiles, type TlsMaterial, type TlsRole } from './tls/material';
 export { callerGuard, type CallerPolicy } from './tls/guard';
 export { startTls, type TlsStartOptions } from './tls/startup';

@@ -28,8 +28,9 @@ export interface ReloadOptions {
   reloaded?(material: TlsMaterial): void;
 }
 
-function filesSignature(material: TlsMaterial): string {
-  return [material.files.ca, material.files.cert, material.files.key]
+/** Identity of the files' current versions (inode, size, mtime of each): changes when one is written or replaced. */
+export function filesSignature(files: readonly string[]): string {
+  return files
     .map((file) => {
       try {
         const st = statSync(file);
@@ -41,6 +42,8 @@ function filesSignature(material: TlsMaterial): string {
     .join('|');
 }
 
+const tlsFilesOf = (m: TlsMaterial) => [m.files.ca, m.files.cert, m.files.key];
+
 export class ReloadingTlsMaterial implements grpc.experimental.CertificateProvider {
   private readonly caListeners = new Set<CaListener>();
   private readonly identityListeners = new Set<IdentityListener>();
@@ -51,7 +54,7 @@ export class ReloadingTlsMaterial implements grpc.experimental.CertificateProvid
     private material: TlsMaterial,
     private readonly opts: ReloadOptions = {},
   ) {
-    this.signature = filesSignature(material);
+    this.signature = filesSignature(tlsFilesOf(material));
   }
 
   get current(): TlsMaterial {
@@ -72,7 +75,7 @@ export class ReloadingTlsMaterial implements grpc.experimental.CertificateProvid
 
   /** Loads the files when they changed since the last look; true when a new set is now in use. */
   checkNow(): boolean {
-    const signature = filesSignature(this.material);
+    const signature = filesSignature(tlsFilesOf(this.material));
     if (signature === this.signature) return false;
     // Looked at once per change: a set that does not load is reported once, not every few seconds.
     this.signature = signature;
