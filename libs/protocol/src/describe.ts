@@ -190,10 +190,29 @@ const JOB_DOCS: Readonly<Record<JobType, JobDoc>> = {
       keep_days: 'point-in-time restore stays possible to any moment of the last keep_days days',
       keep_sets: 'the newest keep_sets full backups are kept',
       storage_name: 'backup storage of the policy\'s backups (default: the first registered)',
+      drill_every_days: 'run a restore drill (run_restore_drill) once every N days, on the drill machines (docs/restore-drills.md)',
+      drill_storage_iplists: 'machines of the scheduled drills\' scratch storage nodes',
+      drill_computer_iplists: 'machines of the scheduled drills\' scratch compute node',
     },
   },
   delete_backup_policy: {
     summary: 'Stop backing up a cluster on a schedule; its backup sets and binlogs stay (beyond the spec).',
+  },
+  run_restore_drill: {
+    summary: 'Restore a backup set into a scratch cluster, check its tables against the figures recorded at backup time, measure RTO and RPO, delete the scratch cluster (beyond the spec).',
+    notes: [
+      'the scratch cluster has the source\'s shard count and options, is marked as the drill\'s scratch, and is deleted whatever the outcome',
+      'a drill whose tables differ from what was recorded ends failed with DATA_CHECK_FAILED; get_cluster_detail shows the last drill either way',
+      'docs/restore-drills.md: what a drill costs, its metrics and alerts',
+    ],
+    fields: {
+      cluster_id: 'the cluster whose backups are drilled',
+      storage_iplists: 'machines of the scratch cluster\'s storage nodes',
+      computer_iplists: 'machines of the scratch cluster\'s compute node',
+      nodes: 'storage nodes per shard of the scratch cluster (default 3)',
+      backup_id: 'the backup set to check (default: the newest with recorded checksums)',
+      point_in_time: '1: restore the set before backup_id and replay the archived binlogs up to backup_id\'s point',
+    },
   },
   cancel_job: {
     summary: 'Stop a job (beyond the spec): a waiting job never runs; a running one stops at its next step boundary and rolls back what it created.',

@@ -85,6 +85,6 @@ export { BACKUP_STORAGE_TYPES } from './paras/backup-storage';
 export { DEFAULT_S3_REGION, S3_PARAS, S3_REQUIRED_PARAS } from './paras/s3-storage-fields';
 export { CLUSTER_ACCOUNTS, type ClusterAccountName } from './paras/passwords';
 export type { RotateClusterPasswordsResult, UpgradeClusterResult, UpgradedInstance } from './results';
-export type { BackupPolicyResult } from './results';
+export type { BackupPolicyResult, RestoreDrillResult } from './results';
 export { parseStorageVersion, parseComputerVersion } from './paras/upgrade';
 export { ROLES, REQUIRED_ROLE, TOKEN_NAME_PATTERN, TOKEN_NAME_RULE, isRole, roleAllows, forbiddenReason, type Role, type Identity } from './roles';

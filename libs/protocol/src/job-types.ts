@@ -66,6 +66,8 @@ export const JOB_TYPES = [
   // full backups on a schedule with a retention, per cluster (beyond the spec's list, issue 33)
   'set_backup_policy',
   'delete_backup_policy',
+  // restore a backup set into a scratch cluster, check it, delete it (beyond the spec's list, issue 33)
+  'run_restore_drill',
 ] as const;
 
 export type JobType = (typeof JOB_TYPES)[number];
@@ -124,6 +126,7 @@ export const JOB_MODES = Object.freeze({
   upgrade_cluster: 'async',
   set_backup_policy: 'async',
   delete_backup_policy: 'async',
+  run_restore_drill: 'async',
 } as const satisfies Record<JobType, JobMode>);
 
 /** The job types answered with a job_id and run by the leader's job runner (each needs a runner entry or 'unsupported'). */

@@ -310,6 +310,7 @@ export type JobResults = EveryAsyncJobType<{
   upgrade_cluster: UpgradeClusterResult;
   set_backup_policy: BackupPolicyResult;
   delete_backup_policy: EmptyResult;
+  run_restore_drill: RestoreDrillResult;
 }>;
 
 /**
@@ -323,6 +324,10 @@ export type BackupPolicyResult = {
   keep_days?: string;
   keep_sets?: string;
   storage: string;
+  /** The policy's restore drills (docs/restore-drills.md), when it schedules them. */
+  drill_every_days?: string;
+  drill_storage_iplists?: string[];
+  drill_computer_iplists?: string[];
 };
 
 /**
@@ -430,3 +435,35 @@ export type RepartitionTablesResult = {
  */
 export type ClusterDetailEngineVersions = { storage_version: string; computer_version: string };
 export type InstanceEngineVersion = { engine_version: string };
+
+/**
+ * A restore drill (run_restore_drill's result, and `restore_drill_last` of get_cluster_detail):
+ * which set was restored to which point, whether the restored tables matched the figures
+ * recorded at backup time, RTO (restore start to verified, ms) and data-age RPO (the drill's
+ * start minus the restored point, s). A failed drill's job has no result: the query shows it.
+ */
+export type RestoreDrillResult = {
+  cluster_id: string;
+  job_id: string;
+  /** 'true' when every recorded table came back with its rows and checksum. */
+  passed: 'true' | 'false';
+  /** The set whose recorded figures the copy was checked against. */
+  backup_id: string;
+  /** The set restored ('' when the drill failed before choosing); differs from backup_id in a point-in-time drill. */
+  restored_backup_id: string;
+  /** 'set' (the set as taken) or 'point_in_time' (the previous set plus archived binlogs). */
+  mode: 'set' | 'point_in_time';
+  /** Unix seconds of the restored point (the set's end). */
+  point_time: string;
+  rto_ms: string;
+  rpo_s: string;
+  tables_checked: string;
+  list_mismatch: { table: string; what: string }[];
+  scratch_cluster_id: string;
+  /** 'true', or 'pending': a host did not answer, its instances are removed when it does (a recorded rollback). */
+  scratch_deleted: 'true' | 'pending';
+  /** Unix seconds the drill ended. */
+  finished_at: string;
+  /** Why it failed, when it did. */
+  error?: string;
+};

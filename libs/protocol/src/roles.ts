@@ -74,6 +74,7 @@ export const REQUIRED_ROLE = Object.freeze({
   upgrade_cluster: 'operator',
   set_backup_policy: 'operator',
   delete_backup_policy: 'operator',
+  run_restore_drill: 'operator',
 } as const satisfies Record<JobType, Role>);
 
 /** A token's name: what logs, job records and the audit trail show instead of the token. */

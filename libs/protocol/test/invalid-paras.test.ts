@@ -3,7 +3,7 @@ import { JOB_TYPES, parseRequest } from '../src/index';
 import { loadFixture } from './fixtures';
 import { INVALID_VARIANTS, type VariantKind } from './invalid-variants';
 
-const EXPECTED_VARIANT_COUNT = 247;
+const EXPECTED_VARIANT_COUNT = 258;
 const KINDS: VariantKind[] = ['missing', 'type', 'format'];
 
 describe('every job type rejects its invalid variants, naming the field', () => {

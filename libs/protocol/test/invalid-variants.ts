@@ -203,6 +203,13 @@ export const INVALID_VARIANTS: Record<JobType, Variant[]> = {
   set_backup_policy: [
     missing('cluster_id'), wrongType('keep_days', 7), broken('window', '02:00-04:00', 'no seconds'), broken('full_every_hours', '0', 'no period'),
     broken('keep_sets', '0', 'keeps nothing'), broken('storage_name', '-x', 'not a storage name'), broken('keep_days', undefined, 'no retention at all', { keep_days: undefined, keep_sets: undefined }),
+    broken('drill_storage_iplists', undefined, 'a drill schedule without scratch machines', { drill_every_days: '7', drill_computer_iplists: ['127.0.2.6'] }),
+    broken('drill_every_days', undefined, 'drill machines without a schedule', { drill_storage_iplists: ['127.0.2.4'] }),
   ],
   delete_backup_policy: [missing('cluster_id'), wrongType('cluster_id', 1), broken('cluster_id', 'c1', 'a name, not an id')],
+  run_restore_drill: [
+    missing('cluster_id'), missing('storage_iplists'), missing('computer_iplists'), wrongType('point_in_time', '2'), wrongType('storage_iplists', '127.0.2.4'),
+    broken('storage_iplists', [], 'no scratch machine'), broken('computer_iplists[0]', '127.0.2', 'not an address'), broken('nodes', '2', 'fewer than 3 nodes'),
+    broken('backup_id', 'latest', 'not an id'),
+  ],
 };

@@ -89,6 +89,11 @@ export interface MariaDbReplayBinlogsRequest {
   start_gtid: string;
   /** Unix seconds: events at or after it are not applied. */
   stop_time: number;
+  /**
+   * A GTID position the replay ends at, inclusive (a restore drill's point: a backup set's
+   * exact position); '' or absent: stop_time only. An agent from before it ignores it.
+   */
+  stop_gtid?: string;
 }
 
 export interface MariaDbReplayBinlogsReply {

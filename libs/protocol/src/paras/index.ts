@@ -26,6 +26,7 @@ import { createTokenParas, deleteTokenParas, getAuditParas } from './auth';
 import { rotateClusterPasswordsParas } from './passwords';
 import { upgradeClusterParas } from './upgrade';
 import { deleteBackupPolicyParas, setBackupPolicyParas } from './backup-policy';
+import { runRestoreDrillParas } from './restore-drill';
 
 export const PARAS_SCHEMAS = {
   get_status: getStatusParas,
@@ -71,6 +72,7 @@ export const PARAS_SCHEMAS = {
   upgrade_cluster: upgradeClusterParas,
   set_backup_policy: setBackupPolicyParas,
   delete_backup_policy: deleteBackupPolicyParas,
+  run_restore_drill: runRestoreDrillParas,
 } as const satisfies Record<JobType, z.ZodType>;
 
 export type ParasSchemas = typeof PARAS_SCHEMAS;

@@ -25,10 +25,20 @@ function checkSet(p: SetParas, state: MetaState): void {
   if (p.storage_name === undefined && Object.keys(state.backupStorages).length === 0) {
     throw KcmError.of('CONFLICT', 'paras.storage_name: no backup storage is registered; register one with create_backup_storage first', { field: 'paras.storage_name' });
   }
+  if (own(state.clusters, p.cluster_id)?.scratchOfDrill) {
+    throw KcmError.of('CONFLICT', `paras.cluster_id: cluster ${p.cluster_id} is a restore drill's scratch cluster, deleted when its drill ends`, { field: 'paras.cluster_id' });
+  }
+  // The scheduled drills' machines are registered now (each drill checks they can hold its scratch cluster).
+  const machines = [['drill_storage_iplists', 'storage'], ['drill_computer_iplists', 'computer']] as const;
+  for (const [field, machineType] of machines) {
+    (p[field] ?? []).forEach((hostaddr, i) => {
+      if (!own(state.machines, `${hostaddr}/${machineType}`)) throw KcmError.of('NOT_FOUND', `paras.${field}[${i}]: ${hostaddr} is not registered as a ${machineType} machine`, { field: `paras.${field}[${i}]` });
+    });
+  }
 }
 
 /** The policy a set_backup_policy records (defaults filled). */
-export function policyOf(p: SetParas, jobId: string): Omit<BackupPolicyRecord, 'setAt' | 'lastRun'> {
+export function policyOf(p: SetParas, jobId: string): Omit<BackupPolicyRecord, 'setAt' | 'lastRun' | 'lastDrill'> {
   const window = p.window ?? DEFAULT_POLICY_WINDOW;
   const bounds = parseBackupWindow(window);
   if (!bounds.ok) throw KcmError.of('INVALID_PARAS', `paras.window ${bounds.rule}`, { field: 'paras.window' });
@@ -42,11 +52,12 @@ export function policyOf(p: SetParas, jobId: string): Omit<BackupPolicyRecord, '
     keepSets: p.keep_sets ?? null,
     storageName: p.storage_name ?? null,
     setByJob: jobId,
+    drill: p.drill_every_days === undefined ? null : { everyDays: p.drill_every_days, storageIplists: p.drill_storage_iplists ?? [], computerIplists: p.drill_computer_iplists ?? [] },
   };
 }
 
 /** What set_backup_policy answers and get_cluster_detail shows as `backup_policy`. */
-export function backupPolicyResult(policy: Omit<BackupPolicyRecord, 'setAt' | 'lastRun'>, defaultStorage: string | undefined): BackupPolicyResult {
+export function backupPolicyResult(policy: Omit<BackupPolicyRecord, 'setAt' | 'lastRun' | 'lastDrill'>, defaultStorage: string | undefined): BackupPolicyResult {
   return {
     cluster_id: policy.clusterId,
     full_every_hours: String(policy.fullEveryHours),
@@ -54,10 +65,11 @@ export function backupPolicyResult(policy: Omit<BackupPolicyRecord, 'setAt' | 'l
     ...(policy.keepDays === null ? {} : { keep_days: String(policy.keepDays) }),
     ...(policy.keepSets === null ? {} : { keep_sets: String(policy.keepSets) }),
     storage: policy.storageName ?? defaultStorage ?? '',
+    ...(policy.drill ? { drill_every_days: String(policy.drill.everyDays), drill_storage_iplists: [...policy.drill.storageIplists], drill_computer_iplists: [...policy.drill.computerIplists] } : {}),
   };
 }
 
-type RecordedPolicy = { policy: Omit<BackupPolicyRecord, 'setAt' | 'lastRun'>; defaultStorage: string | undefined };
+type RecordedPolicy = { policy: Omit<BackupPolicyRecord, 'setAt' | 'lastRun' | 'lastDrill'>; defaultStorage: string | undefined };
 
 export const setBackupPolicy: JobOf<'set_backup_policy', { 'record policy': RecordedPolicy }> = {
   jobType: 'set_backup_policy',

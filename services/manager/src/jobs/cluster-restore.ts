@@ -19,12 +19,12 @@
 // replication), so nothing half-restored is left serving and the destination is empty
 // again for another try.
 
-import type { Agents, PgSchemaRestoreReply, PgSchemaRestoreRequest } from '@kcm/agent-api';
+import { gtidCovers, type Agents, type PgSchemaRestoreReply, type PgSchemaRestoreRequest } from '@kcm/agent-api';
 import { KcmError, parseRestoreTime, type ClusterRestoreResult, type ParasOf, type RestoredCatalogResult, type RestoredShardResult } from '@kcm/protocol';
 import { openBackupStorage, requireIntact } from '../backup/storage';
 import { dataKeyOf } from '../backup/sealing';
 import { newestFullBackupBefore } from '../meta/backup';
-import { archiveCoversUntil, binlogsToReplay, shardArchive } from '../meta/binlog-archive';
+import { archiveCoversUntil, archivedUpTo, binlogsToReplay, shardArchive } from '../meta/binlog-archive';
 import { own } from '../meta/dict';
 import type { ArchivedBinlogRecord, BackupSetRecord, BackupStorageRecord, CatalogBackupRecord, ClusterRecord, CompRecord, MetaState, SealedObjectRef, ShardBackupRecord, ShardRecord } from '../meta/state';
 import { readyCluster, clusterOfStep, forEachInstance } from './cluster-lookup';
@@ -32,7 +32,7 @@ import { errorNameOf } from './framework/errors';
 import { applyCpuLimit, instanceSpec, opId, syncCompCatalogs } from './instance-ops';
 import { copyIntoStandby, DEFAULT_ALLOWED_REPLICA_DELAY_S } from './nodes';
 import { endTransactionsOpenAtRestoreTime, type EndedBranches } from './cluster-restore-xa';
-import type { JobOf, StepContext } from './framework/workflow';
+import type { JobOf, JobStep, StepContext } from './framework/workflow';
 import { liveAccount } from '../secrets/live-accounts';
 
 type Paras = ParasOf<'cluster_restore'>;
@@ -41,9 +41,11 @@ interface ShardPlan {
   src: ShardBackupRecord;
   dst: ShardRecord;
   binlogs: ArchivedBinlogRecord[];
+  /** The replay ends at this GTID position (a restore drill's point: a later set's), not only at stopTime. */
+  stopGtid?: string;
 }
 
-interface RestorePlan {
+export interface RestorePlan {
   dst: ClusterRecord;
   set: BackupSetRecord;
   stopTime: number;
@@ -68,19 +70,43 @@ export function restorePlan(state: MetaState, p: Paras): RestorePlan {
   if (!set) {
     throw KcmError.of('NOT_FOUND', `paras.restore_time: cluster ${p.src_cluster_id} has no full backup finished at or before ${isoOf(stopTime)}; run manual_backup_cluster first, or restore to a later time`, { field: 'paras.restore_time' });
   }
+  return restorePlanOfSet(state, { dst, set, stopTime, replay: true, dstField: 'paras.dst_cluster_id', timeField: 'paras.restore_time' });
+}
+
+/**
+ * The plan of restoring `set` into `dst` up to `stopTime` (Unix seconds): with `replay`, the
+ * archived binlogs after the set up to stopTime, which the archive must cover; without, the
+ * set as it was taken (a restore drill of the set). `stopGtids` (by source shard id) end each
+ * shard's replay at an exact position instead, which the archive must reach (a restore drill
+ * up to a later set's point). Refusals name `dstField` / `timeField`.
+ */
+export function restorePlanOfSet(
+  state: MetaState,
+  t: { dst: ClusterRecord; set: BackupSetRecord; stopTime: number; replay: boolean; stopGtids?: ReadonlyMap<string, string>; dstField: string; timeField: string },
+): RestorePlan {
+  const { dst, set, stopTime } = t;
   const dstShards = Object.values(dst.shards).sort(byId);
   if (dstShards.length !== set.shards.length) {
-    throw KcmError.of('INVALID_PARAS', `paras.dst_cluster_id: cluster ${dst.id} has ${dstShards.length} shard(s), the backup of cluster ${p.src_cluster_id} has ${set.shards.length}; the destination must have the same number of shards`, { field: 'paras.dst_cluster_id' });
+    throw KcmError.of('INVALID_PARAS', `${t.dstField}: cluster ${dst.id} has ${dstShards.length} shard(s), the backup of cluster ${set.clusterId} has ${set.shards.length}; the destination must have the same number of shards`, { field: t.dstField });
   }
   const srcShards = [...set.shards].sort((a, b) => Number(a.shardId) - Number(b.shardId));
   const shards = srcShards.map((src, i): ShardPlan => {
-    const archive = shardArchive(state, p.src_cluster_id, src.shardId);
+    if (!t.replay) return { src, dst: dstShards[i], binlogs: [] };
+    const archive = shardArchive(state, set.clusterId, src.shardId);
+    const stopGtid = t.stopGtids?.get(src.shardId);
+    if (stopGtid !== undefined) {
+      const reached = archivedUpTo(archive);
+      if (!gtidCovers(reached, stopGtid)) {
+        throw KcmError.of('CONFLICT', `${t.timeField}: the archived binlogs of shard ${src.shardId} of cluster ${set.clusterId} reach ${reached || 'nothing'}, short of ${stopGtid}; wait for archiving to catch up`, { field: t.timeField });
+      }
+      return { src, dst: dstShards[i], binlogs: binlogsToReplay(archive, src.gtidPos, stopTime), stopGtid };
+    }
     const coveredUntil = archiveCoversUntil(archive);
     if (coveredUntil < stopTime) {
       throw KcmError.of(
         'INVALID_PARAS',
-        `paras.restore_time: ${isoOf(stopTime)} is beyond the archived binlogs of shard ${src.shardId} of cluster ${p.src_cluster_id} (${coveredUntil ? `archived up to ${isoOf(coveredUntil)}` : 'none archived'}); choose an earlier time or wait for archiving to catch up`,
-        { field: 'paras.restore_time' },
+        `${t.timeField}: ${isoOf(stopTime)} is beyond the archived binlogs of shard ${src.shardId} of cluster ${set.clusterId} (${coveredUntil ? `archived up to ${isoOf(coveredUntil)}` : 'none archived'}); choose an earlier time or wait for archiving to catch up`,
+        { field: t.timeField },
       );
     }
     return { src, dst: dstShards[i], binlogs: binlogsToReplay(archive, src.gtidPos, stopTime) };
@@ -100,7 +126,8 @@ function masterOf(shard: ShardRecord) {
   return master;
 }
 
-interface Outputs {
+/** The restore's step outputs, by step name (a restore drill's outputs include them: jobs/restore-drill). */
+export interface RestoreOutputs {
   'verify the backup set and the empty destination': { backupId: string; stopTime: number };
   /** By destination shard id: the source shard and the GTID position of its restored backup. */
   'restore each shard master from the full backup': Record<string, { srcShardId: string; gtid: string }>;
@@ -112,23 +139,50 @@ interface Outputs {
   'restore the compute catalog': RestoredCatalogResult[];
 }
 
+type Outputs = RestoreOutputs;
+
+/**
+ * What the restore steps restore, and where: cluster_restore's paras, or a restore drill's
+ * chosen set and scratch cluster. `plan` is called by every step, on the state as it is then.
+ */
+export interface RestoreTarget {
+  plan(ctx: StepContext<unknown, RestoreOutputs>): RestorePlan;
+  dstClusterId(ctx: StepContext<unknown, RestoreOutputs>): string;
+}
+
 /** The plan the job committed to in its first step (the same backup set on every resume). */
-function committedPlan(ctx: StepContext<Paras, Outputs>, p: Paras): RestorePlan {
-  const plan = restorePlan(ctx.state(), p);
+function committedPlan(ctx: StepContext<unknown, Outputs>, target: RestoreTarget): RestorePlan {
+  const plan = target.plan(ctx);
   const chosen = ctx.outputs['verify the backup set and the empty destination'];
   if (plan.set.id !== chosen.backupId) throw KcmError.of('CONFLICT', `the backup set changed during the restore (${chosen.backupId} -> ${plan.set.id})`);
   return plan;
 }
 
+const restoreTargetOf = (p: Paras): RestoreTarget => ({ plan: (ctx) => restorePlan(ctx.state(), p), dstClusterId: () => p.dst_cluster_id });
+
 export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
   jobType: 'cluster_restore',
   validate: (p, state) => void restorePlan(state, p),
   lockKey: (p) => `cluster:${p.dst_cluster_id}`,
-  steps: (p) => [
+  steps: (p) => restoreSteps(restoreTargetOf(p)) as JobStep<Paras, Outputs>[],
+  result(outputs, p): ClusterRestoreResult {
+    return restoreResult(outputs, p);
+  },
+  async rollback(ctx, failedStep) {
+    return dropPartialRestore(ctx, failedStep, ctx.paras.dst_cluster_id);
+  },
+};
+
+/**
+ * The restore, step by step: cluster_restore's steps, which a restore drill runs too (with
+ * its own job id in every op id, so a resumed drill finds its own work done).
+ */
+export function restoreSteps(target: RestoreTarget): JobStep<unknown, Outputs>[] {
+  return [
     {
       name: 'verify the backup set and the empty destination',
       async run(ctx) {
-        const plan = restorePlan(ctx.state(), p);
+        const plan = target.plan(ctx);
         // Every object first: an altered or missing file refuses the restore before anything is written.
         // A sealed object's tags are checked too, where it is stored: one altered together with
         // its manifest fails here, before any shard is touched (docs/backup-encryption.md).
@@ -166,7 +220,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
     {
       name: 'restore each shard master from the full backup',
       async run(ctx) {
-        const plan = committedPlan(ctx, p);
+        const plan = committedPlan(ctx, target);
         const storage = openBackupStorage(storageOf(ctx.state(), plan.set.storageName));
         const gtids: Record<string, { srcShardId: string; gtid: string }> = Object.create(null);
         try {
@@ -194,7 +248,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
     {
       name: 'rebuild the standbys from the restored masters',
       async run(ctx) {
-        const plan = committedPlan(ctx, p);
+        const plan = committedPlan(ctx, target);
         const policy = { allowReplicaDelayS: DEFAULT_ALLOWED_REPLICA_DELAY_S, allowPullFromMaster: true, pvLimitMb: 0, needBackup: false };
         await forEachInstance(plan.shards, (s) => s.dst.name, async ({ dst }) => {
           const master = masterOf(dst);
@@ -208,10 +262,10 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
     {
       name: 'replay archived binlogs up to restore_time',
       async run(ctx) {
-        const plan = committedPlan(ctx, p);
+        const plan = committedPlan(ctx, target);
         const restored = ctx.outputs['restore each shard master from the full backup'];
         const replayed: Record<string, { gtid: string; files: number }> = Object.create(null);
-        await forEachInstance(plan.shards, (s) => s.dst.name, async ({ dst, binlogs }) => {
+        await forEachInstance(plan.shards, (s) => s.dst.name, async ({ dst, binlogs, stopGtid }) => {
           const master = masterOf(dst);
           const reply = await ctx.agents.mariadbRestore(master.hostaddr).replayBinlogs({
             op_id: opId(ctx.jobId, 'replay', `node-${master.id}`),
@@ -229,6 +283,7 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
             }),
             start_gtid: own(restored, dst.id)?.gtid ?? '',
             stop_time: plan.stopTime,
+            ...(stopGtid ? { stop_gtid: stopGtid } : {}),
           });
           replayed[dst.id] = { gtid: reply.gtid_pos, files: reply.files };
         });
@@ -239,14 +294,14 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
       // After every shard's replay: a branch's decision is on another shard.
       name: 'end the multi-shard transactions open at restore_time',
       async run(ctx) {
-        const plan = committedPlan(ctx, p);
+        const plan = committedPlan(ctx, target);
         return endTransactionsOpenAtRestoreTime(ctx.agents, ctx.logger, plan.shards.map(({ src, dst }) => ({ srcShardId: src.shardId, dst })), ctx.signal);
       },
     },
     {
       name: 'sync the compute nodes and apply cpu limits',
       async run(ctx) {
-        const dst = clusterOfStep(ctx, p.dst_cluster_id);
+        const dst = clusterOfStep(ctx, target.dstClusterId(ctx));
         await syncCompCatalogs(ctx.agents, ctx.secrets, ctx.jobId, 'catalog', dst, Object.values(dst.comps));
         // Restored and rebuilt instances are new processes, outside their predecessors' cgroups.
         const nodes = Object.values(dst.shards).flatMap((s) => Object.values(s.nodes));
@@ -257,8 +312,8 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
     {
       name: 'restore the compute catalog',
       async run(ctx) {
-        const plan = committedPlan(ctx, p);
-        const dst = clusterOfStep(ctx, p.dst_cluster_id);
+        const plan = committedPlan(ctx, target);
+        const dst = clusterOfStep(ctx, target.dstClusterId(ctx));
         const dumps = await readCatalogDumps(ctx.state(), plan.set);
         const role = liveAccount(ctx.secrets, dst, 'computer').user;
         const restored: RestoredCatalogResult[] = [];
@@ -276,51 +331,53 @@ export const clusterRestore: JobOf<'cluster_restore', Outputs> = {
         return restored.sort((a, b) => Number(a.comp_id) - Number(b.comp_id) || a.database.localeCompare(b.database));
       },
     },
-  ],
-  result(outputs, p): ClusterRestoreResult {
-    const restored = outputs['restore each shard master from the full backup'];
-    const replayed = outputs['replay archived binlogs up to restore_time'];
-    const ended = outputs['end the multi-shard transactions open at restore_time'];
-    const list: RestoredShardResult[] = Object.keys(restored).sort((a, b) => Number(a) - Number(b)).map((dstShardId) => ({
-      src_shard_id: restored[dstShardId].srcShardId,
-      dst_shard_id: dstShardId,
-      backup_gtid: restored[dstShardId].gtid,
-      restored_gtid: own(replayed, dstShardId)?.gtid ?? '',
-      binlogs: String(own(replayed, dstShardId)?.files ?? 0),
-      xa_committed: String(own(ended, dstShardId)?.committed ?? 0),
-      xa_rolled_back: String(own(ended, dstShardId)?.rolledBack ?? 0),
-    }));
-    return {
-      src_cluster_id: p.src_cluster_id,
-      dst_cluster_id: p.dst_cluster_id,
-      restore_time: String(outputs['verify the backup set and the empty destination'].stopTime),
-      backup_id: outputs['verify the backup set and the empty destination'].backupId,
-      list_shard: list,
-      list_catalog: outputs['restore the compute catalog'] ?? [],
-    };
-  },
-  /**
-   * Nothing half-restored may serve: once a step after the checks failed, every cluster
-   * database on the destination's masters is dropped (the standbys replicate the drops).
-   * A master that cannot be reached keeps what it has; the note says which.
-   */
-  async rollback(ctx, failedStep) {
-    if (failedStep === 'verify the backup set and the empty destination') return;
-    const dst = own(ctx.state().clusters, ctx.paras.dst_cluster_id);
-    if (!dst) return;
-    const left: string[] = [];
-    await Promise.all(Object.values(dst.shards).map(async (shard) => {
-      const master = shard.nodes[shard.masterNodeId];
-      if (!master) return;
-      try {
-        await ctx.agents.mariadbRestore(master.hostaddr).dropClusterDatabases(opId(ctx.jobId, 'undo-restore', `node-${master.id}`), master.port);
-      } catch (err) {
-        left.push(`${shard.name} on ${master.hostaddr}:${master.port} (${errorNameOf(err, 'INSTANCE_FAILED')}: ${(err as Error).message})`);
-      }
-    }));
-    if (left.length) return `the partly restored data could not be dropped from ${left.join('; ')}`;
-  },
-};
+  ];
+}
+
+function restoreResult(outputs: Outputs, p: Paras): ClusterRestoreResult {
+  const restored = outputs['restore each shard master from the full backup'];
+  const replayed = outputs['replay archived binlogs up to restore_time'];
+  const ended = outputs['end the multi-shard transactions open at restore_time'];
+  const list: RestoredShardResult[] = Object.keys(restored).sort((a, b) => Number(a) - Number(b)).map((dstShardId) => ({
+    src_shard_id: restored[dstShardId].srcShardId,
+    dst_shard_id: dstShardId,
+    backup_gtid: restored[dstShardId].gtid,
+    restored_gtid: own(replayed, dstShardId)?.gtid ?? '',
+    binlogs: String(own(replayed, dstShardId)?.files ?? 0),
+    xa_committed: String(own(ended, dstShardId)?.committed ?? 0),
+    xa_rolled_back: String(own(ended, dstShardId)?.rolledBack ?? 0),
+  }));
+  return {
+    src_cluster_id: p.src_cluster_id,
+    dst_cluster_id: p.dst_cluster_id,
+    restore_time: String(outputs['verify the backup set and the empty destination'].stopTime),
+    backup_id: outputs['verify the backup set and the empty destination'].backupId,
+    list_shard: list,
+    list_catalog: outputs['restore the compute catalog'] ?? [],
+  };
+}
+
+/**
+ * Nothing half-restored may serve: once a step after the checks failed, every cluster
+ * database on the destination's masters is dropped (the standbys replicate the drops).
+ * A master that cannot be reached keeps what it has; the note says which.
+ */
+export async function dropPartialRestore(ctx: StepContext<unknown, Outputs>, failedStep: string, dstClusterId: string): Promise<string | undefined> {
+  if (failedStep === 'verify the backup set and the empty destination') return;
+  const dst = own(ctx.state().clusters, dstClusterId);
+  if (!dst) return;
+  const left: string[] = [];
+  await Promise.all(Object.values(dst.shards).map(async (shard) => {
+    const master = shard.nodes[shard.masterNodeId];
+    if (!master) return;
+    try {
+      await ctx.agents.mariadbRestore(master.hostaddr).dropClusterDatabases(opId(ctx.jobId, 'undo-restore', `node-${master.id}`), master.port);
+    } catch (err) {
+      left.push(`${shard.name} on ${master.hostaddr}:${master.port} (${errorNameOf(err, 'INSTANCE_FAILED')}: ${(err as Error).message})`);
+    }
+  }));
+  if (left.length) return `the partly restored data could not be dropped from ${left.join('; ')}`;
+}
 
 /** The set's catalog dumps, read back whole (a few KiB each; the storage checks each sha256 as it reads); plain-SQL ones as null. */
 async function readCatalogDumps(state: MetaState, set: BackupSetRecord): Promise<{ record: CatalogBackupRecord; dump: Buffer | null }[]> {

@@ -9,7 +9,7 @@
 import { KcmError, type ComputerStepResult, type CreateClusterResult, type DeleteClusterResult, type ShardStepResult, type ParasOf } from '@kcm/protocol';
 import { clusterCreatedByJob } from '../meta/clusters';
 import { CommandKind } from '../meta/commands';
-import type { ClusterOptions, ClusterRecord, MetaState } from '../meta/state';
+import type { ClusterOptions, ClusterRecord, MetaState, RestoreDrillScratch } from '../meta/state';
 import { changeableCluster, clusterByReference, clusterOfStep, forEachInstance } from './cluster-lookup';
 import { generateClusterAccounts } from './credentials';
 import { orThrow } from './framework/errors';
@@ -27,7 +27,7 @@ import {
 import { previewPorts, removalPlan } from './dry-run';
 import { candidatesFor, carryLoad, computeDemand, placeComps, placementReport, placeShards, storageDemand, type ShardPlacement } from './placement';
 import { rollBackJob, wholeClusterPlan } from './rollback';
-import type { JobOf, StepContext } from './framework/workflow';
+import type { JobOf, JobStep, StepContext } from './framework/workflow';
 import { NO_ENGINE_DEFAULTS, prepareEngineOnHosts, recordEngineVersions, recordMeasuredVersions, type EngineVersionDefaults } from './engine-versions';
 
 type CreateParas = ParasOf<'create_cluster'>;
@@ -120,7 +120,7 @@ function createResult(cluster: ClusterRecord, state: MetaState): CreateClusterRe
   };
 }
 
-interface CreateOutputs {
+export interface CreateOutputs {
   'plan placement': { clusterId: string; clusterName: string; unspreadShards: string[] };
   /** The versions every chosen host has in its engine cache ('': no agent could say, all older ones). */
   'prepare engines': { storageVersion: string; computerVersion: string };
@@ -144,7 +144,24 @@ export const createClusterJob = (engines: EngineVersionDefaults = NO_ENGINE_DEFA
   },
   // The cluster's id does not exist yet; other jobs on it are refused until it is built.
   lockKey: () => null,
-  steps: (p) => [
+  steps: (p) => createClusterSteps(p, engines),
+  result: (outputs) => outputs['mark cluster ready'],
+  async rollback(ctx, failedStep, error) {
+    const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId);
+    if (!cluster) return undefined; // nothing was placed
+    ctx.logger.warn({ jobId: ctx.jobId, clusterId: cluster.id, failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
+    // Ports are returned per instance, only once it is gone from its host (rollback.ts).
+    return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now, secrets: ctx.secrets }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
+  },
+});
+
+/**
+ * create_cluster's steps, which a restore drill runs too to build its scratch cluster
+ * (`scratchOf`: the drilled cluster's id; the cluster is recorded as the job's drill's scratch
+ * from its creation on, so it never shows as a user's).
+ */
+export function createClusterSteps(p: CreateParas, engines: EngineVersionDefaults = NO_ENGINE_DEFAULTS, scratchOf?: string): JobStep<CreateParas, CreateOutputs>[] {
+  return [
     {
       name: 'plan placement',
       async run(ctx) {
@@ -160,6 +177,7 @@ export const createClusterJob = (engines: EngineVersionDefaults = NO_ENGINE_DEFA
                 options: optionsOf(p, engines),
                 accounts: generateClusterAccounts(ctx.secrets),
                 placement: { newShards: plan.shards.map((s) => ({ hosts: s.hosts })), newNodes: [], newComps: plan.comps },
+                ...(scratchOf !== undefined ? { scratchOfDrill: { drillJobId: ctx.jobId, sourceClusterId: scratchOf } satisfies RestoreDrillScratch } : {}),
               }),
             );
           });
@@ -248,16 +266,8 @@ export const createClusterJob = (engines: EngineVersionDefaults = NO_ENGINE_DEFA
         return createResult(clusterOfStep(ctx, cluster.id), ctx.state());
       },
     },
-  ],
-  result: (outputs) => outputs['mark cluster ready'],
-  async rollback(ctx, failedStep, error) {
-    const cluster = clusterCreatedByJob(ctx.state(), ctx.jobId);
-    if (!cluster) return undefined; // nothing was placed
-    ctx.logger.warn({ jobId: ctx.jobId, clusterId: cluster.id, failedStep, reason: error.message }, 'create_cluster failed: removing what it created');
-    // Ports are returned per instance, only once it is gone from its host (rollback.ts).
-    return rollBackJob({ store: ctx, agents: ctx.agents, logger: ctx.logger, now: ctx.now, secrets: ctx.secrets }, ctx.jobId, 'create_cluster', wholeClusterPlan(cluster));
-  },
-});
+  ];
+}
 
 interface DeleteSnapshot {
   clusterId: string;

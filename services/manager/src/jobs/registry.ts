@@ -33,6 +33,7 @@ import { rotateClusterPasswords } from './passwords';
 import { repartitionTablesJob } from './repartition/job';
 import { upgradeClusterJob } from './upgrade/upgrade-cluster';
 import { deleteBackupPolicy, setBackupPolicy } from './backup-policy';
+import { runRestoreDrillJob } from './restore-drill/job';
 
 /** The definition of job type T: its paras, any step outputs, the protocol's result for T. */
 export type JobDefinitionOf<T extends AsyncJobType> = JobDefinition<ParasOf<T>, any, ResultOf<T>> & { jobType: T };
@@ -97,6 +98,7 @@ export function jobTable(options: JobTableOptions): JobTable {
     upgrade_cluster: upgradeClusterJob(options.manualSwitch),
     set_backup_policy: setBackupPolicy,
     delete_backup_policy: deleteBackupPolicy,
+    run_restore_drill: runRestoreDrillJob(options.engineVersions),
   } satisfies JobTable;
 }
 

@@ -9,6 +9,9 @@
 //    a run. The job shows in list_jobs like any other backup.
 //  - expiry (backup/retention.ts): the sets and binlogs outside the retention leave the state
 //    and are queued for deletion; then every queued object is deleted from its storage.
+//  - a policy with a drill schedule: a restore drill (run_restore_drill) once per period of
+//    drill_every_days, inside the window, claimed and submitted exactly as a backup run is
+//    (meta/restore-drills.ts), once the cluster has a set with recorded checksums.
 // Binlog archiving is not touched: it stays continuous (leader/binlog-archiver.ts).
 
 import { createHash } from 'node:crypto';
@@ -18,6 +21,9 @@ import { backupSetPrefix } from '../jobs/backup';
 import type { BackupStorageOpener } from '../jobs/backup-storage';
 import { CommandKind } from '../meta/commands';
 import { allPolicies, pendingDeletions, policyOfCluster, policyRunRequestId, type BackupPolicyRecord } from '../meta/backup-policies';
+import { backupSetsOf } from '../meta/backup';
+import { drillRunRequestId } from '../meta/restore-drills';
+import { hasRecordedChecksums } from '../jobs/restore-drill/plan';
 import { own } from '../meta/dict';
 import type { MetaState } from '../meta/state';
 import type { Clock, MetaStore } from '../meta/store';
@@ -38,12 +44,22 @@ export function duePeriod(policy: Pick<BackupPolicyRecord, 'fullEveryHours' | 's
   return openWindowAt(nowMs, policy) ? periodStart : undefined;
 }
 
-/** A cluster_restore reading the cluster's backups is under way: expiry waits for it. */
+/** The start (ms) of the drill period due at `nowMs`, if any: the policy schedules drills, inside the window, not run yet. */
+export function dueDrillPeriod(policy: Pick<BackupPolicyRecord, 'drill' | 'lastDrill' | 'startSecond' | 'endSecond'>, nowMs: number): number | undefined {
+  if (!policy.drill) return undefined;
+  const periodMs = policy.drill.everyDays * 86_400_000;
+  const periodStart = Math.floor(nowMs / periodMs) * periodMs;
+  if (policy.lastDrill && policy.lastDrill.periodStart >= periodStart) return undefined;
+  return openWindowAt(nowMs, policy) ? periodStart : undefined;
+}
+
+/** A cluster_restore or a restore drill reading the cluster's backups is under way: expiry waits for it. */
 function restoreReading(state: MetaState, clusterId: string): boolean {
   for (const queue of Object.values(state.runQueues)) {
     for (const id of queue) {
       const job = state.jobs[id];
       if (job?.jobType === 'cluster_restore' && (job.paras as { src_cluster_id?: string }).src_cluster_id === clusterId) return true;
+      if (job?.jobType === 'run_restore_drill' && (job.paras as { cluster_id?: string }).cluster_id === clusterId) return true;
     }
   }
   return false;
@@ -86,6 +102,7 @@ export class BackupPolicyScheduler {
     for (const policy of allPolicies(this.opts.store.state())) {
       try {
         await this.runBackup(policy.clusterId);
+        await this.runDrill(policy.clusterId);
         await this.expire(policy.clusterId);
       } catch (err) {
         this.opts.logger.warn({ err, cluster: policy.clusterId }, 'backup policy round did not finish; the next round carries on');
@@ -116,19 +133,47 @@ export class BackupPolicyScheduler {
     this.opts.logger.info({ cluster: clusterId, period: new Date(run.periodStart).toISOString(), job: jobId, recorded: recorded.ok }, 'backup policy run submitted');
   }
 
-  private backupRequest(policy: BackupPolicyRecord, periodStart: number): ValidRequest {
-    const parsed = parseRequest({
-      version: '1.0',
-      job_type: 'manual_backup_cluster',
-      timestamp: String(Math.floor(this.opts.now() / 1000)),
-      user_name: POLICY_SUBMITTER,
-      request_id: policyRunRequestId(policy.clusterId, periodStart),
-      paras: { cluster_id: policy.clusterId },
-    });
+  /** The period's restore drill: claimed, submitted under the period's request id, its job recorded (as runBackup). */
+  private async runDrill(clusterId: string): Promise<void> {
+    const { store, now } = this.opts;
+    let policy = policyOfCluster(store.state(), clusterId);
+    const cluster = own(store.state().clusters, clusterId);
+    if (!policy?.drill || !cluster || cluster.status !== 'ready') return;
+    if (!policy.lastDrill || policy.lastDrill.jobId !== null) {
+      const periodStart = dueDrillPeriod(policy, now());
+      if (periodStart === undefined) return;
+      // Nothing to check yet: the period stays unclaimed until a set recorded its figures.
+      if (!backupSetsOf(store.state(), clusterId).some(hasRecordedChecksums)) return;
+      const claim = await store.propose({ kind: CommandKind.RestoreDrillRunClaimed, at: now(), clusterId, periodStart, claimedBy: this.opts.member });
+      if (!claim.ok) {
+        this.opts.logger.info({ cluster: clusterId, refusal: claim.message }, 'restore drill not claimed');
+        return;
+      }
+      policy = policyOfCluster(store.state(), clusterId);
+    }
+    const run = policy?.lastDrill;
+    if (!policy?.drill || !run || run.jobId !== null) return;
+    const { jobId } = await this.opts.submit(this.request('run_restore_drill', drillRunRequestId(clusterId, run.periodStart), {
+      cluster_id: clusterId,
+      storage_iplists: policy.drill.storageIplists,
+      computer_iplists: policy.drill.computerIplists,
+    }));
+    const recorded = await store.propose({ kind: CommandKind.RestoreDrillRunSubmitted, at: now(), clusterId, periodStart: run.periodStart, jobId });
+    this.opts.logger.info({ cluster: clusterId, period: new Date(run.periodStart).toISOString(), job: jobId, recorded: recorded.ok }, 'restore drill submitted');
+  }
+
+  /** A job request as Emit gets one, under the period's request id (the same on every leader). */
+  private request(jobType: 'manual_backup_cluster' | 'run_restore_drill', requestId: string, paras: Record<string, unknown>): ValidRequest {
+    const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: String(Math.floor(this.opts.now() / 1000)), user_name: POLICY_SUBMITTER, request_id: requestId, paras });
     if (!parsed.ok) throw parsed.error;
-    // The policy's storage travels in the paras the job commits (manual_backup_cluster's resolve keeps it).
-    if (policy.storageName !== null) (parsed.request.paras as Record<string, unknown>).storage_name = policy.storageName;
     return parsed.request;
+  }
+
+  private backupRequest(policy: BackupPolicyRecord, periodStart: number): ValidRequest {
+    const request = this.request('manual_backup_cluster', policyRunRequestId(policy.clusterId, periodStart), { cluster_id: policy.clusterId });
+    // The policy's storage travels in the paras the job commits (manual_backup_cluster's resolve keeps it).
+    if (policy.storageName !== null) (request.paras as Record<string, unknown>).storage_name = policy.storageName;
+    return request;
   }
 
   private async expire(clusterId: string): Promise<void> {

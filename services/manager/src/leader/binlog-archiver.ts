@@ -83,7 +83,8 @@ export class BinlogArchiver {
     const restoring = new Set(
       Object.values(state.runQueues).flatMap((queue) => queue.map((id) => state.jobs[id]).filter((j) => j?.jobType === 'cluster_restore').map((j) => String(j.paras.dst_cluster_id))),
     );
-    const clusters = Object.values(state.clusters).filter((c) => c.status === 'ready' && !restoring.has(c.id));
+    // A restore drill's scratch cluster is nobody's data: it is deleted when the drill ends.
+    const clusters = Object.values(state.clusters).filter((c) => c.status === 'ready' && !restoring.has(c.id) && !c.scratchOfDrill);
     await Promise.all(clusters.flatMap((c) => Object.values(c.shards).map((s) => this.archiveShard(c, s, storage))));
   }
 

@@ -16,7 +16,7 @@ import { accepted, refused, type ApplyOutcome } from './outcome';
 import type { MetaState } from './state';
 import type { CommandBase, CommandKind } from './command-numbers';
 
-export type { BackupPolicyRecord, BackupPolicyRun, BackupPolicyState, PendingBackupDeletion } from './backup-policy-records';
+export type { BackupPolicyRecord, BackupPolicyRun, BackupPolicyState, PendingBackupDeletion, RestoreDrillSchedule } from './backup-policy-records';
 
 /** For apply only: the state's policies, made when missing (an image from before policies has none). */
 function policyStateForApply(state: MetaState): BackupPolicyState {
@@ -41,7 +41,7 @@ export function pendingDeletions(state: MetaState): PendingBackupDeletion[] {
 
 /** set_backup_policy: adds or replaces the policy of a cluster. */
 export interface BackupPolicySet extends CommandBase<typeof CommandKind.BackupPolicySet> {
-  policy: Omit<BackupPolicyRecord, 'setAt' | 'lastRun'>;
+  policy: Omit<BackupPolicyRecord, 'setAt' | 'lastRun' | 'lastDrill'>;
 }
 
 /** delete_backup_policy. */
@@ -87,8 +87,8 @@ export function applyBackupPolicySet(state: MetaState, cmd: BackupPolicySet): Ap
   if (!own(state.clusters, cmd.policy.clusterId)) return refused('NOT_FOUND', `cluster ${cmd.policy.clusterId} does not exist`);
   const s = policyStateForApply(state);
   const before = own(s.policies, cmd.policy.clusterId);
-  // A replaced policy keeps its last run: a period that ran does not run again.
-  s.policies[cmd.policy.clusterId] = { ...cmd.policy, setAt: cmd.at, lastRun: before?.lastRun ?? null };
+  // A replaced policy keeps its last run and drill: a period that ran does not run again.
+  s.policies[cmd.policy.clusterId] = { ...cmd.policy, setAt: cmd.at, lastRun: before?.lastRun ?? null, ...(before?.lastDrill ? { lastDrill: before.lastDrill } : {}) };
   return accepted(null);
 }
 

@@ -27,6 +27,17 @@ export interface BackupPolicyRecord {
   setByJob: string;
   setAt: number;
   lastRun: BackupPolicyRun | null;
+  /** A restore drill every `everyDays` days (jobs/restore-drill); absent or null: none scheduled. */
+  drill?: RestoreDrillSchedule | null;
+  /** The last period's drill, claimed like a backup run (meta/restore-drills.ts). */
+  lastDrill?: BackupPolicyRun | null;
+}
+
+/** A policy's drill schedule: the period, and the machines of the drills' scratch clusters. */
+export interface RestoreDrillSchedule {
+  everyDays: number;
+  storageIplists: string[];
+  computerIplists: string[];
 }
 
 /** A stored object (a backup set's prefix, or an archived binlog's key) that expiry removed from the state. */

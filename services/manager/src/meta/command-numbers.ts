@@ -64,6 +64,10 @@ export const CommandKind = {
   // Key-encryption keys of backup storages (meta/backup-keys.ts).
   BackupKekAdded: 44,
   BackupKekRetired: 45,
+  // Restore drills: their outcomes and the policies' scheduled drills (meta/restore-drills.ts).
+  RestoreDrillRecorded: 46,
+  RestoreDrillRunClaimed: 47,
+  RestoreDrillRunSubmitted: 48,
 } as const;
 export type CommandKind = (typeof CommandKind)[keyof typeof CommandKind];
 

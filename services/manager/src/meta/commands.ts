@@ -13,6 +13,7 @@ import type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 import type { NoSwitchSet } from './noswitch';
 import type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 import type { BackupKekAdded, BackupKekRetired } from './backup-keys';
+import type { RestoreDrillRecorded, RestoreDrillRunClaimed, RestoreDrillRunSubmitted } from './restore-drills';
 import type { BinlogArchived } from './binlog-archive';
 import type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 import type { TokenCreated, TokenDeleted } from './tokens';
@@ -32,6 +33,7 @@ export type { NodeFenceSet, ShardMasterChanged } from './shard-ha';
 export type { NoSwitchSet } from './noswitch';
 export type { BackupSetRecorded, BackupStorageCreated, BackupStorageDeleted } from './backup';
 export type { BackupKekAdded, BackupKekRetired } from './backup-keys';
+export type { RestoreDrillRecorded, RestoreDrillRunClaimed, RestoreDrillRunSubmitted } from './restore-drills';
 export type { BinlogArchived } from './binlog-archive';
 export type { LogicalBackupRunClaimed, LogicalBackupRunFinished, LogicalBackupScheduled } from './logical-backups';
 export type { TokenCreated, TokenDeleted } from './tokens';
@@ -80,7 +82,10 @@ export type Command =
   | BackupsExpired
   | BackupDeletionsDone
   | BackupKekAdded
-  | BackupKekRetired;
+  | BackupKekRetired
+  | RestoreDrillRecorded
+  | RestoreDrillRunClaimed
+  | RestoreDrillRunSubmitted;
 
 /**
  * Several commands in one log entry, applied in order exactly as if each had its own entry,

@@ -18,6 +18,7 @@ import { applyTokenCreated, applyTokenDeleted } from './tokens';
 import { applyBackupDeletionsDone, applyBackupPolicyRemoved, applyBackupPolicyRunClaimed, applyBackupPolicyRunSubmitted, applyBackupPolicySet, applyBackupsExpired } from './backup-policies';
 import { applyBackupSetRecorded, applyBackupStorageCreated, applyBackupStorageDeleted } from './backup';
 import { applyBackupKekAdded, applyBackupKekRetired } from './backup-keys';
+import { applyRestoreDrillRecorded, applyRestoreDrillRunClaimed, applyRestoreDrillRunSubmitted } from './restore-drills';
 
 /** Every kind applyCommand knows; CommandBatch only as a whole entry, never inside one. */
 const COMMAND_KINDS: ReadonlySet<unknown> = new Set<unknown>(Object.values(CommandKind).filter((kind) => kind !== CommandKind.CommandBatch));
@@ -141,6 +142,12 @@ export function applyCommand(state: MetaState, cmd: Command): ApplyOutcome {
       return applyBackupKekAdded(state, cmd);
     case CommandKind.BackupKekRetired:
       return applyBackupKekRetired(state, cmd);
+    case CommandKind.RestoreDrillRecorded:
+      return applyRestoreDrillRecorded(state, cmd);
+    case CommandKind.RestoreDrillRunClaimed:
+      return applyRestoreDrillRunClaimed(state, cmd);
+    case CommandKind.RestoreDrillRunSubmitted:
+      return applyRestoreDrillRunSubmitted(state, cmd);
     default: {
       // A command from a newer kcm, or a retired kind (9-11): never guess, never skip it
       // (apply-stop.ts). The compiler checks that every kind has its case above.

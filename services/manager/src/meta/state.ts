@@ -7,6 +7,7 @@ import { dict, type Dict } from './dict';
 import { emptyAuditState, type AuditState } from './audit';
 import { backupPolicyStateWithDicts, emptyBackupPolicyState, type BackupPolicyState } from './backup-policy-records';
 import { emptyLogicalBackupState, logicalBackupStateWithDicts, type LogicalBackupState } from './logical-backup-records';
+import type { ClusterDrills } from './restore-drill-records';
 
 export type MachineType = 'storage' | 'computer';
 export type NodeStats = 'running' | 'dead';
@@ -220,6 +221,14 @@ export interface ClusterRecord {
   comps: Dict<CompRecord>;
   /** A rotate_cluster_passwords under way, or one that failed part-way (finished by the next one). */
   passwordRotation?: PasswordRotationRecord;
+  /** Present on a restore drill's scratch cluster: whose drill it is (deleted when the drill ends). */
+  scratchOfDrill?: RestoreDrillScratch;
+}
+
+/** What marks a cluster as a restore drill's scratch (jobs/restore-drill). */
+export interface RestoreDrillScratch {
+  drillJobId: string;
+  sourceClusterId: string;
 }
 
 export type ClusterAccountRole = keyof ClusterAccounts;
@@ -307,6 +316,8 @@ export interface MetaState {
   logicalBackups: LogicalBackupState;
   /** Backup policies, their runs, and the objects expiry still has to delete (meta/backup-policies.ts). */
   backupPolicies: BackupPolicyState;
+  /** By cluster id: its last restore drill and last passing one (meta/restore-drills.ts); absent until the first drill. */
+  restoreDrills?: Dict<ClusterDrills>;
   /** Emit tokens made by create_token, by name: only their SHA-256 (meta/tokens.ts). */
   tokens: Dict<TokenRecord>;
   /** The audit trail's tip and newest records (meta/audit.ts). */
@@ -552,6 +563,7 @@ export function* withDictsInSteps(state: MetaState, jobList?: JobRecord[]): Gene
   state.binlogArchives = dict(state.binlogArchives ?? {});
   state.logicalBackups = logicalBackupStateWithDicts(state.logicalBackups);
   state.backupPolicies = backupPolicyStateWithDicts(state.backupPolicies);
+  if (state.restoreDrills) state.restoreDrills = dict(state.restoreDrills);
   state.tokens = dict(state.tokens ?? {});
   state.audit = state.audit ?? emptyAuditState();
   return state;

@@ -8,6 +8,7 @@ import { backupSetResult } from '../jobs/backup';
 import { backupSetsOf, METADATA_BACKUP_CLUSTER_ID } from '../meta/backup';
 import type { MetaState } from '../meta/state';
 import { backupPolicyDetail } from './backup-policy';
+import { restoreDrillDetail } from './restore-drills';
 
 export function backupStorageList(state: MetaState): Record<string, unknown> {
   const storages = Object.values(state.backupStorages).sort((a, b) => a.createdAt - b.createdAt || (a.name < b.name ? -1 : 1));
@@ -28,11 +29,11 @@ export function backupStorageList(state: MetaState): Record<string, unknown> {
   };
 }
 
-/** get_cluster_detail with the cluster's backup sets, backup policy and restorable window added. */
+/** get_cluster_detail with the cluster's backup sets, backup policy, restorable window and restore drills added. */
 export function withBackupSets(detail: QueryHandler): QueryHandler {
   return async (req, state) => {
     const reply = await detail(req, state);
     const clusterId = typeof reply.cluster_id === 'string' ? reply.cluster_id : undefined;
-    return clusterId === undefined ? reply : { ...reply, list_backup: backupSetsOf(state, clusterId).map(backupSetResult), ...backupPolicyDetail(state, clusterId) };
+    return clusterId === undefined ? reply : { ...reply, list_backup: backupSetsOf(state, clusterId).map(backupSetResult), ...backupPolicyDetail(state, clusterId), ...restoreDrillDetail(state, clusterId) };
   };
 }

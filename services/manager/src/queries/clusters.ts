@@ -14,6 +14,7 @@ import { noSwitchUntil } from '../meta/noswitch';
 import { measuredClusterStatus, onlineCount, type InstanceStatus } from './cluster-status';
 import { InstanceMeasurements, type Measured } from './instance-measurements';
 import { HostProbes, type CompProbe } from './host-probes';
+import { scratchMark } from './restore-drills';
 
 export type { InstanceStatus } from './cluster-status';
 type MariaDbProbeReplyLike = Awaited<ReturnType<MariaDbAgentClient['probe']>>;
@@ -48,6 +49,7 @@ export async function clusterSummary(state: MetaState, deps: ClusterQueryDeps): 
         cluster_id: c.id,
         cluster_name: c.name,
         nick_name: c.nickName,
+        ...scratchMark(c),
         shards: String(Object.keys(c.shards).length),
         comps: String(comps.length),
         status: measuredClusterStatus(c.status, [...nodeStatuses, ...compStatuses]),
@@ -135,6 +137,7 @@ export async function clusterDetail(state: MetaState, req: ValidRequest, deps: C
     cluster_id: cluster.id,
     cluster_name: cluster.name,
     nick_name: cluster.nickName,
+    ...scratchMark(cluster),
     status: measuredClusterStatus(cluster.status, [...list_shard.flatMap((s) => s.list_node.map((n) => n.status)), ...list_comp.map((c) => c.status)]),
     shards: String(shards.length),
     comps: String(comps.length),

@@ -28,6 +28,8 @@ export async function replayBinlogs(ctx: AgentContext, req: MariaDbReplayBinlogs
   const layout = await layoutOf(ctx, checkPort(req.port));
   if (!isGtidPosText(req.start_gtid)) throw new Error(`start_gtid ${JSON.stringify(req.start_gtid)} is not a GTID list`);
   if (!Number.isInteger(req.stop_time) || req.stop_time <= 0) throw new Error('stop_time must be Unix seconds');
+  const stopGtid = req.stop_gtid ?? '';
+  if (stopGtid && !isGtidPosText(stopGtid)) throw new Error(`stop_gtid ${JSON.stringify(stopGtid)} is not a GTID list`);
   const binlogs = req.binlogs.map((b, i) => checkStoredObject(b, `binlogs[${i}]`));
   const admin = await loadAdminAccount(layout);
   const staging = path.join(layout.instanceDir, 'replay');
@@ -56,7 +58,12 @@ export async function replayBinlogs(ctx: AgentContext, req: MariaDbReplayBinlogs
       // mariadb-binlog: a replay cut short at T leaves the instance behind the file's start
       // state, which mariadb-binlog reports as missing data.
       if ((await summariseBinlog(file)).firstEventTime >= req.stop_time) break;
-      await pipeBinlogInto(layout.socket, file, await position(), req.stop_time);
+      const at = await position();
+      // Up to a GTID: only the domains still short of it bound the replay (mariadb-binlog
+      // would read on looking for a domain's GTID that is already applied).
+      const stopAt = stopGtid ? stillAhead(at, stopGtid) : undefined;
+      if (stopAt === '') break;
+      await pipeBinlogInto(layout.socket, file, at, stopAt === undefined ? { time: req.stop_time } : { gtid: stopAt });
       replayed++;
     }
     const gtid = await position();
@@ -68,8 +75,9 @@ export async function replayBinlogs(ctx: AgentContext, req: MariaDbReplayBinlogs
 }
 
 /** `mariadb-binlog ... | mariadb`: both processes must exit 0, or the replay failed. */
-async function pipeBinlogInto(socket: string, file: string, startGtid: string, stopTime: number): Promise<void> {
-  const args = [...(startGtid ? [`--start-position=${startGtid}`] : []), `--stop-datetime=${localDateTime(stopTime)}`, file];
+async function pipeBinlogInto(socket: string, file: string, startGtid: string, stop: { time: number } | { gtid: string }): Promise<void> {
+  const until = 'gtid' in stop ? `--stop-position=${stop.gtid}` : `--stop-datetime=${localDateTime(stop.time)}`;
+  const args = [...(startGtid ? [`--start-position=${startGtid}`] : []), until, file];
   const decode = spawnPiped(MARIADB_BINLOG, args, { input: 'ignore', output: 'pipe', timeoutMs: REPLAY_TIMEOUT_MS });
   const apply = spawnPiped(mariadbTools.client, ['--no-defaults', `--socket=${socket}`, '--user=root', '--batch', '--binary-mode'], { input: 'pipe', output: 'ignore', timeoutMs: REPLAY_TIMEOUT_MS });
   try {
@@ -79,6 +87,11 @@ async function pipeBinlogInto(socket: string, file: string, startGtid: string, s
     apply.kill();
     throw new Error(`binlog replay failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
+}
+
+/** The GTIDs of `target` whose domain `pos` has not reached, as a GTID list ('' when it reached them all). */
+function stillAhead(pos: string, target: string): string {
+  return target.split(',').filter(Boolean).filter((g) => !reaches(pos, g)).join(',');
 }
 
 /** Whether GTID state `pos` includes every domain's seq_no of `target`. */
