@@ -20,7 +20,7 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { processState, stopProcesses } from '../local/processes';
-import type { HostFile } from './host-plan';
+import type { HostDirectory, HostFile } from './host-plan';
 import { UNIT_DIR, type DebPackage } from './package-units';
 import { parseUnitFile, serviceCommand, unitValues } from './systemd-unit';
 import type { HostTransport, UnitToStart } from './transport';
@@ -75,6 +75,18 @@ export class LocalRootTransport implements HostTransport {
       return await readFile(file);
     } catch {
       return undefined;
+    }
+  }
+
+  async makeDirectory(dir: HostDirectory): Promise<void> {
+    if (!dir.path.startsWith(`${this.root}/`)) throw new Error(`${dir.path} is outside the host's root ${this.root}`);
+    // Every missing component from the root down gets the mode, as `install -d` gives it on a host.
+    const parts = path.relative(this.root, dir.path).split(path.sep);
+    for (let i = 1; i <= parts.length; i++) {
+      const at = path.join(this.root, ...parts.slice(0, i));
+      if (existsSync(at) && i < parts.length) continue;
+      await mkdir(at, { recursive: true, mode: dir.mode });
+      await chmod(at, dir.mode);
     }
   }
 

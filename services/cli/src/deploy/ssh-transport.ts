@@ -6,7 +6,7 @@
 
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import type { HostFile } from './host-plan';
+import type { HostDirectory, HostFile } from './host-plan';
 import type { DebPackage } from './package-units';
 import type { HostTransport, UnitToStart } from './transport';
 
@@ -93,6 +93,10 @@ export class SshTransport implements HostTransport {
   async readFile(file: string): Promise<Buffer | undefined> {
     const result = await this.remote(['sudo', 'cat', file]);
     return result.code === 0 ? result.stdout : undefined;
+  }
+
+  async makeDirectory(dir: HostDirectory): Promise<void> {
+    await this.mustRemote(['sudo', 'install', '-d', '-m', dir.mode.toString(8).padStart(4, '0'), '-o', 'root', '-g', 'root', dir.path]);
   }
 
   async writeFile(file: HostFile): Promise<void> {

@@ -6,7 +6,7 @@
 // Paths given to a transport are the host's paths as the plan computed them (for local-root
 // already under the root).
 
-import type { HostFile } from './host-plan';
+import type { HostDirectory, HostFile } from './host-plan';
 import type { DebPackage, PackageUnit } from './package-units';
 
 export interface UnitToStart {
@@ -22,6 +22,8 @@ export interface HostTransport {
   install(pkg: DebPackage): Promise<void>;
   /** A file's bytes on the host, undefined when it does not exist. */
   readFile(file: string): Promise<Buffer | undefined>;
+  /** Makes the directory and its missing parents (root-owned), with its mode. */
+  makeDirectory(dir: HostDirectory): Promise<void>;
   /** Writes the file (parents created), with its mode and owner. */
   writeFile(file: HostFile): Promise<void>;
   /** True while the unit's daemon runs. */

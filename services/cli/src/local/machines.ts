@@ -4,9 +4,7 @@
 // per host and type: an `up` after a `down`, or a retry, never registers one twice, and a
 // machine already registered (by an earlier `up` or by hand) is left as it is.
 
-import type { ReplyEnvelope } from '@kcm/protocol';
-import { createEmitClient } from '../http-client';
-import { localEnvelope, waitForLocalJob } from './local-jobs';
+import { registerMachines } from '../deploy/register-machines';
 
 export interface LocalMachine {
   hostaddr: string;
@@ -30,40 +28,18 @@ export function computerParas(storageParas: Record<string, string>): Record<stri
   return { ...storageParas, machine_type: 'computer', port_range: LOCAL_COMPUTER_PORT_RANGE };
 }
 
-/** Lines for the operator: what is registered, or why not (never fatal for `up`). */
+/** Lines for the operator: what is registered, or why not (never fatal for `up`). The same registration as kcm deploy's. */
 export async function registerLocalMachines(t: LocalMachinesTarget): Promise<string[]> {
-  const client = createEmitClient({ url: t.url, fetch: t.fetch, timeoutMs: 10_000, token: t.token });
-  const deadline = Date.now() + (t.timeoutMs ?? 60_000);
-  const problems: string[] = [];
-  let registered = 0;
-  let already = 0;
-  try {
-    const summary = (await client.emit(localEnvelope('get_machine_summary', {}))).reply;
-    const listed = ((summary.attachment ?? {}) as { list_machine?: { hostaddr: string; machine_types?: string[] }[] }).list_machine ?? [];
-    const known = new Set(listed.flatMap((m) => (m.machine_types ?? []).map((type) => `${m.hostaddr}/${type}`)));
-    const pending: { what: string; ack: ReplyEnvelope }[] = [];
-    for (const machine of t.machines) {
-      for (const paras of [machine.storageParas, computerParas(machine.storageParas)]) {
-        const what = `${machine.hostaddr} (${paras.machine_type})`;
-        if (known.has(`${machine.hostaddr}/${paras.machine_type}`)) {
-          already++;
-          continue;
-        }
-        const ack = (await client.emit(localEnvelope('create_machine', paras, { request_id: `kcm-local-machine-${machine.hostaddr}-${paras.machine_type}` }))).reply;
-        if (ack.error_code !== '0') problems.push(`${what}: ${ack.error_info}`);
-        else pending.push({ what, ack });
-      }
-    }
-    for (const { what, ack } of pending) {
-      const status = await waitForLocalJob(client, ack, deadline);
-      if (status.status === 'done') registered++;
-      else problems.push(`${what}: ${status.status === 'failed' ? status.error_info : `job ${ack.job_id} still ${status.status}`}`);
-    }
-  } catch (err) {
-    problems.push(err instanceof Error ? err.message : String(err));
-  }
-  const lines = [`machines: ${registered} registered now, ${already} already registered (every local host as storage and computer)`];
-  return problems.length === 0 ? lines : [...lines, ...problems.map((p) => `machine not registered: ${p}`)];
+  const outcome = await registerMachines({
+    url: t.url,
+    machines: t.machines.flatMap((m) => [m.storageParas, computerParas(m.storageParas)]),
+    requestIdPrefix: 'kcm-local-machine',
+    fetch: t.fetch,
+    token: t.token,
+    timeoutMs: t.timeoutMs,
+  });
+  const lines = [`machines: ${outcome.registered.length} registered now, ${outcome.already.length} already registered (every local host as storage and computer)`];
+  return [...lines, ...outcome.problems.map((p) => `machine not registered: ${p}`)];
 }
 
 /** A create_cluster the local fleet takes as it is: 1 shard of 3 nodes (spread over the hosts) and 1 compute node, small-memory config. */

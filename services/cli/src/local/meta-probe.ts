@@ -44,16 +44,20 @@ export interface AskOptions {
   now?: () => number;
   /** The bearer token to send (the deployment's admin token). */
   token?: string;
+  /** PEM of the CA of the managers' HTTPS certificates (kcm deploy's). */
+  ca?: string | Buffer;
 }
 
 export async function askMetaMode(url: string, options: AskOptions = {}): Promise<MetaAnswer> {
-  const client = createEmitClient({ url, fetch: options.fetch, timeoutMs: options.timeoutMs ?? 3_000, token: options.token });
+  const client = createEmitClient({ url, fetch: options.fetch, ca: options.ca, timeoutMs: options.timeoutMs ?? 3_000, token: options.token });
   try {
     const { reply } = await client.emit(metaModeEnvelope((options.now ?? Date.now)()));
     return metaAnswerOf(url, reply);
   } catch (err) {
     // The fetch failure's own code (ECONNREFUSED while a member is still loading) says enough.
-    const code = (err as { cause?: { cause?: { code?: string } } }).cause?.cause?.code;
+    // (node:http(s) puts it on the TransportError's cause, fetch one level deeper.)
+    const cause = (err as { cause?: { code?: string; cause?: { code?: string } } }).cause;
+    const code = cause?.code ?? cause?.cause?.code;
     return { url, state: 'unreachable', problem: code ?? (err as Error).message };
   }
 }
@@ -68,6 +72,7 @@ export interface LeaderWait {
   pollMs?: number;
   fetch?: typeof fetch;
   token?: string;
+  ca?: string | Buffer;
   sleep?: (ms: number) => Promise<void>;
   /** Checked between polls: a reason to give up early (a manager process exited). */
   abortReason?: () => Promise<string | undefined>;
@@ -83,7 +88,7 @@ export async function waitForLeader(wait: LeaderWait): Promise<LeaderWaitResult>
   const started = Date.now();
   let last: MetaAnswer[] = [];
   for (;;) {
-    last = await askAll(wait.urls, { fetch: wait.fetch, timeoutMs: 2_000, token: wait.token });
+    last = await askAll(wait.urls, { fetch: wait.fetch, ca: wait.ca, timeoutMs: 2_000, token: wait.token });
     const answered = last.find((a) => a.state === 'ok');
     if (answered) return { ok: true, answer: answered, elapsedMs: Date.now() - started };
     const abort = await wait.abortReason?.();

@@ -41,7 +41,7 @@ describe('topology file', () => {
 
   it('a missing key names the entry it is missing from', () => {
     expect(errorOf(GOOD.replace('    memory_mb: 65536\n', '')).message).toBe('agents[0].memory_mb (line 10): is required');
-    expect(errorOf(GOOD.replace('  packages_dir: /srv/dist\n', '')).message).toBe('global.packages_dir: is required');
+    expect(errorOf(GOOD.replace('  packages_dir: /srv/dist\n', '')).message).toBe('global.packages_dir (line 3): is required');
   });
 
   it('bad values name the key and say what is expected', () => {
