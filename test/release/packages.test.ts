@@ -136,6 +136,38 @@ describe('release packages', () => {
     }
   });
 
+  // postinst writes /etc/passwd, /etc/kcm and /var/lib/kcm: it runs in a private mount namespace
+  // over a copy of /etc and empty /var/lib, /var/log and /run, so this host is left as it was.
+  it.skipIf(process.getuid?.() !== 0)('postinst makes the kcm user and group and the owners and modes of /etc/kcm and /var/lib/kcm, again on a second run', () => {
+    const work = mkdtempSync(path.join(tmpdir(), 'kcm-postinst-'));
+    try {
+      for (const name of ['kcm-manager', 'kcm-agent'] as const) {
+        execFileSync('sh', ['-c', 'dpkg-deb --ctrl-tarfile "$1" | tar -xO ./postinst > "$2"', 'sh', built.files[name], path.join(work, name)]);
+      }
+      const script = [
+        'set -e',
+        'cp -a /etc "$1/etc" && mount --bind "$1/etc" /etc',
+        'for dir in /var/lib /var/log /run; do mount -t tmpfs tmpfs "$dir"; done',
+        'DPKG_MAINTSCRIPT_PACKAGE=kcm-manager sh "$1/kcm-manager" configure',
+        'DPKG_MAINTSCRIPT_PACKAGE=kcm-agent sh "$1/kcm-agent" configure',
+        'DPKG_MAINTSCRIPT_PACKAGE=kcm-manager sh "$1/kcm-manager" configure',
+        'getent passwd kcm',
+        "stat -c '%n %U:%G %a' /etc/kcm /etc/kcm/tls /var/lib/kcm /var/lib/kcm/manager /var/lib/kcm/agent",
+      ].join('\n');
+      const out = execFileSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', work], { encoding: 'utf8' }).trim().split('\n');
+      expect(out[0]).toMatch(/^kcm:x:\d+:\d+:[^:]*:\/var\/lib\/kcm:\/usr\/sbin\/nologin$/);
+      expect(out.slice(1)).toEqual([
+        '/etc/kcm root:kcm 750',
+        '/etc/kcm/tls root:kcm 750',
+        '/var/lib/kcm root:root 755',
+        '/var/lib/kcm/manager kcm:kcm 700',
+        '/var/lib/kcm/agent root:root 700',
+      ]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
   it('kcm --version, kcm-manager --version and kcm-agent --version run from the unpacked root', async () => {
     for (const [name, program] of [['kcm', 'kcm'], ['kcm-manager', 'kcm-manager'], ['kcm-agent', 'kcm-agent']]) {
       expect(await runFromRoot(name, ['--version'])).toEqual({ code: 0, stdout: `${versionLine(program)}\n`, stderr: '' });
