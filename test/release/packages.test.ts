@@ -227,6 +227,12 @@ describe('release packages', () => {
     expect(await stop(manager)).toBe(0);
     const log = readFileSync(path.join(root, 'manager.log'), 'utf8');
     expect(log).not.toContain(REPO_ROOT);
+
+    // The packaged CLI reads the stopped member's Raft storage offline with its own copy of the LevelDB addon.
+    const verify = await runFromRoot('kcm', ['audit', 'verify', '--data-dir', path.join(root, 'var/lib/kcm/manager')]);
+    expect(verify.stderr).toBe('');
+    expect(verify.stdout).toMatch(/^audit chain OK: /);
+    expect(verify.code).toBe(0);
   });
 
   it('an agent started from the root listens on its gRPC port and stops on SIGTERM', async () => {
