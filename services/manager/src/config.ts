@@ -151,6 +151,17 @@ export const managerConfigSchema = z.strictObject({
    * unless `insecure` is true.
    */
   tls: z.object({ ca: z.string().min(1), cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
+  /**
+   * The certificate and key Emit and the console serve HTTPS with (a supplied certificate,
+   * e.g. of a public CA). Absent: this member's own `tls.cert`/`tls.key`, which the cluster
+   * CA issued for its host. Reloaded when the files change (docs/https.md).
+   */
+  https: z.object({ cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
+  /**
+   * Serve Emit and the console over plain HTTP instead of HTTPS: bearer tokens and returned
+   * passwords then cross the network in clear. `insecure` implies it.
+   */
+  plainHttp: z.boolean().default(false),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
