@@ -2,18 +2,19 @@
 // state machine, the leader-only services, the gateway and metrics. main.ts only listens.
 
 import path from 'node:path';
+import type { X509Certificate } from 'node:crypto';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import { createLogger, makePrivateDirSync, type Logger } from '@kcm/common';
 import { GrpcTransport, LevelStorage, RaftNode, decodeConfChange, type Entry, type Storage, type Transport } from '@kcm/raft';
-import { AgentPool, callerGuard, channelCredentials, protocolClientInterceptor, protocolServerGuard, serverCredentials, type Agents } from '@kcm/agent-api';
+import { AgentPool, callerGuard, channelCredentials, exportCertExpiry, protocolClientInterceptor, protocolServerGuard, serverCredentials, type Agents } from '@kcm/agent-api';
 import { managerProtocolIdentity, MemberVersions } from './group/member-versions';
 import { memberServiceDefinition, memberServiceImplementation } from './group/member-describe';
 import { commandProtocolGate } from './group/protocol-gate';
 import type { ValidRequest } from '@kcm/protocol';
 import { openBackupStorage } from './backup/storage';
 import type { ManagerConfig } from './config';
-import { buildGateway, requestBoundTokens } from './gateway';
+import { buildGateway, emitListenerOf, requestBoundTokens } from './gateway';
 import { tokenDirectory } from './auth/token-directory';
 import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './leader/health-monitor';
@@ -371,7 +372,7 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
     logger,
     async listen() {
       await gateway.listen({ host, port });
-      logger.info({ url: `http://${config.member}`, raft: raftAddressOf(config.member) }, 'manager listening');
+      logger.info({ url: `${listener.scheme}://${config.member}`, raft: raftAddressOf(config.member), ...(listener.scheme === 'https' ? { certificate: listener.files.cert } : {}) }, 'manager listening');
     },
     stop() {
       stopping ??= (async () => {

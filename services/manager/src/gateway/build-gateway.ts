@@ -1,5 +1,7 @@
 // build() returns the app; the manager's main listens, tests call app.inject().
 
+import type { X509Certificate } from 'node:crypto';
+import type { Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { errorReply, KcmError } from '@kcm/protocol';
@@ -15,6 +17,8 @@ import { answerClientError, frameworkErrorToKcm, sendNotFound } from './error-re
 import { RateLimiter, type RateLimitOptions } from './rate-limit';
 import { drainThen, oversizeToDrain } from './oversize-body';
 import { registerConsole } from './console';
+import { loadHttpsPair, refusePlainHttp, type HttpsFiles, type HttpsPair } from './https-listener';
+import { HttpsCertificateReloader } from './https-reload';
 import type { TokenMinter } from './token-issue';
 
 export const EMIT_PATH = '/HttpService/Emit';
@@ -38,6 +42,11 @@ export interface GatewayOptions {
   unhealthy?: () => { status: string; reason: string } | undefined;
   /** Makes the token a create_token without token_sha256 answers with (token-issue.ts). Default: random. */
   mintToken?: TokenMinter;
+  /**
+   * Serve HTTPS with these files, reloaded when they change, and refuse plain HTTP on the
+   * port (https-listener.ts). Absent: plain HTTP. `configKey` names where they came from.
+   */
+  https?: HttpsOptions;
 }
 
 export function buildGateway(options: GatewayOptions): FastifyInstance {
@@ -46,8 +55,11 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   const metrics = createEmitMetrics(options.registry);
   const auth = options.auth;
   if ('insecure' in auth) logger.warn('Emit authentication is OFF (insecure mode): every caller is served as an admin');
+  // Read before anything listens: a missing or mismatched file fails the start, naming it.
+  const served = options.https ? loadHttpsPair(options.https.files, options.https.configKey) : undefined;
 
   const app = Fastify({
+    ...(served ? { https: { cert: served.cert, key: served.key } } : {}),
     loggerInstance: logger,
     genReqId: requestIdFor,
     // One line per Emit comes from the route's onResponse hook instead of fastify's two.
@@ -67,6 +79,7 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
 
   registerJsonBodyParser(app, bodyLimitBytes);
+  if (served && options.https) serveHttpsOnly(app, options.https, served, logger, options.member ?? '');
 
   // Hooks take a done callback rather than being async: an async hook costs a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
@@ -146,4 +159,27 @@ export function buildGateway(options: GatewayOptions): FastifyInstance {
 /** Whom a request's rate is counted against: its token's name, or its address when no token names the caller (insecure mode). */
 function rateKeyOf(request: FastifyRequest, identity: Identity): string {
   return identity === INSECURE_IDENTITY ? `address:${request.ip}` : `token:${identity.name}`;
+}
+
+export interface HttpsOptions {
+  files: HttpsFiles;
+  /** The config key the files came from (`https` or `tls`), named in errors and warnings. */
+  configKey: string;
+  /** How often the files are stat'ed besides the directory watch (https-reload.ts). */
+  reloadCheckMs?: number;
+  /** Told how to read the certificate served now (for its expiry on /metrics). */
+  onServing?: (current: () => X509Certificate) => void;
+}
+
+/** Plain HTTP refused on the port, and the certificate reloaded from disk while the gateway runs. */
+function serveHttpsOnly(app: FastifyInstance, opts: HttpsOptions, served: HttpsPair, logger: Logger, member: string): void {
+  const server = app.server as unknown as TlsServer;
+  refusePlainHttp(server, `https://${member || '<this member>'}`);
+  const reloader = new HttpsCertificateReloader({ server, files: opts.files, served, configKey: opts.configKey, logger, checkMs: opts.reloadCheckMs });
+  reloader.start();
+  app.addHook('onClose', (_instance, done) => {
+    reloader.stop();
+    done();
+  });
+  opts.onServing?.(() => reloader.current.x509);
 }

@@ -8,3 +8,6 @@ export { MAX_JSON_NESTING } from './json-body';
 export { CONSOLE_PATH } from './console';
 export { requestBoundTokens, randomTokens } from './token-issue';
 export type { TokenMinter, TokenRequest } from './token-issue';
+export type { HttpsOptions } from './build-gateway';
+export { emitListenerOf, HttpsCertificateError } from './https-listener';
+export type { EmitListener, HttpsFiles } from './https-listener';
