@@ -51,6 +51,6 @@ describe('kcm-agent command line', () => {
   });
 
   it('no TLS files and not --insecure is one line, exit 1, before any port is bound', async () => {
-    await expectOneLine(['--host', '127.0.0.1', '--port', '58199'], {}, 1, /^kcm-agent: TLS is required/);
+    await expectOneLine(['--host', '127.0.0.1', '--port', '58199'], {}, 1, /^kcm-agent: TLS is required: name the ca, cert, key files \(--tls-ca, --tls-cert, --tls-key, or KCM_AGENT_TLS_CA, _CERT, _KEY\), or start with --insecure explicitly$/);
   });
 });

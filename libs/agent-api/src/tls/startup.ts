@@ -13,6 +13,12 @@ export interface TlsStartOptions {
   warn(message: string): void;
 }
 
+/** Where each role's operator names the files, in the words of its own config or command line. */
+const WHERE_TLS_IS_SET: Record<TlsRole, string> = {
+  manager: '(tls.ca, tls.cert, tls.key in the config), or set insecure: true explicitly',
+  agent: '(--tls-ca, --tls-cert, --tls-key, or KCM_AGENT_TLS_CA, _CERT, _KEY), or start with --insecure explicitly',
+};
+
 /** Configures this process's links; throws TlsMaterialError naming what is missing or wrong. */
 export function startTls(opts: TlsStartOptions): TlsMaterial | undefined {
   const files = opts.files ?? {};
@@ -25,7 +31,7 @@ export function startTls(opts: TlsStartOptions): TlsMaterial | undefined {
   }
   const missing = (['ca', 'cert', 'key'] as const).filter((k) => !files[k]);
   if (missing.length > 0) {
-    throw new TlsMaterialError(`TLS is required: name the ${missing.join(', ')} file${missing.length > 1 ? 's' : ''} (tls.ca, tls.cert, tls.key), or start with insecure explicitly`);
+    throw new TlsMaterialError(`TLS is required: name the ${missing.join(', ')} file${missing.length > 1 ? 's' : ''} ${WHERE_TLS_IS_SET[opts.role]}`);
   }
   const material = loadTlsMaterial(files as TlsFiles, opts.role);
   // Renewed files are picked up without a restart (reloading.ts); a bad renewal is logged and not used.

@@ -70,6 +70,6 @@ describe('kcm-manager command line', () => {
 
   it('a config that is well-formed but cannot start (no TLS files, not insecure) is one line, exit 1', async () => {
     const file = configFile({ member: '127.0.0.1:58000', dataDir: '/nonexistent' });
-    await expectOneLine(['--config', file], 1, /^kcm-manager: .*TLS/);
+    await expectOneLine(['--config', file], 1, /^kcm-manager: TLS is required: name the ca, cert, key files \(tls\.ca, tls\.cert, tls\.key in the config\), or set insecure: true explicitly$/);
   });
 });
