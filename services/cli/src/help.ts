@@ -12,8 +12,10 @@ const FIXTURES_SHOWN_AS = 'test/fixtures/emit';
 
 const CONNECTION_HELP = [
   'Connection:',
-  `  --url <url>       any manager of the group, or several comma-separated, tried in turn (env KCM_URL, default ${DEFAULT_URL})`,
-  '  --token <token>   bearer token (env KCM_TOKEN; else the admin token of the local deployment, .kcm/local/admin.token or $KCM_LOCAL_DIR)',
+  `  --url <url>       any manager of the group, or several comma-separated, tried in turn (env KCM_URL; default: the current context, else ${DEFAULT_URL})`,
+  '  --ca <file>       PEM of the CA that signs the managers\' HTTPS certificates (default: the context\'s ca, else the system CAs)',
+  '  --context <name>  a context of the context file instead of the current one (env KCM_CONTEXT; see kcm context --help)',
+  '  --token <token>   bearer token (env KCM_TOKEN; else the context\'s token_file; else the admin token of the local deployment, .kcm/local/admin.token or $KCM_LOCAL_DIR)',
   '  --json            print the raw reply envelope instead of text',
 ];
 
@@ -40,6 +42,7 @@ export function topHelp(): string {
     "  kcm get <query> [--paras '<json>']                                run a query, print tables",
     '  kcm local <up|status|down> [--managers 3] [--hosts 3] [--dir D]   run managers and agents on loopback',
     '  kcm audit [--since N] | kcm audit verify --data-dir D             the audit trail; check its chain offline',
+    '  kcm context list | use <name> | show [name]                       the manager groups kcm knows (~/.config/kcm/config.json)',
     '  kcm <command> --help                                              help for one command',
     '  kcm emit <job_type> --help                                        the paras of one job type',
     '',

@@ -3,6 +3,8 @@
 // happened); anything else is a TransportError.
 
 import { randomUUID } from 'node:crypto';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { ReplyEnvelope, RequestEnvelope } from '@kcm/protocol';
 
 /** `make run`'s three managers: a command goes to the next when one is down or restarting (rolling upgrades). */
@@ -25,7 +27,71 @@ export interface EmitClientOptions {
   url: string;
   token?: string;
   timeoutMs?: number;
+  /**
+   * PEM of the CA(s) that sign the managers' HTTPS certificates (--ca, a context's `ca`).
+   * Absent: the system's trusted CAs.
+   */
+  ca?: string | Buffer;
+  /** A fetch to send with instead of node:http(s) (tests). */
   fetch?: typeof fetch;
+}
+
+/** One POST's answer: status and body text. */
+interface PostAnswer {
+  status: number;
+  text: string;
+}
+
+type Post = (endpoint: string, headers: Record<string, string>, body: string, timeoutMs: number) => Promise<PostAnswer>;
+
+function fetchPost(doFetch: typeof fetch): Post {
+  return async (endpoint, headers, body, timeoutMs) => {
+    const response = await doFetch(endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs) });
+    return { status: response.status, text: await response.text() };
+  };
+}
+
+/**
+ * POSTs with node:http / node:https. Not the global fetch: it cannot be given a CA (only an
+ * undici dispatcher can, and undici is not a run-time dependency of kcm), while node:https
+ * takes the CA bundle as an option. The agents keep connections alive across a --wait's polls.
+ */
+function nodePost(ca: string | Buffer | undefined): Post {
+  const httpAgent = new HttpAgent({ keepAlive: true });
+  const httpsAgent = new HttpsAgent({ keepAlive: true, ...(ca !== undefined ? { ca } : {}) });
+  return (endpoint, headers, body, timeoutMs) =>
+    new Promise<PostAnswer>((resolve, reject) => {
+      const url = new URL(endpoint);
+      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const req = send(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: url.protocol === 'https:' ? httpsAgent : httpAgent, timeout: timeoutMs }, (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', (err) => reject(new Error(err.message, { cause: err })));
+      });
+      req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'TIMEOUT' })));
+      // Failures keep fetch's shape (the system error as the cause), which callers read the code from.
+      req.on('error', (err) => reject(new Error(err.message, { cause: err })));
+      req.end(body);
+    });
+}
+
+/** Certificate failures that no other endpoint will fix, said the way an operator can act on. */
+const CERTIFICATE_ERRORS = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+function transportCause(err: unknown): string {
+  const failure = err as { message?: string; cause?: { code?: string; message?: string } };
+  const code = failure.cause?.code;
+  if (code && CERTIFICATE_ERRORS.has(code)) return `${code}: the manager's HTTPS certificate is not trusted; give its CA with --ca <file> or the context's "ca"`;
+  if (code === 'EPROTO' && /wrong version number|packet length too long/i.test(failure.cause?.message ?? '')) return `${code}: it does not speak HTTPS there; is the URL http://?`;
+  return code ?? (err as Error).message;
 }
 
 export interface EmitClient {
@@ -47,7 +113,7 @@ function isReplyEnvelope(value: unknown): value is ReplyEnvelope {
 }
 
 export function createEmitClient(options: EmitClientOptions): EmitClient {
-  const doFetch = options.fetch ?? fetch;
+  const post = options.fetch ? fetchPost(options.fetch) : nodePost(options.ca);
   const listed = managerUrls(options.url);
   const urls = listed.length > 0 ? listed : [options.url];
   let first = 0;
@@ -56,20 +122,13 @@ export function createEmitClient(options: EmitClientOptions): EmitClient {
     const endpoint = `${url}${EMIT_PATH}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': `kcm-cli-${randomUUID()}` };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
-    let response: Response;
+    let response: PostAnswer;
     try {
-      response = await doFetch(endpoint, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
-      });
+      response = await post(endpoint, headers, JSON.stringify(body), options.timeoutMs ?? 30_000);
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause;
-      const why = cause?.code ?? (err as Error).message;
-      throw new TransportError(`cannot reach the manager at ${url} (${why}); check --url or KCM_URL`, { cause: err });
+      throw new TransportError(`cannot reach the manager at ${url} (${transportCause(err)}); check --url, KCM_URL or the context`, { cause: err });
     }
-    const text = await response.text();
+    const { text } = response;
     let reply: unknown;
     try {
       reply = JSON.parse(text);

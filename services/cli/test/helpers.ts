@@ -39,8 +39,8 @@ export async function runKcm(
   const io: CliIo = {
     stdout: { write: (text: string) => (stdout += text), isTTY: options.tty ?? false, columns: 120 },
     stderr: { write: (text: string) => (stderr += text) },
-    // No local deployment's token unless a test gives one (a `kcm local up` in this checkout must not leak in).
-    env: { USER: 'alice', KCM_LOCAL_DIR: '/nonexistent/kcm-local', ...(options.url ? { KCM_URL: options.url } : {}), ...options.env },
+    // No local deployment's token and no context file unless a test gives one (a `kcm local up` in this checkout, or the user's ~/.config/kcm, must not leak in).
+    env: { USER: 'alice', KCM_LOCAL_DIR: '/nonexistent/kcm-local', KCM_CONFIG: '/nonexistent/kcm-config.json', ...(options.url ? { KCM_URL: options.url } : {}), ...options.env },
     fetch: options.fetch,
     sleep: options.sleep,
   };

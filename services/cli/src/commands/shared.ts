@@ -1,7 +1,8 @@
 // What every subcommand shares: flag parsing with usage errors, the connection flags
-// (--url/KCM_URL, --token/KCM_TOKEN), building and locally validating an envelope, and
-// printing a reply.
+// (--url/KCM_URL, --ca, --context/KCM_CONTEXT, --token/KCM_TOKEN), building and locally
+// validating an envelope, and printing a reply.
 
+import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { PROTOCOL_VERSION, errorEntryByCode, errorReply, parseRequest, type ReplyEnvelope, type RequestEnvelope, type AnyValidRequest, type KcmError } from '@kcm/protocol';
 import { createEmitClient, DEFAULT_URL, managerUrls, type EmitClient } from '../http-client';
@@ -9,11 +10,14 @@ import { EXIT, UsageError, type CliIo } from '../io';
 import { renderAttachment } from '../tables';
 import { readAdminToken } from '../local/admin-token';
 import { localDeploymentDir as localContextDir } from '../local/context';
+import { ContextFileError, contextFilePath, loadContext, type KcmContext } from '../context-file';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 export const CONNECTION_OPTIONS = {
   url: { type: 'string' },
+  ca: { type: 'string' },
+  context: { type: 'string' },
   token: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -39,8 +43,19 @@ export interface Connection {
   json: boolean;
 }
 
-export function connect(values: { url?: string; token?: string; json?: boolean }, io: CliIo, command: string): Connection {
-  const url = values.url ?? (io.env.KCM_URL || DEFAULT_URL);
+/**
+ * Where to send and with what: --url (or KCM_URL) with --ca; else the context named by
+ * --context (or KCM_CONTEXT); else the context file's current context; else make run's
+ * managers (DEFAULT_URL). The token: --token, KCM_TOKEN, the context's token_file, else the
+ * local deployment's admin token.
+ */
+export function connect(values: { url?: string; ca?: string; context?: string; token?: string; json?: boolean }, io: CliIo, command: string): Connection {
+  const explicitUrl = values.url ?? (io.env.KCM_URL || undefined);
+  const contextName = values.context ?? (io.env.KCM_CONTEXT || undefined);
+  const contextFile = contextFilePath(io.env);
+  // A named context is always read (a wrong name is an error); the current one only when no URL is given.
+  const context = contextName !== undefined || explicitUrl === undefined ? loadContext(contextName, contextFile) : undefined;
+  const url = explicitUrl ?? context?.endpoints.join(',') ?? DEFAULT_URL;
   // One manager's URL, or several comma-separated (each is tried in turn: http-client.ts).
   const urls = managerUrls(url);
   for (const one of urls.length > 0 ? urls : [url]) {
@@ -51,9 +66,37 @@ export function connect(values: { url?: string; token?: string; json?: boolean }
       throw new UsageError(`--url must be an http:// or https:// URL (or several, comma-separated), got "${one}"`, `kcm ${command} --help`);
     }
   }
-  // --token, then KCM_TOKEN, then the local deployment's admin token (kcm local up made it).
-  const token = values.token ?? (io.env.KCM_TOKEN || undefined) ?? readAdminToken(io.env.KCM_LOCAL_DIR || localContextDir());
-  return { client: createEmitClient({ url, token, fetch: io.fetch }), json: values.json === true };
+  const ca = values.ca !== undefined ? readCaFlag(values.ca, command) : context?.caFile !== undefined ? readFileOfContext(context, 'ca', contextFile) : undefined;
+  // --token, then KCM_TOKEN, then the context's token file, then the local deployment's admin token (kcm local up made it).
+  const contextToken = context?.tokenFile !== undefined ? readFileOfContext(context, 'token_file', contextFile).trim() : undefined;
+  const token = values.token ?? (io.env.KCM_TOKEN || undefined) ?? (contextToken || undefined) ?? readAdminToken(io.env.KCM_LOCAL_DIR || localContextDir());
+  return { client: createEmitClient({ url, token, ca, fetch: io.fetch }), json: values.json === true };
+}
+
+const PEM_CERTIFICATE = '-----BEGIN CERTIFICATE-----';
+
+function readCaFlag(file: string, command: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--ca ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`, `kcm ${command} --help`);
+  }
+  if (!pem.includes(PEM_CERTIFICATE)) throw new UsageError(`--ca ${file}: no PEM certificate in it`, `kcm ${command} --help`);
+  return pem;
+}
+
+/** A file a context names (its CA bundle, its token): a failure names the context file and the field. */
+function readFileOfContext(context: KcmContext, field: 'ca' | 'token_file', contextFile: string): string {
+  const file = field === 'ca' ? context.caFile : context.tokenFile;
+  let text: string;
+  try {
+    text = readFileSync(file ?? '', 'utf8');
+  } catch (err) {
+    throw new ContextFileError(`${contextFile}: contexts.${context.name}.${field}: ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  if (field === 'ca' && !text.includes(PEM_CERTIFICATE)) throw new ContextFileError(`${contextFile}: contexts.${context.name}.ca: no PEM certificate in ${file}`);
+  return text;
 }
 
 /** Seconds from a flag as milliseconds; `fallback` when the flag is absent. */
