@@ -12,6 +12,8 @@ import { statusCommand } from './commands/status';
 import { getCommand } from './commands/get';
 import { localCommand } from './commands/local';
 import { auditCommand } from './commands/audit';
+import { contextCommand } from './commands/context';
+import { ContextFileError } from './context-file';
 
 const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
   emit: emitCommand,
@@ -21,6 +23,8 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   local: localCommand,
   // `kcm audit` lists the audit trail; `kcm audit verify --data-dir` checks its chain offline.
   audit: auditCommand,
+  // `kcm context list|use|show`: the named manager groups of the context file (context-file.ts).
+  context: contextCommand,
 };
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
@@ -47,6 +51,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError) {
       io.stderr.write(`kcm: ${err.message}\nRun '${err.helpHint}' for usage.\n`);
+      return EXIT.usage;
+    }
+    if (err instanceof ContextFileError) {
+      // One line naming the file and the field; the file is the user's to fix, not a bug.
+      io.stderr.write(`kcm: ${err.message}\n`);
       return EXIT.usage;
     }
     if (err instanceof TransportError) {
