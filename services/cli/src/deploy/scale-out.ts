@@ -21,7 +21,8 @@ export function addAgentToTopologyFile(file: string, mappingText: string): strin
   const doc = parseDocument(text);
   if (doc.has('agents')) doc.addIn(['agents'], doc.createNode(entry));
   else doc.set('agents', doc.createNode([entry]));
-  const updated = doc.toString();
+  // lineWidth 0: flow entries (`- { host: ..., root: ... }`) stay on their one line, as the operator wrote them.
+  const updated = doc.toString({ lineWidth: 0 });
   const topology = parseTopology(updated, path.dirname(file)); // throws naming agents[n].<key>
   const host = topology.agents[topology.agents.length - 1].host;
   const partial = `${file}.${process.pid}.tmp`;
