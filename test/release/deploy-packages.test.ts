@@ -27,6 +27,9 @@ import { purgeInstanceCgroups } from '../../services/cli/src/local/cgroups';
 
 const MANAGERS = ['127.0.3.1', '127.0.3.2', '127.0.3.3'];
 const AGENTS = ['127.0.4.1', '127.0.4.2', '127.0.4.3'];
+/** The host scale-out adds, and the one that replaces the third manager. */
+const NEW_AGENT = '127.0.4.4';
+const NEW_MANAGER = '127.0.3.4';
 const HTTP_PORT = 58000;
 const AGENT_PORT = 58100;
 
@@ -106,10 +109,10 @@ describe('kcm deploy from the release packages onto six local roots', () => {
   afterAll(async () => {
     if (dir === undefined) return;
     if (kcm !== undefined && existsSync(kcm)) spawnSync(kcm, ['deploy', topologyFile, '--stop'], { env, stdio: 'inherit', timeout: 120_000 });
-    const hosts = AGENTS.map((_, i) => path.join(dir, `hosts/a${i + 1}`));
+    const hosts = [...AGENTS, NEW_AGENT].map((_, i) => path.join(dir, `hosts/a${i + 1}`));
     const instances = (await Promise.all(hosts.map((root) => findInstances(root, [path.join(root, 'var/lib/kcm/agent')])))).flat();
     await stopProcesses(instances.map(instanceProcess), { graceMs: 30_000 });
-    await purgeInstanceCgroups(AGENTS);
+    await purgeInstanceCgroups([...AGENTS, NEW_AGENT]);
     if (!process.env.KCM_KEEP_TEST_DIR) rmSync(dir, { recursive: true, force: true });
   }, 240_000);
 
@@ -177,6 +180,31 @@ describe('kcm deploy from the release packages onto six local roots', () => {
     console.log(display.stdout);
     expect(display.status, display.stdout + display.stderr).toBe(0);
     expect(display.stdout).toMatch(new RegExp(`${AGENTS[2].replace(/\./g, '\\.')}\\s+reachable\\s+computer\\+storage online\\s+instances 2/2 online`));
+
+    // Day 2: a fourth database host, added by scale-out from a one-line entry.
+    const scaled = spawnSync(kcm, ['scale-out', topologyFile, '--agent', `{host: ${NEW_AGENT}, cores: 2, memory_mb: 2048, root: ${path.join(dir, 'hosts/a4')}}`], { env, encoding: 'utf8', timeout: 120_000 });
+    console.log(scaled.stdout + scaled.stderr);
+    expect(scaled.status, scaled.stderr).toBe(0);
+    expect(scaled.stdout).toContain(`${NEW_AGENT} (local-root`);
+    expect(scaled.stdout).toContain('machines: 2 registered now');
+    expect(readFileSync(topologyFile, 'utf8')).toContain(`host: ${NEW_AGENT}`);
+
+    // A manager dies (SIGKILL, as a lost host) and is replaced by a new host.
+    const deadRecord = path.join(dir, 'hosts/m3/run/kcm-local-root/kcm-manager@m3.service.json');
+    process.kill((JSON.parse(readFileSync(deadRecord, 'utf8')) as { pid: number }).pid, 'SIGKILL');
+    const replaced = `  - { host: ${NEW_MANAGER}, port: ${HTTP_PORT}, root: ${path.join(dir, 'hosts/m4')}, join: true }`;
+    const edited = readFileSync(topologyFile, 'utf8').replace(/^ {2}- \{ host: 127\.0\.3\.3, .*$/m, replaced);
+    expect(edited).toContain(replaced);
+    writeFileSync(topologyFile, edited);
+    const replace = spawnSync(kcm, ['member', 'replace', `${MANAGERS[2]}:${HTTP_PORT}`, NEW_MANAGER, '--topology', topologyFile], { env, encoding: 'utf8', timeout: 180_000 });
+    console.log(replace.stdout + replace.stderr);
+    expect(replace.status, replace.stderr).toBe(0);
+    const after = spawnSync(kcm, ['display', topologyFile], { env, encoding: 'utf8', timeout: 60_000 });
+    console.log(after.stdout);
+    expect(after.status, after.stdout + after.stderr).toBe(0);
+    for (const host of [MANAGERS[0], MANAGERS[1], NEW_MANAGER]) expect(after.stdout).toMatch(new RegExp(`${host.replace(/\./g, '\\.')}:${HTTP_PORT}\\s+reachable\\s+(leader|follower)\\s+kcm ${packages.version.replace(/\./g, '\\.')}`));
+    expect(after.stdout).toMatch(new RegExp(`${NEW_AGENT.replace(/\./g, '\\.')}\\s+reachable\\s+computer\\+storage online`));
+    expect(loadContext('systest', env.KCM_CONFIG)!.endpoints).toEqual([MANAGERS[0], MANAGERS[1], NEW_MANAGER].map((h) => `https://${h}:${HTTP_PORT}`));
 
     const outside = writtenOutside(marker);
     expect(outside, `written outside the roots: ${outside.join(', ')}`).toEqual([]);
