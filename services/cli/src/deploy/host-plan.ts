@@ -105,18 +105,32 @@ export function machineParasOf(entry: AgentEntry, onHost: (p: string) => string)
   return entry.machine_types.map((type) => ({ ...shared, machine_type: type, port_range: type === 'storage' ? entry.storage_port_range : entry.computer_port_range }));
 }
 
-/** The manager's config (services/manager/src/config.ts); HTTPS with its member certificate unless plain_http. */
-export function managerConfig(topology: TopologyFile, entry: ManagerEntry, credentials: Pick<Credentials, 'adminTokenSha256'>, onHost: (p: string) => string): Record<string, unknown> {
+/** Where a manager's config points: on a host HOST_PATHS (under its root for local-root); in kcm local up, its own layout. */
+export interface ManagerFiles {
+  dataDir: string;
+  secretsKeyFile: string;
+  tls: { ca: string; cert: string; key: string };
+}
+
+export function hostManagerFiles(entry: ManagerEntry, onHost: (p: string) => string): ManagerFiles {
+  return { dataDir: onHost(entry.data_dir), secretsKeyFile: onHost(HOST_PATHS.secretsKey), tls: { ca: onHost(HOST_PATHS.ca), cert: onHost(HOST_PATHS.managerCert), key: onHost(HOST_PATHS.managerKey) } };
+}
+
+/**
+ * The manager's config (services/manager/src/config.ts), for kcm deploy and kcm local up
+ * alike: HTTPS with the member's own certificate unless global.plain_http.
+ */
+export function managerConfig(topology: TopologyFile, entry: ManagerEntry, adminTokenSha256: string, files: ManagerFiles): Record<string, unknown> {
   return {
     member: managerMember(entry),
-    dataDir: onHost(entry.data_dir),
+    dataDir: files.dataDir,
     // Seeds a brand-new group only; a joiner (member replace) starts empty and is added by raft_mission.
     ...(entry.join ? { join: true } : { initialMembers: topology.managers.filter((m) => !m.join).map(managerMember) }),
     agentPort: topology.global.agent_port,
-    secretsKeyFile: onHost(HOST_PATHS.secretsKey),
+    secretsKeyFile: files.secretsKeyFile,
     // The bootstrap admin: only the digest; the token stays on the deploying machine.
-    tokens: [{ name: adminTokenName(topology), role: 'admin', sha256: credentials.adminTokenSha256 }],
-    tls: { ca: onHost(HOST_PATHS.ca), cert: onHost(HOST_PATHS.managerCert), key: onHost(HOST_PATHS.managerKey) },
+    tokens: [{ name: adminTokenName(topology), role: 'admin', sha256: adminTokenSha256 }],
+    tls: files.tls,
     ...(topology.global.plain_http ? { plainHttp: true } : {}),
   };
 }
@@ -162,7 +176,7 @@ export function planHosts(topology: TopologyFile, credentials: Credentials, unit
       { path: onHost(HOST_PATHS.managerCert), content: cert, mode: 0o644, owner: 'kcm' },
       { path: onHost(HOST_PATHS.managerKey), content: key, mode: 0o600, owner: 'kcm' },
       { path: onHost(HOST_PATHS.secretsKey), content: credentials.secretsKey, mode: 0o600, owner: 'kcm' },
-      { path: onHost(units.manager.configFile(instance)), content: json(managerConfig(topology, entry, credentials, onHost)), mode: 0o600, owner: 'kcm' },
+      { path: onHost(units.manager.configFile(instance)), content: json(managerConfig(topology, entry, credentials.adminTokenSha256, hostManagerFiles(entry, onHost))), mode: 0o600, owner: 'kcm' },
     );
   });
   for (const entry of topology.agents) {

@@ -6,7 +6,8 @@
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { secretsKeyPath } from './secrets-key';
-import { LOCAL_ADMIN_TOKEN_NAME } from './admin-token';
+import { machineParasOf, managerConfig as deployManagerConfig } from '../deploy/host-plan';
+import { DEFAULT_COMPUTER_PORT_RANGE, DEFAULT_STORAGE_PORT_RANGE, type TopologyFile } from '../deploy/topology-file';
 
 export interface TopologyOptions {
   /** Absolute deployment directory: configs, data, logs and local.json live under it. */
@@ -151,40 +152,56 @@ export function planTopology(options: TopologyOptions): Topology {
   return { dir: options.dir, options, managers, agents };
 }
 
-/** The manager's config.json (services/manager/src/config.ts) for a member of a new group. */
-export function managerConfig(topology: Topology, manager: ManagerPlan, adminTokenSha256: string): Record<string, unknown> {
+/**
+ * The local deployment as kcm deploy's topology object (issue 34: `kcm local up` is the
+ * deploy path on loopback): the managers' configs and the agents' create_machine paras come
+ * from the same functions as a real deployment's (deploy/host-plan.ts). What still differs
+ * is how files are placed and processes started: one directory for the whole group instead
+ * of a root per host, and the repository's sources through tsx instead of the packages.
+ */
+export function localTopologyFile(topology: Topology): TopologyFile {
   return {
-    member: manager.member,
-    dataDir: manager.dataDir,
-    initialMembers: topology.managers.map((m) => m.member),
-    agentPort: topology.options.agentPort,
-    secretsKeyFile: secretsKeyPath(topology.dir),
-    // The bootstrap admin (admin-token.ts): only its digest; the token stays in <dir>/admin.token.
-    tokens: [{ name: LOCAL_ADMIN_TOKEN_NAME, role: 'admin', sha256: adminTokenSha256 }],
-    machineDeadAfterMs: 30_000,
-    healthIntervalMs: 2_000,
-    tls: manager.tls,
+    name: 'local',
+    global: {
+      deploy_dir: topology.dir,
+      // No packages: the services run from the repository's sources (managerArgv, agentArgv).
+      packages_dir: '',
+      transport: 'local-root',
+      agent_port: topology.options.agentPort,
+      plain_http: false,
+    },
+    managers: topology.managers.map((m) => ({ host: m.host, port: topology.options.httpPort, data_dir: m.dataDir, join: false })),
+    agents: topology.agents.map(localAgentEntry),
   };
 }
 
+/** A local agent as a topology entry: both machine types, its instances under its own directory (so `down --purge` removes them). */
+function localAgentEntry(agent: AgentPlan): TopologyFile['agents'][number] {
+  return {
+    host: agent.hostaddr,
+    machine_types: ['storage', 'computer'],
+    data_dir: path.join(agent.dir, 'instances'),
+    rack: '1',
+    cores: 2,
+    memory_mb: 2048,
+    storage_port_range: DEFAULT_STORAGE_PORT_RANGE,
+    computer_port_range: DEFAULT_COMPUTER_PORT_RANGE,
+  };
+}
+
+/** The manager's config.json for a member of a new local group: kcm deploy's, with the local files. */
+export function managerConfig(topology: Topology, manager: ManagerPlan, adminTokenSha256: string): Record<string, unknown> {
+  const local = localTopologyFile(topology);
+  return deployManagerConfig(local, local.managers[manager.index - 1], adminTokenSha256, { dataDir: manager.dataDir, secretsKeyFile: secretsKeyPath(topology.dir), tls: manager.tls });
+}
+
 /**
- * create_machine paras for one agent's host: its instances' data, logs and WAL under the
- * deployment directory, so `kcm local down` finds their pid files and `--purge` removes them.
+ * create_machine paras for one agent's host as a storage machine (kcm deploy's, for the
+ * local entry): its instances' data, logs and WAL under the deployment directory, so
+ * `kcm local down` finds their pid files and `--purge` removes them.
  */
 export function machineParas(agent: AgentPlan): Record<string, string> {
-  const instances = path.join(agent.dir, 'instances');
-  return {
-    hostaddr: agent.hostaddr,
-    machine_type: 'storage',
-    port_range: '57000-58000',
-    rack_id: '1',
-    datadir: path.join(instances, 'storage_datadir'),
-    logdir: path.join(instances, 'storage_logdir'),
-    wal_log_dir: path.join(instances, 'storage_waldir'),
-    comp_datadir: path.join(instances, 'server_datadir'),
-    total_mem: '2048',
-    total_cpu_cores: '2',
-  };
+  return machineParasOf(localAgentEntry(agent), (p) => p).find((paras) => paras.machine_type === 'storage')!;
 }
 
 /**
