@@ -12,6 +12,7 @@ import { statusCommand } from './commands/status';
 import { getCommand } from './commands/get';
 import { localCommand } from './commands/local';
 import { auditCommand } from './commands/audit';
+import { deployCommand, displayCommand, memberCommand, scaleOutCommand } from './commands/deploy';
 import { contextCommand } from './commands/context';
 import { ContextFileError } from './context-file';
 
@@ -25,6 +26,11 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   audit: auditCommand,
   // `kcm context list|use|show`: the named manager groups of the context file (context-file.ts).
   context: contextCommand,
+  // A real deployment from one topology file (docs/install.md): deploy, display, scale-out, member replace.
+  deploy: deployCommand,
+  display: displayCommand,
+  'scale-out': scaleOutCommand,
+  member: memberCommand,
 };
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
