@@ -84,6 +84,17 @@ describe('the agent supervisor', () => {
     expect((await supervisor.restarts('mariadb', 57001)).lastRestartAtMs).toBeGreaterThan(0);
   });
 
+  it('reports each instance as its process is now (the census behind /metrics), not as its record wants it', async () => {
+    engine.pids.set(57001, 10);
+    await desired.set('mariadb', 57001, 'running');
+    await desired.set('mariadb', 57002, 'running');
+    await desired.set('mariadb', 57003, 'stopped');
+    const byPort = async () => Object.fromEntries((await supervisor.census()).map((i) => [i.port, [i.desired, i.running, i.restarts]]));
+    expect(await byPort()).toEqual({ 57001: ['running', true, 0], 57002: ['running', false, 0], 57003: ['stopped', false, 0] });
+    await pass(); // 57002 is started again
+    expect(await byPort()).toEqual({ 57001: ['running', true, 0], 57002: ['running', true, 1], 57003: ['stopped', false, 0] });
+  });
+
   it('brings back after an agent restart what the previous agent was told to keep running', async () => {
     await desired.set('mariadb', 57001, 'running');
     await desired.set('mariadb', 57002, 'running');
