@@ -40,12 +40,23 @@ function contents(deb: string): string[] {
 
 /** The environment a unit gives: node on PATH (where this test's node is), nothing of the checkout. */
 const unitEnv = () => ({ PATH: `${path.dirname(process.execPath)}:/usr/sbin:/usr/bin:/sbin:/bin`, HOME: root, KCM_LOG_LEVEL: 'info' });
-const bin = (name: string) => [path.join(root, 'usr/bin', name)];
+/**
+ * argv running a packaged program with the checkout out of its sight: as root, in a private
+ * mount namespace with an empty tmpfs over the repository (unshare execs, so the pid is the
+ * program's own). Anything a bundle still took from the checkout would fail there.
+ */
+const IS_ROOT = process.getuid?.() === 0;
+const bin = (name: string) => {
+  const program = path.join(root, 'usr/bin', name);
+  if (!IS_ROOT) return [program];
+  return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o size=1m tmpfs "$0" && cd / && exec "$@"', REPO_ROOT, program];
+};
 const runFromRoot = (name: string, args: string[]) => runProgram(bin(name), args, { ...Object.fromEntries(Object.keys(process.env).map((k) => [k, undefined])), ...unitEnv() });
 
 function startFromRoot(name: string, args: string[], log: string): ChildProcess {
   const fd = openSync(log, 'a');
-  const child = spawn(bin(name)[0], args, { cwd: root, env: unitEnv(), stdio: ['ignore', fd, fd] });
+  const [command, ...prefix] = bin(name);
+  const child = spawn(command, [...prefix, ...args], { cwd: root, env: unitEnv(), stdio: ['ignore', fd, fd] });
   closeSync(fd);
   children.push(child);
   return child;
