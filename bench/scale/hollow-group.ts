@@ -109,7 +109,7 @@ export class HollowGroup {
       writeFileSync(config, JSON.stringify({
         member, dataDir: path.join(dir, 'data'), initialMembers: this.opts.members, agentPort: this.opts.agentPort, logLevel: 'info',
         tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), finishedJobsKept: Math.max(10_000, this.opts.jobs), ...NO_ENGINE_LOOPS,
-        ...this.opts.managerConfig, ...managerTls(member),
+        plainHttp: true, ...this.opts.managerConfig, ...managerTls(member),
       }, null, 2));
       this.configs.set(member, config);
     }

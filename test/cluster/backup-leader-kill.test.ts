@@ -114,7 +114,7 @@ describe('backups in a 3-manager group on real engines', () => {
       const dir = path.join(g.group.dir, `restored-${i + 1}`);
       mkdirSync(dir, { recursive: true });
       const config = path.join(dir, 'manager.json');
-      writeFileSync(config, JSON.stringify({ member, dataDir: path.join(dir, 'data'), initialMembers: NEW_MEMBERS, agentPort: AGENT_PORT, tickMs: 50, logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...managerTls(member) }));
+      writeFileSync(config, JSON.stringify({ member, dataDir: path.join(dir, 'data'), initialMembers: NEW_MEMBERS, agentPort: AGENT_PORT, tickMs: 50, logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), plainHttp: true, ...managerTls(member) }));
       const p = new ManagedProcess(`restored manager ${member}`, [MANAGER_MAIN, '--config', config, '--restore-meta', backupFile], path.join(dir, 'manager.log'));
       restored.push(p);
       p.start();

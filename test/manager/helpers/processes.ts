@@ -114,6 +114,13 @@ export interface ManagerSpec {
   /** Mutual TLS files (default: the test PKI's, test/helpers/pki.ts), or plaintext links. */
   tls?: { ca: string; cert: string; key: string };
   insecure?: boolean;
+  /**
+   * Emit and the console over plain HTTP: true by default here, so the fixtures' clients
+   * (http://member) stay as they are; test/manager/https-emit.test.ts sets false to test HTTPS.
+   */
+  plainHttp?: boolean;
+  /** The HTTPS listener's own certificate (default: the member's tls one). */
+  https?: { cert: string; key: string };
   /** Full backups' MB/s per shard stream (tests slow it to act while a backup is under way). */
   backupPvLimitMb?: number;
   /** How full backups are stored (default zstd); 'none' takes sets as they were before compression. */
@@ -137,7 +144,7 @@ export class ManagerProcess extends ManagedProcess {
     const configFile = path.join(dataDir, 'manager.json');
     const { member, ...rest } = spec;
     const tls = rest.insecure || rest.tls ? {} : managerTls(member);
-    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), ...tls, ...rest }, null, 2));
+    writeFileSync(configFile, JSON.stringify({ member, dataDir: path.join(dataDir, 'data'), logLevel: 'info', tokens: testTokenConfig(), secretsKeyFile: testSecretsKeyFile(), plainHttp: true, ...tls, ...rest }, null, 2));
     super(`manager ${member}`, [MANAGER_MAIN, '--config', configFile], path.join(dataDir, 'manager.log'));
   }
 
