@@ -252,8 +252,10 @@ export class InDoubtResolver {
  * A destination of a queued or running cluster_restore (its jobs run in the cluster's run
  * queue): the restore's replay leaves branches prepared whose gtrids name the source's
  * coordinator shards, and its own step ends them by the restored decisions
- * (jobs/cluster-restore-xa.ts); the resolver would only call them orphans meanwhile.
+ * (jobs/cluster-restore-xa.ts); the resolver would only call them orphans meanwhile. A
+ * restore drill's scratch cluster likewise (its drill runs those steps, then deletes it).
  */
 function beingRestored(state: MetaState, clusterId: string): boolean {
+  if (state.clusters[clusterId]?.scratchOfDrill) return true;
   return (state.runQueues[`cluster:${clusterId}`] ?? []).some((jobId) => state.jobs[jobId]?.jobType === 'cluster_restore');
 }

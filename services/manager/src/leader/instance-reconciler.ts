@@ -117,9 +117,12 @@ export class InstanceReconciler {
   }
 }
 
-/** A ready cluster no job is working on: its instances should all be running. */
+/**
+ * A ready cluster no job is working on: its instances should all be running. A restore
+ * drill's scratch cluster never is: its drill stops and restores instances, then deletes it.
+ */
 function isSettled(state: MetaState, cluster: ClusterRecord): boolean {
-  return cluster.status === 'ready' && (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) === 0;
+  return cluster.status === 'ready' && (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) === 0 && !cluster.scratchOfDrill;
 }
 
 /**

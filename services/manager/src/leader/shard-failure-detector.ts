@@ -142,8 +142,9 @@ export class ShardFailureDetector {
     const previous = this.masterUp;
     this.masterUp = new Map();
     for (const cluster of Object.values(state.clusters)) {
-      if (cluster.status !== 'ready' || (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) > 0) {
-        // Not judged while a job holds the cluster: its shards keep their last measurement.
+      if (cluster.status !== 'ready' || (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) > 0 || cluster.scratchOfDrill) {
+        // Not judged while a job holds the cluster (a restore drill holds its scratch cluster
+        // all its life): its shards keep their last measurement.
         for (const shard of Object.values(cluster.shards)) {
           const last = previous.get(`${cluster.id}/${shard.id}`);
           if (last) this.masterUp.set(`${cluster.id}/${shard.id}`, last);
