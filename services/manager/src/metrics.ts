@@ -11,6 +11,7 @@ import type { InDoubtSummary, XaResolution } from './leader/in-doubt-resolver';
 import type { ShardMasterHealth } from './leader/shard-failure-detector';
 import { SHARD_FAILOVER, type ShardFailoverParas } from './jobs/shard-ha/failover-job';
 import type { JobRecord, JobResultRecord, MetaState } from './meta/state';
+import { registerRestoreDrillMetrics } from './backup/restore-drill-metrics';
 
 export interface ManagerMetrics {
   observeProposal(outcome: 'ok' | 'refused' | 'error', seconds: number): void;
@@ -54,6 +55,9 @@ export function createManagerMetrics(
   raftGauge('kcm_raft_commit_index', 'Highest log index known committed', (r) => r.status().commit);
   raftGauge('kcm_raft_applied_index', 'Highest log index applied to the metadata state', (r) => r.status().applied);
   raftGauge('kcm_raft_members', 'Voting members in the current configuration', (r) => r.status().conf.voters.length);
+
+  // Restore drills (docs/restore-drills.md): kcm_restore_drill_*, from the replicated state.
+  registerRestoreDrillMetrics(registry, { state: sources.state, now: sources.now ?? Date.now });
   // Which build each member runs, as Prometheus's *_build_info convention has it: a constant 1
   // whose labels are the facts, so a rolling upgrade shows as two version series side by side.
   new Gauge({ name: 'kcm_build_info', help: "This member's kcm release and protocol (always 1)", labelNames: ['version', 'protocol'], registers: [registry] }).set(
