@@ -17,14 +17,15 @@
 //   kcm-manager  /usr/bin/kcm-manager -> ../lib/kcm/manager/kcm-manager.mjs
 //                /usr/lib/kcm/manager/{kcm-manager.mjs, proto/, console/ (lit-html/ inside), node_modules/}
 //                /lib/systemd/system/kcm-manager@.service   (instance %i reads /etc/kcm/manager-%i.json)
-//                /usr/share/doc/kcm-manager/examples/manager.json
+//                /usr/share/doc/kcm-manager/{copyright, examples/manager.json}
 //   kcm-agent    /usr/bin/kcm-agent -> ../lib/kcm/agent/kcm-agent.mjs
 //                /usr/lib/kcm/agent/{kcm-agent.mjs, proto/}
 //                /usr/lib/postgresql/15/lib/kcm_ddl.so (+ bitcode/), /usr/share/postgresql/15/extension/kcm_ddl{.control,--1.0.sql}
 //                /lib/systemd/system/kcm-agent.service     (reads /etc/kcm/agent.env)
-//                /usr/share/doc/kcm-agent/examples/agent.env
+//                /usr/share/doc/kcm-agent/{copyright, examples/agent.env}
 //   kcm-cli      /usr/bin/kcm -> ../lib/kcm/cli/kcm.mjs
-//                /usr/lib/kcm/cli/{kcm.mjs, proto/, node_modules/}
+//                /usr/lib/kcm/cli/{kcm.mjs, proto/, node_modules/}, /usr/share/doc/kcm-cli/copyright
+// Each copyright file holds the licence of every npm package compiled into or shipped with it.
 // The postinst of manager and agent (scripts/release/postinst.sh) creates the `kcm` system
 // user and group and /etc/kcm (root:kcm 0750), /etc/kcm/tls (root:kcm 0750), /var/lib/kcm
 // (root:root 0755), /var/lib/kcm/manager (kcm:kcm 0700) and /var/lib/kcm/agent (root:root 0700).
@@ -151,8 +152,9 @@ const BANNER = [
   "const __dirname = __kcmFileURLToPath(new URL('.', import.meta.url));",
 ].join('\n');
 
-async function bundle(spec: PackageSpec, outfile: string): Promise<void> {
-  await build({
+/** Bundles one program; returns the npm packages (name -> folder) whose code went into it. */
+async function bundle(spec: PackageSpec, outfile: string): Promise<Map<string, string>> {
+  const result = await build({
     entryPoints: [path.join(REPO_ROOT, spec.entry)],
     outfile,
     bundle: true,
@@ -164,8 +166,39 @@ async function bundle(spec: PackageSpec, outfile: string): Promise<void> {
     banner: { js: BANNER },
     legalComments: 'none',
     logLevel: 'warning',
+    metafile: true,
+    // The metafile's input paths are relative to this.
+    absWorkingDir: REPO_ROOT,
   });
   chmodSync(outfile, 0o755);
+  const packages = new Map<string, string>();
+  for (const input of Object.keys(result.metafile.inputs)) {
+    const match = /^(.*node_modules\/)((?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (match) packages.set(match[2], path.join(REPO_ROOT, match[1], match[2]));
+  }
+  return packages;
+}
+
+/**
+ * /usr/share/doc/<package>/copyright: the licence of every npm package whose code the bundle
+ * holds or that ships beside it, as their licences ask of a redistribution.
+ */
+function copyrightFile(spec: PackageSpec, bundled: Map<string, string>): string {
+  const sections = [...bundled.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, dir]) => {
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version?: string; license?: string };
+    const licenceFile = readdirSync(dir).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
+    const text = licenceFile ? readFileSync(path.join(dir, licenceFile), 'utf8').trim() : `(no licence file in the package; package.json says ${manifest.license ?? 'nothing'})`;
+    return [`Files: /usr/lib/kcm/${spec.role}/* (bundled npm package ${name} ${manifest.version ?? ''})`.trimEnd(), `License: ${manifest.license ?? 'see below'}`, ...text.split('\n').map((line) => ` ${line.trim() === '' ? '.' : line}`)].join('\n');
+  });
+  return [
+    'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/',
+    `Upstream-Name: kcm (${spec.name})`,
+    'Comment: kcm itself is built from its source repository; below, the npm packages compiled into',
+    ' this package\'s bundle or shipped in its node_modules, each with its licence as published.',
+    '',
+    sections.join('\n\n'),
+    '',
+  ].join('\n');
 }
 
 /** A package's folder in node_modules, looked up from `from` the way Node does. */
@@ -182,7 +215,7 @@ function packageDir(name: string, from: string): string {
  * `target/node_modules`, flat: an `npm ci --omit=dev` of just these. classic-level's prebuilt
  * addons are trimmed to Linux glibc builds.
  */
-function copyRuntimeModules(names: string[], target: string): void {
+function copyRuntimeModules(names: string[], target: string): Map<string, string> {
   const seen = new Map<string, string>();
   const visit = (name: string, from: string) => {
     if (seen.has(name)) return;
@@ -205,6 +238,7 @@ function copyRuntimeModules(names: string[], target: string): void {
       },
     });
   }
+  return seen;
 }
 
 /** kcm_ddl built with PGXS from a copy of its sources, installed into `root` (DESTDIR). */
@@ -247,16 +281,23 @@ async function stagePackage(spec: PackageSpec, version: string, work: string): P
   const root = path.join(work, spec.name);
   const lib = path.join(root, 'usr/lib/kcm', spec.role);
   mkdirSync(lib, { recursive: true });
-  await bundle(spec, path.join(lib, `${spec.bin}.mjs`));
+  const bundled = await bundle(spec, path.join(lib, `${spec.bin}.mjs`));
   cpSync(path.join(REPO_ROOT, 'proto'), path.join(lib, 'proto'), { recursive: true, filter: (f) => statSync(f).isDirectory() || f.endsWith('.proto') });
   if (spec.console) {
     cpSync(path.join(REPO_ROOT, 'services/manager/console'), path.join(lib, 'console'), { recursive: true });
-    cpSync(packageDir('lit-html', REPO_ROOT), path.join(lib, 'console/lit-html'), {
+    const litHtml = packageDir('lit-html', REPO_ROOT);
+    cpSync(litHtml, path.join(lib, 'console/lit-html'), {
       recursive: true,
       filter: (f) => statSync(f).isDirectory() || (f.endsWith('.js') && !f.includes(`${path.sep}development${path.sep}`)),
     });
+    bundled.set('lit-html', litHtml);
   }
-  if (spec.external.length > 0) copyRuntimeModules(spec.external, lib);
+  if (spec.external.length > 0) {
+    for (const [name, dir] of copyRuntimeModules(spec.external, lib)) bundled.set(name, dir);
+  }
+  const doc = path.join(root, 'usr/share/doc', spec.name);
+  mkdirSync(doc, { recursive: true });
+  writeFileSync(path.join(doc, 'copyright'), copyrightFile(spec, bundled));
   mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
   symlinkSync(`../lib/kcm/${spec.role}/${spec.bin}.mjs`, path.join(root, 'usr/bin', spec.bin));
   if (spec.unit) {
@@ -264,7 +305,7 @@ async function stagePackage(spec: PackageSpec, version: string, work: string): P
     cpSync(path.join(REPO_ROOT, spec.unit), path.join(root, 'lib/systemd/system', path.basename(spec.unit)));
   }
   if (spec.example) {
-    const examples = path.join(root, 'usr/share/doc', spec.name, 'examples');
+    const examples = path.join(doc, 'examples');
     mkdirSync(examples, { recursive: true });
     cpSync(path.join(REPO_ROOT, spec.example), path.join(examples, path.basename(spec.example).replace(/-m1(?=\.json$)/, '')));
   }

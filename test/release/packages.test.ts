@@ -129,8 +129,15 @@ describe('release packages', () => {
     }
     expect(agent).toContain('/usr/lib/kcm/agent/proto/agent-mariadb.proto');
     for (const file of ['/usr/lib/postgresql/15/lib/kcm_ddl.so', '/usr/share/postgresql/15/extension/kcm_ddl.control', '/usr/share/postgresql/15/extension/kcm_ddl--1.0.sql']) expect(agent).toContain(file);
+    for (const [name, list] of [['kcm-manager', manager], ['kcm-agent', agent], ['kcm-cli', cli]] as const) expect(list).toContain(`/usr/share/doc/${name}/copyright`);
     const devTools = /\/node_modules\/(tsx|vitest|@vitest|vite|typescript|esbuild|@esbuild|playwright-core|s3rver|etcd3)\//;
     for (const file of [...manager, ...agent, ...cli]) expect(file).not.toMatch(devTools);
+  });
+
+  it('carry the licence of each npm package compiled into them or shipped beside them', () => {
+    const copyright = readFileSync(path.join(root, 'usr/share/doc/kcm-manager/copyright'), 'utf8');
+    for (const name of ['fastify', '@grpc/grpc-js', 'pino', 'zod', 'classic-level', 'lit-html']) expect(copyright).toMatch(new RegExp(`^Files: .*bundled npm package ${name} `, 'm'));
+    expect(readFileSync(path.join(root, 'usr/share/doc/kcm-agent/copyright'), 'utf8')).toMatch(/bundled npm package @aws-sdk\/client-s3 /);
   });
 
   it('have units that run the installed bins, and a postinst that makes the kcm user and folders', () => {
