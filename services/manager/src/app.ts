@@ -14,7 +14,7 @@ import { commandProtocolGate } from './group/protocol-gate';
 import type { ValidRequest } from '@kcm/protocol';
 import { openBackupStorage } from './backup/storage';
 import type { ManagerConfig } from './config';
-import { buildGateway, emitListenerOf, requestBoundTokens } from './gateway';
+import { buildGateway, emitListenerOf, loadHttpsPair, requestBoundTokens } from './gateway';
 import { tokenDirectory } from './auth/token-directory';
 import type { JobService } from './gateway/job-service';
 import { HealthMonitor } from './leader/health-monitor';
@@ -113,6 +113,10 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   // An s3 storage's secret key is opened where a storage is opened (backup/storage.ts).
   setBackupStorageSecrets(secrets);
   if (!secrets.sealsForReal) logger.warn('insecure mode without secretsKeyFile: generated database passwords are stored unencrypted in the Raft log and state');
+  // HTTPS unless plain HTTP was asked for (gateway/https-listener.ts). Its files are read now,
+  // before anything binds: a missing or mismatched one fails the start naming it.
+  const listener = emitListenerOf(config);
+  if (listener.scheme === 'https') loadHttpsPair(listener.files, listener.from);
   const promRegistry = new Registry();
   collectDefaultMetrics({ register: promRegistry });
 
@@ -346,9 +350,8 @@ export async function buildManager(config: ManagerConfig, opts: BuildOptions = {
   if (config.insecure) logger.warn('INSECURE: Emit is served without authentication (insecure: true / --insecure); never run a real deployment like this');
   else if (config.tokens.length === 0) logger.warn('no tokens in the config: only tokens in the replicated state (create_token) can authenticate');
   const auth = config.insecure ? ({ insecure: true } as const) : { lookup: tokenDirectory(config.tokens, () => sm.state) };
-  // HTTPS unless plain HTTP was asked for (gateway/https-listener.ts); its certificate's expiry on /metrics.
-  const listener = emitListenerOf(config);
   if (listener.scheme === 'http') logger.warn({ because: listener.because }, 'Emit and the console are served over plain HTTP: bearer tokens and returned passwords cross the network in clear');
+  // The served certificate's expiry on /metrics, beside the gRPC one's.
   const https = listener.scheme === 'https'
     ? { files: listener.files, configKey: listener.from, onServing: (current: () => X509Certificate) => exportCertExpiry(promRegistry, { member: config.member, use: 'https' }, current) }
     : undefined;

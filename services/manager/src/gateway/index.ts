@@ -9,5 +9,5 @@ export { CONSOLE_PATH } from './console';
 export { requestBoundTokens, randomTokens } from './token-issue';
 export type { TokenMinter, TokenRequest } from './token-issue';
 export type { HttpsOptions } from './build-gateway';
-export { emitListenerOf, HttpsCertificateError } from './https-listener';
+export { emitListenerOf, loadHttpsPair, HttpsCertificateError } from './https-listener';
 export type { EmitListener, HttpsFiles } from './https-listener';

@@ -12,7 +12,11 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@kcm/common';
 import { ensureCa, issueCert } from '@kcm/agent-api';
+import { MemoryStorage } from '@kcm/raft';
 import { buildGateway } from '../../src/gateway';
+import { buildManager } from '../../src/app';
+import { parseManagerConfig } from '../../src/config';
+import { testSecretsKeyFile } from '../../../../test/helpers/secrets';
 import { emitListenerOf, loadHttpsPair } from '../../src/gateway/https-listener';
 import { TEST_TOKENS, testTokenLookup } from '../../../../test/helpers/tokens';
 import { FakeJobService } from './fake-job-service';
@@ -94,6 +98,15 @@ describe('which listener a member gets', () => {
     const b = issue('pair-b');
     expect(() => loadHttpsPair({ cert: a.cert, key: b.key }, 'tls')).toThrow(`tls.key ${b.key}: not the key of ${a.cert}`);
     expect(() => loadHttpsPair({ cert: path.join(dir, 'absent.pem'), key: a.key })).toThrow(`https.cert ${path.join(dir, 'absent.pem')}: cannot read it (ENOENT)`);
+  });
+});
+
+describe('a manager whose HTTPS files do not load', () => {
+  it('is refused at build, naming the config key and the file', async () => {
+    const missing = path.join(dir, 'no-such-https.pem');
+    const member = '127.0.99.252:1';
+    const config = parseManagerConfig({ member, dataDir: '/nonexistent', agentPort: 1, logLevel: 'silent', secretsKeyFile: testSecretsKeyFile(), https: { cert: missing, key: issue('unused').key } });
+    await expect(buildManager(config, { logger: createLogger({ name: 'manager', level: 'silent' }), storage: MemoryStorage.bootstrap([member]) })).rejects.toThrow(`https.cert ${missing}: cannot read it (ENOENT)`);
   });
 });
 
