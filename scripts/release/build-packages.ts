@@ -24,7 +24,7 @@
 //                /lib/systemd/system/kcm-agent.service     (reads /etc/kcm/agent.env)
 //                /usr/share/doc/kcm-agent/{copyright, examples/agent.env}
 //   kcm-cli      /usr/bin/kcm -> ../lib/kcm/cli/kcm.mjs
-//                /usr/lib/kcm/cli/{kcm.mjs, proto/, node_modules/}, /usr/share/doc/kcm-cli/copyright
+//                /usr/lib/kcm/cli/{kcm.mjs, backup-open.mjs, proto/, node_modules/}, /usr/share/doc/kcm-cli/copyright
 // Each copyright file holds the licence of every npm package compiled into or shipped with it.
 // The postinst of manager and agent (scripts/release/postinst.sh) creates the `kcm` system
 // user and group and /etc/kcm (root:kcm 0750), /etc/kcm/tls (root:kcm 0750), /var/lib/kcm
@@ -60,6 +60,8 @@ interface PackageSpec {
   console: boolean;
   unit?: string;
   example?: string;
+  /** Repository files shipped as they are into /usr/lib/kcm/<role>/ (executable). */
+  tools?: string[];
   kcmDdl: boolean;
   postinst: boolean;
 }
@@ -129,6 +131,8 @@ export const PACKAGES: PackageSpec[] = [
     // `kcm audit verify` reads a member's Raft storage (LevelDB) offline.
     external: ['classic-level'],
     console: false,
+    // Opens a sealed backup object with nothing but Node and the KEK (docs/backup-encryption.md).
+    tools: ['scripts/backup-open.mjs'],
     kcmDdl: false,
     postinst: false,
   },
@@ -291,6 +295,10 @@ async function stagePackage(spec: PackageSpec, version: string, work: string): P
       filter: (f) => statSync(f).isDirectory() || (f.endsWith('.js') && !f.includes(`${path.sep}development${path.sep}`)),
     });
     bundled.set('lit-html', litHtml);
+  }
+  for (const tool of spec.tools ?? []) {
+    cpSync(path.join(REPO_ROOT, tool), path.join(lib, path.basename(tool)));
+    chmodSync(path.join(lib, path.basename(tool)), 0o755);
   }
   if (spec.external.length > 0) {
     for (const [name, dir] of copyRuntimeModules(spec.external, lib)) bundled.set(name, dir);

@@ -122,6 +122,7 @@ describe('release packages', () => {
     expect(manager).toContain('/usr/bin/kcm-manager -> ../lib/kcm/manager/kcm-manager.mjs');
     expect(agent).toContain('/usr/bin/kcm-agent -> ../lib/kcm/agent/kcm-agent.mjs');
     expect(cli).toContain('/usr/bin/kcm -> ../lib/kcm/cli/kcm.mjs');
+    expect(cli).toContain('/usr/lib/kcm/cli/backup-open.mjs');
     expect(manager).toContain('/lib/systemd/system/kcm-manager@.service');
     expect(agent).toContain('/lib/systemd/system/kcm-agent.service');
     for (const file of ['/usr/lib/kcm/manager/proto/raft.proto', '/usr/lib/kcm/manager/proto/agent.proto', '/usr/lib/kcm/manager/console/index.html', '/usr/lib/kcm/manager/console/lit-html/lit-html.js', '/usr/lib/kcm/manager/node_modules/classic-level/prebuilds/linux-x64/classic-level.node']) {
