@@ -16,7 +16,7 @@ export type { BuiltPackages } from '../../scripts/release/build-packages';
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** What the build reads: sources, protos, the console, kcm_ddl, units, samples, the build itself and the lock file. */
-const INPUTS = ['libs', 'services', 'proto', 'deploy/systemd', 'deploy/config', 'scripts/release', 'package-lock.json'];
+const INPUTS = ['libs', 'services', 'proto', 'deploy/systemd', 'deploy/config', 'scripts/release', 'scripts/backup-open.mjs', 'package-lock.json'];
 const SKIP = /(^|\/)(node_modules|test|\.kcm)(\/|$)|\.(o|so|bc)$|kcm_ddl--1\.0\.sql$/;
 
 function sourceHash(): string {
