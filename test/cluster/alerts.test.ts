@@ -143,6 +143,11 @@ describe('the DBA alerts fire against a real local group, each from its own faul
       return lag.length === 1 && Number(lag[0].value[1]) < LAG_THRESHOLD_S / 2 ? true : undefined;
     }, 120_000, 500);
     expect((await promQuery('kcm_shard_master_up == 1')).length).toBe(1);
+    // The agents' view of the same group, measured by each agent: three mariadbd and one postgres running, none down.
+    const instances = async (q: string) => Object.fromEntries((await promQuery(q)).map((r) => [r.metric.kind, Number(r.value[1])]));
+    expect(await instances('sum by (kind) (kcm_agent_instances{state="running"})')).toEqual({ mariadb: 3, postgres: 1 });
+    expect(await instances('sum by (kind) (kcm_agent_instances{state="down"})')).toEqual({ mariadb: 0, postgres: 0 });
+    expect((await promQuery('kcm_agent_disk_free_bytes > 0')).length).toBeGreaterThanOrEqual(3);
     expect((await promQuery('kcm_failovers_total')).length).toBe(2); // done and failed, both 0
     expect((await promQuery('kcm_tls_cert_expiry_timestamp_seconds')).length).toBe(4); // the manager's and each agent's
     expect((await promQuery('ALERTS{alertname=~"KcmShardMasterDown|KcmFailoverDone|KcmFailoverFailed|KcmBinlogArchiveLagHigh|KcmCertificateExpiringSoon|KcmBackupPolicyMissed"}'))).toEqual([]);

@@ -18,6 +18,7 @@ import { rejoinCgroup } from './capabilities/cgroup/rejoin';
 import { unary } from './grpc-unary';
 import { startPlane, type RunningPlane } from './plane/server';
 import { createAgentMetrics } from './metrics/agent-metrics';
+import { servingRecorder } from './metrics/transfers';
 import { startMetricsListener, type RunningMetricsListener } from './metrics/metrics-listener';
 
 /** The kcm release this agent reports in Health (its protocol travels in every reply's metadata). */
@@ -77,7 +78,8 @@ export async function startAgent(opts: AgentOptions): Promise<RunningAgent> {
   // only callers of a kcm protocol this build talks to (protocol-version.ts: first, so every
   // reply, the guard's refusals included, states this agent's protocol).
   const protocolGuard = protocolServerGuard({ self: () => ({ kind: 'agent', name: address }), peerKind: 'manager', warn: (fields, msg) => opts.logger.warn(fields, msg) });
-  const server = new grpc.Server({ interceptors: [protocolGuard, callerGuard({ kind: 'agent', self: () => address })] });
+  // Last: a call the guards refused never reaches it; one they pass runs inside this agent's transfer recorder.
+  const server = new grpc.Server({ interceptors: [protocolGuard, callerGuard({ kind: 'agent', self: () => address }), servingRecorder(metrics.received)] });
   server.addService(AgentService.service, {
     Health: unary<unknown, HealthReply>(opts.logger, 'Health', async () => health()),
     Watch: (call: Parameters<typeof serveBeats>[0]) => serveBeats(call, health),

@@ -9,6 +9,7 @@ import { KCM_VERSION } from '@kcm/common';
 import { activeTls, exportCertExpiry } from '@kcm/agent-api';
 import { freeBytes } from '../ops/disk-space';
 import type { InstanceCensus } from '../capabilities/supervisor';
+import type { TransferRecorder } from './transfers';
 
 /** Directories the managers registered on this host (create_machine, host-facts rounds), at most this many. */
 export const MAX_DATA_DIRS = 64;
@@ -19,6 +20,8 @@ export interface AgentMetrics {
   observeTransfer(op: string, result: 'ok' | 'failed', bytes: number): void;
   /** Directories the managers asked about (PrepareDirs, HostFacts): their free space is exported. */
   noteDataDirs(dirs: readonly string[]): void;
+  /** Transfers this agent received, by kind (transfers.ts: the server runs every call inside it). */
+  received: TransferRecorder;
 }
 
 /** What an instance's measured state is called in kcm_agent_instances. */
@@ -99,6 +102,20 @@ export function createAgentMetrics(sources: { census: () => Promise<InstanceCens
     registers: [registry],
   });
 
+  // The receiving side, by what the transfer is for (transfers.ts): backup, rebuild, restore.
+  const receivedTransfers = new Counter({
+    name: 'kcm_agent_transfers_received_total',
+    help: 'Transfers this agent received, by kind (backup: a backup stream into its storage; rebuild: a copy for a new or rebuilt standby; restore: a stored backup or binlog read back) and result',
+    labelNames: ['kind', 'result'],
+    registers: [registry],
+  });
+  const receivedBytes = new Counter({
+    name: 'kcm_agent_transfer_received_bytes_total',
+    help: 'Bytes this agent received in transfers (as they crossed the network: compressed, sealed), by kind',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+
   new Gauge({
     name: 'kcm_agent_disk_free_bytes',
     help: 'Free bytes (for an unprivileged user) of the filesystem holding each directory the managers registered on this host',
@@ -117,6 +134,10 @@ export function createAgentMetrics(sources: { census: () => Promise<InstanceCens
 
   return {
     registry,
+    received: {
+      received: (kind, bytes) => receivedBytes.inc({ kind }, bytes),
+      ended: (kind, result) => receivedTransfers.inc({ kind, result }),
+    },
     observeTransfer(op, result, bytes) {
       transfers.inc({ op, result });
       if (bytes > 0) sentBytes.inc({ op }, bytes);

@@ -8,7 +8,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@kcm/common';
 import { activeTls, loadTlsMaterial, useInsecure, useTls } from '@kcm/agent-api';
+import * as grpc from '@grpc/grpc-js';
 import { createAgentMetrics } from '../../src/metrics/agent-metrics';
+import { countedTransfer, receivedTransfer, servingRecorder } from '../../src/metrics/transfers';
 import { startMetricsListener, type RunningMetricsListener } from '../../src/metrics/metrics-listener';
 import type { InstanceCensus } from '../../src/capabilities/supervisor';
 import { testCert } from '../../../../test/helpers/pki';
@@ -74,6 +76,43 @@ describe('agent /metrics', () => {
     expect(Math.abs(free! - st.bavail * st.bsize)).toBeLessThan(64 * 2 ** 20); // the disk moves a little between the two looks
     expect(text).not.toContain('relative/not/registered');
     expect(valueOf(text, 'kcm_tls_cert_expiry_timestamp_seconds{use="grpc"}')).toBe(Math.floor(Date.parse(activeTls()!.cert.validTo) / 1000));
+  });
+
+  it('counts what the agent receives by kind, for the agent whose server serves the call', async () => {
+    // A transfer started outside any served call belongs to no agent: not counted.
+    receivedTransfer('rebuild').add(999);
+    const server = new grpc.Server({ interceptors: [servingRecorder(metrics.received)] });
+    const raw = { serialize: (b: Buffer) => b, deserialize: (b: Buffer) => b };
+    const path = '/kcm.test.Restore/Read';
+    server.addService({ Read: { path, requestStream: false, responseStream: false, requestSerialize: raw.serialize, requestDeserialize: raw.deserialize, responseSerialize: raw.serialize, responseDeserialize: raw.deserialize } }, {
+      Read: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
+        // The handler reads a stored object back, as a restore does (in pieces, later turns of the loop).
+        const pieces = async function* () {
+          for (const n of [100, 200, 300]) {
+            await new Promise((r) => setImmediate(r));
+            yield Buffer.alloc(n);
+          }
+        };
+        void (async () => {
+          let got = 0;
+          for await (const piece of countedTransfer('restore', pieces())) got += piece.length;
+          done(null, Buffer.from(String(got)));
+        })();
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      const reply = await new Promise<Buffer>((resolve, reject) => client.makeUnaryRequest(path, raw.serialize, raw.deserialize, Buffer.alloc(0), (err, r) => (err ? reject(err) : resolve(r!))));
+      expect(reply.toString()).toBe('600');
+    } finally {
+      client.close();
+      server.forceShutdown();
+    }
+    const text = await scrape();
+    expect(valueOf(text, 'kcm_agent_transfer_received_bytes_total{kind="restore"}')).toBe(600);
+    expect(valueOf(text, 'kcm_agent_transfers_received_total{kind="restore",result="ok"}')).toBe(1);
+    expect(valueOf(text, 'kcm_agent_transfer_received_bytes_total{kind="rebuild"}')).toBeUndefined();
   });
 
   it('serves only GET /metrics', async () => {

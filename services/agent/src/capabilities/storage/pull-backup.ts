@@ -19,6 +19,7 @@ import { ObjectSealer } from './sealed-stream';
 import type { ObjectStore } from './store';
 import { checkCompression, type BackupCompression } from '../mariadb/backup/backup-compression';
 import { backupBytesOf, type BackupBytes } from '../../plane/backup-bytes';
+import { receivedTransfer } from '../../metrics/transfers';
 import type { PlaneSink } from '../../plane/handlers';
 
 /** Bytes gathered before one write of the object's file. */
@@ -104,6 +105,7 @@ export async function pullBackup(store: ObjectStore, req: StoragePullBackupReque
   let inFlight: Promise<void> = Promise.resolve();
   let firstByteMs: number | undefined;
   let receivedBytes = 0;
+  const transfer = receivedTransfer('backup');
   try {
     // Receiving and writing overlap: while one batch goes to disk, the next is received (a
     // write awaited per message left the network idle during each disk write, and the disk
@@ -126,6 +128,7 @@ export async function pullBackup(store: ObjectStore, req: StoragePullBackupReque
     await stream.each((data) => {
       firstByteMs ??= Date.now() - started;
       receivedBytes += data.length;
+      transfer.add(data.length);
       if (!compression) sniffer.push(data); // a compressed stream's position comes from its source
       for (const piece of sealedHere ? sealedHere.push(data) : [data]) {
         gathered.push(piece);
@@ -158,8 +161,10 @@ export async function pullBackup(store: ObjectStore, req: StoragePullBackupReque
     const phases = { first_byte_ms: firstByteMs, last_byte_ms: lastByteMs, commit_start_ms: commitStartMs };
     const path = onThisHost ? 'local' : planeEnabled() ? 'plane' : 'grpc';
     logger.info({ key: object.key, bytes: object.bytes, raw_bytes: rawBytes, compression, gtid, ms: transferMs, ...phases, source: meta.source, path }, 'backup stored');
+    transfer.end('ok');
     return { object, gtid_pos: gtid, transfer_ms: transferMs, raw_bytes: rawBytes, compression };
   } catch (err) {
+    transfer.end('failed');
     stream.stop();
     await inFlight.catch(() => {}); // the file is closed only once no write is under way
     await writer.abort();

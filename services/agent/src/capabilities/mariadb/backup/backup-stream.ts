@@ -20,6 +20,7 @@ import { spawnPiped, type PipedProcess } from '../../../ops/exec';
 import { coalesced, rateLimited } from './rate-limit';
 import { agentStatusOf, type MariaDbBackupChunk, type MariaDbBackupSource, type MariaDbStreamBackupRequest } from '@kcm/agent-api';
 import { backupBytesOf } from '../../../plane/backup-bytes';
+import { receivedTransfer } from '../../../metrics/transfers';
 import { spawnDecompressor, type BackupCompression } from './backup-compression';
 
 const BACKUP_TIMEOUT_MS = 6 * 3600_000;
@@ -127,14 +128,18 @@ export async function receiveBackup(source: MariaDbBackupSource, pvLimitMb: numb
   const eitherDied = Promise.race([exitedEarly(extract, 'mbstream'), ...(unzstd ? [exitedEarly(unzstd, 'zstd -d')] : [])]);
   eitherDied.catch(() => {}); // only raced against while waiting for drain
   let wireBytes = 0;
+  const transfer = receivedTransfer('rebuild');
   try {
     await stream.each((data) => {
       wireBytes += data.length;
+      transfer.add(data.length);
       if (!input.write(data)) return Promise.race([once(input, 'drain').then(() => {}), eitherDied]);
     });
     input.end();
     await Promise.all([extract.done, ...(unzstd ? [unzstd.done] : [])]);
+    transfer.end('ok');
   } catch (err) {
+    transfer.end('failed');
     stream.stop();
     unzstd?.kill();
     extract.kill();

@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import { planeEnabled, planeStream, StorageAgentClient, type MariaDbStoredObject, type StorageObjectInfo } from '@kcm/agent-api';
 import { DATA_KEY_BYTES, ObjectOpener, ObjectSealer, SealBroken } from '../../storage/sealed-stream';
+import { countedTransfer } from '../../../metrics/transfers';
 
 const AGENT_ADDRESS = /^[A-Za-z0-9.-]{1,255}:\d{1,5}$|^\[[0-9A-Fa-f:]+\]:\d{1,5}$/;
 const KEY = /^[A-Za-z0-9._=-]+(\/[A-Za-z0-9._=-]+)*$/;
@@ -26,7 +27,7 @@ export function checkStoredObject(obj: MariaDbStoredObject | undefined | null, f
 export async function* readStoredObject(obj: MariaDbStoredObject): AsyncGenerator<Buffer> {
   const dataKey = dataKeyOf(obj);
   if (!dataKey) {
-    yield* readStoredBytes(obj);
+    yield* countedTransfer('restore', readStoredBytes(obj));
     return;
   }
   // A sealed object: only records whose tag verified come out, and a failed tag or a missing
@@ -34,7 +35,7 @@ export async function* readStoredObject(obj: MariaDbStoredObject): AsyncGenerato
   // use nothing of a read that failed, so nothing of a broken object reaches an instance.
   const opener = new ObjectOpener(dataKey);
   try {
-    for await (const sealed of readStoredBytes(obj)) yield* opener.push(sealed);
+    for await (const sealed of countedTransfer('restore', readStoredBytes(obj))) yield* opener.push(sealed);
     yield* opener.end();
   } catch (err) {
     if (err instanceof SealBroken) throw new Error(`${obj.key} on storage ${obj.storage_agent_address} is refused: ${err.message}`, { cause: err });
