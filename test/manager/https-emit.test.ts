@@ -8,14 +8,13 @@
 import { X509Certificate, randomUUID } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { connect as netConnect } from 'node:net';
 import path from 'node:path';
-import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueCert } from '@kcm/agent-api';
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { emitRaw, requestEnvelope } from '../helpers/emit-client';
 import { testCa } from '../helpers/pki';
+import { plainExchange as plainBytes, servedSerial as probeSerial } from '../helpers/tls-probes';
 import { TEST_TOKENS, authHeader } from '../helpers/tokens';
 import { main as kcm } from '../../services/cli/src/main';
 import { LocalGroup } from './helpers/group';
@@ -68,28 +67,7 @@ async function httpsMetric(member: string, sample: string): Promise<number | und
   return line === undefined ? undefined : Number(line.slice(sample.length + 1));
 }
 
-/** The serial number of the certificate a new TLS connection to `member` is served. */
-function servedSerial(member: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tlsConnect({ host: hostOf(member), port: portOf(member), ca: readFileSync(testCa().cert) }, () => {
-      const serial = socket.getPeerCertificate().serialNumber;
-      socket.end();
-      resolve(serial);
-    });
-    socket.on('error', reject);
-  });
-}
-
-/** Raw bytes to the port (what a client configured with http:// sends); the whole answer until close. */
-function plainExchange(member: string, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = netConnect({ host: hostOf(member), port: portOf(member) }, () => socket.write(bytes));
-    let answer = '';
-    socket.on('data', (chunk) => (answer += chunk.toString('utf8')));
-    socket.on('end', () => resolve(answer));
-    socket.on('error', reject);
-  });
-}
+const servedSerial = (member: string) => probeSerial(hostOf(member), portOf(member), readFileSync(testCa().cert));
 
 const serialOf = (file: string) => new X509Certificate(readFileSync(file)).serialNumber;
 
@@ -182,7 +160,7 @@ describe('Emit over HTTPS', () => {
         '',
         body,
       ].join('\r\n');
-      const answer = await plainExchange(member, request);
+      const answer = await plainBytes(hostOf(member), portOf(member), request);
       expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
       const reply = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as ReplyEnvelope;
       expect(reply).toMatchObject({ status: 'failed', error_code: '1000', job_id: '' });

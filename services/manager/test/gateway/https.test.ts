@@ -3,10 +3,8 @@
 
 import { X509Certificate } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect as tlsConnect } from 'node:tls';
 import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -20,6 +18,7 @@ import { testSecretsKeyFile } from '../../../../test/helpers/secrets';
 import { emitListenerOf, loadHttpsPair } from '../../src/gateway/https-listener';
 import { TEST_TOKENS, testTokenLookup } from '../../../../test/helpers/tokens';
 import { FakeJobService } from './fake-job-service';
+import { plainExchange, servedSerial as probeSerial } from '../../../../test/helpers/tls-probes';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'kcm-https-gw-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -52,28 +51,8 @@ async function httpsGateway(from: { cert: string; key: string }, name: string) {
   return { app, port, files, lines };
 }
 
-/** The serial of the certificate a fresh TLS connection is served. */
-function servedSerial(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tlsConnect({ host: '127.0.0.1', port, ca: readFileSync(ca.cert) }, () => {
-      const serial = socket.getPeerCertificate().serialNumber;
-      socket.end();
-      resolve(serial);
-    });
-    socket.on('error', reject);
-  });
-}
-
-/** Sends raw bytes and reads until the server closes. */
-function rawExchange(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = netConnect({ host: '127.0.0.1', port }, () => socket.write(bytes));
-    let answer = '';
-    socket.on('data', (chunk) => (answer += chunk.toString('utf8')));
-    socket.on('end', () => resolve(answer));
-    socket.on('error', reject);
-  });
-}
+const servedSerial = (port: number) => probeSerial('127.0.0.1', port, readFileSync(ca.cert));
+const rawExchange = (port: number, bytes: string) => plainExchange('127.0.0.1', port, bytes);
 
 async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
   for (let i = 0; i < 200; i++) {
