@@ -21,7 +21,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentService } from '@kcm/agent-api';
 import { LOCAL_CREATE_CLUSTER_PARAS } from '../../services/cli/src/local/machines';
 import { detectCpuHierarchy } from '@kcm/agent';
-import { emit } from '../helpers/emit-client';
+import type { ReplyEnvelope } from '@kcm/protocol';
+import { createEmitClient } from '../../services/cli/src/http-client';
 import { useDefaultToken } from '../helpers/tokens';
 import { waitUntil } from '../cluster/cluster-fixture';
 
@@ -56,26 +57,15 @@ function alive(pid: number): boolean {
   }
 }
 
-async function metaMode(url: string, token: string): Promise<{ error_code: string; attachment: { mode: string; members: string[] } }> {
-  const res = await fetch(`${url}/HttpService/Emit`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
-  });
-  return (await res.json()) as never;
-}
-
-/** Any member that answers (a follower serves queries and forwards jobs). */
-async function ask(jobType: string, paras: Record<string, unknown> = {}) {
-  let last: unknown;
-  for (const member of MEMBERS) {
-    try {
-      return await emit(member, jobType, paras);
-    } catch (err) {
-      last = err;
-    }
-  }
-  throw last;
+/**
+ * The managers serve HTTPS with the deployment's CA (<dir>/tls/ca.pem), as a real deployment
+ * does: requests go through kcm's own client, trusting that CA only. urls: one, or several
+ * comma-separated (any member that answers; followers serve queries and forward jobs).
+ */
+async function emitTo(dir: string, urls: string, token: string, jobType: string, paras: Record<string, unknown> = {}): Promise<ReplyEnvelope> {
+  const client = createEmitClient({ url: urls, token, ca: readFileSync(path.join(dir, 'tls/ca.pem')), timeoutMs: 30_000 });
+  const { reply } = await client.emit({ version: '1.0', job_id: '', job_type: jobType, timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras });
+  return reply;
 }
 
 interface Detail {
@@ -90,6 +80,8 @@ describe('kcm local: up, status, a cluster through down and up, down --purge', (
   let created: { cluster_id: string; cluster_name: string; computer_user: string; computer_pwd: string; storage_user: string; storage_pwd: string };
   let comp: { host: string; port: number };
 
+  const ask = (jobType: string, paras: Record<string, unknown> = {}) => emitTo(dir, MEMBERS.map((m) => `https://${m}`).join(','), endpoints.token, jobType, paras);
+  const metaMode = async (url: string, token: string) => (await emitTo(dir, url, token, 'get_meta_mode')) as unknown as { error_code: string; attachment: { mode: string; members: string[] } };
   const detail = async () => (await ask('get_cluster_detail', { cluster_name: created.cluster_name })).attachment as unknown as Detail;
   const summary = async () => ((await ask('get_cluster_summary')).attachment as { list_cluster: Record<string, string>[] }).list_cluster[0];
   const pgClient = async () => {
@@ -128,7 +120,7 @@ describe('kcm local: up, status, a cluster through down and up, down --purge', (
   it('starts three managers and three agents and prints their endpoints as JSON once a leader is elected', () => {
     expect(up.stderr).not.toContain('kcm: ');
     expect(up.code).toBe(0);
-    expect(endpoints.managers.map((m) => m.url)).toEqual(['http://127.0.1.201:58000', 'http://127.0.1.202:58000', 'http://127.0.1.203:58000']);
+    expect(endpoints.managers.map((m) => m.url)).toEqual(['https://127.0.1.201:58000', 'https://127.0.1.202:58000', 'https://127.0.1.203:58000']);
     expect(endpoints.agents.map((a) => `${a.hostaddr}:${a.port}`)).toEqual(['127.0.2.201:58100', '127.0.2.202:58100', '127.0.2.203:58100']);
     for (const p of [...endpoints.managers, ...endpoints.agents]) expect(alive(p.pid)).toBe(true);
   });
@@ -143,23 +135,13 @@ describe('kcm local: up, status, a cluster through down and up, down --purge', (
   });
 
   it('registers every agent\'s host as both a storage and a computer machine', async () => {
-    const res = await fetch(`${endpoints.managers[0].url}/HttpService/Emit`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${endpoints.token}` },
-      body: JSON.stringify({ version: '1.0', job_type: 'get_machine_summary', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
-    });
-    const reply = (await res.json()) as { error_code: string; attachment: { list_machine: { hostaddr: string; machine_types: string[] }[] } };
+    const reply = (await emitTo(dir, endpoints.managers[0].url, endpoints.token, 'get_machine_summary')) as unknown as { error_code: string; attachment: { list_machine: { hostaddr: string; machine_types: string[] }[] } };
     expect(reply.error_code).toBe('0');
     expect(reply.attachment.list_machine.map((m) => [m.hostaddr, m.machine_types])).toEqual(endpoints.agents.map((a) => [a.hostaddr, ['computer', 'storage']]));
   });
 
   it('registers one backup storage, a directory of the deployment on the first agent, so a backup works right away', async () => {
-    const res = await fetch(`${endpoints.managers[0].url}/HttpService/Emit`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${endpoints.token}` },
-      body: JSON.stringify({ version: '1.0', job_type: 'get_backup_storage', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} }),
-    });
-    const reply = (await res.json()) as { error_code: string; attachment: { list_backup_storage: unknown[] } };
+    const reply = (await emitTo(dir, endpoints.managers[0].url, endpoints.token, 'get_backup_storage')) as unknown as { error_code: string; attachment: { list_backup_storage: unknown[] } };
     expect(reply.error_code).toBe('0');
     expect(reply.attachment.list_backup_storage).toEqual([{ hostaddr: '127.0.2.201', name: 'local', port: '58100', stype: 'fs', path: path.join(dir, 'backups'), backup_sets: '0', logical_backup_sets: '0' }]);
   });
@@ -177,7 +159,7 @@ describe('kcm local: up, status, a cluster through down and up, down --purge', (
   it('refuses curl without a token with 401 and the envelope', async () => {
     const body = JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'e2e', paras: {} });
     const curl = await new Promise<string>((resolve, reject) =>
-      execFile('curl', ['-s', '-w', '\n%{http_code}', '-X', 'POST', `${endpoints.managers[0].url}/HttpService/Emit`, '-d', body], (err, stdout) => (err ? reject(err) : resolve(stdout))),
+      execFile('curl', ['-s', '--cacert', path.join(dir, 'tls/ca.pem'), '-w', '\n%{http_code}', '-X', 'POST', `${endpoints.managers[0].url}/HttpService/Emit`, '-d', body], (err, stdout) => (err ? reject(err) : resolve(stdout))),
     );
     const [reply, status] = curl.split('\n');
     expect(status).toBe('401');

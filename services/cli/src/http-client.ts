@@ -7,8 +7,11 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { ReplyEnvelope, RequestEnvelope } from '@kcm/protocol';
 
-/** `make run`'s three managers: a command goes to the next when one is down or restarting (rolling upgrades). */
-export const DEFAULT_URL = 'http://127.0.1.1:58000,http://127.0.1.2:58000,http://127.0.1.3:58000';
+/**
+ * `make run`'s three managers: a command goes to the next when one is down or restarting
+ * (rolling upgrades). HTTPS, with the local deployment's CA (commands/shared.ts connect).
+ */
+export const DEFAULT_URL = 'https://127.0.1.1:58000,https://127.0.1.2:58000,https://127.0.1.3:58000';
 export const EMIT_PATH = '/HttpService/Emit';
 
 export class TransportError extends Error {

@@ -22,7 +22,7 @@ export function localHelp(): string {
     '  kcm local status [--dir D] [--json]',
     '  kcm local down [--dir D] [--purge] [--json]',
     '',
-    `Runs kcm on loopback addresses: managers on ${d.managerNet}.x (HTTP :${d.httpPort}, Raft :${d.httpPort + 1}),`,
+    `Runs kcm on loopback addresses: managers on ${d.managerNet}.x (HTTPS :${d.httpPort}, Raft :${d.httpPort + 1}),`,
     `agents on ${d.agentNet}.x (:${d.agentPort}), each a separate detached process. Configs, data, logs and`,
     'the record of what runs (local.json, with every pid) live under D, default .kcm/local in the repository.',
     '',

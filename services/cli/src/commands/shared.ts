@@ -9,6 +9,7 @@ import { createEmitClient, DEFAULT_URL, managerUrls, type EmitClient } from '../
 import { EXIT, UsageError, type CliIo } from '../io';
 import { renderAttachment } from '../tables';
 import { readAdminToken } from '../local/admin-token';
+import { readLocalCa } from '../local/topology';
 import { localDeploymentDir as localContextDir } from '../local/context';
 import { ContextFileError, contextFilePath, loadContext, type KcmContext } from '../context-file';
 
@@ -66,7 +67,8 @@ export function connect(values: { url?: string; ca?: string; context?: string; t
       throw new UsageError(`--url must be an http:// or https:// URL (or several, comma-separated), got "${one}"`, `kcm ${command} --help`);
     }
   }
-  const ca = values.ca !== undefined ? readCaFlag(values.ca, command) : context?.caFile !== undefined ? readFileOfContext(context, 'ca', contextFile) : undefined;
+  // --ca, else the context's, else the local deployment's CA (kcm local up's managers serve HTTPS with it), as for the token below.
+  const ca = values.ca !== undefined ? readCaFlag(values.ca, command) : context?.caFile !== undefined ? readFileOfContext(context, 'ca', contextFile) : readLocalCa(io.env.KCM_LOCAL_DIR || localContextDir());
   // --token, then KCM_TOKEN, then the context's token file, then the local deployment's admin token (kcm local up made it).
   const contextToken = context?.tokenFile !== undefined ? readFileOfContext(context, 'token_file', contextFile).trim() : undefined;
   const token = values.token ?? (io.env.KCM_TOKEN || undefined) ?? (contextToken || undefined) ?? readAdminToken(io.env.KCM_LOCAL_DIR || localContextDir());

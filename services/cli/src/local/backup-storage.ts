@@ -18,12 +18,14 @@ export interface LocalStorageTarget {
   fetch?: typeof fetch;
   /** The deployment's admin token (create_backup_storage needs the admin role). */
   token?: string;
+  /** The local CA (the managers serve HTTPS). */
+  ca?: string | Buffer;
   timeoutMs?: number;
 }
 
 /** A line for the operator: what is registered, or why it is not (never fatal for `up`). */
 export async function registerLocalBackupStorage(t: LocalStorageTarget): Promise<string> {
-  const client = createEmitClient({ url: t.url, fetch: t.fetch, timeoutMs: 10_000, token: t.token });
+  const client = createEmitClient({ url: t.url, fetch: t.fetch, ca: t.ca, timeoutMs: 10_000, token: t.token });
   const deadline = Date.now() + (t.timeoutMs ?? 60_000);
   const dir = path.join(t.deploymentDir, 'backups');
   try {

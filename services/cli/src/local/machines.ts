@@ -18,6 +18,8 @@ export interface LocalMachinesTarget {
   fetch?: typeof fetch;
   /** The deployment's admin token. */
   token?: string;
+  /** The local CA (the managers serve HTTPS). */
+  ca?: string | Buffer;
   timeoutMs?: number;
 }
 
@@ -36,6 +38,7 @@ export async function registerLocalMachines(t: LocalMachinesTarget): Promise<str
     requestIdPrefix: 'kcm-local-machine',
     fetch: t.fetch,
     token: t.token,
+    ca: t.ca,
     timeoutMs: t.timeoutMs,
   });
   const lines = [`machines: ${outcome.registered.length} registered now, ${outcome.already.length} already registered (every local host as storage and computer)`];

@@ -71,6 +71,8 @@ export function parseRecord(text: string, file: string): DeploymentRecord {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     throw new RecordError(`${file} is not a kcm local record: ${problems}`);
   }
+  // Local managers serve HTTPS since issue 34; a record written before names http:// URLs.
+  for (const manager of parsed.data.managers) manager.url = manager.url.replace(/^http:\/\//, 'https://');
   return parsed.data;
 }
 

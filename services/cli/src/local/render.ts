@@ -4,6 +4,7 @@
 import { LOCAL_CREATE_CLUSTER_PARAS } from './machines';
 import path from 'node:path';
 import { DEFAULT_URL } from '../http-client';
+import { localCaFile } from './topology';
 import type { MetaAnswer } from './meta-probe';
 import type { StopOutcome, ProcessState } from './processes';
 import type { DeploymentRecord } from './record';
@@ -37,6 +38,8 @@ export function consoleLines(record: DeploymentRecord, token: string | undefined
   const url = consoleUrl(record);
   const lines = ['', `Web console: ${url}  (sign in with a token; a viewer token is enough)`];
   if (token !== undefined) lines.push(`  signed in as admin: ${url}#token=${token}`);
+  // The managers' certificates come from the deployment's own CA, which no browser knows yet.
+  lines.push(`  the browser trusts it once the local CA is imported: ${localCaFile(record.dir)} (or accept its warning once)`);
   return lines;
 }
 
@@ -48,7 +51,7 @@ export function shown(file: string, cwd: string): string {
 
 export function endpointLines(record: DeploymentRecord, cwd: string, states?: ServiceStates): string[] {
   const state = (s: ProcessState | undefined) => (s === undefined ? '' : `  ${s === 'running' ? 'running' : s === 'gone' ? 'STOPPED' : 'STOPPED (pid reused)'}`);
-  const lines = ['Managers (HTTP gateway; Raft on the next port):'];
+  const lines = ['Managers (HTTPS gateway, CA tls/ca.pem; Raft on the next port):'];
   record.managers.forEach((m, i) => lines.push(`  ${m.url.padEnd(24)} pid ${String(m.pid).padEnd(8)} log ${shown(m.log, cwd)}${state(states?.managers[i])}`));
   if (record.agents.length === 0) lines.push('Agents: none (--hosts 0)');
   else lines.push('Agents (gRPC, one simulated host each):');
@@ -68,7 +71,7 @@ export function tryLines(record: DeploymentRecord, defaultDir: string, cwd: stri
   const body = JSON.stringify({ version: '1.0', job_type: 'get_meta_mode', timestamp: String(Math.floor(Date.now() / 1000)), user_name: 'me', paras: {} });
   const lines = [
     'Try:',
-    `  curl -s -X POST ${url}/HttpService/Emit -H "Authorization: Bearer $(cat ${shown(path.join(record.dir, 'admin.token'), cwd)})" -d '${body}'`,
+    `  curl -s --cacert ${shown(localCaFile(record.dir), cwd)} -X POST ${url}/HttpService/Emit -H "Authorization: Bearer $(cat ${shown(path.join(record.dir, 'admin.token'), cwd)})" -d '${body}'`,
   ];
   if (record.agents.length > 0) {
     // Every local host is registered as storage and computer by `up`: this runs as it is.

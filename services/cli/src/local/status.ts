@@ -7,6 +7,7 @@ import { writeJson } from '../commands/shared';
 import { findInstances, instanceProcess } from './instances';
 import { askAll } from './meta-probe';
 import { readAdminToken } from './admin-token';
+import { readLocalCa } from './topology';
 import { processState } from './processes';
 import { readRecord } from './record';
 import { endpointLines, endpointsJson, metaLines, shown } from './render';
@@ -21,7 +22,7 @@ export async function localStatus(ctx: LocalContext, options: { dir: string; jso
     return EXIT.failed;
   }
   const states = await serviceStates(record);
-  const answers = await askAll(record.managers.map((m) => m.url), { fetch: ctx.io.fetch, timeoutMs: 2_000, token: readAdminToken(record.dir) });
+  const answers = await askAll(record.managers.map((m) => m.url), { fetch: ctx.io.fetch, timeoutMs: 2_000, token: readAdminToken(record.dir), ca: readLocalCa(record.dir) });
   const instances = await findInstances(record.dir, record.agents.map((a) => a.stateDir));
   const instanceStates = await Promise.all(instances.map((i) => processState(instanceProcess(i))));
   const overall = overallState(states);

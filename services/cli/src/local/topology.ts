@@ -3,6 +3,7 @@
 // process: managers on 127.0.1.x, agents on 127.0.2.x (all of 127.0.0.0/8 routes to
 // loopback on Linux, so each address is a simulated host).
 
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isIP } from 'node:net';
 import { secretsKeyPath } from './secrets-key';
@@ -71,9 +72,23 @@ export interface TlsPaths {
   key: string;
 }
 
+/** The local deployment's CA bundle: what a client trusts for the managers' HTTPS. */
+export function localCaFile(dir: string): string {
+  return path.join(dir, 'tls', 'ca.pem');
+}
+
+/** The local CA's PEM, or undefined when dir has none (no `kcm local up` made it). */
+export function readLocalCa(dir: string): Buffer | undefined {
+  try {
+    return readFileSync(localCaFile(dir));
+  } catch {
+    return undefined;
+  }
+}
+
 /** Where `kcm local up` keeps the CA (tls/ca.pem, ca.key) and each process's certificate. */
 export function tlsPathsOf(dir: string, name: string): TlsPaths {
-  return { ca: path.join(dir, 'tls', 'ca.pem'), cert: path.join(dir, 'tls', 'certs', `${name}.pem`), key: path.join(dir, 'tls', 'certs', `${name}.key`) };
+  return { ca: localCaFile(dir), cert: path.join(dir, 'tls', 'certs', `${name}.pem`), key: path.join(dir, 'tls', 'certs', `${name}.key`) };
 }
 
 export interface Topology {
@@ -126,7 +141,8 @@ export function planTopology(options: TopologyOptions): Topology {
       index,
       host,
       member: `${host}:${options.httpPort}`,
-      url: `http://${host}:${options.httpPort}`,
+      // HTTPS with the member's own certificate, as in a real deployment (the CA: <dir>/tls/ca.pem).
+      url: `https://${host}:${options.httpPort}`,
       ports: [options.httpPort, options.httpPort + 1],
       dir,
       configPath: path.join(dir, 'config.json'),

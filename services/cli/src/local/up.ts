@@ -15,7 +15,7 @@ import { waitForLeader } from './meta-probe';
 import { readRecord, writeRecord, RECORD_VERSION, type DeploymentRecord } from './record';
 import { consoleLines, consoleUrl, endpointLines, endpointsJson, metaLines, shown, tryLines } from './render';
 import { agentLabel, firstExited, managerLabel, overallState, serviceStates, type ServiceStates } from './services';
-import { agentArgv, managerArgv, planTopology, type Topology, type TopologyOptions } from './topology';
+import { agentArgv, managerArgv, planTopology, readLocalCa, type Topology, type TopologyOptions } from './topology';
 import type { LocalContext } from './context';
 import { adminTokenPath, LOCAL_ADMIN_TOKEN_NAME, readAdminToken } from './admin-token';
 
@@ -169,6 +169,7 @@ async function awaitReady(ctx: LocalContext, record: DeploymentRecord, options: 
     timeoutMs: options.timeoutMs,
     fetch: ctx.io.fetch,
     token: readAdminToken(record.dir),
+    ca: readLocalCa(record.dir),
     abortReason: () => firstExited(record),
   });
   if (!waited.ok) return reportStartupFailure(ctx, record, waited.reason, ['Last answers to get_meta_mode:', ...metaLines(waited.last)]);
@@ -177,10 +178,10 @@ async function awaitReady(ctx: LocalContext, record: DeploymentRecord, options: 
   const exited = await firstExited(record);
   if (exited) return reportStartupFailure(ctx, record, exited, []);
   if (silentAgents.length > 0) return reportStartupFailure(ctx, record, `agents not listening yet: ${silentAgents.join(', ')}`, record.agents.map((a) => `agent log: ${shown(a.log, ctx.cwd)}`));
-  const storageNote = await registerLocalBackupStorage({ url: record.managers[0].url, hostaddr: record.agents[0].hostaddr, agentPort: record.agents[0].port, deploymentDir: record.dir, fetch: ctx.io.fetch, token: readAdminToken(record.dir) });
+  const storageNote = await registerLocalBackupStorage({ url: record.managers[0].url, hostaddr: record.agents[0].hostaddr, agentPort: record.agents[0].port, deploymentDir: record.dir, fetch: ctx.io.fetch, token: readAdminToken(record.dir), ca: readLocalCa(record.dir) });
   if (!options.json) ctx.io.stderr.write(`kcm local: ${storageNote}\n`);
   const machines = await Promise.all(record.agents.map(async (a) => ({ hostaddr: a.hostaddr, storageParas: (JSON.parse(await readFile(a.machineFile, 'utf8')) as { paras: Record<string, string> }).paras })));
-  const machineNotes = await registerLocalMachines({ url: record.managers[0].url, machines, fetch: ctx.io.fetch, token: readAdminToken(record.dir) });
+  const machineNotes = await registerLocalMachines({ url: record.managers[0].url, machines, fetch: ctx.io.fetch, token: readAdminToken(record.dir), ca: readLocalCa(record.dir) });
   if (!options.json) for (const note of machineNotes) ctx.io.stderr.write(`kcm local: ${note}\n`);
   const seconds = (waited.elapsedMs / 1000).toFixed(1);
   const what = restarted ? `restarted ${restarted.join(', ')}` : 'leader elected';

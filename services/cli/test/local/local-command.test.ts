@@ -39,7 +39,7 @@ function recordOf(manager: { pid: number; argv: string[] }, agent: { pid: number
     managerNet: '127.0.1',
     agentNet: '127.0.2',
     first: 231,
-    managers: [{ index: 1, member: '127.0.1.231:58000', url: 'http://127.0.1.231:58000', log: path.join(dir, 'manager-1/manager.log'), ...manager }],
+    managers: [{ index: 1, member: '127.0.1.231:58000', url: 'https://127.0.1.231:58000', log: path.join(dir, 'manager-1/manager.log'), ...manager }],
     agents: [{ index: 1, hostaddr: '127.0.2.231', port: 58100, stateDir: path.join(dir, 'agent-1/state'), machineFile: path.join(dir, 'agent-1/create_machine.json'), log: path.join(dir, 'agent-1/agent.log'), ...agent }],
   };
 }
@@ -98,11 +98,11 @@ describe('kcm local command line', () => {
     expect(code).toBe(0);
     const shown = JSON.parse(stdout);
     expect(shown.alreadyRunning).toBe(true);
-    expect(shown.managers).toEqual([{ member: '127.0.1.231:58000', url: 'http://127.0.1.231:58000', pid: manager.pid, log: path.join(dir, 'manager-1/manager.log') }]);
+    expect(shown.managers).toEqual([{ member: '127.0.1.231:58000', url: 'https://127.0.1.231:58000', pid: manager.pid, log: path.join(dir, 'manager-1/manager.log') }]);
     expect(shown.agents[0]).toMatchObject({ hostaddr: '127.0.2.231', port: 58100, pid: agent.pid });
-    expect(shown.console).toBe('http://127.0.1.231:58000/ui/');
+    expect(shown.console).toBe('https://127.0.1.231:58000/ui/');
     const text = await runKcm(['local', 'up', '--managers', '1', '--hosts', '1', '--first', '231', '--dir', dir]);
-    expect(text.stdout).toContain('Web console: http://127.0.1.231:58000/ui/');
+    expect(text.stdout).toContain('Web console: https://127.0.1.231:58000/ui/');
   });
 
   it('status shows each process alive and a manager that does not answer, and exits 1 without a leader', async () => {
@@ -113,9 +113,9 @@ describe('kcm local command line', () => {
     const { code, stdout } = await runKcm(['local', 'status', '--dir', dir]);
     expect(code).toBe(1);
     expect(stdout).toContain('all processes running');
-    expect(stdout).toMatch(/http:\/\/127\.0\.1\.231:58000 +pid \d+ +log .*manager\.log  running/);
+    expect(stdout).toMatch(/https:\/\/127\.0\.1\.231:58000 +pid \d+ +log .*manager\.log  running/);
     expect(stdout).toContain('Group: no member reports a leader');
-    expect(stdout).toContain('http://127.0.1.231:58000 unreachable (ECONNREFUSED)');
+    expect(stdout).toContain('https://127.0.1.231:58000 unreachable (ECONNREFUSED)');
     agent.kill('SIGKILL');
     await settle();
     const after = await runKcm(['local', 'status', '--dir', dir, '--json']);

@@ -22,7 +22,7 @@ function sampleRecord(at: string): DeploymentRecord {
     agentNet: '127.0.2',
     first: 1,
     managers: [
-      { index: 1, member: '127.0.1.1:58000', url: 'http://127.0.1.1:58000', pid: 101, argv: ['node', '--import', 'tsx', 'm.ts', '--config', `${at}/manager-1/config.json`], log: `${at}/manager-1/manager.log` },
+      { index: 1, member: '127.0.1.1:58000', url: 'https://127.0.1.1:58000', pid: 101, argv: ['node', '--import', 'tsx', 'm.ts', '--config', `${at}/manager-1/config.json`], log: `${at}/manager-1/manager.log` },
     ],
     agents: [
       { index: 1, hostaddr: '127.0.2.1', port: 58100, stateDir: `${at}/agent-1/state`, machineFile: `${at}/agent-1/create_machine.json`, pid: 202, argv: ['node', 'a.ts'], log: `${at}/agent-1/agent.log` },

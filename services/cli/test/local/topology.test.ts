@@ -9,7 +9,7 @@ describe('local topology', () => {
   it('puts managers on 127.0.1.x and agents on 127.0.2.x, numbered from 1, by default', () => {
     const topology = plan();
     expect(topology.managers.map((m) => m.member)).toEqual(['127.0.1.1:58000', '127.0.1.2:58000', '127.0.1.3:58000']);
-    expect(topology.managers.map((m) => m.url)).toEqual(['http://127.0.1.1:58000', 'http://127.0.1.2:58000', 'http://127.0.1.3:58000']);
+    expect(topology.managers.map((m) => m.url)).toEqual(['https://127.0.1.1:58000', 'https://127.0.1.2:58000', 'https://127.0.1.3:58000']);
     expect(topology.managers[0].ports).toEqual([58000, 58001]);
     expect(topology.agents.map((a) => `${a.hostaddr}:${a.port}`)).toEqual(['127.0.2.1:58100', '127.0.2.2:58100', '127.0.2.3:58100']);
     expect(topology.managers[1].configPath).toBe('/srv/kcm/manager-2/config.json');
