@@ -29,7 +29,8 @@
 // The postinst of manager and agent (scripts/release/postinst.sh) creates the `kcm` system
 // user and group and /etc/kcm (root:kcm 0750), /etc/kcm/tls (root:kcm 0750), /var/lib/kcm
 // (root:root 0755), /var/lib/kcm/manager (kcm:kcm 0700) and /var/lib/kcm/agent (root:root 0700).
-// The manager runs as kcm, the agent as root. No file under /etc/kcm is shipped.
+// The manager runs as kcm, the agent as root. No file under /etc/kcm is shipped. Their prerm
+// (scripts/release/prerm.sh) stops the units on removal; /etc/kcm and /var/lib/kcm are kept.
 //
 // The /usr/bin links are relative, so a package unpacked into any root (dpkg-deb -x) runs
 // from there: `<root>/usr/bin/kcm --version`.
@@ -322,8 +323,10 @@ async function stagePackage(spec: PackageSpec, version: string, work: string): P
   mkdirSync(debian);
   writeFileSync(path.join(debian, 'control'), controlFile(spec, version, root));
   if (spec.postinst) {
-    cpSync(path.join(REPO_ROOT, 'scripts/release/postinst.sh'), path.join(debian, 'postinst'));
-    chmodSync(path.join(debian, 'postinst'), 0o755);
+    for (const script of ['postinst', 'prerm']) {
+      cpSync(path.join(REPO_ROOT, `scripts/release/${script}.sh`), path.join(debian, script));
+      chmodSync(path.join(debian, script), 0o755);
+    }
   }
   return root;
 }

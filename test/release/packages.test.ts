@@ -152,6 +152,9 @@ describe('release packages', () => {
       const postinst = execFileSync('sh', ['-c', 'dpkg-deb --ctrl-tarfile "$1" | tar -xO ./postinst', 'sh', built.files[name]], { encoding: 'utf8' });
       expect(postinst).toMatch(/useradd --system .* kcm/);
       expect(postinst).toMatch(/install -d -o root -g kcm -m 0750 \/etc\/kcm/);
+      const prerm = execFileSync('sh', ['-c', 'dpkg-deb --ctrl-tarfile "$1" | tar -xO ./prerm', 'sh', built.files[name]], { encoding: 'utf8' });
+      expect(prerm).toContain(`systemctl stop ${name === 'kcm-manager' ? "'kcm-manager@*.service'" : 'kcm-agent.service'}`);
+      execFileSync('sh', ['-n', '-c', prerm]);
     }
   });
 
