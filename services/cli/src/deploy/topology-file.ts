@@ -183,7 +183,9 @@ export function parseTopology(text: string, baseDir: string): TopologyFile {
   }
   const parsed = topologySchema.safeParse(doc.toJS());
   if (!parsed.success) {
-    const { key, problem } = describeIssue(parsed.error.issues[0]);
+    // A misspelt key is the cause when it also leaves a required one missing (core: for cores:): name it first.
+    const issues = parsed.error.issues;
+    const { key, problem } = describeIssue(issues.find((i) => i.code === 'unrecognized_keys') ?? issues[0]);
     throw new TopologyFileError(key, problem, lineOf(doc, text, key));
   }
   const topology = parsed.data;
