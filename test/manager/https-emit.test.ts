@@ -7,14 +7,13 @@
 
 import { X509Certificate, randomUUID } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueCert } from '@kcm/agent-api';
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { emitRaw, requestEnvelope } from '../helpers/emit-client';
 import { testCa } from '../helpers/pki';
-import { plainExchange as plainBytes, servedSerial as probeSerial } from '../helpers/tls-probes';
+import { httpsText, plainExchange as plainBytes, servedSerial as probeSerial } from '../helpers/tls-probes';
 import { TEST_TOKENS, authHeader } from '../helpers/tokens';
 import { main as kcm } from '../../services/cli/src/main';
 import { LocalGroup } from './helpers/group';
@@ -30,30 +29,9 @@ const AGENT_PORT = 18495;
 const hostOf = (member: string) => member.slice(0, member.lastIndexOf(':'));
 const portOf = (member: string) => Number(member.slice(member.lastIndexOf(':') + 1));
 
-/** One HTTPS request trusting `ca` (the test CA unless given); resolves with status and body. */
-function httpsCall(member: string, urlPath: string, opts: { body?: string; headers?: Record<string, string>; ca?: Buffer | null } = {}): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: hostOf(member),
-        port: portOf(member),
-        path: urlPath,
-        method: opts.body === undefined ? 'GET' : 'POST',
-        headers: { 'content-type': 'application/json', ...opts.headers },
-        ...(opts.ca === null ? {} : { ca: opts.ca ?? readFileSync(testCa().cert) }),
-        agent: false,
-        timeout: 10_000,
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('no answer in 10 s')));
-    req.on('error', reject);
-    req.end(opts.body);
-  });
+/** One HTTPS request trusting the test CA (`ca: null`: trusting only the system's CAs). */
+function httpsCall(member: string, urlPath: string, opts: { body?: string; headers?: Record<string, string>; ca?: null } = {}): Promise<{ status: number; text: string }> {
+  return httpsText(member, urlPath, { body: opts.body, headers: opts.headers, ca: opts.ca === null ? undefined : readFileSync(testCa().cert) });
 }
 
 async function httpsEmit(member: string, jobType: string, headers: Record<string, string> = authHeader()): Promise<ReplyEnvelope> {
