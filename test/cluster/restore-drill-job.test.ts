@@ -13,11 +13,8 @@
 // The scratch clusters share the fixture's three loopback machines with the source (other
 // ports and directories): the fixture has three hosts.
 
-import { execFileSync } from 'node:child_process';
-import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { access, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterRecord } from '@kcm/manager';
@@ -27,13 +24,13 @@ import { openTestAccounts } from '../helpers/secrets';
 import { enginePidsUnder, HOSTS, startClusterFixture, waitUntil, type ClusterFixture } from './cluster-fixture';
 import { gtidCovers } from '@kcm/agent-api';
 import { archivedUpTo, shardArchive } from '../../services/manager/src/meta/binlog-archive';
+import { alertFiresForCluster } from '../../services/manager/test/helpers/alert-rules';
 import { clusterParas } from './cluster-paras';
 import { registerMachines } from './machines';
 
 const AGENT_PORT = 58288;
 const MEMBER = '127.0.1.88:58288';
 const DB = 'postgres_$$_public';
-const RULES = fileURLToPath(new URL('../../deploy/prometheus/kcm-alerts.yml', import.meta.url));
 /** The scratch clusters' machines, as an operator names them. */
 const SCRATCH = { storage_iplists: [...HOSTS], computer_iplists: [HOSTS[1]] };
 
@@ -185,42 +182,6 @@ describe('run_restore_drill: a backup set restored into a scratch cluster, check
     const sample = (name: string) => scraped.get(`${name}{cluster_id="${src.id}"}`);
     expect(sample('kcm_restore_drill_last_failed')).toBe(1);
     expect(sample('kcm_restore_drill_last_success_timestamp_seconds')).toBe(state().restoreDrills![src.id].lastPassed!.finishedAt / 1000);
-    expect(await alertFires('KcmRestoreDrillFailed', 'kcm_restore_drill_last_failed', src.id, sample('kcm_restore_drill_last_failed')!)).toBe(true);
+    expect(alertFiresForCluster('KcmRestoreDrillFailed', new Map([['kcm_restore_drill_last_failed', sample('kcm_restore_drill_last_failed')!]]), src.id)).toBe(true);
   }, 660_000);
 });
-
-/**
- * Whether `alert` of deploy/prometheus/kcm-alerts.yml fires for the cluster on a series holding
- * the scraped `value`: promtool test rules is given both expectations, and says which holds.
- */
-async function alertFires(alert: string, series: string, clusterId: string, value: number): Promise<boolean> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'kcm-drill-alert-'));
-  try {
-    const rule = new RegExp(`alert: ${alert}\\n[\\s\\S]*?severity: (\\w+)[\\s\\S]*?summary: '((?:[^']|'')*)'`).exec(await readFile(RULES, 'utf8'))!;
-    const summary = rule[2].replaceAll("''", "'").replaceAll('{{ $labels.cluster_id }}', clusterId);
-    const expected = (fires: boolean) => (fires ? `\n          - exp_labels: { severity: ${rule[1]}, cluster_id: "${clusterId}" }\n            exp_annotations: { summary: ${JSON.stringify(summary)} }` : ' []');
-    for (const fires of [true, false]) {
-      await writeFile(path.join(dir, 'test.yml'), `rule_files: [${JSON.stringify(RULES)}]
-evaluation_interval: 1m
-tests:
-  - interval: 1m
-    input_series:
-      - series: '${series}{cluster_id="${clusterId}", instance="m1"}'
-        values: '${value}x3'
-    alert_rule_test:
-      - eval_time: 1m
-        alertname: ${alert}
-        exp_alerts:${expected(fires)}
-`);
-      try {
-        execFileSync('promtool', ['test', 'rules', path.join(dir, 'test.yml')], { stdio: 'pipe' });
-        return fires;
-      } catch {
-        // this expectation failed: the other one is tried
-      }
-    }
-    throw new Error('promtool accepted neither expectation');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}

@@ -19,8 +19,8 @@ import type { Logger } from '@kcm/common';
 import { parseRequest, type ValidRequest } from '@kcm/protocol';
 import { backupSetPrefix } from '../jobs/backup';
 import type { BackupStorageOpener } from '../jobs/backup-storage';
-import { CommandKind } from '../meta/commands';
-import { allPolicies, pendingDeletions, policyOfCluster, policyRunRequestId, type BackupPolicyRecord } from '../meta/backup-policies';
+import { CommandKind, type Command } from '../meta/commands';
+import { allPolicies, pendingDeletions, policyOfCluster, policyRunRequestId, type BackupPolicyRecord, type BackupPolicyRun } from '../meta/backup-policies';
 import { backupSetsOf } from '../meta/backup';
 import { drillRunRequestId } from '../meta/restore-drills';
 import { hasRecordedChecksums } from '../jobs/restore-drill/plan';
@@ -65,6 +65,54 @@ function restoreReading(state: MetaState, clusterId: string): boolean {
   return false;
 }
 
+/** The job of a period: its type, the period's request id, its paras as Emit takes them, and paras only kcm itself adds. */
+interface PeriodJob {
+  jobType: 'manual_backup_cluster' | 'run_restore_drill';
+  requestId: string;
+  paras: Record<string, unknown>;
+  internalParas?: Record<string, unknown>;
+}
+
+/** A job a policy runs once per period: its last run in the policy, when a period is due, its claim and submission commands, its request. */
+interface PeriodicKind {
+  /** For logs: 'backup policy run', 'restore drill'. */
+  what: string;
+  lastRun(policy: BackupPolicyRecord): BackupPolicyRun | null | undefined;
+  due(policy: BackupPolicyRecord, nowMs: number, state: MetaState): number | undefined;
+  claimed(clusterId: string, periodStart: number, at: number, claimedBy: string): Command;
+  submitted(clusterId: string, periodStart: number, jobId: string, at: number): Command;
+  job(policy: BackupPolicyRecord, periodStart: number): PeriodJob;
+}
+
+const BACKUP_RUN: PeriodicKind = {
+  what: 'backup policy run',
+  lastRun: (policy) => policy.lastRun,
+  due: (policy, nowMs) => duePeriod(policy, nowMs),
+  claimed: (clusterId, periodStart, at, claimedBy) => ({ kind: CommandKind.BackupPolicyRunClaimed, at, clusterId, periodStart, claimedBy }),
+  submitted: (clusterId, periodStart, jobId, at) => ({ kind: CommandKind.BackupPolicyRunSubmitted, at, clusterId, periodStart, jobId }),
+  job: (policy, periodStart) => ({
+    jobType: 'manual_backup_cluster',
+    requestId: policyRunRequestId(policy.clusterId, periodStart),
+    paras: { cluster_id: policy.clusterId },
+    // The policy's storage travels in the paras the job commits (manual_backup_cluster's resolve keeps it).
+    ...(policy.storageName !== null ? { internalParas: { storage_name: policy.storageName } } : {}),
+  }),
+};
+
+const DRILL_RUN: PeriodicKind = {
+  what: 'restore drill',
+  lastRun: (policy) => policy.lastDrill,
+  // Nothing to check before a set recorded its figures: the period stays unclaimed until then.
+  due: (policy, nowMs, state) => (backupSetsOf(state, policy.clusterId).some(hasRecordedChecksums) ? dueDrillPeriod(policy, nowMs) : undefined),
+  claimed: (clusterId, periodStart, at, claimedBy) => ({ kind: CommandKind.RestoreDrillRunClaimed, at, clusterId, periodStart, claimedBy }),
+  submitted: (clusterId, periodStart, jobId, at) => ({ kind: CommandKind.RestoreDrillRunSubmitted, at, clusterId, periodStart, jobId }),
+  job: (policy, periodStart) => ({
+    jobType: 'run_restore_drill',
+    requestId: drillRunRequestId(policy.clusterId, periodStart),
+    paras: { cluster_id: policy.clusterId, storage_iplists: policy.drill?.storageIplists ?? [], computer_iplists: policy.drill?.computerIplists ?? [] },
+  }),
+};
+
 export interface BackupPolicySchedulerOptions {
   store: MetaStore;
   /** Submits a job as Emit does (the manager's own service): validated, committed, run by the runner. */
@@ -101,8 +149,8 @@ export class BackupPolicyScheduler {
   private async round(): Promise<void> {
     for (const policy of allPolicies(this.opts.store.state())) {
       try {
-        await this.runBackup(policy.clusterId);
-        await this.runDrill(policy.clusterId);
+        await this.runPeriod(policy.clusterId, BACKUP_RUN);
+        await this.runPeriod(policy.clusterId, DRILL_RUN);
         await this.expire(policy.clusterId);
       } catch (err) {
         this.opts.logger.warn({ err, cluster: policy.clusterId }, 'backup policy round did not finish; the next round carries on');
@@ -111,69 +159,40 @@ export class BackupPolicyScheduler {
     await this.deletePending();
   }
 
-  private async runBackup(clusterId: string): Promise<void> {
+  /**
+   * One kind of periodic job of the cluster's policy: the period due is claimed, its job
+   * submitted under the period's request id, the job id recorded. A claim left without its
+   * job (its leader died) is submitted by whoever leads next, under the same request id.
+   */
+  private async runPeriod(clusterId: string, kind: PeriodicKind): Promise<void> {
     const { store, now } = this.opts;
     let policy = policyOfCluster(store.state(), clusterId);
     const cluster = own(store.state().clusters, clusterId);
     if (!policy || !cluster || cluster.status !== 'ready') return;
-    if (!policy.lastRun || policy.lastRun.jobId !== null) {
-      const periodStart = duePeriod(policy, now());
+    const last = kind.lastRun(policy);
+    if (!last || last.jobId !== null) {
+      const periodStart = kind.due(policy, now(), store.state());
       if (periodStart === undefined) return;
-      const claim = await store.propose({ kind: CommandKind.BackupPolicyRunClaimed, at: now(), clusterId, periodStart, claimedBy: this.opts.member });
+      const claim = await store.propose(kind.claimed(clusterId, periodStart, now(), this.opts.member));
       if (!claim.ok) {
-        this.opts.logger.info({ cluster: clusterId, refusal: claim.message }, 'backup policy run not claimed');
+        this.opts.logger.info({ cluster: clusterId, refusal: claim.message }, `${kind.what} not claimed`);
         return;
       }
       policy = policyOfCluster(store.state(), clusterId);
     }
-    const run = policy?.lastRun;
+    const run = policy && kind.lastRun(policy);
     if (!policy || !run || run.jobId !== null) return;
-    const { jobId } = await this.opts.submit(this.backupRequest(policy, run.periodStart));
-    const recorded = await store.propose({ kind: CommandKind.BackupPolicyRunSubmitted, at: now(), clusterId, periodStart: run.periodStart, jobId });
-    this.opts.logger.info({ cluster: clusterId, period: new Date(run.periodStart).toISOString(), job: jobId, recorded: recorded.ok }, 'backup policy run submitted');
+    const { jobId } = await this.opts.submit(this.request(kind.job(policy, run.periodStart)));
+    const recorded = await store.propose(kind.submitted(clusterId, run.periodStart, jobId, now()));
+    this.opts.logger.info({ cluster: clusterId, period: new Date(run.periodStart).toISOString(), job: jobId, recorded: recorded.ok }, `${kind.what} submitted`);
   }
 
-  /** The period's restore drill: claimed, submitted under the period's request id, its job recorded (as runBackup). */
-  private async runDrill(clusterId: string): Promise<void> {
-    const { store, now } = this.opts;
-    let policy = policyOfCluster(store.state(), clusterId);
-    const cluster = own(store.state().clusters, clusterId);
-    if (!policy?.drill || !cluster || cluster.status !== 'ready') return;
-    if (!policy.lastDrill || policy.lastDrill.jobId !== null) {
-      const periodStart = dueDrillPeriod(policy, now());
-      if (periodStart === undefined) return;
-      // Nothing to check yet: the period stays unclaimed until a set recorded its figures.
-      if (!backupSetsOf(store.state(), clusterId).some(hasRecordedChecksums)) return;
-      const claim = await store.propose({ kind: CommandKind.RestoreDrillRunClaimed, at: now(), clusterId, periodStart, claimedBy: this.opts.member });
-      if (!claim.ok) {
-        this.opts.logger.info({ cluster: clusterId, refusal: claim.message }, 'restore drill not claimed');
-        return;
-      }
-      policy = policyOfCluster(store.state(), clusterId);
-    }
-    const run = policy?.lastDrill;
-    if (!policy?.drill || !run || run.jobId !== null) return;
-    const { jobId } = await this.opts.submit(this.request('run_restore_drill', drillRunRequestId(clusterId, run.periodStart), {
-      cluster_id: clusterId,
-      storage_iplists: policy.drill.storageIplists,
-      computer_iplists: policy.drill.computerIplists,
-    }));
-    const recorded = await store.propose({ kind: CommandKind.RestoreDrillRunSubmitted, at: now(), clusterId, periodStart: run.periodStart, jobId });
-    this.opts.logger.info({ cluster: clusterId, period: new Date(run.periodStart).toISOString(), job: jobId, recorded: recorded.ok }, 'restore drill submitted');
-  }
-
-  /** A job request as Emit gets one, under the period's request id (the same on every leader). */
-  private request(jobType: 'manual_backup_cluster' | 'run_restore_drill', requestId: string, paras: Record<string, unknown>): ValidRequest {
-    const parsed = parseRequest({ version: '1.0', job_type: jobType, timestamp: String(Math.floor(this.opts.now() / 1000)), user_name: POLICY_SUBMITTER, request_id: requestId, paras });
+  /** The period's job as Emit gets a request, under the period's request id (the same on every leader). */
+  private request(job: PeriodJob): ValidRequest {
+    const parsed = parseRequest({ version: '1.0', job_type: job.jobType, timestamp: String(Math.floor(this.opts.now() / 1000)), user_name: POLICY_SUBMITTER, request_id: job.requestId, paras: job.paras });
     if (!parsed.ok) throw parsed.error;
+    Object.assign(parsed.request.paras as Record<string, unknown>, job.internalParas);
     return parsed.request;
-  }
-
-  private backupRequest(policy: BackupPolicyRecord, periodStart: number): ValidRequest {
-    const request = this.request('manual_backup_cluster', policyRunRequestId(policy.clusterId, periodStart), { cluster_id: policy.clusterId });
-    // The policy's storage travels in the paras the job commits (manual_backup_cluster's resolve keeps it).
-    if (policy.storageName !== null) (request.paras as Record<string, unknown>).storage_name = policy.storageName;
-    return request;
   }
 
   private async expire(clusterId: string): Promise<void> {

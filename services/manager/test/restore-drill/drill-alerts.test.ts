@@ -1,12 +1,6 @@
 // The restore drill metrics, read from a state built by applying commands (a fake clock), and
-// the alerts of deploy/prometheus/kcm-alerts.yml evaluated by promtool over the scraped values
-// (promtool comes with Debian's prometheus package, scripts/setup.sh installs it).
+// the alerts of deploy/prometheus/kcm-alerts.yml evaluated by promtool over the scraped values.
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { registerRestoreDrillMetrics } from '../../src/backup/restore-drill-metrics';
@@ -14,8 +8,8 @@ import { applyCommand } from '../../src/meta/fsm';
 import { CommandKind, type Command } from '../../src/meta/commands';
 import type { RestoreDrillOutcome } from '../../src/meta/restore-drills';
 import { emptyMetaState, type MetaState } from '../../src/meta/state';
+import { alertFiresForCluster } from '../helpers/alert-rules';
 
-const rules = fileURLToPath(new URL('../../../../deploy/prometheus/kcm-alerts.yml', import.meta.url));
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 0, 20, 12);
 
@@ -48,31 +42,8 @@ async function scrape(state: MetaState): Promise<Map<string, number>> {
   return values;
 }
 
-/** Which alerts of the drill pair fire on the scraped values: promtool is given each expectation and says which holds. */
-function firing(values: Map<string, number>): string[] {
-  const dir = mkdtempSync(join(tmpdir(), 'kcm-drill-alerts-'));
-  try {
-    const series = [...values].map(([name, v]) => `      - series: '${name}{cluster_id="1", instance="m1"}'\n        values: '${v}x3'`).join('\n');
-    const fires = (alert: string): boolean => {
-      const rule = new RegExp(`alert: ${alert}\\n[\\s\\S]*?severity: (\\w+)[\\s\\S]*?summary: '((?:[^']|'')*)'`).exec(readFileSync(rules, 'utf8'))!;
-      const summary = rule[2].replaceAll("''", "'").replaceAll('{{ $labels.cluster_id }}', '1');
-      for (const expected of [true, false]) {
-        const exp = expected ? `\n          - exp_labels: { severity: ${rule[1]}, cluster_id: "1" }\n            exp_annotations: { summary: ${JSON.stringify(summary)} }` : ' []';
-        writeFileSync(join(dir, 'test.yml'), `rule_files: [${JSON.stringify(rules)}]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n${series}\n    alert_rule_test:\n      - eval_time: 1m\n        alertname: ${alert}\n        exp_alerts:${exp}\n`);
-        try {
-          execFileSync('promtool', ['test', 'rules', join(dir, 'test.yml')], { stdio: 'pipe' });
-          return expected;
-        } catch {
-          // this expectation failed: the other one is tried
-        }
-      }
-      throw new Error(`promtool accepted neither expectation for ${alert}`);
-    };
-    return ['KcmRestoreDrillFailed', 'KcmRestoreDrillMissing'].filter(fires);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+/** Which alerts of the drill pair fire on the scraped values (promtool over deploy/prometheus/kcm-alerts.yml). */
+const firing = (values: Map<string, number>): string[] => ['KcmRestoreDrillFailed', 'KcmRestoreDrillMissing'].filter((alert) => alertFiresForCluster(alert, values, '1'));
 
 describe('restore drill metrics and alerts', () => {
   it('a passing drill two days ago: its time, RTO and RPO are exported and nothing fires', async () => {
