@@ -19,8 +19,10 @@ export interface HostFile {
 /** A directory made before the daemons start (parents too), e.g. an agent's data_dir. */
 export interface HostDirectory {
   path: string;
-  /** 0755: the engines run as mysql and postgres and must traverse it to their instance directories. */
+  /** An agent's data_dir 0755 (the engines run as mysql and postgres and pass through it); a manager's data_dir 0700. */
   mode: number;
+  /** The manager runs as kcm and must own its data directory; ignored by local-root (no kcm user there). */
+  owner: 'root' | 'kcm';
 }
 
 export interface ManagerRole {
@@ -171,6 +173,8 @@ export function planHosts(topology: TopologyFile, credentials: Credentials, unit
     const instance = `m${i + 1}`;
     const { cert, key } = credentials.certificate('manager', entry.host);
     plan.packages.push('kcm-manager');
+    // Any data_dir, not only the package's /var/lib/kcm/manager: the manager (user kcm) cannot make one under / itself.
+    plan.directories.push({ path: onHost(entry.data_dir), mode: 0o700, owner: 'kcm' });
     plan.roles.push({ kind: 'manager', entry, member: managerMember(entry), url: managerUrl(entry, topology.global.plain_http), unit: units.manager.unitFor(instance), instance });
     plan.files.push(
       { path: onHost(HOST_PATHS.managerCert), content: cert, mode: 0o644, owner: 'kcm' },
@@ -186,7 +190,7 @@ export function planHosts(topology: TopologyFile, credentials: Credentials, unit
     plan.packages.push('kcm-agent');
     plan.roles.push({ kind: 'agent', entry, unit: units.agent.unitFor(''), instance: '', machines: machineParasOf(entry, onHost) });
     // The agent makes the instance directories under it as root; mysql and postgres must be able to pass through.
-    plan.directories.push({ path: onHost(entry.data_dir), mode: 0o755 });
+    plan.directories.push({ path: onHost(entry.data_dir), mode: 0o755, owner: 'root' });
     plan.files.push(
       { path: onHost(HOST_PATHS.agentCert), content: cert, mode: 0o644, owner: 'root' },
       { path: onHost(HOST_PATHS.agentKey), content: key, mode: 0o600, owner: 'root' },

@@ -96,7 +96,7 @@ export class SshTransport implements HostTransport {
   }
 
   async makeDirectory(dir: HostDirectory): Promise<void> {
-    await this.mustRemote(['sudo', 'install', '-d', '-m', dir.mode.toString(8).padStart(4, '0'), '-o', 'root', '-g', 'root', dir.path]);
+    await this.mustRemote(['sudo', 'install', '-d', '-m', dir.mode.toString(8).padStart(4, '0'), '-o', dir.owner, '-g', dir.owner, dir.path]);
   }
 
   async writeFile(file: HostFile): Promise<void> {

@@ -77,6 +77,7 @@ describe('installing one host', () => {
     const host = new MemoryHost();
     const outcome = await installHost(deployment, deployment.plans[0], host);
     expect(outcome.installed).toEqual(['kcm-manager 0.2.0']);
+    expect(host.dirs).toEqual([{ path: '/var/lib/kcm/manager', mode: 0o700, owner: 'kcm' }]);
     expect(outcome.started).toEqual(['kcm-manager@m1.service']);
     expect([...host.files.keys()].sort()).toEqual(['/etc/kcm/manager-m1.json', '/etc/kcm/secrets.key', '/etc/kcm/tls/ca.pem', '/etc/kcm/tls/manager.key', '/etc/kcm/tls/manager.pem']);
     expect(host.files.get('/etc/kcm/tls/manager.key')).toMatchObject({ mode: 0o600, owner: 'kcm' });
@@ -89,7 +90,7 @@ describe('installing one host', () => {
     const deployment = deploymentOf(TOPOLOGY);
     const host = new MemoryHost();
     await installHost(deployment, deployment.plans[1], host);
-    expect(host.dirs).toEqual([{ path: '/data/kcm', mode: 0o755 }]);
+    expect(host.dirs).toEqual([{ path: '/data/kcm', mode: 0o755, owner: 'root' }]);
     expect(host.files.get('/etc/kcm/agent.env')!.content.toString()).toContain('KCM_AGENT_HOST=10.0.0.21\nKCM_AGENT_PORT=58100\n');
     expect(deployment.plans[1].roles[0]).toMatchObject({ kind: 'agent', machines: [{ machine_type: 'storage', datadir: '/data/kcm/storage_datadir', total_cpu_cores: '4', total_mem: '8192' }, { machine_type: 'computer', port_range: '56000-56999' }] });
   });

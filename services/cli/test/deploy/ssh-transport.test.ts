@@ -31,6 +31,12 @@ describe('ssh transport: the commands it would run on a host', () => {
     expect(calls).toEqual([{ argv: ['ssh', '-o', 'BatchMode=yes', '10.0.0.11', '--', 'sudo install -D -m 0600 -o kcm -g kcm /dev/stdin /etc/kcm/secrets.key'], stdin: "s3cr'et" }]);
   });
 
+  it('makes a manager\'s data directory owned by kcm, as the daemon cannot under / itself', async () => {
+    const { calls, run } = recorder();
+    await new SshTransport('10.0.0.11', 'admin', run).makeDirectory({ path: '/srv/kcm manager', mode: 0o700, owner: 'kcm' });
+    expect(calls[0].argv.at(-1)).toBe("sudo install -d -m 0700 -o kcm -g kcm '/srv/kcm manager'");
+  });
+
   it('starts a unit with systemctl enable --now and asks is-active to know it runs', async () => {
     const { calls, run } = recorder((argv) => (argv.at(-1)!.includes('is-active') ? 3 : 0));
     const t = new SshTransport('10.0.0.12', 'admin', run);
