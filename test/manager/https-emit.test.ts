@@ -100,6 +100,12 @@ describe('Emit over HTTPS', () => {
     expect(await servedSerial(OWN_CERT)).toBe(serialOf(served.cert));
   });
 
+  it('serves the web console on the same HTTPS listener', async () => {
+    const page = await httpsCall(OWN_CERT, '/ui/');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<script type="importmap">');
+  });
+
   it('kcm reaches the group over HTTPS with --ca, passing over a member that refuses its connection', async () => {
     let stdout = '';
     let stderr = '';
