@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@kcm/common';
 import { parseRequest } from '@kcm/protocol';
 import { BackupPolicyScheduler, dueDrillPeriod } from '../../src/leader/backup-policy-scheduler';
+import { RollbackFinisher } from '../../src/leader/rollback-finisher';
 import { policyOfCluster } from '../../src/meta/backup-policies';
 import { CommandKind } from '../../src/meta/commands';
 import { applyCommand } from '../../src/meta/fsm';
@@ -16,7 +17,7 @@ import { emptyMetaState, type ArchivedBinlogRecord, type BackupSetRecord, type B
 import { chooseDrillSets, scratchClusterParas } from '../../src/jobs/restore-drill/plan';
 import { dataAgeRpoS, drillVerdict, restoreRtoMs } from '../../src/jobs/restore-drill/measure';
 import type { BackupStorage } from '../../src/backup/storage';
-import { HOSTS, startHarness } from '../jobs/grow-harness';
+import { HOSTS, request, startHarness } from '../jobs/grow-harness';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -59,6 +60,35 @@ describe('run_restore_drill is refused before anything is committed, naming the 
     const parsed = parseRequest({ version: '1.0', job_type: 'run_restore_drill', timestamp: '1', user_name: 't', paras: { cluster_id: cluster.id, storage_iplists: [], computer_iplists: [HOSTS[3]] } });
     expect(parsed.ok ? undefined : [parsed.error.errorName, parsed.error.field, parsed.error.message]).toEqual(['INVALID_PARAS', 'paras.storage_iplists', 'paras.storage_iplists: must name at least one machine for the scratch cluster, got []']);
     expect(h.jobCount()).toBe(jobsBefore);
+  });
+});
+
+describe('the scratch cluster is deleted whatever happens', () => {
+  it('a drill failing while its scratch cluster is built deletes it; what a dead host holds is a recorded rollback that outlives the job and is finished when the host answers', async () => {
+    const { h, cluster } = await drillHarness();
+    await h.store.propose({ kind: CommandKind.BackupSetRecorded, at: 0, set: setOf(cluster, '700', Date.now() - HOUR) });
+    const portsBefore = JSON.stringify(h.store.s.ports);
+    // The scratch compute node's host dies while it installs it.
+    h.failOn({ method: 'pg.install', host: HOSTS[3], kill: true });
+    const status = await h.run('run_restore_drill', { cluster_id: cluster.id, storage_iplists: HOSTS.slice(0, 3), computer_iplists: [HOSTS[3]] });
+    expect(status.status).toBe('failed');
+    expect(status.errorInfo).toMatch(/\(install compute nodes\) failed: .*rollback incomplete: agent 10\.0\.0\.4 unreachable; compute node \d+ at 10\.0\.0\.4:6\d{3} will be removed when it answers$/);
+    const scratch = Object.values(h.store.s.clusters).find((c) => c.scratchOfDrill)!;
+    expect(scratch.scratchOfDrill).toEqual({ drillJobId: status.jobId, sourceClusterId: cluster.id });
+    // Shown as the drill's, never taken for a user's cluster.
+    const listed = (await h.manager.service.runQuery(request('get_cluster_summary', {}))).list_cluster as Record<string, unknown>[];
+    expect(listed.find((c) => c.cluster_id === scratch.id)).toMatchObject({ nick_name: `restore_drill_of_cluster_${cluster.id}_set_700`, scratch_of_drill: { drill_job_id: status.jobId, source_cluster_id: cluster.id } });
+    expect(listed.find((c) => c.cluster_id === cluster.id)).not.toHaveProperty('scratch_of_drill');
+    // The record is the drill's own (not the job's: a finished job drops its own), and the failed drill says the scratch is pending.
+    expect(Object.keys(h.store.s.pendingRollbacks)).toEqual([`drill-scratch-${status.jobId}`]);
+    expect(drillsOfCluster(h.store.s, cluster.id)!.last).toMatchObject({ jobId: status.jobId, passed: false, scratchClusterId: scratch.id, scratchDeleted: false, rtoMs: null });
+    expect(drillsOfCluster(h.store.s, cluster.id)!.last.error).toMatch(/^step install compute nodes failed: /);
+
+    h.down.delete(HOSTS[3]);
+    await new RollbackFinisher({ store: h.store, agents: h.agents, withAgent: h.withAgent, logger: silentLogger(), intervalMs: 60_000 }).finishAll();
+    expect(h.store.s.clusters[scratch.id]).toBeUndefined();
+    expect(h.store.s.pendingRollbacks).toEqual({});
+    expect(JSON.stringify(h.store.s.ports)).toBe(portsBefore);
   });
 });
 
