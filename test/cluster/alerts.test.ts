@@ -3,6 +3,9 @@
 // deploy/prometheus/kcm-alerts.yml, and each alert is made to fire by the fault it is about:
 //   - a short-lived certificate: host 3's agent (its own process) gets a 10-day certificate
 //     written over its files; it reloads it without a restart -> KcmCertificateExpiringSoon;
+//     then the manager's own (shared with the in-process agents) gets a 20-day one: its Raft
+//     listener serves it within seconds -> KcmCertificateExpiringSoon{member}, and the
+//     failover below runs on it;
 //   - master killed: the shard master's mariadbd is SIGKILLed -> KcmShardMasterDown, then the
 //     leader's failover -> KcmFailoverDone;
 //   - archive lag forced: iptables rejects every connection to the backup storage's agent ->
@@ -177,6 +180,25 @@ describe('the DBA alerts fire against a real local group, each from its own faul
       return s.length > 0 ? s : undefined;
     }, 60_000, 500);
     expect(fired.map((s) => [s.metric.instance, s.metric.use])).toEqual([[`${STORAGE_HOST}:${METRICS_PORT}`, 'grpc']]);
+  }, 180_000);
+
+  it('the manager\'s certificate renewed on disk is served by its Raft listener without a restart, and fires KcmCertificateExpiringSoon for the member', async () => {
+    // The in-process manager (and the in-process agents of hosts 1 and 2) share one certificate (useTestTls).
+    const memberHost = MEMBER.slice(0, MEMBER.lastIndexOf(':'));
+    const files = testCert('manager', [...HOSTS, memberHost]);
+    const short = issueCert(testCa(), path.join(f.tmp, 'short-cert'), { name: 'manager-short', role: 'manager', hosts: [...HOSTS, memberHost], days: 20 });
+    const shortCert = loadTlsMaterial(short, 'manager').cert;
+    copyFileSync(short.key, files.key);
+    copyFileSync(short.cert, files.cert);
+    const raftPort = Number(MEMBER.slice(MEMBER.lastIndexOf(':') + 1)) + 1;
+    await waitUntil('the manager\'s Raft listener serving the renewed certificate', async () => ((await servedSerial(memberHost, raftPort).catch(() => '')) === shortCert.serialNumber ? true : undefined), 30_000, 500);
+    expect(await servedSerial(HOSTS[0], AGENT_PORT)).toBe(shortCert.serialNumber);
+    const fired = await waitUntil('KcmCertificateExpiringSoon firing for the member', async () => {
+      const s = (await firedSeries('KcmCertificateExpiringSoon')).filter((x) => x.metric.member === MEMBER);
+      return s.length > 0 ? s : undefined;
+    }, 60_000, 500);
+    expect(fired.map((s) => [s.metric.instance, s.metric.use])).toEqual([[MEMBER, 'grpc']]);
+    // The failover below runs on the renewed certificate: its connections to the agents are new ones.
   }, 180_000);
 
   it('a SIGKILLed shard master fires KcmShardMasterDown, and its failover KcmFailoverDone', async () => {
