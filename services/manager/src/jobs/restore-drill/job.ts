@@ -26,6 +26,7 @@ import { createClusterSteps, planCluster, type CreateOutputs } from '../cluster'
 import { restorePlanOfSet, restoreSteps, type RestoreOutputs, type RestoreTarget } from '../cluster-restore';
 import type { EngineVersionDefaults } from '../engine-versions';
 import { orThrow } from '../framework/errors';
+import { requireGroupProtocol } from '../../group/protocol-gate';
 import type { JobOf, JobStep, StepContext } from '../framework/workflow';
 import { rollBackJob, wholeClusterPlan } from '../rollback';
 import { dataAgeRpoS, drillVerdict, restoreRtoMs } from './measure';
@@ -175,6 +176,8 @@ export const runRestoreDrillJob = (engines?: EngineVersionDefaults): JobOf<'run_
       drillStep({
         name: 'choose the backup set',
         async run(ctx) {
+          // A manager of protocol 1 would apply the scratch cluster's creation without its mark, and no drill record at all.
+          await requireGroupProtocol(ctx, 2, 'run_restore_drill');
           const checked = setStillThere(ctx.state(), choice.checkedBackupId);
           setStillThere(ctx.state(), choice.restoredBackupId);
           return { startedAt: ctx.now(), pointAt: checked.finishedAt };
