@@ -71,7 +71,16 @@ function topologyYaml(dir: string, packagesDir: string): string {
 function writtenOutside(marker: string): string[] {
   const scan = SCANNED.filter((d) => existsSync(d));
   const found = spawnSync('find', [...scan, '-xdev', '-newer', marker, '(', '-type', 'f', '-o', '-type', 'l', ')', '-print'], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
-  return found.stdout.split('\n').filter((p) => p !== '' && !ALLOWED_OUTSIDE.some((a) => p === a.prefix || p.startsWith(`${a.prefix}/`)));
+  // A file another process removes while find walks (an npm log) is not a failure to read.
+  const unreadable = found.stderr.split('\n').filter((l) => l !== '' && !/No such file or directory/.test(l));
+  expect(unreadable, 'find could not read everything').toEqual([]);
+  const written = found.stdout.split('\n').filter((p) => p !== '');
+  const allowedBy = (p: string) => ALLOWED_OUTSIDE.find((a) => p === a.prefix || p.startsWith(`${a.prefix}/`));
+  // What the exceptions covered in this run, so a reader sees they are not hiding kcm's own files.
+  const covered = new Map<string, number>();
+  for (const p of written) if (allowedBy(p)) covered.set(allowedBy(p)!.prefix, (covered.get(allowedBy(p)!.prefix) ?? 0) + 1);
+  console.log(`written outside the roots during the test: ${written.length} file(s); by the listed exceptions: ${[...covered].map(([prefix, n]) => `${prefix} ${n}`).join(', ') || 'none'}`);
+  return written.filter((p) => !allowedBy(p));
 }
 
 describe('kcm deploy from the release packages onto six local roots', () => {
@@ -189,22 +198,27 @@ describe('kcm deploy from the release packages onto six local roots', () => {
     expect(scaled.stdout).toContain('machines: 2 registered now');
     expect(readFileSync(topologyFile, 'utf8')).toContain(`host: ${NEW_AGENT}`);
 
-    // A manager dies (SIGKILL, as a lost host) and is replaced by a new host.
-    const deadRecord = path.join(dir, 'hosts/m3/run/kcm-local-root/kcm-manager@m3.service.json');
+    // The leader dies (SIGKILL, as a lost host): the hardest member to replace, since the
+    // others must elect a new one first. A new host takes its place in the topology.
+    const leader = ((await client.emit(envelope('get_meta_mode', {}))).reply.attachment as { leader: string }).leader;
+    const dead = MANAGERS.findIndex((h) => `${h}:${HTTP_PORT}` === leader);
+    expect(dead, `leader ${leader}`).toBeGreaterThanOrEqual(0);
+    const deadRecord = path.join(dir, `hosts/m${dead + 1}/run/kcm-local-root/kcm-manager@m${dead + 1}.service.json`);
     process.kill((JSON.parse(readFileSync(deadRecord, 'utf8')) as { pid: number }).pid, 'SIGKILL');
     const replaced = `  - { host: ${NEW_MANAGER}, port: ${HTTP_PORT}, root: ${path.join(dir, 'hosts/m4')}, join: true }`;
-    const edited = readFileSync(topologyFile, 'utf8').replace(/^ {2}- \{ host: 127\.0\.3\.3, .*$/m, replaced);
+    const edited = readFileSync(topologyFile, 'utf8').replace(new RegExp(`^ {2}- \\{ host: ${MANAGERS[dead].replace(/\./g, '\\.')}, .*$`, 'm'), replaced);
     expect(edited).toContain(replaced);
     writeFileSync(topologyFile, edited);
-    const replace = spawnSync(kcm, ['member', 'replace', `${MANAGERS[2]}:${HTTP_PORT}`, NEW_MANAGER, '--topology', topologyFile], { env, encoding: 'utf8', timeout: 180_000 });
+    const replace = spawnSync(kcm, ['member', 'replace', leader, NEW_MANAGER, '--topology', topologyFile], { env, encoding: 'utf8', timeout: 180_000 });
     console.log(replace.stdout + replace.stderr);
     expect(replace.status, replace.stderr).toBe(0);
+    const group = MANAGERS.map((h, i) => (i === dead ? NEW_MANAGER : h));
     const after = spawnSync(kcm, ['display', topologyFile], { env, encoding: 'utf8', timeout: 60_000 });
     console.log(after.stdout);
     expect(after.status, after.stdout + after.stderr).toBe(0);
-    for (const host of [MANAGERS[0], MANAGERS[1], NEW_MANAGER]) expect(after.stdout).toMatch(new RegExp(`${host.replace(/\./g, '\\.')}:${HTTP_PORT}\\s+reachable\\s+(leader|follower)\\s+kcm ${packages.version.replace(/\./g, '\\.')}`));
+    for (const host of group) expect(after.stdout).toMatch(new RegExp(`${host.replace(/\./g, '\\.')}:${HTTP_PORT}\\s+reachable\\s+(leader|follower)\\s+kcm ${packages.version.replace(/\./g, '\\.')}`));
     expect(after.stdout).toMatch(new RegExp(`${NEW_AGENT.replace(/\./g, '\\.')}\\s+reachable\\s+computer\\+storage online`));
-    expect(loadContext('systest', env.KCM_CONFIG)!.endpoints).toEqual([MANAGERS[0], MANAGERS[1], NEW_MANAGER].map((h) => `https://${h}:${HTTP_PORT}`));
+    expect(loadContext('systest', env.KCM_CONFIG)!.endpoints).toEqual(group.map((h) => `https://${h}:${HTTP_PORT}`));
 
     const outside = writtenOutside(marker);
     expect(outside, `written outside the roots: ${outside.join(', ')}`).toEqual([]);

@@ -7,7 +7,8 @@
 
 import type { ReplyEnvelope } from '@kcm/protocol';
 import { contextFilePath, saveContext } from '../context-file';
-import { createEmitClient, type EmitClient } from '../http-client';
+import { createEmitClient, TransportError, type EmitClient } from '../http-client';
+import { waitForLeader } from '../local/meta-probe';
 import { localEnvelope, waitForLocalJob } from '../local/local-jobs';
 import { contextName, installHosts } from './deploy';
 import { loadDeployment, managerUrls } from './deployment';
@@ -21,10 +22,14 @@ export interface MemberReplace {
   say: (line: string) => void;
 }
 
-async function members(client: EmitClient): Promise<string[]> {
-  const reply = (await client.emit(localEnvelope('get_meta_mode', {}))).reply;
-  if (reply.error_code !== '0') throw new Error(`get_meta_mode: ${reply.error_info}`);
-  return ((reply.attachment ?? {}) as { members?: string[] }).members ?? [];
+/**
+ * The group's members once it has a leader. The dead member may have been the leader: the
+ * others need an election timeout or two first, and asking before that is NO_LEADER.
+ */
+async function members(urls: readonly string[], access: { token: string; ca: Buffer }, deadline: number): Promise<string[] | string> {
+  const waited = await waitForLeader({ urls, timeoutMs: Math.max(1_000, deadline - Date.now()), token: access.token, ca: access.ca });
+  if (!waited.ok) return `no leader among ${urls.join(', ')}: ${waited.reason}`;
+  return waited.answer.members ?? [];
 }
 
 async function mission(client: EmitClient, paras: Record<string, string>, deadline: number): Promise<ReplyEnvelope> {
@@ -33,8 +38,17 @@ async function mission(client: EmitClient, paras: Record<string, string>, deadli
   return waitForLocalJob(client, ack, deadline);
 }
 
-/** Undefined when done; else what stopped it. */
+/** Undefined when done; else what stopped it (one line: a refusal, a timeout, an unreachable group). */
 export async function replaceMember(r: MemberReplace): Promise<string | undefined> {
+  try {
+    return await replace(r);
+  } catch (err) {
+    if (err instanceof TransportError) return err.message;
+    throw err;
+  }
+}
+
+async function replace(r: MemberReplace): Promise<string | undefined> {
   const deployment = await loadDeployment(r.topologyFile);
   const { managers } = deployment.topology;
   const index = managers.findIndex((m) => m.host === r.newHost || managerMember(m) === r.newHost);
@@ -46,9 +60,12 @@ export async function replaceMember(r: MemberReplace): Promise<string | undefine
   const newMember = managerMember(entry);
   const deadline = Date.now() + r.timeoutMs;
   const remaining = managerUrls(deployment).filter((_, i) => i !== index);
-  const client = createEmitClient({ url: remaining.join(','), token: deployment.token, ca: deployment.caPem, timeoutMs: 20_000 });
+  const access = { token: deployment.token, ca: deployment.caPem };
+  const client = createEmitClient({ url: remaining.join(','), ...access, timeoutMs: 20_000 });
 
-  if ((await members(client)).includes(r.oldMember)) {
+  const before = await members(remaining, access, deadline);
+  if (typeof before === 'string') return before;
+  if (before.includes(r.oldMember)) {
     const removed = await mission(client, { task_type: 'remove_peer', peer: r.oldMember }, deadline);
     if (removed.status !== 'done') return `remove_peer ${r.oldMember}: ${removed.error_info || removed.status}`;
     r.say(`removed ${r.oldMember} from the group`);
@@ -56,7 +73,9 @@ export async function replaceMember(r: MemberReplace): Promise<string | undefine
     r.say(`${r.oldMember} is not a member (already removed)`);
   }
   await installHosts(deployment, deployment.plans.filter((p) => p.host === entry.host), r.say);
-  if (!(await members(client)).includes(newMember)) {
+  const after = await members(remaining, access, deadline);
+  if (typeof after === 'string') return after;
+  if (!after.includes(newMember)) {
     const added = await mission(client, { task_type: 'add_peer', peer: newMember }, deadline);
     if (added.status !== 'done') return `add_peer ${newMember}: ${added.error_info || added.status}`;
     r.say(`added ${newMember} to the group`);
