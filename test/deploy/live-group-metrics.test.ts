@@ -29,8 +29,10 @@ async function leaderOverHttps(): Promise<string | undefined> {
   return leaders.length === 1 ? leaders[0] : undefined;
 }
 
-async function exportedNames(member: string): Promise<Set<string>> {
-  const { text } = await httpsText(member, '/metrics', { ca: readFileSync(testCa().cert), timeoutMs: 5_000 });
+async function exportedNames(member: string, scheme: 'https' | 'http' = 'https'): Promise<Set<string>> {
+  const text = scheme === 'https'
+    ? (await httpsText(member, '/metrics', { ca: readFileSync(testCa().cert), timeoutMs: 5_000 })).text
+    : await (await fetch(`http://${member}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
   const names = new Set<string>();
   for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
     names.add(m[1]);
@@ -61,6 +63,8 @@ describe('deploy/grafana and deploy/prometheus against a running group', () => {
   it('every PromQL expression of the dashboard and the alert rules names only exported metrics', async () => {
     const exported = new Set<string>(['up']); // Prometheus's own per-target series
     for (const member of MEMBERS) for (const name of await exportedNames(member)) exported.add(name);
+    // The agent's own /metrics (plain HTTP, its port + 2): the dashboard's Hosts row reads it.
+    for (const name of await exportedNames(`${AGENT_HOST}:${AGENT_PORT + 2}`, 'http')) exported.add(name);
     const expressions = [
       ...promqlExpressionsOf('grafana', readFileSync(path.join(deployDir, 'grafana/kcm-dashboard.json'), 'utf8')),
       ...promqlExpressionsOf('alerts', readFileSync(path.join(deployDir, 'prometheus/kcm-alerts.yml'), 'utf8')),
