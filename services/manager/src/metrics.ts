@@ -244,6 +244,7 @@ export function createManagerMetrics(
     },
     observeJobFinished(job, outcome) {
       jobsFinished.inc({ job_type: job.jobType, status: outcome.ok ? 'done' : 'failed' });
+      countFailover(job, outcome);
     },
   };
 }
