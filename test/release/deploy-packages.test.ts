@@ -213,7 +213,11 @@ describe('kcm deploy from the release packages onto six local roots', () => {
     console.log(replace.stdout + replace.stderr);
     expect(replace.status, replace.stderr).toBe(0);
     const group = MANAGERS.map((h, i) => (i === dead ? NEW_MANAGER : h));
-    const after = spawnSync(kcm, ['display', topologyFile], { env, encoding: 'utf8', timeout: 60_000 });
+    // The leader learns a new member's release from its next Describe round: display says
+    // "release not reported yet" until then, so it is asked again until every member shows it.
+    const displayed = () => spawnSync(kcm, ['display', topologyFile], { env, encoding: 'utf8', timeout: 60_000 });
+    let after = displayed();
+    for (const until = Date.now() + 60_000; after.stdout.includes('release not reported yet') && Date.now() < until; after = displayed()) await new Promise((r) => setTimeout(r, 1_000));
     console.log(after.stdout);
     expect(after.status, after.stdout + after.stderr).toBe(0);
     for (const host of group) expect(after.stdout).toMatch(new RegExp(`${host.replace(/\./g, '\\.')}:${HTTP_PORT}\\s+reachable\\s+(leader|follower)\\s+kcm ${packages.version.replace(/\./g, '\\.')}`));

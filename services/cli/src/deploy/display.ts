@@ -95,7 +95,9 @@ export async function measureDeployment(topology: TopologyFile, access: { token?
 export function displayLines(topology: TopologyFile, state: DisplayState): string[] {
   const lines = [`Deployment ${topology.name}: leader ${state.leader ?? 'none known'}${state.problem ? ` (${state.problem})` : ''}`, 'Managers:'];
   for (const m of state.managers) {
-    lines.push(`  ${m.member.padEnd(22)} ${m.reachable ? 'reachable  ' : 'UNREACHABLE'} ${(m.role || 'not a member').padEnd(12)} ${m.version ? `kcm ${m.version}` : ''}${m.problem && m.reachable ? `  (${m.problem})` : ''}`);
+    // The release comes from the answering member's Describe rounds: a member that just joined is not described yet.
+    const release = m.version ? `kcm ${m.version}` : m.role ? 'release not reported yet' : '';
+    lines.push(`  ${m.member.padEnd(22)} ${m.reachable ? 'reachable  ' : 'UNREACHABLE'} ${(m.role || 'not a member').padEnd(12)} ${release}${m.problem && m.reachable ? `  (${m.problem})` : ''}`);
   }
   lines.push('Agents:');
   for (const a of state.agents) {
