@@ -67,8 +67,12 @@ export function connect(values: { url?: string; ca?: string; context?: string; t
       throw new UsageError(`--url must be an http:// or https:// URL (or several, comma-separated), got "${one}"`, `kcm ${command} --help`);
     }
   }
-  // --ca, else the context's, else the local deployment's CA (kcm local up's managers serve HTTPS with it), as for the token below.
-  const ca = values.ca !== undefined ? readCaFlag(values.ca, command) : context?.caFile !== undefined ? readFileOfContext(context, 'ca', contextFile) : readLocalCa(io.env.KCM_LOCAL_DIR || localContextDir());
+  // --ca, else the context's, else, for loopback managers only, the local deployment's CA (kcm local up's
+  // managers serve HTTPS with it), as for the token below. Only loopback: a CA given to node:https
+  // replaces the system's, so a public manager's certificate would stop verifying.
+  const loopback = (urls.length > 0 ? urls : [url]).every((u) => /^127\.|^localhost$|^\[::1\]$/.test(new URL(u).hostname));
+  const localCa = loopback ? readLocalCa(io.env.KCM_LOCAL_DIR || localContextDir()) : undefined;
+  const ca = values.ca !== undefined ? readCaFlag(values.ca, command) : context?.caFile !== undefined ? readFileOfContext(context, 'ca', contextFile) : localCa;
   // --token, then KCM_TOKEN, then the context's token file, then the local deployment's admin token (kcm local up made it).
   const contextToken = context?.tokenFile !== undefined ? readFileOfContext(context, 'token_file', contextFile).trim() : undefined;
   const token = values.token ?? (io.env.KCM_TOKEN || undefined) ?? (contextToken || undefined) ?? readAdminToken(io.env.KCM_LOCAL_DIR || localContextDir());
