@@ -8,7 +8,9 @@ import { account, type AdminSession } from '../instance/sql';
  * (its semi-sync dump stops, it is killed when its standby reconnects, and stays "Waiting to
  * finalize termination" for good): its standby is then refused as a duplicate server_id and a
  * semi-sync commit, such as the restore's binlog replay, waits for an ACK forever (seen in a
- * restore drill). So the replication account is locked, every dump thread killed and waited
+ * restore drill). Even when it does not hang, such a dump sends nothing of the new binlog, so
+ * the first commit after the reset waits for an ACK until its standby reconnects (3 of 3 tries
+ * on 10.11.19). So the replication account is locked, every dump thread killed and waited
  * out before the reset; the returned function unlocks the account after it. The session must
  * have sql_log_bin = 0: a binlogged lock would reach the standbys and lock their own account.
  */
