@@ -5,9 +5,10 @@
 // KcmRestoreDrillMissing on a drill schedule with no passing drill within its period (plus a day).
 
 import { Gauge, type Registry } from 'prom-client';
-import { allPolicies } from '../meta/backup-policies';
 import { allDrills, drillsOfCluster } from '../meta/restore-drills';
 import type { MetaState } from '../meta/state';
+import type { BackupPolicyRecord } from '../meta/backup-policy-records';
+import { perPolicyGauge } from './policy-metrics';
 
 /** One period, plus a day for the window to come round and the drill to run: older than this, a passing drill is missing. */
 export const allowedDrillAgeSeconds = (everyDays: number): number => everyDays * 86_400 + 86_400;
@@ -35,30 +36,20 @@ export function registerRestoreDrillMetrics(registry: Registry, sources: { state
   const measured = (d: ReturnType<typeof allDrills>[number]) => (d.last.rtoMs !== null ? d.last : d.lastPassed);
   perDrilledCluster('kcm_restore_drill_last_rto_seconds', 'Restore start to tables verified in the cluster\'s last measured restore drill (RTO)', (d) => (measured(d)?.rtoMs ?? null) === null ? null : measured(d)!.rtoMs! / 1000);
   perDrilledCluster('kcm_restore_drill_last_rpo_seconds', 'Age of the restored point when the cluster\'s last measured restore drill started (data-age RPO)', (d) => measured(d)?.rpoS ?? null);
-  new Gauge({
-    name: 'kcm_restore_drill_age_seconds',
-    help: 'Time since the last passing restore drill of each cluster whose backup policy schedules drills (since the policy was set, when none passed yet)',
-    labelNames: ['cluster_id'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      const state = sources.state();
-      for (const policy of allPolicies(state)) {
-        if (!policy.drill || !state.clusters[policy.clusterId]) continue;
-        const since = drillsOfCluster(state, policy.clusterId)?.lastPassed?.finishedAt ?? policy.setAt;
-        this.set({ cluster_id: policy.clusterId }, Math.max(0, (sources.now() - since) / 1000));
-      }
-    },
-  });
-  new Gauge({
-    name: 'kcm_restore_drill_allowed_age_seconds',
-    help: 'The age the last passing restore drill may reach before one is missing: drill_every_days plus a day',
-    labelNames: ['cluster_id'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      const state = sources.state();
-      for (const policy of allPolicies(state)) if (policy.drill && state.clusters[policy.clusterId]) this.set({ cluster_id: policy.clusterId }, allowedDrillAgeSeconds(policy.drill.everyDays));
-    },
-  });
+  // Clusters whose backup policy schedules drills, while they exist.
+  const scheduled = (policy: BackupPolicyRecord, state: MetaState) => Boolean(policy.drill) && state.clusters[policy.clusterId] !== undefined;
+  perPolicyGauge(
+    registry,
+    sources.state,
+    'kcm_restore_drill_age_seconds',
+    'Time since the last passing restore drill of each cluster whose backup policy schedules drills (since the policy was set, when none passed yet)',
+    (policy, state) => (scheduled(policy, state) ? Math.max(0, (sources.now() - (drillsOfCluster(state, policy.clusterId)?.lastPassed?.finishedAt ?? policy.setAt)) / 1000) : null),
+  );
+  perPolicyGauge(
+    registry,
+    sources.state,
+    'kcm_restore_drill_allowed_age_seconds',
+    'The age the last passing restore drill may reach before one is missing: drill_every_days plus a day',
+    (policy, state) => (scheduled(policy, state) ? allowedDrillAgeSeconds(policy.drill!.everyDays) : null),
+  );
 }
