@@ -3,6 +3,7 @@
 // For the command-line tests of kcm, kcm-manager and kcm-agent.
 
 import { execFile } from 'node:child_process';
+import { expect } from 'vitest';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -35,4 +36,13 @@ export function runProgram(command: string[], args: string[], env: Record<string
 export function stderrLines(run: ProgramRun): { lines: string[]; hasStack: boolean } {
   const lines = run.stderr.split('\n').filter((line) => line !== '');
   return { lines, hasStack: lines.some((line) => /^\s+at /.test(line)) };
+}
+
+/** The run wrote exactly one stderr line, matching `expected`, with no stack trace, and exited with `code`. */
+export function expectOneStderrLine(run: ProgramRun, code: number, expected: RegExp): void {
+  const { lines, hasStack } = stderrLines(run);
+  expect(hasStack, run.stderr).toBe(false);
+  expect(lines, run.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(expected);
+  expect(run.code).toBe(code);
 }

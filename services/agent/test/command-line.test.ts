@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { versionLine } from '@kcm/common';
-import { programFromSource, runProgram, stderrLines } from '../../../test/helpers/run-program';
+import { programFromSource, runProgram, expectOneStderrLine } from '../../../test/helpers/run-program';
 
 const AGENT = programFromSource('agent');
 /** No KCM_AGENT_* from the environment the tests run in. */
@@ -13,12 +13,7 @@ const clean = Object.fromEntries(Object.keys(process.env).filter((name) => name.
 const run = (args: string[], env: Record<string, string> = {}) => runProgram(AGENT, args, { ...clean, ...env });
 
 async function expectOneLine(args: string[], env: Record<string, string>, code: number, expected: RegExp) {
-  const r = await run(args, env);
-  const { lines, hasStack } = stderrLines(r);
-  expect(hasStack, r.stderr).toBe(false);
-  expect(lines, r.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(expected);
-  expect(r.code).toBe(code);
+  expectOneStderrLine(await run(args, env), code, expected);
 }
 
 describe('kcm-agent command line', () => {

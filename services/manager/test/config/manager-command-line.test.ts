@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { versionLine } from '@kcm/common';
-import { programFromSource, runProgram, stderrLines } from '../../../../test/helpers/run-program';
+import { programFromSource, runProgram, expectOneStderrLine } from '../../../../test/helpers/run-program';
 
 const MANAGER = programFromSource('manager');
 const run = (args: string[], env: Record<string, string | undefined> = {}) => runProgram(MANAGER, args, { KCM_MANAGER_CONFIG: undefined, ...env });
@@ -21,11 +21,7 @@ function configFile(config: unknown): string {
 /** The run printed exactly `expected` (a string or pattern) as its one stderr line and exited with `code`. */
 async function expectOneLine(args: string[], code: number, expected: RegExp, env: Record<string, string | undefined> = {}) {
   const r = await run(args, env);
-  const { lines, hasStack } = stderrLines(r);
-  expect(hasStack, r.stderr).toBe(false);
-  expect(lines, r.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(expected);
-  expect(r.code).toBe(code);
+  expectOneStderrLine(r, code, expected);
   expect(r.stdout).toBe('');
 }
 
