@@ -54,6 +54,12 @@ async function promQuery(q: string): Promise<PromSample[]> {
 
 /** The alert's series that fired at some evaluation in the last 30 minutes (a short firing is not missed between two polls). */
 const firedSeries = (alertname: string) => promQuery(`max_over_time(ALERTS{alertname="${alertname}",alertstate="firing"}[30m])`).catch(() => []);
+/** Waits until the scraped archive lag is under half the test's RPO threshold: the archive keeps up. */
+const archiveLagScrapedUnder = (what: string) =>
+  waitUntil(what, async () => {
+    const lag = await promQuery('max(kcm_binlog_archive_lag_seconds)');
+    return lag.length === 1 && Number(lag[0].value[1]) < LAG_THRESHOLD_S / 2 ? true : undefined;
+  }, 120_000, 500);
 
 /** One value of a /metrics text, by its full series name. */
 async function scrapeValue(address: string, series: string): Promise<number | undefined> {
@@ -149,10 +155,7 @@ describe('the DBA alerts fire against a real local group, each from its own faul
 
   it('a group in good health fires none of them', async () => {
     // The archive has caught up with the writer, and every series the rules read is scraped.
-    await waitUntil('the archive lag scraped under the threshold', async () => {
-      const lag = await promQuery('max(kcm_binlog_archive_lag_seconds)');
-      return lag.length === 1 && Number(lag[0].value[1]) < LAG_THRESHOLD_S / 2 ? true : undefined;
-    }, 120_000, 500);
+    await archiveLagScrapedUnder('the archive lag scraped under the threshold');
     expect((await promQuery('kcm_shard_master_up == 1')).length).toBe(1);
     // The agents' view of the same group, measured by each agent: three mariadbd and one postgres running, none down.
     const instances = async (q: string) => Object.fromEntries((await promQuery(q)).map((r) => [r.metric.kind, Number(r.value[1])]));
@@ -247,10 +250,7 @@ describe('the DBA alerts fire against a real local group, each from its own faul
   }, 300_000);
 
   it('the backup storage cut off from the archiver fires KcmBinlogArchiveLagHigh', async () => {
-    await waitUntil('the archive caught up after the failover', async () => {
-      const lag = await promQuery('max(kcm_binlog_archive_lag_seconds)');
-      return lag.length === 1 && Number(lag[0].value[1]) < LAG_THRESHOLD_S / 2 ? true : undefined;
-    }, 120_000, 500);
+    await archiveLagScrapedUnder('the archive caught up after the failover');
     expect(await promQuery('ALERTS{alertname="KcmBinlogArchiveLagHigh"}')).toEqual([]);
     // Every new connection to the storage agent's gRPC and data-plane ports is refused (its /metrics stays reachable).
     for (const port of [AGENT_PORT, AGENT_PORT + 1]) {
