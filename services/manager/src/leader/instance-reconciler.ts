@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@kcm/common';
 import type { ClusterRecord, MetaState } from '../meta/state';
+import { heldByJob } from '../meta/clusters';
 import { PeriodicRounds } from './periodic-rounds';
 
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
@@ -117,12 +118,9 @@ export class InstanceReconciler {
   }
 }
 
-/**
- * A ready cluster no job is working on: its instances should all be running. A restore
- * drill's scratch cluster never is: its drill stops and restores instances, then deletes it.
- */
+/** A ready cluster no job is working on (a drill's scratch cluster never is): its instances should all be running. */
 function isSettled(state: MetaState, cluster: ClusterRecord): boolean {
-  return cluster.status === 'ready' && (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) === 0 && !cluster.scratchOfDrill;
+  return cluster.status === 'ready' && !heldByJob(state, cluster);
 }
 
 /**

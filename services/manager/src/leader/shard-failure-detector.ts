@@ -19,6 +19,7 @@ import mysql from 'mysql2/promise';
 import type { Agents, MariaDbHaStatusReply } from '@kcm/agent-api';
 import { MasterStatusWatches } from './master-status-watches';
 import { CommandKind } from '../meta/commands';
+import { heldByJob } from '../meta/clusters';
 import type { ClusterRecord, MetaState, ShardRecord, StorageNodeRecord } from '../meta/state';
 import type { MetaStore } from '../meta/store';
 import { PeriodicRounds } from './periodic-rounds';
@@ -142,7 +143,7 @@ export class ShardFailureDetector {
     const previous = this.masterUp;
     this.masterUp = new Map();
     for (const cluster of Object.values(state.clusters)) {
-      if (cluster.status !== 'ready' || (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) > 0 || cluster.scratchOfDrill) {
+      if (cluster.status !== 'ready' || heldByJob(state, cluster)) {
         // Not judged while a job holds the cluster (a restore drill holds its scratch cluster
         // all its life): its shards keep their last measurement.
         for (const shard of Object.values(cluster.shards)) {

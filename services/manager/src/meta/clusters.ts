@@ -168,6 +168,16 @@ function place(state: MetaState, cluster: ClusterRecord, placement: InstancePlac
 }
 
 /** The cluster a create_cluster job made, if its placement was committed. */
+/**
+ * A job is working on the cluster, so the leader's loops (instance reconciler, shard failure
+ * detector) leave it to that job: one waits or runs in the cluster's run queue, or the cluster
+ * is a restore drill's scratch cluster, which its drill (queued on the source cluster, not
+ * this one) holds all its life, stopping and restoring its instances and then deleting it.
+ */
+export function heldByJob(state: MetaState, cluster: ClusterRecord): boolean {
+  return (state.runQueues[`cluster:${cluster.id}`]?.length ?? 0) > 0 || Boolean(cluster.scratchOfDrill);
+}
+
 export function clusterCreatedByJob(state: MetaState, jobId: string): ClusterRecord | undefined {
   return Object.values(state.clusters).find((c) => c.createdByJob === jobId);
 }
